@@ -1,0 +1,150 @@
+"""Command-line interface: a thin adapter over the library.
+
+Every command calls one public library function.  Bad input exits with
+status 2 and a one-line message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .errors import BayesobsInputError
+
+
+def _add_trial_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "trials",
+        nargs="+",
+        metavar="TRIALS",
+        help="CSV, TSV, Parquet, JSONL file(s) or experiment folder(s)",
+    )
+    p.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="NEW=OLD",
+        help="take column NEW from column (or pandas expression) OLD; repeatable, "
+        "e.g. --map stimulus=dur --map response=repDur --map subject=NSub --map run=NB",
+    )
+    p.add_argument(
+        "--where", metavar="EXPR", help='keep only rows where EXPR holds, e.g. "valid == 1"'
+    )
+    p.add_argument(
+        "--missing-where",
+        metavar="EXPR",
+        help="treat the response as missing where EXPR holds (the trial stays in the "
+        'observer\'s sequence), e.g. "valid == 0"',
+    )
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        metavar="B",
+        help="session-run bootstrap replicates (default 0)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _read(args):
+    from .trials import parse_mapping, read_trials
+
+    return read_trials(
+        args.trials,
+        mapping=parse_mapping(args.map),
+        where=args.where,
+        missing_where=args.missing_where,
+    )
+
+
+def _write_csv(df, path: Path) -> None:
+    tmp = path.with_name(path.name + ".part")
+    df.to_csv(tmp, index=False)
+    tmp.replace(path)  # a reader never sees a half-written file
+
+
+def cmd_fit(args) -> int:
+    from .api import evidence_table
+    from .fitting import fit_batch, fits_table
+    from .provenance import provenance
+
+    if args.bootstrap < 0:
+        raise BayesobsInputError("--bootstrap must be 0 or more")
+    t0 = time.perf_counter()
+    trials = _read(args)
+    batch = fit_batch(
+        trials,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    _write_csv(fits_table(batch), args.out / "fits.csv")
+    _write_csv(evidence_table(batch), args.out / "evidence.csv")
+    cells = batch.cells
+    _write_csv(cells, args.out / "cells.csv")
+    n_missing = int(cells["n_missing"].sum())
+    n_trials = int(cells["n_trials"].sum())
+    skipped_log = int((cells["log_skipped"] != "").sum())
+    record = provenance(
+        command="fit",
+        inputs=[str(p) for p in args.trials],
+        map=args.map,
+        where=args.where,
+        missing_where=args.missing_where,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        n_cells=len(cells),
+        n_trials=n_trials,
+        n_missing=n_missing,
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+    (args.out / "fit_manifest.json").write_text(json.dumps(record, indent=2) + "\n")
+    print(
+        f"fitted {len(cells)} cell(s), {n_trials} trials "
+        f"({n_missing} missing response(s) kept in sequence, excluded from likelihoods)"
+        + (
+            f", log variants skipped in {skipped_log} cell(s) (see cells.csv)"
+            if skipped_log
+            else ""
+        )
+        + f" -> {args.out}/fits.csv, {args.out}/evidence.csv"
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="bayesobs",
+        description="Bayesian psychophysics of language models and people.",
+    )
+    parser.add_argument("--version", action="version", version=f"bayesobs {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("fit", help="fit the ten observer variants; write fits.csv and evidence.csv")
+    _add_trial_options(p)
+    p.set_defaults(func=cmd_fit)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except BayesobsInputError as exc:
+        print(f"bayesobs: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("bayesobs: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

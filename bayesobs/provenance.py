@@ -1,0 +1,66 @@
+"""Provenance of outputs: package versions, git revision, UTC times."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import subprocess
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+FORMAT_VERSION = 1
+_PACKAGES = ("bayesobs", "numpy", "scipy", "pandas", "pyarrow")
+
+
+def utc_now() -> str:
+    """Current UTC time, ISO 8601 with a ``Z``."""
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def git_revision(path: Path | None = None) -> str | None:
+    """The git revision of the source tree holding ``path`` (or of bayesobs)."""
+    here = Path(path) if path is not None else Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    rev = out.stdout.strip()
+    if out.returncode != 0 or not rev:
+        return None
+    dirty = subprocess.run(
+        ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        timeout=5,
+        check=False,
+    ).stdout.strip()
+    return rev + ("-dirty" if dirty else "")
+
+
+def versions() -> dict[str, str]:
+    """Installed versions of bayesobs and its scientific dependencies."""
+    out = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for name in _PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def provenance(**extra) -> dict:
+    """A provenance record: format version, versions, git revision, UTC time."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "created_utc": utc_now(),
+        "git_revision": git_revision(),
+        "versions": versions(),
+        **extra,
+    }

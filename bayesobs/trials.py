@@ -1,0 +1,389 @@
+"""The trial table (DESIGN.md contract): read, map, filter, validate, write.
+
+One row per trial.  Required columns: ``stimulus`` and ``response``.  Cell and
+order keys get defaults when absent: ``subject`` ("subject"), ``task``
+("task"), ``modality`` ("text"), ``condition`` ("base"), ``session``
+("session"), ``run`` (0) and ``trial`` (row order within a run).  Any other
+column is kept and ignored by the analyses.
+
+A missing response (empty, NaN) is a missing trial: the row is kept (the
+observer still saw the stimulus) and excluded from likelihoods.  Everything
+else that is not a number is an error naming the file, row and column.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import BayesobsInputError
+
+CELL_KEYS: tuple[str, ...] = ("subject", "task", "modality", "condition")
+RUN_KEYS: tuple[str, ...] = CELL_KEYS + ("session", "run")
+TRIAL_KEYS: tuple[str, ...] = RUN_KEYS + ("trial",)
+REQUIRED: tuple[str, ...] = ("stimulus", "response")
+DEFAULTS: dict[str, object] = {
+    "subject": "subject",
+    "task": "task",
+    "modality": "text",
+    "condition": "base",
+    "session": "session",
+    "run": 0,
+}
+OPTIONAL: tuple[str, ...] = (
+    "range_low",
+    "range_high",
+    "raw_response",
+    "valid",
+    "prompt_id",
+    "latency_s",
+    "timestamp",
+    "seed",
+    "blur_sigma",
+    "context_window",
+)
+MODALITIES: tuple[str, ...] = ("text", "image", "multimodal")
+CONDITIONS: tuple[str, ...] = (
+    "base",
+    "steer_verbal",
+    "steer_numeric",
+    "steer_biased",
+    "noise_constant",
+    "noise_gradual",
+    "context_short",
+    "context_long",
+    "context_reversed",
+    "context_none",
+)
+
+_SRC = "_source"
+_ROW = "_row"
+_MISSING_TOKENS = {"", "nan", "na", "n/a", "null", "none"}
+
+
+# --------------------------------------------------------------------- reading
+def _read_jsonl(path: Path) -> pd.DataFrame:
+    records = []
+    rows = []
+    with path.open("rb") as fh:
+        lines = fh.read().split(b"\n")
+    for i, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            last = i == len(lines)  # no newline after it: a write cut short
+            hint = " (the last line is incomplete: was the writer killed?)" if last else ""
+            raise BayesobsInputError(
+                f"{path}: line {i}: not valid JSON ({exc.msg}){hint}"
+            ) from None
+        if not isinstance(rec, dict):
+            raise BayesobsInputError(f"{path}: line {i}: expected a JSON object per line")
+        records.append(rec)
+        rows.append(i)
+    df = pd.DataFrame.from_records(records)
+    df[_ROW] = rows
+    return df
+
+
+def _read_one(path: Path) -> tuple[pd.DataFrame, str]:
+    """Read one file; return the frame and how its rows are numbered."""
+    if path.is_dir():
+        inner = path / "trials.jsonl"
+        if not inner.exists():
+            raise BayesobsInputError(
+                f"{path}: is a folder without trials.jsonl (is it an experiment folder?)"
+            )
+        path = inner
+    if not path.exists():
+        raise BayesobsInputError(f"{path}: no such file or folder")
+    if path.stat().st_size == 0:
+        raise BayesobsInputError(f"{path}: empty file")
+    suffix = "".join(path.suffixes[-2:]).lower() if path.suffix == ".gz" else path.suffix.lower()
+    try:
+        if suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt"):
+            sep = "\t" if ".tsv" in suffix else ","
+            df = _infer_types(pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False))
+            df[_ROW] = np.arange(2, len(df) + 2)  # line numbers: header is line 1
+            unit = "line"
+        elif suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+            df[_ROW] = np.arange(1, len(df) + 1)
+            unit = "row"
+        elif suffix in (".jsonl", ".ndjson"):
+            df = _read_jsonl(path)
+            unit = "line"
+        else:
+            raise BayesobsInputError(
+                f"{path}: unknown file type {path.suffix!r} "
+                "(expected .csv, .tsv, .parquet, .jsonl or an experiment folder)"
+            )
+    except BayesobsInputError:
+        raise
+    except pd.errors.EmptyDataError:
+        raise BayesobsInputError(f"{path}: empty file") from None
+    except pd.errors.ParserError as exc:
+        msg = str(exc).strip().splitlines()[-1]
+        raise BayesobsInputError(f"{path}: malformed CSV: {msg}") from None
+    except (OSError, ValueError) as exc:  # e.g. a corrupt parquet footer
+        raise BayesobsInputError(f"{path}: cannot read: {exc}") from None
+    if len(df) == 0:
+        raise BayesobsInputError(f"{path}: no trials (the file has a header but no rows)")
+    df[_SRC] = str(path)
+    return df, unit
+
+
+def _infer_types(df: pd.DataFrame) -> pd.DataFrame:
+    """Text columns from CSV: missing tokens become NaN, wholly numeric columns numbers."""
+    out = {}
+    for col in df.columns:
+        s = df[col].str.strip()
+        missing = s.str.lower().isin(_MISSING_TOKENS)
+        s = s.where(~missing, None).astype(object)
+        num = pd.to_numeric(s, errors="coerce")
+        out[col] = num if (num.notna() | missing).all() and not missing.all() else s
+    return pd.DataFrame(out, index=df.index)
+
+
+def _where(df: pd.DataFrame, i: int) -> str:
+    return f"{df[_SRC].iat[i]}, row {df[_ROW].iat[i]}"
+
+
+def _numeric(df: pd.DataFrame, col: str, allow_missing: bool) -> pd.Series:
+    """Convert a column to float, naming the first offending row on failure."""
+    s = df[col]
+    if pd.api.types.is_bool_dtype(s):
+        s = s.astype(float)
+    if pd.api.types.is_numeric_dtype(s):
+        num = s.astype(float)
+        missing = num.isna().to_numpy()
+    else:
+        text = s.astype(object).where(s.notna(), "")
+        text = text.map(lambda v: v.strip() if isinstance(v, str) else v)
+        missing = text.map(
+            lambda v: (
+                (isinstance(v, str) and v.lower() in _MISSING_TOKENS)
+                or (isinstance(v, float) and np.isnan(v))
+            )
+        ).to_numpy(dtype=bool)
+        num = pd.to_numeric(text.where(~missing, np.nan), errors="coerce").astype(float)
+        bad = num.isna().to_numpy() & ~missing
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise BayesobsInputError(
+                f"{_where(df, i)}, column {col!r}: {s.iat[i]!r} is not a number"
+                + (" (leave the cell empty for a missing response)" if allow_missing else "")
+            )
+    vals = num.to_numpy()
+    if np.isinf(vals).any():
+        i = int(np.flatnonzero(np.isinf(vals))[0])
+        raise BayesobsInputError(f"{_where(df, i)}, column {col!r}: value is infinite")
+    if not allow_missing and missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise BayesobsInputError(f"{_where(df, i)}, column {col!r}: value is missing")
+    return pd.Series(vals, index=df.index, name=col)
+
+
+def _as_key(df: pd.DataFrame, col: str) -> pd.Series:
+    s = df[col]
+    miss = s.isna().to_numpy() | (s.astype(str).str.strip() == "").to_numpy()
+    if miss.any():
+        i = int(np.flatnonzero(miss)[0])
+        raise BayesobsInputError(f"{_where(df, i)}, column {col!r}: value is missing")
+    if col == "run":
+        num = pd.to_numeric(s, errors="coerce")
+        if num.notna().all() and (num == np.round(num)).all():
+            return num.astype(np.int64)
+        return s.astype(str)
+    if pd.api.types.is_float_dtype(s) and (s == np.round(s)).all():
+        s = s.astype(np.int64)
+    return s.astype(str).str.strip()
+
+
+def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None) -> pd.DataFrame:
+    """Add column NEW from OLD for each ``NEW=OLD`` entry.
+
+    ``OLD`` is a column name or, if no column has that name, a pandas
+    expression over the columns (e.g. ``response=keyDuration/1000``).  The
+    source columns are kept, so a row filter may name either.
+    """
+    if not mapping:
+        return df
+    out = df.copy()
+    for new, old in mapping.items():
+        old = old.strip()
+        if old in df.columns:
+            out[new] = df[old]
+            continue
+        try:
+            out[new] = df.eval(old)
+        except Exception as exc:
+            cols = ", ".join(map(str, df.columns[:20]))
+            raise BayesobsInputError(
+                f"--map {new}={old}: {old!r} is neither a column nor a valid expression "
+                f"({type(exc).__name__}: {exc}); columns: {cols}"
+            ) from None
+    return out
+
+
+def parse_mapping(items: Iterable[str] | None) -> dict[str, str]:
+    """Parse ``["NEW=OLD", ...]`` (as given to ``--map``) into a dict."""
+    mapping: dict[str, str] = {}
+    for item in items or ():
+        new, sep, old = item.partition("=")
+        if not sep or not new.strip() or not old.strip():
+            raise BayesobsInputError(f"--map {item!r}: expected NEW=OLD, e.g. response=repDur")
+        mapping[new.strip()] = old.strip()
+    return mapping
+
+
+def _filter(df: pd.DataFrame, expr: str, what: str) -> np.ndarray:
+    try:
+        mask = df.eval(expr)
+    except Exception as exc:
+        cols = ", ".join(str(c) for c in df.columns if not str(c).startswith("_"))
+        raise BayesobsInputError(
+            f"{what} {expr!r}: cannot evaluate ({type(exc).__name__}: {exc}); columns: {cols}"
+        ) from None
+    mask = np.asarray(mask)
+    if mask.dtype != bool:
+        raise BayesobsInputError(f"{what} {expr!r}: is not a true/false condition")
+    return mask
+
+
+def normalize_trials(
+    df: pd.DataFrame,
+    mapping: Mapping[str, str] | None = None,
+    where: str | None = None,
+    missing_where: str | None = None,
+    source: str = "<table>",
+) -> pd.DataFrame:
+    """Validate a trial table and return it in canonical form.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Raw trials (any column names).
+    mapping : dict, optional
+        ``{NEW: OLD}``: add column NEW from column (or expression) OLD.
+    where : str, optional
+        Keep only rows where this pandas expression is true.
+    missing_where : str, optional
+        Treat the response as missing (kept in the sequence, no likelihood
+        term) where this expression is true, e.g. ``"valid == 0"``.
+    source : str
+        Name used in error messages when ``df`` has no ``_source`` column.
+
+    Returns
+    -------
+    DataFrame
+        Sorted by cell, session, run and trial, with every key column present,
+        ``stimulus``/``response`` as float and a zero-based ``trial`` order.
+
+    Raises
+    ------
+    BayesobsInputError
+        With a one-line message naming file, row and column.
+    """
+    df = df.reset_index(drop=True)
+    if _SRC not in df.columns:
+        df[_SRC] = source
+    if _ROW not in df.columns:
+        df[_ROW] = np.arange(1, len(df) + 1)
+    if len(df) == 0:
+        raise BayesobsInputError(f"{source}: no trials")
+    df = apply_mapping(df, mapping)
+    if where:
+        df = df.loc[_filter(df, where, "--where")].reset_index(drop=True)
+        if len(df) == 0:
+            raise BayesobsInputError(f"--where {where!r}: no trials left")
+    srcs = ", ".join(dict.fromkeys(df[_SRC].astype(str)))
+    for col in REQUIRED:
+        if col not in df.columns:
+            cols = ", ".join(str(c) for c in df.columns if not str(c).startswith("_"))
+            raise BayesobsInputError(
+                f"{srcs}: missing required column {col!r} (columns: {cols}; "
+                f"use --map {col}=YOUR_COLUMN)"
+            )
+    df["stimulus"] = _numeric(df, "stimulus", allow_missing=False)
+    df["response"] = _numeric(df, "response", allow_missing=True)
+    if missing_where:
+        df.loc[_filter(df, missing_where, "--missing-where"), "response"] = np.nan
+    for col, default in DEFAULTS.items():
+        df[col] = _as_key(df, col) if col in df.columns else default
+    if "trial" in df.columns:
+        df["trial"] = _numeric(df, "trial", allow_missing=False)
+    else:
+        df["trial"] = df.groupby(list(RUN_KEYS), sort=False).cumcount()
+    for col in ("range_low", "range_high", "blur_sigma"):
+        if col in df.columns:
+            df[col] = _numeric(df, col, allow_missing=True)
+    dup = df.duplicated(list(TRIAL_KEYS), keep=False).to_numpy()
+    if dup.any():
+        first = df.loc[dup].sort_values(list(TRIAL_KEYS) + [_SRC, _ROW]).index[:2]
+        a, b = (int(df.index.get_loc(i)) for i in first)
+        key = ", ".join(f"{k}={df[k].iat[a]!r}" for k in TRIAL_KEYS)
+        raise BayesobsInputError(
+            f"{_where(df, b)}, columns (cell, session, run, trial): duplicate trial {key} "
+            f"(also at {_where(df, a)})"
+        )
+    df = df.sort_values(list(TRIAL_KEYS), kind="stable").reset_index(drop=True)
+    df["trial"] = df.groupby(list(RUN_KEYS), sort=False).cumcount().astype(np.int64)
+    front = [*TRIAL_KEYS, "stimulus", "response"]
+    rest = [c for c in df.columns if c not in front and c not in (_SRC, _ROW)]
+    return df[front + rest]
+
+
+def read_trials(
+    paths: str | Path | Sequence[str | Path],
+    mapping: Mapping[str, str] | None = None,
+    where: str | None = None,
+    missing_where: str | None = None,
+) -> pd.DataFrame:
+    """Read one or many trial files (CSV, TSV, Parquet, JSONL, experiment folders).
+
+    Files are concatenated before mapping, filtering and validation, so the
+    same ``mapping`` applies to every file.  See :func:`normalize_trials`.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    if not paths:
+        raise BayesobsInputError("no trial files given")
+    frames = [_read_one(Path(p))[0] for p in paths]
+    df = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else frames[0]
+    return normalize_trials(df, mapping=mapping, where=where, missing_where=missing_where)
+
+
+def write_trials(df: pd.DataFrame, path: str | Path) -> Path:
+    """Write a trial table as CSV, Parquet or JSONL according to the suffix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        df.to_csv(path, index=False)
+    elif suffix in (".parquet", ".pq"):
+        df.to_parquet(path, index=False)
+    elif suffix in (".jsonl", ".ndjson"):
+        df.to_json(path, orient="records", lines=True)
+    else:
+        raise BayesobsInputError(f"{path}: unknown file type (use .csv, .parquet or .jsonl)")
+    return path
+
+
+def summarize_cells(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: number of session runs, trials and missing responses."""
+    g = trials.groupby(list(CELL_KEYS), sort=True)
+    out = g.agg(
+        n_runs=("run", "size"),
+        n_trials=("stimulus", "size"),
+        n_missing=("response", lambda r: int(r.isna().sum())),
+    ).reset_index()
+    out["n_runs"] = g.apply(
+        lambda d: d[["session", "run"]].drop_duplicates().shape[0], include_groups=False
+    ).to_numpy()
+    return out

@@ -1,0 +1,52 @@
+"""Shared fixtures: seeds reset per test, the shared data folder, tolerances."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+# One tolerance for comparisons with an independent reference.
+RTOL = 1e-9
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _reset_seeds():
+    random.seed(0)
+    np.random.seed(0)  # noqa: NPY002 - guard against code that uses the global state
+    yield
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data folder not found at {SHARED_DATA} (only present beside the repo)")
+    return SHARED_DATA
+
+
+def make_cell(
+    rng,
+    variant="static",
+    params=None,
+    n_per=40,
+    ranges=((0.1, 0.5), (0.3, 0.7), (0.5, 0.9)),
+    **keys,
+):
+    """A simulated cell: three sessions, one run each, as a trial DataFrame."""
+    from bayesobs.observers import simulate
+
+    params = params or {"w_prior": 0.4, "sigma": 0.03}
+    xs, runs = [], []
+    for s, (lo, hi) in enumerate(ranges):
+        xs.append(rng.uniform(lo, hi, n_per))
+        runs += [f"s{s}"] * n_per
+    x = np.concatenate(xs)
+    run = np.array(runs)
+    eps = 1e-3 * x.max()
+    y = simulate(variant, params, x, run, eps=eps, rng=rng)
+    df = pd.DataFrame({"session": run, "stimulus": x, "response": y, **keys})
+    return df
