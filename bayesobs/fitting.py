@@ -36,12 +36,12 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .bootstrap import GROUP_KEYS, run_draws
-from .observers.models import LOG_EPS_FRACTION, kalman_gains
+from .observers.models import LOG_EPS_FRACTION
 from .observers.variants import FACTORS, VARIANTS
 from .trials import CELL_KEYS
 
 LOG_RHO_GRID = np.arange(-18.0, 18.0 + 1e-9, 0.25)
-GOLDEN_ITERATIONS = 48
+GOLDEN_ITERATIONS = 32  # bracket 0.5 -> 1e-7 in log rho
 VARIANCE_FLOOR = 1e-12
 _PHI = (math.sqrt(5.0) - 1.0) / 2.0
 _PARAMS = ("w", "b", "w_prior", "g", "delta", "rho", "sigma")
@@ -212,25 +212,37 @@ def _gram(z, u, present, obs) -> np.ndarray:
     )
 
 
-def _kalman_moments(z, u, obs, K, chunk: int = 1 << 22):
+def _kalman_moments(z, u, obs, rho):
     """``sum mu``, ``sum mu^2``, ``sum mu u`` over observed trials.
 
-    ``z``, ``u``, ``obs``: ``(R, T)``; ``K``: gains of shape ``(..., R, T)``
-    or ``(..., 1, T)``.  Returns three arrays of shape ``K.shape[:-2] + (R,)``.
+    ``z``, ``u``, ``obs``: time-major ``(T, R)`` arrays; ``rho`` broadcasts
+    against ``(R,)`` (e.g. ``(C, 1)`` for a grid, or ``(R,)``, one per run).
+    The gains are computed inside the recursion; ``rho = inf`` is replaced by
+    ``1e300``, for which ``K_t = p / (p + 1)`` is exactly 1 in floating point.
+    Returns three arrays of shape ``broadcast(rho, (R,))``.
     """
-    lead = np.broadcast_shapes(K.shape[:-1], z.shape[:-1])
-    T = z.shape[-1]
+    rho = np.asarray(rho, dtype=float)
+    r = np.where(np.isinf(rho), 1e300, rho)
+    lead = np.broadcast_shapes(r.shape, z.shape[1:])
+    T = z.shape[0]
     o = obs.astype(float)
-    mu = np.broadcast_to(z[..., 0], lead).copy()
-    s1 = mu * o[..., 0]
+    k = np.ones(lead)
+    mu = np.broadcast_to(z[0], lead).copy()
+    s1 = mu * o[0]
     s2 = mu * s1
-    s3 = s1 * u[..., 0]
+    s3 = s1 * u[0]
+    m = np.empty(lead)
     for t in range(1, T):
-        mu += K[..., t] * (z[..., t] - mu)
-        m = mu * o[..., t]
+        k += r
+        k /= k + 1.0
+        np.subtract(z[t], mu, out=m)
+        m *= k
+        mu += m
+        np.multiply(mu, o[t], out=m)
         s1 += m
-        s2 += m * mu
-        s3 += m * u[..., t]
+        s3 += m * u[t]
+        m *= mu
+        s2 += m
     return s1, s2, s3
 
 
@@ -326,47 +338,49 @@ def _golden(evaluate, lo, hi, iterations=GOLDEN_ITERATIONS):
 
 
 def _fit_kalman(W, Gd, z, u, obs):
-    """Profiled fits of ``kalman`` and ``kalman_gain`` for every dataset."""
-    T = z.shape[1]
+    """Profiled fits of ``kalman`` and ``kalman_gain`` for every dataset.
+
+    ``z``, ``u``, ``obs`` are time-major ``(T, runs)``.
+    """
     theta = np.concatenate([[-np.inf], LOG_RHO_GRID, [np.inf]])
-    K = kalman_gains(np.exp(theta), T)[:, None, :]  # (C, 1, T)
-    s1, s2, s3 = _kalman_moments(z, u, obs, K)  # (C, R)
+    s1, s2, s3 = _kalman_moments(z, u, obs, np.exp(theta)[:, None])  # (C, R)
     agg = [(W @ s.T) for s in (s1, s2, s3)]  # (D, C)
     rss_k, rss_g, _, _ = _rss_kalman(Gd[:, None, :], *agg)
     D = W.shape[0]
     coo = W.tocoo()
     d_p, r_p, w_p = coo.row, coo.col, coo.data
-    zp, up, op = z[r_p], u[r_p], obs[r_p]
-    out = {}
-    for name, rss_grid, which in (("kalman", rss_k, 0), ("kalman_gain", rss_g, 1)):
-        i = np.argmin(np.where(np.isnan(rss_grid), np.inf, rss_grid), axis=1)
-        best_theta = theta[i]
-        best_rss = rss_grid[np.arange(D), i]
-        interior = (i > 0) & (i < len(theta) - 1)
-        lo = theta[np.clip(i - 1, 1, len(theta) - 2)]
-        hi = theta[np.clip(i + 1, 1, len(theta) - 2)]
+    # (dataset, run) pairs, twice: row 0 for kalman, row 1 for kalman_gain
+    zp, up, op = z[:, r_p], u[:, r_p], obs[:, r_p]
+    zp, up, op = (np.concatenate([a, a], axis=1) for a in (zp, up, op))
+    P = len(d_p)
 
-        def moments_at(th, _which=which):
-            Kp = kalman_gains(np.exp(th)[d_p], T)
-            m = _kalman_moments(zp, up, op, Kp)
-            s = [np.bincount(d_p, weights=w_p * mm, minlength=D) for mm in m]
-            return s
+    def moments_at(th):  # th: (2, D) -> moments (2, D) each
+        m = _kalman_moments(zp, up, op, np.exp(th[:, d_p]).reshape(-1))
+        return [
+            np.stack([np.bincount(d_p, weights=w_p * mm[j * P : (j + 1) * P], minlength=D) for j in (0, 1)])
+            for mm in m
+        ]
 
-        def evaluate(th, _which=which):
-            return _rss_kalman(Gd, *moments_at(th))[_which]
+    def evaluate(th):
+        rk, rg, _, _ = _rss_kalman(Gd, *moments_at(th))
+        return np.stack([rk[0], rg[1]])
 
-        if interior.any():
-            th_r, f_r = _golden(evaluate, lo, hi)
-            better = interior & (f_r < best_rss)
-            best_theta = np.where(better, th_r, best_theta)
-            best_rss = np.where(better, f_r, best_rss)
-        rk, rg, g, delta = _rss_kalman(Gd, *moments_at(best_theta))
-        best_rss = rk if which == 0 else rg
-        params = {"rho": np.exp(best_theta)}
-        if which == 1:
-            params.update(g=g, delta=delta)
-        out[name] = (best_rss, params)
-    return out
+    grids = np.stack([rss_k, rss_g])  # (2, D, C)
+    i = np.argmin(np.where(np.isnan(grids), np.inf, grids), axis=2)  # (2, D)
+    best_theta = theta[i]
+    best_rss = np.take_along_axis(grids, i[..., None], axis=2)[..., 0]
+    interior = (i > 0) & (i < len(theta) - 1)
+    lo = theta[np.clip(i - 1, 1, len(theta) - 2)]
+    hi = theta[np.clip(i + 1, 1, len(theta) - 2)]
+    if interior.any():
+        th_r, f_r = _golden(evaluate, lo, hi)
+        better = interior & (f_r < best_rss)
+        best_theta = np.where(better, th_r, best_theta)
+    rk, rg, g, delta = _rss_kalman(Gd, *moments_at(best_theta))
+    return {
+        "kalman": (rk[0], {"rho": np.exp(best_theta[0])}),
+        "kalman_gain": (rg[1], {"rho": np.exp(best_theta[1]), "g": g[1], "delta": delta[1]}),
+    }
 
 
 def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
@@ -390,7 +404,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
         vu = Gd[:, _SUU] - Gd[:, _SU] ** 2 / np.where(n > 0, n, 1)
         floor = VARIANCE_FLOOR * np.maximum(vu / np.where(n > 0, n, 1), 1e-300)
         results = _closed_forms(Gd)
-        results.update(_fit_kalman(W, Gd, z, u, obs))
+        results.update(_fit_kalman(W, Gd, z.T.copy(), u.T.copy(), obs.T.copy()))
         ok_cell = (cells["log_skipped"].to_numpy() == "") if log else np.ones(len(cells), bool)
         ok = ok_cell[cell_of]
         for v_j, v in enumerate(VARIANTS):

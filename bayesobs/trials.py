@@ -319,7 +319,9 @@ def normalize_trials(
     if "trial" in df.columns:
         df["trial"] = _numeric(df, "trial", allow_missing=False)
     else:
-        df["trial"] = df.groupby(list(RUN_KEYS), sort=False).cumcount()
+        # Row order within a run *of each file*: two files that lack the keys
+        # telling them apart collide below instead of silently merging.
+        df["trial"] = df.groupby([*RUN_KEYS, _SRC], sort=False).cumcount()
     for col in ("range_low", "range_high", "blur_sigma"):
         if col in df.columns:
             df[col] = _numeric(df, col, allow_missing=True)
@@ -369,21 +371,17 @@ def write_trials(df: pd.DataFrame, path: str | Path) -> Path:
     elif suffix in (".parquet", ".pq"):
         df.to_parquet(path, index=False)
     elif suffix in (".jsonl", ".ndjson"):
-        df.to_json(path, orient="records", lines=True)
+        with path.open("w") as fh:
+            for rec in df.to_dict(orient="records"):
+                fh.write(json.dumps(rec, default=_json_default) + "\n")
     else:
         raise BayesobsInputError(f"{path}: unknown file type (use .csv, .parquet or .jsonl)")
     return path
 
 
-def summarize_cells(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: number of session runs, trials and missing responses."""
-    g = trials.groupby(list(CELL_KEYS), sort=True)
-    out = g.agg(
-        n_runs=("run", "size"),
-        n_trials=("stimulus", "size"),
-        n_missing=("response", lambda r: int(r.isna().sum())),
-    ).reset_index()
-    out["n_runs"] = g.apply(
-        lambda d: d[["session", "run"]].drop_duplicates().shape[0], include_groups=False
-    ).to_numpy()
-    return out
+def _json_default(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    raise TypeError(f"cannot write {type(v).__name__} to JSON")

@@ -1,0 +1,59 @@
+"""Published human data sets (../shared/data): the fits reproduce known effects.
+
+Skipped with a reason when the shared data folder is not beside the repo.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+import bayesobs
+from bayesobs.trials import parse_mapping
+
+
+def _w_prior(fits: pd.DataFrame) -> pd.DataFrame:
+    s = fits[fits["variant"] == "static"].copy()
+    s["w_prior"] = s["params"].map(lambda p: json.loads(p)["w_prior"])
+    return s.pivot(index="subject", columns="condition", values="w_prior")
+
+
+def test_glasauer_shi_random_walk_lowers_w_prior(shared_data):
+    """Vierordt: central tendency is weaker in random-walk than randomized order."""
+    trials = bayesobs.read_trials(
+        shared_data / "glasauer_shi_2021_vierordt" / "rep_randwalk_table.csv",
+        mapping=parse_mapping(
+            ["stimulus=dur", "response=repDur", "subject=NSub", "run=NB", "condition=RandLevel"]
+        ),
+        missing_where="valid == 0",
+    )
+    assert len(trials) == 11200 and trials["response"].isna().sum() == 85
+    fits, _ = bayesobs.fit(trials)
+    w = _w_prior(fits)  # condition 1 = random walk, 2 = randomized
+    assert len(w) == 14
+    lower = int((w["1"] < w["2"]).sum())
+    assert lower >= 10, f"w_prior lower in random walk for only {lower}/14 subjects"
+
+
+def test_qu_shi_low_coherence_raises_w_prior(shared_data):
+    """Precision weighting: noisier motion (coherence 0.3) pulls more to the prior."""
+    folder = shared_data / "qu_shi_precision_weighting" / "raw_psychopy_csv" / "experiment2"
+    trials = bayesobs.read_trials(
+        sorted(folder.glob("*.csv")),
+        mapping=parse_mapping(
+            [
+                "stimulus=TimeDur",
+                "response=keyDuration / 1000",  # ms -> s
+                "subject=participant",
+                "condition=Coherence1",
+            ]
+        ),
+        where="TrialType == 'Time'",
+        missing_where="keyDuration >= 9999",  # PsychoPy time-out sentinel
+    )
+    assert trials["subject"].nunique() == 22
+    fits, _ = bayesobs.fit(trials)
+    w = _w_prior(fits)
+    higher = int((w["0.3"] > w["0.7"]).sum())
+    assert higher >= 14, f"w_prior higher at coherence 0.3 for only {higher}/22 subjects"
