@@ -118,6 +118,20 @@ def cmd_fit(args) -> int:
     return 0
 
 
+def cmd_simulate(args) -> int:
+    from .synthetic import simulated_trials
+    from .trials import write_trials
+
+    if args.subjects < 1 or args.trials < 2 or args.runs < 1:
+        raise BayesobsInputError("--subjects and --runs must be >= 1 and --trials >= 2")
+    trials = simulated_trials(
+        n_subjects=args.subjects, trials_per_session=args.trials, runs=args.runs, seed=args.seed
+    )
+    path = write_trials(trials, args.out)
+    print(f"wrote {len(trials)} simulated trials ({args.subjects} subject(s)) -> {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -130,6 +144,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fit", help="fit the ten observer variants; write fits.csv and evidence.csv")
     _add_trial_options(p)
     p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser(
+        "simulate",
+        help="write a BayesBench-shaped trial table whose responses come from known observer models",
+    )
+    p.add_argument("--out", required=True, type=Path, help="output file (.csv, .parquet or .jsonl)")
+    p.add_argument(
+        "--subjects", type=int, default=3, help="number of simulated subjects (default 3)"
+    )
+    p.add_argument("--trials", type=int, default=40, help="trials per session (default 40)")
+    p.add_argument("--runs", type=int, default=1, help="runs per session type (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.set_defaults(func=cmd_simulate)
     return parser
 
 

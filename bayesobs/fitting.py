@@ -357,7 +357,12 @@ def _fit_kalman(W, Gd, z, u, obs):
     def moments_at(th):  # th: (2, D) -> moments (2, D) each
         m = _kalman_moments(zp, up, op, np.exp(th[:, d_p]).reshape(-1))
         return [
-            np.stack([np.bincount(d_p, weights=w_p * mm[j * P : (j + 1) * P], minlength=D) for j in (0, 1)])
+            np.stack(
+                [
+                    np.bincount(d_p, weights=w_p * mm[j * P : (j + 1) * P], minlength=D)
+                    for j in (0, 1)
+                ]
+            )
             for mm in m
         ]
 

@@ -52,13 +52,23 @@ def main() -> int:
     print(f"data: {len(trials)} trials, {n_cells} cells -> {data}")
 
     exe = Path(sys.executable).with_name("bayesobs")
-    cmd = [str(exe), "fit", str(data), "--out", str(args.out / "fit"), "--bootstrap", str(args.bootstrap)]
+    cmd = [
+        str(exe),
+        "fit",
+        str(data),
+        "--out",
+        str(args.out / "fit"),
+        "--bootstrap",
+        str(args.bootstrap),
+    ]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     n_fits = n_cells * (1 + args.bootstrap) * len(VARIANT_NAMES)
-    print(f"bayesobs fit --bootstrap {args.bootstrap}: {wall:.2f} s wall, peak {peak_mib:.0f} MiB, {n_fits} variant fits")
+    print(
+        f"bayesobs fit --bootstrap {args.bootstrap}: {wall:.2f} s wall, peak {peak_mib:.0f} MiB, {n_fits} variant fits"
+    )
 
     fits = pd.read_csv(args.out / "fit" / "fits.csv")
     norm = normalize_trials(trials)
@@ -72,7 +82,9 @@ def main() -> int:
         y = cell["response"].to_numpy()
         run = (cell["session"] + "/" + cell["run"].astype(str)).to_numpy()
         eps = 1e-3 * x.max()
-        ours = fits.loc[(fits[list(CELL_KEYS)] == key.to_numpy()).all(axis=1)].set_index("variant")["loglik"]
+        ours = fits.loc[(fits[list(CELL_KEYS)] == key.to_numpy()).all(axis=1)].set_index("variant")[
+            "loglik"
+        ]
         for name in VARIANT_NAMES:
             t = time.perf_counter()
             ll, _ = naive_fit(name, x, y, run, eps, starts=5, rng=1)

@@ -24,7 +24,9 @@ EVIDENCE_COLUMNS = ["subject", "task", "modality", "condition", "factor", "p"]
 
 @pytest.fixture
 def cell():
-    return make_cell(np.random.default_rng(0), "static", {"w_prior": 0.4, "sigma": 0.03}, subject="s1")
+    return make_cell(
+        np.random.default_rng(0), "static", {"w_prior": 0.4, "sigma": 0.03}, subject="s1"
+    )
 
 
 def test_fit_writes_contract_files(tmp_path, cell, capsys):
@@ -44,7 +46,10 @@ def test_fit_writes_contract_files(tmp_path, cell, capsys):
 
 def test_bootstrap_adds_interval_columns(tmp_path, cell):
     cell.to_csv(tmp_path / "t.csv", index=False)
-    assert main(["fit", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o"), "--bootstrap", "8"]) == 0
+    assert (
+        main(["fit", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o"), "--bootstrap", "8"])
+        == 0
+    )
     ev = pd.read_csv(tmp_path / "o" / "evidence.csv")
     assert list(ev.columns) == [*EVIDENCE_COLUMNS, "p_mean", "p_lo", "p_hi"]
     assert ((ev["p_lo"] <= ev["p_hi"]) & ev["p_mean"].between(0, 1)).all()
@@ -72,7 +77,13 @@ def test_many_files_and_mapping(tmp_path):
     for s in ("A", "B"):
         d = make_cell(rng, "static", {"w_prior": 0.3, "sigma": 0.02})
         pd.DataFrame(
-            {"NSub": s, "NB": d["session"], "dur": d["stimulus"], "repDur": d["response"] * 1000, "ok": 1}
+            {
+                "NSub": s,
+                "NB": d["session"],
+                "dur": d["stimulus"],
+                "repDur": d["response"] * 1000,
+                "ok": 1,
+            }
         ).to_csv(tmp_path / f"{s}.csv", index=False)
     out = tmp_path / "o"
     args = ["fit", str(tmp_path / "A.csv"), str(tmp_path / "B.csv"), "--out", str(out)]
@@ -99,7 +110,16 @@ def test_missing_where_marks_responses_missing(tmp_path, cell):
     cell["valid"] = 1
     cell.loc[[5, 6], "valid"] = 0
     cell.to_csv(tmp_path / "t.csv", index=False)
-    main(["fit", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o"), "--missing-where", "valid == 0"])
+    main(
+        [
+            "fit",
+            str(tmp_path / "t.csv"),
+            "--out",
+            str(tmp_path / "o"),
+            "--missing-where",
+            "valid == 0",
+        ]
+    )
     assert (pd.read_csv(tmp_path / "o" / "fits.csv")["n"] == 118).all()
 
 
@@ -114,18 +134,53 @@ BAD = [
     ("header.csv", "stimulus,response\n", [], "no trials"),
     ("nostim.csv", "x,response\n1,2\n", [], "missing required column 'stimulus'"),
     ("noresp.csv", "stimulus,y\n1,2\n", [], "missing required column 'response'"),
-    ("badstim.csv", "stimulus,response\n1,2\nabc,3\n", [], "row 3, column 'stimulus': 'abc' is not a number"),
-    ("badresp.csv", "stimulus,response\n1,2\n2,two\n", [], "row 3, column 'response': 'two' is not a number"),
-    ("nostimval.csv", "stimulus,response\n1,2\n,3\n", [], "row 3, column 'stimulus': value is missing"),
+    (
+        "badstim.csv",
+        "stimulus,response\n1,2\nabc,3\n",
+        [],
+        "row 3, column 'stimulus': 'abc' is not a number",
+    ),
+    (
+        "badresp.csv",
+        "stimulus,response\n1,2\n2,two\n",
+        [],
+        "row 3, column 'response': 'two' is not a number",
+    ),
+    (
+        "nostimval.csv",
+        "stimulus,response\n1,2\n,3\n",
+        [],
+        "row 3, column 'stimulus': value is missing",
+    ),
     ("dup.csv", "stimulus,response,trial\n1,2,0\n2,3,0\n", [], "duplicate trial"),
     ("ragged.csv", "stimulus,response\n1,2\n3,4,5,6\n", [], "malformed CSV"),
-    ("bad.jsonl", '{"stimulus": 1, "response": 2}\n{"stimulus": 2, "resp\n', [], "line 2: not valid JSON"),
+    (
+        "bad.jsonl",
+        '{"stimulus": 1, "response": 2}\n{"stimulus": 2, "resp\n',
+        [],
+        "line 2: not valid JSON",
+    ),
     ("notes.txt.xyz", "hello", [], "unknown file type"),
     ("ok.csv", "stimulus,response\n1,2\n2,3\n", ["--map", "response"], "expected NEW=OLD"),
-    ("ok.csv", "stimulus,response\n1,2\n2,3\n", ["--map", "response=nope"], "neither a column nor a valid expression"),
-    ("ok.csv", "stimulus,response\n1,2\n2,3\n", ["--where", "valid == 1"], "--where 'valid == 1': cannot evaluate"),
+    (
+        "ok.csv",
+        "stimulus,response\n1,2\n2,3\n",
+        ["--map", "response=nope"],
+        "neither a column nor a valid expression",
+    ),
+    (
+        "ok.csv",
+        "stimulus,response\n1,2\n2,3\n",
+        ["--where", "valid == 1"],
+        "--where 'valid == 1': cannot evaluate",
+    ),
     ("ok.csv", "stimulus,response\n1,2\n2,3\n", ["--where", "stimulus > 5"], "no trials left"),
-    ("ok.csv", "stimulus,response\n1,2\n2,3\n", ["--bootstrap", "-1"], "--bootstrap must be 0 or more"),
+    (
+        "ok.csv",
+        "stimulus,response\n1,2\n2,3\n",
+        ["--bootstrap", "-1"],
+        "--bootstrap must be 0 or more",
+    ),
 ]
 
 
@@ -133,7 +188,16 @@ BAD = [
 def test_bad_input_exits_2_with_one_line(tmp_path, name, text, extra, message):
     path = _write(tmp_path, name, text)
     proc = subprocess.run(
-        [sys.executable, "-m", "bayesobs.cli", "fit", str(path), "--out", str(tmp_path / "o"), *extra],
+        [
+            sys.executable,
+            "-m",
+            "bayesobs.cli",
+            "fit",
+            str(path),
+            "--out",
+            str(tmp_path / "o"),
+            *extra,
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -142,7 +206,12 @@ def test_bad_input_exits_2_with_one_line(tmp_path, name, text, extra, message):
     err = proc.stderr.strip()
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
     assert message in err
-    if name != "notes.txt.xyz" and "--map" not in extra and "--where" not in extra and "--bootstrap" not in extra:
+    if (
+        name != "notes.txt.xyz"
+        and "--map" not in extra
+        and "--where" not in extra
+        and "--bootstrap" not in extra
+    ):
         assert str(path) in err  # names the file
     assert not (tmp_path / "o" / "fits.csv").exists()
 
@@ -150,7 +219,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, name, text, extra, message):
 def test_missing_file_and_folder_without_log(tmp_path):
     assert main(["fit", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "o")]) == 2
     (tmp_path / "exp").mkdir()
-    with pytest.raises(bayesobs.BayesobsInputError, match="without trials.jsonl"):
+    with pytest.raises(bayesobs.BayesobsInputError, match=r"without trials\.jsonl"):
         bayesobs.read_trials(tmp_path / "exp")
 
 
@@ -171,12 +240,19 @@ def test_input_files_are_never_modified(tmp_path, cell):
 
 
 def test_help_lists_fit():
-    out = subprocess.run([sys.executable, "-m", "bayesobs.cli", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "bayesobs.cli", "--help"], capture_output=True, text=True, check=True
+    )
     assert "fit" in out.stdout
 
 
 def test_version_flag():
-    out = subprocess.run([sys.executable, "-m", "bayesobs.cli", "--version"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "bayesobs.cli", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.startswith("bayesobs ")
 
 
