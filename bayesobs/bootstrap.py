@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 GROUP_KEYS: tuple[str, ...] = ("subject", "task", "condition")
 
@@ -52,6 +53,79 @@ def run_draws(trials: pd.DataFrame, B: int, seed: int = 0) -> dict[tuple, tuple[
         )
         out[tuple(gkey)] = (run_keys, draw_runs(len(run_keys), B, seed, tuple(gkey)))
     return out
+
+
+def count_matrix(
+    unit_cell: np.ndarray,
+    unit_key: np.ndarray,
+    cell_draws: list[np.ndarray],
+    B: int,
+) -> sp.csr_matrix:
+    """Sparse ``(cells * (1 + B), units)`` matrix: how often each unit is drawn.
+
+    Parameters
+    ----------
+    unit_cell : array of int, shape (U,)
+        The cell each unit (a session run) belongs to.
+    unit_key : array of int, shape (U,)
+        The unit's index in its cell's list of run keys (the list the draws
+        index into).
+    cell_draws : list of arrays
+        Per cell, the ``(B, n_keys)`` draws (indices into its key list).
+    B : int
+        Number of replicates.
+
+    Returns
+    -------
+    csr_matrix
+        Row ``c * (1 + B)`` counts every unit of cell ``c`` once (the full
+        data); row ``c * (1 + B) + b`` counts the units drawn in replicate ``b``.
+        A drawn key with no unit in that cell contributes nothing.
+    """
+    unit_cell = np.asarray(unit_cell)
+    unit_key = np.asarray(unit_key)
+    n_cells = len(cell_draws)
+    rows = [unit_cell * (1 + B)]
+    cols = [np.arange(len(unit_cell))]
+    if B > 0:
+        order = np.lexsort((unit_key, unit_cell))
+        for c in range(n_cells):
+            draws = cell_draws[c]
+            units = order[unit_cell[order] == c]
+            lookup = np.full(draws.shape[1] if draws.size else 0, -1)
+            lookup[unit_key[units]] = units
+            chosen = lookup[draws] if draws.size else draws
+            b_rows = np.broadcast_to(np.arange(1, B + 1)[:, None], chosen.shape)
+            keep = chosen >= 0
+            rows.append(c * (1 + B) + b_rows[keep])
+            cols.append(chosen[keep])
+    r = np.concatenate(rows)
+    k = np.concatenate(cols)
+    W = sp.coo_matrix((np.ones(len(r)), (r, k)), shape=(n_cells * (1 + B), len(unit_cell)))
+    return W.tocsr()  # duplicate entries are summed: counts
+
+
+def unit_draws(
+    cells: pd.DataFrame, unit_cell: np.ndarray, unit_session, unit_run, draws: dict, B: int
+) -> sp.csr_matrix:
+    """:func:`count_matrix` for units keyed by ``(session, run)`` in cells of a table.
+
+    ``cells`` must have the :data:`GROUP_KEYS` columns; ``draws`` is the
+    output of :func:`run_draws` on the same trials.
+    """
+    gcols = [cells[k].to_numpy() for k in GROUP_KEYS]
+    cell_draws, key_pos = [], []
+    for c in range(len(cells)):
+        run_keys, idx = draws[tuple(g[c] for g in gcols)] if B > 0 else ([], None)
+        key_pos.append({k: i for i, k in enumerate(run_keys)})
+        cell_draws.append(idx if idx is not None else np.empty((0, 0), dtype=np.int64))
+    if B > 0:
+        unit_key = np.array(
+            [key_pos[c][(s, r)] for c, s, r in zip(unit_cell, unit_session, unit_run, strict=True)]
+        )
+    else:
+        unit_key = np.zeros(len(unit_cell), dtype=np.int64)
+    return count_matrix(unit_cell, unit_key, cell_draws, B)
 
 
 def percentile_interval(

@@ -45,7 +45,7 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="B",
-        help="session-run bootstrap replicates (default 0)",
+        help="session-run bootstrap replicates (fit: 0, score: 30)",
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -118,6 +118,78 @@ def cmd_fit(args) -> int:
     return 0
 
 
+def _fmt(row, name, digits=3) -> str:
+    val = row[name]
+    if val != val:  # NaN
+        return "n/a"
+    text = f"{val:.{digits}f}"
+    lo, hi = row.get(f"{name}_lo"), row.get(f"{name}_hi")
+    if lo is not None and lo == lo:
+        text += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+    return text
+
+
+def leaderboard(bayesbench) -> str:
+    """Plain-text leaderboard: subjects by S, with A, E, C and BCS (68% intervals)."""
+    board = bayesbench.sort_values("S", ascending=False, na_position="last")
+    cols = [("S", 3), ("A", 3), ("E", 3), ("C", 3), ("BCS", 1)]
+    header = ["rank", "subject", *(c for c, _ in cols)]
+    lines = [
+        [str(i + 1), str(r["subject"]), *(_fmt(r, c, d) for c, d in cols)]
+        for i, (_, r) in enumerate(board.iterrows())
+    ]
+    widths = [max(len(x) for x in col) for col in zip(header, *lines, strict=True)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*header), *(fmt.format(*ln) for ln in lines)])
+
+
+def cmd_score(args) -> int:
+    from .provenance import provenance
+    from .scores import score
+
+    if args.bootstrap < 0:
+        raise BayesobsInputError("--bootstrap must be 0 or more")
+    t0 = time.perf_counter()
+    trials = _read(args)
+    result = score(
+        trials,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        non_oracle=args.non_oracle,
+        probe=not args.no_probe,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, table in result._asdict().items():
+        _write_csv(table, args.out / f"{name}.csv")
+    record = provenance(
+        command="score",
+        inputs=[str(p) for p in args.trials],
+        map=args.map,
+        where=args.where,
+        missing_where=args.missing_where,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        non_oracle=args.non_oracle,
+        n_trials=len(trials),
+        n_missing=int(trials["response"].isna().sum()),
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+    (args.out / "score_manifest.json").write_text(json.dumps(record, indent=2) + "\n")
+    interval = f"bootstrap B={args.bootstrap}, 68% intervals" if args.bootstrap else "no bootstrap"
+    print(f"BayesBench leaderboard ({interval})")
+    print(leaderboard(result.bayesbench))
+    if len(result.missing):
+        print(
+            f"\n{len(result.missing)} piece(s) could not be computed (see {args.out}/missing.csv):"
+        )
+        for r in result.missing.head(8).itertuples(index=False):
+            where = "/".join(x for x in (r.subject, r.task) if x)
+            print(f"  {where}: {r.component}: {r.reason}")
+    print(f"\ntables -> {args.out}/ (accuracy, cue, bcs, bayesbench, fits, evidence, ...)")
+    return 0
+
+
 def cmd_simulate(args) -> int:
     from .synthetic import simulated_trials
     from .trials import write_trials
@@ -144,6 +216,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fit", help="fit the ten observer variants; write fits.csv and evidence.csv")
     _add_trial_options(p)
     p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser(
+        "score",
+        help="accuracy, cue combination, BCS and the BayesBench score with bootstrap intervals",
+    )
+    _add_trial_options(p)
+    p.set_defaults(bootstrap=30)
+    p.add_argument(
+        "--non-oracle",
+        choices=("response", "error"),
+        default="response",
+        help="variances behind the non-oracle Bayes weights: of responses (paper, default) or errors",
+    )
+    p.add_argument("--no-probe", action="store_true", help="skip the random-forest cue probe")
+    p.set_defaults(func=cmd_score)
 
     p = sub.add_parser(
         "simulate",

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .bootstrap import GROUP_KEYS, run_draws
+from .bootstrap import run_draws, unit_draws
 from .observers.models import LOG_EPS_FRACTION
 from .observers.variants import FACTORS, VARIANTS
 from .trials import CELL_KEYS
@@ -138,29 +138,8 @@ def dataset_matrix(
     Row ``c * (1 + B) + b`` is replicate ``b`` of cell ``c`` (``b = 0``: the
     full data, every run once).
     """
-    n_cells = len(cells)
-    rows, cols = [], []
-    run_idx = np.arange(len(runs.cell))
-    rows.append(runs.cell * (1 + B))
-    cols.append(run_idx)
-    if B > 0:
-        draws = run_draws(trials, B, seed)
-        lookup = {}
-        for r, (c, s, k) in enumerate(zip(runs.cell, runs.session, runs.run, strict=True)):
-            lookup[(c, s, k)] = r
-        gcols = [cells[k].to_numpy() for k in GROUP_KEYS]
-        for c in range(n_cells):
-            run_keys, idx = draws[tuple(g[c] for g in gcols)]
-            ids = np.array([lookup.get((c, s, k), -1) for s, k in run_keys])
-            chosen = ids[idx]  # (B, n_keys)
-            b_rows = np.broadcast_to(np.arange(1, B + 1)[:, None], chosen.shape)
-            keep = chosen >= 0
-            rows.append(c * (1 + B) + b_rows[keep])
-            cols.append(chosen[keep])
-    r = np.concatenate(rows)
-    c_ = np.concatenate(cols)
-    W = sp.coo_matrix((np.ones(len(r)), (r, c_)), shape=(n_cells * (1 + B), len(runs.cell)))
-    return W.tocsr()  # duplicates are summed: counts
+    draws = run_draws(trials, B, seed) if B > 0 else {}
+    return unit_draws(cells, runs.cell, runs.session, runs.run, draws, B)
 
 
 # ------------------------------------------------------------ statistics

@@ -61,44 +61,56 @@ def simulated_trials(
     rng = np.random.default_rng(seed)
     design = design or bayesbench_design()
     kinds = ["static", "kalman", "linear", "static_gain", "kalman_log", "static_log"]
+    text_noise, image_noise = 0.04, 0.08
+    # optimal fusion of the two unimodal noises
+    noise = {
+        "text": text_noise,
+        "image": image_noise,
+        "multimodal": (text_noise**-2 + image_noise**-2) ** -0.5,
+    }
+    conditions: dict[tuple[str, str], list[str]] = {}
+    for task, modality, condition in design:
+        conditions.setdefault((task, condition), []).append(modality)
     frames = []
     for s in range(n_subjects):
         kind = kinds[s % len(kinds)]
         w0 = rng.uniform(0.15, 0.45)
-        for task, modality, condition in design:
+        for (task, condition), modalities in conditions.items():
             bump = 0.15 if condition.startswith(("steer", "noise", "context_long")) else 0.0
-            noise = {"text": 0.04, "image": 0.08, "multimodal": 0.05}[modality]
             for si, session in enumerate(SESSIONS):
                 lo, hi = TASK_RANGES[task][si]
+                scale = (hi + lo) / 2
                 for r in range(runs):
+                    # the same stimulus sequence in every modality (cue combination pairs them)
                     x = rng.uniform(lo, hi, trials_per_session)
-                    scale = (hi + lo) / 2
-                    if kind.startswith("static"):
-                        p = {"w_prior": min(w0 + bump, 0.85), "sigma": noise * scale}
-                        if kind == "static_gain":
-                            p.update(g=0.9, delta=0.05 * scale)
-                    elif kind.startswith("kalman"):
-                        p = {"rho": 0.3 / (1 + 5 * bump), "sigma": noise * scale}
-                    else:
-                        p = {"w": 0.8, "b": 0.1 * scale, "sigma": noise * scale}
-                    if kind.endswith("_log"):
-                        p["sigma"] = noise * 1.5
-                    y = simulate(kind, p, x, rng=rng)
-                    frames.append(
-                        pd.DataFrame(
-                            {
-                                "subject": f"sim{s}:{kind}",
-                                "task": task,
-                                "modality": modality,
-                                "condition": condition,
-                                "session": session,
-                                "run": r,
-                                "trial": np.arange(trials_per_session),
-                                "stimulus": x,
-                                "response": y,
-                                "range_low": lo,
-                                "range_high": hi,
-                            }
+                    for modality in modalities:
+                        sd = noise[modality]
+                        if kind.startswith("static"):
+                            p = {"w_prior": min(w0 + bump, 0.85), "sigma": sd * scale}
+                            if kind == "static_gain":
+                                p.update(g=0.9, delta=0.05 * scale)
+                        elif kind.startswith("kalman"):
+                            p = {"rho": 0.3 / (1 + 5 * bump), "sigma": sd * scale}
+                        else:
+                            p = {"w": 0.8, "b": 0.1 * scale, "sigma": sd * scale}
+                        if kind.endswith("_log"):
+                            p["sigma"] = sd * 1.5
+                        y = simulate(kind, p, x, rng=rng)
+                        frames.append(
+                            pd.DataFrame(
+                                {
+                                    "subject": f"sim{s}:{kind}",
+                                    "task": task,
+                                    "modality": modality,
+                                    "condition": condition,
+                                    "session": session,
+                                    "run": r,
+                                    "trial": np.arange(trials_per_session),
+                                    "stimulus": x,
+                                    "response": y,
+                                    "range_low": lo,
+                                    "range_high": hi,
+                                }
+                            )
                         )
-                    )
     return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,396 @@
+"""Accuracy, Bayesian Consistency Score and the BayesBench composite (METHOD §4–§7).
+
+Every function returns DataFrames.  Bootstrap replicates share the draws of
+:mod:`bayesobs.bootstrap` (per ``(subject, task, condition)`` group), so the
+fits, the accuracy and the cue-combination numbers of replicate ``b`` all come
+from the same resampled session runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from .bootstrap import percentile_interval, run_draws, unit_draws
+from .cue import cue_batch, cue_frame
+from .observers.variants import VARIANT_NAMES
+from .trials import CELL_KEYS, RUN_KEYS, normalize_trials
+
+# METHOD §5: ablation -> modality its w_prior is measured in.
+BCS_ABLATIONS: dict[str, str] = {
+    "steer_verbal": "multimodal",
+    "steer_numeric": "multimodal",
+    "noise_constant": "image",
+    "noise_gradual": "image",
+    "context_long": "multimodal",
+}
+PRIOR_DOMINANT = 0.9
+NRMSE_MAX = 2.0
+BCS_MAX = 15.0
+SUMMARY = ("A", "E", "C", "S", "BCS")
+
+
+def with_baseline(trials: pd.DataFrame) -> pd.DataFrame:
+    """Add ``baseline``: the constant range-midpoint predictor of each trial.
+
+    ``(range_low + range_high) / 2`` where logged; otherwise the midpoint of the
+    smallest and largest stimulus of that session type in the cell.
+    """
+    out = trials.copy()
+    g = out.groupby([*CELL_KEYS, "session"], sort=False)["stimulus"]
+    fallback = (g.transform("min") + g.transform("max")) / 2
+    if "range_low" in out.columns and "range_high" in out.columns:
+        logged = (out["range_low"] + out["range_high"]) / 2
+        out["baseline"] = logged.where(logged.notna(), fallback)
+    else:
+        out["baseline"] = fallback
+    return out
+
+
+def _replicated(df: pd.DataFrame, name: str, values: np.ndarray) -> pd.DataFrame:
+    """Add ``name`` (full data) and, with replicates, ``name_mean/_lo/_hi``."""
+    df[name] = values[:, 0]
+    if values.shape[1] > 1:
+        mean, lo, hi = percentile_interval(values[:, 1:])
+        df[f"{name}_mean"], df[f"{name}_lo"], df[f"{name}_hi"] = mean, lo, hi
+    return df
+
+
+# ------------------------------------------------------------------ accuracy
+def accuracy_batch(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0):
+    """NRMSE of every cell and replicate: ``(cells, 1 + B)``.
+
+    Over the trials with an observed response: ``RMSE(y, x) / RMSE(c, x)``.
+    """
+    t = trials if "baseline" in trials.columns else with_baseline(trials)
+    obs = t["response"].notna().to_numpy()
+    x = t["stimulus"].to_numpy()
+    err = np.where(obs, t["response"].to_numpy() - x, 0.0)
+    base = np.where(obs, t["baseline"].to_numpy() - x, 0.0)
+    runs = t.assign(_e=err**2, _b=base**2).groupby(list(RUN_KEYS), sort=True)[["_e", "_b"]].sum()
+    keys = runs.index.to_frame(index=False)
+    cells = keys[list(CELL_KEYS)].drop_duplicates().reset_index(drop=True)
+    unit_cell = keys.groupby(list(CELL_KEYS), sort=True).ngroup().to_numpy()
+    B = int(bootstrap)
+    draws = run_draws(t, B, seed) if B > 0 else {}
+    W = unit_draws(cells, unit_cell, keys["session"].to_numpy(), keys["run"].to_numpy(), draws, B)
+    sums = np.asarray(W @ runs.to_numpy()).reshape(len(cells), 1 + B, 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nrmse = np.sqrt(sums[..., 0] / sums[..., 1])
+    return cells, nrmse
+
+
+def accuracy_table(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0) -> pd.DataFrame:
+    """``accuracy.csv``: ``subject, task, modality, condition, nrmse`` (+ interval)."""
+    cells, nrmse = accuracy_batch(trials, bootstrap, seed)
+    return _replicated(cells, "nrmse", nrmse)
+
+
+# ----------------------------------------------------------------------- BCS
+def bcs_batch(cells: pd.DataFrame, w_prior: np.ndarray):
+    """Per ``(subject, task, ablation)``: ``w_base``, ``w_ablation``, ``s``.
+
+    Parameters
+    ----------
+    cells : DataFrame
+        ``subject, task, modality, condition`` of each fitted cell.
+    w_prior : array, shape (cells, 1 + B)
+        ``w_prior`` of the ``static`` variant per cell and replicate.
+
+    Returns
+    -------
+    rows : DataFrame
+        ``subject, task, ablation, modality``.
+    values : dict of arrays ``(rows, 1 + B)``
+        ``w_base``, ``w_ablation``, ``s``, ``delta_w``.
+    missing : DataFrame
+        ``subject, task, component, reason`` for ablations that could not be scored.
+    """
+    index = {tuple(r): i for i, r in enumerate(cells[list(CELL_KEYS)].itertuples(index=False))}
+    rows, wb, wa, missing = [], [], [], []
+    # Tasks with image or multimodal cells: in the BayesBench protocol exactly
+    # the three multimodal tasks (duration is text-only and gets no BCS).
+    visual = cells[cells["modality"].isin(["image", "multimodal"])]
+    for subject, task in visual[["subject", "task"]].drop_duplicates().itertuples(index=False):
+        for abl, mod in BCS_ABLATIONS.items():
+            i_base = index.get((subject, task, mod, "base"))
+            i_abl = index.get((subject, task, mod, abl))
+            if i_base is None or i_abl is None:
+                what = f"{mod} base" if i_base is None else f"{mod} {abl}"
+                missing.append((subject, task, f"BCS {abl}", f"no {what} trials"))
+                continue
+            rows.append((subject, task, abl, mod))
+            wb.append(w_prior[i_base])
+            wa.append(w_prior[i_abl])
+    out = pd.DataFrame(rows, columns=["subject", "task", "ablation", "modality"])
+    shape = (0, w_prior.shape[1])
+    wb = np.array(wb).reshape(-1, w_prior.shape[1]) if wb else np.empty(shape)
+    wa = np.array(wa).reshape(-1, w_prior.shape[1]) if wa else np.empty(shape)
+    s = sign_score(wb, wa)
+    values = {"w_base": wb, "w_ablation": wa, "s": s, "delta_w": wa - wb}
+    return out, values, pd.DataFrame(missing, columns=["subject", "task", "component", "reason"])
+
+
+def sign_score(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
+    """``s_a``: 0 if ``w_ablation > 0.9``, else +1 if it did not fall, else -1; NaN if unknown."""
+    w_base = np.asarray(w_base, dtype=float)
+    w_ablation = np.asarray(w_ablation, dtype=float)
+    s = np.where(w_ablation - w_base >= 0, 1.0, -1.0)
+    s = np.where(w_ablation > PRIOR_DOMINANT, 0.0, s)
+    return np.where(np.isnan(w_base) | np.isnan(w_ablation), np.nan, s)
+
+
+def _sum_by(keys: pd.DataFrame, by: list[str], values: np.ndarray):
+    """Sum rows of ``values`` within groups of ``keys[by]`` (NaN rows count as 0)."""
+    codes = keys.groupby(by, sort=True).ngroup().to_numpy()
+    groups = keys[by].drop_duplicates().sort_values(by).reset_index(drop=True)
+    out = np.zeros((len(groups), values.shape[1]))
+    np.add.at(out, codes, np.nan_to_num(values))
+    return groups, out
+
+
+def bcs_agreement(bcs: pd.DataFrame, cells: pd.DataFrame, w_prior: np.ndarray) -> pd.DataFrame:
+    """Beyond the paper: how consistently a subject's BCS signs agree.
+
+    ``across_tasks``: over ablations, the fraction of pairs of tasks whose
+    ``s_a`` agree.  ``across_modalities``: over (task, ablation), the fraction
+    where ``s_a`` measured in the image modality equals ``s_a`` measured in the
+    multimodal modality (each against its own base).
+    """
+    index = {tuple(r): i for i, r in enumerate(cells[list(CELL_KEYS)].itertuples(index=False))}
+    out = []
+    for subject, sub in bcs.groupby("subject", sort=True):
+        pairs = agree = 0
+        for _, a in sub.groupby("ablation"):
+            for s1, s2 in itertools.combinations(a["s"].to_numpy(), 2):
+                pairs += 1
+                agree += s1 == s2
+        both = same = 0
+        for task in sub["task"].unique():
+            for abl in BCS_ABLATIONS:
+                w = {}
+                for mod in ("image", "multimodal"):
+                    ib, ia = (
+                        index.get((subject, task, mod, "base")),
+                        index.get((subject, task, mod, abl)),
+                    )
+                    if ib is not None and ia is not None:
+                        w[mod] = sign_score(w_prior[ib, 0], w_prior[ia, 0])
+                if len(w) == 2:
+                    both += 1
+                    same += w["image"] == w["multimodal"]
+        out.append(
+            {
+                "subject": subject,
+                "across_tasks": agree / pairs if pairs else np.nan,
+                "task_pairs": pairs,
+                "across_modalities": same / both if both else np.nan,
+                "modality_pairs": both,
+            }
+        )
+    return pd.DataFrame(
+        out,
+        columns=["subject", "across_tasks", "task_pairs", "across_modalities", "modality_pairs"],
+    )
+
+
+# ------------------------------------------------------------------ results
+class Scores(NamedTuple):
+    """Every table ``bayesobs score`` writes (see DESIGN.md for the contract files)."""
+
+    fits: pd.DataFrame
+    evidence: pd.DataFrame
+    accuracy: pd.DataFrame
+    cue: pd.DataFrame
+    bcs: pd.DataFrame
+    bayesbench: pd.DataFrame
+    bcs_tasks: pd.DataFrame
+    bcs_agreement: pd.DataFrame
+    cue_probe: pd.DataFrame
+    missing: pd.DataFrame
+
+
+def _composite(
+    subjects, acc_cells, nrmse, cue_groups, cue_vals, bcs_rows, bcs_vals, B, missing
+) -> pd.DataFrame:
+    """A, E, C, S and BCS per subject and replicate (METHOD §6)."""
+    R = 1 + B
+    rows = []
+    for subject in subjects:
+        # A: per task, mean over modalities of clip(1 - NRMSE/2, 0, 1) on base
+        sel = (acc_cells["subject"] == subject) & (acc_cells["condition"] == "base")
+        a_task = []
+        for task, idx in acc_cells[sel].groupby("task").groups.items():
+            score = np.clip(1 - nrmse[list(idx)] / NRMSE_MAX, 0, 1)
+            a_task.append(np.nanmean(score, axis=0) if len(idx) else np.full(R, np.nan))
+            del task
+        A = np.mean(a_task, axis=0) if a_task else np.full(R, np.nan)
+        if not a_task:
+            missing.append((subject, "", "A", "no base-condition trials"))
+        # E: per multimodal task, mean of RRE(oracle) and RRE(non-oracle) on base
+        if len(cue_groups):
+            sel = (cue_groups["subject"] == subject) & (cue_groups["condition"] == "base")
+            idx = np.flatnonzero(sel.to_numpy())
+        else:
+            idx = np.array([], dtype=int)
+        if len(idx):
+            e_task = (cue_vals["rre_bayes_oracle"][idx] + cue_vals["rre_bayes_non_oracle"][idx]) / 2
+            E = np.mean(e_task, axis=0)
+        else:
+            E = np.full(R, np.nan)
+            missing.append(
+                (subject, "", "E", "no base condition with text, image and multimodal trials")
+            )
+        # BCS: sum over tasks and ablations
+        sel = (bcs_rows["subject"] == subject).to_numpy()
+        if sel.any():
+            s = bcs_vals["s"][sel]
+            BCS = np.where(np.isnan(s).all(axis=0), np.nan, np.nansum(s, axis=0))
+        else:
+            BCS = np.full(R, np.nan)
+            missing.append((subject, "", "C", "no multimodal task with base and ablation fits"))
+        C = (BCS + BCS_MAX) / (2 * BCS_MAX)
+        S = (A + E + C) / 3
+        rows.append((subject, {"A": A, "E": E, "C": C, "S": S, "BCS": BCS}))
+    out = pd.DataFrame({"subject": [r[0] for r in rows]})
+    for name in SUMMARY:
+        out[name] = [r[1][name][0] for r in rows]
+    if B:
+        for name in SUMMARY:
+            vals = np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B)
+            mean, lo, hi = percentile_interval(vals)
+            out[f"{name}_mean"], out[f"{name}_lo"], out[f"{name}_hi"] = mean, lo, hi
+    return out
+
+
+def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5):
+    """Out-of-fold R² of predicting multimodal from unimodal responses.
+
+    A random forest (the non-linear probe) beside the linear-regression,
+    Bayes non-oracle and Bayes oracle combiners, each fitted on the training
+    folds only: the paper's Figure 7 comparison.
+    """
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.model_selection import KFold
+
+    from .cue import combine, paired_trials
+
+    paired, _ = paired_trials(trials)
+    cols = ["subject", "task", "condition", "n", "r2_random_forest", "r2_linear"]
+    cols += ["r2_bayes_non_oracle", "r2_bayes_oracle"]
+    rows = []
+    if paired.empty:
+        return pd.DataFrame(columns=cols)
+    paired = paired[paired["condition"].isin(conditions)]
+    for key, g in paired.groupby(["subject", "task", "condition"], sort=True):
+        n = len(g)
+        if n < 2 * folds:
+            continue
+        X = g[["y_text", "y_image"]].to_numpy()
+        y = g["y_multimodal"].to_numpy()
+        v = np.column_stack(
+            [np.ones(n), g["stimulus"], g["y_text"], g["y_image"], g["y_multimodal"], g["baseline"]]
+        )
+        preds = {
+            k: np.empty(n) for k in ("random_forest", "linear", "bayes_non_oracle", "bayes_oracle")
+        }
+        for train, test in KFold(folds, shuffle=True, random_state=seed).split(X):
+            rf = RandomForestRegressor(n_estimators=100, min_samples_leaf=3, random_state=seed)
+            preds["random_forest"][test] = rf.fit(X[train], y[train]).predict(X[test])
+            M = v[train].T @ v[train]
+            q = combine(M)
+            a, wn, wo = q["alpha_text"], q["w_text_non_oracle"], q["w_text_oracle"]
+            yt, yi = X[test, 0], X[test, 1]
+            preds["linear"][test] = a * yt + (1 - a) * yi
+            preds["bayes_non_oracle"][test] = wn * yt + (1 - wn) * yi
+            xt, xtr = v[train, 1], v[train]
+            cal = [np.polyfit(xtr[:, i], xt, 1) for i in (2, 3)]
+            preds["bayes_oracle"][test] = wo * np.polyval(cal[0], yt) + (1 - wo) * np.polyval(
+                cal[1], yi
+            )
+        ss = ((y - y.mean()) ** 2).sum()
+        row = dict(zip(["subject", "task", "condition"], key, strict=True), n=n)
+        for k, p in preds.items():
+            row[f"r2_{k}"] = 1 - ((y - p) ** 2).sum() / ss
+        rows.append(row)
+    return pd.DataFrame(rows, columns=cols)
+
+
+def score(
+    trials: pd.DataFrame,
+    bootstrap: int = 30,
+    seed: int = 0,
+    non_oracle: str = "response",
+    probe: bool = True,
+    progress: bool = False,
+) -> Scores:
+    """Every BayesBench number for a trial table.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Any trial table (validated here).
+    bootstrap : int
+        Session-run bootstrap replicates (METHOD §7), 30 by default.
+    seed : int
+        Bootstrap seed: the same seed gives identical output.
+    non_oracle : {"response", "error"}
+        Variances for the non-oracle Bayes weights.
+    probe : bool
+        Also run the random-forest cue-combination probe (base condition).
+    progress : bool
+        Show a progress bar while fitting.
+
+    Returns
+    -------
+    Scores
+        DataFrames; ``missing`` lists what could not be computed and why.
+    """
+    from .api import evidence_table
+    from .fitting import fit_batch, fits_table
+
+    trials = with_baseline(normalize_trials(trials))
+    B = int(bootstrap)
+    batch = fit_batch(trials, bootstrap=B, seed=seed, progress=progress)
+    j = VARIANT_NAMES.index("static")
+    w_prior = batch.params["w_prior"][:, :, j]
+    acc_cells, nrmse = accuracy_batch(trials, B, seed)
+    accuracy = _replicated(acc_cells.copy(), "nrmse", nrmse)
+    cue_groups, cue_vals, cue_missing = cue_batch(trials, B, seed, non_oracle)
+    cue = cue_frame(cue_groups, cue_vals)
+    bcs_rows, bcs_vals, bcs_missing = bcs_batch(batch.cells, w_prior)
+    bcs = bcs_rows[["subject", "task", "ablation"]].copy()
+    for name in ("w_base", "w_ablation", "s"):
+        bcs[name] = bcs_vals[name][:, 0]
+    bcs["delta_w"] = bcs_vals["delta_w"][:, 0]
+    if B:
+        for name in ("w_base", "w_ablation", "s", "delta_w"):
+            mean, lo, hi = percentile_interval(bcs_vals[name][:, 1:])
+            bcs[f"{name}_mean"], bcs[f"{name}_lo"], bcs[f"{name}_hi"] = mean, lo, hi
+    groups, per_task = _sum_by(bcs_rows, ["subject", "task"], bcs_vals["s"])
+    bcs_tasks = groups.assign(
+        n_ablations=bcs_rows.groupby(["subject", "task"], sort=True).size().to_numpy()
+    )
+    bcs_tasks = _replicated(bcs_tasks, "bcs", per_task)
+    missing = [tuple(r) for r in bcs_missing.itertuples(index=False)]
+    for r in cue_missing.itertuples(index=False):
+        missing.append((r.subject, r.task, f"cue {r.condition}", r.reason))
+    subjects = sorted(trials["subject"].unique())
+    bayesbench = _composite(
+        subjects, acc_cells, nrmse, cue_groups, cue_vals, bcs_rows, bcs_vals, B, missing
+    )
+    return Scores(
+        fits=fits_table(batch),
+        evidence=evidence_table(batch),
+        accuracy=accuracy,
+        cue=cue,
+        bcs=bcs,
+        bayesbench=bayesbench,
+        bcs_tasks=bcs_tasks,
+        bcs_agreement=bcs_agreement(bcs, batch.cells, w_prior),
+        cue_probe=cue_probe_table(trials, seed) if probe else pd.DataFrame(),
+        missing=pd.DataFrame(missing, columns=["subject", "task", "component", "reason"]),
+    )
