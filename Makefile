@@ -18,11 +18,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-## demo: simulate subjects with known observers, fit all variants with a 30-replicate bootstrap
+## demo: simulate subjects with known observers over the BayesBench design and score them
 demo: $(VENV)/.installed
 	$(BIN)/bayesobs simulate --subjects 3 --trials 40 --out $(DEMO)/trials.csv
-	$(BIN)/bayesobs fit $(DEMO)/trials.csv --bootstrap 30 --out $(DEMO)/fit
-	@echo "demo outputs: $(DEMO)/fit/fits.csv $(DEMO)/fit/evidence.csv"
+	$(BIN)/bayesobs score $(DEMO)/trials.csv --bootstrap 30 --out $(DEMO)/scores
+	@echo "demo outputs: $(DEMO)/scores/ (bayesbench.csv, bcs.csv, cue.csv, accuracy.csv, fits.csv, evidence.csv)"
 
 ## test: the whole test suite (what CI runs)
 test: $(VENV)/.installed-dev
@@ -39,6 +39,7 @@ format: $(VENV)/.installed-dev
 ## bench: speed benchmarks (figures go in the closing notes, not in timed tests)
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_fit.py
+	$(BIN)/python benchmarks/bench_score.py
 
 clean:
 	rm -rf $(VENV) $(DEMO) bench-output .pytest_cache .ruff_cache *.egg-info

@@ -6,6 +6,7 @@ from .api import evidence_table, fit
 from .errors import BayesobsInputError
 from .evidence import factor_evidence
 from .fitting import FitBatch, fit_batch, fits_table
+from .scores import Scores, score
 from .trials import normalize_trials, read_trials, write_trials
 
 try:
@@ -16,6 +17,7 @@ except PackageNotFoundError:  # running from a source tree without install
 __all__ = [
     "BayesobsInputError",
     "FitBatch",
+    "Scores",
     "__version__",
     "evidence_table",
     "factor_evidence",
@@ -24,5 +26,6 @@ __all__ = [
     "fits_table",
     "normalize_trials",
     "read_trials",
+    "score",
     "write_trials",
 ]

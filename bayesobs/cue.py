@@ -55,6 +55,17 @@ def _cov(M, a, b):
     return (_quad(M, a, b) - sa * sb / n) / (n - 1)
 
 
+def gls_text_weight(s_tt, s_ii, s_ti):
+    """Text weight of ``Sigma^-1 1 / (1^T Sigma^-1 1)`` for a 2x2 covariance.
+
+    ``Sigma = [[s_tt, s_ti], [s_ti, s_ii]]``; 0.5 where it is degenerate.
+    """
+    s_tt, s_ii, s_ti = (np.asarray(a, dtype=float) for a in (s_tt, s_ii, s_ti))
+    den = s_tt + s_ii - 2 * s_ti
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (s_ii - s_ti) / den, 0.5)
+
+
 def combine(M: np.ndarray, non_oracle: str = "response") -> dict[str, np.ndarray]:
     """All cue-combination quantities from paired-trial moment matrices.
 
@@ -116,8 +127,7 @@ def combine(M: np.ndarray, non_oracle: str = "response") -> dict[str, np.ndarray
         s_tt = _cov(M, x - cal_t, x - cal_t)
         s_ii = _cov(M, x - cal_i, x - cal_i)
         s_ti = _cov(M, x - cal_t, x - cal_i)
-        den = s_tt + s_ii - 2 * s_ti
-        w_or = np.where(den > 0, (s_ii - s_ti) / den, 0.5)  # Sigma^-1 1 / 1^T Sigma^-1 1
+        w_or = gls_text_weight(s_tt, s_ii, s_ti)
         lin = alpha[..., None] * e[T] + (1 - alpha[..., None]) * e[IMG]
         non = w_non[..., None] * e[T] + (1 - w_non[..., None]) * e[IMG]
         ora = w_or[..., None] * cal_t + (1 - w_or[..., None]) * cal_i
@@ -235,13 +245,13 @@ def cue_batch(
 def cue_frame(groups: pd.DataFrame, values: dict[str, np.ndarray]) -> pd.DataFrame:
     """``cue.csv`` rows from :func:`cue_batch` output (``_mean/_lo/_hi`` with replicates)."""
     out = groups.copy()
+    vals = {c: values[c] if len(groups) else np.empty((0, 1)) for c in CUE_COLUMNS}
+    for col in CUE_COLUMNS:  # the contract columns first, then the intervals
+        out[col] = vals[col][:, 0]
     for col in CUE_COLUMNS:
-        vals = values[col] if len(groups) else np.empty((0, 1))
-        out[col] = vals[:, 0]
-        if vals.shape[1] > 1:
-            out[f"{col}_mean"], out[f"{col}_lo"], out[f"{col}_hi"] = percentile_interval(
-                vals[:, 1:]
-            )
+        if vals[col].shape[1] > 1:
+            mean, lo, hi = percentile_interval(vals[col][:, 1:])
+            out[f"{col}_mean"], out[f"{col}_lo"], out[f"{col}_hi"] = mean, lo, hi
     return out
 
 

@@ -1,0 +1,81 @@
+"""Benchmark: `bayesobs score --bootstrap 30` on the BayesBench-scale data set.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_score.py [--out bench-output]
+
+Writes the same synthetic data set as ``bench_fit.py`` (9 subjects, 783 cells,
+93,960 trials) and times the ``score`` command in a subprocess (wall time and
+peak resident memory of the child), then times the stages in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bayesobs.cue import cue_batch
+from bayesobs.fitting import fit_batch
+from bayesobs.scores import accuracy_batch, cue_probe_table, with_baseline
+from bayesobs.synthetic import simulated_trials
+from bayesobs.trials import normalize_trials
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench-output")
+    ap.add_argument("--bootstrap", type=int, default=30)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    data = args.out / "bayesbench_scale.parquet"
+    trials = simulated_trials(n_subjects=9, trials_per_session=40, seed=0)
+    trials.to_parquet(data, index=False)
+    exe = Path(sys.executable).with_name("bayesobs")
+    cmd = [
+        str(exe),
+        "score",
+        str(data),
+        "--out",
+        str(args.out / "score"),
+        "--bootstrap",
+        str(args.bootstrap),
+    ]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(
+        f"bayesobs score --bootstrap {args.bootstrap}: {wall:.2f} s wall, peak {peak:.0f} MiB ({len(trials)} trials)"
+    )
+
+    t = with_baseline(normalize_trials(trials))
+    stages = {}
+    for name, fn in (
+        ("fits (10 variants x 31 datasets per cell)", lambda: fit_batch(t, args.bootstrap, 0)),
+        ("accuracy", lambda: accuracy_batch(t, args.bootstrap, 0)),
+        ("cue combination", lambda: cue_batch(t, args.bootstrap, 0)),
+        ("random-forest probe (base condition)", lambda: cue_probe_table(t, 0)),
+    ):
+        s = time.perf_counter()
+        fn()
+        stages[name] = time.perf_counter() - s
+        print(f"  {name}: {stages[name]:.2f} s")
+    (args.out / "bench_score.json").write_text(
+        json.dumps(
+            {"wall_seconds": round(wall, 2), "peak_rss_mib": round(peak), "stages": stages},
+            indent=2,
+        )
+        + "\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
