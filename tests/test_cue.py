@@ -71,7 +71,7 @@ def _table(rng, n_per=30, fuse=None, noise=(0.05, 0.12, 0.04), runs=1, subject="
                             "range_low": lo,
                             "range_high": hi,
                         }
-                    )  # fmt: skip
+                    )
                 )
     return with_baseline(normalize_trials(pd.concat(rows)))
 

@@ -180,7 +180,7 @@ def test_qu_shi_low_coherence_is_a_bayes_consistent_noise_ablation(shared_data):
                 "subject=participant",
                 "condition=Coherence1",
             ]
-        ),  # fmt: skip
+        ),
         where="TrialType == 'Time'",
         missing_where="keyDuration >= 9999",
     )
