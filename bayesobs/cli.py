@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from .errors import BayesobsInputError
+from .subjects.base import FatalSubjectError
 
 
 def _add_trial_options(p: argparse.ArgumentParser) -> None:
@@ -204,6 +205,130 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--subject",
+        action="append",
+        required=True,
+        metavar="SUBJECT",
+        help="sim:bayesian, sim:antibayes, sim:kalman, sim:linear, or openai:MODEL; repeatable",
+    )
+    p.add_argument("--concurrency", type=int, default=16, help="sessions run at once (default 16)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the calls and estimated tokens, call nothing"
+    )
+    p.add_argument(
+        "--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)"
+    )
+    p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never logged")
+    p.add_argument(
+        "--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)"
+    )
+    p.add_argument("--max-tokens", type=int, default=32, help="reply length limit (default 32)")
+    p.add_argument("--reasoning-effort", help='e.g. "minimal" or "none" where the API supports it')
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
+    p.add_argument(
+        "--max-attempts",
+        type=int,
+        default=12,
+        help="attempts per request on 429/5xx/time-out (default 12)",
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        metavar="DIR",
+        help="response cache folder (default ~/.cache/bayesobs)",
+    )
+    p.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the response cache"
+    )
+    p.add_argument(
+        "--ami",
+        type=Path,
+        metavar="DIR",
+        help="AMI manual annotations folder for the duration task "
+        "(default: the synthetic dialogue generator)",
+    )
+    p.add_argument(
+        "--sim-seed", type=int, default=0, help="seed of the simulated subjects (default 0)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")  # fmt: skip
+
+
+def _execute(args, specs_sessions, settings) -> int:
+    from .runner import estimate, execute, experiment_record, make_subjects
+    from .store import ExperimentStore
+
+    specs = [s for s, _ in specs_sessions]
+    sessions = [x for _, ss in specs_sessions for x in ss]
+    chat = {"temperature": args.temperature, "max_tokens": args.max_tokens,
+            "reasoning_effort": args.reasoning_effort, "base_url": args.base_url,
+            "timeout_s": args.timeout, "max_attempts": args.max_attempts}  # fmt: skip
+    uses_api = any(s.startswith("openai:") for s in args.subject)
+    record = experiment_record(specs, args.subject, **settings,
+                               chat=({k: v for k, v in chat.items() if k not in ("timeout_s", "max_attempts")}
+                                     if uses_api else None),
+                               sim_seed=args.sim_seed, ami=str(args.ami) if args.ami else None)  # fmt: skip
+    if args.dry_run:
+        from .store import TRIAL_ID, read_jsonl
+
+        done = {tuple(r[k] for k in TRIAL_ID) for r in read_jsonl(args.out / "trials.jsonl")[0]}
+        est = estimate(sessions, done)
+        print(f"dry run: {len(sessions)} session run(s), {est['calls']} call(s) to make "
+              f"({len(done)} trial(s) already logged in {args.out}), about {est['input_tokens']:,} input tokens")  # fmt: skip
+        return 0
+    subjects = make_subjects(args.subject, sim_seed=args.sim_seed, chat=chat, api_key=args.api_key,
+                             cache_dir=args.cache, use_cache=not args.no_cache)  # fmt: skip
+    store = ExperimentStore(args.out, record)
+    if store.torn:
+        print(
+            f"note: {store.torn} torn line(s) in trials.jsonl skipped; those trials are redone",
+            file=sys.stderr,
+        )
+    report = execute(sessions, store, subjects, concurrency=args.concurrency,
+                     progress=not args.no_progress and sys.stderr.isatty())  # fmt: skip
+    print(f"logged {report.done} trial(s) in {report.seconds:.1f} s ({report.skipped} already logged, "
+          f"{report.cached} from cache, {report.unparsed} without a number) -> {args.out}/trials.jsonl")  # fmt: skip
+    if report.failed_sessions:
+        print(f"{len(report.failed_sessions)} session(s) stopped early; run the same command again to resume:",
+              file=sys.stderr)  # fmt: skip
+        for line in report.failed_sessions[:10]:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .runner import load_spec, plan
+
+    spec = load_spec(args.task)
+    sessions = plan(spec, args.subject, args.modality, args.condition, args.trials, args.runs,
+                    ami=str(args.ami) if args.ami else None)  # fmt: skip
+    settings = {"command": "run", "modalities": args.modality, "conditions": args.condition,
+                "trials": args.trials, "runs": args.runs}  # fmt: skip
+    if args.out is None:
+        args.out = Path("runs") / spec["task"]
+    return _execute(args, [(spec, sessions)], settings)
+
+
+def cmd_sweep(args) -> int:
+    from .runner import load_protocol, plan
+
+    exps = load_protocol(args.protocol)
+    pairs = []
+    for e in exps:
+        spec = e["spec"]
+        pairs.append((spec, plan(spec, args.subject, trials=args.trials, runs=args.runs,
+                                 ami=str(args.ami) if args.ami else None)))  # fmt: skip
+    settings = {
+        "command": "sweep",
+        "protocol": str(args.protocol),
+        "trials": args.trials,
+        "runs": args.runs,
+    }
+    return _execute(args, pairs, settings)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -216,6 +341,38 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fit", help="fit the ten observer variants; write fits.csv and evidence.csv")
     _add_trial_options(p)
     p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser(
+        "run", help="run one task on subjects; append every trial to DIR/trials.jsonl"
+    )
+    p.add_argument("task", metavar="TASK", help="task name (tasks/TASK.toml) or a spec file")
+    p.add_argument(
+        "--modality",
+        action="append",
+        choices=("text", "image", "multimodal"),
+        help="repeatable (default: the spec's modalities)",
+    )
+    p.add_argument(
+        "--condition",
+        action="append",
+        metavar="CONDITION",
+        help="repeatable (default: the spec's conditions)",
+    )
+    p.add_argument("--trials", type=int, help="trials per session run (default: the spec's)")
+    p.add_argument("--runs", type=int, help="runs of each session type (default: the spec's)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="experiment folder (default runs/TASK)")
+    _add_run_options(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "sweep", help="run a whole protocol (e.g. tasks/bayesbench.toml) on subjects"
+    )
+    p.add_argument("protocol", metavar="PROTOCOL", help="protocol file, e.g. tasks/bayesbench.toml")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="experiment folder")
+    p.add_argument("--trials", type=int, help="trials per session run (default: each spec's)")
+    p.add_argument("--runs", type=int, help="runs of each session type (default: each spec's)")
+    _add_run_options(p)
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser(
         "score",
@@ -256,8 +413,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bayesobs: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("bayesobs: interrupted", file=sys.stderr)
+        print("bayesobs: interrupted; everything logged so far is kept (run the same command to resume)",
+              file=sys.stderr)  # fmt: skip
         return 130
+    except FatalSubjectError as exc:
+        print(f"bayesobs: error: {exc} (everything logged so far is kept)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

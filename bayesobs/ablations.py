@@ -1,0 +1,98 @@
+"""Conditions: steering prompts, blur schedules, context windows, order reversal.
+
+Condition names are a contract (DESIGN.md).  Numbers below are defaults that a
+task spec may override in its ``[ablations]`` table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import BayesobsInputError
+
+DEFAULTS = {
+    "context": 10,  # base rolling context (previous trials)
+    "context_short": 3,
+    "context_long": 20,
+    "blur_sigma": 3.0,  # noise_constant: Gaussian blur sigma in pixels
+    "blur_max_sigma": 6.0,  # noise_gradual: sigma rises linearly from 0 to this over a session
+    "steer_window": 10,  # steer_numeric/steer_biased: range of this many previous stimuli
+    "steer_bias": 0.5,  # steer_biased: range shifted up by this fraction of the session range
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """How a condition changes the base protocol."""
+
+    name: str
+    context: int
+    steering: str | None = None  # None, "verbal", "numeric", "biased"
+    blur: str | None = None  # None, "constant", "gradual"
+    reverse: bool = False
+
+
+def condition(name: str, options: dict | None = None) -> Condition:
+    """The :class:`Condition` called ``name`` with defaults overridden by ``options``."""
+    o = {**DEFAULTS, **(options or {})}
+    table = {
+        "base": Condition("base", o["context"]),
+        "steer_verbal": Condition("steer_verbal", o["context"], steering="verbal"),
+        "steer_numeric": Condition("steer_numeric", o["context"], steering="numeric"),
+        "steer_biased": Condition("steer_biased", o["context"], steering="biased"),
+        "noise_constant": Condition("noise_constant", o["context"], blur="constant"),
+        "noise_gradual": Condition("noise_gradual", o["context"], blur="gradual"),
+        "context_short": Condition("context_short", o["context_short"]),
+        "context_long": Condition("context_long", o["context_long"]),
+        "context_reversed": Condition("context_reversed", o["context"], reverse=True),
+        "context_none": Condition("context_none", 0),
+    }
+    if name not in table:
+        raise BayesobsInputError(f"unknown condition {name!r}; choose from {', '.join(table)}")
+    return table[name]
+
+
+def blur_schedule(cond: Condition, n: int, options: dict | None = None) -> np.ndarray:
+    """Blur sigma (pixels) of each of ``n`` trials; applies to images only."""
+    o = {**DEFAULTS, **(options or {})}
+    if cond.blur == "constant":
+        return np.full(n, float(o["blur_sigma"]))
+    if cond.blur == "gradual":
+        return np.linspace(0.0, float(o["blur_max_sigma"]), n) if n > 1 else np.zeros(n)
+    return np.zeros(n)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def system_prompt(task, cond: Condition, previous: list[float], session_range, options=None) -> str:
+    """System prompt of one trial (the paper's A.2.2 and A.3.1).
+
+    ``previous``: true values of the trials shown before this one in the
+    session (the numerical steering reports the range of the last few).
+    """
+    o = {**DEFAULTS, **(options or {})}
+    parts = [f"You are a {task.role}."]
+    if cond.steering == "verbal":
+        parts.append(
+            "The given data is noisy and may contain artifacts. You should behave like a Bayesian "
+            "observer and take into account prior and likelihood in your predictions."
+        )
+    elif cond.steering in ("numeric", "biased"):
+        parts.append("The given data is noisy and may contain artifacts.")
+        window = previous[-int(o["steer_window"]) :]
+        if window:
+            lo, hi = min(window), max(window)
+            if cond.steering == "biased":
+                shift = float(o["steer_bias"]) * (session_range[1] - session_range[0])
+                lo, hi = lo + shift, hi + shift
+            parts.append(
+                f"For {len(window)} previous observations, the values were observed to lie in the "
+                f"range of {_fmt(lo)} to {_fmt(hi)}."
+            )
+    parts.append(task.instruction)
+    parts.append("Do not explain or reason. Only output the final answer.")
+    return " ".join(parts)

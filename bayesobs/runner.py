@@ -1,0 +1,420 @@
+"""Running tasks on subjects: plan sessions, build prompts, call, parse, log, resume.
+
+A *session run* is a sequence of trials shown to one subject in one
+conversation: each trial's request carries the system prompt, the previous
+``N`` trials of the session (their stimuli in their modality and the
+subject's own answers) and the current stimulus.  Stimulus sequences depend
+only on the task spec's seed, the session type and the run index, so every
+modality and condition of a run sees the same stimuli (cue combination pairs
+them; ``context_reversed`` shows the base order reversed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import sys
+import time
+import tomllib
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .ablations import Condition, blur_schedule, condition, system_prompt
+from .errors import BayesobsInputError
+from .parse import parse_number
+from .provenance import utc_now
+from .stimuli import Stimulus, Task, get_task
+from .store import ExperimentStore
+from .subjects import FatalSubjectError, Request, SubjectError, Turn, parse_subject
+from .trials import MODALITIES
+
+SPEC_KEYS = {
+    "task",
+    "seed",
+    "trials",
+    "runs",
+    "sessions",
+    "modalities",
+    "conditions",
+    "options",
+    "ablations",
+    "description",
+}
+TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail; a rough dry-run estimate
+
+
+# ---------------------------------------------------------------- specs
+def spec_dirs() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    return [
+        Path.cwd() / "tasks",
+        here.parent / "tasks",
+        Path(sys.prefix) / "share" / "bayesobs" / "tasks",
+    ]
+
+
+def find_spec(name: str | Path) -> Path:
+    """A spec file from a path, or ``tasks/NAME.toml`` in the usual places."""
+    p = Path(name)
+    if p.suffix == ".toml" and p.exists():
+        return p
+    for d in spec_dirs():
+        cand = d / (p.name if p.suffix == ".toml" else f"{name}.toml")
+        if cand.exists():
+            return cand
+    raise BayesobsInputError(
+        f"no task spec {str(name)!r} (looked for tasks/{p.stem}.toml in {', '.join(map(str, spec_dirs()))})"
+    )
+
+
+def load_spec(name: str | Path) -> dict[str, Any]:
+    """Load and validate a task spec (TOML); errors name the file and key."""
+    path = find_spec(name)
+    try:
+        spec = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise BayesobsInputError(f"{path}: not valid TOML ({exc})") from None
+    unknown = set(spec) - SPEC_KEYS
+    if unknown:
+        raise BayesobsInputError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
+    for key in ("task", "seed", "trials", "sessions"):
+        if key not in spec:
+            raise BayesobsInputError(f"{path}: missing key {key!r}")
+    if spec["task"] not in ("line_ratio", "marker_location", "maze_distance", "duration"):
+        raise BayesobsInputError(f"{path}: unknown task {spec['task']!r}")
+    for i, s in enumerate(spec["sessions"]):
+        if (
+            not {"name", "range"} <= set(s)
+            or len(s["range"]) != 2
+            or not s["range"][0] < s["range"][1]
+        ):
+            raise BayesobsInputError(
+                f"{path}: sessions[{i}] needs a name and a range [low, high] with low < high"
+            )
+    load_spec_checks(spec, str(path))
+    spec["_path"] = str(path)
+    return spec
+
+
+def load_protocol(path: str | Path) -> list[dict[str, Any]]:
+    """A protocol file (e.g. ``tasks/bayesbench.toml``): a list of experiments."""
+    path = find_spec(path)
+    try:
+        proto = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise BayesobsInputError(f"{path}: not valid TOML ({exc})") from None
+    if "experiment" not in proto:
+        if "task" in proto:  # a single task spec is a one-experiment protocol
+            return [{"spec": load_spec(path)}]
+        raise BayesobsInputError(f"{path}: no [[experiment]] tables")
+    out = []
+    for i, exp in enumerate(proto["experiment"]):
+        if "spec" not in exp:
+            raise BayesobsInputError(f"{path}: experiment[{i}] has no 'spec'")
+        spec = load_spec(path.parent / exp["spec"])
+        for key in ("modalities", "conditions"):
+            if key in exp:
+                spec[key] = exp[key]
+        load_spec_checks(spec, f"{path}: experiment[{i}]")
+        out.append({"spec": spec})
+    return out
+
+
+def load_spec_checks(spec: dict, where: str) -> None:
+    """Conditions and modalities of a spec exist and fit the task."""
+    for c in spec.get("conditions", ["base"]):
+        try:
+            condition(c, spec.get("ablations"))
+        except BayesobsInputError as exc:
+            raise BayesobsInputError(f"{where}: {exc}") from None
+    for m in spec.get("modalities", ["text"]):
+        if m not in MODALITIES:
+            raise BayesobsInputError(f"{where}: unknown modality {m!r}")
+    if spec["task"] == "duration" and set(spec.get("modalities", ["text"])) - {"text"}:
+        raise BayesobsInputError(f"{where}: the duration task is text-only")
+
+
+# ---------------------------------------------------------------- plans
+@dataclass
+class Session:
+    subject: str
+    task: Task
+    modality: str
+    cond: Condition
+    session: str
+    run: int
+    range: tuple[float, float]
+    stimuli: list[Stimulus]
+    blur: np.ndarray
+    seed: int
+    options: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple:
+        return (self.subject, self.task.name, self.modality, self.cond.name, self.session, self.run)
+
+
+def _seed(*parts) -> int:
+    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "little")
+
+
+def plan(
+    spec: dict,
+    subjects: list[str],
+    modalities: list[str] | None = None,
+    conditions: list[str] | None = None,
+    trials: int | None = None,
+    runs: int | None = None,
+    ami: str | None = None,
+) -> list[Session]:
+    """Every session run of a spec for the given subjects."""
+    task = get_task(spec["task"], ami=ami)
+    mods = modalities or spec.get("modalities", ["text"])
+    conds = conditions or spec.get("conditions", ["base"])
+    n = int(trials or spec["trials"])
+    n_runs = int(runs or spec.get("runs", 1))
+    if n < 1 or n_runs < 1:
+        raise BayesobsInputError("--trials and --runs must be at least 1")
+    if not task.visual and set(mods) - {"text"}:
+        raise BayesobsInputError(f"task {task.name} is text-only; modalities {mods} asked")
+    for m in mods:
+        if m not in MODALITIES:
+            raise BayesobsInputError(f"unknown modality {m!r}; choose from {', '.join(MODALITIES)}")
+    cond_objs = [condition(c, spec.get("ablations")) for c in conds]
+    for s in subjects:
+        parse_subject(s)
+    out = []
+    for sess in spec["sessions"]:
+        low, high = map(float, sess["range"])
+        for r in range(n_runs):
+            seed = _seed(spec["seed"], task.name, sess["name"], r)
+            stimuli = task.generate(
+                np.random.default_rng(seed), low, high, n, spec.get("options", {})
+            )
+            for c in cond_objs:
+                seq = stimuli[::-1] if c.reverse else stimuli
+                blur = blur_schedule(c, n, spec.get("ablations"))
+                for m in mods:
+                    for subj in subjects:
+                        out.append(Session(subj, task, m, c, sess["name"], r, (low, high), seq, blur, seed,
+                                           spec.get("ablations") or {}))  # fmt: skip
+    return out
+
+
+# ---------------------------------------------------------------- running
+@dataclass
+class RunReport:
+    done: int = 0
+    skipped: int = 0
+    cached: int = 0
+    unparsed: int = 0
+    failed_sessions: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class Runner:
+    """Runs sessions concurrently (trials within a session in order) into a store."""
+
+    def __init__(
+        self,
+        store: ExperimentStore,
+        subjects: dict[str, Any],
+        concurrency: int = 16,
+        progress: bool = True,
+    ):
+        self.store = store
+        self.subjects = subjects
+        self.concurrency = concurrency
+        self.progress = progress
+        self.report = RunReport()
+        self._png: OrderedDict[tuple, bytes] = OrderedDict()  # (task, stimulus, blur) -> PNG
+
+    def _turn(self, sess: Session, stim: Stimulus, blur: float) -> Turn:
+        text = stim.text if sess.modality in ("text", "multimodal") else None
+        png = None
+        if sess.modality in ("image", "multimodal"):
+            # the same stimulus recurs across modalities and conditions: render it once
+            key = (sess.task.name, stim.key(), blur)
+            png = self._png.get(key)
+            if png is None:
+                png = self._png[key] = sess.task.render_png(stim, blur)
+                if len(self._png) > 4096:
+                    self._png.popitem(last=False)
+            else:
+                self._png.move_to_end(key)
+        return Turn("user", text=text, png=png)
+
+    async def run_session(self, sess: Session, bar) -> None:
+        subject = self.subjects[sess.subject]
+        history: list[tuple[Turn, Turn, int]] = []
+        previous: list[float] = []
+        for t, stim in enumerate(sess.stimuli):
+            blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
+            user = self._turn(sess, stim, blur)
+            window = history[-sess.cond.context :] if sess.cond.context else []
+            key = (*sess.key[:6], t)
+            rec = self.store.done.get(key)
+            if rec is None:
+                system = system_prompt(sess.task, sess.cond, previous, sess.range, sess.options)
+                turns = tuple(x for u, a, _ in window for x in (u, a)) + (user,)
+                meta = dict(
+                    zip(
+                        ("subject", "task", "modality", "condition", "session", "run"),
+                        sess.key,
+                        strict=True,
+                    )
+                )
+                meta.update(trial=t, seed=sess.seed)
+                reply = await subject.complete(Request(system, turns, meta))
+                value = parse_number(reply.text, sess.task.fraction)
+                rec = {
+                    **meta,
+                    "stimulus": stim.value,
+                    "response": value if math.isfinite(value) else None,
+                    "raw_response": reply.text,
+                    "valid": math.isfinite(value),
+                    "range_low": sess.range[0],
+                    "range_high": sess.range[1],
+                    "blur_sigma": blur,
+                    "context_window": sess.cond.context,
+                    "context_trials": [i for _, _, i in window],
+                    "prompt_id": hashlib.sha256(system.encode()).hexdigest()[:12],
+                    "stimulus_id": stim.key(),
+                    "stimulus_text": stim.text if user.text is not None else None,
+                    "image": self.store.save_png(user.png) if user.png is not None else None,
+                    "source": stim.params.get("source"),
+                    "latency_s": round(reply.latency_s, 4),
+                    "usage": reply.usage,
+                    "cached": reply.cached,
+                    "attempts": reply.attempts,
+                    "timestamp": utc_now(),
+                }
+                self.store.append(rec)
+                self.report.done += 1
+                self.report.cached += reply.cached
+                self.report.unparsed += not rec["valid"]
+                if bar is not None:
+                    bar.update(1)
+            else:
+                self.report.skipped += 1
+            history.append((user, Turn("assistant", text=rec["raw_response"]), t))
+            previous.append(stim.value)
+
+    async def run(self, sessions: list[Session]) -> RunReport:
+        t0 = time.perf_counter()
+        todo = sum(
+            1 for s in sessions for t in range(len(s.stimuli)) if (*s.key, t) not in self.store.done
+        )
+        bar = None
+        if self.progress and todo:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=todo, unit="trial", desc="trials", file=sys.stderr)
+        sem = asyncio.Semaphore(self.concurrency)
+
+        async def guarded(sess):
+            async with sem:
+                try:
+                    await self.run_session(sess, bar)
+                except FatalSubjectError:
+                    raise
+                except Exception as exc:
+                    label = "/".join(map(str, sess.key))
+                    msg = (
+                        str(exc)
+                        if isinstance(exc, SubjectError)
+                        else f"{type(exc).__name__}: {exc}"
+                    )
+                    self.report.failed_sessions.append(f"{label}: {msg}")
+                    self.store.log_run(event="session_failed", session=label, error=msg)
+
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for s in sessions:
+                    tg.create_task(guarded(s))
+        except* FatalSubjectError as group:
+            raise group.exceptions[0] from None
+        finally:
+            if bar is not None:
+                bar.close()
+        self.report.seconds = time.perf_counter() - t0
+        return self.report
+
+
+def estimate(sessions: list[Session], done: dict) -> dict[str, int]:
+    """Calls still to make and a rough input-token count (for ``--dry-run``)."""
+    calls = tokens = 0
+    for s in sessions:
+        for t, stim in enumerate(s.stimuli):
+            if (*s.key, t) in done:
+                continue
+            calls += 1
+            k = min(t, s.cond.context)
+            per_turn = (len(stim.text) // 4 if s.modality != "image" else 0) + (
+                TOKENS_PER_IMAGE if s.modality != "text" else 0
+            )
+            tokens += 60 + (k + 1) * per_turn + k * 4
+    return {"calls": calls, "input_tokens": tokens}
+
+
+# ---------------------------------------------------------------- entry points
+def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None, api_key: str | None = None,
+                  cache_dir: str | Path | None = None, use_cache: bool = True) -> dict[str, Any]:  # fmt: skip
+    """Subject objects by name (validated before any call is made)."""
+    from .subjects.cache import ResponseCache, default_cache_dir
+    from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
+    from .subjects.sim import SimSubject
+
+    out = {}
+    cache = None
+    for name in names:
+        kind, rest = parse_subject(name)
+        if kind == "sim":
+            out[name] = SimSubject(rest, seed=sim_seed)
+        else:
+            if cache is None and use_cache:
+                cache = ResponseCache(cache_dir or default_cache_dir())
+            opts = ChatOptions(model=rest, **(chat or {}))
+            out[name] = OpenAIChatSubject(opts, api_key=api_key, cache=cache)
+    return out
+
+
+def experiment_record(specs: list[dict], subjects: list[str], **settings) -> dict:
+    """What identifies an experiment folder (stored in the manifest, checked on resume)."""
+    return {
+        "specs": [{k: v for k, v in s.items()} for s in specs],
+        "subjects": list(subjects),
+        **settings,
+    }
+
+
+def execute(sessions: list[Session], store: ExperimentStore, subjects: dict, concurrency: int = 16,
+            progress: bool = True) -> RunReport:  # fmt: skip
+    """Run sessions into ``store``; logs the invocation in ``runs.jsonl``."""
+    store.log_run(event="start", sessions=len(sessions))
+    runner = Runner(store, subjects, concurrency=concurrency, progress=progress)
+
+    async def go():
+        try:
+            return await runner.run(sessions)
+        finally:
+            for subj in subjects.values():
+                if hasattr(subj, "aclose"):
+                    await subj.aclose()
+
+    try:
+        report = asyncio.run(go())
+    except BaseException as exc:
+        store.log_run(
+            event="stopped", error=f"{type(exc).__name__}: {exc}", logged=runner.report.done
+        )
+        raise
+    store.log_run(event="end", logged=report.done, resumed=report.skipped, cached=report.cached,
+                  unparsed=report.unparsed, failed_sessions=report.failed_sessions,
+                  seconds=round(report.seconds, 3))  # fmt: skip
+    return report

@@ -1,0 +1,28 @@
+"""The magnitude-estimation tasks: stimulus generation and rendering."""
+
+from __future__ import annotations
+
+from ..errors import BayesobsInputError
+from .base import Stimulus, Task, blur, from_png, to_png
+from .duration import Duration
+from .lines import LineRatio, MarkerLocation
+from .maze import MazeDistance
+
+TASKS: dict[str, type[Task]] = {
+    "line_ratio": LineRatio,
+    "marker_location": MarkerLocation,
+    "maze_distance": MazeDistance,
+    "duration": Duration,
+}
+
+
+def get_task(name: str, **options) -> Task:
+    """An instance of the task called ``name`` (``duration`` takes ``ami=DIR``)."""
+    if name not in TASKS:
+        raise BayesobsInputError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
+    if name == "duration":
+        return Duration(ami=options.get("ami"))
+    return TASKS[name]()
+
+
+__all__ = ["TASKS", "Stimulus", "Task", "blur", "from_png", "get_task", "to_png"]

@@ -1,0 +1,124 @@
+"""What every task provides: stimulus generation, text and image renderings.
+
+A :class:`Stimulus` carries its true value, its text rendering and the
+parameters its image renderer needs.  Values are quantised so that the text
+and the image show *exactly* the same magnitude (line lengths in characters
+times a fixed number of pixels per character, marker indices, integer-grid
+paths), and the logged ``stimulus`` is that exact value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from PIL import Image
+from scipy.ndimage import gaussian_filter
+
+
+@dataclass(frozen=True)
+class Stimulus:
+    """One stimulus: true value, text rendering and image parameters."""
+
+    task: str
+    value: float
+    text: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> str:
+        """A short content hash (identifies the stimulus in logs)."""
+        blob = json.dumps([self.task, self.value, self.text, self.params], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class Task:
+    """Base class of the magnitude-estimation tasks.
+
+    Subclasses set the class attributes and implement :meth:`generate`, and
+    (visual tasks) :meth:`draw`.
+    """
+
+    name: ClassVar[str]
+    role: ClassVar[str]  # "line-length ratio estimator"
+    instruction: ClassVar[str]  # what to estimate and in which format
+    unit: ClassVar[str] = ""
+    fraction: ClassVar[bool] = False  # answers are in [0, 1]: percentages are read as fractions
+    visual: ClassVar[bool] = True
+
+    def generate(
+        self, rng: np.random.Generator, low: float, high: float, n: int, options: dict
+    ) -> list[Stimulus]:
+        """``n`` stimuli with values drawn uniformly in ``[low, high]``."""
+        raise NotImplementedError
+
+    def draw(self, stim: Stimulus) -> np.ndarray:
+        """The image as an ``(H, W, 3)`` float array in [0, 255]."""
+        raise NotImplementedError(f"{self.name} has no image rendering")
+
+    def render_png(self, stim: Stimulus, blur_sigma: float = 0.0) -> bytes:
+        """PNG bytes of the stimulus with a true Gaussian blur of ``blur_sigma`` pixels."""
+        return to_png(blur(self.draw(stim), blur_sigma))
+
+
+def blur(img: np.ndarray, sigma: float) -> np.ndarray:
+    """Gaussian blur with standard deviation ``sigma`` pixels (per colour channel)."""
+    if sigma <= 0:
+        return img
+    return gaussian_filter(np.asarray(img, dtype=float), sigma=(sigma, sigma, 0), mode="nearest")
+
+
+def to_png(img: np.ndarray) -> bytes:
+    """Encode an ``(H, W, 3)`` array in [0, 255] as PNG."""
+    arr = np.clip(np.rint(img), 0, 255).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(arr, mode="RGB").save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def from_png(data: bytes) -> np.ndarray:
+    """Decode PNG bytes to an ``(H, W, 3)`` float array."""
+    with Image.open(io.BytesIO(data)) as im:
+        return np.asarray(im.convert("RGB"), dtype=float)
+
+
+def canvas(width: int, height: int) -> np.ndarray:
+    return np.full((height, width, 3), 255.0)
+
+
+def hline(img: np.ndarray, x0: int, x1: int, y: int, thickness: int, color=(0, 0, 0)) -> None:
+    """Draw a horizontal bar covering pixel columns ``x0 .. x1 - 1``."""
+    h = thickness // 2
+    img[y - h : y - h + thickness, x0:x1] = color
+
+
+def _box(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, pad: float):
+    """Index grids of the part of ``img`` within a padded bounding box."""
+    h, w = img.shape[:2]
+    xa, xb = max(0, int(np.floor(min(x0, x1) - pad))), min(w, int(np.ceil(max(x0, x1) + pad)) + 1)
+    ya, yb = max(0, int(np.floor(min(y0, y1) - pad))), min(h, int(np.ceil(max(y0, y1) + pad)) + 1)
+    yy, xx = np.mgrid[ya:yb, xa:xb]
+    return (slice(ya, yb), slice(xa, xb)), xx, yy
+
+
+def disc(img: np.ndarray, cx: float, cy: float, r: float, color) -> None:
+    """Fill the pixels whose centres lie within ``r`` of ``(cx, cy)``."""
+    sl, xx, yy = _box(img, cx, cy, cx, cy, r + 1)
+    view = img[sl]
+    view[(xx - cx) ** 2 + (yy - cy) ** 2 <= r * r] = color
+
+
+def segment(
+    img: np.ndarray, x0: float, y0: float, x1: float, y1: float, width: float, color=(0, 0, 0)
+) -> None:
+    """Draw a thick straight segment (axis-aligned or not)."""
+    sl, xx, yy = _box(img, x0, y0, x1, y1, width)
+    dx, dy = x1 - x0, y1 - y0
+    length2 = dx * dx + dy * dy
+    t = np.clip(((xx - x0) * dx + (yy - y0) * dy) / length2, 0, 1) if length2 else 0.0
+    px, py = x0 + t * dx, y0 + t * dy
+    view = img[sl]
+    view[(xx - px) ** 2 + (yy - py) ** 2 <= (width / 2) ** 2] = color

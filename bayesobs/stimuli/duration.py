@@ -1,0 +1,203 @@
+"""Duration: how long a dialogue extract lasted, from word timings.
+
+Extracts come from the AMI Meeting Corpus manual annotations (NXT XML
+``words/*.words.xml``, read from a folder the user points to) or, by default,
+from a clearly labelled synthetic dialogue generator so the task runs on a
+fresh machine.  An extract's true duration is the end time of its last word
+minus the start time of its first word.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BayesobsInputError
+from .base import Stimulus, Task
+
+MAX_PAUSE_S = 3.0  # no silence longer than this inside an extract (it would be invisible in text)
+NITE = "{http://nite.sourceforge.net/}"
+
+
+@dataclass(frozen=True)
+class Word:
+    meeting: str
+    speaker: str
+    start: float
+    end: float
+    text: str
+    punc: bool = False
+
+
+def parse_words_xml(path: str | Path) -> list[Word]:
+    """Words of one NXT ``*.words.xml`` file (``<w>`` elements, in file order).
+
+    Other elements (vocal sounds, disfluency markers, gaps) are not words and
+    are skipped; a word without timings keeps NaN times.
+    """
+    path = Path(path)
+    parts = path.name.split(".")
+    if len(parts) < 4 or parts[-2] != "words":
+        raise BayesobsInputError(
+            f"{path}: not an AMI words file (expected MEETING.SPEAKER.words.xml)"
+        )
+    meeting, speaker = parts[0], parts[1]
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise BayesobsInputError(f"{path}: malformed XML ({exc})") from None
+    out = []
+    for el in root:
+        if el.tag != "w":
+            continue
+        start = float(el.get("starttime", "nan") or "nan")
+        end = float(el.get("endtime", "nan") or "nan")
+        out.append(Word(meeting, speaker, start, end, el.text or "", el.get("punc") == "true"))
+    return out
+
+
+def load_ami(folder: str | Path) -> dict[str, list[Word]]:
+    """All meetings in an AMI folder (``words/*.words.xml`` or the files themselves).
+
+    Returns ``{meeting: words of all speakers sorted by start time}``; words
+    without timings are dropped.
+    """
+    folder = Path(folder)
+    files = sorted(folder.glob("words/*.words.xml")) or sorted(folder.glob("*.words.xml"))
+    if not files:
+        raise BayesobsInputError(f"{folder}: no AMI words files (words/*.words.xml) found")
+    meetings: dict[str, list[Word]] = {}
+    for f in files:
+        for w in parse_words_xml(f):
+            if np.isfinite(w.start) and np.isfinite(w.end):
+                meetings.setdefault(w.meeting, []).append(w)
+    for words in meetings.values():
+        words.sort(key=lambda w: (w.start, w.end))
+    return meetings
+
+
+VOCAB = (
+    "okay so we need to decide on the remote control design and um I think the "
+    "buttons should be simple yeah right the budget is twelve euro fifty per unit "
+    "what about the battery maybe solar or kinetic energy I'm not sure that's a good "
+    "point let's look at the market research people want something fancy and easy "
+    "to use the case could be rubber or plastic we also have to think about the logo "
+    "and the colours of the company the user interface should have large buttons "
+    "for volume and channels and maybe a speech recognition feature that would be "
+    "nice but expensive so uh we should finish by the end of the meeting"
+).split()
+
+
+def synthetic_meeting(rng: np.random.Generator, seconds: float = 900.0) -> list[Word]:
+    """A synthetic four-speaker dialogue with realistic timing (SYNTHETIC, not AMI).
+
+    Turns of 2–25 words; word durations log-normal around 0.33 s (about
+    2.5–3 words per second with short within-turn pauses); 0.1–1.2 s gaps
+    between turns.
+    """
+    t = 0.0
+    words: list[Word] = []
+    speaker = "A"
+    while t < seconds:
+        speaker = str(rng.choice([s for s in "ABCD" if s != speaker]))
+        for i in range(int(rng.integers(2, 26))):
+            dur = float(np.clip(rng.lognormal(np.log(0.30), 0.35), 0.08, 1.2))
+            text = str(rng.choice(VOCAB))
+            words.append(Word("synthetic", speaker, round(t, 2), round(t + dur, 2), text))
+            t += dur + (float(rng.uniform(0.0, 0.12)) if i else 0.0)
+        t += float(rng.uniform(0.1, 1.2))
+    return words
+
+
+def transcript(words: list[Word]) -> str:
+    """Speaker-labelled transcript; punctuation attaches to the previous word."""
+    lines: list[list[str]] = []
+    speakers: list[str] = []
+    for w in words:
+        if w.punc:
+            if lines:
+                lines[-1][-1] += w.text
+            continue
+        if not speakers or speakers[-1] != w.speaker:
+            speakers.append(w.speaker)
+            lines.append([])
+        lines[-1].append(w.text)
+    return "\n".join(f"{s}: {' '.join(ws)}" for s, ws in zip(speakers, lines, strict=True))
+
+
+def extract(words: list[Word], start: int, target: float) -> tuple[float, int] | None:
+    """End index (exclusive) and duration of the extract from ``start`` closest to ``target``."""
+    t0 = words[start].start
+    best = None
+    last_end = words[start].end
+    for j in range(start, len(words)):
+        w = words[j]
+        if w.start - last_end > MAX_PAUSE_S and not w.punc:
+            break
+        last_end = max(last_end, w.end)
+        d = last_end - t0
+        if best is None or abs(d - target) < abs(best[0] - target):
+            best = (d, j + 1)
+        if d > target * 1.5 + 1:
+            break
+    return best
+
+
+class Duration(Task):
+    """Duration in seconds of a dialogue extract."""
+
+    name = "duration"
+    role = "dialogue duration estimator"
+    instruction = (
+        "Estimate how long, in seconds, this extract of a meeting conversation lasted when "
+        "spoken, as a decimal number."
+    )
+    unit = "seconds"
+    visual = False
+
+    def __init__(self, ami: str | Path | None = None):
+        self.ami = ami
+        self._meetings: dict[str, list[Word]] | None = None
+
+    def meetings(self, rng: np.random.Generator) -> dict[str, list[Word]]:
+        if self.ami is not None:
+            if self._meetings is None:
+                self._meetings = load_ami(self.ami)
+            return self._meetings
+        return {"synthetic": synthetic_meeting(rng)}
+
+    def generate(self, rng, low, high, n, options):
+        meetings = self.meetings(rng)
+        names = sorted(meetings)
+        source = "ami" if self.ami is not None else "synthetic"
+        out = []
+        for _ in range(n):
+            for _attempt in range(500):
+                target = rng.uniform(low, high)
+                name = names[int(rng.integers(len(names)))]
+                words = meetings[name]
+                start = int(rng.integers(len(words)))
+                if words[start].punc:
+                    continue
+                got = extract(words, start, target)
+                if got is None:
+                    continue
+                d, stop = got
+                if low <= d <= high and abs(d - target) < 0.1 * target + 0.3:
+                    span = words[start:stop]
+                    params = {
+                        "source": source,
+                        "meeting": name,
+                        "start_s": span[0].start,
+                        "n_words": len(span),
+                    }
+                    out.append(Stimulus(self.name, round(d, 3), transcript(span), params))
+                    break
+            else:
+                raise BayesobsInputError(
+                    f"duration: no extract between {low} and {high} s could be drawn"
+                )
+        return out

@@ -1,0 +1,94 @@
+"""Line ratio and marker location: ASCII and PNG renderings of the same lengths."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Stimulus, Task, canvas, hline
+
+PX_PER_CHAR = 6
+
+
+class LineRatio(Task):
+    """Two lines; the value is the length of the shorter over the longer."""
+
+    name = "line_ratio"
+    role = "line-length ratio estimator"
+    instruction = "Estimate the ratio of the shorter line to the longer line as a decimal number between 0 and 1."
+    fraction = True
+    width, height = 420, 180
+
+    def generate(self, rng, low, high, n, options):
+        out = []
+        for _ in range(n):
+            long_chars = int(
+                rng.integers(options.get("min_chars", 30), options.get("max_chars", 60) + 1)
+            )
+            lo_n = max(1, int(np.ceil(low * long_chars)))
+            hi_n = min(long_chars, int(np.floor(high * long_chars)))
+            short = int(np.clip(round(rng.uniform(low, high) * long_chars), lo_n, max(lo_n, hi_n)))
+            top_is_long = bool(rng.integers(2))
+            lengths = (long_chars, short) if top_is_long else (short, long_chars)
+            margin = self.width - 2 * 15 - long_chars * PX_PER_CHAR
+            offsets = [int(rng.integers(0, max(1, margin) + 1)) for _ in range(2)]
+            text = "\n".join(f"{lab}: {'-' * k}" for lab, k in zip("AB", lengths, strict=True))
+            out.append(
+                Stimulus(
+                    self.name,
+                    short / long_chars,
+                    text,
+                    {"chars": list(lengths), "offsets": offsets},
+                )
+            )
+        return out
+
+    def draw(self, stim):
+        img = canvas(self.width, self.height)
+        for i, (k, off) in enumerate(
+            zip(stim.params["chars"], stim.params["offsets"], strict=True)
+        ):
+            x0 = 15 + off
+            hline(img, x0, x0 + k * PX_PER_CHAR, 60 + 60 * i, 4)
+        return img
+
+
+class MarkerLocation(Task):
+    """A line with a red marker; the value is the marker's position from 0 to 1."""
+
+    name = "marker_location"
+    role = "marker location estimator"
+    instruction = (
+        "Estimate the position of the marker along the line as a decimal number between "
+        "0 (left end) and 1 (right end)."
+    )
+    fraction = True
+    width, height = 440, 120
+
+    def generate(self, rng, low, high, n, options):
+        out = []
+        for _ in range(n):
+            chars = int(
+                rng.integers(options.get("min_chars", 41), options.get("max_chars", 71) + 1)
+            )
+            lo_p = int(np.ceil(low * (chars - 1)))
+            hi_p = int(np.floor(high * (chars - 1)))
+            pos = int(np.clip(round(rng.uniform(low, high) * (chars - 1)), lo_p, max(lo_p, hi_p)))
+            text = "-" * pos + "0" + "-" * (chars - 1 - pos)
+            margin = self.width - 40 - (chars - 1) * PX_PER_CHAR
+            off = int(rng.integers(0, max(1, margin) + 1))
+            out.append(
+                Stimulus(
+                    self.name, pos / (chars - 1), text, {"chars": chars, "pos": pos, "offset": off}
+                )
+            )
+        return out
+
+    def draw(self, stim):
+        img = canvas(self.width, self.height)
+        x0 = 20 + stim.params["offset"]
+        x1 = x0 + (stim.params["chars"] - 1) * PX_PER_CHAR
+        hline(img, x0, x1 + 1, 60, 3)
+        xm = x0 + stim.params["pos"] * PX_PER_CHAR
+        # a red tick across the line, 3 px wide, never beyond the line's ends
+        img[47:74, max(x0, xm - 1) : min(x1, xm + 1) + 1] = (220, 0, 0)
+        return img

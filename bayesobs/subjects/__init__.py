@@ -1,0 +1,32 @@
+"""Who answers: simulated observers and OpenAI-compatible chat models."""
+
+from __future__ import annotations
+
+from ..errors import BayesobsInputError
+from .base import FatalSubjectError, Reply, Request, SubjectError, Turn
+from .sim import KINDS, SimSubject
+
+
+def parse_subject(spec: str) -> tuple[str, str]:
+    """``"sim:bayesian"`` -> ``("sim", "bayesian")``, validating the form."""
+    kind, sep, name = spec.partition(":")
+    if not sep or not name or kind not in ("sim", "openai"):
+        raise BayesobsInputError(
+            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(KINDS)}) or openai:<model>"
+        )
+    if kind == "sim" and name not in KINDS:
+        raise BayesobsInputError(
+            f"unknown simulated subject {spec!r}; choose from {', '.join('sim:' + k for k in KINDS)}"
+        )
+    return kind, name
+
+
+__all__ = [
+    "FatalSubjectError",
+    "Reply",
+    "Request",
+    "SimSubject",
+    "SubjectError",
+    "Turn",
+    "parse_subject",
+]

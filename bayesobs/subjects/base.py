@@ -1,0 +1,45 @@
+"""The subject interface: a chat request in, a reply out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One chat message: text and/or a PNG image."""
+
+    role: str  # "user" or "assistant"
+    text: str | None = None
+    png: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a subject is asked on one trial: system prompt, history, current stimulus.
+
+    ``meta`` carries the trial's identity (task, modality, condition,
+    session, run, trial, seed); subjects must not read the true value from it.
+    """
+
+    system: str
+    turns: tuple[Turn, ...]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    latency_s: float = 0.0
+    usage: dict[str, int] | None = None
+    cached: bool = False
+    attempts: int = 1
+
+
+class SubjectError(RuntimeError):
+    """A subject could not answer (after retries); the trial is not logged."""
+
+
+class FatalSubjectError(SubjectError):
+    """An error no retry can fix (bad key, unknown model): stop the run."""
