@@ -18,11 +18,12 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-## demo: simulate subjects with known observers over the BayesBench design and score them
+## demo: the BayesBench protocol on the four simulated subjects, then every score
 demo: $(VENV)/.installed
-	$(BIN)/bayesobs simulate --subjects 3 --trials 40 --out $(DEMO)/trials.csv
-	$(BIN)/bayesobs score $(DEMO)/trials.csv --bootstrap 30 --out $(DEMO)/scores
-	@echo "demo outputs: $(DEMO)/scores/ (bayesbench.csv, bcs.csv, cue.csv, accuracy.csv, fits.csv, evidence.csv)"
+	$(BIN)/bayesobs sweep tasks/bayesbench.toml --subject sim:bayesian --subject sim:antibayes \
+		--subject sim:kalman --subject sim:linear --out $(DEMO)/run
+	$(BIN)/bayesobs score $(DEMO)/run --bootstrap 30 --out $(DEMO)/scores
+	@echo "demo outputs: $(DEMO)/run/ (trials.jsonl, manifest.json, stimuli/) and $(DEMO)/scores/"
 
 ## test: the whole test suite (what CI runs)
 test: $(VENV)/.installed-dev
@@ -40,6 +41,7 @@ format: $(VENV)/.installed-dev
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_fit.py
 	$(BIN)/python benchmarks/bench_score.py
+	$(BIN)/python benchmarks/bench_run.py
 
 clean:
 	rm -rf $(VENV) $(DEMO) bench-output .pytest_cache .ruff_cache *.egg-info

@@ -14,6 +14,7 @@ else that is not a number is an error naming the file, row and column.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -66,9 +67,15 @@ _MISSING_TOKENS = {"", "nan", "na", "n/a", "null", "none"}
 
 
 # --------------------------------------------------------------------- reading
-def _read_jsonl(path: Path) -> pd.DataFrame:
+def _read_jsonl(path: Path, torn_ok: bool = False) -> pd.DataFrame:
+    """Records of a JSONL file; ``torn_ok`` skips unparseable lines with a warning.
+
+    An experiment folder's ``trials.jsonl`` may hold a line torn by a crash
+    (the runner redoes that trial), so there it is skipped; elsewhere it is an error.
+    """
     records = []
     rows = []
+    torn = 0
     with path.open("rb") as fh:
         lines = fh.read().split(b"\n")
     for i, raw in enumerate(lines, start=1):
@@ -77,6 +84,9 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
         try:
             rec = json.loads(raw)
         except json.JSONDecodeError as exc:
+            if torn_ok:
+                torn += 1
+                continue
             last = i == len(lines)  # no newline after it: a write cut short
             hint = " (the last line is incomplete: was the writer killed?)" if last else ""
             raise BayesobsInputError(
@@ -86,6 +96,10 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
             raise BayesobsInputError(f"{path}: line {i}: expected a JSON object per line")
         records.append(rec)
         rows.append(i)
+    if torn:
+        warnings.warn(
+            f"{path}: skipped {torn} torn line(s) left by an interrupted write", stacklevel=3
+        )
     df = pd.DataFrame.from_records(records)
     df[_ROW] = rows
     return df
@@ -93,7 +107,8 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
 
 def _read_one(path: Path) -> tuple[pd.DataFrame, str]:
     """Read one file; return the frame and how its rows are numbered."""
-    if path.is_dir():
+    folder = path.is_dir()
+    if folder:
         inner = path / "trials.jsonl"
         if not inner.exists():
             raise BayesobsInputError(
@@ -116,7 +131,7 @@ def _read_one(path: Path) -> tuple[pd.DataFrame, str]:
             df[_ROW] = np.arange(1, len(df) + 1)
             unit = "row"
         elif suffix in (".jsonl", ".ndjson"):
-            df = _read_jsonl(path)
+            df = _read_jsonl(path, torn_ok=folder)
             unit = "line"
         else:
             raise BayesobsInputError(

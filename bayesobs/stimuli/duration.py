@@ -192,6 +192,7 @@ class Duration(Task):
                         "source": source,
                         "meeting": name,
                         "start_s": span[0].start,
+                        "first_word": start,
                         "n_words": len(span),
                     }
                     out.append(Stimulus(self.name, round(d, 3), transcript(span), params))

@@ -80,7 +80,7 @@ class MazeDistance(Task):
         for _ in range(n):
             target = rng.uniform(low, high)
             best = None
-            for _attempt in range(400):
+            for _attempt in range(150):
                 runs = int(rng.integers(3, 9))
                 moves = random_path(rng, runs)
                 if moves is None:
@@ -91,7 +91,7 @@ class MazeDistance(Task):
                 d = math.hypot(*pts[-1])
                 if low <= d <= high and (best is None or abs(d - target) < abs(best[0] - target)):
                     best = (d, moves)
-                    if abs(d - target) < 0.25:
+                    if abs(d - target) < 0.3:
                         break
             if best is None:
                 raise RuntimeError(f"no path with distance in [{low}, {high}] fits the canvas")

@@ -1,0 +1,78 @@
+"""Benchmark the task runner.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_run.py [--out bench-output]
+
+1. The full BayesBench protocol (tasks/bayesbench.toml) for one simulated
+   subject, through the CLI in a subprocess: wall time.
+2. API throughput: ``openai:fake`` against a local OpenAI-compatible server
+   that answers at once (bayesobs.fakeserver), 16 concurrent sessions, the
+   three visual tasks in multimodal form (images and 10-trial rolling context
+   in every request): trials per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bayesobs.cli import main as cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench-output")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = {}
+
+    sim = args.out / "run-sim"
+    shutil.rmtree(sim, ignore_errors=True)
+    exe = Path(sys.executable).with_name("bayesobs")
+    t0 = time.perf_counter()
+    subprocess.run([str(exe), "sweep", str(ROOT / "tasks" / "bayesbench.toml"), "--subject", "sim:bayesian",
+                    "--out", str(sim), "--no-progress"], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    result["sim_protocol_seconds"] = round(time.perf_counter() - t0, 2)
+    n = sum(1 for _ in (sim / "trials.jsonl").open())
+    print(f"full protocol, sim:bayesian: {n} trials in {result['sim_protocol_seconds']:.1f} s")
+
+    api = args.out / "run-api"
+    shutil.rmtree(api, ignore_errors=True)
+    # the server runs in its own process, as a real API would
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bayesobs.fakeserver"], stdout=subprocess.PIPE, text=True
+    )
+    url = server.stdout.readline().strip()
+    try:
+        t0 = time.perf_counter()
+        for task in ("line_ratio", "marker_location", "maze_distance"):
+            cli(["run", task, "--subject", "openai:fake", "--modality", "multimodal", "--runs", "2",
+                 "--condition", "base", "--condition", "steer_numeric", "--condition", "noise_gradual",
+                 "--out", str(api / task), "--base-url", url, "--api-key", "k", "--no-cache",
+                 "--concurrency", "16", "--no-progress"])  # fmt: skip
+        wall = time.perf_counter() - t0
+    finally:
+        server.terminate()
+        server.wait()
+    calls = sum(
+        sum(1 for _ in (api / t / "trials.jsonl").open())
+        for t in ("line_ratio", "marker_location", "maze_distance")
+    )
+    result["api_trials"] = calls
+    result["api_trials_per_s"] = round(calls / wall, 1)
+    print(f"API runner, 16 concurrent sessions, multimodal with images: {calls} trials in {wall:.1f} s "
+          f"= {calls / wall:.0f} trials/s")  # fmt: skip
+    (args.out / "bench_run.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
