@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := demo-output
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test lint format bench fits clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,15 +23,17 @@ demo: $(VENV)/.installed
 	$(BIN)/bayesobs sweep tasks/bayesbench.toml --subject sim:bayesian --subject sim:antibayes \
 		--subject sim:kalman --subject sim:linear --out $(DEMO)/run
 	$(BIN)/bayesobs score $(DEMO)/run --bootstrap 30 --out $(DEMO)/scores
-	@echo "demo outputs: $(DEMO)/run/ (trials.jsonl, manifest.json, stimuli/) and $(DEMO)/scores/"
+	$(BIN)/bayesobs report $(DEMO)/scores --out $(DEMO)/report
+	@echo "trials: $(DEMO)/run/trials.jsonl  scores: $(DEMO)/scores/"
+	@echo "report: $(abspath $(DEMO))/report/index.html"
 
 ## test: the whole test suite (what CI runs)
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check bayesobs tests benchmarks
-	$(BIN)/ruff format --check bayesobs tests benchmarks
+	$(BIN)/ruff check bayesobs tests benchmarks fits
+	$(BIN)/ruff format --check bayesobs tests benchmarks fits
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix bayesobs tests benchmarks
@@ -42,6 +44,10 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_fit.py
 	$(BIN)/python benchmarks/bench_score.py
 	$(BIN)/python benchmarks/bench_run.py
+
+## fits: regenerate the reference fits of the bundled example run (fits/)
+fits: $(VENV)/.installed
+	$(BIN)/python fits/regenerate.py fits
 
 clean:
 	rm -rf $(VENV) $(DEMO) bench-output .pytest_cache .ruff_cache *.egg-info

@@ -6,6 +6,7 @@ from .api import evidence_table, fit
 from .errors import BayesobsInputError
 from .evidence import factor_evidence
 from .fitting import FitBatch, fit_batch, fits_table
+from .runner import sweep
 from .scores import Scores, score
 from .trials import normalize_trials, read_trials, write_trials
 
@@ -27,5 +28,6 @@ __all__ = [
     "normalize_trials",
     "read_trials",
     "score",
+    "sweep",
     "write_trials",
 ]

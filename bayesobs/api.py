@@ -59,4 +59,34 @@ def fit(
     return fits_table(batch), evidence_table(batch)
 
 
-__all__ = ["evidence_table", "fit"]
+def predictions(
+    trials: pd.DataFrame, fits: pd.DataFrame, variants=("static", "kalman")
+) -> pd.DataFrame:
+    """Trials with each variant's fitted central prediction (``pred_<variant>``).
+
+    Parameters come from ``fits`` (full-data fits); predictions are on the
+    response scale (:func:`bayesobs.observers.predict_response`), run by run.
+    """
+    import json
+
+    import numpy as np
+
+    from .observers.models import predict_response
+
+    trials = normalize_trials(trials)
+    out = trials.copy()
+    for v in variants:
+        out[f"pred_{v}"] = np.nan
+    table = fits.set_index([*CELL_KEYS, "variant"])["params"]
+    for key, cell in trials.groupby(list(CELL_KEYS), sort=False):
+        run = (cell["session"].astype(str) + "/" + cell["run"].astype(str)).to_numpy()
+        x = cell["stimulus"].to_numpy()
+        for v in variants:
+            params = json.loads(table.get((*key, v), "{}"))
+            if "skipped" in params or not params:
+                continue
+            out.loc[cell.index, f"pred_{v}"] = predict_response(v, params, x, run)
+    return out
+
+
+__all__ = ["evidence_table", "fit", "predictions"]

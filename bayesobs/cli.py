@@ -191,6 +191,14 @@ def cmd_score(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from .report import build_report
+
+    index = build_report(args.inputs, args.out, bootstrap=args.bootstrap, seed=args.seed)
+    print(f"report -> {index}")
+    return 0
+
+
 def cmd_simulate(args) -> int:
     from .synthetic import simulated_trials
     from .trials import write_trials
@@ -388,6 +396,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-probe", action="store_true", help="skip the random-forest cue probe")
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("report", help="figures, tables and provenance as an offline HTML report")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        type=Path,
+        metavar="DIR_OR_TRIALS",
+        help="trial files, experiment folders, or a `bayesobs score` output folder",
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="report folder")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=30,
+        help="replicates when scores must be computed (default 30)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
         "simulate",

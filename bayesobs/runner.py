@@ -393,6 +393,18 @@ def experiment_record(specs: list[dict], subjects: list[str], **settings) -> dic
     }
 
 
+def _run_async(make_coro):
+    """``asyncio.run``, also from inside a running loop (Jupyter): then on a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make_coro())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(make_coro())).result()
+
+
 def execute(sessions: list[Session], store: ExperimentStore, subjects: dict, concurrency: int = 16,
             progress: bool = True) -> RunReport:  # fmt: skip
     """Run sessions into ``store``; logs the invocation in ``runs.jsonl``."""
@@ -408,7 +420,7 @@ def execute(sessions: list[Session], store: ExperimentStore, subjects: dict, con
                     await subj.aclose()
 
     try:
-        report = asyncio.run(go())
+        report = _run_async(go)
     except BaseException as exc:
         store.log_run(
             event="stopped", error=f"{type(exc).__name__}: {exc}", logged=runner.report.done
@@ -418,3 +430,26 @@ def execute(sessions: list[Session], store: ExperimentStore, subjects: dict, con
                   unparsed=report.unparsed, failed_sessions=report.failed_sessions,
                   seconds=round(report.seconds, 3))  # fmt: skip
     return report
+
+
+def sweep(protocol: str | Path, subjects: list[str], out: str | Path, trials: int | None = None,
+          runs: int | None = None, ami: str | Path | None = None, concurrency: int = 16,
+          progress: bool = False, sim_seed: int = 0, **chat) -> RunReport:  # fmt: skip
+    """Run a protocol (e.g. ``tasks/bayesbench.toml``) on subjects into folder ``out``.
+
+    The library form of ``bayesobs sweep``; resumes an existing folder.
+    ``chat`` takes :class:`bayesobs.subjects.openai_chat.ChatOptions` fields
+    (``temperature``, ``base_url`` ...) for ``openai:`` subjects.
+    """
+    exps = load_protocol(protocol)
+    ami = str(ami) if ami else None
+    sessions = [
+        x for e in exps for x in plan(e["spec"], subjects, trials=trials, runs=runs, ami=ami)
+    ]
+    uses_api = any(s.startswith("openai:") for s in subjects)
+    record = experiment_record([e["spec"] for e in exps], subjects, command="sweep", protocol=str(protocol),
+                               trials=trials, runs=runs, chat=chat if uses_api else None, sim_seed=sim_seed,
+                               ami=ami)  # fmt: skip
+    store = ExperimentStore(out, record)
+    objs = make_subjects(subjects, sim_seed=sim_seed, chat=chat)
+    return execute(sessions, store, objs, concurrency=concurrency, progress=progress)

@@ -9,6 +9,7 @@ from the same resampled session runs.
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -16,7 +17,8 @@ import pandas as pd
 
 from .bootstrap import percentile_interval, run_draws, unit_draws
 from .cue import cue_batch, cue_frame
-from .observers.variants import VARIANT_NAMES
+from .evidence import factor_evidence_array
+from .observers.variants import FACTORS, VARIANT_NAMES
 from .trials import CELL_KEYS, RUN_KEYS, normalize_trials
 
 # METHOD §5: ablation -> modality its w_prior is measured in.
@@ -48,6 +50,13 @@ def with_baseline(trials: pd.DataFrame) -> pd.DataFrame:
     else:
         out["baseline"] = fallback
     return out
+
+
+def _align(cells: pd.DataFrame, other: pd.DataFrame, values: np.ndarray) -> np.ndarray:
+    """Rows of ``values`` (indexed like ``other``) in the order of ``cells``."""
+    pos = {tuple(r): i for i, r in enumerate(other[list(CELL_KEYS)].itertuples(index=False))}
+    idx = [pos[tuple(r)] for r in cells[list(CELL_KEYS)].itertuples(index=False)]
+    return values[idx]
 
 
 def _replicated(df: pd.DataFrame, name: str, values: np.ndarray) -> pd.DataFrame:
@@ -210,6 +219,7 @@ class Scores(NamedTuple):
     bcs_tasks: pd.DataFrame
     bcs_agreement: pd.DataFrame
     cue_probe: pd.DataFrame
+    summary: pd.DataFrame
     missing: pd.DataFrame
 
 
@@ -266,6 +276,59 @@ def _composite(
     return out
 
 
+PROBE_MODELS = ("random_forest", "linear", "bayes_non_oracle", "bayes_oracle")
+
+
+def _probe_predictions(g: pd.DataFrame, seed: int, folds: int) -> dict[str, np.ndarray]:
+    """Out-of-fold predictions of ``y_multimodal`` for one paired group."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.model_selection import KFold
+
+    from .cue import combine
+
+    n = len(g)
+    X = g[["y_text", "y_image"]].to_numpy()
+    y = g["y_multimodal"].to_numpy()
+    v = np.column_stack(
+        [np.ones(n), g["stimulus"], g["y_text"], g["y_image"], g["y_multimodal"], g["baseline"]]
+    )
+    preds = {k: np.empty(n) for k in PROBE_MODELS}
+    for train, test in KFold(folds, shuffle=True, random_state=seed).split(X):
+        rf = RandomForestRegressor(n_estimators=100, min_samples_leaf=3, random_state=seed)
+        preds["random_forest"][test] = rf.fit(X[train], y[train]).predict(X[test])
+        q = combine(v[train].T @ v[train])
+        a, wn, wo = q["alpha_text"], q["w_text_non_oracle"], q["w_text_oracle"]
+        yt, yi = X[test, 0], X[test, 1]
+        preds["linear"][test] = a * yt + (1 - a) * yi
+        preds["bayes_non_oracle"][test] = wn * yt + (1 - wn) * yi
+        cal = [np.polyfit(v[train, i], v[train, 1], 1) for i in (2, 3)]
+        preds["bayes_oracle"][test] = wo * np.polyval(cal[0], yt) + (1 - wo) * np.polyval(
+            cal[1], yi
+        )
+    return preds
+
+
+def cue_predictions(
+    trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5
+) -> pd.DataFrame:
+    """Per paired trial: ``y_multimodal`` and each combiner's out-of-fold prediction.
+
+    ``trials`` needs a ``baseline`` column (:func:`with_baseline`).
+    """
+    from .cue import paired_trials
+
+    paired, _ = paired_trials(trials)
+    paired = paired[paired["condition"].isin(conditions)]
+    parts = []
+    for _, g in paired.groupby(["subject", "task", "condition"], sort=True):
+        if len(g) < 2 * folds:
+            continue
+        preds = _probe_predictions(g, seed, folds)
+        parts.append(g.assign(**{f"pred_{k}": v for k, v in preds.items()}))
+    cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+
+
 def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5):
     """Out-of-fold R² of predicting multimodal from unimodal responses.
 
@@ -273,50 +336,63 @@ def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), f
     Bayes non-oracle and Bayes oracle combiners, each fitted on the training
     folds only: the paper's Figure 7 comparison.
     """
-    from sklearn.ensemble import RandomForestRegressor
-    from sklearn.model_selection import KFold
-
-    from .cue import combine, paired_trials
-
-    paired, _ = paired_trials(trials)
-    cols = ["subject", "task", "condition", "n", "r2_random_forest", "r2_linear"]
-    cols += ["r2_bayes_non_oracle", "r2_bayes_oracle"]
+    pred = cue_predictions(trials, seed, conditions, folds)
+    cols = ["subject", "task", "condition", "n", *(f"r2_{k}" for k in PROBE_MODELS)]
     rows = []
-    if paired.empty:
-        return pd.DataFrame(columns=cols)
-    paired = paired[paired["condition"].isin(conditions)]
-    for key, g in paired.groupby(["subject", "task", "condition"], sort=True):
-        n = len(g)
-        if n < 2 * folds:
-            continue
-        X = g[["y_text", "y_image"]].to_numpy()
+    for key, g in pred.groupby(["subject", "task", "condition"], sort=True):
         y = g["y_multimodal"].to_numpy()
-        v = np.column_stack(
-            [np.ones(n), g["stimulus"], g["y_text"], g["y_image"], g["y_multimodal"], g["baseline"]]
-        )
-        preds = {
-            k: np.empty(n) for k in ("random_forest", "linear", "bayes_non_oracle", "bayes_oracle")
-        }
-        for train, test in KFold(folds, shuffle=True, random_state=seed).split(X):
-            rf = RandomForestRegressor(n_estimators=100, min_samples_leaf=3, random_state=seed)
-            preds["random_forest"][test] = rf.fit(X[train], y[train]).predict(X[test])
-            M = v[train].T @ v[train]
-            q = combine(M)
-            a, wn, wo = q["alpha_text"], q["w_text_non_oracle"], q["w_text_oracle"]
-            yt, yi = X[test, 0], X[test, 1]
-            preds["linear"][test] = a * yt + (1 - a) * yi
-            preds["bayes_non_oracle"][test] = wn * yt + (1 - wn) * yi
-            xt, xtr = v[train, 1], v[train]
-            cal = [np.polyfit(xtr[:, i], xt, 1) for i in (2, 3)]
-            preds["bayes_oracle"][test] = wo * np.polyval(cal[0], yt) + (1 - wo) * np.polyval(
-                cal[1], yi
-            )
         ss = ((y - y.mean()) ** 2).sum()
-        row = dict(zip(["subject", "task", "condition"], key, strict=True), n=n)
-        for k, p in preds.items():
-            row[f"r2_{k}"] = 1 - ((y - p) ** 2).sum() / ss
+        row = dict(zip(["subject", "task", "condition"], key, strict=True), n=len(g))
+        for k in PROBE_MODELS:
+            row[f"r2_{k}"] = 1 - ((y - g[f"pred_{k}"].to_numpy()) ** 2).sum() / ss
         rows.append(row)
     return pd.DataFrame(rows, columns=cols)
+
+
+def bias_variance(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: mean squared error of the responses and its split into bias² and variance.
+
+    ``mse = bias2 + variance`` with ``bias2 = mean(y - x)^2`` and
+    ``variance = mean((y - x - mean(y - x))^2)``, over observed responses.
+    """
+    t = trials.dropna(subset=["response"]).assign(_e=lambda d: d["response"] - d["stimulus"])
+    g = t.groupby(list(CELL_KEYS), sort=True)["_e"]
+    out = pd.DataFrame({"bias2": g.mean() ** 2, "variance": g.var(ddof=0)})
+    out["mse"] = out["bias2"] + out["variance"]
+    return out.reset_index()
+
+
+def _subject_summary(subjects, cells, nrmse, p_bayes, cue_groups, cue_vals, B) -> pd.DataFrame:
+    """Per subject, over its base-condition cells: the paper's Figure 8 axes.
+
+    ``nrmse`` and ``p_bayesian``: means over base cells (all tasks and
+    modalities); ``rre_bayes_oracle`` and ``nrmse_multimodal``: means over base
+    cue-combination rows.  Intervals come from the replicate-level means.
+    """
+    rows = []
+    base = (cells["condition"] == "base").to_numpy()
+    for subject in subjects:
+        sel = base & (cells["subject"] == subject).to_numpy()
+        vals = {"nrmse": nrmse[sel], "p_bayesian": p_bayes[sel]}
+        if len(cue_groups):
+            csel = (
+                (cue_groups["subject"] == subject) & (cue_groups["condition"] == "base")
+            ).to_numpy()
+            vals["rre_bayes_oracle"] = cue_vals["rre_bayes_oracle"][csel]
+            vals["nrmse_multimodal"] = cue_vals["nrmse_multimodal"][csel]
+        rows.append((subject, vals))
+    out = pd.DataFrame({"subject": [r[0] for r in rows]})
+    names = ("nrmse", "p_bayesian", "rre_bayes_oracle", "nrmse_multimodal")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # subjects without a piece: NaN
+        per = {n: np.array([np.nanmean(r[1][n], axis=0) if n in r[1] and len(r[1][n]) else np.full(1 + B, np.nan)
+                            for r in rows]) for n in names}  # fmt: skip
+    for n in names:
+        out[n] = per[n][:, 0]
+    if B:
+        for n in names:
+            out[f"{n}_mean"], out[f"{n}_lo"], out[f"{n}_hi"] = percentile_interval(per[n][:, 1:])
+    return out
 
 
 def score(
@@ -392,5 +468,14 @@ def score(
         bcs_tasks=bcs_tasks,
         bcs_agreement=bcs_agreement(bcs, batch.cells, w_prior),
         cue_probe=cue_probe_table(trials, seed) if probe else pd.DataFrame(),
+        summary=_subject_summary(
+            subjects,
+            batch.cells,
+            _align(batch.cells, acc_cells, nrmse),
+            factor_evidence_array(batch.aic)[..., FACTORS.index("bayesian")],
+            cue_groups,
+            cue_vals,
+            B,
+        ),
         missing=pd.DataFrame(missing, columns=["subject", "task", "component", "reason"]),
     )

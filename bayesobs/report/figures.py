@@ -1,0 +1,244 @@
+"""Figures modelled on the BayesBench paper.
+
+Every function takes result tables (DataFrames from :mod:`bayesobs.scores`,
+:mod:`bayesobs.api`, :mod:`bayesobs.cue`) and an optional ``ax`` (or ``axes``),
+draws, and returns the figure.  No statistics are computed here.  Figures use
+matplotlib's object-oriented API and change no global state.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+UNITS = {
+    "line_ratio": "length ratio",
+    "marker_location": "position (0–1)",
+    "maze_distance": "distance (grid units)",
+    "duration": "duration (s)",
+}
+MODEL_COLORS = {"random_forest": "#2a9d8f", "bayes_oracle": "#e76f51", "linear": "#264653",
+                "bayes_non_oracle": "#f4a261"}  # fmt: skip
+
+
+def subject_colors(subjects) -> dict[str, tuple]:
+    """One colour per subject, the same in every figure (sorted order, tab10)."""
+    cmap = matplotlib.colormaps["tab10"]
+    return {s: cmap(i % 10) for i, s in enumerate(sorted(set(subjects)))}
+
+
+def _axes(ax, n=1, size=(4.2, 3.4)):
+    if ax is not None:
+        axes = list(np.atleast_1d(ax))
+        return axes[0].figure, axes
+    fig = Figure(figsize=(size[0] * n, size[1]), layout="constrained")
+    return fig, list(np.atleast_1d(fig.subplots(1, n)))
+
+
+def _cell(df, subject, task, modality=None, condition=None):
+    sel = (df["subject"] == subject) & (df["task"] == task)
+    if modality is not None:
+        sel &= df["modality"] == modality
+    if condition is not None:
+        sel &= df["condition"] == condition
+    return df[sel]
+
+
+def regression_to_the_mean(
+    pred: pd.DataFrame, subject, task, modality, condition="base", ax=None, color=None
+):
+    """Responses vs stimulus per session with the static-Bayes fit lines (paper Fig. 1).
+
+    ``pred``: trials with ``pred_static`` (:func:`bayesobs.api.predictions`).
+    """
+    fig, (ax,) = _axes(ax)
+    d = _cell(pred, subject, task, modality, condition)
+    color = color or "C0"
+    lo = min(d["stimulus"].min(), d["response"].min())
+    hi = max(d["stimulus"].max(), d["response"].max())
+    ax.plot([lo, hi], [lo, hi], ls="--", lw=0.8, color="0.6", label="identity")
+    shades = np.linspace(0.35, 1.0, max(1, d["session"].nunique()))
+    for shade, (sess, g) in zip(shades, d.groupby("session", sort=False), strict=False):
+        c = matplotlib.colors.to_rgba(color, alpha=shade)
+        ax.scatter(g["stimulus"], g["response"], s=9, color=c, alpha=0.45, lw=0)
+        line = g.sort_values("stimulus")
+        ax.plot(
+            line["stimulus"],
+            line["pred_static"],
+            color=c,
+            lw=1.8,
+            label=f"{sess}: static-Bayes fit",
+        )
+    ax.set_xlabel(f"stimulus: {UNITS.get(task, 'value')}")
+    ax.set_ylabel(f"response: {UNITS.get(task, 'value')}")
+    ax.set_title(f"{subject} · {task} · {modality}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    return fig
+
+
+def trajectory(
+    pred: pd.DataFrame, subject, task, modality, condition="base", session=None, ax=None, color=None
+):
+    """Responses over trials against the sequential (Kalman) prediction (paper Figs. 3–4)."""
+    fig, (ax,) = _axes(ax, size=(6, 3.2))
+    d = _cell(pred, subject, task, modality, condition)
+    session = session or d["session"].iloc[0]
+    d = d[(d["session"] == session) & (d["run"] == d["run"].min())].sort_values("trial")
+    ax.plot(d["trial"], d["stimulus"], color="0.55", lw=1, marker=".", label="stimulus")
+    ax.plot(
+        d["trial"], d["response"], color=color or "C0", lw=1.4, marker="o", ms=3, label="response"
+    )
+    ax.plot(d["trial"], d["pred_kalman"], color="k", ls=":", lw=1.6, label="Kalman model")
+    ax.set_xlabel("trial")
+    ax.set_ylabel(UNITS.get(task, "value"))
+    ax.set_title(f"{subject} · {task} · {modality} · {session} session", fontsize=9)
+    ax.legend(
+        fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False
+    )  # outside the data
+    return fig
+
+
+def steering(bias_var, evidence, cue, subject, task, modality="multimodal", axes=None, color=None):
+    """Steering and noise (paper Fig. 6): error decomposition, sequential evidence, image weight."""
+    fig, axs = _axes(axes, n=3, size=(3.6, 3.2))
+    color = color or "C0"
+    steer = ["base", "steer_verbal", "steer_numeric", "steer_biased"]
+    bv = (
+        _cell(bias_var, subject, task, modality)
+        .set_index("condition")
+        .reindex(steer)
+        .dropna(how="all")
+    )
+    x = np.arange(len(bv))
+    axs[0].bar(x, bv["bias2"], color=color, label="bias²")
+    axs[0].bar(x, bv["variance"], bottom=bv["bias2"], color=color, alpha=0.45, label="variance")
+    axs[0].set_xticks(x, [c.replace("steer_", "") for c in bv.index], fontsize=8)
+    axs[0].set_ylabel("mean squared error")
+    axs[0].set_title("A  error under steering", fontsize=9, loc="left")
+    axs[0].legend(fontsize=7, frameon=False)
+    ev = _cell(evidence, subject, task, modality)
+    ev = ev[ev["factor"] == "sequential"].set_index("condition").reindex(steer).dropna(how="all")
+    x = np.arange(len(ev))
+    if "p_lo" in ev:
+        err = np.vstack([ev["p"] - ev["p_lo"], ev["p_hi"] - ev["p"]]).clip(0)
+        axs[1].errorbar(x, ev["p"], yerr=err, fmt="o", color=color, capsize=3)
+    else:
+        axs[1].plot(x, ev["p"], "o", color=color)
+    axs[1].set_xticks(x, [c.replace("steer_", "") for c in ev.index], fontsize=8)
+    axs[1].set_ylim(-0.05, 1.05)
+    axs[1].set_ylabel("P(sequential)")
+    axs[1].set_title("B  sequential evidence", fontsize=9, loc="left")
+    noise = ["base", "noise_constant", "noise_gradual"]
+    cw = _cell(cue, subject, task).set_index("condition").reindex(noise).dropna(how="all")
+    x = np.arange(len(cw))
+    w_img = 1 - cw["alpha_text"]
+    if "alpha_text_lo" in cw:
+        err = np.vstack(
+            [cw["alpha_text_hi"] - cw["alpha_text"], cw["alpha_text"] - cw["alpha_text_lo"]]
+        ).clip(0)
+        axs[2].errorbar(x, w_img, yerr=err, fmt="s", color=color, capsize=3)
+    else:
+        axs[2].plot(x, w_img, "s", color=color)
+    axs[2].set_xticks(x, [c.replace("noise_", "") for c in cw.index], fontsize=8)
+    axs[2].set_ylim(-0.05, 1.05)
+    axs[2].set_ylabel("implied image weight (1 − α)")
+    axs[2].set_title("C  image weight under blur", fontsize=9, loc="left")
+    fig.suptitle(f"{subject} · {task}", fontsize=9)
+    return fig
+
+
+def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
+    """Multimodal responses against the random-forest, Bayes-optimal and linear fits (paper Fig. 7)."""
+    fig, (ax,) = _axes(ax)
+    d = _cell(cue_pred, subject, task, condition=condition)
+    y = d["y_multimodal"]
+    lo, hi = y.min(), y.max()
+    ax.plot([lo, hi], [lo, hi], ls="--", lw=0.8, color="0.6")
+    for model, marker in (("random_forest", "o"), ("bayes_oracle", "s"), ("linear", "^")):
+        p = d[f"pred_{model}"]
+        r2 = 1 - ((y - p) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+        ax.scatter(y, p, s=10, marker=marker, color=MODEL_COLORS[model], alpha=0.6, lw=0,
+                   label=f"{model.replace('_', ' ')} (R² {r2:.2f})")  # fmt: skip
+    ax.set_xlabel(f"multimodal response: {UNITS.get(task, 'value')}")
+    ax.set_ylabel("prediction from text + image responses")
+    ax.set_title(f"{subject} · {task}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    return fig
+
+
+def _err(df, col):
+    if f"{col}_lo" not in df:
+        return None
+    return np.vstack([df[col] - df[f"{col}_lo"], df[f"{col}_hi"] - df[col]]).clip(0)
+
+
+def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=None):
+    """Evidence, efficiency and consistency against accuracy, one colour per subject (paper Fig. 8)."""
+    fig, axs = _axes(axes, n=3, size=(3.8, 3.4))
+    colors = colors or subject_colors(summary["subject"])
+    d = summary.merge(bayesbench, on="subject", how="left", suffixes=("", "_bb"))
+    panels = [("nrmse", "p_bayesian", "NRMSE (base)", "P(Bayesian)"),
+              ("nrmse_multimodal", "rre_bayes_oracle", "multimodal NRMSE", "RRE (Bayes oracle)"),
+              ("nrmse_multimodal", "BCS", "multimodal NRMSE", "BCS")]  # fmt: skip
+    for ax, (xc, yc, xl, yl) in zip(axs, panels, strict=True):
+        for i, row in d.iterrows():
+            if not (np.isfinite(row[xc]) and np.isfinite(row[yc])):
+                continue
+            xe, ye = _err(d.loc[[i]], xc), _err(d.loc[[i]], yc)
+            ax.errorbar(row[xc], row[yc], xerr=xe, yerr=ye, fmt="o", color=colors[row["subject"]],
+                        capsize=2, label=row["subject"])  # fmt: skip
+        ax.set_xlabel(xl)
+        ax.set_ylabel(yl)
+    axs[1].axhline(1, ls="--", lw=0.8, color="0.6")
+    axs[2].axhline(0, ls="--", lw=0.8, color="0.6")
+    handles, labels = axs[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", fontsize=7, frameon=False)
+    return fig
+
+
+def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
+    """The BayesBench score with its A, E, C breakdown and 68% intervals (paper Fig. 9)."""
+    fig, (ax,) = _axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
+    d = bayesbench.sort_values("S", ascending=False, na_position="last").reset_index(drop=True)
+    parts = [
+        ("A", "accuracy A", 0.35),
+        ("E", "efficiency E", 0.6),
+        ("C", "consistency C", 0.85),
+        ("S", "score S", 1.0),
+    ]
+    colors = colors or subject_colors(d["subject"])
+    width = 0.2
+    x = np.arange(len(d))
+    for k, (col, label, alpha) in enumerate(parts):
+        ax.bar(x + (k - 1.5) * width, d[col], width, yerr=_err(d, col), capsize=2, label=label,
+               color=[matplotlib.colors.to_rgba(colors[s], alpha) for s in d["subject"]],
+               edgecolor="k", lw=0.5 if col == "S" else 0)  # fmt: skip
+    ax.set_xticks(x, d["subject"], rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("score")
+    ax.set_title("BayesBench: S = (A + E + C) / 3", fontsize=9)
+    # neutral swatches: the bars take each subject's colour, lighter for the parts
+    handles = [Patch(facecolor=(0.3, 0.3, 0.3, a), edgecolor="k", lw=0.5 if c == "S" else 0, label=lab)
+               for c, lab, a in parts]  # fmt: skip
+    ax.legend(
+        handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False
+    )
+    return fig
+
+
+def bcs_table(bcs_tasks: pd.DataFrame, ax=None):
+    """Per-task BCS as bootstrap means, subjects by tasks (paper Table 4)."""
+    col = "bcs_mean" if "bcs_mean" in bcs_tasks else "bcs"
+    t = bcs_tasks.pivot(index="subject", columns="task", values=col)
+    fig, (ax,) = _axes(ax, size=(1.6 * t.shape[1] + 2, 0.45 * t.shape[0] + 1.2))
+    im = ax.imshow(t.to_numpy(dtype=float), cmap="RdBu", vmin=-5, vmax=5, aspect="auto")
+    ax.set_xticks(range(t.shape[1]), t.columns, fontsize=8)
+    ax.set_yticks(range(t.shape[0]), t.index, fontsize=8)
+    for (i, j), v in np.ndenumerate(t.to_numpy(dtype=float)):
+        if np.isfinite(v):
+            ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8)
+    fig.colorbar(im, ax=ax, label="BCS per task (−5 … 5)")
+    ax.set_title("BCS by task" + (" (bootstrap means)" if col == "bcs_mean" else ""), fontsize=9)
+    return fig

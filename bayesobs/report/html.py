@@ -1,0 +1,218 @@
+"""The HTML report: figures, tables and provenance in one offline folder.
+
+``build_report`` reuses the tables of a ``bayesobs score`` output folder when
+it is given one, and otherwise scores the trials itself.  The folder holds
+``index.html``, ``figures/*.png`` and ``tables/*.csv``; the page links only
+to those files (no external assets).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ..api import predictions
+from ..errors import BayesobsInputError
+from ..provenance import provenance
+from ..scores import Scores, bias_variance, cue_predictions, score, with_baseline
+from ..trials import normalize_trials, read_trials
+from . import figures as F
+
+TABLES = tuple(Scores._fields)
+VISUAL = ("line_ratio", "marker_location", "maze_distance")
+
+
+def _load_scores(folder: Path) -> Scores | None:
+    if not (folder / "bayesbench.csv").exists():
+        return None
+    tables = {}
+    for name in TABLES:
+        p = folder / f"{name}.csv"
+        tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
+    for name in ("subject", "task"):
+        for t in tables.values():
+            if name in t:
+                t[name] = t[name].astype(str)
+    return Scores(**tables)
+
+
+def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]:
+    """Trials, reusable scores and the manifests found among the inputs."""
+    scores, trial_paths, manifests = None, [], []
+    for p in paths:
+        found = _load_scores(p) if p.is_dir() else None
+        if found is not None:
+            scores = found
+            man = p / "score_manifest.json"
+            if man.exists():
+                m = json.loads(man.read_text())
+                manifests.append({"source": str(man), **m})
+                trial_paths += [Path(x) for x in m.get("inputs", [])]
+        else:
+            trial_paths.append(p)
+            if (p / "manifest.json").exists():
+                manifests.append(
+                    {
+                        "source": str(p / "manifest.json"),
+                        **json.loads((p / "manifest.json").read_text()),
+                    }
+                )
+    if not trial_paths:
+        raise BayesobsInputError("no trials to report on: give trial files or experiment folders")
+    return read_trials(trial_paths), scores, manifests
+
+
+def _save(fig: Figure, path: Path) -> str:
+    fig.savefig(path, dpi=110)
+    return f"figures/{path.name}"
+
+
+def _table_html(df: pd.DataFrame, digits: int = 3) -> str:
+    return df.to_html(
+        index=False, float_format=lambda v: f"{v:.{digits}f}", border=0, classes="t", na_rep="n/a"
+    )
+
+
+def build_report(paths, out, bootstrap: int = 30, seed: int = 0) -> Path:
+    """Write ``out/index.html`` with the paper's figures, the tables and provenance.
+
+    Parameters
+    ----------
+    paths : list of paths
+        Trial files, experiment folders, or a ``bayesobs score`` output folder.
+    out : path
+        Report folder (created).
+    bootstrap, seed : int
+        Used only when the scores must be computed.
+    """
+    paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    trials, res, manifests = _inputs(paths)
+    trials = with_baseline(normalize_trials(trials))
+    if res is None:
+        res = score(trials, bootstrap=bootstrap, seed=seed)
+    out = Path(out)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    (out / "tables").mkdir(exist_ok=True)
+    for name in TABLES:
+        getattr(res, name).to_csv(out / "tables" / f"{name}.csv", index=False)
+    colors = F.subject_colors(trials["subject"])
+    pred = predictions(trials, res.fits)
+    bv = bias_variance(trials)
+    cue_pred = cue_predictions(trials, seed)
+    subjects = sorted(trials["subject"].unique())
+    tasks = [t for t in (*VISUAL, "duration") if t in set(trials["task"])]
+    sections: list[tuple[str, str, list[str]]] = []
+
+    def cells_for(subject, task):
+        d = trials[
+            (trials["subject"] == subject)
+            & (trials["task"] == task)
+            & (trials["condition"] == "base")
+        ]
+        mods = set(d["modality"])
+        return next((m for m in ("multimodal", "image", "text") if m in mods), None)
+
+    # 1. regression to the mean
+    fig = Figure(figsize=(3.6 * len(tasks), 3.2 * len(subjects)), layout="constrained")
+    axs = fig.subplots(len(subjects), len(tasks), squeeze=False)
+    for i, s in enumerate(subjects):
+        for j, t in enumerate(tasks):
+            m = cells_for(s, t)
+            if m is None:
+                axs[i, j].set_axis_off()
+                continue
+            F.regression_to_the_mean(pred, s, t, m, ax=axs[i, j], color=colors[s])
+    sections.append(("Responses against stimuli", "Base condition; lines are the static-Bayes fits per session "
+                     "(regression to each session's mean).", [_save(fig, out / "figures" / "fig1_regression.png")]))  # fmt: skip
+    # 2. trajectories
+    fig = Figure(figsize=(6.5, 2.9 * len(subjects)), layout="constrained")
+    axs = fig.subplots(len(subjects), 1, squeeze=False)
+    for i, s in enumerate(subjects):
+        t = next((t for t in tasks if cells_for(s, t)), None)
+        if t is None:
+            axs[i, 0].set_axis_off()
+            continue
+        F.trajectory(pred, s, t, cells_for(s, t), ax=axs[i, 0], color=colors[s])
+    sections.append(("Trial-by-trial responses", "One session run of the base condition against the fitted "
+                     "sequential (Kalman) observer.", [_save(fig, out / "figures" / "fig2_trajectory.png")]))  # fmt: skip
+    # 3. steering and noise
+    imgs = []
+    for s in subjects:
+        t = next((t for t in VISUAL if t in tasks and cells_for(s, t) == "multimodal"), None)
+        if t is None or res.cue.empty:
+            continue
+        imgs.append(_save(F.steering(bv, res.evidence, res.cue, s, t, color=colors[s]),
+                          out / "figures" / f"fig3_steering_{len(imgs)}.png"))  # fmt: skip
+    if imgs:
+        sections.append(("Steering and noise", "A: mean squared error split into bias² and variance under "
+                         "steering; B: evidence for sequential updating; C: the image weight implied by the "
+                         "linear cue-combination fit under blur (68% bootstrap intervals).", imgs))  # fmt: skip
+    # 4. cue-combination fits
+    if not cue_pred.empty:
+        groups = cue_pred[["subject", "task"]].drop_duplicates()
+        ncol = groups["task"].nunique()
+        fig = Figure(figsize=(3.8 * ncol, 3.4 * groups["subject"].nunique()), layout="constrained")
+        axs = fig.subplots(groups["subject"].nunique(), ncol, squeeze=False)
+        srow = {s: i for i, s in enumerate(sorted(groups["subject"].unique()))}
+        tcol = {t: j for j, t in enumerate(sorted(groups["task"].unique()))}
+        for ax in axs.flat:
+            ax.set_axis_off()
+        for s, t in groups.itertuples(index=False):
+            ax = axs[srow[s], tcol[t]]
+            ax.set_axis_on()
+            F.cue_fits(cue_pred, s, t, ax=ax)
+        sections.append(("Cue combination", "Multimodal responses against out-of-fold predictions from the "
+                         "text and image responses (base condition).", [_save(fig, out / "figures" / "fig4_cue.png")]))  # fmt: skip
+    # 5. summary and 6. BayesBench
+    imgs = [_save(F.summary(res.summary, res.bayesbench, colors=colors), out / "figures" / "fig5_summary.png"),
+            _save(F.bayesbench_scores(res.bayesbench, colors=colors), out / "figures" / "fig6_bayesbench.png")]  # fmt: skip
+    if not res.bcs_tasks.empty:
+        imgs.append(_save(F.bcs_table(res.bcs_tasks), out / "figures" / "fig6_bcs_table.png"))
+    sections.append(("Summary", "Evidence, efficiency and consistency against accuracy; the BayesBench score "
+                     "and its parts; BCS per task (68% bootstrap intervals).", imgs))  # fmt: skip
+
+    board = res.bayesbench.sort_values("S", ascending=False, na_position="last")
+    cols = [
+        c
+        for c in ("subject", "S", "S_lo", "S_hi", "A", "E", "C", "BCS", "BCS_lo", "BCS_hi")
+        if c in board
+    ]
+    prov = provenance(command="report", inputs=[str(p) for p in paths])
+    body = [f"<h1>bayesobs report</h1><p class=m>{len(trials)} trials · {len(subjects)} subject(s) · "
+            f"created {html.escape(prov['created_utc'])}</p>",
+            "<h2>Leaderboard</h2>", _table_html(board[cols])]  # fmt: skip
+    if not res.bcs_tasks.empty:
+        col = "bcs_mean" if "bcs_mean" in res.bcs_tasks else "bcs"
+        body += [
+            "<h2>BCS per task</h2>",
+            _table_html(
+                res.bcs_tasks.pivot(index="subject", columns="task", values=col).reset_index(), 1
+            ),
+        ]
+    for title, caption, imgs in sections:
+        body.append(f"<h2>{html.escape(title)}</h2><p>{html.escape(caption)}</p>")
+        body += [
+            f'<a href="{src}"><img src="{src}" alt="{html.escape(title)}"></a>' for src in imgs
+        ]
+    if not res.missing.empty:
+        body += ["<h2>Not computed</h2>", _table_html(res.missing)]
+    links = " · ".join(f'<a href="tables/{n}.csv">{n}.csv</a>' for n in TABLES)
+    body += ["<h2>Tables</h2>", f"<p>{links}</p>", "<h2>Provenance</h2>",
+             f"<pre>{html.escape(json.dumps({'report': prov, 'inputs': manifests}, indent=2, default=str))}</pre>"]  # fmt: skip
+    style = ("body{font:14px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
+             "img{max-width:100%;border:1px solid #ddd;margin:.4em 0}table.t{border-collapse:collapse;font-size:12px}"
+             ".t td,.t th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}.m{color:#666}"
+             "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em}")  # fmt: skip
+    page = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>bayesobs report</title>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{style}</style></head>"
+            f"<body>{''.join(body)}</body></html>")  # fmt: skip
+    index = out / "index.html"
+    index.write_text(page)
+    return index
+
+
+__all__ = ["build_report"]

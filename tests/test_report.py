@@ -1,0 +1,125 @@
+"""Figures take tables and an optional ax; the report opens offline with every link resolving."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+import bayesobs
+from bayesobs.api import predictions
+from bayesobs.cli import main
+from bayesobs.report import figures as F
+from bayesobs.scores import bias_variance, cue_predictions, score, with_baseline
+from bayesobs.trials import normalize_trials
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "exp"
+    bayesobs.sweep(Path(__file__).resolve().parents[1] / "tasks" / "bayesbench.toml",
+                   ["sim:bayesian", "sim:linear"], out, trials=12)  # fmt: skip
+    return out
+
+
+@pytest.fixture(scope="module")
+def tables(run):
+    trials = with_baseline(normalize_trials(bayesobs.read_trials(run)))
+    res = score(trials, bootstrap=4, seed=0)
+    return trials, res
+
+
+def test_each_figure_draws_into_a_given_ax(tables):
+    trials, res = tables
+    pred = predictions(trials, res.fits)
+    fig = Figure()
+    ax = fig.subplots()
+    assert F.regression_to_the_mean(pred, "sim:bayesian", "line_ratio", "multimodal", ax=ax) is fig
+    assert len(ax.lines) >= 4 and ax.get_xlabel().startswith("stimulus")
+    fig = Figure()
+    ax = fig.subplots()
+    assert F.trajectory(pred, "sim:linear", "maze_distance", "image", ax=ax) is fig
+    assert ax.get_legend() is not None
+    fig = Figure()
+    axes = fig.subplots(1, 3)
+    assert (
+        F.steering(
+            bias_variance(trials),
+            res.evidence,
+            res.cue,
+            "sim:bayesian",
+            "marker_location",
+            axes=axes,
+        )
+        is fig
+    )
+    cue_pred = cue_predictions(trials)
+    for f in (F.cue_fits(cue_pred, "sim:linear", "line_ratio"), F.summary(res.summary, res.bayesbench),
+              F.bayesbench_scores(res.bayesbench), F.bcs_table(res.bcs_tasks)):  # fmt: skip
+        assert isinstance(f, Figure)
+
+
+def test_predictions_are_the_fitted_model(tables):
+    trials, res = tables
+    pred = predictions(trials, res.fits, variants=("static",))
+    cell = pred[
+        (pred["subject"] == "sim:linear")
+        & (pred["task"] == "duration")
+        & (pred["condition"] == "base")
+    ]
+    import json
+
+    row = res.fits[(res.fits["subject"] == "sim:linear") & (res.fits["task"] == "duration")
+                   & (res.fits["condition"] == "base") & (res.fits["variant"] == "static")]  # fmt: skip
+    w = json.loads(row["params"].iat[0])["w_prior"]
+    for _, g in cell.groupby("session"):
+        expect = (1 - w) * g["stimulus"] + w * g["stimulus"].mean()
+        pd.testing.assert_series_equal(g["pred_static"], expect, check_names=False, rtol=1e-12)
+
+
+def test_bias_variance_adds_up(tables):
+    trials, _ = tables
+    bv = bias_variance(trials)
+    row = bv.iloc[3]
+    d = trials[
+        (trials[["subject", "task", "modality", "condition"]] == row.iloc[:4].to_numpy()).all(
+            axis=1
+        )
+    ]
+    e = (d["response"] - d["stimulus"]).dropna()
+    assert row["mse"] == pytest.approx((e**2).mean(), rel=1e-12)
+
+
+def test_report_from_a_run_folder_is_offline_and_complete(run, tmp_path, capsys):
+    out = tmp_path / "rep"
+    assert main(["report", str(run), "--out", str(out), "--bootstrap", "3"]) == 0
+    index = out / "index.html"
+    assert str(index) in capsys.readouterr().out
+    page = index.read_text()
+    refs = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert refs and not any(r.startswith(("http:", "https:", "//")) for r in refs)
+    assert "<link" not in page and "<script" not in page  # no external assets of any kind
+    for r in refs:
+        assert (out / r).exists(), r
+    for fig in (
+        "fig1_regression",
+        "fig2_trajectory",
+        "fig4_cue",
+        "fig5_summary",
+        "fig6_bayesbench",
+    ):
+        assert f"figures/{fig}.png" in page
+    assert "Leaderboard" in page and "Provenance" in page and "format_version" in page
+    assert (out / "tables" / "bayesbench.csv").exists()
+
+
+def test_report_reuses_score_outputs(run, tmp_path):
+    scores = tmp_path / "scores"
+    assert main(["score", str(run), "--out", str(scores), "--bootstrap", "3", "--no-probe"]) == 0
+    assert main(["report", str(scores), "--out", str(tmp_path / "rep")]) == 0
+    ref = pd.read_csv(scores / "bayesbench.csv")
+    got = pd.read_csv(tmp_path / "rep" / "tables" / "bayesbench.csv")
+    pd.testing.assert_frame_equal(got, ref)  # reused, not recomputed
