@@ -136,6 +136,9 @@ def percentile_interval(
     Where every replicate is NaN the three results are NaN (no warning).
     """
     values = np.asarray(values, dtype=float)
+    if values.size == 0:  # no rows (or no replicates): empty/NaN results of the right shape
+        shape = np.delete(np.array(values.shape), axis).tolist()
+        return np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices -> NaN
         mean = np.nanmean(values, axis=axis)

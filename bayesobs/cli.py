@@ -199,6 +199,36 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    import uvicorn
+
+    from .web import ParticipantServer
+
+    server = ParticipantServer(args.spec, args.out, args.modality, args.condition, args.trials, token=args.token,
+                               ami=str(args.ami) if args.ami else None)  # fmt: skip
+    base = f"http://{args.host}:{args.port}"
+    print(f"participants: {base}/   (or {base}/?pid=ID)")
+    print(f"experimenter: {base}/experimenter?token={server.token}")
+    print(
+        f"{server.study.total} trials per participant; answers are appended to {args.out}/trials.jsonl"
+    )
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"note: listening on {args.host}, reachable from other machines", file=sys.stderr)
+    uvicorn.run(server.app(), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .web.jspsych import export_jspsych
+
+    out = export_jspsych(args.spec, args.out, args.modality, args.condition, args.trials,
+                         ami=str(args.ami) if args.ami else None)  # fmt: skip
+    print(
+        f"jsPsych experiment -> {out}  (cd {out} && npm install && npm run build; then host {out}/dist)"
+    )
+    return 0
+
+
 def cmd_simulate(args) -> int:
     from .synthetic import simulated_trials
     from .trials import write_trials
@@ -414,6 +444,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("serve", help="run a task on human participants in the browser")
+    p.add_argument(
+        "spec", metavar="SPEC", help="task name or spec file, e.g. tasks/line_ratio.toml"
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="experiment folder")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only)",
+    )
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--condition",
+        action="append",
+        help="repeatable, e.g. base, noise_constant (default: the spec's)",
+    )
+    p.add_argument(
+        "--modality", action="append", choices=("text", "image", "multimodal"), help="repeatable"
+    )
+    p.add_argument("--trials", type=int, help="trials per session (default: the spec's)")
+    p.add_argument("--token", help="experimenter page token (default: random, printed)")
+    p.add_argument("--ami", type=Path, metavar="DIR", help="AMI annotations for the duration task")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("export", help="export a task as a self-contained jsPsych 8 experiment")
+    p.add_argument("format", choices=("jspsych",), help="export format")
+    p.add_argument("spec", metavar="SPEC", help="task name or spec file")
+    p.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="experiment folder to write"
+    )
+    p.add_argument("--condition", action="append", help="repeatable (default: the spec's)")
+    p.add_argument(
+        "--modality", action="append", choices=("text", "image", "multimodal"), help="repeatable"
+    )
+    p.add_argument("--trials", type=int, help="trials per session (default: the spec's)")
+    p.add_argument("--ami", type=Path, metavar="DIR", help="AMI annotations for the duration task")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
         "simulate",

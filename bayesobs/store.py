@@ -105,10 +105,16 @@ class ExperimentStore:
 
     def save_png(self, png: bytes) -> str:
         """Store a PNG by content hash; returns its path relative to the folder."""
-        name = hashlib.sha256(png).hexdigest()[:20] + ".png"
-        path = self.stimuli / name
-        if not path.exists():
-            tmp = path.with_suffix(".png.part")
-            tmp.write_bytes(png)
-            tmp.replace(path)
-        return f"stimuli/{name}"
+        return save_png(self.folder, png)
+
+
+def save_png(folder: Path, png: bytes) -> str:
+    """Write ``folder/stimuli/<content hash>.png`` once; returns the relative path."""
+    name = hashlib.sha256(png).hexdigest()[:20] + ".png"
+    path = Path(folder) / "stimuli" / name
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".png.part")
+        tmp.write_bytes(png)
+        tmp.replace(path)
+    return f"stimuli/{name}"

@@ -133,6 +133,15 @@ def _read_one(path: Path) -> tuple[pd.DataFrame, str]:
         elif suffix in (".jsonl", ".ndjson"):
             df = _read_jsonl(path, torn_ok=folder)
             unit = "line"
+        elif suffix == ".json":  # a JSON array of records, e.g. jsPsych's data export
+            data = json.loads(path.read_text())
+            if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+                raise BayesobsInputError(
+                    f"{path}: expected a JSON array of objects (one per trial)"
+                )
+            df = pd.DataFrame.from_records(data)
+            df[_ROW] = np.arange(1, len(df) + 1)
+            unit = "row"
         else:
             raise BayesobsInputError(
                 f"{path}: unknown file type {path.suffix!r} "
@@ -147,10 +156,37 @@ def _read_one(path: Path) -> tuple[pd.DataFrame, str]:
         raise BayesobsInputError(f"{path}: malformed CSV: {msg}") from None
     except (OSError, ValueError) as exc:  # e.g. a corrupt parquet footer
         raise BayesobsInputError(f"{path}: cannot read: {exc}") from None
+    if "trial_type" in df.columns and "bayesobs_trial" in df.columns:
+        df = from_jspsych(df)
     if len(df) == 0:
         raise BayesobsInputError(f"{path}: no trials (the file has a header but no rows)")
     df[_SRC] = str(path)
     return df, unit
+
+
+def from_jspsych(df: pd.DataFrame) -> pd.DataFrame:
+    """Trial-table rows of a jsPsych data export made by ``bayesobs export jspsych``.
+
+    Keeps the rows marked ``bayesobs_trial``; the response is the form's
+    ``response`` field (a dict in JSON exports, a JSON string in CSV exports);
+    ``rt`` (ms) becomes ``latency_s``.
+    """
+    mark = df["bayesobs_trial"].astype(str).str.lower().isin(["true", "1", "1.0"])
+    out = df.loc[mark].copy()
+
+    def answer(v):
+        if isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError:
+                return v
+        return v.get("response") if isinstance(v, dict) else v
+
+    out["raw_response"] = out["response"].map(answer).astype(object)
+    out["response"] = out["raw_response"]
+    if "rt" in out.columns:
+        out["latency_s"] = pd.to_numeric(out["rt"], errors="coerce") / 1000
+    return out.drop(columns=["bayesobs_trial"])
 
 
 def _infer_types(df: pd.DataFrame) -> pd.DataFrame:

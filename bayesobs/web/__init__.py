@@ -1,0 +1,35 @@
+"""The human-participant web app (``bayesobs serve``) and the jsPsych export."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from contextlib import contextmanager
+
+from .app import ParticipantServer
+
+
+@contextmanager
+def running(server: ParticipantServer, host: str = "127.0.0.1"):
+    """Serve ``server`` on a free port in a background thread; yields the base URL."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind((host, 0))
+    config = uvicorn.Config(server.app(), log_level="warning", lifespan="off")
+    uv = uvicorn.Server(config)
+    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.time() + 10
+    while not uv.started and time.time() < deadline:
+        time.sleep(0.02)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+__all__ = ["ParticipantServer", "running"]

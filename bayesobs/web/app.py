@@ -1,0 +1,357 @@
+"""``bayesobs serve``: the BayesBench tasks for human participants in a browser.
+
+The same stimulus generators and seeds as the LLM runner, the same trial
+table: each answer is appended to ``DIR/trials.jsonl`` the moment it arrives
+(``subject`` = participant id), so ``bayesobs score`` works on it unchanged.
+
+Security model: a participant is a random (or given) id plus a secret key
+held in an HttpOnly cookie; every request is checked against the key's hash
+in ``participants.jsonl``.  Trials are answered strictly in order: the server
+knows each participant's next trial id and refuses replays, skips,
+non-numbers and out-of-range answers without writing anything.  Stimulus
+files are served only by content-hash name from the experiment's own folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import html
+import io
+import math
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from ..ablations import system_prompt
+from ..provenance import utc_now
+from ..runner import Session, load_spec, plan
+from ..store import ExperimentStore, append_line, read_jsonl
+
+STATIC = Path(__file__).resolve().parent / "static"
+WRAP_TEXT = ("maze_distance", "duration")  # prose may wrap; ASCII line stimuli must not
+PID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+STIM_RE = re.compile(r"^[0-9a-f]{20}\.png$")
+# plausible answers per task: anything else is refused with a message
+ANSWER_RANGE = {"line_ratio": (0.0, 1.0), "marker_location": (0.0, 1.0), "maze_distance": (0.0, 100.0),
+                "duration": (0.0, 600.0)}  # fmt: skip
+
+
+@dataclass
+class Study:
+    spec: dict
+    sessions: list[Session]  # one participant's sessions, in order
+    practice: object  # a stimulus shown once, not logged
+
+    @property
+    def total(self) -> int:
+        return sum(len(s.stimuli) for s in self.sessions)
+
+    def trial(self, index: int) -> tuple[Session, int]:
+        for s in self.sessions:
+            if index < len(s.stimuli):
+                return s, index
+            index -= len(s.stimuli)
+        raise IndexError(index)
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def parse_answer(text: str) -> float | None:
+    """A plain number typed by a person (``0.42``, ``.42``, ``0,42``, ``12``); else None."""
+    t = (text or "").strip().replace(",", ".")
+    if not re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)", t):
+        return None
+    v = float(t)
+    return v if math.isfinite(v) else None
+
+
+class ParticipantServer:
+    """State and request handlers of one experiment folder."""
+
+    def __init__(
+        self, spec_path, out, modalities=None, conditions=None, trials=None, token=None, ami=None
+    ):
+        spec = load_spec(spec_path)
+        self.spec = spec
+        sessions = plan(
+            spec, ["sim:linear"], modalities, conditions, trials, 1, ami=ami
+        )  # subject replaced per pid
+        task = sessions[0].task
+        practice = task.generate(np.random.default_rng(spec["seed"] + 7919), *map(float, spec["sessions"][0]["range"]), 1,
+                                 spec.get("options", {}))[0]  # fmt: skip
+        self.study = Study(spec, sessions, practice)
+        record = {"command": "serve", "spec": spec, "modalities": modalities, "conditions": conditions,
+                  "trials": trials, "subjects": "participants"}  # fmt: skip
+        self.store = ExperimentStore(out, record)
+        self.folder = Path(out)
+        secret_file = self.folder / ".server_secret"
+        if not secret_file.exists():
+            secret_file.write_text(secrets.token_hex(32))
+            secret_file.chmod(0o600)
+        self.secret = secret_file.read_text().strip()
+        self.token = token or secrets.token_urlsafe(16)
+        self.lock = asyncio.Lock()
+        self.keys: dict[str, str] = {}
+        self.practiced: set[str] = set()
+        self.last_seen: dict[str, str] = {}
+        for rec in read_jsonl(self.folder / "participants.jsonl")[0]:
+            if rec.get("event") == "join":
+                self.keys[rec["pid"]] = rec["key_sha256"]
+            elif rec.get("event") == "practice_done":
+                self.practiced.add(rec["pid"])
+        self.progress: dict[str, int] = {}
+        for key in self.store.done:
+            self.progress[key[0]] = self.progress.get(key[0], 0) + 1
+        self.served_at: dict[tuple[str, int], float] = {}
+        self._png: dict[tuple, str] = {}
+
+    # ------------------------------------------------------------ helpers
+    def completion_code(self, pid: str) -> str:
+        return hmac.new(self.secret.encode(), pid.encode(), hashlib.sha256).hexdigest()[:10].upper()
+
+    def who(self, request: Request) -> str | None:
+        pid, key = request.cookies.get("bo_pid"), request.cookies.get("bo_key")
+        if not pid or not key or pid not in self.keys:
+            return None
+        return pid if hmac.compare_digest(self.keys[pid], _hash(key)) else None
+
+    def image_url(self, sess: Session, stim, blur: float) -> str:
+        k = (stim.key(), blur)
+        if k not in self._png:
+            self._png[k] = self.store.save_png(sess.task.render_png(stim, blur))
+        return "/" + self._png[k]
+
+    def trial_payload(self, pid: str) -> dict:
+        done = self.progress.get(pid, 0)
+        total = self.study.total
+        if done >= total:
+            return {
+                "finished": True,
+                "done": done,
+                "total": total,
+                "code": self.completion_code(pid),
+            }
+        sess, t = self.study.trial(done)
+        stim = sess.stimuli[t]
+        blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
+        previous = [s.value for s in sess.stimuli[:t]]
+        instruction = system_prompt(sess.task, sess.cond, previous, sess.range, sess.options)
+        instruction = instruction.split(". ", 1)[1] if ". " in instruction else instruction
+        instruction = instruction.replace(
+            " Do not explain or reason. Only output the final answer.", ""
+        )
+        lo, hi = ANSWER_RANGE[sess.task.name]
+        self.served_at.setdefault((pid, done), time.monotonic())
+        return {
+            "finished": False, "done": done, "total": total, "id": done,
+            "text": stim.text if sess.modality in ("text", "multimodal") else None,
+            "image": self.image_url(sess, stim, blur) if sess.modality in ("image", "multimodal") else None,
+            "instruction": instruction, "unit": sess.task.unit, "min": lo, "max": hi,
+            "wrap": sess.task.name in WRAP_TEXT,
+        }  # fmt: skip
+
+    # ------------------------------------------------------------ handlers
+    async def index(self, request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
+
+    async def asset(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in ("app.js", "style.css"):
+            return JSONResponse({"error": "not found"}, status_code=404)
+        return FileResponse(STATIC / name)
+
+    async def start(self, request: Request) -> Response:
+        body = await _json(request)
+        if body is None or body.get("consent") is not True:
+            return JSONResponse({"error": "consent is required to take part"}, status_code=400)
+        pid = (body.get("pid") or "").strip()
+        current = self.who(request)
+        async with self.lock:
+            if pid and not PID_RE.match(pid):
+                return JSONResponse(
+                    {"error": "participant id may use letters, digits, . _ - (max 64)"},
+                    status_code=400,
+                )
+            if not pid:
+                if current:
+                    pid = current
+                else:
+                    pid = "P" + secrets.token_hex(5)
+            if pid in self.keys:
+                if current != pid:
+                    return JSONResponse({"error": f"participant {pid} is already taking part in another browser"},
+                                        status_code=403)  # fmt: skip
+                key = request.cookies["bo_key"]
+            else:
+                key = secrets.token_urlsafe(24)
+                append_line(self.folder / "participants.jsonl",
+                            {"event": "join", "pid": pid, "key_sha256": _hash(key), "time_utc": utc_now()})  # fmt: skip
+                self.keys[pid] = _hash(key)
+        resp = JSONResponse({"pid": pid, "done": self.progress.get(pid, 0), "total": self.study.total,
+                             "practiced": pid in self.practiced, "task": self.study.sessions[0].task.instruction})  # fmt: skip
+        for name, value in (("bo_pid", pid), ("bo_key", key)):
+            resp.set_cookie(
+                name, value, httponly=True, samesite="strict", max_age=60 * 60 * 24 * 30
+            )
+        return resp
+
+    async def practice(self, request: Request) -> Response:
+        pid = self.who(request)
+        if pid is None:
+            return JSONResponse(
+                {"error": "unknown participant: start from the consent page"}, status_code=401
+            )
+        sess = self.study.sessions[0]
+        stim = self.study.practice
+        if request.method == "GET":
+            lo, hi = ANSWER_RANGE[sess.task.name]
+            return JSONResponse({"text": stim.text if sess.modality != "image" else None,
+                                 "image": self.image_url(sess, stim, 0.0) if sess.modality != "text" else None,
+                                 "instruction": sess.task.instruction, "unit": sess.task.unit, "min": lo, "max": hi})  # fmt: skip
+        body = await _json(request)
+        err = self.check_value(body, sess)
+        if isinstance(err, Response):
+            return err
+        async with self.lock:
+            if pid not in self.practiced:
+                append_line(
+                    self.folder / "participants.jsonl",
+                    {"event": "practice_done", "pid": pid, "time_utc": utc_now()},
+                )
+                self.practiced.add(pid)
+        return JSONResponse({"ok": True, "true_value": stim.value})
+
+    def check_value(self, body, sess) -> float | Response:
+        if body is None:
+            return JSONResponse({"error": "send JSON"}, status_code=400)
+        value = parse_answer(str(body.get("response", "")))
+        if value is None:
+            return JSONResponse({"error": "please enter a number"}, status_code=400)
+        lo, hi = ANSWER_RANGE[sess.task.name]
+        if not lo <= value <= hi:
+            return JSONResponse(
+                {"error": f"please enter a number between {lo:g} and {hi:g}"}, status_code=400
+            )
+        return value
+
+    async def next_trial(self, request: Request) -> Response:
+        pid = self.who(request)
+        if pid is None:
+            return JSONResponse(
+                {"error": "unknown participant: start from the consent page"}, status_code=401
+            )
+        self.last_seen[pid] = utc_now()
+        return JSONResponse(self.trial_payload(pid))
+
+    async def answer(self, request: Request) -> Response:
+        pid = self.who(request)
+        if pid is None:
+            return JSONResponse(
+                {"error": "unknown participant: start from the consent page"}, status_code=401
+            )
+        body = await _json(request)
+        if body is None or not isinstance(body.get("id"), int):
+            return JSONResponse({"error": "missing trial id"}, status_code=400)
+        async with self.lock:
+            expected = self.progress.get(pid, 0)
+            if body["id"] != expected:
+                what = "was already answered" if body["id"] < expected else "is not the next trial"
+                return JSONResponse(
+                    {"error": f"trial {body['id']} {what}", "expected": expected}, status_code=409
+                )
+            if expected >= self.study.total:
+                return JSONResponse({"error": "all trials are done"}, status_code=409)
+            sess, t = self.study.trial(expected)
+            value = self.check_value(body, sess)
+            if isinstance(value, Response):
+                return value
+            stim = sess.stimuli[t]
+            blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
+            served = self.served_at.pop((pid, expected), None)
+            rt = body.get("rt_ms")
+            rec = {
+                "subject": pid, "task": sess.task.name, "modality": sess.modality, "condition": sess.cond.name,
+                "session": sess.session, "run": sess.run, "trial": t, "seed": sess.seed,
+                "stimulus": stim.value, "response": value, "raw_response": str(body.get("response")), "valid": True,
+                "range_low": sess.range[0], "range_high": sess.range[1], "blur_sigma": blur,
+                "context_window": None, "stimulus_id": stim.key(),
+                "image": self.image_url(sess, stim, blur)[1:] if sess.modality != "text" else None,
+                "latency_s": round(time.monotonic() - served, 4) if served is not None else None,
+                "rt_client_s": round(float(rt) / 1000, 4) if isinstance(rt, (int, float)) and rt >= 0 else None,
+                "source": "human", "timestamp": utc_now(),
+            }  # fmt: skip
+            self.store.append(rec)
+            self.progress[pid] = expected + 1
+        return JSONResponse(self.trial_payload(pid))
+
+    async def stimulus(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if not STIM_RE.match(name):
+            return JSONResponse({"error": "not found"}, status_code=404)
+        path = self.folder / "stimuli" / name
+        if not path.is_file():
+            return JSONResponse({"error": "not found"}, status_code=404)
+        return FileResponse(path, media_type="image/png")
+
+    def _authorised(self, request: Request) -> bool:
+        return hmac.compare_digest(request.query_params.get("token", ""), self.token)
+
+    async def experimenter(self, request: Request) -> Response:
+        if not self._authorised(request):
+            return HTMLResponse("<h1>403</h1><p>experimenter token required</p>", status_code=403)
+        rows = "".join(
+            f"<tr><td>{html.escape(p)}</td><td>{self.progress.get(p, 0)} / {self.study.total}</td>"
+            f"<td>{'yes' if p in self.practiced else 'no'}</td><td>{html.escape(self.last_seen.get(p, ''))}</td>"
+            f"<td>{self.completion_code(p) if self.progress.get(p, 0) >= self.study.total else ''}</td></tr>"
+            for p in sorted(self.keys)
+        )
+        tok = html.escape(self.token)
+        page = (f"<!doctype html><meta charset=utf-8><title>experimenter</title><link rel=stylesheet href=/assets/style.css>"
+                f"<main><h1>Participants</h1><p>{len(self.keys)} joined · {len(self.store.done)} trials logged · "
+                f"<a href='/experimenter/trials.csv?token={tok}'>download trials (CSV)</a></p>"
+                f"<table><tr><th>participant</th><th>trials</th><th>practice</th><th>last seen (UTC)</th><th>completion code</th></tr>"
+                f"{rows}</table></main>")  # fmt: skip
+        return HTMLResponse(page)
+
+    async def trials_csv(self, request: Request) -> Response:
+        if not self._authorised(request):
+            return JSONResponse({"error": "experimenter token required"}, status_code=403)
+        buf = io.StringIO()
+        pd.DataFrame(list(self.store.done.values())).to_csv(buf, index=False)
+        return Response(buf.getvalue(), media_type="text/csv",
+                        headers={"content-disposition": "attachment; filename=trials.csv"})  # fmt: skip
+
+    def app(self) -> Starlette:
+        routes = [
+            Route("/", self.index),
+            Route("/assets/{name}", self.asset),
+            Route("/api/start", self.start, methods=["POST"]),
+            Route("/api/practice", self.practice, methods=["GET", "POST"]),
+            Route("/api/next", self.next_trial),
+            Route("/api/answer", self.answer, methods=["POST"]),
+            Route("/stimuli/{name}", self.stimulus),
+            Route("/experimenter", self.experimenter),
+            Route("/experimenter/trials.csv", self.trials_csv),
+        ]
+        return Starlette(routes=routes)
+
+
+async def _json(request: Request):
+    try:
+        body = await request.json()
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
