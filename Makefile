@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := demo-output
 
-.PHONY: demo test lint format bench fits clean
+.PHONY: demo test test-slow lint format bench fits clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,9 +27,13 @@ demo: $(VENV)/.installed
 	@echo "trials: $(DEMO)/run/trials.jsonl  scores: $(DEMO)/scores/"
 	@echo "report: $(abspath $(DEMO))/report/index.html"
 
-## test: the whole test suite (what CI runs)
+## test: the test suite (what CI runs first); slow tests are in test-slow
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+
+## test-slow: long statistical tests (e.g. credible-interval coverage over repeated simulations)
+test-slow: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -m slow
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check bayesobs tests benchmarks fits
@@ -44,6 +48,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_fit.py
 	$(BIN)/python benchmarks/bench_score.py
 	$(BIN)/python benchmarks/bench_run.py
+	$(BIN)/python benchmarks/bench_posterior.py
 
 ## fits: regenerate the reference fits of the bundled example run (fits/)
 fits: $(VENV)/.installed

@@ -69,6 +69,69 @@ def _write_csv(df, path: Path) -> None:
     tmp.replace(path)  # a reader never sees a half-written file
 
 
+def _fit_posterior(args, trials, fits, out: Path) -> None:
+    """``fit --method posterior``: NUTS fits, diagnostics, LOO beside AIC, posterior BCS, PPC figures."""
+    import warnings
+
+    import pandas as pd
+
+    from .posterior import bcs_posterior, fit_posterior, ppc_table
+    from .report import figures as F
+    from .scores import BCS_ABLATIONS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # arviz announces its refactor on import
+        # failed diagnostics come back as notes and are printed below
+        warnings.filterwarnings(
+            "ignore", message=".*sampler diagnostics failed", category=RuntimeWarning
+        )
+        summary, loo, idatas, notes = fit_posterior(
+            trials, variants=args.variant, hierarchical=args.hierarchical, chains=args.chains, warmup=args.warmup, draws=args.draws,
+            seed=args.seed, progress=not args.no_progress and sys.stderr.isatty())  # fmt: skip
+    keys = (
+        ["task", "modality", "condition"]
+        if args.hierarchical
+        else ["subject", "task", "modality", "condition"]
+    )
+    if not args.hierarchical and len(loo):
+        loo = loo.merge(fits[[*keys, "variant", "aic"]], on=[*keys, "variant"], how="left")
+        loo["delta_aic"] = loo["aic"] - loo.groupby(keys)["aic"].transform("min")
+    (out / "posterior").mkdir(exist_ok=True)
+    for key, idata in idatas.items():
+        idata.to_netcdf(out / "posterior" / ("__".join(map(str, key)).replace("/", "_") + ".nc"))
+    _write_csv(summary, out / "posterior.csv")
+    _write_csv(loo, out / "loo.csv")
+    rows = []
+    if not args.hierarchical:
+        for subj, task, mod, cond, variant in idatas:
+            if variant != "static" or cond not in BCS_ABLATIONS or BCS_ABLATIONS[cond] != mod:
+                continue
+            if (subj, task, mod, "base", "static") in idatas:
+                p = bcs_posterior(idatas, (subj, task, mod, "base"), (subj, task, mod, cond))
+                rows.append({"subject": subj, "task": task, "ablation": cond, "p_w_prior_rose": p})
+    _write_csv(
+        pd.DataFrame(rows, columns=["subject", "task", "ablation", "p_w_prior_rose"]),
+        out / "bcs_posterior.csv",
+    )
+    if not args.hierarchical and len(loo):
+        (out / "figures").mkdir(exist_ok=True)
+        best = loo[loo["rank"] == 1]
+        for r in best.head(12).itertuples(index=False):
+            key = (r.subject, r.task, r.modality, r.condition)
+            cell = trials[(trials[list(keys)] == list(key)).all(axis=1)]
+            fig = F.posterior_predictive(ppc_table(cell, r.variant, idatas[(*key, r.variant)], seed=args.seed),
+                                         title=f"{'/'.join(map(str, key))} · {r.variant} (best by LOO)")  # fmt: skip
+            fig.savefig(
+                out / "figures" / ("ppc_" + "__".join(map(str, key)).replace("/", "_") + ".png"),
+                dpi=110,
+            )
+    for n in notes:
+        print(f"warning: {n}", file=sys.stderr)
+    print(
+        f"posterior fits -> {out}/posterior.csv, {out}/loo.csv, {out}/bcs_posterior.csv, {out}/posterior/*.nc"
+    )
+
+
 def cmd_fit(args) -> int:
     from .api import evidence_table
     from .fitting import fit_batch, fits_table
@@ -76,6 +139,14 @@ def cmd_fit(args) -> int:
 
     if args.bootstrap < 0:
         raise BayesobsInputError("--bootstrap must be 0 or more")
+    if args.variant:
+        from .observers import get_variant
+
+        for v in args.variant:
+            try:
+                get_variant(v)
+            except ValueError as exc:
+                raise BayesobsInputError(str(exc)) from None
     t0 = time.perf_counter()
     trials = _read(args)
     batch = fit_batch(
@@ -106,6 +177,8 @@ def cmd_fit(args) -> int:
         seconds=round(time.perf_counter() - t0, 3),
     )
     (args.out / "fit_manifest.json").write_text(json.dumps(record, indent=2) + "\n")
+    if args.method == "posterior":
+        _fit_posterior(args, trials, fits_table(batch), args.out)
     print(
         f"fitted {len(cells)} cell(s), {n_trials} trials "
         f"({n_missing} missing response(s) kept in sequence, excluded from likelihoods)"
@@ -378,6 +451,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("fit", help="fit the ten observer variants; write fits.csv and evidence.csv")
     _add_trial_options(p)
+    p.add_argument("--method", choices=("mle", "posterior"), default="mle",
+                   help="mle (default): exact maximum likelihood with AIC; posterior: also NumPyro NUTS fits, "
+                        "diagnostics, PSIS-LOO, posterior BCS")  # fmt: skip
+    p.add_argument(
+        "--hierarchical",
+        action="store_true",
+        help="posterior: pool subjects through a population prior",
+    )
+    p.add_argument(
+        "--variant",
+        action="append",
+        help="posterior: fit only these variants (repeatable; default all ten)",
+    )
+    p.add_argument("--chains", type=int, default=4, help="posterior: chains (default 4)")
+    p.add_argument(
+        "--warmup", type=int, default=500, help="posterior: warm-up draws per chain (default 500)"
+    )
+    p.add_argument(
+        "--draws", type=int, default=500, help="posterior: draws per chain (default 500)"
+    )
     p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser(

@@ -101,6 +101,76 @@ def kalman_means(z: np.ndarray, rho: np.ndarray | float) -> np.ndarray:
     return mu
 
 
+def _kalman_jax(z, rho):
+    """:func:`kalman_means` for JAX arrays (``lax.scan`` over time; finite ``rho``)."""
+    import jax
+    import jax.numpy as jnp
+
+    r = jnp.broadcast_to(rho, z.shape[:-1])
+
+    def step(carry, zt):
+        k, mu = carry
+        p = k + r
+        k = p / (p + 1.0)
+        mu = mu + k * (zt - mu)
+        return (k, mu), mu
+
+    init = (jnp.ones(z.shape[:-1], dtype=z.dtype), z[..., 0])
+    _, mus = jax.lax.scan(step, init, jnp.moveaxis(z[..., 1:], -1, 0))
+    return jnp.concatenate([z[..., :1], jnp.moveaxis(mus, 0, -1)], axis=-1)
+
+
+def mean_padded(variant: Variant | str, params: dict, z, zbar, xp=np):
+    """Predicted means ``m_t`` of every session run at once: the model's one definition.
+
+    Parameters
+    ----------
+    variant : Variant or str
+    params : dict
+        Parameters by name; each a scalar or an array broadcasting against
+        ``z.shape[:-1] + (1,)`` (e.g. one value per run, for hierarchical models).
+    z : array, shape (runs, T)
+        Transformed stimuli, one session run per row (rows padded at the end).
+    zbar : array, shape (runs, 1)
+        Mean of ``z`` over each run's real trials.
+    xp : module
+        ``numpy`` or ``jax.numpy``; with JAX the Kalman filter is a ``lax.scan``.
+    """
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    if variant.family == "linear":
+        return params["w"] * z + params["b"]
+    if variant.family == "static":
+        w = params["w_prior"]
+        m = (1.0 - w) * z + w * zbar
+    elif xp is np:
+        rho = np.asarray(params["rho"], dtype=float)
+        m = kalman_means(z, rho[..., 0] if rho.ndim else rho)
+    else:
+        rho = params["rho"]
+        m = _kalman_jax(z, rho[..., 0] if getattr(rho, "ndim", 0) else rho)
+    if variant.gain:
+        m = params["g"] * m + params["delta"]
+    return m
+
+
+def pad_runs(
+    values: np.ndarray, run: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Flat per-trial values to a ``(runs, T)`` array (runs in order of first appearance).
+
+    Returns the padded array (0 where padded), the presence mask and each
+    run's trial indices, so results can be scattered back.
+    """
+    groups = _run_groups(run)
+    T = max(len(g) for g in groups)
+    out = np.zeros((len(groups), T))
+    present = np.zeros((len(groups), T), dtype=bool)
+    for i, g in enumerate(groups):
+        out[i, : len(g)] = values[g]
+        present[i, : len(g)] = True
+    return out, present, groups
+
+
 def _run_groups(run: np.ndarray) -> list[np.ndarray]:
     run = np.asarray(run)
     _, inverse = np.unique(run, return_inverse=True)
@@ -147,15 +217,13 @@ def predict_mean(
     if eps is None:
         eps = log_epsilon(x)
     z = transform(x, eps, variant.log)
-    if variant.family == "linear":
-        return p.w * z + p.b
+    zp, present, groups = pad_runs(z, run)
+    zbar = (zp.sum(1) / present.sum(1))[:, None]
+    mp = mean_padded(variant, p._asdict(), zp, zbar)
     m = np.empty_like(z)
-    for idx in _run_groups(run):
-        if variant.family == "static":
-            m[idx] = (1.0 - p.w_prior) * z[idx] + p.w_prior * z[idx].mean()
-        else:
-            m[idx] = kalman_means(z[idx], p.rho)
-    return p.g * m + p.delta
+    for i, idx in enumerate(groups):
+        m[idx] = mp[i, : len(idx)]
+    return m
 
 
 def predict_response(variant, params, x, run=None, eps=None) -> np.ndarray:

@@ -242,3 +242,20 @@ def bcs_table(bcs_tasks: pd.DataFrame, ax=None):
     fig.colorbar(im, ax=ax, label="BCS per task (−5 … 5)")
     ax.set_title("BCS by task" + (" (bootstrap means)" if col == "bcs_mean" else ""), fontsize=9)
     return fig
+
+
+def posterior_predictive(ppc: pd.DataFrame, ax=None, color=None, title: str = ""):
+    """Observed responses against the posterior predictive 90% band (posterior fits)."""
+    fig, (ax,) = _axes(ax, size=(6, 3.2))
+    d = ppc.sort_values(["session", "run", "trial"]).reset_index(drop=True)
+    x = np.arange(len(d))
+    ax.fill_between(x, d["pred_q05"], d["pred_q95"], color="0.8", label="posterior predictive 90%")
+    ax.plot(x, d["pred_median"], color="0.35", lw=1, label="predictive median")
+    ax.plot(x, d["response"], "o", ms=3, color=color or "C0", label="observed")
+    for b in np.flatnonzero(d["session"].ne(d["session"].shift()).to_numpy())[1:]:
+        ax.axvline(b - 0.5, color="0.6", lw=0.6, ls=":")
+    ax.set_xlabel("trial (sessions in sequence)")
+    ax.set_ylabel("response")
+    ax.set_title(title or f"posterior predictive check · {d['variant'].iat[0]}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig

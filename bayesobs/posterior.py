@@ -1,0 +1,379 @@
+"""Full posterior fits of the ten observer variants with NumPyro (NUTS), ArviZ and PSIS-LOO.
+
+Each variant's mean is :func:`bayesobs.observers.models.mean_padded` — the same
+pure function the NumPy observer functions use — evaluated with ``jax.numpy``.
+
+Scales: within a dataset, ``z`` and ``u`` are standardised by the mean and SD
+of ``z`` (``z' = (z - c) / s``).  Static and Kalman means are shift- and
+scale-equivariant, so ``w_prior`` and ``rho`` are unchanged; ``g`` is
+unchanged; ``b``, ``delta`` and ``sigma`` are mapped back to natural units
+for reporting.  Log-likelihoods (and so LOO) are on the response scale:
+``log p(y) = log p(u') - log s - log(y + eps)`` (the last term for log variants).
+
+Priors (standardised scale, weakly informative): ``w_prior ~ Beta(1.1, 1.1)``,
+``log rho ~ Normal(0, 3)``, ``g ~ HalfNormal(2)``, ``delta', b' ~ Normal(0, 2)``,
+``w ~ Normal(1, 1)``, ``sigma' ~ HalfNormal(1)``.  Hierarchical models draw
+each subject's ``logit w_prior``, ``log rho`` or ``w`` from a population
+``Normal(mu, tau)`` with ``tau ~ HalfNormal(1)`` (non-centred).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .observers.models import mean_padded
+from .observers.variants import VARIANTS, Variant, get_variant
+from .trials import CELL_KEYS
+
+CORE = {"linear": "w", "static": "w_prior", "kalman": "rho"}
+RHAT_MAX = 1.01
+ESS_PER_CHAIN = 100  # Vehtari et al. (2021): bulk ESS above 100 per chain
+
+
+@dataclass
+class Data:
+    """Padded, standardised arrays of one or several cells (one subject each)."""
+
+    z: np.ndarray  # (R, T)
+    u: np.ndarray  # (R, T), 0 where missing/padded
+    obs: np.ndarray  # (R, T) bool
+    zbar: np.ndarray  # (R, 1)
+    subject: np.ndarray  # (R,) subject index
+    const: np.ndarray  # (R, T) per-trial log-likelihood offset to the response scale
+    c: np.ndarray  # (S,) centre per subject
+    s: np.ndarray  # (S,) scale per subject
+    subjects: list
+
+
+def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
+    """Standardised padded arrays; one subject per cell of ``trials``."""
+    from .fitting import build_runs
+
+    cells, runs = build_runs(trials)
+    x, y, present = runs.x, runs.y, runs.present
+    obs = present & ~np.isnan(y)
+    eps = cells["eps"].to_numpy()[runs.cell][:, None]
+    if variant.log:
+        if (cells["log_skipped"] != "").any():
+            raise ValueError(f"{variant.name}: not applicable ({cells['log_skipped'].iloc[0]})")
+        z = np.where(present, np.log(np.where(present, x + eps, 1.0)), 0.0)
+        u = np.where(obs, np.log(np.where(obs, y + eps, 1.0)), 0.0)
+        jac = np.where(obs, u, 0.0)
+    else:
+        z, u, jac = np.where(present, x, 0.0), np.where(obs, y, 0.0), np.zeros_like(x)
+    S = len(cells)
+    c = np.array([z[(runs.cell == k)][present[runs.cell == k]].mean() for k in range(S)])
+    s = np.array([z[(runs.cell == k)][present[runs.cell == k]].std() for k in range(S)])
+    s = np.where(s > 0, s, 1.0)
+    cr, sr = c[runs.cell][:, None], s[runs.cell][:, None]
+    zs = np.where(present, (z - cr) / sr, 0.0)
+    us = np.where(obs, (u - cr) / sr, 0.0)
+    zbar = (zs.sum(1) / present.sum(1))[:, None]
+    const = np.where(obs, -np.log(sr) - jac, 0.0)
+    subjects = [tuple(cells.loc[k, list(CELL_KEYS)]) for k in range(S)]
+    return Data(zs, us, obs, zbar, runs.cell, const, c, s, subjects)
+
+
+def model(variant: Variant, data: Data, hierarchical: bool = False):
+    """The NumPyro model of ``variant`` for ``data`` (several subjects if hierarchical)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    S = len(data.subjects)
+    fam = variant.family
+    with numpyro.plate("subject", S):
+        if hierarchical and S > 1:
+            mu = numpyro.sample("mu_pop", dist.Normal(0.0 if fam != "linear" else 1.0, 1.5))
+            tau = numpyro.sample("tau_pop", dist.HalfNormal(1.0))
+            eta = numpyro.sample("eta", dist.Normal(0.0, 1.0))
+            raw = mu + tau * eta
+            core = {"linear": raw, "static": 1 / (1 + jnp.exp(-raw)), "kalman": jnp.exp(raw)}[fam]
+            numpyro.deterministic(CORE[fam], core)
+        elif fam == "linear":
+            core = numpyro.sample("w", dist.Normal(1.0, 1.0))
+        elif fam == "static":
+            core = numpyro.sample("w_prior", dist.Beta(1.1, 1.1))
+        else:
+            core = jnp.exp(numpyro.sample("log_rho", dist.Normal(0.0, 3.0)))
+            numpyro.deterministic("rho", core)
+        params = {CORE[fam]: core}
+        if fam == "linear":
+            params["b"] = numpyro.sample("b_std", dist.Normal(0.0, 2.0))
+        if variant.gain:
+            params["g"] = numpyro.sample("g", dist.HalfNormal(2.0))
+            params["delta"] = numpyro.sample("delta_std", dist.Normal(0.0, 2.0))
+        sigma = numpyro.sample("sigma_std", dist.HalfNormal(1.0))
+    idx = jnp.asarray(data.subject)
+    per_run = {k: v[idx][:, None] for k, v in params.items()}
+    m = mean_padded(variant, per_run, jnp.asarray(data.z), jnp.asarray(data.zbar), xp=jnp)
+    numpyro.sample(
+        "u",
+        dist.Normal(m, sigma[idx][:, None]).mask(jnp.asarray(data.obs)),
+        obs=jnp.asarray(data.u),
+    )
+
+
+def natural_params(variant: Variant, samples: dict, data: Data) -> dict[str, np.ndarray]:
+    """Posterior draws in natural units (``(..., S)`` arrays)."""
+    fam = variant.family
+    out = {CORE[fam]: np.asarray(samples[CORE[fam]])}
+    c, s = data.c, data.s
+    g = np.asarray(samples["g"]) if variant.gain else 1.0
+    if fam == "linear":
+        w = out["w"]
+        out["b"] = s * np.asarray(samples["b_std"]) + c - w * c  # u = w z + b in natural units
+    if variant.gain:
+        out["g"] = g
+        out["delta"] = s * np.asarray(samples["delta_std"]) + c * (1 - g)
+    out["sigma"] = s * np.asarray(samples["sigma_std"])
+    return out
+
+
+def _rng_key(seed: int):
+    import jax
+
+    return jax.random.PRNGKey(seed)
+
+
+def sample(
+    variant, data: Data, hierarchical=False, chains=4, warmup=500, draws=500, seed=0, progress=False
+):
+    """NUTS draws of one variant; returns an ArviZ InferenceData with pointwise log-likelihood."""
+    import arviz as az
+    from numpyro.infer import MCMC, NUTS, log_likelihood
+
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    mcmc = MCMC(NUTS(model), num_warmup=warmup, num_samples=draws, num_chains=chains,
+                chain_method="vectorized", progress_bar=progress)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # numpyro: "There are not enough devices ..."
+        mcmc.run(_rng_key(seed), variant, data, hierarchical)
+    post = mcmc.get_samples(group_by_chain=True)
+    ll = np.asarray(log_likelihood(model, mcmc.get_samples(), variant, data, hierarchical)["u"])
+    ll = ll + data.const  # response scale
+    ll = ll[:, data.obs].reshape(chains, draws, -1)
+    nat = natural_params(variant, post, data)
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    idata = az.from_dict(
+        posterior={k: np.asarray(v) for k, v in nat.items()},
+        log_likelihood={"y": ll},
+        sample_stats={"diverging": np.asarray(extra["diverging"])},
+        coords={"subject": ["/".join(map(str, s)) for s in data.subjects]},
+        dims={k: ["subject"] for k in nat},
+    )
+    return idata
+
+
+def diagnostics(idata) -> dict:
+    """Worst R-hat, smallest bulk ESS and the number of divergent transitions."""
+    import arviz as az
+
+    summ = az.summary(idata, kind="diagnostics")
+    return {
+        "r_hat_max": float(summ["r_hat"].max()),
+        "ess_bulk_min": float(summ["ess_bulk"].min()),
+        "divergences": int(np.asarray(idata.sample_stats["diverging"]).sum()),
+    }
+
+
+def diagnostics_ok(d: dict, chains: int) -> bool:
+    """R-hat at most 1.01, bulk ESS above 100 per chain, no divergences."""
+    return (
+        d["r_hat_max"] <= RHAT_MAX
+        and d["ess_bulk_min"] >= ESS_PER_CHAIN * chains
+        and d["divergences"] == 0
+    )
+
+
+def _map_start(info):
+    """Minimise the potential (negative log posterior) from one NumPyro initialisation."""
+    import jax
+    from scipy.optimize import minimize
+
+    flat, unravel = jax.flatten_util.ravel_pytree(info.param_info.z)
+    pot = jax.jit(lambda v: info.potential_fn(unravel(v)))
+    grad = jax.jit(jax.grad(lambda v: info.potential_fn(unravel(v))))
+    res = minimize(lambda v: float(pot(v)), np.asarray(flat, dtype=float),
+                   jac=lambda v: np.asarray(grad(v), dtype=float), method="L-BFGS-B")  # fmt: skip
+    return res.fun, unravel(res.x)
+
+
+def posterior_mode(
+    variant, data: Data, hierarchical=False, starts=4, seed=0
+) -> dict[str, np.ndarray]:
+    """Maximum a posteriori parameters (natural units), multi-start L-BFGS on the unconstrained scale."""
+    from numpyro.infer.util import constrain_fn, initialize_model
+
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    best = None
+    for k in range(starts):
+        info = initialize_model(_rng_key(seed + k), model, model_args=(variant, data, hierarchical))
+        fun, start = _map_start(info)
+        if best is None or fun < best[0]:
+            best = (fun, start)
+    constrained = constrain_fn(
+        model, (variant, data, hierarchical), {}, best[1], return_deterministic=True
+    )
+    return {k: np.asarray(v) for k, v in natural_params(variant, constrained, data).items()}
+
+
+def _fit_one(job):
+    """Fit one (group, variant): InferenceData, summary rows, LOO row, or a note. Runs in a worker."""
+    import arviz as az
+
+    g, group_keys, key, name, hierarchical, chains, warmup, draws, seed, progress = job
+    v = get_variant(name)
+    label = "/".join(map(str, key))
+    try:
+        data = prepare(g, v)
+    except ValueError as exc:
+        return key, name, None, [], None, f"{label}: {exc}"
+    idata = sample(v, data, hierarchical, chains, warmup, draws, seed, progress)
+    diag = diagnostics(idata)
+    note = None
+    if not diagnostics_ok(diag, chains):
+        note = (f"{label} {name}: sampler diagnostics failed (R-hat {diag['r_hat_max']:.3f}, "
+                f"bulk ESS {diag['ess_bulk_min']:.0f}, {diag['divergences']} divergences); treat with care")  # fmt: skip
+    rows = []
+    summ = az.summary(idata, hdi_prob=0.94)
+    for lab, r in summ.iterrows():
+        param, _, subj = lab.partition("[")
+        rows.append({**dict(zip(group_keys, key, strict=True)), "subject_cell": subj.rstrip("]"), "variant": name,
+                     "param": param, **{c: r[c] for c in summ.columns}, **diag})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # high Pareto k is reported, not raised
+        loo = az.loo(idata, pointwise=True)
+    loo_row = {**dict(zip(group_keys, key, strict=True)), "variant": name, "elpd_loo": float(loo.elpd_loo),
+               "se": float(loo.se), "p_loo": float(loo.p_loo),
+               "pareto_k_over_0.7": int((np.asarray(loo.pareto_k) > 0.7).sum())}  # fmt: skip
+    return key, name, idata, rows, loo_row, note
+
+
+def _worker_init() -> None:
+    warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
+
+
+def fit_posterior(trials: pd.DataFrame, variants=None, hierarchical=False, chains=4, warmup=500, draws=500,
+                  seed=0, progress=False, workers: int | None = None):  # fmt: skip
+    """Posterior fits of every variant; returns ``(summary, loo, idatas, notes)``.
+
+    Without ``hierarchical`` each cell is fitted on its own; with it, the
+    cells of each ``(task, modality, condition)`` are fitted jointly, one
+    subject per cell, with a population distribution on the core parameter.
+    Fits run in ``workers`` processes (default: one per core, at most 2 on
+    this kind of machine; 1 runs in this process).  Failed sampler
+    diagnostics are returned in ``notes`` and raised as ``RuntimeWarning``.
+    """
+    import os
+
+    from .trials import normalize_trials
+
+    trials = normalize_trials(trials)
+    names = list(variants or [v.name for v in VARIANTS])
+    group_keys = ["task", "modality", "condition"] if hierarchical else list(CELL_KEYS)
+    jobs = []
+    for key, g in trials.groupby(group_keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        jobs += [
+            (g, group_keys, key, n, hierarchical, chains, warmup, draws, seed, progress)
+            for n in names
+        ]
+    workers = min(len(jobs), workers or min(2, os.cpu_count() or 1))
+    if workers > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(
+            workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
+        ) as pool:
+            results = list(pool.map(_fit_one, jobs))
+    else:
+        results = [_fit_one(j) for j in jobs]
+    rows, loo_rows, idatas, notes = [], [], {}, []
+    for key, name, idata, r, loo_row, note in results:
+        if note:
+            notes.append(note)
+            if idata is not None:
+                warnings.warn(note, RuntimeWarning, stacklevel=2)
+        if idata is None:
+            continue
+        idatas[(*key, name)] = idata
+        rows += r
+        loo_rows.append(loo_row)
+    loo = pd.DataFrame(loo_rows)
+    if len(loo):
+        loo["rank"] = (
+            loo.groupby(group_keys)["elpd_loo"].rank(ascending=False, method="first").astype(int)
+        )
+    return pd.DataFrame(rows), loo, idatas, notes
+
+
+def bcs_posterior(idatas: dict, base_key: tuple, ablation_key: tuple) -> float:
+    """P(w_prior rose under the ablation) from two independent posteriors of ``static``."""
+    a = np.asarray(idatas[(*base_key, "static")].posterior["w_prior"]).ravel()
+    b = np.asarray(idatas[(*ablation_key, "static")].posterior["w_prior"]).ravel()
+    n = min(len(a), len(b))
+    return float(np.mean(b[:n] > a[:n]))
+
+
+def ppc_table(
+    trials_cell: pd.DataFrame, variant, idata, draws: int = 200, seed: int = 0
+) -> pd.DataFrame:
+    """Posterior predictive check of one cell: observed responses beside the model's predictive band.
+
+    Simulates ``draws`` response sequences from posterior draws (through
+    :func:`bayesobs.observers.simulate`'s model, :func:`mean_padded`) and
+    returns per trial the observed ``response`` and the predictive median,
+    5% and 95% quantiles on the response scale.
+    """
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    data = prepare(trials_cell, variant)
+    post = idata.posterior
+    rng = np.random.default_rng(seed)
+    flat = {
+        k: np.asarray(post[k]).reshape(-1, np.asarray(post[k]).shape[-1])[:, 0]
+        for k in post.data_vars
+    }
+    pick = rng.choice(len(flat["sigma"]), size=min(draws, len(flat["sigma"])), replace=False)
+    c, sc = data.c[0], data.s[0]
+    z_nat = data.z * sc + c
+    zbar_nat = data.zbar * sc + c
+    sims = []
+    for i in pick:
+        params = {k: v[i] for k, v in flat.items()}
+        m = mean_padded(variant, params, z_nat, zbar_nat)
+        u = m + params["sigma"] * rng.standard_normal(m.shape)
+        sims.append(u)
+    sims = np.array(sims)
+    from .fitting import build_runs
+
+    cells, runs = build_runs(trials_cell)
+    eps = float(cells["eps"].iloc[0])
+    y_sim = np.exp(sims) - eps if variant.log else sims
+    q = np.quantile(y_sim, [0.05, 0.5, 0.95], axis=0)
+    present = runs.present
+    out = pd.DataFrame({
+        "session": np.repeat(runs.session, present.sum(1)), "run": np.repeat(runs.run, present.sum(1)),
+        "trial": np.concatenate([np.arange(k) for k in present.sum(1)]),
+        "stimulus": runs.x[present], "response": runs.y[present],
+        "pred_q05": q[0][present], "pred_median": q[1][present], "pred_q95": q[2][present],
+    })  # fmt: skip
+    out.insert(0, "variant", variant.name)
+    return out
+
+
+__all__ = [
+    "bcs_posterior",
+    "diagnostics",
+    "fit_posterior",
+    "model",
+    "posterior_mode",
+    "ppc_table",
+    "prepare",
+    "sample",
+]

@@ -1,0 +1,161 @@
+"""Posterior fits: the shared model function, recovery, MAP = MLE, LOO ranking, diagnostics, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import make_cell
+
+import bayesobs
+from bayesobs.cli import main
+from bayesobs.observers import VARIANT_NAMES
+from bayesobs.observers.models import mean_padded
+
+jnp = pytest.importorskip("jax.numpy")
+posterior = pytest.importorskip("bayesobs.posterior")
+QUICK = {"chains": 2, "warmup": 300, "draws": 300}
+WIDE = ((0.05, 0.4), (0.2, 0.7), (0.4, 1.0))
+PARAMS = {
+    "linear": {"w": 0.7, "b": 0.1}, "static": {"w_prior": 0.35}, "kalman": {"rho": 0.4},
+    "static_gain": {"w_prior": 0.35, "g": 0.8, "delta": 0.05}, "kalman_gain": {"rho": 0.4, "g": 0.8, "delta": 0.05},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_jax_and_numpy_evaluate_the_same_model_function(name):
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(3, 25))
+    zbar = z.mean(1, keepdims=True)
+    p = PARAMS[name.replace("_log", "")]
+    a = mean_padded(name, p, z, zbar)
+    b = np.asarray(
+        mean_padded(
+            name,
+            {k: jnp.asarray(v) for k, v in p.items()},
+            jnp.asarray(z),
+            jnp.asarray(zbar),
+            xp=jnp,
+        )
+    )
+    np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6)  # JAX computes in float32
+
+
+@pytest.mark.parametrize(("name", "truth"), [("static", {"w_prior": 0.4, "sigma": 0.03}),
+                                             ("kalman", {"rho": 0.5, "sigma": 0.02})])  # fmt: skip
+def test_posterior_recovers_known_parameters(name, truth):
+    df = make_cell(np.random.default_rng(3), name, truth, n_per=80, ranges=WIDE)
+    summ, _, _, notes = posterior.fit_posterior(df, variants=[name], **QUICK)
+    assert not notes
+    est = summ.set_index("param")["mean"]
+    if name == "static":
+        assert abs(est["w_prior"] - 0.4) < 0.05
+    else:
+        assert abs(np.log(est["rho"]) - np.log(0.5)) < 0.6
+    assert abs(est["sigma"] / truth["sigma"] - 1) < 0.15
+
+
+@pytest.mark.parametrize("name", ["static", "static_gain", "kalman_gain", "linear_log"])
+def test_posterior_mode_agrees_with_mle(name):
+    truth = {"static": {"w_prior": 0.4, "sigma": 0.03}, "static_gain": {"w_prior": 0.3, "g": 0.8, "delta": 0.1, "sigma": 0.02},
+             "kalman_gain": {"rho": 0.3, "g": 0.8, "delta": 0.1, "sigma": 0.02},
+             "linear_log": {"w": 0.7, "b": -0.2, "sigma": 0.05}}[name]  # fmt: skip
+    df = make_cell(np.random.default_rng(4), name, truth, n_per=200, ranges=WIDE)
+    fits, _ = bayesobs.fit(df)
+    mle = json.loads(fits.set_index("variant").loc[name, "params"])
+    mode = posterior.posterior_mode(
+        name, posterior.prepare(bayesobs.normalize_trials(df), bayesobs.observers.get_variant(name))
+    )
+    for k, v in mle.items():
+        got = float(np.ravel(mode[k])[0])
+        if k == "rho":
+            assert abs(np.log(got) - np.log(v)) < 0.1, (k, got, v)
+        else:
+            assert abs(got - v) < 0.01 * max(1.0, abs(v)) + 0.003, (
+                k,
+                got,
+                v,
+            )  # weak priors, n = 600
+
+
+def test_loo_ranks_the_generating_variant_first():
+    wins, total = 0, 0
+    for seed, (name, p) in enumerate([("static", {"w_prior": 0.5, "sigma": 0.03}), ("kalman", {"rho": 0.2, "sigma": 0.02}),
+                                      ("linear", {"w": 0.6, "b": 0.15, "sigma": 0.03}),
+                                      ("static", {"w_prior": 0.3, "sigma": 0.03})]):  # fmt: skip
+        df = make_cell(np.random.default_rng(10 + seed), name, p, n_per=60, ranges=WIDE)
+        _, loo, _, _ = posterior.fit_posterior(df, variants=["linear", "static", "kalman"], **QUICK)
+        wins += loo.set_index("variant").loc[name, "rank"] == 1
+        total += 1
+    assert wins >= 3, f"LOO ranked the generating variant first in {wins}/{total}"
+
+
+def test_hierarchical_fit_pools_subjects():
+    rng = np.random.default_rng(5)
+    ws = [0.25, 0.35, 0.45, 0.3, 0.4]
+    df = pd.concat([make_cell(rng, "static", {"w_prior": w, "sigma": 0.04}, n_per=30, subject=f"s{i}")
+                    for i, w in enumerate(ws)])  # fmt: skip
+    summ, loo, _, _ = posterior.fit_posterior(df, variants=["static"], hierarchical=True, **QUICK)
+    w = summ[summ["param"] == "w_prior"].sort_values("subject_cell")["mean"].to_numpy()
+    assert len(w) == 5 and np.abs(w - ws).max() < 0.12
+    assert len(loo) == 1 and loo["variant"].iat[0] == "static"
+
+
+def test_failed_diagnostics_warn_instead_of_passing_silently():
+    df = make_cell(
+        np.random.default_rng(6),
+        "kalman_gain",
+        {"rho": 1.0, "g": 0.9, "delta": 0.0, "sigma": 0.03},
+        n_per=15,
+    )
+    with pytest.warns(RuntimeWarning, match="sampler diagnostics failed"):
+        _, _, _, notes = posterior.fit_posterior(
+            df, variants=["kalman_gain"], chains=2, warmup=10, draws=30
+        )
+    assert notes
+
+
+def test_cli_posterior_writes_tables_netcdf_and_bcs(tmp_path):
+    import arviz as az
+
+    frames = [make_cell(np.random.default_rng(7), "static", {"w_prior": 0.3, "sigma": 0.03}, modality="image",
+                        condition="base"),
+              make_cell(np.random.default_rng(8), "static", {"w_prior": 0.6, "sigma": 0.03}, modality="image",
+                        condition="noise_constant")]  # fmt: skip
+    pd.concat(frames).to_csv(tmp_path / "t.csv", index=False)
+    args = ["fit", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o"), "--method", "posterior", "--chains", "2",
+            "--warmup", "300", "--draws", "400", "--no-progress",
+            "--variant", "static", "--variant", "linear", "--variant", "kalman"]  # fmt: skip
+    assert main(args) == 0
+    loo = pd.read_csv(tmp_path / "o" / "loo.csv")
+    assert len(loo) == 6 and {"elpd_loo", "aic", "delta_aic", "rank"} <= set(loo.columns)
+    assert (loo[loo["rank"] == 1]["variant"] == "static").all()
+    bcs = pd.read_csv(tmp_path / "o" / "bcs_posterior.csv")
+    assert len(bcs) == 1 and bcs["p_w_prior_rose"].iat[0] > 0.99
+    nc = sorted((tmp_path / "o" / "posterior").glob("*static.nc"))
+    assert len(nc) == 2 and "w_prior" in az.from_netcdf(nc[0]).posterior
+    assert len(list((tmp_path / "o" / "figures").glob("ppc_*.png"))) == 2
+    assert (tmp_path / "o" / "fits.csv").exists()  # the MLE fits are still written
+
+
+@pytest.mark.slow
+def test_credible_intervals_cover_the_truth_at_nominal_rate():
+    import arviz as az
+
+    covered, n = 0, 40
+    for seed in range(n):
+        w = 0.2 + 0.5 * np.random.default_rng(seed).uniform()
+        df = make_cell(
+            np.random.default_rng(100 + seed), "static", {"w_prior": w, "sigma": 0.05}, n_per=30
+        )
+        _, _, idatas, _ = posterior.fit_posterior(df, variants=["static"], **QUICK)
+        lo, hi = (
+            az.hdi(next(iter(idatas.values())), hdi_prob=0.9)
+            .posterior["w_prior"]
+            .to_numpy()
+            .ravel()
+        )
+        covered += lo <= w <= hi
+    assert 0.78 <= covered / n <= 0.98, f"90% intervals covered the truth in {covered}/{n}"
