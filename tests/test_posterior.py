@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -144,18 +145,19 @@ def test_cli_posterior_writes_tables_netcdf_and_bcs(tmp_path):
 def test_credible_intervals_cover_the_truth_at_nominal_rate():
     import arviz as az
 
-    covered, n = 0, 40
+    covered, failed, n = 0, 0, 40
     for seed in range(n):
         w = 0.2 + 0.5 * np.random.default_rng(seed).uniform()
         df = make_cell(
             np.random.default_rng(100 + seed), "static", {"w_prior": w, "sigma": 0.05}, n_per=30
         )
-        _, _, idatas, _ = posterior.fit_posterior(df, variants=["static"], **QUICK)
-        lo, hi = (
-            az.hdi(next(iter(idatas.values())), hdi_prob=0.9)
-            .posterior["w_prior"]
-            .to_numpy()
-            .ravel()
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # counted below instead
+            _, _, idatas, notes = posterior.fit_posterior(
+                df, variants=["static"], chains=4, warmup=400, draws=400
+            )
+        failed += bool(notes)
+        lo, hi = az.hdi(next(iter(idatas.values())), hdi_prob=0.9)["w_prior"].to_numpy().ravel()
         covered += lo <= w <= hi
     assert 0.78 <= covered / n <= 0.98, f"90% intervals covered the truth in {covered}/{n}"
+    assert failed <= 2, f"sampler diagnostics failed in {failed}/{n} fits"
