@@ -63,6 +63,14 @@ def _read(args):
     )
 
 
+def _trial_record(args, command: str, **extra) -> dict:
+    """Provenance of a command that reads trials: inputs and the trial options."""
+    from .provenance import provenance
+
+    return provenance(command=command, inputs=[str(p) for p in args.trials], map=args.map, where=args.where,
+                      missing_where=args.missing_where, bootstrap=args.bootstrap, seed=args.seed, **extra)  # fmt: skip
+
+
 def _write_csv(df, path: Path) -> None:
     tmp = path.with_name(path.name + ".part")
     df.to_csv(tmp, index=False)
@@ -135,7 +143,6 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
 def cmd_fit(args) -> int:
     from .api import evidence_table
     from .fitting import fit_batch, fits_table
-    from .provenance import provenance
 
     if args.bootstrap < 0:
         raise BayesobsInputError("--bootstrap must be 0 or more")
@@ -163,14 +170,9 @@ def cmd_fit(args) -> int:
     n_missing = int(cells["n_missing"].sum())
     n_trials = int(cells["n_trials"].sum())
     skipped_log = int((cells["log_skipped"] != "").sum())
-    record = provenance(
-        command="fit",
-        inputs=[str(p) for p in args.trials],
-        map=args.map,
-        where=args.where,
-        missing_where=args.missing_where,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
+    record = _trial_record(
+        args,
+        "fit",
         n_cells=len(cells),
         n_trials=n_trials,
         n_missing=n_missing,
@@ -218,7 +220,6 @@ def leaderboard(bayesbench) -> str:
 
 
 def cmd_score(args) -> int:
-    from .provenance import provenance
     from .scores import score
 
     if args.bootstrap < 0:
@@ -236,14 +237,9 @@ def cmd_score(args) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for name, table in result._asdict().items():
         _write_csv(table, args.out / f"{name}.csv")
-    record = provenance(
-        command="score",
-        inputs=[str(p) for p in args.trials],
-        map=args.map,
-        where=args.where,
-        missing_where=args.missing_where,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
+    record = _trial_record(
+        args,
+        "score",
         non_oracle=args.non_oracle,
         n_trials=len(trials),
         n_missing=int(trials["response"].isna().sum()),

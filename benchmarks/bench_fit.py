@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,11 +28,12 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from common import bayesbench_scale, time_cli  # noqa: E402
 from naive import naive_fit  # noqa: E402
 
 from bayesobs.observers import VARIANT_NAMES  # noqa: E402
-from bayesobs.synthetic import simulated_trials  # noqa: E402
 from bayesobs.trials import CELL_KEYS, normalize_trials  # noqa: E402
 
 
@@ -45,26 +44,12 @@ def main() -> int:
     ap.add_argument("--bootstrap", type=int, default=30)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    data = args.out / "bayesbench_scale.parquet"
-    trials = simulated_trials(n_subjects=9, trials_per_session=40, seed=0)
-    trials.to_parquet(data, index=False)
+    trials, data = bayesbench_scale(args.out)
     n_cells = trials.groupby(list(CELL_KEYS)).ngroups
     print(f"data: {len(trials)} trials, {n_cells} cells -> {data}")
-
-    exe = Path(sys.executable).with_name("bayesobs")
-    cmd = [
-        str(exe),
-        "fit",
-        str(data),
-        "--out",
-        str(args.out / "fit"),
-        "--bootstrap",
-        str(args.bootstrap),
-    ]
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    wall, peak_mib = time_cli(
+        "fit", str(data), "--out", str(args.out / "fit"), "--bootstrap", str(args.bootstrap)
+    )
     n_fits = n_cells * (1 + args.bootstrap) * len(VARIANT_NAMES)
     print(
         f"bayesobs fit --bootstrap {args.bootstrap}: {wall:.2f} s wall, peak {peak_mib:.0f} MiB, {n_fits} variant fits"

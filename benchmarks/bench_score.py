@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from common import bayesbench_scale, time_cli
 
 from bayesobs.cue import cue_batch
 from bayesobs.fitting import fit_batch
 from bayesobs.scores import accuracy_batch, cue_probe_table, with_baseline
-from bayesobs.synthetic import simulated_trials
 from bayesobs.trials import normalize_trials
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,23 +32,10 @@ def main() -> int:
     ap.add_argument("--bootstrap", type=int, default=30)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    data = args.out / "bayesbench_scale.parquet"
-    trials = simulated_trials(n_subjects=9, trials_per_session=40, seed=0)
-    trials.to_parquet(data, index=False)
-    exe = Path(sys.executable).with_name("bayesobs")
-    cmd = [
-        str(exe),
-        "score",
-        str(data),
-        "--out",
-        str(args.out / "score"),
-        "--bootstrap",
-        str(args.bootstrap),
-    ]
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    trials, data = bayesbench_scale(args.out)
+    wall, peak = time_cli(
+        "score", str(data), "--out", str(args.out / "score"), "--bootstrap", str(args.bootstrap)
+    )
     print(
         f"bayesobs score --bootstrap {args.bootstrap}: {wall:.2f} s wall, peak {peak:.0f} MiB ({len(trials)} trials)"
     )
