@@ -190,7 +190,10 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0) -> Path:
         body += [
             "<h2>BCS per task</h2>",
             _table_html(
-                res.bcs_tasks.pivot(index="subject", columns="task", values=col).reset_index(), 1
+                res.bcs_tasks.pivot(index="subject", columns="task", values=col)
+                .rename_axis(columns=None)
+                .reset_index(),
+                1,
             ),
         ]
     for title, caption, imgs in sections:
