@@ -85,7 +85,13 @@ def load_spec(name: str | Path) -> dict[str, Any]:
     for key in ("task", "seed", "trials", "sessions"):
         if key not in spec:
             raise BayesobsInputError(f"{path}: missing key {key!r}")
-    if spec["task"] not in ("line_ratio", "marker_location", "maze_distance", "duration"):
+    if spec["task"] not in (
+        "line_ratio",
+        "marker_location",
+        "maze_distance",
+        "duration",
+        "numerosity",
+    ):
         raise BayesobsInputError(f"{path}: unknown task {spec['task']!r}")
     for i, s in enumerate(spec["sessions"]):
         if (

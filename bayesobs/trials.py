@@ -259,8 +259,10 @@ def _as_key(df: pd.DataFrame, col: str) -> pd.Series:
 def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None) -> pd.DataFrame:
     """Add column NEW from OLD for each ``NEW=OLD`` entry.
 
-    ``OLD`` is a column name or, if no column has that name, a pandas
-    expression over the columns (e.g. ``response=keyDuration/1000``).  The
+    ``OLD`` is a column name, ``@file`` (the name of the file the row came
+    from, for exports with one file per participant) or, if no column has
+    that name, a pandas expression over the columns (e.g.
+    ``response=keyDuration/1000``).  The
     source columns are kept, so a row filter may name either.
     """
     if not mapping:
@@ -268,6 +270,9 @@ def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None) -> pd.Dat
     out = df.copy()
     for new, old in mapping.items():
         old = old.strip()
+        if old == "@file" and _SRC in df.columns:  # one file per participant: the file's name
+            out[new] = df[_SRC].map(lambda p: Path(p).stem)
+            continue
         if old in df.columns:
             out[new] = df[old]
             continue

@@ -57,3 +57,18 @@ def test_qu_shi_low_coherence_raises_w_prior(shared_data):
     w = _w_prior(fits)
     higher = int((w["0.3"] > w["0.7"]).sum())
     assert higher >= 14, f"w_prior higher at coherence 0.3 for only {higher}/22 subjects"
+
+
+def test_vul_numerosity_is_fitted_best_by_weber_variants(shared_data):
+    """Dot-count estimates (one file per participant): log (Weber) observers fit best."""
+    folder = shared_data / "vul_numerosity_estimation" / "numexpt"
+    trials = bayesobs.read_trials(
+        sorted(folder.glob("*.csv")),
+        mapping=parse_mapping(
+            ["stimulus=num_dots", "response=answer1", "subject=@file", "task='numerosity'"]
+        ),
+    )
+    assert trials["subject"].nunique() == 24 and len(trials) == 24 * 300
+    _, evidence = bayesobs.fit(trials)
+    weber = evidence[evidence["factor"] == "weber"]["p"]
+    assert (weber > 0.5).mean() >= 0.75, f"Weber evidence > 0.5 for {(weber > 0.5).sum()}/24"

@@ -136,3 +136,23 @@ def test_synthetic_dialogue_is_labelled_and_realistic():
 def test_parse_number(reply, fraction, value):
     got = parse_number(reply, fraction)
     assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value)
+
+
+def test_numerosity_text_and_pixels_show_the_same_count():
+    task = get_task("numerosity")
+    stims = task.generate(np.random.default_rng(7), 2, 120, 40, {})
+    counts = np.array([s.value for s in stims])
+    assert counts.min() >= 2 and counts.max() <= 120 and (counts == np.round(counts)).all()
+    assert np.median(np.log(counts)) < np.log(40)  # log-uniform: more small counts than large
+    for s in stims:
+        assert read_text("numerosity", s.text) == s.value
+        assert measure_image("numerosity", from_png(task.render_png(s, 0.0))) == s.value
+        xy = np.column_stack([s.params["x"], s.params["y"]])
+        d = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1)) + np.eye(len(xy)) * 1e9
+        assert d.min() >= 14  # never overlapping
+    # heavy blur merges neighbouring dots: counts can only fall
+    blurred = [measure_image("numerosity", from_png(task.render_png(s, 6.0))) for s in stims]
+    assert (
+        all(b <= s.value for b, s in zip(blurred, stims, strict=True))
+        and sum(blurred) < counts.sum()
+    )

@@ -19,6 +19,7 @@ UNITS = {
     "marker_location": "position (0–1)",
     "maze_distance": "distance (grid units)",
     "duration": "duration (s)",
+    "numerosity": "number of dots",
 }
 MODEL_COLORS = {"random_forest": "#2a9d8f", "bayes_oracle": "#e76f51", "linear": "#264653",
                 "bayes_non_oracle": "#f4a261"}  # fmt: skip

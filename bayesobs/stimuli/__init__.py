@@ -7,12 +7,14 @@ from .base import Stimulus, Task, blur, from_png, to_png
 from .duration import Duration
 from .lines import LineRatio, MarkerLocation
 from .maze import MazeDistance
+from .numerosity import Numerosity
 
 TASKS: dict[str, type[Task]] = {
     "line_ratio": LineRatio,
     "marker_location": MarkerLocation,
     "maze_distance": MazeDistance,
     "duration": Duration,
+    "numerosity": Numerosity,
 }
 
 

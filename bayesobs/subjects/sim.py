@@ -35,7 +35,14 @@ from .base import Reply, Request, Turn
 
 KINDS = ("bayesian", "antibayes", "kalman", "linear")
 # perceptual noise SD per task as a fraction of a typical magnitude; image noise is larger
-SCALE = {"line_ratio": 0.5, "marker_location": 0.5, "maze_distance": 10.0, "duration": 10.0}
+SCALE = {
+    "line_ratio": 0.5,
+    "marker_location": 0.5,
+    "maze_distance": 10.0,
+    "duration": 10.0,
+    "numerosity": 20.0,
+}
+WEBER = ("duration", "numerosity")  # noise proportional to the magnitude
 TEXT_SD, IMAGE_SD = 0.05, 0.09
 WORDS_PER_S = 2.6
 
@@ -55,6 +62,8 @@ def read_text(task: str, text: str) -> float:
             dx, dy = DIRS[name]
             x, y = x + dx * int(n), y + dy * int(n)
         return math.hypot(x, y)
+    if task == "numerosity":
+        return float(text.count("o"))
     if task == "duration":
         words = sum(len(ln.split(":", 1)[-1].split()) for ln in text.splitlines())
         turns = len(text.splitlines())
@@ -104,6 +113,13 @@ def measure_image(task: str, img: np.ndarray) -> float:
         xm = _centroid(red)[0]
         # ends of the line are half a pixel inside the crossings
         return (xm - (left + 0.5)) / ((right - 0.5) - (left + 0.5))
+    if task == "numerosity":
+        from scipy.ndimage import label
+
+        _, count = label(
+            dark > 0.5 * dark.max()
+        )  # half-maximum; blur merges close dots: counts fall
+        return float(count)
     if task == "maze_distance":
         gx, gy = _centroid(green)
         rx, ry = _centroid(red)
@@ -146,14 +162,14 @@ class SimSubject:
         est, var = [], []
         if turn.text is not None:
             v = read_text(task, turn.text)
-            sd = TEXT_SD * (v if task == "duration" else scale)
+            sd = TEXT_SD * (v if task in WEBER else scale)
             est.append(v + sd * _rng(self.seed, "text", turn.text, salt).standard_normal())
             var.append(sd * sd)
         if turn.png is not None:
             v, sigma = _image_percept(task, turn.png)
             # estimate_blur reads about 2-4x the true sigma off thin lines: sd grows ~1.3x at
             # sigma 3 px and ~2-3x at sigma 6 px
-            sd = IMAGE_SD * scale * math.sqrt(1.0 + (sigma / 8.0) ** 2)
+            sd = IMAGE_SD * (v if task in WEBER else scale) * math.sqrt(1.0 + (sigma / 8.0) ** 2)
             est.append(v + sd * _rng(self.seed, "image", turn.png, salt).standard_normal())
             var.append(sd * sd)
         prec = [1 / v for v in var]

@@ -44,7 +44,7 @@ PID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 STIM_RE = re.compile(r"^[0-9a-f]{20}\.png$")
 # plausible answers per task: anything else is refused with a message
 ANSWER_RANGE = {"line_ratio": (0.0, 1.0), "marker_location": (0.0, 1.0), "maze_distance": (0.0, 100.0),
-                "duration": (0.0, 600.0)}  # fmt: skip
+                "duration": (0.0, 600.0), "numerosity": (0.0, 1000.0)}  # fmt: skip
 
 
 @dataclass

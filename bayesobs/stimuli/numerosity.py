@@ -1,0 +1,53 @@
+"""Numerosity: how many dots are there?
+
+Dots (radius 5 px) are placed without overlap (centres at least 14 px apart)
+on a 400 x 400 image; the text rendering is a 24 x 24 character grid with an
+``o`` per dot, at the dot's grid cell (dots are placed on distinct cells, so
+both renderings show the same count).  Counts are drawn log-uniformly in the
+session range (numerosity is perceived on a log scale), rounded to integers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Stimulus, Task, canvas, disc
+
+SIZE = 400
+GRID = 24
+RADIUS = 5.0
+
+
+class Numerosity(Task):
+    """The number of dots."""
+
+    name = "numerosity"
+    role = "dot counter"
+    instruction = "Estimate how many dots there are, as a whole number."
+    unit = "dots"
+
+    def generate(self, rng, low, high, n, options):
+        out = []
+        cell = SIZE / GRID
+        for _ in range(n):
+            count = int(
+                np.clip(round(np.exp(rng.uniform(np.log(low), np.log(high)))), max(1, low), high)
+            )
+            cells = rng.choice(GRID * GRID, size=count, replace=False)
+            gy, gx = np.divmod(cells, GRID)
+            # jitter within the cell, keeping dots inside it: centres >= 2 * RADIUS + 4 px apart
+            jx = rng.uniform(RADIUS + 2, cell - RADIUS - 2, count)
+            jy = rng.uniform(RADIUS + 2, cell - RADIUS - 2, count)
+            xs, ys = gx * cell + jx, gy * cell + jy
+            grid = np.full((GRID, GRID), ".")
+            grid[gy, gx] = "o"
+            text = "\n".join("".join(row) for row in grid)
+            out.append(Stimulus(self.name, float(count), text,
+                                {"x": np.round(xs, 2).tolist(), "y": np.round(ys, 2).tolist()}))  # fmt: skip
+        return out
+
+    def draw(self, stim):
+        img = canvas(SIZE, SIZE)
+        for x, y in zip(stim.params["x"], stim.params["y"], strict=True):
+            disc(img, x, y, RADIUS, (0, 0, 0))
+        return img
