@@ -436,6 +436,20 @@ def cmd_sweep(args) -> int:
     return _execute(args, pairs, settings)
 
 
+def _add_stimulus_options(p: argparse.ArgumentParser) -> None:
+    """Which stimuli a participant sees (``serve`` and ``export``)."""
+    p.add_argument(
+        "--condition",
+        action="append",
+        help="repeatable, e.g. base, noise_constant (default: the spec's)",
+    )
+    p.add_argument(
+        "--modality", action="append", choices=("text", "image", "multimodal"), help="repeatable"
+    )
+    p.add_argument("--trials", type=int, help="trials per session (default: the spec's)")
+    p.add_argument("--ami", type=Path, metavar="DIR", help="AMI annotations for the duration task")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -545,17 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="address to listen on (default 127.0.0.1: this machine only)",
     )
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument(
-        "--condition",
-        action="append",
-        help="repeatable, e.g. base, noise_constant (default: the spec's)",
-    )
-    p.add_argument(
-        "--modality", action="append", choices=("text", "image", "multimodal"), help="repeatable"
-    )
-    p.add_argument("--trials", type=int, help="trials per session (default: the spec's)")
+    _add_stimulus_options(p)
     p.add_argument("--token", help="experimenter page token (default: random, printed)")
-    p.add_argument("--ami", type=Path, metavar="DIR", help="AMI annotations for the duration task")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("export", help="export a task as a self-contained jsPsych 8 experiment")
@@ -564,12 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="experiment folder to write"
     )
-    p.add_argument("--condition", action="append", help="repeatable (default: the spec's)")
-    p.add_argument(
-        "--modality", action="append", choices=("text", "image", "multimodal"), help="repeatable"
-    )
-    p.add_argument("--trials", type=int, help="trials per session (default: the spec's)")
-    p.add_argument("--ami", type=Path, metavar="DIR", help="AMI annotations for the duration task")
+    _add_stimulus_options(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
