@@ -52,9 +52,17 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
+def _progress(args) -> bool:
+    """A progress bar only for people watching a terminal."""
+    return not args.no_progress and sys.stderr.isatty()
+
+
 def _read(args):
+    """Validate the trial options and read the trials."""
     from .trials import parse_mapping, read_trials
 
+    if getattr(args, "bootstrap", 0) < 0:
+        raise BayesobsInputError("--bootstrap must be 0 or more")
     return read_trials(
         args.trials,
         mapping=parse_mapping(args.map),
@@ -95,7 +103,7 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
         )
         summary, loo, idatas, notes = fit_posterior(
             trials, variants=args.variant, hierarchical=args.hierarchical, chains=args.chains, warmup=args.warmup, draws=args.draws,
-            seed=args.seed, progress=not args.no_progress and sys.stderr.isatty())  # fmt: skip
+            seed=args.seed, progress=_progress(args))  # fmt: skip
     keys = (
         ["task", "modality", "condition"]
         if args.hierarchical
@@ -144,8 +152,6 @@ def cmd_fit(args) -> int:
     from .api import evidence_table
     from .fitting import fit_batch, fits_table
 
-    if args.bootstrap < 0:
-        raise BayesobsInputError("--bootstrap must be 0 or more")
     if args.variant:
         from .observers import get_variant
 
@@ -160,7 +166,7 @@ def cmd_fit(args) -> int:
         trials,
         bootstrap=args.bootstrap,
         seed=args.seed,
-        progress=not args.no_progress and sys.stderr.isatty(),
+        progress=_progress(args),
     )
     args.out.mkdir(parents=True, exist_ok=True)
     _write_csv(fits_table(batch), args.out / "fits.csv")
@@ -222,8 +228,6 @@ def leaderboard(bayesbench) -> str:
 def cmd_score(args) -> int:
     from .scores import score
 
-    if args.bootstrap < 0:
-        raise BayesobsInputError("--bootstrap must be 0 or more")
     t0 = time.perf_counter()
     trials = _read(args)
     result = score(
@@ -232,7 +236,7 @@ def cmd_score(args) -> int:
         seed=args.seed,
         non_oracle=args.non_oracle,
         probe=not args.no_probe,
-        progress=not args.no_progress and sys.stderr.isatty(),
+        progress=_progress(args),
     )
     args.out.mkdir(parents=True, exist_ok=True)
     for name, table in result._asdict().items():
@@ -393,7 +397,7 @@ def _execute(args, specs_sessions, settings) -> int:
             file=sys.stderr,
         )
     report = execute(sessions, store, subjects, concurrency=args.concurrency,
-                     progress=not args.no_progress and sys.stderr.isatty())  # fmt: skip
+                     progress=_progress(args))  # fmt: skip
     print(f"logged {report.done} trial(s) in {report.seconds:.1f} s ({report.skipped} already logged, "
           f"{report.cached} from cache, {report.unparsed} without a number) -> {args.out}/trials.jsonl")  # fmt: skip
     if report.failed_sessions:

@@ -392,7 +392,7 @@ def normalize_trials(
         )
     df = df.sort_values(list(TRIAL_KEYS), kind="stable").reset_index(drop=True)
     df["trial"] = df.groupby(list(RUN_KEYS), sort=False).cumcount().astype(np.int64)
-    front = [*TRIAL_KEYS, "stimulus", "response"]
+    front = [*TRIAL_KEYS, "stimulus", "response", *(c for c in OPTIONAL if c in df.columns)]
     rest = [c for c in df.columns if c not in front and c not in (_SRC, _ROW)]
     return df[front + rest]
 

@@ -81,10 +81,3 @@ def get_variant(name: str) -> Variant:
         raise ValueError(
             f"unknown observer variant {name!r}; choose from {', '.join(VARIANT_NAMES)}"
         ) from None
-
-
-def factor_value(variant: Variant, factor: str) -> bool:
-    """Value of ``factor`` (one of :data:`FACTORS`) for ``variant``."""
-    if factor not in FACTORS:
-        raise ValueError(f"unknown factor {factor!r}; choose from {', '.join(FACTORS)}")
-    return bool(getattr(variant, factor))

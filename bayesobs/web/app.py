@@ -211,9 +211,7 @@ class ParticipantServer:
     async def practice(self, request: Request) -> Response:
         pid = self.who(request)
         if pid is None:
-            return JSONResponse(
-                {"error": "unknown participant: start from the consent page"}, status_code=401
-            )
+            return _unknown_participant()
         sess = self.study.sessions[0]
         stim = self.study.practice
         if request.method == "GET":
@@ -250,18 +248,14 @@ class ParticipantServer:
     async def next_trial(self, request: Request) -> Response:
         pid = self.who(request)
         if pid is None:
-            return JSONResponse(
-                {"error": "unknown participant: start from the consent page"}, status_code=401
-            )
+            return _unknown_participant()
         self.last_seen[pid] = utc_now()
         return JSONResponse(self.trial_payload(pid))
 
     async def answer(self, request: Request) -> Response:
         pid = self.who(request)
         if pid is None:
-            return JSONResponse(
-                {"error": "unknown participant: start from the consent page"}, status_code=401
-            )
+            return _unknown_participant()
         body = await _json(request)
         if body is None or not isinstance(body.get("id"), int):
             return JSONResponse({"error": "missing trial id"}, status_code=400)
@@ -347,6 +341,12 @@ class ParticipantServer:
             Route("/experimenter/trials.csv", self.trials_csv),
         ]
         return Starlette(routes=routes)
+
+
+def _unknown_participant() -> JSONResponse:
+    return JSONResponse(
+        {"error": "unknown participant: start from the consent page"}, status_code=401
+    )
 
 
 async def _json(request: Request):
