@@ -9,6 +9,22 @@ from .base import Stimulus, Task, canvas, hline
 PX_PER_CHAR = 6
 
 
+def _chars(rng, options: dict, lo: int, hi: int) -> int:
+    """A line length in characters, uniform in the spec's ``[min_chars, max_chars]``."""
+    return int(rng.integers(options.get("min_chars", lo), options.get("max_chars", hi) + 1))
+
+
+def quantised(rng, low: float, high: float, denom: int, smallest: int = 0) -> int:
+    """An integer ``k`` with ``k / denom`` drawn uniformly in ``[low, high]`` and rounded.
+
+    ``k`` is kept among the integers whose ratio lies in the range (and at
+    least ``smallest``), so the shown value never leaves the session range.
+    """
+    lo = max(smallest, int(np.ceil(low * denom)))
+    hi = min(denom, int(np.floor(high * denom)))
+    return int(np.clip(round(rng.uniform(low, high) * denom), lo, max(lo, hi)))
+
+
 class LineRatio(Task):
     """Two lines; the value is the length of the shorter over the longer."""
 
@@ -21,12 +37,8 @@ class LineRatio(Task):
     def generate(self, rng, low, high, n, options):
         out = []
         for _ in range(n):
-            long_chars = int(
-                rng.integers(options.get("min_chars", 30), options.get("max_chars", 60) + 1)
-            )
-            lo_n = max(1, int(np.ceil(low * long_chars)))
-            hi_n = min(long_chars, int(np.floor(high * long_chars)))
-            short = int(np.clip(round(rng.uniform(low, high) * long_chars), lo_n, max(lo_n, hi_n)))
+            long_chars = _chars(rng, options, 30, 60)
+            short = quantised(rng, low, high, long_chars, smallest=1)
             top_is_long = bool(rng.integers(2))
             lengths = (long_chars, short) if top_is_long else (short, long_chars)
             margin = self.width - 2 * 15 - long_chars * PX_PER_CHAR
@@ -67,12 +79,8 @@ class MarkerLocation(Task):
     def generate(self, rng, low, high, n, options):
         out = []
         for _ in range(n):
-            chars = int(
-                rng.integers(options.get("min_chars", 41), options.get("max_chars", 71) + 1)
-            )
-            lo_p = int(np.ceil(low * (chars - 1)))
-            hi_p = int(np.floor(high * (chars - 1)))
-            pos = int(np.clip(round(rng.uniform(low, high) * (chars - 1)), lo_p, max(lo_p, hi_p)))
+            chars = _chars(rng, options, 41, 71)
+            pos = quantised(rng, low, high, chars - 1)
             text = "-" * pos + "0" + "-" * (chars - 1 - pos)
             margin = self.width - 40 - (chars - 1) * PX_PER_CHAR
             off = int(rng.integers(0, max(1, margin) + 1))
