@@ -18,11 +18,14 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-## demo: the BayesBench protocol on the four simulated subjects, then every score
+## demo: the BayesBench protocol on the four simulated observers and the visual-search
+## protocol on the three simulated searchers, then every score and the report
 demo: $(VENV)/.installed
 	$(BIN)/bayesobs sweep tasks/bayesbench.toml --subject sim:bayesian --subject sim:antibayes \
 		--subject sim:kalman --subject sim:linear --out $(DEMO)/run
-	$(BIN)/bayesobs score $(DEMO)/run --bootstrap 30 --out $(DEMO)/scores
+	$(BIN)/bayesobs sweep tasks/visual_search.toml --subject sim:parallel --subject sim:serial \
+		--subject sim:random --trials 20 --out $(DEMO)/search
+	$(BIN)/bayesobs score $(DEMO)/run $(DEMO)/search --bootstrap 30 --out $(DEMO)/scores
 	$(BIN)/bayesobs report $(DEMO)/scores --out $(DEMO)/report
 	@echo "trials: $(DEMO)/run/trials.jsonl  scores: $(DEMO)/scores/"
 	@echo "report: $(abspath $(DEMO))/report/index.html"

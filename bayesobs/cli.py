@@ -162,6 +162,19 @@ def cmd_fit(args) -> int:
                 raise BayesobsInputError(str(exc)) from None
     t0 = time.perf_counter()
     trials = _read(args)
+    from .search import is_search
+
+    found = is_search(trials)
+    if found.all():
+        raise BayesobsInputError(
+            "these are visual-search trials (set_size, correct): observer models fit magnitudes; "
+            "use `bayesobs score` for the search analyses"
+        )
+    if found.any():
+        print(
+            f"note: {int(found.sum())} visual-search trial(s) left out of the fits (see bayesobs score)"
+        )
+        trials = trials[~found].reset_index(drop=True)
     batch = fit_batch(
         trials,
         bootstrap=args.bootstrap,
@@ -239,8 +252,11 @@ def cmd_score(args) -> int:
         progress=_progress(args),
     )
     args.out.mkdir(parents=True, exist_ok=True)
+    written = []
     for name, table in result._asdict().items():
-        _write_csv(table, args.out / f"{name}.csv")
+        if table is not None and len(table.columns):  # tables without columns were not computed
+            _write_csv(table, args.out / f"{name}.csv")
+            written.append(name)
     record = _trial_record(
         args,
         "score",
@@ -250,9 +266,12 @@ def cmd_score(args) -> int:
         seconds=round(time.perf_counter() - t0, 3),
     )
     (args.out / "score_manifest.json").write_text(json.dumps(record, indent=2) + "\n")
-    interval = f"bootstrap B={args.bootstrap}, 68% intervals" if args.bootstrap else "no bootstrap"
-    print(f"BayesBench leaderboard ({interval})")
-    print(leaderboard(result.bayesbench))
+    if len(result.bayesbench.columns):
+        interval = (
+            f"bootstrap B={args.bootstrap}, 68% intervals" if args.bootstrap else "no bootstrap"
+        )
+        print(f"BayesBench leaderboard ({interval})")
+        print(leaderboard(result.bayesbench))
     if len(result.missing):
         print(
             f"\n{len(result.missing)} piece(s) could not be computed (see {args.out}/missing.csv):"
@@ -260,8 +279,23 @@ def cmd_score(args) -> int:
         for r in result.missing.head(8).itertuples(index=False):
             where = "/".join(x for x in (r.subject, r.task) if x)
             print(f"  {where}: {r.component}: {r.reason}")
-    print(f"\ntables -> {args.out}/ (accuracy, cue, bcs, bayesbench, fits, evidence, ...)")
+    if result.search is not None:
+        print("\nVisual search: accuracy and set-size effect (r: point-biserial, Bonferroni p)")
+        print(search_summary(result.search))
+    print(f"\ntables -> {args.out}/ ({', '.join(written)})")
     return 0
+
+
+def search_summary(search) -> str:
+    """Plain-text digest of search.csv: base ablation, one line per subject x task x condition x answer."""
+    t = search[search["ablation"] == "base"] if (search["ablation"] == "base").any() else search
+    lines = []
+    for r in t.itertuples(index=False):
+        p = "n/a" if r.p_bonferroni != r.p_bonferroni else f"{r.p_bonferroni:.2g}"
+        rr = "n/a" if r.r != r.r else f"{r.r:+.2f}"
+        lines.append(f"  {r.subject:<16} {r.task:<15} {r.condition:<25} {r.answer:<6} "
+                     f"acc {r.accuracy:.2f}  r {rr:>5}  p {p}")  # fmt: skip
+    return "\n".join(lines)
 
 
 def cmd_report(args) -> int:

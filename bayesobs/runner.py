@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import math
 import sys
 import time
 import tomllib
@@ -26,9 +25,8 @@ import numpy as np
 
 from .ablations import Condition, blur_schedule, condition, system_prompt
 from .errors import BayesobsInputError
-from .parse import parse_number
 from .provenance import utc_now
-from .stimuli import Stimulus, Task, get_task
+from .stimuli import TASKS, Stimulus, Task, get_task
 from .store import ExperimentStore
 from .subjects import FatalSubjectError, Request, SubjectError, Turn, parse_subject
 from .trials import MODALITIES
@@ -85,14 +83,10 @@ def load_spec(name: str | Path) -> dict[str, Any]:
     for key in ("task", "seed", "trials", "sessions"):
         if key not in spec:
             raise BayesobsInputError(f"{path}: missing key {key!r}")
-    if spec["task"] not in (
-        "line_ratio",
-        "marker_location",
-        "maze_distance",
-        "duration",
-        "numerosity",
-    ):
-        raise BayesobsInputError(f"{path}: unknown task {spec['task']!r}")
+    if spec["task"] not in TASKS:
+        raise BayesobsInputError(
+            f"{path}: unknown task {spec['task']!r}; choose from {', '.join(TASKS)}"
+        )
     for i, s in enumerate(spec["sessions"]):
         if (
             not {"name", "range"} <= set(s)
@@ -131,6 +125,15 @@ def load_protocol(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+def numeric_only(spec: dict) -> None:
+    """Refuse a task whose answers are not numbers (the human web app and jsPsych export)."""
+    if TASKS[spec["task"]].record is not Task.record:
+        raise BayesobsInputError(
+            f"task {spec['task']} takes cell or point answers; the participant app and the jsPsych "
+            "export take numeric answers only (visual-search tasks run on models and simulated subjects)"
+        )
+
+
 def load_spec_checks(spec: dict, where: str) -> None:
     """Conditions and modalities of a spec exist and fit the task."""
     for c in spec.get("conditions", ["base"]):
@@ -138,11 +141,14 @@ def load_spec_checks(spec: dict, where: str) -> None:
             condition(c, spec.get("ablations"))
         except BayesobsInputError as exc:
             raise BayesobsInputError(f"{where}: {exc}") from None
-    for m in spec.get("modalities", ["text"]):
+    allowed = TASKS[spec["task"]].modalities
+    for m in spec.get("modalities", [allowed[0]]):
         if m not in MODALITIES:
             raise BayesobsInputError(f"{where}: unknown modality {m!r}")
-    if spec["task"] == "duration" and set(spec.get("modalities", ["text"])) - {"text"}:
-        raise BayesobsInputError(f"{where}: the duration task is text-only")
+        if m not in allowed:
+            raise BayesobsInputError(
+                f"{where}: task {spec['task']} takes modalities {', '.join(allowed)}, not {m!r}"
+            )
 
 
 # ---------------------------------------------------------------- plans
@@ -180,28 +186,33 @@ def plan(
 ) -> list[Session]:
     """Every session run of a spec for the given subjects."""
     task = get_task(spec["task"], ami=ami)
-    mods = modalities or spec.get("modalities", ["text"])
+    mods = modalities or spec.get("modalities", [task.modalities[0]])
     conds = conditions or spec.get("conditions", ["base"])
     n = int(trials or spec["trials"])
     n_runs = int(runs or spec.get("runs", 1))
     if n < 1 or n_runs < 1:
         raise BayesobsInputError("--trials and --runs must be at least 1")
-    if not task.visual and set(mods) - {"text"}:
-        raise BayesobsInputError(f"task {task.name} is text-only; modalities {mods} asked")
     for m in mods:
         if m not in MODALITIES:
             raise BayesobsInputError(f"unknown modality {m!r}; choose from {', '.join(MODALITIES)}")
+        if m not in task.modalities:
+            raise BayesobsInputError(
+                f"task {task.name} takes modalities {', '.join(task.modalities)}; {m!r} asked"
+            )
     cond_objs = [condition(c, spec.get("ablations")) for c in conds]
     for s in subjects:
         parse_subject(s)
     out = []
     for sess in spec["sessions"]:
         low, high = map(float, sess["range"])
+        # a session entry's other keys are stimulus options for that session (e.g. search = "large")
+        options = {
+            **spec.get("options", {}),
+            **{k: v for k, v in sess.items() if k not in ("name", "range")},
+        }
         for r in range(n_runs):
             seed = _seed(spec["seed"], task.name, sess["name"], r)
-            stimuli = task.generate(
-                np.random.default_rng(seed), low, high, n, spec.get("options", {})
-            )
+            stimuli = task.generate(np.random.default_rng(seed), low, high, n, options)
             for c in cond_objs:
                 seq = stimuli[::-1] if c.reverse else stimuli
                 blur = blur_schedule(c, n, spec.get("ablations"))
@@ -242,6 +253,8 @@ class Runner:
 
     def _turn(self, sess: Session, stim: Stimulus, blur: float) -> Turn:
         text = stim.text if sess.modality in ("text", "multimodal") else None
+        if stim.prompt:  # a question that goes with the stimulus in every modality
+            text = stim.prompt if text is None else f"{text}\n\n{stim.prompt}"
         png = None
         if sess.modality in ("image", "multimodal"):
             # the same stimulus recurs across modalities and conditions: render it once
@@ -277,13 +290,13 @@ class Runner:
                 )
                 meta.update(trial=t, seed=sess.seed)
                 reply = await subject.complete(Request(system, turns, meta))
-                value = parse_number(reply.text, sess.task.fraction)
+                answer = sess.task.record(stim, reply.text)
                 rec = {
                     **meta,
                     "stimulus": stim.value,
-                    "response": value if math.isfinite(value) else None,
+                    "response": answer.pop("response"),
                     "raw_response": reply.text,
-                    "valid": math.isfinite(value),
+                    "valid": answer.pop("valid"),
                     "range_low": sess.range[0],
                     "range_high": sess.range[1],
                     "blur_sigma": blur,
@@ -291,7 +304,7 @@ class Runner:
                     "context_trials": [i for _, _, i in window],
                     "prompt_id": hashlib.sha256(system.encode()).hexdigest()[:12],
                     "stimulus_id": stim.key(),
-                    "stimulus_text": stim.text if user.text is not None else None,
+                    "stimulus_text": user.text,
                     "image": self.store.save_png(user.png) if user.png is not None else None,
                     "source": stim.params.get("source"),
                     "latency_s": round(reply.latency_s, 4),
@@ -299,6 +312,7 @@ class Runner:
                     "cached": reply.cached,
                     "attempts": reply.attempts,
                     "timestamp": utc_now(),
+                    **answer,  # task-specific columns (e.g. a search trial's cells and error)
                 }
                 self.store.append(rec)
                 self.report.done += 1
@@ -361,8 +375,10 @@ def estimate(sessions: list[Session], done: dict) -> dict[str, int]:
                 continue
             calls += 1
             k = min(t, s.cond.context)
-            per_turn = (len(stim.text) // 4 if s.modality != "image" else 0) + (
-                TOKENS_PER_IMAGE if s.modality != "text" else 0
+            per_turn = (
+                (len(stim.text) // 4 if s.modality != "image" else 0)
+                + len(stim.prompt) // 4
+                + (TOKENS_PER_IMAGE if s.modality != "text" else 0)
             )
             tokens += 60 + (k + 1) * per_turn + k * 4
     return {"calls": calls, "input_tokens": tokens}
@@ -374,6 +390,7 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
     """Subject objects by name (validated before any call is made)."""
     from .subjects.cache import ResponseCache, default_cache_dir
     from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
+    from .subjects.search_sim import SEARCH_KINDS, SearchSubject
     from .subjects.sim import SimSubject
 
     out = {}
@@ -381,7 +398,8 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
     for name in names:
         kind, rest = parse_subject(name)
         if kind == "sim":
-            out[name] = SimSubject(rest, seed=sim_seed)
+            kind_cls = SearchSubject if rest in SEARCH_KINDS else SimSubject
+            out[name] = kind_cls(rest, seed=sim_seed)
         else:
             if cache is None and use_cache:
                 cache = ResponseCache(cache_dir or default_cache_dir())

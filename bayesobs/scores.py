@@ -208,7 +208,12 @@ def bcs_agreement(bcs: pd.DataFrame, cells: pd.DataFrame, w_prior: np.ndarray) -
 
 # ------------------------------------------------------------------ results
 class Scores(NamedTuple):
-    """Every table ``bayesobs score`` writes (see DESIGN.md for the contract files)."""
+    """Every table ``bayesobs score`` writes (see DESIGN.md for the contract files).
+
+    A table without columns (``pd.DataFrame()``) was not computed: the
+    magnitude tables when the trials hold only visual-search trials, the
+    ``search*`` tables when they hold none.
+    """
 
     fits: pd.DataFrame
     evidence: pd.DataFrame
@@ -221,6 +226,9 @@ class Scores(NamedTuple):
     cue_probe: pd.DataFrame
     summary: pd.DataFrame
     missing: pd.DataFrame
+    search: pd.DataFrame | None = None
+    search_accuracy: pd.DataFrame | None = None
+    search_bias: pd.DataFrame | None = None
 
 
 def _composite(
@@ -424,11 +432,28 @@ def score(
     -------
     Scores
         DataFrames; ``missing`` lists what could not be computed and why.
+        Visual-search trials (with ``set_size`` and ``correct``) are scored
+        by :func:`bayesobs.search.search_scores` into ``search``,
+        ``search_accuracy`` and ``search_bias``; the other tables come from
+        the magnitude trials.
     """
+    from .search import is_search, search_scores
+
+    trials = normalize_trials(trials)
+    found = is_search(trials)
+    extra = search_scores(trials[found]) if found.any() else {}
+    if found.all():
+        empty = {name: pd.DataFrame() for name in Scores._fields}
+        return Scores(**{**empty, **extra})
+    res = _magnitude_scores(trials[~found], bootstrap, seed, non_oracle, probe, progress)
+    return res._replace(**extra)
+
+
+def _magnitude_scores(trials, bootstrap, seed, non_oracle, probe, progress) -> Scores:
     from .api import evidence_table
     from .fitting import fit_batch, fits_table
 
-    trials = with_baseline(normalize_trials(trials))
+    trials = with_baseline(trials.reset_index(drop=True))
     B = int(bootstrap)
     batch = fit_batch(trials, bootstrap=B, seed=seed, progress=progress)
     j = VARIANT_NAMES.index("static")

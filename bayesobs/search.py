@@ -1,20 +1,25 @@
 """Visual-search analyses (pop-out vs conjunction): accuracy, set-size effect, response bias.
 
 Input: a trial table of search trials with, per trial, ``set_size`` (number
-of distractors), ``correct`` (1/0), and for the cell answer mode
-``target_cell`` and ``response_cell`` (e.g. ``"0,1"``; ``response_cell`` is
-``"invalid"`` for a reply that names no valid cell); optionally ``error_px``
-(Euclidean error of an ``(x, y)`` answer).  Grouping keys are ``subject``,
-``task`` and ``condition``.
+of distractors), ``correct`` (1/0), and ``target_cell`` and
+``response_cell`` (``"i,j"``, row and column from 1 as in ``Cell (i,j)``;
+``"invalid"`` for a reply that names no cell of the 2 x 2 grid); optionally
+``error_px`` (Euclidean error of an ``(x, y)`` answer) and ``answer``
+(``cell`` or ``coords``).  The runner writes all of these.
 
-* Accuracy by condition and set size with 95% Wilson intervals, and mean
-  coordinate error with a 95% t interval.
+The search condition of a row is ``search_condition`` when the table has it
+(the runner's tables: there ``condition`` is the ablation, e.g.
+``noise_constant``, reported as ``ablation``); otherwise the table's
+``condition`` is the search condition (as in a human data file).
+
+* Accuracy by condition and set size (optionally binned) with 95% Wilson
+  intervals, and mean coordinate error with a 95% t interval.
 * The set-size effect per subject x task x condition: the point-biserial
   correlation of correctness with set size, its p-value Bonferroni-corrected
   across the table, and the slope of a logistic regression of correctness on
   set size (maximum likelihood, no penalty).
-* Response bias per subject x task x cell: precision, recall and selection
-  rate of each cell, and the rate of invalid answers.
+* Response bias per subject x task (x answer mode): precision, recall and
+  selection rate of each cell, and the rate of invalid answers.
 """
 
 from __future__ import annotations
@@ -23,8 +28,51 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-KEYS = ["subject", "task", "condition"]
+from .errors import BayesobsInputError
+
+CELLS = ("1,1", "1,2", "2,1", "2,2")
+KEYS = ["subject", "task", "condition", "ablation", "answer", "modality"]
+SEARCH_COLUMNS = [
+    "subject",
+    "task",
+    "condition",
+    "n",
+    "accuracy",
+    "r",
+    "p_bonferroni",
+    "logistic_slope",
+]
+BIAS_COLUMNS = ["subject", "task", "cell", "precision", "recall", "selected", "invalid"]
 Z95 = stats.norm.ppf(0.975)
+
+
+def is_search(trials: pd.DataFrame) -> pd.Series:
+    """Which rows are search trials (they have ``set_size`` and ``correct``)."""
+    if not {"set_size", "correct"} <= set(trials.columns):
+        return pd.Series(False, index=trials.index)
+    return trials["set_size"].notna() & trials["correct"].notna()
+
+
+def search_table(trials: pd.DataFrame) -> pd.DataFrame:
+    """Search trials with the analysis keys filled in (see the module docstring)."""
+    t = trials[is_search(trials)].copy()
+    if t.empty:
+        raise BayesobsInputError("no visual-search trials (columns set_size and correct)")
+    for col, default in (("subject", "subject"), ("task", "task"), ("condition", "base"),
+                         ("modality", "image"), ("answer", "cell")):  # fmt: skip
+        if col not in t.columns:
+            t[col] = default
+        t[col] = t[col].fillna(default).astype(str)
+    if "search_condition" in t.columns:
+        t["ablation"] = t["condition"]
+        t["condition"] = t["search_condition"].astype(str)
+    else:
+        t["ablation"] = "base"
+    t["set_size"] = pd.to_numeric(t["set_size"], errors="raise").astype(float)
+    t["correct"] = pd.to_numeric(t["correct"], errors="raise").astype(float)
+    if not t["correct"].isin([0.0, 1.0]).all():
+        raise BayesobsInputError("search column 'correct' must hold 0 or 1")
+    return t
 
 
 def wilson(k: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
@@ -37,15 +85,45 @@ def wilson(k: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np
     return np.clip(centre - half, 0.0, p), np.clip(centre + half, p, 1.0)
 
 
-def search_accuracy(trials: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy (95% Wilson interval) and coordinate error (95% t interval) by condition x set size."""
-    g = trials.groupby([*KEYS, "set_size"], sort=True)
+def search_accuracy(trials: pd.DataFrame, bins: int | None = None) -> pd.DataFrame:
+    """Accuracy (95% Wilson interval) and coordinate error (95% t interval) by condition x set size.
+
+    With ``bins``, set sizes are pooled into that many equal-width bins per
+    task (``set_size`` is then the mean set size in the bin, with the bin's
+    ``set_size_lo`` and ``set_size_hi``).
+    """
+    t = search_table(trials)
+    if bins:
+        lo_hi = t.groupby("task")["set_size"].agg(["min", "max"])
+        parts = []
+        for task, g in t.groupby("task", sort=False):
+            lo, hi = lo_hi.loc[task]
+            edges = np.linspace(lo, hi + 1, int(bins) + 1)
+            b = np.clip(np.searchsorted(edges, g["set_size"], side="right") - 1, 0, int(bins) - 1)
+            parts.append(
+                g.assign(set_size_lo=np.ceil(edges[b]), set_size_hi=np.ceil(edges[b + 1]) - 1)
+            )
+        t = pd.concat(parts)
+        by = [*KEYS, "set_size_lo", "set_size_hi"]
+    else:
+        by = [*KEYS, "set_size"]
+    g = t.groupby(by, sort=True)
     out = g["correct"].agg(n="size", k="sum").reset_index()
+    if bins:
+        out.insert(len(KEYS), "set_size", g["set_size"].mean().to_numpy())
     out["accuracy"] = out["k"] / out["n"]
     out["acc_lo"], out["acc_hi"] = wilson(out["k"], out["n"])
-    if "error_px" in trials.columns:
-        e = g["error_px"].agg(["mean", "std", "count"]).reset_index(drop=True)
-        half = stats.t.ppf(0.975, np.maximum(e["count"] - 1, 1)) * e["std"] / np.sqrt(e["count"])
+    if "error_px" in t.columns:
+        t["error_px"] = pd.to_numeric(t["error_px"], errors="coerce")
+        e = (
+            t.groupby(by, sort=True)["error_px"]
+            .agg(["mean", "std", "count"])
+            .reset_index(drop=True)
+        )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            half = (
+                stats.t.ppf(0.975, np.maximum(e["count"] - 1, 1)) * e["std"] / np.sqrt(e["count"])
+            )
         out["error_px"], out["error_lo"], out["error_hi"] = (
             e["mean"],
             e["mean"] - half,
@@ -63,7 +141,10 @@ def logistic_slope(x: np.ndarray, y: np.ndarray) -> float:
     beta = np.zeros(2)
     for _ in range(100):  # Newton-Raphson (IRLS): the log-likelihood is concave
         p = 1 / (1 + np.exp(-X @ beta))
-        step = np.linalg.solve(X.T @ (X * (p * (1 - p))[:, None]), X.T @ (y - p))
+        try:
+            step = np.linalg.solve(X.T @ (X * (p * (1 - p))[:, None]), X.T @ (y - p))
+        except np.linalg.LinAlgError:  # fitted probabilities all 0 or 1: (quasi-)separation
+            return np.nan
         beta += step
         if np.abs(step).max() < 1e-12:
             break
@@ -73,27 +154,44 @@ def logistic_slope(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def set_size_effect(trials: pd.DataFrame) -> pd.DataFrame:
-    """``search.csv``: subject, task, condition, n, accuracy, r, p, p_bonferroni, logistic_slope."""
+    """``search.csv``: one row per subject x task x condition (x ablation, answer mode, modality).
+
+    Columns: subject, task, condition, n, accuracy, r, p_bonferroni,
+    logistic_slope, then p (uncorrected), ablation, answer, modality and
+    (coordinate answers) the mean error_px.  ``r`` is the point-biserial
+    correlation of correctness with set size; Bonferroni multiplies ``p`` by
+    the number of tests in the table.
+    """
+    t = search_table(trials)
     rows = []
-    for key, g in trials.groupby(KEYS, sort=True):
+    for key, g in t.groupby(KEYS, sort=True):
         y = g["correct"].to_numpy(float)
         x = g["set_size"].to_numpy(float)
         if np.ptp(x) > 0 and 0 < y.mean() < 1:
             r, p = stats.pointbiserialr(y, x)
         else:
-            r, p = np.nan, np.nan
+            r, p = np.nan, np.nan  # no variation: no correlation
+        err = pd.to_numeric(g["error_px"], errors="coerce").mean() if "error_px" in g else np.nan
         rows.append({**dict(zip(KEYS, key, strict=True)), "n": len(g), "accuracy": y.mean(), "r": r, "p": p,
-                     "logistic_slope": logistic_slope(x, y)})  # fmt: skip
-    out = pd.DataFrame(rows, columns=[*KEYS, "n", "accuracy", "r", "p", "logistic_slope"])
+                     "logistic_slope": logistic_slope(x, y), "error_px": err})  # fmt: skip
+    out = pd.DataFrame(rows)
     tests = out["p"].notna().sum()
-    out.insert(6, "p_bonferroni", np.minimum(out["p"] * tests, 1.0))
-    return out
+    out["p_bonferroni"] = np.minimum(out["p"] * tests, 1.0)
+    return out[[*SEARCH_COLUMNS, "p", "ablation", "answer", "modality", "error_px"]]
 
 
-def response_bias(trials: pd.DataFrame, cells=("0,0", "0,1", "1,0", "1,1")) -> pd.DataFrame:
-    """``search_bias.csv``: per subject x task x cell, precision, recall, selection rate; invalid-answer rate."""
+def response_bias(trials: pd.DataFrame, cells=CELLS) -> pd.DataFrame:
+    """``search_bias.csv``: per subject x task (x answer mode) and cell, precision, recall, selection rate.
+
+    ``invalid`` is the rate of answers that name no cell of the grid (for
+    coordinate answers: no point, or a point outside the image); it repeats
+    on the four rows of a subject x task.
+    """
+    t = search_table(trials)
+    if "response_cell" not in t.columns or "target_cell" not in t.columns:
+        raise BayesobsInputError("response bias needs columns target_cell and response_cell")
     rows = []
-    for (subject, task), g in trials.groupby(["subject", "task"], sort=True):
+    for (subject, task, answer), g in t.groupby(["subject", "task", "answer"], sort=True):
         resp = g["response_cell"].astype(str)
         target = g["target_cell"].astype(str)
         invalid = float((~resp.isin(cells)).mean())
@@ -103,7 +201,14 @@ def response_bias(trials: pd.DataFrame, cells=("0,0", "0,1", "1,0", "1,1")) -> p
             rows.append({"subject": subject, "task": task, "cell": c,
                          "precision": hit / chosen.sum() if chosen.any() else np.nan,
                          "recall": hit / true.sum() if true.any() else np.nan,
-                         "selected": float(chosen.mean()), "invalid": invalid})  # fmt: skip
-    return pd.DataFrame(
-        rows, columns=["subject", "task", "cell", "precision", "recall", "selected", "invalid"]
-    )
+                         "selected": float(chosen.mean()), "invalid": invalid, "answer": answer})  # fmt: skip
+    return pd.DataFrame(rows, columns=[*BIAS_COLUMNS, "answer"])
+
+
+def search_scores(trials: pd.DataFrame, bins: int = 6) -> dict[str, pd.DataFrame]:
+    """The three search tables: ``search``, ``search_accuracy`` (binned set sizes), ``search_bias``."""
+    return {
+        "search": set_size_effect(trials),
+        "search_accuracy": search_accuracy(trials, bins=bins),
+        "search_bias": response_bias(trials),
+    }

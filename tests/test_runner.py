@@ -136,7 +136,10 @@ def test_dry_run_counts_calls_and_calls_nothing(tmp_path, capsys):
             "unknown simulated subject 'sim:wizard'",
         ),
         (["run", "line_ratio", "--subject", "gpt4"], "unknown subject 'gpt4'"),
-        (["run", "duration", "--subject", "sim:bayesian", "--modality", "image"], "text-only"),
+        (
+            ["run", "duration", "--subject", "sim:bayesian", "--modality", "image"],
+            "takes modalities text",
+        ),
     ],
 )
 def test_bad_specs_fail_before_any_call(tmp_path, argv, message, capsys):

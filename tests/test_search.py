@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 
 from bayesobs.search import logistic_slope, response_bias, search_accuracy, set_size_effect, wilson
 
-CELLS = ["0,0", "0,1", "1,0", "1,1"]
+CELLS = ["1,1", "1,2", "2,1", "2,2"]
 
 
 def searcher(

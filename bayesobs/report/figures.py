@@ -260,3 +260,56 @@ def posterior_predictive(ppc: pd.DataFrame, ax=None, color=None, title: str = ""
     ax.set_title(title or f"posterior predictive check · {d['variant'].iat[0]}", fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
+
+
+def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="base", ax=None):
+    """Accuracy (cell answers) or coordinate error (point answers) against set size, per condition.
+
+    ``acc``: :func:`bayesobs.search.search_accuracy` (binned or not).  Bands
+    are its 95% intervals; the dotted line is chance (25%) for cells and the
+    image diagonal (a refusal's error) for points.  Pop-out shows as a flat
+    curve, serial search as a falling (or, for errors, rising) one.
+    """
+    fig, (ax,) = _axes(ax)
+    d = acc[(acc["subject"] == subject) & (acc["task"] == task) & (acc["answer"] == answer)
+            & (acc["ablation"] == ablation)]  # fmt: skip
+    y, lo, hi = (
+        ("accuracy", "acc_lo", "acc_hi")
+        if answer == "cell"
+        else ("error_px", "error_lo", "error_hi")
+    )
+    for i, (cond, g) in enumerate(d.groupby("condition", sort=True)):
+        g = g.sort_values("set_size")
+        ax.plot(g["set_size"], g[y], "o-", ms=3, color=f"C{i}", label=cond)
+        ax.fill_between(g["set_size"], g[lo], g[hi], color=f"C{i}", alpha=0.15, lw=0)
+    if answer == "cell":
+        ax.axhline(0.25, ls=":", color="0.5", lw=1)
+        ax.set_ylim(0, 1.02)
+        ax.set_ylabel("accuracy")
+    else:
+        ax.axhline(565.7, ls=":", color="0.5", lw=1)
+        ax.set_ylim(0, None)
+        ax.set_ylabel("coordinate error (px)")
+    ax.set_xlabel("number of distractors")
+    ax.set_title(f"{subject} · {task} · {answer}", fontsize=9)
+    if len(d):
+        ax.legend(fontsize=7, frameon=False)
+    return fig
+
+
+def search_bias(bias: pd.DataFrame, subject, task, answer="cell", ax=None):
+    """Selection rate of each grid cell (2 x 2 heat map) with its precision and recall."""
+    fig, (ax,) = _axes(ax, size=(3.2, 3.0))
+    d = bias[(bias["subject"] == subject) & (bias["task"] == task) & (bias["answer"] == answer)]
+    grid = np.full((2, 2), np.nan)
+    for r in d.itertuples(index=False):
+        i, j = (int(v) - 1 for v in r.cell.split(","))
+        grid[i, j] = r.selected
+        ax.text(j, i, f"{r.selected:.2f}\nP {r.precision:.2f}\nR {r.recall:.2f}",
+                ha="center", va="center", fontsize=8)  # fmt: skip
+    ax.imshow(grid, cmap="Blues", vmin=0, vmax=0.5)
+    ax.set_xticks([0, 1], ["col 1", "col 2"])
+    ax.set_yticks([0, 1], ["row 1", "row 2"])
+    invalid = d["invalid"].iloc[0] if len(d) else np.nan
+    ax.set_title(f"{subject} · {task}\ninvalid {invalid:.0%}", fontsize=9)
+    return fig

@@ -19,6 +19,7 @@ from ..api import predictions
 from ..errors import BayesobsInputError
 from ..provenance import provenance
 from ..scores import Scores, bias_variance, cue_predictions, score, with_baseline
+from ..search import is_search
 from ..trials import normalize_trials, read_trials
 from . import figures as F
 
@@ -27,15 +28,18 @@ VISUAL = ("line_ratio", "marker_location", "maze_distance")
 
 
 def _load_scores(folder: Path) -> Scores | None:
-    if not (folder / "bayesbench.csv").exists():
+    if not any((folder / f"{n}.csv").exists() for n in ("bayesbench", "search")):
         return None
     tables = {}
     for name in TABLES:
         p = folder / f"{name}.csv"
         tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
+    for name in ("search", "search_accuracy", "search_bias"):
+        if tables[name].empty:
+            tables[name] = None
     for name in ("subject", "task"):
         for t in tables.values():
-            if name in t:
+            if t is not None and name in t:
                 t[name] = t[name].astype(str)
     return Scores(**tables)
 
@@ -91,20 +95,111 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0) -> Path:
     """
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     trials, res, manifests = _inputs(paths)
-    trials = with_baseline(normalize_trials(trials))
+    trials = normalize_trials(trials)
     if res is None:
         res = score(trials, bootstrap=bootstrap, seed=seed)
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(exist_ok=True)
+    written = []
     for name in TABLES:
-        getattr(res, name).to_csv(out / "tables" / f"{name}.csv", index=False)
+        table = getattr(res, name)
+        if table is not None and len(table.columns):
+            table.to_csv(out / "tables" / f"{name}.csv", index=False)
+            written.append(name)
+    found = is_search(trials)
+    subjects = sorted(trials["subject"].unique())
+    head, sections = [], []
+    if not found.all():
+        head, sections = _magnitude_sections(
+            with_baseline(trials[~found].reset_index(drop=True)), res, out, seed
+        )
+    if found.any():
+        head_s, sections_s = _search_sections(res, out)
+        head += head_s
+        sections += sections_s
+    prov = provenance(command="report", inputs=[str(p) for p in paths])
+    body = [f"<h1>bayesobs report</h1><p class=m>{len(trials)} trials · {len(subjects)} subject(s) · "
+            f"created {html.escape(prov['created_utc'])}</p>", *head]  # fmt: skip
+    for title, caption, imgs in sections:
+        body.append(f"<h2>{html.escape(title)}</h2><p>{html.escape(caption)}</p>")
+        body += [
+            f'<a href="{src}"><img src="{src}" alt="{html.escape(title)}"></a>' for src in imgs
+        ]
+    if res.missing is not None and not res.missing.empty:
+        body += ["<h2>Not computed</h2>", _table_html(res.missing)]
+    links = " · ".join(f'<a href="tables/{n}.csv">{n}.csv</a>' for n in written)
+    body += ["<h2>Tables</h2>", f"<p>{links}</p>", "<h2>Provenance</h2>",
+             f"<pre>{html.escape(json.dumps({'report': prov, 'inputs': manifests}, indent=2, default=str))}</pre>"]  # fmt: skip
+    style = ("body{font:14px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
+             "img{max-width:100%;border:1px solid #ddd;margin:.4em 0}table.t{border-collapse:collapse;font-size:12px}"
+             ".t td,.t th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}.m{color:#666}"
+             "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em}")  # fmt: skip
+    page = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>bayesobs report</title>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{style}</style></head>"
+            f"<body>{''.join(body)}</body></html>")  # fmt: skip
+    index = out / "index.html"
+    index.write_text(page)
+    return index
+
+
+def _search_sections(res: Scores, out: Path):
+    """The visual-search part: the set-size table, accuracy curves and the cell-bias maps."""
+    search, acc, bias = res.search, res.search_accuracy, res.search_bias
+    base = search[search["ablation"] == "base"] if (search["ablation"] == "base").any() else search
+    cols = [
+        "subject",
+        "task",
+        "condition",
+        "answer",
+        "n",
+        "accuracy",
+        "r",
+        "p_bonferroni",
+        "logistic_slope",
+    ]
+    head = ["<h2>Visual search: set-size effect</h2>",
+            "<p>Point-biserial r of correctness with the number of distractors (Bonferroni-corrected p "
+            "across the whole table) and the logistic slope per distractor; base condition. Pop-out: "
+            "r near 0; serial search: r clearly negative.</p>", _table_html(base[cols])]  # fmt: skip
+    sections = []
+    ablation = "base" if (acc["ablation"] == "base").any() else acc["ablation"].iloc[0]
+    for task in sorted(acc["task"].unique()):
+        d = acc[acc["task"] == task]
+        subjects = sorted(d["subject"].unique())
+        answers = [a for a in ("cell", "coords") if a in set(d["answer"])]
+        fig = Figure(figsize=(4.2 * len(answers), 3.2 * len(subjects)), layout="constrained")
+        axs = fig.subplots(len(subjects), len(answers), squeeze=False)
+        for i, subj in enumerate(subjects):
+            for j, answer in enumerate(answers):
+                F.search_curves(acc, subj, task, answer, ablation, ax=axs[i, j])
+        sections.append((f"Visual search: {task}", "Accuracy (cell answers, dotted: chance) and coordinate "
+                         "error (point answers, dotted: a refusal's 566 px) against the number of distractors, "
+                         f"per search condition ({ablation}); bands are 95% intervals.",
+                         [_save(fig, out / "figures" / f"search_{task}.png")]))  # fmt: skip
+    pairs = bias[bias["answer"] == "cell"][["subject", "task"]].drop_duplicates()
+    if len(pairs):
+        tasks = sorted(pairs["task"].unique())
+        subjects = sorted(pairs["subject"].unique())
+        fig = Figure(figsize=(3.0 * len(tasks), 3.0 * len(subjects)), layout="constrained")
+        axs = fig.subplots(len(subjects), len(tasks), squeeze=False)
+        for i, subj in enumerate(subjects):
+            for j, task in enumerate(tasks):
+                F.search_bias(bias, subj, task, "cell", ax=axs[i, j])
+        sections.append(("Visual search: response bias", "How often each cell was chosen (cell answers), "
+                         "with its precision (P) and recall (R), and the rate of invalid answers.",
+                         [_save(fig, out / "figures" / "search_bias.png")]))  # fmt: skip
+    return head, sections
+
+
+def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int):
+    """The BayesBench part: leaderboard, BCS table and the paper's figures."""
     colors = F.subject_colors(trials["subject"])
     pred = predictions(trials, res.fits)
     bv = bias_variance(trials)
     cue_pred = cue_predictions(trials, seed)
     subjects = sorted(trials["subject"].unique())
-    tasks = [t for t in (*VISUAL, "duration") if t in set(trials["task"])]
+    tasks = [t for t in (*VISUAL, "duration", "numerosity") if t in set(trials["task"])]
     sections: list[tuple[str, str, list[str]]] = []
 
     def cells_for(subject, task):
@@ -181,13 +276,10 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0) -> Path:
         for c in ("subject", "S", "S_lo", "S_hi", "A", "E", "C", "BCS", "BCS_lo", "BCS_hi")
         if c in board
     ]
-    prov = provenance(command="report", inputs=[str(p) for p in paths])
-    body = [f"<h1>bayesobs report</h1><p class=m>{len(trials)} trials · {len(subjects)} subject(s) · "
-            f"created {html.escape(prov['created_utc'])}</p>",
-            "<h2>Leaderboard</h2>", _table_html(board[cols])]  # fmt: skip
+    head = ["<h2>Leaderboard</h2>", _table_html(board[cols])]
     if not res.bcs_tasks.empty:
         col = "bcs_mean" if "bcs_mean" in res.bcs_tasks else "bcs"
-        body += [
+        head += [
             "<h2>BCS per task</h2>",
             _table_html(
                 res.bcs_tasks.pivot(index="subject", columns="task", values=col)
@@ -196,26 +288,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0) -> Path:
                 1,
             ),
         ]
-    for title, caption, imgs in sections:
-        body.append(f"<h2>{html.escape(title)}</h2><p>{html.escape(caption)}</p>")
-        body += [
-            f'<a href="{src}"><img src="{src}" alt="{html.escape(title)}"></a>' for src in imgs
-        ]
-    if not res.missing.empty:
-        body += ["<h2>Not computed</h2>", _table_html(res.missing)]
-    links = " · ".join(f'<a href="tables/{n}.csv">{n}.csv</a>' for n in TABLES)
-    body += ["<h2>Tables</h2>", f"<p>{links}</p>", "<h2>Provenance</h2>",
-             f"<pre>{html.escape(json.dumps({'report': prov, 'inputs': manifests}, indent=2, default=str))}</pre>"]  # fmt: skip
-    style = ("body{font:14px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
-             "img{max-width:100%;border:1px solid #ddd;margin:.4em 0}table.t{border-collapse:collapse;font-size:12px}"
-             ".t td,.t th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}.m{color:#666}"
-             "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em}")  # fmt: skip
-    page = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>bayesobs report</title>"
-            f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{style}</style></head>"
-            f"<body>{''.join(body)}</body></html>")  # fmt: skip
-    index = out / "index.html"
-    index.write_text(page)
-    return index
+    return head, sections
 
 
 __all__ = ["build_report"]

@@ -1,4 +1,4 @@
-"""The magnitude-estimation tasks: stimulus generation and rendering."""
+"""The tasks: stimulus generation and rendering (magnitude estimation and visual search)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from .duration import Duration
 from .lines import LineRatio, MarkerLocation
 from .maze import MazeDistance
 from .numerosity import Numerosity
+from .search import CircleSizes, LightPriors, SearchTask, TwoAmongFive
 
 TASKS: dict[str, type[Task]] = {
     "line_ratio": LineRatio,
@@ -15,6 +16,9 @@ TASKS: dict[str, type[Task]] = {
     "maze_distance": MazeDistance,
     "duration": Duration,
     "numerosity": Numerosity,
+    "circle_sizes": CircleSizes,
+    "two_among_five": TwoAmongFive,
+    "light_priors": LightPriors,
 }
 
 
@@ -27,4 +31,4 @@ def get_task(name: str, **options) -> Task:
     return TASKS[name]()
 
 
-__all__ = ["TASKS", "Stimulus", "Task", "blur", "from_png", "get_task", "to_png"]
+__all__ = ["TASKS", "SearchTask", "Stimulus", "Task", "blur", "from_png", "get_task", "to_png"]

@@ -12,12 +12,15 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 from PIL import Image
 from scipy.ndimage import gaussian_filter
+
+from ..parse import parse_number
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class Stimulus:
     value: float
     text: str
     params: dict[str, Any] = field(default_factory=dict)
+    prompt: str = ""  # shown beside the stimulus in every modality (e.g. a search question)
 
     def key(self) -> str:
         """A short content hash (identifies the stimulus in logs)."""
@@ -47,13 +51,23 @@ class Task:
     instruction: ClassVar[str]  # what to estimate and in which format
     unit: ClassVar[str] = ""
     fraction: ClassVar[bool] = False  # answers are in [0, 1]: percentages are read as fractions
-    visual: ClassVar[bool] = True
+    modalities: ClassVar[tuple[str, ...]] = ("text", "image", "multimodal")
 
     def generate(
         self, rng: np.random.Generator, low: float, high: float, n: int, options: dict
     ) -> list[Stimulus]:
         """``n`` stimuli with values drawn uniformly in ``[low, high]``."""
         raise NotImplementedError
+
+    def record(self, stim: Stimulus, reply: str | None) -> dict[str, Any]:
+        """Score a reply: ``response`` (float or None), ``valid`` and any extra trial columns.
+
+        Magnitude tasks read one number (:func:`bayesobs.parse.parse_number`);
+        tasks whose answers are cells or points override this.
+        """
+        value = parse_number(reply, self.fraction)
+        ok = math.isfinite(value)
+        return {"response": value if ok else None, "valid": ok}
 
     def draw(self, stim: Stimulus) -> np.ndarray:
         """The image as an ``(H, W, 3)`` float array in [0, 255]."""

@@ -156,7 +156,7 @@ class Duration(Task):
         "spoken, as a decimal number."
     )
     unit = "seconds"
-    visual = False
+    modalities = ("text",)
 
     def __init__(self, ami: str | Path | None = None):
         self.ami = ami

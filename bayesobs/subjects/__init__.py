@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from ..errors import BayesobsInputError
 from .base import FatalSubjectError, Reply, Request, SubjectError, Turn
+from .search_sim import SEARCH_KINDS, SearchSubject
 from .sim import KINDS, SimSubject
+
+SIM_KINDS = KINDS + SEARCH_KINDS
 
 
 def parse_subject(spec: str) -> tuple[str, str]:
@@ -12,19 +15,21 @@ def parse_subject(spec: str) -> tuple[str, str]:
     kind, sep, name = spec.partition(":")
     if not sep or not name or kind not in ("sim", "openai"):
         raise BayesobsInputError(
-            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(KINDS)}) or openai:<model>"
+            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(SIM_KINDS)}) or openai:<model>"
         )
-    if kind == "sim" and name not in KINDS:
+    if kind == "sim" and name not in SIM_KINDS:
         raise BayesobsInputError(
-            f"unknown simulated subject {spec!r}; choose from {', '.join('sim:' + k for k in KINDS)}"
+            f"unknown simulated subject {spec!r}; choose from {', '.join('sim:' + k for k in SIM_KINDS)}"
         )
     return kind, name
 
 
 __all__ = [
+    "SIM_KINDS",
     "FatalSubjectError",
     "Reply",
     "Request",
+    "SearchSubject",
     "SimSubject",
     "SubjectError",
     "Turn",

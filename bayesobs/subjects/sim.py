@@ -31,7 +31,7 @@ import numpy as np
 
 from ..stimuli import from_png
 from ..stimuli.maze import DIRS, UNIT_PX
-from .base import Reply, Request, Turn
+from .base import FatalSubjectError, Reply, Request, Turn
 
 KINDS = ("bayesian", "antibayes", "kalman", "linear")
 # perceptual noise SD per task as a fraction of a typical magnitude; image noise is larger
@@ -191,6 +191,7 @@ class SimSubject:
                 "marker_location": 0.5,
                 "maze_distance": 10.0,
                 "duration": 10.0,
+                "numerosity": 30.0,
             }[task]
             y = 0.8 * m + 0.2 * anchor
             return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
@@ -231,4 +232,9 @@ class SimSubject:
         return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
 
     async def complete(self, request: Request) -> Reply:
+        if request.meta["task"] not in SCALE:
+            raise FatalSubjectError(
+                f"{self.name} is a magnitude observer ({', '.join(SCALE)}); task "
+                f"{request.meta['task']} needs a searcher such as sim:parallel"
+            )
         return Reply(text=f"{self.answer(request):.4g}")

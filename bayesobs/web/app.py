@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from ..ablations import system_prompt
 from ..provenance import utc_now
-from ..runner import Session, load_spec, plan
+from ..runner import Session, load_spec, numeric_only, plan
 from ..store import ExperimentStore, append_line, read_jsonl
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -85,6 +85,7 @@ class ParticipantServer:
         self, spec_path, out, modalities=None, conditions=None, trials=None, token=None, ami=None
     ):
         spec = load_spec(spec_path)
+        numeric_only(spec)
         self.spec = spec
         sessions = plan(
             spec, ["sim:linear"], modalities, conditions, trials, 1, ami=ami

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..provenance import provenance
-from ..runner import load_spec, plan
+from ..runner import load_spec, numeric_only, plan
 from ..store import save_png
 from .app import ANSWER_RANGE
 
@@ -107,6 +107,7 @@ jsPsych.run(timeline);
 def export_jspsych(spec_path, out, modalities=None, conditions=None, trials=None, ami=None) -> Path:
     """Write the experiment folder; returns it."""
     spec = load_spec(spec_path)
+    numeric_only(spec)
     sessions = plan(spec, ["sim:linear"], modalities, conditions, trials, 1, ami=ami)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
