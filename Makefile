@@ -52,6 +52,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_score.py
 	$(BIN)/python benchmarks/bench_run.py
 	$(BIN)/python benchmarks/bench_posterior.py
+	$(BIN)/python benchmarks/bench_search.py
 
 ## fits: regenerate the reference fits of the bundled example run (fits/)
 fits: $(VENV)/.installed

@@ -359,6 +359,10 @@ def normalize_trials(
         if len(df) == 0:
             raise BayesobsInputError(f"--where {where!r}: no trials left")
     srcs = ", ".join(dict.fromkeys(df[_SRC].astype(str)))
+    # a visual-search table (set_size, correct) is complete without stimulus/response
+    for col, search_col in (("stimulus", "set_size"), ("response", "correct")):
+        if col not in df.columns and {"set_size", "correct"} <= set(df.columns):
+            df[col] = df[search_col]
     for col in REQUIRED:
         if col not in df.columns:
             cols = ", ".join(str(c) for c in df.columns if not str(c).startswith("_"))

@@ -305,3 +305,26 @@ def test_openai_subject_runs_a_search_task_over_http(tmp_path):
     assert np.allclose(
         ok["error_px"], np.hypot(210 - ok["target_x"], 95 - ok["target_y"]), atol=1e-3
     )
+
+
+def test_score_reads_a_human_search_file_without_stimulus_or_response(tmp_path, capsys):
+    """A plain search CSV (condition = search condition) goes straight into `bayesobs score`."""
+    rng = np.random.default_rng(4)
+    n = 400
+    k = rng.integers(0, 50, n)
+    target = rng.choice(["1,1", "1,2", "2,1", "2,2"], n)
+    found = rng.uniform(size=n) < np.where(np.arange(n) % 2, 0.95, np.minimum(1, 6 / (k + 1)))
+    resp = np.where(found, target, rng.choice(["1,1", "1,2", "2,1", "2,2", "Cell (3,1)"], n))
+    df = pd.DataFrame({"participant": "p01", "condition": np.where(np.arange(n) % 2, "large", "small"),
+                       "set_size": k, "target_cell": target, "response_cell": resp,
+                       "correct": (resp == target).astype(int)})  # fmt: skip
+    df.to_csv(tmp_path / "humans.csv", index=False)
+    assert main(["score", str(tmp_path / "humans.csv"), "--map", "subject=participant",
+                 "--out", str(tmp_path / "sc")]) == 0  # fmt: skip
+    s = pd.read_csv(tmp_path / "sc" / "search.csv").set_index("condition")
+    assert list(s.index) == ["large", "small"] and (s["subject"] == "p01").all()
+    assert abs(s.loc["large", "r"]) < 0.15 and s.loc["small", "r"] < -0.3
+    bias = pd.read_csv(tmp_path / "sc" / "search_bias.csv")
+    assert bias["invalid"].iloc[0] == pytest.approx(
+        (~df["response_cell"].isin(["1,1", "1,2", "2,1", "2,2"])).mean()
+    )

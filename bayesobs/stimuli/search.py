@@ -200,6 +200,7 @@ class SearchTask(Task):
     """Common machinery of the visual-search tasks (image only; answers are cells or points)."""
 
     modalities: ClassVar[tuple[str, ...]] = ("image",)
+    role = "visual search participant"
     conditions: ClassVar[tuple[str, ...]]
     default_condition: ClassVar[str]
     instruction = "Answer in exactly the format the question asks for."
@@ -298,7 +299,6 @@ class CircleSizes(SearchTask):
     """One larger circle among same-coloured circles of radius 20 px (0-49 distractors)."""
 
     name = "circle_sizes"
-    role = "visual search participant"
     conditions = ("small", "medium", "large")
     default_condition = "large"
 
@@ -328,7 +328,6 @@ class TwoAmongFive(SearchTask):
     """A rotated 2 among 5s (or a 5 among 2s), 0-99 distractors, three colour conditions."""
 
     name = "two_among_five"
-    role = "visual search participant"
     conditions = ("disjunctive", "shape_conjunctive", "shape_colour_conjunctive")
     default_condition = "disjunctive"
 
@@ -383,7 +382,6 @@ class LightPriors(SearchTask):
     """Shaded discs lit from one direction; the target is lit from the opposite one (2-17 distractors)."""
 
     name = "light_priors"
-    role = "visual search participant"
     conditions = ("top", "bottom", "left", "right")
     default_condition = "top"
 

@@ -44,7 +44,7 @@ _COLOUR_NAMES = sorted(COLOURS)
 
 
 @lru_cache(maxsize=1)
-def _templates() -> tuple[np.ndarray, np.ndarray]:
+def _templates() -> np.ndarray:
     """Unit-norm, zero-mean ink templates of 2 and 5 at every 5 degrees: ``(2, 72, 27*27)``."""
     size = 2 * _PATCH + 1
     out = np.empty((2, 72, size * size))
@@ -55,7 +55,7 @@ def _templates() -> tuple[np.ndarray, np.ndarray]:
             t = img[..., 0].ravel()
             t = t - t.mean()
             out[d, a] = t / np.linalg.norm(t)
-    return out, np.arange(72) * 5.0
+    return out
 
 
 def segment_items(img: np.ndarray, shading: bool = False) -> dict[str, np.ndarray]:
@@ -113,7 +113,7 @@ def segment_items(img: np.ndarray, shading: bool = False) -> dict[str, np.ndarra
 
 def digit_evidence(ink: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per item, best match to a rotated 2 minus best match to a rotated 5 (correlations)."""
-    templates, _ = _templates()
+    templates = _templates()
     pad = np.pad(ink / max(float(ink.max()), 1e-9), _PATCH + 1)
     patches = []
     for cx, cy in zip(np.rint(x).astype(int), np.rint(y).astype(int), strict=True):
