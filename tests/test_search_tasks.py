@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from scipy import ndimage
 
 from bayesobs.cli import main
+from bayesobs.errors import BayesobsInputError
 from bayesobs.fakeserver import Answer, FakeChatServer
 from bayesobs.runner import execute, load_spec, make_subjects, plan
 from bayesobs.search import SEARCH_COLUMNS, set_size_effect
@@ -328,3 +330,15 @@ def test_score_reads_a_human_search_file_without_stimulus_or_response(tmp_path, 
     assert bias["invalid"].iloc[0] == pytest.approx(
         (~df["response_cell"].isin(["1,1", "1,2", "2,1", "2,2"])).mean()
     )
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [({"search": "huge"}, "unknown search condition 'huge'"), ({"answer": "coord"}, "unknown answer mode"),
+     ({"answr": "coords"}, "unknown option(s) answr"), ({"border_margin": 120}, "border_margin")],
+)  # fmt: skip
+def test_bad_search_options_fail_before_any_call(tmp_path, options, message):
+    spec = _search_spec("circle_sizes", "large-cell", 0, 9, 2)
+    spec["sessions"][0].update(options)
+    with pytest.raises(BayesobsInputError, match=re.escape(message)):
+        plan(spec, ["sim:parallel"])

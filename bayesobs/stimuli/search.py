@@ -206,7 +206,15 @@ class SearchTask(Task):
     instruction = "Answer in exactly the format the question asks for."
     what: ClassVar[str]  # noun phrase of the target, for the questions
 
+    option_keys: ClassVar[tuple[str, ...]] = ("search", "answer", "border_margin")
+
     def _options(self, options: dict) -> tuple[str, str, float]:
+        unknown = set(options) - set(self.option_keys)
+        if unknown:
+            raise BayesobsInputError(
+                f"{self.name}: unknown option(s) {', '.join(sorted(unknown))}; "
+                f"the options are {', '.join(self.option_keys)}"
+            )
         search = options.get("search", self.default_condition)
         if search not in self.conditions:
             raise BayesobsInputError(
@@ -330,6 +338,7 @@ class TwoAmongFive(SearchTask):
     name = "two_among_five"
     conditions = ("disjunctive", "shape_conjunctive", "shape_colour_conjunctive")
     default_condition = "disjunctive"
+    option_keys = ("search", "answer", "border_margin", "target")
 
     def layout(self, rng, k, search, margin, options):
         which = str(options.get("target", "either"))
