@@ -280,15 +280,19 @@ def cmd_score(args) -> int:
             where = "/".join(x for x in (r.subject, r.task) if x)
             print(f"  {where}: {r.component}: {r.reason}")
     if result.search is not None:
-        print("\nVisual search: accuracy and set-size effect (r: point-biserial, Bonferroni p)")
+        print(
+            "\nVisual search: accuracy and set-size effect (r: point-biserial, Bonferroni p; "
+            f"every ablation and answer mode in {args.out}/search.csv)"
+        )
         print(search_summary(result.search))
     print(f"\ntables -> {args.out}/ ({', '.join(written)})")
     return 0
 
 
 def search_summary(search) -> str:
-    """Plain-text digest of search.csv: base ablation, one line per subject x task x condition x answer."""
+    """Plain-text digest of search.csv: base ablation and cell answers where present (all rows are in the file)."""
     t = search[search["ablation"] == "base"] if (search["ablation"] == "base").any() else search
+    t = t[t["answer"] == "cell"] if (t["answer"] == "cell").any() else t
     lines = []
     for r in t.itertuples(index=False):
         p = "n/a" if r.p_bonferroni != r.p_bonferroni else f"{r.p_bonferroni:.2g}"

@@ -288,7 +288,8 @@ def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="bas
         ax.set_ylabel("accuracy")
     else:
         ax.axhline(565.7, ls=":", color="0.5", lw=1)
-        ax.set_ylim(0, None)
+        top = max(600.0, 1.1 * float(d[y].max())) if len(d) else 600.0
+        ax.set_ylim(0, top)  # small bins have wide t intervals: keep the means in view
         ax.set_ylabel("coordinate error (px)")
     ax.set_xlabel("number of distractors")
     ax.set_title(f"{subject} · {task} · {answer}", fontsize=9)
