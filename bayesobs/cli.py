@@ -291,8 +291,9 @@ def cmd_score(args) -> int:
 
 def search_summary(search) -> str:
     """Plain-text digest of search.csv: base ablation and cell answers where present (all rows are in the file)."""
-    t = search[search["ablation"] == "base"] if (search["ablation"] == "base").any() else search
-    t = t[t["answer"] == "cell"] if (t["answer"] == "cell").any() else t
+    from .search import prefer
+
+    t = prefer(prefer(search, "ablation", "base"), "answer", "cell")
     lines = []
     for r in t.itertuples(index=False):
         p = "n/a" if r.p_bonferroni != r.p_bonferroni else f"{r.p_bonferroni:.2g}"

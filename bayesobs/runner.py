@@ -141,13 +141,21 @@ def load_spec_checks(spec: dict, where: str) -> None:
             condition(c, spec.get("ablations"))
         except BayesobsInputError as exc:
             raise BayesobsInputError(f"{where}: {exc}") from None
-    allowed = TASKS[spec["task"]].modalities
-    for m in spec.get("modalities", [allowed[0]]):
+    try:
+        check_modalities(spec["task"], spec.get("modalities", TASKS[spec["task"]].modalities[:1]))
+    except BayesobsInputError as exc:
+        raise BayesobsInputError(f"{where}: {exc}") from None
+
+
+def check_modalities(task: str, modalities) -> None:
+    """Each modality exists and the task renders it (e.g. duration is text only, search image only)."""
+    allowed = TASKS[task].modalities
+    for m in modalities:
         if m not in MODALITIES:
-            raise BayesobsInputError(f"{where}: unknown modality {m!r}")
+            raise BayesobsInputError(f"unknown modality {m!r}; choose from {', '.join(MODALITIES)}")
         if m not in allowed:
             raise BayesobsInputError(
-                f"{where}: task {spec['task']} takes modalities {', '.join(allowed)}, not {m!r}"
+                f"task {task} takes modalities {', '.join(allowed)}; {m!r} asked"
             )
 
 
@@ -192,13 +200,7 @@ def plan(
     n_runs = int(runs or spec.get("runs", 1))
     if n < 1 or n_runs < 1:
         raise BayesobsInputError("--trials and --runs must be at least 1")
-    for m in mods:
-        if m not in MODALITIES:
-            raise BayesobsInputError(f"unknown modality {m!r}; choose from {', '.join(MODALITIES)}")
-        if m not in task.modalities:
-            raise BayesobsInputError(
-                f"task {task.name} takes modalities {', '.join(task.modalities)}; {m!r} asked"
-            )
+    check_modalities(task.name, mods)
     cond_objs = [condition(c, spec.get("ablations")) for c in conds]
     for s in subjects:
         parse_subject(s)

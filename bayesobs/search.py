@@ -92,7 +92,10 @@ def search_accuracy(trials: pd.DataFrame, bins: int | None = None) -> pd.DataFra
     task (``set_size`` is then the mean set size in the bin, with the bin's
     ``set_size_lo`` and ``set_size_hi``).
     """
-    t = search_table(trials)
+    return _search_accuracy(search_table(trials), bins)
+
+
+def _search_accuracy(t: pd.DataFrame, bins: int | None) -> pd.DataFrame:
     if bins:
         lo_hi = t.groupby("task")["set_size"].agg(["min", "max"])
         parts = []
@@ -162,7 +165,10 @@ def set_size_effect(trials: pd.DataFrame) -> pd.DataFrame:
     correlation of correctness with set size; Bonferroni multiplies ``p`` by
     the number of tests in the table.
     """
-    t = search_table(trials)
+    return _set_size_effect(search_table(trials))
+
+
+def _set_size_effect(t: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, g in t.groupby(KEYS, sort=True):
         y = g["correct"].to_numpy(float)
@@ -187,7 +193,10 @@ def response_bias(trials: pd.DataFrame, cells=CELLS) -> pd.DataFrame:
     coordinate answers: no point, or a point outside the image); it repeats
     on the four rows of a subject x task.
     """
-    t = search_table(trials)
+    return _response_bias(search_table(trials), cells)
+
+
+def _response_bias(t: pd.DataFrame, cells=CELLS) -> pd.DataFrame:
     if "response_cell" not in t.columns or "target_cell" not in t.columns:
         raise BayesobsInputError("response bias needs columns target_cell and response_cell")
     rows = []
@@ -207,8 +216,15 @@ def response_bias(trials: pd.DataFrame, cells=CELLS) -> pd.DataFrame:
 
 def search_scores(trials: pd.DataFrame, bins: int = 6) -> dict[str, pd.DataFrame]:
     """The three search tables: ``search``, ``search_accuracy`` (binned set sizes), ``search_bias``."""
+    t = search_table(trials)  # validated and keyed once for the three tables
     return {
-        "search": set_size_effect(trials),
-        "search_accuracy": search_accuracy(trials, bins=bins),
-        "search_bias": response_bias(trials),
+        "search": _set_size_effect(t),
+        "search_accuracy": _search_accuracy(t, bins),
+        "search_bias": _response_bias(t),
     }
+
+
+def prefer(table: pd.DataFrame, column: str, value: str) -> pd.DataFrame:
+    """The rows where ``column == value`` if there are any, else the whole table (for digests)."""
+    sel = table[column] == value
+    return table[sel] if sel.any() else table

@@ -19,7 +19,7 @@ from ..api import predictions
 from ..errors import BayesobsInputError
 from ..provenance import provenance
 from ..scores import Scores, bias_variance, cue_predictions, score, with_baseline
-from ..search import is_search
+from ..search import is_search, prefer
 from ..trials import normalize_trials, read_trials
 from . import figures as F
 
@@ -146,7 +146,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0) -> Path:
 def _search_sections(res: Scores, out: Path):
     """The visual-search part: the set-size table, accuracy curves and the cell-bias maps."""
     search, acc, bias = res.search, res.search_accuracy, res.search_bias
-    base = search[search["ablation"] == "base"] if (search["ablation"] == "base").any() else search
+    base = prefer(search, "ablation", "base")
     cols = [
         "subject",
         "task",

@@ -248,8 +248,7 @@ class SearchTask(Task):
             params = self.layout(rng, int(k), search, margin, options)
             fill = params.pop("fill", {})
             x, y = params["x"][0], params["y"][0]
-            params.update(search=search, answer=answer, target_cell=cell_of(x, y),
-                          target_radius=params.pop("target_radius"))  # fmt: skip
+            params.update(search=search, answer=answer, target_cell=cell_of(x, y))
             text = self.question(answer, **fill)
             out.append(Stimulus(self.name, float(k), "", params, prompt=text))
         return out
