@@ -67,10 +67,9 @@ def predictions(
     Parameters come from ``fits`` (full-data fits); predictions are on the
     response scale (:func:`bayesobs.observers.predict_response`), run by run.
     """
-    import json
-
     import numpy as np
 
+    from .fitting import decode_params
     from .observers.models import predict_response
 
     trials = normalize_trials(trials)
@@ -82,7 +81,7 @@ def predictions(
         run = (cell["session"].astype(str) + "/" + cell["run"].astype(str)).to_numpy()
         x = cell["stimulus"].to_numpy()
         for v in variants:
-            params = json.loads(table.get((*key, v), "{}"))
+            params = decode_params(table.get((*key, v), "{}"))
             if "skipped" in params or not params:
                 continue
             out.loc[cell.index, f"pred_{v}"] = predict_response(v, params, x, run)

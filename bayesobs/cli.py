@@ -40,6 +40,12 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         help="treat the response as missing where EXPR holds (the trial stays in the "
         'observer\'s sequence), e.g. "valid == 0"',
     )
+    p.add_argument(
+        "--columns",
+        metavar="NAME,NAME,...",
+        help="name every field of the CSV input(s) and ignore their header line, for files "
+        "whose header names fewer fields than the rows hold (a ragged CSV is otherwise an error)",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder")
     p.add_argument(
         "--bootstrap",
@@ -68,6 +74,7 @@ def _read(args):
         mapping=parse_mapping(args.map),
         where=args.where,
         missing_where=args.missing_where,
+        columns=args.columns.split(",") if args.columns else None,
     )
 
 
@@ -75,8 +82,17 @@ def _trial_record(args, command: str, **extra) -> dict:
     """Provenance of a command that reads trials: inputs and the trial options."""
     from .provenance import provenance
 
-    return provenance(command=command, inputs=[str(p) for p in args.trials], map=args.map, where=args.where,
-                      missing_where=args.missing_where, bootstrap=args.bootstrap, seed=args.seed, **extra)  # fmt: skip
+    return provenance(
+        command=command,
+        inputs=[str(p) for p in args.trials],
+        map=args.map,
+        where=args.where,
+        missing_where=args.missing_where,
+        columns=args.columns,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        **extra,
+    )
 
 
 def _write_csv(df, path: Path) -> None:

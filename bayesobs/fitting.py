@@ -43,6 +43,7 @@ from .trials import CELL_KEYS
 LOG_RHO_GRID = np.arange(-18.0, 18.0 + 1e-9, 0.25)
 GOLDEN_ITERATIONS = 32  # bracket 0.5 -> 1e-7 in log rho
 VARIANCE_FLOOR = 1e-12
+CONSTANT_REASON = "constant responses"
 _PHI = (math.sqrt(5.0) - 1.0) / 2.0
 _PARAMS = ("w", "b", "w_prior", "g", "delta", "rho", "sigma")
 _V = {v.name: j for j, v in enumerate(VARIANTS)}
@@ -127,7 +128,46 @@ def build_runs(trials: pd.DataFrame) -> tuple[pd.DataFrame, RunTable]:
         np.where(ymin <= -eps, "log variants skipped: a response <= -eps", ""),
     )
     cells["log_skipped"] = reason
+    # METHOD §8: constant responders and the response quantum
+    obs_flat = ~np.isnan(y_all)
+    cell_obs = cell_id[obs_flat]
+    y_obs = y_all[obs_flat]
+    ymax = np.full(len(cells), -np.inf)
+    np.maximum.at(ymax, cell_obs, y_obs)
+    n_obs = np.bincount(cell_obs, minlength=len(cells))
+    cells["constant"] = (n_obs >= 2) & (ymax == ymin)
+    cells["delta"] = response_quantum(y_obs, cell_obs, len(cells))
+    median = pd.Series(y_obs).groupby(cell_obs).median()
+    cells["y_median"] = median.reindex(np.arange(len(cells))).to_numpy()
     return cells, runs
+
+
+QUANTUM_EXPONENTS = np.arange(9, -10, -1)  # k = 9 .. -9, largest first
+QUANTUM_TOLERANCE = 1e-6
+
+
+def response_quantum(y: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """Response quantum ``delta`` of each group of observed responses (METHOD §8).
+
+    The largest ``10**k``, integer ``k`` in [-9, 9], such that every ``y`` of
+    the group is a multiple of it: ``|y / 10**k - round(y / 10**k)| < 1e-6``
+    with a non-zero ``round(y / 10**k)`` for a non-zero ``y`` (read literally,
+    the absolute tolerance would let every answer below ``1e-6 * 10**k`` pass
+    for large ``k``); 0 where no such ``k`` exists (answers not rounded to a
+    power of ten) or the group is empty.
+    """
+    y = np.asarray(y, dtype=float)
+    scale = 10.0 ** QUANTUM_EXPONENTS.astype(float)  # (K,)
+    ok = np.empty((n_groups, len(scale)), dtype=bool)
+    for j, s in enumerate(scale):  # one exponent at a time: memory stays O(n)
+        q = y / s
+        m = np.round(q)
+        # y not on the 10**k grid; a non-zero answer must be a non-zero multiple
+        off = (np.abs(q - m) >= QUANTUM_TOLERANCE) | ((m == 0) & (y != 0))
+        ok[:, j] = np.bincount(group, weights=off, minlength=n_groups) == 0
+    first = np.argmax(ok, axis=1)
+    has = ok.any(axis=1) & (np.bincount(group, minlength=n_groups) > 0)
+    return np.where(has, scale[first], 0.0)
 
 
 def dataset_matrix(
@@ -367,6 +407,20 @@ def _fit_kalman(W, Gd, z, u, obs):
     }
 
 
+def quantum_floor(cells: pd.DataFrame, log: bool) -> np.ndarray:
+    """Per-cell variance floor from the response quantum (Sheppard, METHOD §8).
+
+    ``delta**2 / 12`` on the response scale; for log variants
+    ``(delta / (median y + eps))**2 / 12``, the same rounding seen in log space.
+    """
+    delta = cells["delta"].to_numpy(float)
+    if log:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            delta = delta / (cells["y_median"].to_numpy(float) + cells["eps"].to_numpy(float))
+        delta = np.where(np.isfinite(delta), delta, 0.0)
+    return delta**2 / 12.0
+
+
 def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
     """Log-likelihoods and parameters of every variant for one chunk."""
     D = W.shape[0]
@@ -386,10 +440,14 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
         n = Gd[:, _N]
         n_out = n
         vu = Gd[:, _SUU] - Gd[:, _SU] ** 2 / np.where(n > 0, n, 1)
-        floor = VARIANCE_FLOOR * np.maximum(vu / np.where(n > 0, n, 1), 1e-300)
+        floor = np.maximum(
+            VARIANCE_FLOOR * np.maximum(vu / np.where(n > 0, n, 1), 1e-300),
+            quantum_floor(cells, log)[cell_of],
+        )
         results = _closed_forms(Gd)
         results.update(_fit_kalman(W, Gd, z.T.copy(), u.T.copy(), obs.T.copy()))
         ok_cell = (cells["log_skipped"].to_numpy() == "") if log else np.ones(len(cells), bool)
+        ok_cell = ok_cell & ~cells["constant"].to_numpy(bool)
         ok = ok_cell[cell_of]
         for v_j, v in enumerate(VARIANTS):
             if v.log != log:
@@ -485,12 +543,39 @@ def fit_batch(
     k = np.array([v.k for v in VARIANTS], dtype=float)
     aic = 2 * k - 2 * ll
     skipped = np.full((n_cells, V), "", dtype=object)
+    constant = cells["constant"].to_numpy(bool)
     for j, v in enumerate(VARIANTS):
         if v.log:
             skipped[:, j] = cells["log_skipped"].to_numpy()
         few = (n[:, 0, j] <= v.k) & (skipped[:, j] == "")
         skipped[few, j] = f"skipped: {v.k + 1} or more observed responses needed"
+        skipped[constant, j] = CONSTANT_REASON
     return FitBatch(cells, ll, aic, n, params, skipped)
+
+
+def encode_params(params: dict) -> str:
+    """``params`` as strict JSON: an infinite value becomes ``null`` plus a flag.
+
+    ``rho = inf`` (the Kalman filter that copies the stimulus) is written
+    ``"rho": null, "rho_limit": "inf"``, so R, JavaScript and every other
+    strict JSON parser can read ``fits.csv``; :func:`decode_params` restores it.
+    """
+    out = {}
+    for name, value in params.items():
+        if isinstance(value, float) and math.isinf(value):
+            out[name] = None
+            out[f"{name}_limit"] = "inf" if value > 0 else "-inf"
+        else:
+            out[name] = value
+    return json.dumps(out, allow_nan=False)
+
+
+def decode_params(text: str) -> dict:
+    """Parameters written by :func:`encode_params` (``*_limit`` flags restored)."""
+    params = json.loads(text) if text else {}
+    for name in [k for k in params if k.endswith("_limit")]:
+        params[name[: -len("_limit")]] = float(params.pop(name))
+    return params
 
 
 def fits_table(batch: FitBatch) -> pd.DataFrame:
@@ -513,7 +598,7 @@ def fits_table(batch: FitBatch) -> pd.DataFrame:
                     "k": v.k,
                     "loglik": batch.loglik[c, 0, j],
                     "aic": batch.aic[c, 0, j],
-                    "params": json.dumps(params),
+                    "params": encode_params(params),
                 }
             )
     return pd.DataFrame(rows)

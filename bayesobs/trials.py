@@ -105,7 +105,75 @@ def _read_jsonl(path: Path, torn_ok: bool = False) -> pd.DataFrame:
     return df
 
 
-def _read_one(path: Path) -> tuple[pd.DataFrame, str]:
+def _field_counts(path: Path, sep: str) -> list[tuple[int, int]]:
+    """``(line, number of fields)`` of every non-blank CSV record (quotes respected)."""
+    import csv
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    out = []
+    with opener(path, "rt", newline="", encoding="utf-8-sig", errors="replace") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        start = 1
+        for row in reader:
+            if row:
+                out.append((start, len(row)))
+            start = reader.line_num + 1
+    return out
+
+
+def _read_csv_strict(
+    path: Path, sep: str, columns: Sequence[str] | None = None
+) -> tuple[pd.DataFrame, list[int]]:
+    """A CSV whose every row has exactly as many fields as its header names.
+
+    pandas silently turns one surplus leading field into the index (every
+    column then shifts by one) and pads short rows; here either is an error
+    naming the file and line, unless ``columns`` names every field (the
+    file's own header line is then skipped).  Returns the text frame and the
+    line number of each row.
+    """
+    counts = _field_counts(path, sep)
+    if not counts:
+        raise pd.errors.EmptyDataError
+    (_, n_header), body = counts[0], counts[1:]
+    if columns is not None:
+        columns = [str(c).strip() for c in columns]
+        if len(set(columns)) != len(columns) or not all(columns):
+            raise BayesobsInputError(f"--columns {','.join(columns)}: names must be unique and non-empty")
+        width, what = len(columns), f"--columns names {len(columns)}"
+    else:
+        width, what = n_header, f"the header names {n_header}"
+    for line, n in body:
+        if n != width:
+            hint = (
+                "; if the header lacks names, pass --columns NAME1,NAME2,... naming every field "
+                "(the header line is then ignored)"
+                if columns is None
+                else ""
+            )
+            raise BayesobsInputError(
+                f"{path}: malformed CSV: line {line} has {n} field(s) but {what}: a ragged CSV would be "
+                f"read with its columns shifted{hint}"
+            )
+    if columns is None:
+        df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, index_col=False)
+    else:
+        df = pd.read_csv(
+            path,
+            sep=sep,
+            dtype=str,
+            keep_default_na=False,
+            index_col=False,
+            header=None,
+            skiprows=1,
+            names=columns,
+        )
+    rows = [line for line, _ in body] if len(body) == len(df) else np.arange(2, len(df) + 2)
+    return df, rows
+
+
+def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, str]:
     """Read one file; return the frame and how its rows are numbered."""
     folder = path.is_dir()
     if folder:
@@ -123,8 +191,9 @@ def _read_one(path: Path) -> tuple[pd.DataFrame, str]:
     try:
         if suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt"):
             sep = "\t" if ".tsv" in suffix else ","
-            df = _infer_types(pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False))
-            df[_ROW] = np.arange(2, len(df) + 2)  # line numbers: header is line 1
+            text, lines = _read_csv_strict(path, sep, columns)
+            df = _infer_types(text)
+            df[_ROW] = lines
             unit = "line"
         elif suffix in (".parquet", ".pq"):
             df = pd.read_parquet(path)
@@ -406,17 +475,21 @@ def read_trials(
     mapping: Mapping[str, str] | None = None,
     where: str | None = None,
     missing_where: str | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Read one or many trial files (CSV, TSV, Parquet, JSONL, experiment folders).
 
     Files are concatenated before mapping, filtering and validation, so the
     same ``mapping`` applies to every file.  See :func:`normalize_trials`.
+    A CSV row whose field count differs from the header's is an error naming
+    the file and line; ``columns`` names every field of headerless-or-short-
+    header CSVs instead (their header line is skipped).
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
     if not paths:
         raise BayesobsInputError("no trial files given")
-    frames = [_read_one(Path(p))[0] for p in paths]
+    frames = [_read_one(Path(p), columns)[0] for p in paths]
     df = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else frames[0]
     return normalize_trials(df, mapping=mapping, where=where, missing_where=missing_where)
 

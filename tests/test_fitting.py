@@ -11,7 +11,7 @@ from conftest import RTOL, make_cell
 from naive import FAMILY, LOG_RHO_BOUNDS, naive_fit, naive_loglik, naive_mean
 
 import bayesobs
-from bayesobs.fitting import fit_batch
+from bayesobs.fitting import decode_params, fit_batch
 from bayesobs.observers import VARIANT_NAMES
 from bayesobs.trials import normalize_trials
 
@@ -25,7 +25,7 @@ def _cell_arrays(df):
 
 
 def _params(fits, name):
-    return json.loads(fits.set_index("variant").loc[name, "params"])
+    return decode_params(fits.set_index("variant").loc[name, "params"])
 
 
 # Data sets that stress the optimiser: each generating model, anti-Bayesian
