@@ -17,12 +17,15 @@ def evidence_table(batch: FitBatch) -> pd.DataFrame:
     B = p.shape[1] - 1
     rows = []
     mean, lo, hi = percentile_interval(p[:, 1:, :], axis=1) if B else (None, None, None)
+    has_level = "level" in batch.cells.columns
     for c in range(len(batch.cells)):
         key = {k: batch.cells[k].iat[c] for k in CELL_KEYS}
         for i, f in enumerate(FACTORS):
             row = {**key, "factor": f, "p": p[c, 0, i]}
             if B:
                 row.update(p_mean=mean[c, i], p_lo=lo[c, i], p_hi=hi[c, i])
+            if has_level:  # METHOD §10: the joint fit's evidence, on each level's row
+                row["level"] = batch.cells["level"].iat[c]
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -32,6 +35,7 @@ def fit(
     bootstrap: int = 0,
     seed: int = 0,
     progress: bool = False,
+    interleaved: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fit the ten observer variants to every cell; return ``(fits, evidence)``.
 
@@ -46,6 +50,10 @@ def fit(
         Bootstrap seed.
     progress : bool
         Show a progress bar.
+    interleaved : str, optional
+        A column whose levels alternate trial by trial inside a run (METHOD
+        §10): per-level parameters over the shared sequence; ``fits`` and
+        ``evidence`` then have one row per level with a ``level`` column.
 
     Returns
     -------
@@ -55,7 +63,9 @@ def fit(
         One row per cell and factor, the columns of ``evidence.csv``.
     """
     trials = normalize_trials(trials)
-    batch = fit_batch(trials, bootstrap=bootstrap, seed=seed, progress=progress)
+    batch = fit_batch(
+        trials, bootstrap=bootstrap, seed=seed, progress=progress, interleaved=interleaved
+    )
     return fits_table(batch), evidence_table(batch)
 
 

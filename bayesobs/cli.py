@@ -55,6 +55,12 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         help="session-run bootstrap replicates (fit: 0, score: 30)",
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--interleaved",
+        metavar="COL",
+        help="COL's levels alternate trial by trial inside a run (e.g. two motion "
+        "coherences): keep each run whole and fit per-level parameters (METHOD §10)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -89,6 +95,7 @@ def _trial_record(args, command: str, **extra) -> dict:
         where=args.where,
         missing_where=args.missing_where,
         columns=args.columns,
+        interleaved=args.interleaved,
         bootstrap=args.bootstrap,
         seed=args.seed,
         **extra,
@@ -196,15 +203,19 @@ def cmd_fit(args) -> int:
         bootstrap=args.bootstrap,
         seed=args.seed,
         progress=_progress(args),
+        interleaved=args.interleaved,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     _write_csv(fits_table(batch), args.out / "fits.csv")
     _write_csv(evidence_table(batch), args.out / "evidence.csv")
-    cells = batch.cells
-    _write_csv(cells, args.out / "cells.csv")
+    _write_csv(batch.cells, args.out / "cells.csv")
+    from .trials import CELL_KEYS
+
+    cells = batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
     n_missing = int(cells["n_missing"].sum())
     n_trials = int(cells["n_trials"].sum())
     skipped_log = int((cells["log_skipped"] != "").sum())
+    n_constant = int(cells["constant"].sum())
     record = _trial_record(
         args,
         "fit",
@@ -216,12 +227,20 @@ def cmd_fit(args) -> int:
     (args.out / "fit_manifest.json").write_text(json.dumps(record, indent=2) + "\n")
     if args.method == "posterior":
         _fit_posterior(args, trials, fits_table(batch), args.out)
+    levels = batch.cells.attrs.get("levels") or []
     print(
         f"fitted {len(cells)} cell(s), {n_trials} trials "
-        f"({n_missing} missing response(s) kept in sequence, excluded from likelihoods)"
+        + (f"with {len(levels)} interleaved level(s) of {args.interleaved} " if levels else "")
+        + f"({n_missing} missing response(s) kept in sequence, excluded from likelihoods)"
         + (
             f", log variants skipped in {skipped_log} cell(s) (see cells.csv)"
             if skipped_log
+            else ""
+        )
+        + (
+            f", {n_constant} cell(s) with constant responses not fitted (no evidence; "
+            "see cells.csv)"
+            if n_constant
             else ""
         )
         + f" -> {args.out}/fits.csv, {args.out}/evidence.csv"

@@ -60,14 +60,19 @@ class RunTable(NamedTuple):
     cell: np.ndarray  # (runs,) cell index
     session: np.ndarray  # (runs,) session key
     run: np.ndarray  # (runs,) run key
+    level: np.ndarray | None = None  # (runs, T) level code of an interleaved column, or None
 
 
 class FitBatch(NamedTuple):
     """Fits of every cell and bootstrap replicate.
 
-    Arrays have shape ``(cells, 1 + B, 10)``; replicate 0 is the full data.
-    ``params`` maps each parameter name to such an array (NaN where the
-    parameter does not belong to the variant or the variant was skipped).
+    Arrays have shape ``(rows, 1 + B, 10)``; replicate 0 is the full data.
+    A row is a cell, or with an interleaved column (METHOD §10) one level of
+    a cell: ``cells`` then has a ``level`` column (``COL=value``), ``params``
+    hold that level's parameters and ``loglik``, ``aic``, ``n`` and ``k`` are
+    those of the joint fit, repeated on each level's row.  ``params`` maps
+    each parameter name to such an array (NaN where the parameter does not
+    belong to the variant or the variant was skipped).
     """
 
     cells: pd.DataFrame
@@ -75,12 +80,20 @@ class FitBatch(NamedTuple):
     aic: np.ndarray
     n: np.ndarray
     params: dict[str, np.ndarray]
-    skipped: np.ndarray  # (cells, 10) reason string or ""
+    skipped: np.ndarray  # (rows, 10) reason string or ""
+    k: np.ndarray | None = None  # (rows, 10) free parameters; None: the variants' own k
 
 
 # ----------------------------------------------------------------- tables
-def build_runs(trials: pd.DataFrame) -> tuple[pd.DataFrame, RunTable]:
-    """Cells and the padded run table of a normalised trial table."""
+def build_runs(
+    trials: pd.DataFrame, interleaved: str | None = None
+) -> tuple[pd.DataFrame, RunTable]:
+    """Cells and the padded run table of a normalised trial table.
+
+    With ``interleaved`` (a column name), ``RunTable.level`` holds each
+    trial's level code (the index into ``cells.attrs["levels"]``); runs keep
+    every trial in order whatever its level (METHOD §10).
+    """
     cell_id = trials.groupby(list(CELL_KEYS), sort=True).ngroup().to_numpy()
     run_id = trials.groupby(list(CELL_KEYS) + ["session", "run"], sort=True).ngroup().to_numpy()
     order = np.lexsort((trials["trial"].to_numpy(), run_id))
@@ -101,7 +114,14 @@ def build_runs(trials: pd.DataFrame) -> tuple[pd.DataFrame, RunTable]:
     first = starts
     sess = trials["session"].to_numpy()[order][first]
     runk = trials["run"].to_numpy()[order][first]
-    runs = RunTable(x, y, present, cell_id[first], sess, runk)
+    level = None
+    levels: list[str] = []
+    if interleaved is not None:
+        codes, uniques = interleaved_levels(trials, interleaved)
+        levels = [f"{interleaved}={u}" for u in uniques]
+        level = np.zeros((n_runs, T), dtype=np.int64)
+        level[run_id, pos] = codes[order]
+    runs = RunTable(x, y, present, cell_id[first], sess, runk, level)
     cells = (
         trials[list(CELL_KEYS)]
         .drop_duplicates()
@@ -139,7 +159,47 @@ def build_runs(trials: pd.DataFrame) -> tuple[pd.DataFrame, RunTable]:
     cells["delta"] = response_quantum(y_obs, cell_obs, len(cells))
     median = pd.Series(y_obs).groupby(cell_obs).median()
     cells["y_median"] = median.reindex(np.arange(len(cells))).to_numpy()
+    cells.attrs["levels"] = levels
     return cells, runs
+
+
+def interleaved_levels(trials: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str]]:
+    """Level code of every trial and the sorted level labels of ``column``.
+
+    Raises
+    ------
+    BayesobsInputError
+        When the column is absent, has missing values, or is a cell key.
+    """
+    from .errors import BayesobsInputError
+
+    if column in CELL_KEYS or column in ("session", "run", "trial", "stimulus", "response"):
+        raise BayesobsInputError(
+            f"--interleaved {column}: a cell or order key cannot be interleaved; name the "
+            "column whose level changes from trial to trial inside a run (e.g. Coherence1)"
+        )
+    if column not in trials.columns:
+        cols = ", ".join(str(c) for c in trials.columns)
+        raise BayesobsInputError(f"--interleaved {column}: no such column (columns: {cols})")
+    col = trials[column]
+    if col.isna().any():
+        i = int(np.flatnonzero(col.isna().to_numpy())[0])
+        raise BayesobsInputError(
+            f"--interleaved {column}: value missing in row {i + 1} of the trial table "
+            "(filter it out with --where)"
+        )
+    labels = col.map(lambda v: format(v, "g") if isinstance(v, float) else str(v))
+    uniques = sorted(labels.unique(), key=_natural)
+    codes = labels.map({u: i for i, u in enumerate(uniques)}).to_numpy(np.int64)
+    return codes, uniques
+
+
+def _natural(label: str):
+    """Numbers in numeric order, then text."""
+    try:
+        return (0, float(label), "")
+    except ValueError:
+        return (1, 0.0, label)
 
 
 QUANTUM_EXPONENTS = np.arange(9, -10, -1)  # k = 9 .. -9, largest first
@@ -407,6 +467,228 @@ def _fit_kalman(W, Gd, z, u, obs):
     }
 
 
+# ------------------------------------------------- interleaved levels (§10)
+LEVEL_GRID_CANDIDATES = 6000  # grid points over the vector of log rho_c
+LEVEL_SWEEPS = 2  # coordinate-wise golden-section sweeps after the grid
+
+
+def level_grid(L: int) -> np.ndarray:
+    """Candidate vectors of ``log rho_c``: ``(Q, L)``, the ends -18 and 18 included."""
+    per = max(5, round(LEVEL_GRID_CANDIDATES ** (1.0 / L)))
+    axis = np.linspace(-18.0, 18.0, per)
+    return np.stack([g.ravel() for g in np.meshgrid(*([axis] * L), indexing="ij")], axis=1)
+
+
+def _kalman_moments_levels(z, u, obs, lev, rho, L):
+    """Per-level ``sum mu``, ``sum mu^2``, ``sum mu u`` of the interleaved filter.
+
+    ``z``, ``u``, ``obs``, ``lev``: time-major ``(T, R)``.  ``rho``: ``(..., L)``
+    noise ratios whose leading shape broadcasts against ``(R,)``.  The
+    recursion (METHOD §10, in units of the process noise):
+    ``P-_t = P_{t-1} + 1``, ``K_t = rho_c P-_t / (rho_c P-_t + 1)``,
+    ``P_t = P-_t / (rho_c P-_t + 1)``, diffuse start ``K_1 = 1``,
+    ``P_1 = 1 / rho_{c(1)}``.  Returns three arrays ``(L, *lead)``.
+    """
+    rho = np.asarray(rho, dtype=float)
+    lead = np.broadcast_shapes(rho.shape[:-1], z.shape[1:])
+    T = z.shape[0]
+    masks = [(lev == c) & obs for c in range(L)]
+
+    def r_at(t):
+        r = np.zeros(lead)
+        for c in range(L):
+            r = r + rho[..., c] * (lev[t] == c)
+        return r
+
+    mu = np.broadcast_to(z[0], lead).copy()
+    P = 1.0 / r_at(0)
+    s1 = np.zeros((L, *lead))
+    s2 = np.zeros((L, *lead))
+    s3 = np.zeros((L, *lead))
+
+    def accumulate(t):
+        for c in range(L):
+            m = masks[c][t]
+            if m.any():
+                a = mu * m
+                s1[c] += a
+                s2[c] += a * mu
+                s3[c] += a * u[t]
+
+    accumulate(0)
+    for t in range(1, T):  # a missing response still moves the filter; padding is harmless
+        r = r_at(t)
+        pm = P + 1.0
+        denom = r * pm + 1.0
+        k = r * pm / denom
+        P = pm / denom
+        mu += k * (z[t] - mu)
+        accumulate(t)
+    return s1, s2, s3
+
+
+def _level_objective(rss, n, floor):
+    """``sum_c [n_c log s2_c + RSS_c / s2_c]`` (minus twice the profiled LL, up to constants)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s2 = np.maximum(rss / np.where(n > 0, n, 1.0), floor)
+        term = np.where(n > 0, n * np.log(s2) + rss / s2, 0.0)
+    return term.sum(axis=0)
+
+
+def _fit_kalman_levels(W, Gds, floors, z, u, obs, lev, L):
+    """Profiled ``kalman``/``kalman_gain`` fits with one ``rho_c`` per level.
+
+    ``Gds``: ``(L, D, 10)`` dataset Gram statistics per level; ``floors``:
+    ``(L, D)`` variance floors.  Grid over the vector of ``log rho_c`` (both
+    ends per level), then coordinate-wise golden-section refinement.
+    Returns ``{variant: (rss (L, D), params)}`` with ``(L, D)`` parameters.
+    """
+    D = W.shape[0]
+    n = Gds[..., _N]  # (L, D)
+    cand = level_grid(L)  # (Q, L)
+    s1, s2, s3 = _kalman_moments_levels(z, u, obs, lev, np.exp(cand)[:, None, :], L)  # (L, Q, R)
+    agg = [np.stack([np.asarray(W @ m[c].T) for c in range(L)]) for m in (s1, s2, s3)]  # (L, D, Q)
+    rk, rg, _, _ = _rss_kalman(Gds[:, :, None, :], *agg)  # (L, D, Q)
+    fl = floors[:, :, None]
+    nn = n[:, :, None]
+    grids = np.stack([_level_objective(rk, nn, fl), _level_objective(rg, nn, fl)])  # (2, D, Q)
+    i = np.argmin(np.where(np.isnan(grids), np.inf, grids), axis=2)  # (2, D)
+    best = cand[i]  # (2, D, L)
+    best_f = np.take_along_axis(grids, i[..., None], axis=2)[..., 0]
+    step = cand[1, -1] - cand[0, -1] if len(cand) > 1 else 1.0
+
+    coo = W.tocoo()
+    d_p, r_p, w_p = coo.row, coo.col, coo.data
+    zp, up, op, lp = (np.concatenate([a[:, r_p], a[:, r_p]], axis=1) for a in (z, u, obs, lev))
+    P = len(d_p)
+
+    def moments_at(th):  # th: (2, D, L) -> per level (L, 2, D)
+        rho = np.exp(np.concatenate([th[0, d_p], th[1, d_p]], axis=0))  # (2P, L)
+        mm = _kalman_moments_levels(zp, up, op, lp, rho, L)
+        out = []
+        for m in mm:  # (L, 2P)
+            out.append(
+                np.stack(
+                    [
+                        np.stack(
+                            [
+                                np.bincount(
+                                    d_p, weights=w_p * m[c, j * P : (j + 1) * P], minlength=D
+                                )
+                                for j in (0, 1)
+                            ]
+                        )
+                        for c in range(L)
+                    ]
+                )
+            )
+        return out  # three arrays (L, 2, D)
+
+    def objective(th):
+        a1, a2, a3 = moments_at(th)
+        rk_, rg_, _, _ = _rss_kalman(Gds[:, None, :, :], a1, a2, a3)  # (L, 2, D)
+        f = np.stack(
+            [_level_objective(rk_[:, 0], n, floors), _level_objective(rg_[:, 1], n, floors)]
+        )
+        return f
+
+    for _ in range(LEVEL_SWEEPS):
+        for c in range(L):
+
+            def evaluate(x, c=c):
+                th = best.copy()
+                th[..., c] = x
+                return objective(th)
+
+            lo = np.clip(best[..., c] - step, -18.0, 18.0)
+            hi = np.clip(best[..., c] + step, -18.0, 18.0)
+            x, f = _golden(evaluate, lo, hi)
+            better = f < best_f
+            best[..., c] = np.where(better, x, best[..., c])
+            best_f = np.where(better, f, best_f)
+    a1, a2, a3 = moments_at(best)
+    rk_, rg_, g, delta = _rss_kalman(Gds[:, None, :, :], a1, a2, a3)  # (L, 2, D)
+    rho = np.exp(np.moveaxis(best, -1, 0))  # (L, 2, D)
+    return {
+        "kalman": (rk_[:, 0], {"rho": rho[:, 0]}),
+        "kalman_gain": (rg_[:, 1], {"rho": rho[:, 1], "g": g[:, 1], "delta": delta[:, 1]}),
+    }
+
+
+def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int):
+    """Joint log-likelihoods and per-level parameters (METHOD §10) for one chunk.
+
+    Returns ``ll (D, V)``, ``n (D,)``, ``n_level (D, L)``, ``params`` with
+    ``(D, V, L)`` arrays and ``few (D, V)``: a level has too few responses.
+    """
+    D = W.shape[0]
+    V = len(VARIANTS)
+    cell_of = np.repeat(np.arange(len(cells)), 1 + B)
+    ll = np.full((D, V), np.nan)
+    few = np.zeros((D, V), dtype=bool)
+    par = {p: np.full((D, V, L), np.nan) for p in _PARAMS}
+    n_level = np.zeros((D, L))
+    for log in (False, True):
+        z, u, obs, _, centre_run = _transformed(runs, cells, log)
+        centre_cell = np.zeros(len(cells))
+        centre_cell[runs.cell] = centre_run
+        centre = centre_cell[cell_of]
+        qfloor = quantum_floor(cells, log)[cell_of]
+        Gds, jacs, floors, results = [], [], [], []
+        for c in range(L):
+            oc = obs & (runs.level == c)
+            G = _gram(z, np.where(oc, u, 0.0), runs.present, oc)
+            Gd = np.asarray(W @ G)
+            jac_trial = np.where(oc, u + centre_run[:, None], 0.0) if log else np.zeros_like(u)
+            jacs.append(np.asarray(W @ jac_trial.sum(1)))
+            nc = Gd[:, _N]
+            vu = Gd[:, _SUU] - Gd[:, _SU] ** 2 / np.where(nc > 0, nc, 1)
+            floors.append(
+                np.maximum(
+                    VARIANCE_FLOOR * np.maximum(vu / np.where(nc > 0, nc, 1), 1e-300), qfloor
+                )
+            )
+            Gds.append(Gd)
+            results.append(_closed_forms(Gd))
+        Gds, jacs, floors = np.stack(Gds), np.stack(jacs), np.stack(floors)
+        n = Gds[..., _N]  # (L, D)
+        n_level = n.T
+        kal = _fit_kalman_levels(
+            W, Gds, floors, z.T.copy(), u.T.copy(), obs.T.copy(), runs.level.T.copy(), L
+        )
+        ok_cell = (cells["log_skipped"].to_numpy() == "") if log else np.ones(len(cells), bool)
+        ok = (ok_cell & ~cells["constant"].to_numpy(bool))[cell_of]
+        for v_j, v in enumerate(VARIANTS):
+            if v.log != log:
+                continue
+            base = v.family if v.family == "linear" else v.family + ("_gain" if v.gain else "")
+            if v.family == "kalman":
+                rss, p = kal[base]
+            else:
+                rss = np.stack([results[c][base][0] for c in range(L)])
+                p = {
+                    k: np.stack([results[c][base][1][k] for c in range(L)])
+                    for k in results[0][base][1]
+                }
+            with np.errstate(invalid="ignore", divide="ignore"):
+                s2 = np.maximum(rss / np.where(n > 0, n, 1), floors)
+                ll_c = np.where(
+                    n > 0, -0.5 * n * np.log(2 * np.pi * s2) - 0.5 * rss / s2 - jacs, 0.0
+                )
+            short = ((n > 0) & (n <= v.k)).any(axis=0)
+            few[:, v_j] = short
+            fit_ok = ok & ~short & (n.sum(0) > 0)
+            ll[:, v_j] = np.where(fit_ok, ll_c.sum(0), np.nan)
+            present = fit_ok[None, :] & (n > 0)
+            par["sigma"][:, v_j] = np.where(present, np.sqrt(s2), np.nan).T
+            for name, val in p.items():
+                if name in ("b", "delta"):  # undo the centring
+                    slope = p["w"] if name == "b" else p["g"]
+                    val = val + centre[None, :] * (1.0 - slope)
+                par[name][:, v_j] = np.where(present, val, np.nan).T
+    return ll, n_level.sum(1), n_level, par, few
+
+
 def quantum_floor(cells: pd.DataFrame, log: bool) -> np.ndarray:
     """Per-cell variance floor from the response quantum (Sheppard, METHOD §8).
 
@@ -475,6 +757,7 @@ def fit_batch(
     seed: int = 0,
     progress: bool = False,
     max_chunk_pairs: int = 200_000,
+    interleaved: str | None = None,
 ) -> FitBatch:
     """Fit all ten variants to every cell and ``bootstrap`` replicates of it.
 
@@ -490,6 +773,11 @@ def fit_batch(
         Show a progress bar.
     max_chunk_pairs : int
         Memory bound: (dataset, run) pairs processed at once.
+    interleaved : str, optional
+        A column whose level changes trial by trial inside a run (METHOD §10):
+        cells are formed without it, the observer sees every trial of the run,
+        and each level gets its own parameters and noise.  Rows of the result
+        are then (cell, level) pairs.
 
     Returns
     -------
@@ -497,7 +785,10 @@ def fit_batch(
     """
     if bootstrap < 0:
         raise ValueError("bootstrap must be >= 0")
-    cells, runs = build_runs(trials)
+    cells, runs = build_runs(trials, interleaved)
+    levels = cells.attrs["levels"]
+    if interleaved is not None and len(levels) > 1:
+        return _fit_batch_levels(trials, cells, runs, int(bootstrap), seed, progress, levels)
     B = int(bootstrap)
     W = dataset_matrix(trials, cells, runs, B, seed)
     n_cells = len(cells)
@@ -550,7 +841,78 @@ def fit_batch(
         few = (n[:, 0, j] <= v.k) & (skipped[:, j] == "")
         skipped[few, j] = f"skipped: {v.k + 1} or more observed responses needed"
         skipped[constant, j] = CONSTANT_REASON
+    if interleaved is not None:  # one level only: §10 is exactly §2
+        cells = cells.assign(level=levels[0], n_level=n[:, 0, 0].astype(int))
     return FitBatch(cells, ll, aic, n, params, skipped)
+
+
+def _fit_batch_levels(trials, cells, runs, B, seed, progress, levels) -> FitBatch:
+    """:func:`fit_batch` with an interleaved column of two or more levels."""
+    L = len(levels)
+    W = dataset_matrix(trials, cells, runs, B, seed)
+    n_cells, V = len(cells), len(VARIANTS)
+    ll = np.full((n_cells, 1 + B, V), np.nan)
+    n = np.zeros((n_cells, 1 + B))
+    n_level = np.zeros((n_cells, 1 + B, L))
+    few = np.zeros((n_cells, V), dtype=bool)
+    params = {p: np.full((n_cells, 1 + B, V, L), np.nan) for p in _PARAMS}
+    runs_per_cell = cells["n_runs"].to_numpy()
+    q = len(level_grid(L))
+    step = max(1, int(2_000_000 // (q * (1 + B) * runs_per_cell.max())))
+    run_start = np.concatenate([[0], np.cumsum(runs_per_cell)])
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n_cells * (1 + B), unit="fit", desc="fitting cells x replicates")
+    for s0 in range(0, n_cells, step):
+        idx = np.arange(s0, min(s0 + step, n_cells))
+        r0, r1 = run_start[idx[0]], run_start[idx[-1] + 1]
+        T = int(runs.present[r0:r1].sum(1).max())
+        sub_runs = RunTable(
+            runs.x[r0:r1, :T],
+            runs.y[r0:r1, :T],
+            runs.present[r0:r1, :T],
+            runs.cell[r0:r1] - idx[0],
+            runs.session[r0:r1],
+            runs.run[r0:r1],
+            runs.level[r0:r1, :T],
+        )
+        sub_W = W[idx[0] * (1 + B) : (idx[-1] + 1) * (1 + B), r0:r1]
+        sub_cells = cells.iloc[idx].reset_index(drop=True)
+        c_ll, c_n, c_nl, c_par, c_few = _fit_chunk_levels(sub_W, sub_runs, sub_cells, B, L)
+        ll[idx] = c_ll.reshape(len(idx), 1 + B, V)
+        n[idx] = c_n.reshape(len(idx), 1 + B)
+        n_level[idx] = c_nl.reshape(len(idx), 1 + B, L)
+        few[idx] = c_few.reshape(len(idx), 1 + B, V)[:, 0]
+        for p in _PARAMS:
+            params[p][idx] = c_par[p].reshape(len(idx), 1 + B, V, L)
+        if bar is not None:
+            bar.update(len(idx) * (1 + B))
+    if bar is not None:
+        bar.close()
+    # one row per (cell, level present in the cell's data)
+    cell_rows, level_rows = np.nonzero(n_level[:, 0, :] > 0)
+    n_present = (n_level[:, 0, :] > 0).sum(1)
+    k_variant = np.array([v.k for v in VARIANTS], dtype=float)
+    k = k_variant[None, :] * n_present[cell_rows, None]
+    ll_rows = ll[cell_rows]
+    aic = 2 * k[:, None, :] - 2 * ll_rows
+    skipped = np.full((len(cell_rows), V), "", dtype=object)
+    constant = cells["constant"].to_numpy(bool)[cell_rows]
+    for j, v in enumerate(VARIANTS):
+        if v.log:
+            skipped[:, j] = cells["log_skipped"].to_numpy()[cell_rows]
+        short = few[cell_rows, j] & (skipped[:, j] == "")
+        skipped[short, j] = f"skipped: {v.k + 1} or more observed responses per level needed"
+        skipped[constant, j] = CONSTANT_REASON
+    rows = cells.iloc[cell_rows].reset_index(drop=True)
+    rows["level"] = [levels[i] for i in level_rows]
+    rows["n_level"] = n_level[cell_rows, 0, level_rows].astype(int)
+    rows.attrs["levels"] = levels
+    out_params = {p: params[p][cell_rows, :, :, level_rows] for p in _PARAMS}
+    n_rows = np.repeat(n[cell_rows][:, :, None], V, axis=2)
+    return FitBatch(rows, ll_rows, aic, n_rows, out_params, skipped, k)
 
 
 def encode_params(params: dict) -> str:
@@ -584,6 +946,7 @@ def fits_table(batch: FitBatch) -> pd.DataFrame:
     cells = batch.cells
     for c in range(len(cells)):
         key = {k: cells[k].iat[c] for k in CELL_KEYS}
+        extra = {k: cells[k].iat[c] for k in ("level", "n_level") if k in cells.columns}
         for j, v in enumerate(VARIANTS):
             if batch.skipped[c, j]:
                 params = {"skipped": batch.skipped[c, j]}
@@ -595,10 +958,11 @@ def fits_table(batch: FitBatch) -> pd.DataFrame:
                     "variant": v.name,
                     **{f: bool(getattr(v, f)) for f in FACTORS},
                     "n": int(batch.n[c, 0, j]),
-                    "k": v.k,
+                    "k": v.k if batch.k is None else int(batch.k[c, j]),
                     "loglik": batch.loglik[c, 0, j],
                     "aic": batch.aic[c, 0, j],
                     "params": encode_params(params),
+                    **extra,
                 }
             )
     return pd.DataFrame(rows)

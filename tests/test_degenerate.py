@@ -25,7 +25,10 @@ def _brute_quantum(y):
     """
     for k in range(9, -10, -1):
         q = [v / 10.0**k for v in y]
-        if all(abs(a - round(a)) < 1e-6 and (round(a) != 0 or v == 0) for a, v in zip(q, y)):
+        if all(
+            abs(a - round(a)) < 1e-6 and (round(a) != 0 or v == 0)
+            for a, v in zip(q, y, strict=True)
+        ):
             return 10.0**k
     return 0.0
 
@@ -64,7 +67,9 @@ def _constant_cell():
 def test_constant_responder_is_skipped_not_fitted():
     """Before: static_gain/linear fitted exactly (sigma 1e-157, loglik 2e+302) and won."""
     fits, evidence = bayesobs.fit(_constant_cell())
-    assert (fits["params"].map(lambda p: json.loads(p).get("skipped")) == "constant responses").all()
+    assert (
+        fits["params"].map(lambda p: json.loads(p).get("skipped")) == "constant responses"
+    ).all()
     assert fits["loglik"].isna().all() and fits["aic"].isna().all()
     assert evidence["p"].isna().all()
 
@@ -149,8 +154,18 @@ def _ragged(tmp_path):
 def test_ragged_csv_is_an_error_naming_file_and_line(tmp_path, capsys):
     """Before: pandas took the first field as the index and every column shifted by one."""
     path = _ragged(tmp_path)
-    code = main(["fit", str(path), "--out", str(tmp_path / "f"), "--map", "stimulus=num_dots",
-                 "--map", "response=answer"])  # fmt: skip
+    code = main(
+        [
+            "fit",
+            str(path),
+            "--out",
+            str(tmp_path / "f"),
+            "--map",
+            "stimulus=num_dots",
+            "--map",
+            "response=answer",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert f"{path}: malformed CSV: line 2 has 8 field(s) but the header names 7" in err
@@ -167,8 +182,9 @@ def test_short_row_is_an_error_too(tmp_path, capsys):
 def test_columns_option_names_every_field(tmp_path):
     path = _ragged(tmp_path)
     names = "part,num_dots,answer,feedback,a,fbnum,points,time"
-    t = bayesobs.read_trials(path, mapping={"stimulus": "num_dots", "response": "answer"},
-                             columns=names.split(","))  # fmt: skip
+    t = bayesobs.read_trials(
+        path, mapping={"stimulus": "num_dots", "response": "answer"}, columns=names.split(",")
+    )
     assert t["stimulus"].tolist() == [19, 26, 40]
     assert t["response"].tolist() == [20, 24, 35]
     assert t["time"].tolist() == [4.82, 8.28, 3.10]
@@ -183,14 +199,25 @@ def test_quoted_separators_are_not_fields(tmp_path):
 
 def test_vul_feedback_files_are_refused_then_read_with_columns(shared_data, tmp_path, capsys):
     files = sorted((shared_data / "vul_numerosity_estimation" / "numexpt-fb").glob("*.csv"))[:2]
-    args = ["fit", *map(str, files), "--out", str(tmp_path / "f"), "--map", "stimulus=num_dots",
-            "--map", "response=answer", "--map", "subject=@file"]  # fmt: skip
+    args = [
+        "fit",
+        *map(str, files),
+        "--out",
+        str(tmp_path / "f"),
+        "--map",
+        "stimulus=num_dots",
+        "--map",
+        "response=answer",
+        "--map",
+        "subject=@file",
+    ]
     assert main(args) == 2
     assert "has 8 field(s) but the header names 7" in capsys.readouterr().err
     names = "part,num_dots,answer,feedback,a,fbnum,points,time"
     assert main([*args, "--columns", names, "--where", "feedback == 0"]) == 0
-    t = bayesobs.read_trials(files[0], columns=names.split(","),
-                             mapping={"stimulus": "num_dots", "response": "answer"})  # fmt: skip
+    t = bayesobs.read_trials(
+        files[0], columns=names.split(","), mapping={"stimulus": "num_dots", "response": "answer"}
+    )
     raw = pd.read_csv(files[0], header=None, skiprows=1)
     np.testing.assert_array_equal(t["stimulus"].to_numpy(), raw[1].to_numpy())
     np.testing.assert_array_equal(t["response"].to_numpy(), raw[2].to_numpy())
