@@ -36,6 +36,7 @@ def fit(
     seed: int = 0,
     progress: bool = False,
     interleaved: str | None = None,
+    lapse: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fit the ten observer variants to every cell; return ``(fits, evidence)``.
 
@@ -54,6 +55,8 @@ def fit(
         A column whose levels alternate trial by trial inside a run (METHOD
         §10): per-level parameters over the shared sequence; ``fits`` and
         ``evidence`` then have one row per level with a ``level`` column.
+    lapse : bool
+        Add a uniform lapse rate to every variant (METHOD §11).
 
     Returns
     -------
@@ -64,7 +67,12 @@ def fit(
     """
     trials = normalize_trials(trials)
     batch = fit_batch(
-        trials, bootstrap=bootstrap, seed=seed, progress=progress, interleaved=interleaved
+        trials,
+        bootstrap=bootstrap,
+        seed=seed,
+        progress=progress,
+        interleaved=interleaved,
+        lapse=lapse,
     )
     return fits_table(batch), evidence_table(batch)
 

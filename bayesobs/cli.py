@@ -61,6 +61,11 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         help="COL's levels alternate trial by trial inside a run (e.g. two motion "
         "coherences): keep each run whole and fit per-level parameters (METHOD §10)",
     )
+    p.add_argument(
+        "--lapse",
+        action="store_true",
+        help="add a uniform lapse rate (0 to 0.2) to every variant, fitted by EM (METHOD §11)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -96,6 +101,7 @@ def _trial_record(args, command: str, **extra) -> dict:
         missing_where=args.missing_where,
         columns=args.columns,
         interleaved=args.interleaved,
+        lapse=args.lapse,
         bootstrap=args.bootstrap,
         seed=args.seed,
         **extra,
@@ -204,6 +210,7 @@ def cmd_fit(args) -> int:
         seed=args.seed,
         progress=_progress(args),
         interleaved=args.interleaved,
+        lapse=args.lapse,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     _write_csv(fits_table(batch), args.out / "fits.csv")

@@ -45,7 +45,7 @@ GOLDEN_ITERATIONS = 32  # bracket 0.5 -> 1e-7 in log rho
 VARIANCE_FLOOR = 1e-12
 CONSTANT_REASON = "constant responses"
 _PHI = (math.sqrt(5.0) - 1.0) / 2.0
-_PARAMS = ("w", "b", "w_prior", "g", "delta", "rho", "sigma")
+_PARAMS = ("w", "b", "w_prior", "g", "delta", "rho", "sigma", "lapse")
 _V = {v.name: j for j, v in enumerate(VARIANTS)}
 # Gram statistics of (z, zbar, 1, u) over observed trials.
 _N, _SZ, _SZB, _SU, _SZZ, _SZZB, _SZBZB, _SZU, _SZBU, _SUU = range(10)
@@ -750,6 +750,59 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
     return ll, n_out, par
 
 
+def _lapse_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, ll, par) -> None:
+    """Refit every variant with a lapse rate (METHOD §11), in place of ``ll``/``par``.
+
+    Where the EM optimum does not beat the no-lapse fit, the no-lapse fit
+    stays, with ``lapse = 0``.
+    """
+    from .lapse import _Pairs, fit_lapse
+
+    D = W.shape[0]
+    cell_of = np.repeat(np.arange(len(cells)), 1 + B)
+    obs_all = runs.present & ~np.isnan(runs.y)
+    ymin = np.full(len(cells), np.inf)
+    ymax = np.full(len(cells), -np.inf)
+    np.minimum.at(ymin, runs.cell, np.where(obs_all, runs.y, np.inf).min(1))
+    np.maximum.at(ymax, runs.cell, np.where(obs_all, runs.y, -np.inf).max(1))
+    with np.errstate(divide="ignore"):
+        uniform = 1.0 / (ymax - ymin)
+    uniform = np.where(np.isfinite(uniform), uniform, 0.0)[cell_of]
+    par["lapse"][:] = np.where(np.isnan(ll), np.nan, 0.0)
+    for log in (False, True):
+        z, u, obs, _, centre_run = _transformed(runs, cells, log)
+        jac_trial = np.where(obs, u + centre_run[:, None], 0.0) if log else np.zeros_like(u)
+        G = np.asarray(W @ _gram(z, u, runs.present, obs))
+        n = G[:, _N]
+        vu = G[:, _SUU] - G[:, _SU] ** 2 / np.where(n > 0, n, 1)
+        floor = np.maximum(
+            VARIANCE_FLOOR * np.maximum(vu / np.where(n > 0, n, 1), 1e-300),
+            quantum_floor(cells, log)[cell_of],
+        )
+        pairs = _Pairs(W, z, u, obs, runs.present, jac_trial, uniform, floor, D)
+        centre_cell = np.zeros(len(cells))
+        centre_cell[runs.cell] = centre_run
+        centre = centre_cell[cell_of]
+        for v_j, v in enumerate(VARIANTS):
+            if v.log != log:
+                continue
+            ok = ~np.isnan(ll[:, v_j])
+            if not ok.any():
+                continue
+            with np.errstate(divide="ignore"):
+                log_rho0 = np.log(np.nan_to_num(par["rho"][:, v_j], nan=1.0))
+            lam_ll, state, lam = fit_lapse(v, pairs, log_rho0)
+            better = ok & (lam_ll > ll[:, v_j])
+            ll[:, v_j] = np.where(better, lam_ll, ll[:, v_j])
+            par["lapse"][:, v_j] = np.where(better, lam, par["lapse"][:, v_j])
+            for name in v.param_names:
+                val = np.exp(state["log_rho"]) if name == "rho" else state[name]
+                if name in ("b", "delta"):  # undo the centring
+                    slope = state["w"] if name == "b" else state["g"]
+                    val = val + centre * (1.0 - slope)
+                par[name][:, v_j] = np.where(better, val, par[name][:, v_j])
+
+
 # ------------------------------------------------------------------ public
 def fit_batch(
     trials: pd.DataFrame,
@@ -758,6 +811,7 @@ def fit_batch(
     progress: bool = False,
     max_chunk_pairs: int = 200_000,
     interleaved: str | None = None,
+    lapse: bool = False,
 ) -> FitBatch:
     """Fit all ten variants to every cell and ``bootstrap`` replicates of it.
 
@@ -778,6 +832,10 @@ def fit_batch(
         cells are formed without it, the observer sees every trial of the run,
         and each level gets its own parameters and noise.  Rows of the result
         are then (cell, level) pairs.
+    lapse : bool
+        Add a uniform lapse rate ``lambda`` in [0, 0.2] to every variant
+        (METHOD §11), fitted by EM; ``k`` grows by one and ``params`` gain
+        ``lapse``.
 
     Returns
     -------
@@ -788,6 +846,13 @@ def fit_batch(
     cells, runs = build_runs(trials, interleaved)
     levels = cells.attrs["levels"]
     if interleaved is not None and len(levels) > 1:
+        if lapse:
+            from .errors import BayesobsInputError
+
+            raise BayesobsInputError(
+                "--lapse with --interleaved of two or more levels is not supported yet: "
+                "fit them separately"
+            )
         return _fit_batch_levels(trials, cells, runs, int(bootstrap), seed, progress, levels)
     B = int(bootstrap)
     W = dataset_matrix(trials, cells, runs, B, seed)
@@ -823,6 +888,8 @@ def fit_batch(
         sub_W = W[idx[0] * (1 + B) : (idx[-1] + 1) * (1 + B), r0:r1]
         sub_cells = cells.iloc[idx].reset_index(drop=True)
         c_ll, c_n, c_par = _fit_chunk(sub_W, sub_runs, sub_cells, B)
+        if lapse:
+            _lapse_chunk(sub_W, sub_runs, sub_cells, B, c_ll, c_par)
         ll[idx] = c_ll.reshape(len(idx), 1 + B, V)
         n[idx] = c_n.reshape(len(idx), 1 + B, 1)
         for p in _PARAMS:
@@ -831,7 +898,7 @@ def fit_batch(
             bar.update(len(idx) * (1 + B))
     if bar is not None:
         bar.close()
-    k = np.array([v.k for v in VARIANTS], dtype=float)
+    k = np.array([v.k for v in VARIANTS], dtype=float) + (1 if lapse else 0)
     aic = 2 * k - 2 * ll
     skipped = np.full((n_cells, V), "", dtype=object)
     constant = cells["constant"].to_numpy(bool)
@@ -843,7 +910,8 @@ def fit_batch(
         skipped[constant, j] = CONSTANT_REASON
     if interleaved is not None:  # one level only: §10 is exactly §2
         cells = cells.assign(level=levels[0], n_level=n[:, 0, 0].astype(int))
-    return FitBatch(cells, ll, aic, n, params, skipped)
+    k_rows = np.broadcast_to(k, (n_cells, V)).copy() if lapse else None
+    return FitBatch(cells, ll, aic, n, params, skipped, k_rows)
 
 
 def _fit_batch_levels(trials, cells, runs, B, seed, progress, levels) -> FitBatch:
@@ -952,6 +1020,9 @@ def fits_table(batch: FitBatch) -> pd.DataFrame:
                 params = {"skipped": batch.skipped[c, j]}
             else:
                 params = {p: float(batch.params[p][c, 0, j]) for p in v.param_names}
+                lapse = batch.params.get("lapse")
+                if lapse is not None and np.isfinite(lapse[c, 0, j]):
+                    params["lapse"] = float(lapse[c, 0, j])
             rows.append(
                 {
                     **key,

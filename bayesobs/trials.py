@@ -140,7 +140,9 @@ def _read_csv_strict(
     if columns is not None:
         columns = [str(c).strip() for c in columns]
         if len(set(columns)) != len(columns) or not all(columns):
-            raise BayesobsInputError(f"--columns {','.join(columns)}: names must be unique and non-empty")
+            raise BayesobsInputError(
+                f"--columns {','.join(columns)}: names must be unique and non-empty"
+            )
         width, what = len(columns), f"--columns names {len(columns)}"
     else:
         width, what = n_header, f"the header names {n_header}"
