@@ -126,9 +126,9 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz announces its refactor on import
-        # failed diagnostics come back as notes and are printed below
+        # failed diagnostics and high Pareto k come back as notes and are printed below
         warnings.filterwarnings(
-            "ignore", message=".*sampler diagnostics failed", category=RuntimeWarning
+            "ignore", message=".*(sampler diagnostics failed|Pareto k)", category=RuntimeWarning
         )
         summary, loo, idatas, notes = fit_posterior(
             trials, variants=args.variant, hierarchical=args.hierarchical, chains=args.chains, warmup=args.warmup, draws=args.draws,
@@ -172,8 +172,10 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
             )
     for n in notes:
         print(f"warning: {n}", file=sys.stderr)
+    high_k = loo["pareto_k_over_0.7"] if len(loo) else pd.Series(dtype=int)
     print(
         f"posterior fits -> {out}/posterior.csv, {out}/loo.csv, {out}/bcs_posterior.csv, {out}/posterior/*.nc"
+        + f"; Pareto k > 0.7: {int(high_k.sum())} observation(s) in {int((high_k > 0).sum())} fit(s)"
     )
 
 

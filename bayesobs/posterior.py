@@ -31,6 +31,7 @@ from .trials import CELL_KEYS
 
 CORE = {"linear": "w", "static": "w_prior", "kalman": "rho"}
 RHAT_MAX = 1.01
+PARETO_K_MAX = 0.7  # Vehtari et al. (2017): PSIS-LOO unreliable above
 ESS_PER_CHAIN = 100  # Vehtari et al. (2021): bulk ESS above 100 per chain
 
 
@@ -181,6 +182,21 @@ def diagnostics(idata) -> dict:
     }
 
 
+def diagnostics_failures(d: dict, chains: int) -> str:
+    """Each failed check with its value and threshold, e.g. ``R-hat 1.052 > 1.01``."""
+    out = []
+    if not d["r_hat_max"] <= RHAT_MAX:
+        out.append(f"R-hat {d['r_hat_max']:.3f} > {RHAT_MAX}")
+    if not d["ess_bulk_min"] >= ESS_PER_CHAIN * chains:
+        out.append(
+            f"bulk ESS {d['ess_bulk_min']:.0f} < {ESS_PER_CHAIN * chains} "
+            f"({ESS_PER_CHAIN} per chain x {chains} chains)"
+        )
+    if d["divergences"]:
+        out.append(f"{d['divergences']} divergent transition(s) > 0")
+    return ", ".join(out)
+
+
 def diagnostics_ok(d: dict, chains: int) -> bool:
     """R-hat at most 1.01, bulk ESS above 100 per chain, no divergences."""
     return (
@@ -235,10 +251,10 @@ def _fit_one(job):
         return key, name, None, [], None, f"{label}: {exc}"
     idata = sample(v, data, hierarchical, chains, warmup, draws, seed, progress)
     diag = diagnostics(idata)
-    note = None
+    notes = []
     if not diagnostics_ok(diag, chains):
-        note = (f"{label} {name}: sampler diagnostics failed (R-hat {diag['r_hat_max']:.3f}, "
-                f"bulk ESS {diag['ess_bulk_min']:.0f}, {diag['divergences']} divergences); treat with care")  # fmt: skip
+        notes.append(f"{label} {name}: sampler diagnostics failed ({diagnostics_failures(diag, chains)}); "
+                     "treat with care")  # fmt: skip
     rows = []
     summ = az.summary(idata, hdi_prob=0.94)
     for lab, r in summ.iterrows():
@@ -246,12 +262,18 @@ def _fit_one(job):
         rows.append({**dict(zip(group_keys, key, strict=True)), "subject_cell": subj.rstrip("]"), "variant": name,
                      "param": param, **{c: r[c] for c in summ.columns}, **diag})  # fmt: skip
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # high Pareto k is reported, not raised
+        # arviz's generic warning is replaced by a note with the count and the threshold
+        warnings.filterwarnings("ignore", message=".*[Pp]areto", category=UserWarning)
         loo = az.loo(idata, pointwise=True)
+    k = np.asarray(loo.pareto_k)
+    high = int((k > PARETO_K_MAX).sum())
+    if high:
+        notes.append(f"{label} {name}: {high} of {k.size} observation(s) have Pareto k > {PARETO_K_MAX} "
+                     f"(largest {k.max():.2f}): PSIS-LOO is unreliable for them; compare variants with "
+                     "care (K-fold CV, or a lapse/heavier-tailed model)")  # fmt: skip
     loo_row = {**dict(zip(group_keys, key, strict=True)), "variant": name, "elpd_loo": float(loo.elpd_loo),
-               "se": float(loo.se), "p_loo": float(loo.p_loo),
-               "pareto_k_over_0.7": int((np.asarray(loo.pareto_k) > 0.7).sum())}  # fmt: skip
-    return key, name, idata, rows, loo_row, note
+               "se": float(loo.se), "p_loo": float(loo.p_loo), "pareto_k_over_0.7": high}  # fmt: skip
+    return key, name, idata, rows, loo_row, "; ".join(notes) or None
 
 
 def _worker_init() -> None:
@@ -267,7 +289,8 @@ def fit_posterior(trials: pd.DataFrame, variants=None, hierarchical=False, chain
     subject per cell, with a population distribution on the core parameter.
     Fits run in ``workers`` processes (default: one per core, at most 2 on
     this kind of machine; 1 runs in this process).  Failed sampler
-    diagnostics are returned in ``notes`` and raised as ``RuntimeWarning``.
+    diagnostics (each with its threshold) and observations with Pareto
+    ``k > 0.7`` are returned in ``notes`` and raised as ``RuntimeWarning``.
     """
     import os
 

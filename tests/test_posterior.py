@@ -161,3 +161,20 @@ def test_credible_intervals_cover_the_truth_at_nominal_rate():
         covered += lo <= w <= hi
     assert 0.78 <= covered / n <= 0.98, f"90% intervals covered the truth in {covered}/{n}"
     assert failed <= 2, f"sampler diagnostics failed in {failed}/{n} fits"
+
+
+def test_warnings_name_their_thresholds_and_high_pareto_k_is_reported():
+    """Before: Pareto k warnings were silenced and diagnostics omitted the thresholds."""
+    df = make_cell(np.random.default_rng(9), "static", {"w_prior": 0.4, "sigma": 0.02}, n_per=20)
+    df.loc[3, "response"] = df["response"].iloc[3] + 1.5  # one wild answer
+    with pytest.warns(RuntimeWarning) as rec:
+        _, loo, _, notes = posterior.fit_posterior(
+            df, variants=["static"], chains=2, warmup=10, draws=30, workers=1
+        )
+    text = " ".join(str(w.message) for w in rec)
+    assert "Pareto k > 0.7" in text and loo["pareto_k_over_0.7"].iat[0] >= 1
+    # each failed check carries its threshold
+    assert any(
+        t in text for t in ("> 1.01", "< 200 (100 per chain x 2 chains)", "transition(s) > 0")
+    )
+    assert notes
