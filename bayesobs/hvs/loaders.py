@@ -327,6 +327,11 @@ def load_ranks(path: str | Path, images_dir: str | Path | None = None) -> dict[s
     out: dict[str, dict] = {}
     for line, row in enumerate(rows, start=2):
         where = f"row {line}"
+        if None in row:
+            raise BayesobsInputError(
+                f"{path}: {where}: more fields than the header has (quote a bbox that uses "
+                'commas, e.g. "1,2,3,4")'
+            )
         image = (row["image"] or "").strip()
         if not image:
             raise BayesobsInputError(f"{path}: {where}: field 'image' is empty")
