@@ -277,6 +277,8 @@ def test_gold_replies_score_perfectly(questions):
     assert list(table.columns) == list(metrics.TABLE_COLUMNS)
     assert table.loc["gold", "Overall Acc"] == 1.0
     assert table.loc["gold", "Subitizing Q2 MAE"] == 0.0
+    by_type = metrics.accuracy_by_type(scored)
+    assert list(by_type.index) == list(metrics.ACC_TYPES) and (by_type == 1.0).all()
     # the first human scanpath matches itself, so the mean over humans exceeds 1/N
     assert table.loc["gold", "Free-viewing Q9 M-Pos"] > 1 / N_SUBJECTS
 

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .multimatch import multimatch
-from .questions import FIELDS, n_choice_chance
+from .questions import n_choice_chance
 from .standardise import DEFAULT_SCANPATH, standardise
 
 SCREEN = (1680, 1050)
@@ -306,27 +306,11 @@ def random_baseline_scores(
     return pd.DataFrame(rows)
 
 
-def field_of(qtype: str) -> str:
-    """The HVSBench field of a question type."""
-    return FIELDS[qtype]
-
-
-def expected_chance(records: Sequence[dict]) -> dict[str, float]:
-    """Mean analytic chance accuracy per choice/ranking question type."""
-    out: dict[str, list[float]] = {}
-    for r in records:
-        if r["kind"] in ("choice", "ranking"):
-            out.setdefault(r["qtype"], []).append(n_choice_chance(r))
-    return {k: float(np.mean(v)) for k, v in out.items()}
-
-
 __all__ = [
     "ACC_TYPES",
     "TABLE_COLUMNS",
     "accuracy_by_type",
     "count_metrics",
-    "expected_chance",
-    "field_of",
     "hvs_table",
     "random_baseline_scores",
     "scanpath_pool",
