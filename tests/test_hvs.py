@@ -123,6 +123,8 @@ def test_standardise_ranking_table10(reply, expected):
         ("scanpath", "I cannot predict fixations.", DEFAULT),
         ("scanpath", "```json\n{not json}\n```", DEFAULT),
         ("scanpath", "X = [0.1, 0.2] Y = [0.3] T = [100, 200]", DEFAULT),
+        ("scanpath", "X = [0.1, nan] Y = [0.3, 0.4] T = [100, 200]", DEFAULT),
+        ("scanpath", '```json\n{"X": [NaN], "Y": [0.5], "T": [1]}\n```', DEFAULT),
     ],
 )
 def test_standardise_edge_cases(kind, reply, expected):

@@ -260,6 +260,9 @@ def test_scanpath_score_cuts_to_six_and_scales_to_the_screen():
     empty = metrics.scanpath_score({"X": [], "Y": [], "T": []}, [human])
     default = metrics.scanpath_score({"X": [0.5], "Y": [0.5], "T": [0]}, [human])
     assert empty == default
+    negative = metrics.scanpath_score({"X": [0.5, 0.2], "Y": [0.5, 0.4], "T": [-5, 200]}, [human])
+    zero = metrics.scanpath_score({"X": [0.5, 0.2], "Y": [0.5, 0.4], "T": [0, 200]}, [human])
+    assert negative == zero
 
 
 def test_gold_replies_score_perfectly(questions):

@@ -9,7 +9,8 @@ Metrics (paper section 3.3):
   fixations and scaled to the 1680 x 1050 screen; each question's score is
   the mean over the image's human scanpaths (pixels, ms; not cut).  An
   empty prediction (``X = [] Y = [] T = []``) is scored as the
-  standardiser's default, one central fixation of 0 ms.
+  standardiser's default, one central fixation of 0 ms; a negative predicted
+  duration counts as 0 ms.
 
 Aggregation (the paper does not state how its "Overall" is averaged, and
 no fixed weighting of its Table 3 or Table 11 columns reproduces it (we
@@ -87,7 +88,7 @@ def _pixels(sp: dict, screen: tuple[float, float], cut: int | None) -> list[tupl
     if len(xs) == 0:
         xs, ys, ts = DEFAULT_SCANPATH["X"], DEFAULT_SCANPATH["Y"], DEFAULT_SCANPATH["T"]
     fix = [
-        (float(x) * screen[0], float(y) * screen[1], float(t))
+        (float(x) * screen[0], float(y) * screen[1], max(0.0, float(t)))
         for x, y, t in zip(xs, ys, ts, strict=True)
     ]
     return fix[:cut] if cut else fix

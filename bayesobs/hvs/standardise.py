@@ -38,11 +38,14 @@ Choices made where the paper is silent (documented, tested):
   one that writes three empty lists (``X = [] Y = [] T = []``, the paper's
   Figure 3) keeps the empty lists, as the paper's "Ours" column shows.
 * Number words are zero to twenty and the tens up to ninety.
+* Non-numbers and non-finite values (``nan``, ``inf``) in a list are dropped
+  (a JSON block holding one is unreadable, so the default).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -158,9 +161,11 @@ def _parse_values(raw: str) -> list[float | int]:
         if not tok:
             continue
         try:
-            out.append(float(tok) if ("." in tok or "e" in tok.lower()) else int(tok))
+            val = float(tok) if ("." in tok or "e" in tok.lower()) else int(tok)
         except ValueError:
             continue
+        if math.isfinite(val):
+            out.append(val)
     return out
 
 
@@ -182,6 +187,8 @@ def _json_block(text: str) -> dict[str, list] | None:
         try:
             out[key] = [v if isinstance(v, int) else float(v) for v in vals]
         except (TypeError, ValueError):
+            return None
+        if any(isinstance(v, bool) or not math.isfinite(v) for v in out[key]):
             return None
     return out
 
