@@ -11,8 +11,10 @@ lightly textured background) and writes, in the layout that
   proportion to their salience with inhibition of return, mixed with
   centre-biased random fixations; durations longer on more salient objects.
   A search scanpath ends on its target.
-* SIS10K-style COCO instances (the objects whose salience passes a
-  threshold) and a saliency-rank CSV (those objects ranked by salience).
+* SIS10K-style COCO instances (the objects whose salience is at least
+  :data:`SALIENT_THRESHOLD`, at least one per image) and a saliency-rank CSV
+  (every object of the image, ranked by salience, with a label such as "the
+  red disc").
 
 An object's salience is ``contrast * sqrt(area / largest area) *
 exp(-d^2 / (2 * 0.3^2))``, with ``contrast`` the object's luminance
