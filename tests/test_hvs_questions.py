@@ -329,7 +329,8 @@ def test_random_baselines_by_hand(questions, tmp_path):
     assert sp["m_dir"].between(0, 1).all() and sp["m_pos"].between(0, 1).all()
     metrics.write_hvs_csv(table, tmp_path / "hvs.csv")
     back = pd.read_csv(tmp_path / "hvs.csv", index_col=0)
-    assert list(back.columns) == list(metrics.TABLE_COLUMNS)
+    assert list(back.columns) == ["benchmark", *metrics.TABLE_COLUMNS]
+    assert (back["benchmark"] == "HVSBench-style (questions recreated from public data)").all()
     assert back.loc["random", "Prominence Q1 Acc"] == pytest.approx(
         table.loc["random", "Prominence Q1 Acc"], abs=5e-5
     )

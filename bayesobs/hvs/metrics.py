@@ -225,9 +225,17 @@ def hvs_table(scored: pd.DataFrame, label: str = "model") -> pd.DataFrame:
     return pd.DataFrame([row], index=pd.Index([label], name="model"))[list(TABLE_COLUMNS)]
 
 
+LABEL = "HVSBench-style (questions recreated from public data)"
+
+
 def write_hvs_csv(table: pd.DataFrame, path) -> None:
-    """Write a :func:`hvs_table` result (one or more rows) as ``hvs.csv`` (4 decimals)."""
-    table.to_csv(path, float_format="%.4f")
+    """Write a :func:`hvs_table` result (one or more rows) as ``hvs.csv`` (4 decimals).
+
+    A first column ``benchmark`` labels every row :data:`LABEL`.
+    """
+    out = table.copy()
+    out.insert(0, "benchmark", LABEL)
+    out.to_csv(path, float_format="%.4f")
 
 
 def _other_image_scanpath(rec: dict, pool: dict[str, list[dict]], rng) -> dict:
