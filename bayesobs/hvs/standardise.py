@@ -1,0 +1,224 @@
+"""HVSBench-style answer standardiser (the paper's supplementary section C).
+
+HVSBench (Lin et al., "Do Multimodal Large Language Models See Like
+Humans?") scores free-text replies after a rule-based standardisation, one
+rule per answer kind.  The rules below follow the paper's pseudo-code
+(its Figures 6-9) and reproduce every example of its Tables 7-10:
+
+``choice`` (Q1, Q4-Q8, Q10, Q11, Q13; pseudo-code 8)
+    A cue phrase (``answer is``, ``result is``, ``it is``, ``output is``,
+    ``prediction is``, ``object is``, ``image is``; any case) followed by a
+    single capital letter gives that letter; otherwise the first standalone
+    capital letter, possibly bracketed (``[A]``, ``(A)``, ``A.``); otherwise
+    ``""`` (scored wrong).
+``count`` (Q2; pseudo-code 7)
+    ``int(reply)`` when the whole reply is an integer; otherwise the first
+    word carrying digits (its digits joined, so ``"8."`` gives 8) or the first
+    spelled-out number (``"five"``); otherwise the ground-truth mean
+    :data:`GT_MEAN_COUNT` = 3.2116.
+``ranking`` (Q3; pseudo-code 9)
+    A cue (``answer is``, ``should be``, ``order is``, ``orders are``,
+    ``ranking is``) followed by capital letters, which may be separated by
+    spaces, commas or ``>``, gives those letters; otherwise every capital
+    letter of the reply, joined (``""`` when there is none).
+``scanpath`` (Q9, Q12; pseudo-code 6)
+    Default ``X=[0.5], Y=[0.5], T=[0]``.  A reply containing a fenced
+    ```` ```json ```` block is read as JSON (keys ``X``, ``Y``, ``T``); an
+    unreadable block leaves the default.  Otherwise each list is found by a
+    regular expression after its label: ``X``/``Y`` (also ``X-coordinates
+    (normalized)``) and ``T`` (also ``duration (ms)``, ``Fixation
+    Durations``), then ``=`` or ``:``, then a bracketed list or a bare run of
+    comma-separated numbers.  Ellipses (``...``) are dropped.  When the three
+    lists differ in length the default is returned.
+
+Choices made where the paper is silent (documented, tested):
+
+* Typographic quotes are read as straight quotes before parsing.
+* A scanpath reply where none of the three labels is found gets the default;
+  one that writes three empty lists (``X = [] Y = [] T = []``, the paper's
+  Figure 3) keeps the empty lists, as the paper's "Ours" column shows.
+* Number words are zero to twenty and the tens up to ninety.
+* Non-numbers and non-finite values (``nan``, ``inf``) in a list are dropped
+  (a JSON block holding one is unreadable, so the default).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+KINDS = ("choice", "count", "ranking", "scanpath")
+GT_MEAN_COUNT = 3.2116  # the paper's fallback for a count reply without a number
+DEFAULT_SCANPATH: dict[str, list[float]] = {"X": [0.5], "Y": [0.5], "T": [0]}
+
+_CHOICE_CUE = re.compile(
+    r"(?i:answer is|result is|it is|output is|prediction is|object is|image is)"
+    r"[\s:\"'*]*[\[(]?\s*([A-Z])(?![A-Za-z])"
+)
+_STANDALONE = re.compile(r"(?<![A-Za-z])[\[(]?([A-Z])[\])]?(?![A-Za-z])")
+_RANK_CUE = re.compile(
+    r"(?i:answer is|should be|order is|orders are|ranking is)"
+    r"[\s:\"'*]*([A-Z](?:[\s,>\[\]()]*[A-Z])*)(?![A-Za-z])"
+)
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+_NUMBER_WORDS.update(
+    {w: 10 * k for k, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)}
+)
+_QUOTES = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"})
+
+# Scanpath labels: the letter (or its long form) must be followed by = or :.
+_SEP = r"[\s\"'*]*(?:\([^)\n]*\))?[\s\"'*]*[:=][\s\"'*]*"
+_LABELS = {
+    "X": re.compile(r"(?<![A-Za-z])[xX](?:[- ]?(?i:coordinates?))?" + _SEP),
+    "Y": re.compile(r"(?<![A-Za-z])[yY](?:[- ]?(?i:coordinates?))?" + _SEP),
+    "T": re.compile(r"(?<![A-Za-z])(?:[tT]|(?i:(?:fixation[ _])?durations?))(?![A-Za-z])" + _SEP),
+}
+_BRACKETED = re.compile(r"\[([^\]]*)\]")
+_BARE = re.compile(r"[-+]?(?:\d|\.\d)[\d.,\s…]*")
+
+
+def standardise(kind: str, reply: str | None) -> Any:
+    """Standardise a free-text reply as HVSBench does.
+
+    Parameters
+    ----------
+    kind : str
+        One of ``"choice"``, ``"count"``, ``"ranking"``, ``"scanpath"``.
+    reply : str or None
+        The subject's reply (``None`` is read as an empty reply).
+
+    Returns
+    -------
+    str, int, float or dict
+        ``choice``: one capital letter or ``""``; ``count``: an ``int`` (or
+        the float :data:`GT_MEAN_COUNT` when no number is found);
+        ``ranking``: a string of capital letters (maybe empty);
+        ``scanpath``: a dict with lists ``X``, ``Y``, ``T``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown answer kind {kind!r}: allowed kinds are {', '.join(KINDS)}")
+    text = "" if reply is None else str(reply).translate(_QUOTES)
+    return {
+        "choice": standardise_choice,
+        "count": standardise_count,
+        "ranking": standardise_ranking,
+        "scanpath": standardise_scanpath,
+    }[kind](text)
+
+
+def standardise_choice(text: str) -> str:
+    """Main choice letter of a reply (pseudo-code 8), or ``""``."""
+    m = _CHOICE_CUE.search(text)
+    if m:
+        return m.group(1)
+    m = _STANDALONE.search(text)
+    return m.group(1) if m else ""
+
+
+def standardise_count(text: str) -> int | float:
+    """Count of a reply (pseudo-code 7); :data:`GT_MEAN_COUNT` when none."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    for word in text.split():
+        digits = "".join(c for c in word if c.isdigit())
+        if digits:
+            return int(digits)
+        key = word.strip(".,;:!?\"'()[]*").lower()
+        if key in _NUMBER_WORDS:
+            return _NUMBER_WORDS[key]
+    return GT_MEAN_COUNT
+
+
+def standardise_ranking(text: str) -> str:
+    """Ranking letters of a reply (pseudo-code 9), or ``""``."""
+    m = _RANK_CUE.search(text)
+    if m:
+        return "".join(re.findall(r"[A-Z]", m.group(1)))
+    return "".join(re.findall(r"[A-Z]", text))
+
+
+def _parse_values(raw: str) -> list[float | int]:
+    """Numbers of a matched list: ellipses dropped, comma (or space) separated."""
+    cleaned = raw.replace("…", " ").replace("...", " ")
+    out: list[float | int] = []
+    for tok in re.split(r"[,\s]+", cleaned):
+        tok = tok.strip().rstrip(".")
+        if not tok:
+            continue
+        try:
+            val = float(tok) if ("." in tok or "e" in tok.lower()) else int(tok)
+        except ValueError:
+            continue
+        if math.isfinite(val):
+            out.append(val)
+    return out
+
+
+def _json_block(text: str) -> dict[str, list] | None:
+    start = text.index("```json") + len("```json")
+    end = text.find("```", start)
+    body = text[start:] if end < 0 else text[start:end]
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    out = {}
+    for key in ("X", "Y", "T"):
+        vals = data.get(key, data.get(key.lower()))
+        if not isinstance(vals, list):
+            return None
+        try:
+            out[key] = [v if isinstance(v, int) else float(v) for v in vals]
+        except (TypeError, ValueError):
+            return None
+        if any(isinstance(v, bool) or not math.isfinite(v) for v in out[key]):
+            return None
+    return out
+
+
+def standardise_scanpath(text: str) -> dict[str, list]:
+    """Scanpath lists of a reply (pseudo-code 6); the default when unreadable."""
+    default = {k: list(v) for k, v in DEFAULT_SCANPATH.items()}
+    if "```json" in text:
+        parsed = _json_block(text)
+        if parsed is None:
+            return default
+    else:
+        parsed = {}
+        for key, label in _LABELS.items():
+            for m in label.finditer(text):
+                rest = text[m.end() :]
+                if rest.startswith("["):
+                    b = _BRACKETED.match(rest)
+                    if b is None:  # an unclosed bracket: read to the end of the line
+                        parsed[key] = _parse_values(rest[1:].split("\n")[0])
+                    else:
+                        parsed[key] = _parse_values(b.group(1))
+                    break
+                b = _BARE.match(rest)
+                if b is not None:
+                    parsed[key] = _parse_values(b.group(0))
+                    break
+        if not parsed:
+            return default
+    lists = [parsed.get(k, []) for k in ("X", "Y", "T")]
+    if len({len(v) for v in lists}) != 1:
+        return default
+    return dict(zip(("X", "Y", "T"), lists, strict=True))
