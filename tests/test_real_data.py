@@ -72,3 +72,19 @@ def test_vul_numerosity_is_fitted_best_by_weber_variants(shared_data):
     _, evidence = bayesobs.fit(trials)
     weber = evidence[evidence["factor"] == "weber"]["p"]
     assert (weber > 0.5).mean() >= 0.75, f"Weber evidence > 0.5 for {(weber > 0.5).sum()}/24"
+
+
+def test_glasauer_shi_corrected_recipe_keeps_each_sequence_whole(shared_data):
+    """README recipe: one run per 400-trial sequence, trials in NT order (not run=NB)."""
+    trials = bayesobs.read_trials(
+        shared_data / "glasauer_shi_2021_vierordt" / "rep_randwalk_table.csv",
+        mapping=parse_mapping(
+            ["stimulus=dur", "response=repDur", "subject=NSub", "trial=NT", "condition=RandLevel"]
+        ),
+        missing_where="valid == 0",
+    )
+    assert trials.groupby(["subject", "condition"])["run"].nunique().max() == 1
+    assert trials.groupby(["subject", "condition"]).size().eq(400).all()
+    fits, _ = bayesobs.fit(trials)
+    w = _w_prior(fits)
+    assert int((w["1"] < w["2"]).sum()) >= 12
