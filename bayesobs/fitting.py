@@ -44,6 +44,7 @@ LOG_RHO_GRID = np.arange(-18.0, 18.0 + 1e-9, 0.25)
 GOLDEN_ITERATIONS = 32  # bracket 0.5 -> 1e-7 in log rho
 VARIANCE_FLOOR = 1e-12
 CONSTANT_REASON = "constant responses"
+MAX_CHUNK_RUNS = 12_000  # runs per chunk: the Kalman grid moments take ~7 kB per run
 _PHI = (math.sqrt(5.0) - 1.0) / 2.0
 _PARAMS = ("w", "b", "w_prior", "g", "delta", "rho", "sigma", "lapse")
 _V = {v.name: j for j, v in enumerate(VARIANTS)}
@@ -863,6 +864,8 @@ def fit_batch(
     params = {p: np.full((n_cells, 1 + B, V), np.nan) for p in _PARAMS}
     runs_per_cell = cells["n_runs"].to_numpy()
     step = max(1, int(max_chunk_pairs // max(1, (1 + B) * runs_per_cell.max())))
+    # the log-rho grid holds (grid points x runs) moments: bound the runs of a chunk too
+    step = min(step, max(1, int(MAX_CHUNK_RUNS // max(1, runs_per_cell.max()))))
     chunks = [np.arange(s, min(s + step, n_cells)) for s in range(0, n_cells, step)]
     bar = None
     if progress:

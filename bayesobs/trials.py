@@ -14,6 +14,7 @@ else that is not a number is an error naming the file, row and column.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -122,30 +123,20 @@ def _field_counts(path: Path, sep: str) -> list[tuple[int, int]]:
     return out
 
 
-def _read_csv_strict(
-    path: Path, sep: str, columns: Sequence[str] | None = None
-) -> tuple[pd.DataFrame, list[int]]:
-    """A CSV whose every row has exactly as many fields as its header names.
+def _null_tokens() -> list[str]:
+    """The missing-value tokens in the spellings a CSV writer uses."""
+    out = set()
+    for t in _MISSING_TOKENS:
+        out |= {t, t.upper(), t.title(), t.capitalize()}
+    return sorted(out)
 
-    pandas silently turns one surplus leading field into the index (every
-    column then shifts by one) and pads short rows; here either is an error
-    naming the file and line, unless ``columns`` names every field (the
-    file's own header line is then skipped).  Returns the text frame and the
-    line number of each row.
-    """
+
+def _ragged_error(path: Path, sep: str, columns: Sequence[str] | None) -> BayesobsInputError:
+    """The first row whose field count differs from the header's (or ``columns``)."""
     counts = _field_counts(path, sep)
-    if not counts:
-        raise pd.errors.EmptyDataError
     (_, n_header), body = counts[0], counts[1:]
-    if columns is not None:
-        columns = [str(c).strip() for c in columns]
-        if len(set(columns)) != len(columns) or not all(columns):
-            raise BayesobsInputError(
-                f"--columns {','.join(columns)}: names must be unique and non-empty"
-            )
-        width, what = len(columns), f"--columns names {len(columns)}"
-    else:
-        width, what = n_header, f"the header names {n_header}"
+    width = len(columns) if columns is not None else n_header
+    what = f"--columns names {width}" if columns is not None else f"the header names {width}"
     for line, n in body:
         if n != width:
             hint = (
@@ -154,25 +145,128 @@ def _read_csv_strict(
                 if columns is None
                 else ""
             )
-            raise BayesobsInputError(
-                f"{path}: malformed CSV: line {line} has {n} field(s) but {what}: a ragged CSV would be "
-                f"read with its columns shifted{hint}"
+            return BayesobsInputError(
+                f"{path}: malformed CSV: line {line} has {n} field(s) but {what}: a ragged CSV "
+                f"would be read with its columns shifted{hint}"
             )
-    if columns is None:
-        df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, index_col=False)
-    else:
-        df = pd.read_csv(
-            path,
-            sep=sep,
-            dtype=str,
-            keep_default_na=False,
-            index_col=False,
-            header=None,
-            skiprows=1,
-            names=columns,
+    return BayesobsInputError(f"{path}: malformed CSV: rows of unequal length")
+
+
+def _text_column(values: pd.Categorical) -> pd.Categorical | np.ndarray:
+    """A text column (as categories): stripped, missing tokens to NaN, numbers if all are."""
+    cats = pd.Series(values.categories.astype(str)).str.strip()
+    missing = cats.str.lower().isin(_MISSING_TOKENS).to_numpy()
+    num = pd.to_numeric(cats.where(~missing), errors="coerce").to_numpy(dtype=float)
+    codes = values.codes
+    absent = codes < 0
+    if codes.size and not absent.all() and (~np.isnan(num) | missing).all():
+        if not missing[codes[~absent]].all():  # wholly numeric (not wholly missing)
+            out = num[np.where(absent, 0, codes)]
+            out[absent] = np.nan
+            return out
+    # Text stays categorical (a small code per row): compact, cheap to group and compare.
+    # Stripping can merge categories ("a" and " a"), so they are factorised again.
+    remap = np.full(len(cats), -1, dtype=np.int64)
+    fact, uniques = pd.factorize(cats[~missing].to_numpy(dtype=object))
+    remap[~missing] = fact
+    rows = np.where(absent, -1, remap[np.where(absent, 0, codes)]) if len(cats) else codes
+    return pd.Categorical.from_codes(rows, categories=pd.Index(uniques, dtype=object))
+
+
+def _read_csv_strict(
+    path: Path, sep: str, columns: Sequence[str] | None = None
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """A CSV whose every row has exactly as many fields as its header names.
+
+    pandas silently turns one surplus leading field into the index (every
+    column then shifts by one) and pads short rows; here either is an error
+    naming the file and line, unless ``columns`` names every field (the
+    file's own header line is then skipped).  Read with pyarrow's CSV reader:
+    text is held as categories until typed, so a 2-million-row file stays
+    well under a gigabyte.  Columns are typed as before: wholly numeric
+    columns (missing tokens aside) become numbers, others stripped text.
+    Returns the frame and each row's line number.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    if columns is not None:
+        columns = [str(c).strip() for c in columns]
+        if len(set(columns)) != len(columns) or not all(columns):
+            raise BayesobsInputError(
+                f"--columns {','.join(columns)}: names must be unique and non-empty"
+            )
+    invalid = []
+
+    def on_invalid(row):
+        invalid.append(row)
+        return "error" if len(invalid) > 1 else "skip"
+
+    as_text: dict[str, pa.DataType] = {}
+    while True:
+        # Streamed in blocks (the whole file is never held as text), with types
+        # inferred from the first block; a column that turns out to hold text
+        # further down is read again as text.
+        try:
+            reader = pacsv.open_csv(
+                path,
+                read_options=pacsv.ReadOptions(
+                    column_names=columns,
+                    skip_rows=1 if columns is not None else 0,
+                    block_size=1 << 24,
+                ),
+                parse_options=pacsv.ParseOptions(
+                    delimiter=sep, newlines_in_values=True, invalid_row_handler=on_invalid
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=as_text,
+                    null_values=_null_tokens(),
+                    strings_can_be_null=True,
+                    true_values=[],
+                    false_values=[],
+                    timestamp_parsers=[],
+                ),
+            )
+            table = pa.Table.from_batches(list(reader), schema=reader.schema)
+            break
+        except pa.ArrowInvalid as exc:
+            if invalid:
+                raise _ragged_error(path, sep, columns) from None
+            msg = str(exc).strip().splitlines()[0]
+            if "Empty CSV file" in msg:
+                raise pd.errors.EmptyDataError from None
+            bad = re.search(r"In CSV column #(\d+): .*conversion error", msg)
+            names = reader.schema.names if "reader" in locals() else []
+            if bad and int(bad.group(1)) < len(names) and names[int(bad.group(1))] not in as_text:
+                as_text[names[int(bad.group(1))]] = pa.string()
+                del reader
+                continue
+            raise BayesobsInputError(f"{path}: malformed CSV: {msg}") from None
+    if invalid:
+        raise _ragged_error(path, sep, columns)
+    out = {}
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        t = col.type
+        if pa.types.is_integer(t) or pa.types.is_floating(t):
+            out[name] = col.to_numpy(zero_copy_only=False).astype(float, copy=False)
+            if pa.types.is_integer(t) and col.null_count == 0:
+                out[name] = col.to_numpy()
+            continue
+        if pa.types.is_null(t):
+            out[name] = np.full(len(col), None, dtype=object)
+            continue
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            col = col.cast(pa.string())  # dates, times: kept as the text they were
+        cat = col.dictionary_encode().combine_chunks()
+        values = pd.Categorical.from_codes(
+            cat.indices.fill_null(-1).to_numpy(zero_copy_only=False),
+            categories=pd.Index(cat.dictionary.to_pylist(), dtype=object),
         )
-    rows = [line for line, _ in body] if len(body) == len(df) else np.arange(2, len(df) + 2)
-    return df, rows
+        out[name] = _text_column(values)
+    df = pd.DataFrame(out)
+    del table, reader, out
+    pa.default_memory_pool().release_unused()  # give the parser's buffers back before the fits
+    return df, np.arange(2, len(df) + 2)  # line numbers: the header is line 1
 
 
 def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, str]:
@@ -193,8 +287,7 @@ def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.Data
     try:
         if suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt"):
             sep = "\t" if ".tsv" in suffix else ","
-            text, lines = _read_csv_strict(path, sep, columns)
-            df = _infer_types(text)
+            df, lines = _read_csv_strict(path, sep, columns)
             df[_ROW] = lines
             unit = "line"
         elif suffix in (".parquet", ".pq"):
@@ -260,16 +353,9 @@ def from_jspsych(df: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["bayesobs_trial"])
 
 
-def _infer_types(df: pd.DataFrame) -> pd.DataFrame:
-    """Text columns from CSV: missing tokens become NaN, wholly numeric columns numbers."""
-    out = {}
-    for col in df.columns:
-        s = df[col].str.strip()
-        missing = s.str.lower().isin(_MISSING_TOKENS)
-        s = s.where(~missing, None).astype(object)
-        num = pd.to_numeric(s, errors="coerce")
-        out[col] = num if (num.notna() | missing).all() and not missing.all() else s
-    return pd.DataFrame(out, index=df.index)
+def _plain(v):
+    """A numpy scalar as the Python value it holds (no ``np.int64(...)`` in messages)."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _where(df: pd.DataFrame, i: int) -> str:
@@ -298,7 +384,7 @@ def _numeric(df: pd.DataFrame, col: str, allow_missing: bool) -> pd.Series:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise BayesobsInputError(
-                f"{_where(df, i)}, column {col!r}: {s.iat[i]!r} is not a number"
+                f"{_where(df, i)}, column {col!r}: {_plain(s.iat[i])!r} is not a number"
                 + (" (leave the cell empty for a missing response)" if allow_missing else "")
             )
     vals = num.to_numpy()
@@ -313,6 +399,19 @@ def _numeric(df: pd.DataFrame, col: str, allow_missing: bool) -> pd.Series:
 
 def _as_key(df: pd.DataFrame, col: str) -> pd.Series:
     s = df[col]
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        # text read from a CSV: work on the few categories, not on every row
+        # (a 2-million-row file would otherwise make millions of new strings)
+        codes = s.cat.codes.to_numpy()
+        if (codes < 0).any():
+            i = int(np.flatnonzero(codes < 0)[0])
+            raise BayesobsInputError(f"{_where(df, i)}, column {col!r}: value is missing")
+        cats = pd.Series(s.cat.categories.astype(object)).map(lambda v: str(v).strip())
+        if col == "run":
+            num = pd.to_numeric(cats, errors="coerce")
+            if num.notna().all() and (num == np.round(num)).all():
+                return pd.Series(num.to_numpy(np.int64)[codes], index=s.index)
+        return pd.Series(cats.to_numpy(dtype=object)[codes], index=s.index, dtype=object)
     miss = s.isna().to_numpy() | (s.astype(str).str.strip() == "").to_numpy()
     if miss.any():
         i = int(np.flatnonzero(miss)[0])
@@ -460,7 +559,7 @@ def normalize_trials(
     if dup.any():
         first = df.loc[dup].sort_values(list(TRIAL_KEYS) + [_SRC, _ROW]).index[:2]
         a, b = (int(df.index.get_loc(i)) for i in first)
-        key = ", ".join(f"{k}={df[k].iat[a]!r}" for k in TRIAL_KEYS)
+        key = ", ".join(f"{k}={_plain(df[k].iat[a])!r}" for k in TRIAL_KEYS)
         raise BayesobsInputError(
             f"{_where(df, b)}, columns (cell, session, run, trial): duplicate trial {key} "
             f"(also at {_where(df, a)})"

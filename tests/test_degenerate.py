@@ -240,3 +240,38 @@ def test_params_are_strict_json_with_a_limit_flag(tmp_path):
     kal = json.loads(fits.set_index("variant").loc["kalman", "params"])
     assert kal["rho"] is None and kal["rho_limit"] == "inf"
     assert decode_params(fits.set_index("variant").loc["kalman", "params"])["rho"] == math.inf
+
+
+def test_messages_show_plain_values_not_numpy_reprs(tmp_path, capsys):
+    path = tmp_path / "dup.csv"
+    path.write_text("stimulus,response,trial,run\n1,2,0,3\n2,3,0,3\n")
+    assert main(["fit", str(path), "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert "duplicate trial" in err and "run=3" in err and "np." not in err
+
+
+@pytest.mark.slow
+def test_two_million_rows_fit_in_under_a_gigabyte(tmp_path):
+    """Before: 2.0 GB peak (every CSV cell held as a Python string, all runs in one chunk)."""
+    import resource
+    import subprocess
+    import sys
+
+    from bayesobs.synthetic import simulated_trials
+
+    base = simulated_trials(n_subjects=9, trials_per_session=40, seed=0)
+    frames = [base.assign(subject=base["subject"] + f"_r{i}") for i in range(22)]
+    big = pd.concat(frames, ignore_index=True)
+    assert len(big) > 2_000_000
+    path = tmp_path / "big.csv"
+    big.to_csv(path, index=False)
+    del big, frames
+    proc = subprocess.run(
+        [sys.executable, "-m", "bayesobs.cli", "fit", str(path), "--out", str(tmp_path / "f")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert peak_mib < 1024, f"peak {peak_mib:.0f} MiB"
