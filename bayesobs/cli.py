@@ -191,6 +191,11 @@ def cmd_fit(args) -> int:
                 get_variant(v)
             except ValueError as exc:
                 raise BayesobsInputError(str(exc)) from None
+    if args.method == "posterior" and (args.interleaved or args.lapse):
+        raise BayesobsInputError(
+            "--method posterior does not model --interleaved levels or --lapse yet; "
+            "use the maximum-likelihood fits for those"
+        )
     t0 = time.perf_counter()
     trials = _read(args)
     from .search import is_search

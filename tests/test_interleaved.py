@@ -276,3 +276,12 @@ def test_qu_shi_coherence_is_interleaved(shared_data, tmp_path):
     # lower motion coherence = noisier duration signal: a stronger prior in most subjects
     low, high = sorted(wide.columns, key=lambda c: float(c.split("=")[1]))
     assert (wide[low] > wide[high]).mean() >= 0.6
+
+
+def test_posterior_refuses_what_it_does_not_model(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    _static_data().to_csv(path, index=False)
+    out = str(tmp_path / "f")
+    for extra in (["--interleaved", "coherence"], ["--lapse"]):
+        assert main(["fit", str(path), "--method", "posterior", *extra, "--out", out]) == 2
+        assert "--method posterior does not model" in capsys.readouterr().err
