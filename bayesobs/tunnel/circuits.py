@@ -18,7 +18,7 @@ lies within 10 px of another wire (the prompt promises that wires never
 turn where they cross), when it runs along an existing wire (parallel
 and closer than 12 px: the authors add a third segment instead), when it
 passes within 14 px of a port other than its own ends, or when it enters
-a component box.
+a component box, or when a segment is shorter than 24 px.
 
 Colour modes: ``standard`` (each wire one of red orange yellow green blue
 purple at random), ``single`` (all wires one colour), ``unique`` (all
@@ -58,6 +58,7 @@ WIRE_WIDTH = 4
 BEND_CLEAR = 10.0
 PARALLEL_CLEAR = 12.0
 PORT_CLEAR = PORT_RADIUS + 4.0
+MIN_SEGMENT = 24.0
 COLOUR_MODES = ("standard", "single", "unique")
 WIRE_COLOURS = ("red", "orange", "yellow", "green", "blue", "purple")
 EXTRA_COLOURS = (
@@ -188,6 +189,8 @@ def route_ok(
     for x, y in path[1:-1]:
         if not (8 <= x <= W - 8 and 8 <= y <= H - 8):
             return False
+    if len(path) > 2 and min(path_length([a, b]) for a, b in segments(path)) < MIN_SEGMENT:
+        return False
     ends = (path[0], path[-1])
     pts = _samples(path)
     for port in ports:

@@ -3,7 +3,7 @@
 Text is drawn with matplotlib's bundled DejaVu Sans (``ImageFont.truetype``),
 so images are identical on every machine with the same Pillow/FreeType; the
 simulated subjects read text by matching glyphs rendered with the same font
-(:func:`render_text_mask`).
+(:func:`render_text`).
 """
 
 from __future__ import annotations
@@ -113,20 +113,20 @@ def draw_left_text(
 
 
 @lru_cache(maxsize=4096)
-def render_text_mask(text: str, size: int, box: tuple[int, int], anchor: str = "mm") -> np.ndarray:
-    """Ink mask (luminance < 128) of ``text`` drawn in a white ``box`` = (width, height).
+def render_text(text: str, size: int, box: tuple[int, int], anchor: str = "mm") -> np.ndarray:
+    """Grey image (0 ink .. 255 white) of ``text`` drawn black in a white ``box`` = (width, height).
 
     The text is placed at the box centre (``anchor="mm"``) or at its left
     middle (``anchor="lm"``), as the generators draw it; the simulated
-    subjects compare image crops with these masks (template matching).
+    subjects compare image crops with these renderings (template matching).
     """
     w, h = box
     img = Image.new("L", (w, h), 255)
     xy = (w / 2, h / 2) if anchor == "mm" else (0, h / 2)
     ImageDraw.Draw(img).text(xy, text, fill=0, font=font(size), anchor=anchor)
-    mask = np.asarray(img) < 128
-    mask.setflags(write=False)
-    return mask
+    out = np.asarray(img)
+    out.setflags(write=False)
+    return out
 
 
 def palette_labels(arr: np.ndarray, palette: dict[str, tuple[int, int, int]]) -> np.ndarray:
