@@ -1,9 +1,10 @@
 """Shared pieces of the Tunnel Vision generators: the trial record, seeding, the font, colours.
 
 Text is drawn with matplotlib's bundled DejaVu Sans (``ImageFont.truetype``),
-so images are identical on every machine with the same Pillow/FreeType; the
-simulated subjects read text by matching glyphs rendered with the same font
-(:func:`render_text`).
+without antialiasing (``fontmode = "1"``: every text pixel is pure black), so
+images are identical on every machine with the same Pillow/FreeType and ink
+is told from any background exactly; the simulated subjects read text by
+matching glyphs rendered the same way (:func:`render_text`).
 """
 
 from __future__ import annotations
@@ -101,14 +102,16 @@ def rgb(colour: str) -> tuple[int, int, int]:
 def draw_centred_text(
     draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int, fill="black"
 ) -> None:
-    """Draw ``text`` centred on ``xy`` (anchor ``mm``: middle of the line, middle horizontally)."""
+    """Draw ``text`` centred on ``xy`` (anchor ``mm``), crisp (no antialiasing)."""
+    draw.fontmode = "1"
     draw.text(xy, text, fill=fill, font=font(size), anchor="mm")
 
 
 def draw_left_text(
     draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int, fill="black"
 ) -> None:
-    """Draw ``text`` with its left edge at ``x`` and vertically centred on ``y`` (anchor ``lm``)."""
+    """Draw ``text`` with its left edge at ``x``, vertically centred on ``y`` (anchor ``lm``), crisp."""
+    draw.fontmode = "1"
     draw.text(xy, text, fill=fill, font=font(size), anchor="lm")
 
 
@@ -123,7 +126,9 @@ def render_text(text: str, size: int, box: tuple[int, int], anchor: str = "mm") 
     w, h = box
     img = Image.new("L", (w, h), 255)
     xy = (w / 2, h / 2) if anchor == "mm" else (0, h / 2)
-    ImageDraw.Draw(img).text(xy, text, fill=0, font=font(size), anchor=anchor)
+    draw = ImageDraw.Draw(img)
+    draw.fontmode = "1"
+    draw.text(xy, text, fill=0, font=font(size), anchor=anchor)
     out = np.asarray(img)
     out.setflags(write=False)
     return out

@@ -223,8 +223,8 @@ _HUNT_LAB_BOX = (hunt.CELL, 20)
 
 
 def _ink(arr: np.ndarray) -> np.ndarray:
-    """Near-black pixels (text cores), whatever the background colour."""
-    return arr.max(axis=-1) < 60 if arr.ndim == 3 else arr < 60
+    """Text pixels: pure black (text is drawn without antialiasing; no shape or wire is black)."""
+    return np.all(arr == 0, axis=-1) if arr.ndim == 3 else arr == 0
 
 
 @lru_cache(maxsize=64)
