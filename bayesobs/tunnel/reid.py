@@ -269,7 +269,16 @@ def _object(rng: np.random.Generator) -> list[Shape]:
 
 
 def _connected(shapes: list[Shape]) -> bool:
-    return n_blobs(render_labels(shapes) > 0) == 1
+    """Whether the drawn shapes form one 8-connected blob (drawn in a crop: integer shift, same pixels)."""
+    x0 = math.floor(min(s["x"] - bounding_radius(s) for s in shapes)) - 2
+    y0 = math.floor(min(s["y"] - bounding_radius(s) for s in shapes)) - 2
+    x1 = math.ceil(max(s["x"] + bounding_radius(s) for s in shapes)) + 2
+    y1 = math.ceil(max(s["y"] + bounding_radius(s) for s in shapes)) + 2
+    img = Image.new("L", (x1 - x0, y1 - y0), 0)
+    draw = ImageDraw.Draw(img)
+    for sh in shapes:
+        draw.polygon([(x - x0, y - y0) for x, y in outline(sh)], fill=1)
+    return n_blobs(np.asarray(img) > 0) == 1
 
 
 def _jitter(rng: np.random.Generator, shapes: list[Shape]) -> tuple[list[Shape], list[dict]]:

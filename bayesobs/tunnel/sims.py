@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -233,17 +234,13 @@ def _label_templates() -> tuple[list[str], np.ndarray]:
     return names, np.stack([_ink(render_text(n, hunt.FONT_SIZE, _HUNT_LAB_BOX)) for n in names])
 
 
-def read_hunt_grid(img) -> list[dict]:
-    """Read every cell: ``row``, ``col``, ``colour`` (modal palette colour), ``shape``, ``label``.
+def read_hunt_cells(img) -> list[dict]:
+    """Every cell's ``row``, ``col``, ``colour`` (modal palette colour) and ``shape``.
 
     Shape from the colour blob: a bounding box wider than tall is a
-    triangle; filled box corners mean a square, else a circle.  The label
-    is the best intersection-over-union of the cell's text band with the
-    33 label templates.
+    triangle; filled box corners mean a square, else a circle.
     """
-    arr = np.asarray(img)
-    lab = palette_labels(arr, hunt.PALETTE)
-    names, masks = _label_templates()
+    lab = palette_labels(np.asarray(img), hunt.PALETTE)
     out = []
     for r in range(hunt.GRID):
         for c in range(hunt.GRID):
@@ -251,7 +248,6 @@ def read_hunt_grid(img) -> list[dict]:
             cell = lab[y0 : y0 + hunt.CELL, x0 : x0 + hunt.CELL]
             counts = np.bincount(cell.ravel(), minlength=len(hunt.COLOURS) + 1)[1:]
             k = int(np.argmax(counts))
-            colour = hunt.COLOURS[k]
             ys, xs = np.nonzero(cell == k + 1)
             shape = "circle"
             if len(xs):
@@ -259,21 +255,30 @@ def read_hunt_grid(img) -> list[dict]:
                 if bh < 0.93 * bw:
                     shape = "triangle"
                 else:
-                    corners = [
-                        (ys.min() + 2, xs.min() + 2),
-                        (ys.min() + 2, xs.max() - 2),
-                        (ys.max() - 2, xs.min() + 2),
-                        (ys.max() - 2, xs.max() - 2),
-                    ]
-                    if sum(cell[y, x] == k + 1 for y, x in corners) >= 3:
+                    ya, yb, xa, xb = ys.min() + 2, ys.max() - 2, xs.min() + 2, xs.max() - 2
+                    if sum(cell[y, x] == k + 1 for y in (ya, yb) for x in (xa, xb)) >= 3:
                         shape = "square"
-            cy = y0 + hunt.CELL // 2
-            band = _ink(arr[cy - 10 : cy + 10, x0 : x0 + hunt.CELL])
-            inter = (masks & band).sum((1, 2))
-            union = (masks | band).sum((1, 2))
-            label = names[int(np.argmax(inter / np.maximum(union, 1)))]
-            out.append({"row": r, "col": c, "colour": colour, "shape": shape, "label": label})
+            out.append({"row": r, "col": c, "colour": hunt.COLOURS[k], "shape": shape})
     return out
+
+
+def read_hunt_label(img, row: int, col: int) -> str:
+    """The label of cell ``(row, col)``: the best of the 33 label templates on its text band."""
+    names, masks = _label_templates()
+    cy, x0, r = row * hunt.CELL + hunt.CELL // 2, col * hunt.CELL, 1
+    arr = np.asarray(img)
+    band = np.zeros((_HUNT_LAB_BOX[1] + 2 * r, _HUNT_LAB_BOX[0] + 2 * r), bool)
+    lo, hi = max(x0 - r, 0), min(x0 + hunt.CELL + r, arr.shape[1])
+    band[:, lo - (x0 - r) : hi - (x0 - r)] = _ink(arr[cy - 10 - r : cy + 10 + r, lo:hi])
+    return names[best_match(band, masks, r)[0]]
+
+
+def read_hunt_grid(img) -> list[dict]:
+    """Every cell with its ``label`` too (see :func:`read_hunt_cells`, :func:`read_hunt_label`)."""
+    cells = read_hunt_cells(img)
+    for c in cells:
+        c["label"] = read_hunt_label(img, c["row"], c["col"])
+    return cells
 
 
 def chainer(trial: Trial, rng: np.random.Generator, error: float = CHAIN_ERROR) -> str:
@@ -283,7 +288,8 @@ def chainer(trial: Trial, rng: np.random.Generator, error: float = CHAIN_ERROR) 
         return "{" + _choice(rng, hunt.COLOURS) + "}"
     start, steps = f"{m.group(1)} {m.group(2)}", int(m.group(3))
     wants_cell = "What shape are you on" in trial.prompt
-    cells = read_hunt_grid(trial.images[0])
+    img = trial.images[0]
+    cells = read_hunt_cells(img)
     where = {f"{c['colour']} {c['shape']}": i for i, c in enumerate(cells)}
     cur = where.get(start)
     for _ in range(steps):
@@ -292,7 +298,7 @@ def chainer(trial: Trial, rng: np.random.Generator, error: float = CHAIN_ERROR) 
         if rng.random() < error:
             cur = _choice(rng, [i for i in range(len(cells)) if i != cur])
         else:
-            cur = where.get(cells[cur]["label"])
+            cur = where.get(read_hunt_label(img, cells[cur]["row"], cells[cur]["col"]))
     if cur is None:  # the chain left the grid: guess
         pair = _choice(rng, hunt.PAIRS)
         return "{" + (f"{pair[0]} {pair[1]}" if wants_cell else pair[0]) + "}"
@@ -302,7 +308,7 @@ def chainer(trial: Trial, rng: np.random.Generator, error: float = CHAIN_ERROR) 
 
 def frequent(trial: Trial, rng: np.random.Generator) -> str:
     """The colour held by the most cells (ties broken at random)."""
-    cells = read_hunt_grid(trial.images[0])
+    cells = read_hunt_cells(trial.images[0])
     counts = {c: 0 for c in hunt.COLOURS}
     for cell in cells:
         counts[cell["colour"]] += 1
@@ -320,14 +326,14 @@ _DIRS = [(1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1)]
 def read_components(img) -> list[tuple[str, tuple[int, int, int, int]]]:
     """Component boxes (pastel blobs) and their labels read by template matching."""
     arr = np.asarray(img)
-    lab = palette_labels(arr, _FILLS) > 0
+    lab = palette_labels(arr[::2, ::2], _FILLS) > 0  # boxes are large: half resolution finds them
     blobs, _ = ndimage.label(lab)
     names = [f"C{k}" for k in range(1, 11)]
     tw, th = 60, 20
     masks = np.stack([_ink_template(nm, circuits.LABEL_SIZE, (tw, th)) for nm in names])
     out = []
     for sl in ndimage.find_objects(blobs):
-        y0, y1, x0, x1 = sl[0].start, sl[0].stop, sl[1].start, sl[1].stop
+        y0, y1, x0, x1 = 2 * sl[0].start, 2 * sl[0].stop - 1, 2 * sl[1].start, 2 * sl[1].stop - 1
         if (y1 - y0) * (x1 - x0) < 1000:
             continue
         cx, cy, r = (x0 + x1) // 2, (y0 + y1) // 2, 6
@@ -358,29 +364,41 @@ def best_match(crop: np.ndarray, masks: np.ndarray, shift: int) -> tuple[int, fl
     return k, float(score[k].max())
 
 
-def port_centre(img, port: int) -> tuple[int, int] | None:
-    """Centre of breadboard port ``port``: the layout is found from the grey board, the number read."""
+def read_ports(img) -> dict[int, tuple[int, int]]:
+    """Breadboard port centres keyed by the number read beside each (layout from the grey board)."""
     arr = np.asarray(img)
-    grey = np.all(arr == (224, 224, 224), axis=-1)
-    ys, xs = np.nonzero(grey)
+    small = arr[::2, ::2]
+    ys, xs = np.nonzero((small[..., 0] == 224) & (small[..., 1] == 224) & (small[..., 2] == 224))
     if not len(xs):
-        return None
-    left, right, top, bottom = xs.min() - 2, xs.max() + 2, ys.min() - 2, ys.max() + 2
+        return {}
+    left, right, top, bottom = (
+        2 * xs.min() - 2,
+        2 * xs.max() + 2,
+        2 * ys.min() - 2,
+        2 * ys.max() + 2,
+    )
     bw, bh = right - left, bottom - top
     centres = [
         (int(left + bw * f), int(top + bh / 6 * (i + 1))) for f in (0.25, 0.75) for i in range(5)
     ]
-    tw, th = 20, 16
+    tw, th, r = 20, 16, 2
     names = [str(k) for k in range(1, 11)]
     masks = np.stack([_ink_template(nm, circuits.NUMBER_SIZE, (tw, th), "lm") for nm in names])
-    best, where = -1.0, None
+    best: dict[int, tuple[float, tuple[int, int]]] = {}
     for x, y in centres:
-        x0, r = x + circuits.PORT_RADIUS + 4, 2
+        x0 = x + circuits.PORT_RADIUS + 4
         band = _ink(arr[y - th // 2 - r : y + th // 2 + r, x0 - r : x0 + tw + r])
+        if band.shape != (th + 2 * r, tw + 2 * r):
+            continue
         k, score = best_match(band, masks, r)
-        if names[k] == str(port) and score > best:
-            best, where = score, (x, y)
-    return where
+        if score > best.get(k + 1, (-1.0, None))[0]:
+            best[k + 1] = (score, (x, y))
+    return {k: v[1] for k, v in best.items()}
+
+
+def port_centre(img, port: int) -> tuple[int, int] | None:
+    """Centre of breadboard port ``port`` (see :func:`read_ports`); ``None`` if no port reads so."""
+    return read_circuit(img)[1].get(port)
 
 
 def _box_distance(p, box) -> float:
@@ -390,11 +408,31 @@ def _box_distance(p, box) -> float:
     return math.hypot(dx, dy)
 
 
+_SCENES: dict[int, tuple[weakref.ref, tuple]] = {}  # id(image) -> (weak reference, reading)
+
+
+def read_circuit(
+    img,
+) -> tuple[list[tuple[str, tuple[int, int, int, int]]], dict[int, tuple[int, int]]]:
+    """Components (label, box) and breadboard port centres by the number read beside each port.
+
+    Memoised per image object (the reading is a deterministic function of the pixels).
+    """
+    entry = _SCENES.get(id(img))
+    if entry is not None and entry[0]() is img:
+        return entry[1]
+    if len(_SCENES) > 1024:
+        _SCENES.clear()
+    reading = (read_components(img), read_ports(img))
+    _SCENES[id(img)] = (weakref.ref(img), reading)
+    return reading
+
+
 def _circuit_scene(trial: Trial):
     img = trial.images[0]
     m = _PORT_Q.search(trial.prompt)
-    comps = read_components(img)
-    start = port_centre(img, int(m.group(1))) if m else None
+    comps, ports = read_circuit(img)
+    start = ports.get(int(m.group(1))) if m else None
     return np.asarray(img), comps, start
 
 
@@ -508,7 +546,7 @@ def random_reply(trial: Trial, rng: np.random.Generator) -> str:
             pair = _choice(rng, hunt.PAIRS)
             return "{" + f"{pair[0]} {pair[1]}" + "}"
         return "{" + _choice(rng, hunt.COLOURS) + "}"
-    comps = read_components(trial.images[0])
+    comps = read_circuit(trial.images[0])[0]
     return "{" + _choice(rng, [c[0] for c in comps] or ["C1"]) + "}"
 
 
