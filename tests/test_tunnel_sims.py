@@ -12,7 +12,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from scipy import stats
 
 from bayesobs.tunnel import circuits, hunt, reid, sims
 from bayesobs.tunnel.parse import parse
@@ -126,33 +126,46 @@ def test_perfect_tracer_follows_every_wire():
         assert correct("tracer", circuit_trials(mode, 20), confusion=0.0).mean() >= 0.95
 
 
-def _logistic_slope(x, y):
-    """Maximum-likelihood slope of P(correct) = logistic(a + b x)."""
-    x = (x - x.mean()) / x.std()
+def logistic(x, y):
+    """Logistic regression of ``y`` on the columns of ``x`` (Newton-Raphson): coefficients, Wald p."""
+    x = np.column_stack([np.ones(len(y)), x])
+    b = np.zeros(x.shape[1])
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-x @ b))
+        b = b + np.linalg.solve(x.T @ (x * (p * (1 - p))[:, None]), x.T @ (y - p))
+    p = 1 / (1 + np.exp(-x @ b))
+    se = np.sqrt(np.diag(np.linalg.inv(x.T @ (x * (p * (1 - p))[:, None]))))
+    return b[1:], 2 * stats.norm.sf(np.abs(b / se))[1:]
 
-    def nll(ab):
-        z = ab[0] + ab[1] * x
-        return np.sum(np.logaddexp(0, z) - y * z)
 
-    return optimize.minimize(nll, np.zeros(2), method="BFGS").x[1]
+def effects(trials, ok):
+    """Point-biserial correlations with distance and crossings, and the joint logistic fit."""
+    distance = np.array([t.meta["distance_px"] for t in trials]) / 100
+    crossings = np.array([t.meta["crossings"] for t in trials], float)
+    r_d = stats.pointbiserialr(ok, distance)
+    r_c = stats.pointbiserialr(ok, crossings)
+    coef, p = logistic(np.column_stack([distance, crossings]), ok.astype(float))
+    return r_d, r_c, coef, p
 
 
 def test_tracer_has_a_crossings_effect():
+    """Single colour: every crossing is ambiguous; crossings, not distance, predict its errors."""
     trials = circuit_trials("single", N_CIRCUIT)
     ok = correct("tracer", trials)
-    crossings = np.array([t.meta["crossings"] for t in trials], float)
-    r, p = stats.pointbiserialr(ok, crossings)
-    assert r < 0 and p < 0.01
-    assert _logistic_slope(crossings, ok.astype(float)) < 0
+    _, r_c, coef, p = effects(trials, ok)
+    assert r_c.statistic < 0 and r_c.pvalue < 0.01
+    assert coef[1] < 0 and p[1] < 0.01  # crossings, with distance in the model
+    assert p[0] > 0.05  # no distance effect once crossings are known
 
 
 def test_nearest_has_a_distance_effect():
+    """Nearest box: distance, not crossings, predicts success (Table 2's non-tracing pattern)."""
     trials = circuit_trials("standard", N_CIRCUIT)
     ok = correct("nearest", trials)
-    distance = np.array([t.meta["distance_px"] for t in trials])
-    r, p = stats.pointbiserialr(ok, distance)
-    assert r < 0 and p < 0.01
-    assert _logistic_slope(distance, ok.astype(float)) < 0
+    r_d, _, coef, p = effects(trials, ok)
+    assert r_d.statistic < 0 and r_d.pvalue < 0.01
+    assert coef[0] < 0 and p[0] < 0.01  # distance, with crossings in the model
+    assert p[1] > 0.05  # no crossings effect once distance is known
     assert abs(np.mean([correct("random", trials, seed=k).mean() for k in range(3)]) - 1 / 7) <= 0.1
 
 
