@@ -16,6 +16,7 @@ import pytest
 from PIL import Image, ImageColor, ImageDraw, ImageFont
 from scipy import ndimage
 
+from bayesobs import tunnel
 from bayesobs.tunnel import circuits, hunt, reid
 from bayesobs.tunnel.parse import parse_cell, parse_colour, parse_component
 
@@ -392,3 +393,22 @@ def test_circuit_colour_modes_prompt_and_demos():
     )
     for t in standard:
         assert 1 <= t.meta["n_wires"] <= 10 and 0 <= t.meta["n_clutter"] <= 6
+
+
+@pytest.mark.parametrize(
+    ("task", "variant"), [("object_reid", "unconnected"), ("scavenger_hunt", "L2"), ("circuits", "single")]
+)
+def test_generators_are_seeded_and_validate_input(task, variant):
+    a = tunnel.make_trial(task, variant, 123, with_demos=False)
+    b = tunnel.make_trial(task, variant, np.random.default_rng(5), with_demos=False)
+    c = tunnel.make_trial(task, variant, 123, with_demos=False)
+    assert all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a.images, c.images, strict=True))
+    assert a.prompt == c.prompt and a.answer == c.answer
+    assert any(not np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a.images, b.images, strict=True))
+    assert a.task == task and a.variant == variant and a.demos == ()
+    with pytest.raises(ValueError, match="unknown"):
+        tunnel.make_trial(task, "nonsense", 1)
+    with pytest.raises(TypeError, match="int seed or a numpy Generator"):
+        tunnel.make_trial(task, variant, "seed")
+    with pytest.raises(ValueError, match="unknown task"):
+        tunnel.make_trial("maze", variant, 1)
