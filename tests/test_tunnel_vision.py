@@ -396,15 +396,22 @@ def test_circuit_colour_modes_prompt_and_demos():
 
 
 @pytest.mark.parametrize(
-    ("task", "variant"), [("object_reid", "unconnected"), ("scavenger_hunt", "L2"), ("circuits", "single")]
+    ("task", "variant"),
+    [("object_reid", "unconnected"), ("scavenger_hunt", "L2"), ("circuits", "single")],
 )
 def test_generators_are_seeded_and_validate_input(task, variant):
     a = tunnel.make_trial(task, variant, 123, with_demos=False)
     b = tunnel.make_trial(task, variant, np.random.default_rng(5), with_demos=False)
     c = tunnel.make_trial(task, variant, 123, with_demos=False)
-    assert all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a.images, c.images, strict=True))
+    assert all(
+        np.array_equal(np.asarray(x), np.asarray(y))
+        for x, y in zip(a.images, c.images, strict=True)
+    )
     assert a.prompt == c.prompt and a.answer == c.answer
-    assert any(not np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a.images, b.images, strict=True))
+    assert any(
+        not np.array_equal(np.asarray(x), np.asarray(y))
+        for x, y in zip(a.images, b.images, strict=True)
+    )
     assert a.task == task and a.variant == variant and a.demos == ()
     with pytest.raises(ValueError, match="unknown"):
         tunnel.make_trial(task, "nonsense", 1)
