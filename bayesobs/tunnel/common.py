@@ -1,0 +1,145 @@
+"""Shared pieces of the Tunnel Vision generators: the trial record, seeding, the font, colours.
+
+Text is drawn with matplotlib's bundled DejaVu Sans (``ImageFont.truetype``),
+without antialiasing (``fontmode = "1"``: every text pixel is pure black), so
+images are identical on every machine with the same Pillow/FreeType and ink
+is told from any background exactly; the simulated subjects read text by
+matching glyphs rendered the same way (:func:`render_text`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import matplotlib
+import numpy as np
+from PIL import Image, ImageColor, ImageDraw, ImageFont
+
+FONT_PATH = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+
+
+class Demo(NamedTuple):
+    """One few-shot demonstration: the user turn (prompt and images) and the assistant's answer."""
+
+    prompt: str
+    images: tuple[Image.Image, ...]
+    answer: str
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One generated trial: what is shown, what is asked, the gold answer and analysis metadata.
+
+    Attributes
+    ----------
+    task : str
+        ``"object_reid"``, ``"scavenger_hunt"`` or ``"circuits"``.
+    variant : str
+        The task variant (see each generator).
+    images : tuple of PIL.Image.Image
+        The images of the test turn, in order.
+    prompt : str
+        The test turn's text (the paper's wording, appendix A).
+    demos : tuple of Demo
+        Few-shot demonstrations shown before the trial, in order.
+    answer : str
+        The gold answer value (``"yes"``/``"no"``, a colour name, a component label).
+    answer_format : str
+        Name of the parser in :mod:`bayesobs.tunnel.parse` that reads replies.
+    max_tokens : int
+        The reply budget the paper's code uses for this task.
+    meta : dict
+        Per-trial metadata for the analyses (JSON-friendly values).
+    text : str or None
+        A text rendering of the image (scavenger hunt only; an extension).
+    """
+
+    task: str
+    variant: str
+    images: tuple[Image.Image, ...]
+    prompt: str
+    demos: tuple[Demo, ...]
+    answer: str
+    answer_format: str
+    max_tokens: int
+    meta: dict[str, Any] = field(default_factory=dict)
+    text: str | None = None
+
+
+def as_seed_sequence(
+    rng_or_seed: int | np.random.Generator | np.random.SeedSequence,
+) -> np.random.SeedSequence:
+    """A :class:`numpy.random.SeedSequence` from a seed, a generator (one draw) or a sequence."""
+    if isinstance(rng_or_seed, np.random.SeedSequence):
+        return rng_or_seed
+    if isinstance(rng_or_seed, np.random.Generator):
+        return np.random.SeedSequence(int(rng_or_seed.integers(0, 2**63 - 1)))
+    if isinstance(rng_or_seed, int | np.integer) and not isinstance(rng_or_seed, bool):
+        return np.random.SeedSequence(int(rng_or_seed))
+    raise TypeError(f"expected an int seed or a numpy Generator, got {type(rng_or_seed).__name__}")
+
+
+def streams(rng_or_seed: int | np.random.Generator, n: int) -> list[np.random.Generator]:
+    """``n`` independent generators spawned from one seed (separate streams per trial part)."""
+    return [np.random.default_rng(s) for s in as_seed_sequence(rng_or_seed).spawn(n)]
+
+
+@lru_cache(maxsize=16)
+def font(size: int) -> ImageFont.FreeTypeFont:
+    """DejaVu Sans (matplotlib's bundled TTF) at ``size`` px."""
+    return ImageFont.truetype(str(FONT_PATH), size)
+
+
+def rgb(colour: str) -> tuple[int, int, int]:
+    """RGB triple of a Pillow colour name or ``#rrggbb`` string."""
+    r, g, b = ImageColor.getrgb(colour)[:3]
+    return int(r), int(g), int(b)
+
+
+def draw_centred_text(
+    draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int, fill="black"
+) -> None:
+    """Draw ``text`` centred on ``xy`` (anchor ``mm``), crisp (no antialiasing)."""
+    draw.fontmode = "1"
+    draw.text(xy, text, fill=fill, font=font(size), anchor="mm")
+
+
+def draw_left_text(
+    draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int, fill="black"
+) -> None:
+    """Draw ``text`` with its left edge at ``x``, vertically centred on ``y`` (anchor ``lm``), crisp."""
+    draw.fontmode = "1"
+    draw.text(xy, text, fill=fill, font=font(size), anchor="lm")
+
+
+@lru_cache(maxsize=4096)
+def render_text(text: str, size: int, box: tuple[int, int], anchor: str = "mm") -> np.ndarray:
+    """Grey image (0 ink .. 255 white) of ``text`` drawn black in a white ``box`` = (width, height).
+
+    The text is placed at the box centre (``anchor="mm"``) or at its left
+    middle (``anchor="lm"``), as the generators draw it; the simulated
+    subjects compare image crops with these renderings (template matching).
+    """
+    w, h = box
+    img = Image.new("L", (w, h), 255)
+    xy = (w / 2, h / 2) if anchor == "mm" else (0, h / 2)
+    draw = ImageDraw.Draw(img)
+    draw.fontmode = "1"
+    draw.text(xy, text, fill=0, font=font(size), anchor=anchor)
+    out = np.asarray(img)
+    out.setflags(write=False)
+    return out
+
+
+def palette_labels(arr: np.ndarray, palette: dict[str, tuple[int, int, int]]) -> np.ndarray:
+    """Index map of an RGB array: ``k + 1`` where a pixel equals palette colour ``k``, else 0."""
+    packed = (
+        (arr[..., 0].astype(np.int64) << 16) | (arr[..., 1].astype(np.int64) << 8) | arr[..., 2]
+    )
+    out = np.zeros(arr.shape[:2], np.int16)
+    for k, c in enumerate(palette.values()):
+        out[packed == ((c[0] << 16) | (c[1] << 8) | c[2])] = k + 1
+    return out

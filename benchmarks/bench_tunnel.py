@@ -1,0 +1,86 @@
+"""Benchmark the Tunnel Vision library: generation and each simulated subject, per trial.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_tunnel.py [--trials 20] [--seed 0]
+
+For every task variant it times ``make_trial`` (with the few-shot demos,
+which are cached after the first call) and every simulated subject on
+``--trials`` trials, prints ms per trial and accuracy, then extrapolates the
+wall time of the paper's full protocol (reid 200 + 125 + 125; hunt 125 +
+200 + 125 + 75 decomposed, three queries each; circuits 200 + 125 + 125)
+for one simulated subject: generation plus its slowest subject per task.
+Target: under 3 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+
+from bayesobs.tunnel import PROTOCOL, SIMS, make_trial
+from bayesobs.tunnel.parse import parse
+
+
+def _time(fn, items):
+    t0 = time.perf_counter()
+    out = [fn(x) for x in items]
+    return (time.perf_counter() - t0) / max(len(items), 1), out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    total = 0.0
+    print(f"{'task':15s} {'variant':14s} {'gen ms':>7s}  subject: ms/trial (accuracy)")
+    for task, variants in PROTOCOL.items():
+        for variant, n_paper in variants.items():
+            make_trial(task, variant, args.seed)  # build the cached demos outside the timing
+            seeds = range(args.seed + 1, args.seed + 1 + args.trials)
+            gen, trials = _time(
+                lambda s, task=task, variant=variant: make_trial(task, variant, s), seeds
+            )
+            parts, slowest = [], 0.0
+            for name, fn in SIMS[task].items():
+                rng = np.random.default_rng(args.seed)
+                if variant == "decomposed":  # three single-step queries along the gold path
+                    steps = [
+                        (dataclasses.replace(t, prompt=p), a, f)
+                        for t in trials
+                        for p, a, f in zip(
+                            t.meta["step_prompts"],
+                            t.meta["step_answers"],
+                            t.meta["step_formats"],
+                            strict=True,
+                        )
+                    ]
+                    dt, replies = _time(lambda x, fn=fn, rng=rng: fn(x[0], rng), steps)
+                    dt *= 3
+                    acc = np.mean(
+                        [parse(f, r)[0] == a for (_, a, f), r in zip(steps, replies, strict=True)]
+                    )
+                else:
+                    dt, replies = _time(lambda t, fn=fn, rng=rng: fn(t, rng), trials)
+                    acc = np.mean(
+                        [
+                            parse(t.answer_format, r)[0] == t.answer
+                            for t, r in zip(trials, replies, strict=True)
+                        ]
+                    )
+                slowest = max(slowest, dt)
+                parts.append(f"{name} {1000 * dt:.0f} ({acc:.2f})")
+            total += n_paper * (gen + slowest)
+            print(f"{task:15s} {variant:14s} {1000 * gen:7.1f}  " + ", ".join(parts))
+    print(f"\nfull protocol, one simulated subject (generation + slowest subject): {total:.0f} s")
+    print("target: under 180 s " + ("(met)" if total < 180 else "(NOT met)"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
