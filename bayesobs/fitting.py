@@ -642,13 +642,7 @@ def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int):
             Gd = np.asarray(W @ G)
             jac_trial = np.where(oc, u + centre_run[:, None], 0.0) if log else np.zeros_like(u)
             jacs.append(np.asarray(W @ jac_trial.sum(1)))
-            nc = Gd[:, _N]
-            vu = Gd[:, _SUU] - Gd[:, _SU] ** 2 / np.where(nc > 0, nc, 1)
-            floors.append(
-                np.maximum(
-                    VARIANCE_FLOOR * np.maximum(vu / np.where(nc > 0, nc, 1), 1e-300), qfloor
-                )
-            )
+            floors.append(_variance_floor(Gd, qfloor))
             Gds.append(Gd)
             results.append(_closed_forms(Gd))
         Gds, jacs, floors = np.stack(Gds), np.stack(jacs), np.stack(floors)
@@ -690,6 +684,15 @@ def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int):
     return ll, n_level.sum(1), n_level, par, few
 
 
+def _variance_floor(Gd: np.ndarray, qfloor: np.ndarray) -> np.ndarray:
+    """Per-dataset floor of the profiled variance: the response quantum's Sheppard
+    variance, and at least ``1e-12`` times the response variance (no infinite LL)."""
+    n = Gd[:, _N]
+    nn = np.where(n > 0, n, 1)
+    vu = Gd[:, _SUU] - Gd[:, _SU] ** 2 / nn
+    return np.maximum(VARIANCE_FLOOR * np.maximum(vu / nn, 1e-300), qfloor)
+
+
 def quantum_floor(cells: pd.DataFrame, log: bool) -> np.ndarray:
     """Per-cell variance floor from the response quantum (Sheppard, METHOD §8).
 
@@ -722,11 +725,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
         centre = centre_cell[cell_of]
         n = Gd[:, _N]
         n_out = n
-        vu = Gd[:, _SUU] - Gd[:, _SU] ** 2 / np.where(n > 0, n, 1)
-        floor = np.maximum(
-            VARIANCE_FLOOR * np.maximum(vu / np.where(n > 0, n, 1), 1e-300),
-            quantum_floor(cells, log)[cell_of],
-        )
+        floor = _variance_floor(Gd, quantum_floor(cells, log)[cell_of])
         results = _closed_forms(Gd)
         results.update(_fit_kalman(W, Gd, z.T.copy(), u.T.copy(), obs.T.copy()))
         ok_cell = (cells["log_skipped"].to_numpy() == "") if log else np.ones(len(cells), bool)
@@ -774,12 +773,7 @@ def _lapse_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, ll, par) -> Non
         z, u, obs, _, centre_run = _transformed(runs, cells, log)
         jac_trial = np.where(obs, u + centre_run[:, None], 0.0) if log else np.zeros_like(u)
         G = np.asarray(W @ _gram(z, u, runs.present, obs))
-        n = G[:, _N]
-        vu = G[:, _SUU] - G[:, _SU] ** 2 / np.where(n > 0, n, 1)
-        floor = np.maximum(
-            VARIANCE_FLOOR * np.maximum(vu / np.where(n > 0, n, 1), 1e-300),
-            quantum_floor(cells, log)[cell_of],
-        )
+        floor = _variance_floor(G, quantum_floor(cells, log)[cell_of])
         pairs = _Pairs(W, z, u, obs, runs.present, jac_trial, uniform, floor, D)
         centre_cell = np.zeros(len(cells))
         centre_cell[runs.cell] = centre_run
