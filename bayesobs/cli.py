@@ -466,9 +466,8 @@ def _execute(args, specs_sessions, settings) -> int:
         print(f"dry run: {len(sessions)} session run(s), {est['calls']} call(s) to make "
               f"({len(done)} trial(s) already logged in {args.out}), about {est['input_tokens']:,} input tokens")  # fmt: skip
         return 0
-    scope = args.out if args.cache_scope == "folder" else "global"
     subjects = make_subjects(args.subject, sim_seed=args.sim_seed, chat=chat, api_key=args.api_key,
-                             cache_dir=args.cache, use_cache=not args.no_cache, cache_scope=scope)  # fmt: skip
+                             cache_dir=args.cache, use_cache=not args.no_cache, cache_scope=args.cache_scope, folder=args.out)  # fmt: skip
     with ExperimentStore(args.out, record, lock=True) as store:
         for name in store.torn_logs:
             redo = "; that trial is redone" if name == "trials.jsonl" else ""

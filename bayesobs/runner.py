@@ -105,7 +105,22 @@ _COUNT_KEYS = {"context", "context_short", "context_long", "steer_window", "min_
 
 
 def check_spec_values(spec: dict, where: str) -> None:
-    """Types and ranges of a spec's numbers: counts, session ranges, options, ablations."""
+    """Types and ranges of a spec's numbers: counts, session ranges, options, ablations.
+
+    Parameters
+    ----------
+    spec : dict
+        A parsed task spec.
+    where : str
+        Prefix of the error message (the file).
+
+    Raises
+    ------
+    BayesobsInputError
+        One line naming the key: a count that is not a whole number (``trials
+        = 2.5``, ``context = -1``), an empty or doubly named session list, a
+        negative or infinite range, option or blur.
+    """
     try:
         _count(spec["trials"], "trials")
         if "runs" in spec:
@@ -159,7 +174,7 @@ def load_spec(name: str | Path) -> dict[str, Any]:
     for key in ("task", "seed", "trials", "sessions"):
         if key not in spec:
             raise BayesobsInputError(f"{path}: missing key {key!r}")
-    if spec["task"] not in TASKS:
+    if not isinstance(spec["task"], str) or spec["task"] not in TASKS:
         raise BayesobsInputError(
             f"{path}: unknown task {spec['task']!r}; choose from {', '.join(TASKS)}"
         )
@@ -478,7 +493,7 @@ def estimate(sessions: list[Session], done: dict) -> dict[str, int]:
 # ---------------------------------------------------------------- entry points
 def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None, api_key: str | None = None,
                   cache_dir: str | Path | None = None, use_cache: bool = True,
-                  cache_scope: str | Path = "global") -> dict[str, Any]:  # fmt: skip
+                  cache_scope: str = "global", folder: str | Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Subject objects by name (validated before any call is made).
 
     Parameters
@@ -495,9 +510,12 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
         Response cache folder (default ``~/.cache/bayesobs``).
     use_cache : bool
         Read and write the response cache.
-    cache_scope : "global" or a folder
-        ``"global"`` replays a cached reply in any experiment folder; a folder
-        path replays only replies cached for that folder (``--cache-scope folder``).
+    cache_scope : {"global", "folder"}
+        ``"global"`` replays a cached reply into any experiment folder;
+        ``"folder"`` only into the folder it was first logged for.
+    folder : path, optional
+        The experiment folder the replies are for (required with ``"folder"``;
+        recorded with each cached reply, so a summary can say where a replay came from).
 
     Returns
     -------
@@ -509,6 +527,11 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
     from .subjects.search_sim import SEARCH_KINDS, SearchSubject
     from .subjects.sim import SimSubject
 
+    if cache_scope not in ("folder", "global"):
+        raise BayesobsInputError(f"cache scope must be 'folder' or 'global', not {cache_scope!r}")
+    if cache_scope == "folder" and folder is None:
+        raise BayesobsInputError("cache scope 'folder' needs the experiment folder")
+    where = str(Path(folder).resolve()) if folder is not None else None
     out = {}
     cache = None
     for name in names:
@@ -520,8 +543,8 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
             if cache is None and use_cache:
                 cache = ResponseCache(cache_dir or default_cache_dir())
             opts = ChatOptions(model=rest, **(chat or {}))
-            scope = "global" if str(cache_scope) == "global" else str(Path(cache_scope).resolve())
-            out[name] = OpenAIChatSubject(opts, api_key=api_key, cache=cache, cache_scope=scope)
+            out[name] = OpenAIChatSubject(opts, api_key=api_key, cache=cache, folder=where,
+                                          cache_scope=where if cache_scope == "folder" else "global")  # fmt: skip
     return out
 
 
@@ -587,8 +610,6 @@ def sweep(protocol: str | Path, subjects: list[str], out: str | Path, trials: in
     ``base_url`` ...) for ``openai:`` subjects; ``cache_scope`` is ``"folder"``
     (replay cached replies only into ``out``) or ``"global"``.
     """
-    if cache_scope not in ("folder", "global"):
-        raise BayesobsInputError(f"cache_scope must be 'folder' or 'global', not {cache_scope!r}")
     exps = load_protocol(protocol)
     ami = str(ami) if ami else None
     sessions = [
@@ -599,6 +620,6 @@ def sweep(protocol: str | Path, subjects: list[str], out: str | Path, trials: in
                                trials=trials, runs=runs, chat=chat if uses_api else None, sim_seed=sim_seed,
                                ami=ami)  # fmt: skip
     objs = make_subjects(subjects, sim_seed=sim_seed, chat=chat,
-                         cache_scope=out if cache_scope == "folder" else "global")  # fmt: skip
+                         cache_scope=cache_scope, folder=out)  # fmt: skip
     with ExperimentStore(out, record, lock=True) as store:
         return execute(sessions, store, objs, concurrency=concurrency, progress=progress)

@@ -54,7 +54,7 @@ def _one_error_line(err: str) -> None:
 
 
 # ------------------------------------------------------------------ 1. the cache
-def test_cache_key_holds_the_endpoint_and_the_request_parameters(tmp_path):
+def test_cache_key_holds_the_endpoint_and_the_request_parameters(tmp_path, capsys):
     """One model name on two servers: the second server is asked, not the first one's cache."""
     with (
         FakeChatServer(lambda b, n: Answer("0.3")) as one,
@@ -80,6 +80,11 @@ def test_cache_key_holds_the_endpoint_and_the_request_parameters(tmp_path):
             == 0
         )
         assert one.count == n + 12
+        # with the global scope a new folder replays, and the summary says from where
+        capsys.readouterr()
+        assert _run(tmp_path, one.url, tmp_path / "e", "--cache-scope", "global") == 0
+        assert one.count == n + 12
+        assert f"6 from cache (6 from {(tmp_path / 'a').resolve()})" in capsys.readouterr().out
 
 
 def test_cache_scope_folder_draws_new_samples_and_replays_only_into_its_folder(tmp_path, capsys):

@@ -128,7 +128,21 @@ def reply_of(raw: bytes) -> tuple[str, str | None, dict | None]:
 
 
 class OpenAIChatSubject:
-    """A chat model behind an OpenAI-compatible endpoint."""
+    """A chat model behind an OpenAI-compatible endpoint.
+
+    Parameters
+    ----------
+    options : ChatOptions
+        Model, endpoint and request parameters.
+    api_key : str, optional
+        The key (default ``OPENAI_API_KEY``); never written anywhere.
+    cache : ResponseCache, optional
+        Where replies that hold an answer are kept.
+    cache_scope : str
+        ``"global"``, or the experiment folder that alone may replay a cached reply.
+    folder : str, optional
+        The experiment folder, recorded with each cached reply.
+    """
 
     def __init__(
         self,
@@ -136,6 +150,7 @@ class OpenAIChatSubject:
         api_key: str | None = None,
         cache: ResponseCache | None = None,
         cache_scope: str = "global",
+        folder: str | None = None,
     ):
         self.options = options
         self.name = f"openai:{options.model}"
@@ -153,6 +168,7 @@ class OpenAIChatSubject:
         self.cache = cache
         # "global", or the experiment folder whose replies may be replayed (``--cache-scope folder``)
         self.cache_scope = cache_scope
+        self.folder = folder  # the experiment folder, recorded with each cached reply
         self.endpoint = str(self.client.base_url).rstrip("/")
 
     def _redact(self, text: str) -> str:
@@ -230,15 +246,10 @@ class OpenAIChatSubject:
                 ) from None
             latency = time.perf_counter() - t0
             if key is not None:
-                self.cache.put(key, text, usage, finish_reason=finish, folder=self.cache_folder,
+                self.cache.put(key, text, usage, finish_reason=finish, folder=self.folder,
                                endpoint=self.endpoint)  # fmt: skip
             return Reply(text=text, latency_s=latency, usage=usage, attempts=attempt,
                          finish_reason=finish)  # fmt: skip
-
-    @property
-    def cache_folder(self) -> str | None:
-        """The experiment folder replies are cached for (``None``: global scope)."""
-        return None if self.cache_scope == "global" else self.cache_scope
 
     async def aclose(self) -> None:
         await self.client.close()
