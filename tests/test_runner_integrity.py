@@ -516,3 +516,18 @@ def test_read_trials_of_a_resumed_folder_has_the_reason_column(tmp_path):
         assert _run(tmp_path, srv.url, tmp_path / "o") == 0
     t = bayesobs.read_trials(tmp_path / "o")
     assert set(t["invalid_reason"].dropna()) == {"no number"}
+
+
+def test_blank_replies_cached_by_older_versions_are_not_replayed(tmp_path):
+    """Older versions cached error bodies as empty replies (no finish_reason): never replayed."""
+    from bayesobs.subjects.cache import ResponseCache
+
+    log = tmp_path / "responses.jsonl"
+    log.write_text(
+        '{"key":"old","text":"","usage":null,"time_utc":"x"}\n'
+        '{"key":"new","text":"","usage":null,"finish_reason":"length","time_utc":"x"}\n'
+        '{"key":"ok","text":"0.4","usage":null,"time_utc":"x"}\n'
+    )
+    cache = ResponseCache(tmp_path)
+    assert cache.get("old") is None
+    assert cache.get("new")["finish_reason"] == "length" and cache.get("ok")["text"] == "0.4"
