@@ -423,9 +423,19 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)"
     )
-    p.add_argument("--max-tokens", type=int, default=32, help="reply length limit (default 32)")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=64,
+        help="reply length limit (default 64: room for the answer and a short note)",
+    )
     p.add_argument("--reasoning-effort", help='e.g. "minimal" or "none" where the API supports it')
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds per whole request, however slowly it trickles (default 120)",
+    )
     p.add_argument(
         "--max-attempts",
         type=int,
@@ -442,6 +452,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--no-cache", action="store_true", help="do not read or write the response cache"
     )
     p.add_argument(
+        "--cache-scope",
+        choices=("folder", "global"),
+        default="folder",
+        help="folder (default): replay cached replies only into the same --out folder, so a new "
+        "folder draws new samples; global: replay them into any folder",
+    )
+    p.add_argument(
         "--ami",
         type=Path,
         metavar="DIR",
@@ -452,6 +469,28 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--sim-seed", type=int, default=0, help="seed of the simulated subjects (default 0)"
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")  # fmt: skip
+
+
+def _check_run_options(args) -> None:
+    """Numbers of the run options: one clear line (exit 2) instead of a hang or a traceback."""
+    import math
+
+    if args.concurrency < 1:
+        raise BayesobsInputError(f"--concurrency must be at least 1, not {args.concurrency}")
+    if args.max_tokens < 1:
+        raise BayesobsInputError(f"--max-tokens must be at least 1, not {args.max_tokens}")
+    if args.max_attempts < 1:
+        raise BayesobsInputError(f"--max-attempts must be at least 1, not {args.max_attempts}")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise BayesobsInputError(
+            f"--timeout must be a positive number of seconds, not {args.timeout}"
+        )
+    if not (math.isfinite(args.temperature) and args.temperature >= 0):
+        raise BayesobsInputError(
+            f"--temperature must be a finite number >= 0, not {args.temperature}"
+        )
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise BayesobsInputError(f"--out {args.out} is a file, not a folder")
 
 
 def _execute(args, specs_sessions, settings) -> int:
@@ -477,17 +516,20 @@ def _execute(args, specs_sessions, settings) -> int:
               f"({len(done)} trial(s) already logged in {args.out}), about {est['input_tokens']:,} input tokens")  # fmt: skip
         return 0
     subjects = make_subjects(args.subject, sim_seed=args.sim_seed, chat=chat, api_key=args.api_key,
-                             cache_dir=args.cache, use_cache=not args.no_cache)  # fmt: skip
-    store = ExperimentStore(args.out, record)
-    if store.torn:
-        print(
-            f"note: {store.torn} torn line(s) in trials.jsonl skipped; those trials are redone",
-            file=sys.stderr,
-        )
-    report = execute(sessions, store, subjects, concurrency=args.concurrency,
-                     progress=_progress(args))  # fmt: skip
+                             cache_dir=args.cache, use_cache=not args.no_cache, cache_scope=args.cache_scope, folder=args.out)  # fmt: skip
+    with ExperimentStore(args.out, record, lock=True) as store:
+        for name in store.torn_logs:
+            redo = "; that trial is redone" if name == "trials.jsonl" else ""
+            print(f"note: the torn last line of {args.out / name} was cut (kept in {name}.torn){redo}",
+                  file=sys.stderr)  # fmt: skip
+        report = execute(sessions, store, subjects, concurrency=args.concurrency,
+                         progress=_progress(args))  # fmt: skip
+    here = str(args.out.resolve())
+    sources = ", ".join(f"{n} from {'this folder' if src == here else src}"
+                        for src, n in report.cached_from.most_common())  # fmt: skip
     print(f"logged {report.done} trial(s) in {report.seconds:.1f} s ({report.skipped} already logged, "
-          f"{report.cached} from cache, {report.unparsed} without a number) -> {args.out}/trials.jsonl")  # fmt: skip
+          f"{report.cached} from cache{f' ({sources})' if sources else ''}, {report.unparsed} without a number) "
+          f"-> {args.out}/trials.jsonl")  # fmt: skip
     if report.failed_sessions:
         print(f"{len(report.failed_sessions)} session(s) stopped early; run the same command again to resume:",
               file=sys.stderr)  # fmt: skip
@@ -500,6 +542,7 @@ def _execute(args, specs_sessions, settings) -> int:
 def cmd_run(args) -> int:
     from .runner import load_spec, plan
 
+    _check_run_options(args)
     spec = load_spec(args.task)
     sessions = plan(spec, args.subject, args.modality, args.condition, args.trials, args.runs,
                     ami=str(args.ami) if args.ami else None)  # fmt: skip
@@ -507,12 +550,14 @@ def cmd_run(args) -> int:
                 "trials": args.trials, "runs": args.runs}  # fmt: skip
     if args.out is None:
         args.out = Path("runs") / spec["task"]
+        _check_run_options(args)
     return _execute(args, [(spec, sessions)], settings)
 
 
 def cmd_sweep(args) -> int:
     from .runner import load_protocol, plan
 
+    _check_run_options(args)
     exps = load_protocol(args.protocol)
     pairs = []
     for e in exps:
@@ -694,6 +739,10 @@ def main(argv: list[str] | None = None) -> int:
     except FatalSubjectError as exc:
         print(f"bayesobs: error: {exc} (everything logged so far is kept)", file=sys.stderr)
         return 1
+    except OSError as exc:  # a full disk, a read-only folder: one line, never a traceback
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"bayesobs: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,10 +1,25 @@
-"""Reading a number out of a subject's reply.
+"""Reading a number out of a subject's reply, or saying why there is none.
 
-Rules, in order: a reply with one number is that number; otherwise the last
-number introduced by an answer cue ("answer", "estimate", "is", "=", ":" ...);
-otherwise the last number.  Fractions ``a/b`` are divided; ``mm:ss`` durations
-are converted to seconds; a percentage is divided by 100 where the task's
-answer is a fraction.  No number gives NaN (the raw reply is always kept).
+Rules, in order (:func:`read_answer`):
+
+1. A number after an answer cue ("the answer is", "estimate:", "final
+   answer", "=", "≈") wins over every other number, earlier or later
+   (``"The answer is 0.45. Confidence: 80%"`` is 0.45); of several cued
+   numbers the last one counts.
+2. A reply cut off by ``max_tokens`` (``finish_reason = "length"``) without
+   such a cued answer is invalid: its last number may be a premise, not the
+   answer.
+3. Otherwise a reply whose numbers all agree is that number; among
+   different numbers the last one after a weaker cue ("is", "about", ":")
+   counts; different numbers without any cue are ambiguous.
+4. A range (``0.4-0.5``, ``0.4 to 0.5``) is ambiguous.
+5. A value outside the task's answer range (after percent handling) is invalid.
+
+Fractions ``a/b`` are divided; ``mm:ss`` durations are converted to
+seconds; a percentage is divided by 100 where the task's answer is a
+fraction; ``0,5`` and ``0,500`` are decimal commas, ``1,500`` a thousands
+separator.  Every invalid reading comes with a short reason (logged in the
+trial row as ``invalid_reason``); the raw reply is always kept.
 """
 
 from __future__ import annotations
@@ -12,11 +27,18 @@ from __future__ import annotations
 import math
 import re
 
-_NUM = r"[-+]?(?:\d+(?:[.,]\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
+_UNUM = r"(?:\d+(?:[.,]\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
+_NUM = rf"[-+]?{_UNUM}"
 _TOKEN = re.compile(
     rf"(?P<mmss>\b\d{{1,2}}:\d{{2}}\b)|(?P<frac>{_NUM}\s*/\s*{_NUM})|(?P<num>{_NUM})(?P<pct>\s*%|\s*percent\b)?"
 )
+# an answer cue: the number that follows is the answer
+_STRONG = re.compile(
+    r"(?:\b(?:answer|estimate[ds]?|estimation|guess|result)\b[^\d\n.;!?]{0,30}|[=≈]\s*)$", re.I
+)
 _CUE = re.compile(r"(answer|estimate[ds]?|approximately|about|roughly|around|is|=|:|≈|~)\s*$", re.I)
+_RANGE = re.compile(rf"(?<![\w.]){_UNUM}\s*(?:%\s*)?(?:-|–|—|\bto\b)\s*{_UNUM}(?![\w.])", re.I)
+_THOUSANDS = re.compile(r"(?<![\d.,])([1-9]\d{0,2})((?:,\d{3})+)(?![\d,])")
 _WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
           "eight": 8, "nine": 9, "ten": 10, "half": 0.5}  # fmt: skip
 
@@ -35,17 +57,112 @@ def _value(m: re.Match, fraction: bool) -> float:
     return v
 
 
-def parse_number(reply: str | None, fraction: bool = False) -> float:
-    """The numeric answer in ``reply`` (NaN if there is none)."""
-    if not reply:
-        return math.nan
+def _normalize(reply: str) -> str:
     text = reply.replace("\u2212", "-").strip()
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # thousands separators
+    # 1,500 is fifteen hundred; 0,500 is a decimal comma (one half)
+    return _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
+
+
+def read_answer(
+    reply: str | None,
+    fraction: bool = False,
+    answer_range: tuple[float, float] | None = None,
+    truncated: bool = False,
+) -> tuple[float, str]:
+    """The numeric answer in a reply and, when there is none, why.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's raw reply.
+    fraction : bool
+        The task's answers are fractions: ``42%`` reads as 0.42.
+    answer_range : (float, float), optional
+        Plausible answers of the task; a value outside is invalid.
+    truncated : bool
+        The reply was cut off by ``max_tokens`` (``finish_reason = "length"``).
+
+    Returns
+    -------
+    value : float
+        The answer, NaN when invalid.
+    reason : str
+        Empty when valid; otherwise a short reason such as ``"no number"``,
+        ``"ambiguous: a range"`` or ``"out of range: 500 not in [0, 1]"``.
+    """
+    if not reply or not reply.strip():
+        return math.nan, "empty reply"
+    text = _normalize(reply)
     matches = list(_TOKEN.finditer(text))
     if not matches:
         word = re.fullmatch(r"\W*(\w+)\W*", text.lower())
-        return float(_WORDS[word.group(1)]) if word and word.group(1) in _WORDS else math.nan
-    if len(matches) == 1:
-        return _value(matches[0], fraction)
-    cued = [m for m in matches if _CUE.search(text[: m.start()])]
-    return _value((cued or matches)[-1], fraction)
+        if word and word.group(1) in _WORDS and not truncated:
+            return _check(float(_WORDS[word.group(1)]), answer_range)
+        return math.nan, ("cut off by max_tokens before an answer" if truncated else "no number")
+    ranges = [r.span() for r in _RANGE.finditer(text)]
+
+    def in_range(m: re.Match) -> bool:
+        return any(a <= m.start() < b or a < m.end() <= b for a, b in ranges)
+
+    strong = [m for m in matches if _STRONG.search(text[: m.start()])]
+    if strong:
+        chosen = strong[-1]
+    elif truncated:
+        return math.nan, "cut off by max_tokens before an answer"
+    else:
+        values = {round(_value(m, fraction), 9) for m in matches}
+        if len(values) == 1:
+            chosen = matches[-1]
+        else:
+            weak = [m for m in matches if _CUE.search(text[: m.start()])]
+            if weak and not in_range(weak[-1]):
+                chosen = weak[-1]
+            elif any(in_range(m) for m in matches):
+                return math.nan, "ambiguous: a range, not one number"
+            else:
+                return math.nan, f"ambiguous: {len(values)} different numbers without an answer cue"
+    if in_range(chosen):
+        return math.nan, "ambiguous: a range, not one number"
+    return _check(_value(chosen, fraction), answer_range)
+
+
+def _check(v: float, answer_range: tuple[float, float] | None) -> tuple[float, str]:
+    if not math.isfinite(v):
+        return math.nan, "no finite number"
+    if answer_range is not None and not answer_range[0] <= v <= answer_range[1]:
+        lo, hi = answer_range
+        return math.nan, f"out of range: {v:g} not in [{lo:g}, {hi:g}]"
+    return v, ""
+
+
+def parse_number(reply: str | None, fraction: bool = False) -> float:
+    """The numeric answer in ``reply`` (NaN if there is none); see :func:`read_answer`."""
+    return read_answer(reply, fraction)[0]
+
+
+def invalid_reply_rows(trials) -> list[tuple[str, str, str, str]]:
+    """``missing.csv`` rows counting invalid replies by reason, per subject and task.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table; rows with a non-empty ``invalid_reason`` (the runner's
+        column) are counted.
+
+    Returns
+    -------
+    list of tuple
+        ``(subject, task, "invalid replies", "<reason>: <n> trial(s)")``.
+    """
+    if "invalid_reason" not in trials.columns or not len(trials):
+        return []
+    reason = trials["invalid_reason"].astype("string").fillna("").str.strip()
+    bad = trials.loc[reason != "", ["subject", "task"]].assign(reason=reason[reason != ""])
+    if not len(bad):
+        return []
+    # "out of range: 500 not in [0, 1]" and "... 1.7 not in ..." are one reason
+    bad["reason"] = bad["reason"].str.replace(r"^out of range: .*", "out of range", regex=True)
+    counts = bad.groupby(["subject", "task", "reason"], sort=True).size()
+    return [
+        (str(s), str(t), "invalid replies", f"{r}: {n} trial(s)") for (s, t, r), n in counts.items()
+    ]

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import sys
 import time
 import tomllib
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from .ablations import Condition, blur_schedule, condition, system_prompt
 from .errors import BayesobsInputError
 from .provenance import utc_now
 from .stimuli import TASKS, Stimulus, Task, get_task
-from .store import ExperimentStore
+from .store import ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Request, SubjectError, Turn, parse_subject
 from .trials import MODALITIES
 
@@ -70,32 +71,114 @@ def find_spec(name: str | Path) -> Path:
     )
 
 
+def _read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's table; a binary, unreadable or malformed file is one clear error."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise BayesobsInputError(
+            f"{path}: not a text file (binary data), so not a TOML spec"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BayesobsInputError(f"{path}: not valid TOML ({exc})") from None
+    except OSError as exc:
+        raise BayesobsInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _count(value, what: str, low: int = 1) -> int:
+    """A whole number >= ``low`` (bools and 2.5 are refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise BayesobsInputError(f"{what} must be a whole number >= {low}, not {value!r}")
+    return value
+
+
+def _finite(value, what: str, low: float | None = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BayesobsInputError(f"{what} must be a finite number, not {value!r}")
+    if low is not None and value < low:
+        raise BayesobsInputError(f"{what} must be >= {low:g}, not {value!r}")
+    return float(value)
+
+
+# option and ablation keys that count something (whole numbers >= 0); other numbers must be finite >= 0
+_COUNT_KEYS = {"context", "context_short", "context_long", "steer_window", "min_chars", "max_chars"}
+
+
+def check_spec_values(spec: dict, where: str) -> None:
+    """Types and ranges of a spec's numbers: counts, session ranges, options, ablations.
+
+    Parameters
+    ----------
+    spec : dict
+        A parsed task spec.
+    where : str
+        Prefix of the error message (the file).
+
+    Raises
+    ------
+    BayesobsInputError
+        One line naming the key: a count that is not a whole number (``trials
+        = 2.5``, ``context = -1``), an empty or doubly named session list, a
+        negative or infinite range, option or blur.
+    """
+    try:
+        _count(spec["trials"], "trials")
+        if "runs" in spec:
+            _count(spec["runs"], "runs")
+        _count(spec["seed"], "seed", low=0)
+        sessions = spec["sessions"]
+        if not isinstance(sessions, list) or not sessions:
+            raise BayesobsInputError("sessions must be a non-empty list of [[sessions]] tables")
+        names = set()
+        for i, s in enumerate(sessions):
+            if not isinstance(s, dict) or not {"name", "range"} <= set(s):
+                raise BayesobsInputError(f"sessions[{i}] needs a name and a range [low, high]")
+            if s["name"] in names:
+                raise BayesobsInputError(f"two sessions are named {s['name']!r}; names must differ")
+            names.add(s["name"])
+            r = s["range"]
+            if not isinstance(r, list) or len(r) != 2:
+                raise BayesobsInputError(f"sessions[{i}] range must be [low, high]")
+            low = _finite(r[0], f"sessions[{i}] range low")
+            high = _finite(r[1], f"sessions[{i}] range high")
+            if not low < high:
+                raise BayesobsInputError(
+                    f"sessions[{i}] needs a name and a range [low, high] with low < high"
+                )
+            for k, v in s.items():
+                if k not in ("name", "range") and isinstance(v, (int, float)):
+                    _finite(v, f"sessions[{i}].{k}")
+        for table in ("options", "ablations"):
+            values = spec.get(table, {})
+            if not isinstance(values, dict):
+                raise BayesobsInputError(f"[{table}] must be a table")
+            for k, v in values.items():
+                if k in _COUNT_KEYS:
+                    _count(v, f"{table}.{k}", low=0)
+                elif isinstance(v, (int, float)):
+                    _finite(v, f"{table}.{k}", low=None if k == "steer_bias" else 0.0)
+        opts = spec.get("options", {})
+        if "min_chars" in opts and "max_chars" in opts and opts["min_chars"] > opts["max_chars"]:
+            raise BayesobsInputError("options.min_chars must not exceed options.max_chars")
+    except BayesobsInputError as exc:
+        raise BayesobsInputError(f"{where}: {exc}") from None
+
+
 def load_spec(name: str | Path) -> dict[str, Any]:
     """Load and validate a task spec (TOML); errors name the file and key."""
     path = find_spec(name)
-    try:
-        spec = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise BayesobsInputError(f"{path}: not valid TOML ({exc})") from None
+    spec = _read_toml(path)
     unknown = set(spec) - SPEC_KEYS
     if unknown:
         raise BayesobsInputError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
     for key in ("task", "seed", "trials", "sessions"):
         if key not in spec:
             raise BayesobsInputError(f"{path}: missing key {key!r}")
-    if spec["task"] not in TASKS:
+    if not isinstance(spec["task"], str) or spec["task"] not in TASKS:
         raise BayesobsInputError(
             f"{path}: unknown task {spec['task']!r}; choose from {', '.join(TASKS)}"
         )
-    for i, s in enumerate(spec["sessions"]):
-        if (
-            not {"name", "range"} <= set(s)
-            or len(s["range"]) != 2
-            or not s["range"][0] < s["range"][1]
-        ):
-            raise BayesobsInputError(
-                f"{path}: sessions[{i}] needs a name and a range [low, high] with low < high"
-            )
+    check_spec_values(spec, str(path))
     load_spec_checks(spec, str(path))
     spec["_path"] = str(path)
     return spec
@@ -104,10 +187,7 @@ def load_spec(name: str | Path) -> dict[str, Any]:
 def load_protocol(path: str | Path) -> list[dict[str, Any]]:
     """A protocol file (e.g. ``tasks/bayesbench.toml``): a list of experiments."""
     path = find_spec(path)
-    try:
-        proto = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise BayesobsInputError(f"{path}: not valid TOML ({exc})") from None
+    proto = _read_toml(path)
     if "experiment" not in proto:
         if "task" in proto:  # a single task spec is a one-experiment protocol
             return [{"spec": load_spec(path)}]
@@ -196,10 +276,14 @@ def plan(
     task = get_task(spec["task"], ami=ami)
     mods = modalities or spec.get("modalities", [task.modalities[0]])
     conds = conditions or spec.get("conditions", ["base"])
-    n = int(trials or spec["trials"])
-    n_runs = int(runs or spec.get("runs", 1))
-    if n < 1 or n_runs < 1:
-        raise BayesobsInputError("--trials and --runs must be at least 1")
+    # 0 is a value, not "the spec's default": it is refused below
+    n = _count(
+        trials if trials is not None else spec["trials"],
+        "--trials" if trials is not None else "trials",
+    )
+    n_runs = _count(
+        runs if runs is not None else spec.get("runs", 1), "--runs" if runs is not None else "runs"
+    )
     check_modalities(task.name, mods)
     cond_objs = [condition(c, spec.get("ablations")) for c in conds]
     for s in subjects:
@@ -232,6 +316,9 @@ class RunReport:
     skipped: int = 0
     cached: int = 0
     unparsed: int = 0
+    cached_from: Counter = field(
+        default_factory=Counter
+    )  # folder a cached reply was logged for -> count
     failed_sessions: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -246,6 +333,10 @@ class Runner:
         concurrency: int = 16,
         progress: bool = True,
     ):
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise BayesobsInputError(
+                f"--concurrency must be a whole number >= 1, not {concurrency!r}"
+            )
         self.store = store
         self.subjects = subjects
         self.concurrency = concurrency
@@ -291,8 +382,18 @@ class Runner:
                     )
                 )
                 meta.update(trial=t, seed=sess.seed)
-                reply = await subject.complete(Request(system, turns, meta))
-                answer = sess.task.record(stim, reply.text)
+                try:
+                    reply = await subject.complete(Request(system, turns, meta))
+                except SubjectError as exc:
+                    if not isinstance(exc, FatalSubjectError):  # logged so; redone on resume
+                        self.store.log_run(event="trial_failed", session="/".join(map(str, sess.key)),
+                                           trial=t, error=str(exc))  # fmt: skip
+                    raise
+                answer = sess.task.record(
+                    stim, reply.text, truncated=reply.finish_reason == "length"
+                )
+                if not answer["valid"]:
+                    answer.setdefault("invalid_reason", "no answer in the asked format")
                 rec = {
                     **meta,
                     "stimulus": stim.value,
@@ -313,12 +414,15 @@ class Runner:
                     "usage": reply.usage,
                     "cached": reply.cached,
                     "attempts": reply.attempts,
+                    "finish_reason": reply.finish_reason,
                     "timestamp": utc_now(),
                     **answer,  # task-specific columns (e.g. a search trial's cells and error)
                 }
                 self.store.append(rec)
                 self.report.done += 1
                 self.report.cached += reply.cached
+                if reply.cached:
+                    self.report.cached_from[reply.cached_from or "an earlier run"] += 1
                 self.report.unparsed += not rec["valid"]
                 if bar is not None:
                     bar.update(1)
@@ -343,7 +447,7 @@ class Runner:
             async with sem:
                 try:
                     await self.run_session(sess, bar)
-                except FatalSubjectError:
+                except (FatalSubjectError, LogWriteError):
                     raise
                 except Exception as exc:
                     label = "/".join(map(str, sess.key))
@@ -359,7 +463,7 @@ class Runner:
             async with asyncio.TaskGroup() as tg:
                 for s in sessions:
                     tg.create_task(guarded(s))
-        except* FatalSubjectError as group:
+        except* (FatalSubjectError, LogWriteError) as group:
             raise group.exceptions[0] from None
         finally:
             if bar is not None:
@@ -388,13 +492,46 @@ def estimate(sessions: list[Session], done: dict) -> dict[str, int]:
 
 # ---------------------------------------------------------------- entry points
 def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None, api_key: str | None = None,
-                  cache_dir: str | Path | None = None, use_cache: bool = True) -> dict[str, Any]:  # fmt: skip
-    """Subject objects by name (validated before any call is made)."""
+                  cache_dir: str | Path | None = None, use_cache: bool = True,
+                  cache_scope: str = "global", folder: str | Path | None = None) -> dict[str, Any]:  # fmt: skip
+    """Subject objects by name (validated before any call is made).
+
+    Parameters
+    ----------
+    names : list of str
+        ``sim:<kind>`` or ``openai:<model>``.
+    sim_seed : int
+        Seed of the simulated subjects.
+    chat : dict, optional
+        :class:`~bayesobs.subjects.openai_chat.ChatOptions` fields for API subjects.
+    api_key : str, optional
+        The API key (never logged).
+    cache_dir : path, optional
+        Response cache folder (default ``~/.cache/bayesobs``).
+    use_cache : bool
+        Read and write the response cache.
+    cache_scope : {"global", "folder"}
+        ``"global"`` replays a cached reply into any experiment folder;
+        ``"folder"`` only into the folder it was first logged for.
+    folder : path, optional
+        The experiment folder the replies are for (required with ``"folder"``;
+        recorded with each cached reply, so a summary can say where a replay came from).
+
+    Returns
+    -------
+    dict
+        Subject objects by name.
+    """
     from .subjects.cache import ResponseCache, default_cache_dir
     from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
     from .subjects.search_sim import SEARCH_KINDS, SearchSubject
     from .subjects.sim import SimSubject
 
+    if cache_scope not in ("folder", "global"):
+        raise BayesobsInputError(f"cache scope must be 'folder' or 'global', not {cache_scope!r}")
+    if cache_scope == "folder" and folder is None:
+        raise BayesobsInputError("cache scope 'folder' needs the experiment folder")
+    where = str(Path(folder).resolve()) if folder is not None else None
     out = {}
     cache = None
     for name in names:
@@ -406,7 +543,8 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
             if cache is None and use_cache:
                 cache = ResponseCache(cache_dir or default_cache_dir())
             opts = ChatOptions(model=rest, **(chat or {}))
-            out[name] = OpenAIChatSubject(opts, api_key=api_key, cache=cache)
+            out[name] = OpenAIChatSubject(opts, api_key=api_key, cache=cache, folder=where,
+                                          cache_scope=where if cache_scope == "folder" else "global")  # fmt: skip
     return out
 
 
@@ -448,24 +586,29 @@ def execute(sessions: list[Session], store: ExperimentStore, subjects: dict, con
     try:
         report = _run_async(go)
     except BaseException as exc:
-        store.log_run(
-            event="stopped", error=f"{type(exc).__name__}: {exc}", logged=runner.report.done
-        )
+        try:
+            store.log_run(
+                event="stopped", error=f"{type(exc).__name__}: {exc}", logged=runner.report.done
+            )
+        except LogWriteError:
+            pass  # the disk that stopped the run cannot take the note either
         raise
     store.log_run(event="end", logged=report.done, resumed=report.skipped, cached=report.cached,
-                  unparsed=report.unparsed, failed_sessions=report.failed_sessions,
-                  seconds=round(report.seconds, 3))  # fmt: skip
+                  cached_from=dict(report.cached_from), unparsed=report.unparsed,
+                  failed_sessions=report.failed_sessions, seconds=round(report.seconds, 3))  # fmt: skip
     return report
 
 
 def sweep(protocol: str | Path, subjects: list[str], out: str | Path, trials: int | None = None,
           runs: int | None = None, ami: str | Path | None = None, concurrency: int = 16,
-          progress: bool = False, sim_seed: int = 0, **chat) -> RunReport:  # fmt: skip
+          progress: bool = False, sim_seed: int = 0, cache_scope: str = "folder", **chat) -> RunReport:  # fmt: skip
     """Run a protocol (e.g. ``tasks/bayesbench.toml``) on subjects into folder ``out``.
 
-    The library form of ``bayesobs sweep``; resumes an existing folder.
-    ``chat`` takes :class:`bayesobs.subjects.openai_chat.ChatOptions` fields
-    (``temperature``, ``base_url`` ...) for ``openai:`` subjects.
+    The library form of ``bayesobs sweep``; resumes an existing folder (held
+    with a lock while it runs).  ``chat`` takes
+    :class:`bayesobs.subjects.openai_chat.ChatOptions` fields (``temperature``,
+    ``base_url`` ...) for ``openai:`` subjects; ``cache_scope`` is ``"folder"``
+    (replay cached replies only into ``out``) or ``"global"``.
     """
     exps = load_protocol(protocol)
     ami = str(ami) if ami else None
@@ -476,6 +619,7 @@ def sweep(protocol: str | Path, subjects: list[str], out: str | Path, trials: in
     record = experiment_record([e["spec"] for e in exps], subjects, command="sweep", protocol=str(protocol),
                                trials=trials, runs=runs, chat=chat if uses_api else None, sim_seed=sim_seed,
                                ami=ami)  # fmt: skip
-    store = ExperimentStore(out, record)
-    objs = make_subjects(subjects, sim_seed=sim_seed, chat=chat)
-    return execute(sessions, store, objs, concurrency=concurrency, progress=progress)
+    objs = make_subjects(subjects, sim_seed=sim_seed, chat=chat,
+                         cache_scope=cache_scope, folder=out)  # fmt: skip
+    with ExperimentStore(out, record, lock=True) as store:
+        return execute(sessions, store, objs, concurrency=concurrency, progress=progress)

@@ -19,6 +19,7 @@ from .bootstrap import percentile_interval, run_draws, unit_draws
 from .cue import cue_batch, cue_frame
 from .evidence import factor_evidence_array
 from .observers.variants import FACTORS, VARIANT_NAMES
+from .parse import invalid_reply_rows
 from .trials import CELL_KEYS, RUN_KEYS, normalize_trials
 
 # METHOD §5: ablation -> modality its w_prior is measured in.
@@ -479,6 +480,7 @@ def _magnitude_scores(trials, bootstrap, seed, non_oracle, probe, progress) -> S
     missing = [tuple(r) for r in bcs_missing.itertuples(index=False)]
     for r in cue_missing.itertuples(index=False):
         missing.append((r.subject, r.task, f"cue {r.condition}", r.reason))
+    missing += invalid_reply_rows(trials)  # the runner's parse failures, counted by reason
     subjects = sorted(trials["subject"].unique())
     bayesbench = _composite(
         subjects, acc_cells, nrmse, cue_groups, cue_vals, bcs_rows, bcs_vals, B, missing

@@ -1,23 +1,31 @@
 """The experiment folder: manifest, append-only trial log, stimuli, run history.
 
 ```
-DIR/manifest.json   written once: spec, subjects, seeds, versions, git revision, format version
+DIR/manifest.json   written once, with the first trial: spec, subjects, seeds, versions, git revision
 DIR/runs.jsonl      one line per invocation (start, end, what happened), appended
 DIR/trials.jsonl    one line per trial, appended and flushed as each trial completes
 DIR/stimuli/        PNGs named by content hash
+DIR/.lock           the pid and host of the run holding the folder
 ```
 
-Nothing is rewritten in place.  Each trial record is written with a single
-``write`` on a file opened for appending, so a killed process leaves whole
-lines; should a line be torn anyway (power loss), the reader skips it and the
-runner redoes that trial.
+Nothing is rewritten in place.  Every append-only log (``trials.jsonl``,
+``runs.jsonl``, the response cache, the web app's ``participants.jsonl``) is
+written through one :class:`AppendLog`: each record is a single ``write``
+under an exclusive ``flock``, a write cut short (a full disk) is undone at
+once, and on open a torn last line (a SIGKILL or power loss mid-write) is cut
+back to the last complete line and kept in ``<log>.torn``.  One run at a
+time holds a folder (:class:`FolderLock`).
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +33,120 @@ from .errors import BayesobsInputError
 from .provenance import FORMAT_VERSION, provenance, utc_now
 
 TRIAL_ID = ("subject", "task", "modality", "condition", "session", "run", "trial")
+# keys that name a file rather than say what it holds: the same spec reached by two names is one experiment
+_PATH_KEYS = ("_path", "protocol")
+
+
+class LogWriteError(BayesobsInputError):
+    """A log or folder could not be written (full disk, read-only folder); what was logged is kept."""
 
 
 def _dumps(rec: dict) -> bytes:
     return (json.dumps(rec, separators=(",", ":"), allow_nan=True) + "\n").encode()
 
 
-def append_line(path: Path, rec: dict) -> None:
-    """Append one JSON line with a single write, flushed to the OS."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+def _write_error(path: Path, exc: OSError) -> LogWriteError:
+    what = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+    return LogWriteError(f"cannot write {path}: {what}; everything logged before is kept")
+
+
+def repair_tail(path: str | Path) -> bytes:
+    """Cut a log back to its last complete line; return the fragment cut (empty if none).
+
+    The fragment is appended to ``<path>.torn`` (with a newline) before the
+    log is truncated, so nothing is lost.
+    """
+    path = Path(path)
     try:
-        os.write(fd, _dumps(rec))
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return b""
+        # find the last newline, reading backwards in blocks
+        end, block = size, 1 << 16
+        last_nl = -1
+        while end > 0 and last_nl < 0:
+            start = max(0, end - block)
+            chunk = os.pread(fd, end - start, start)
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                last_nl = start + i
+            end = start
+        keep = last_nl + 1
+        if keep == size:
+            return b""
+        fragment = os.pread(fd, size - keep, keep)
+        side = path.with_name(path.name + ".torn")
+        with side.open("ab") as fh:
+            fh.write(fragment + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.ftruncate(fd, keep)
+        return fragment
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    finally:
+        os.close(fd)
+
+
+class AppendLog:
+    """An append-only JSON-lines log; opening it cuts a torn tail (see :func:`repair_tail`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The log file (created on the first append).
+
+    Attributes
+    ----------
+    torn : bytes
+        The fragment cut from the end on open (empty when the log was whole).
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.torn = repair_tail(self.path)
+
+    def read(self) -> tuple[list[dict], int]:
+        """Records of the log and the number of unreadable lines skipped (see :func:`read_jsonl`)."""
+        return read_jsonl(self.path)
+
+    def append(self, rec: dict) -> None:
+        """Append one record (see :func:`append_line`)."""
+        append_line(self.path, rec)
+
+
+def append_line(path: str | Path, rec: dict) -> None:
+    """Append one JSON line with a single write under an exclusive ``flock``.
+
+    A write cut short (a full disk) is undone, so the log never ends in a
+    fragment; the error is raised as :class:`LogWriteError`.
+    """
+    path = Path(path)
+    data = _dumps(rec)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)  # undo a partial record
+            except OSError:
+                pass
+            raise _write_error(path, exc) from None
     finally:
         os.close(fd)
 
@@ -49,63 +160,240 @@ def read_jsonl(path: Path) -> tuple[list[dict], int]:
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            torn += 1
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+        else:
             torn += 1
     return out, torn
 
 
-class ExperimentStore:
-    """An experiment folder, created on first use and resumed afterwards."""
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
-    def __init__(self, folder: str | Path, experiment: dict[str, Any]):
+
+class FolderLock:
+    """An exclusive lock on an experiment folder for a run's lifetime.
+
+    ``DIR/.lock`` holds the holder's pid, host and start time.  The lock is
+    an ``flock`` on that file, so the kernel frees it when the holder dies;
+    a lock file left by a dead process is reclaimed with a note on stderr.
+
+    Parameters
+    ----------
+    folder : Path
+        The experiment folder (must exist).
+    """
+
+    def __init__(self, folder: Path):
+        self.path = Path(folder) / ".lock"
+        self.reclaimed: dict | None = None
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise _write_error(self.path, exc) from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = self._holder()
+            os.close(self.fd)
+            who = (
+                f"pid {holder.get('pid')} on {holder.get('host')} (since {holder.get('since')})"
+                if holder
+                else "another process"
+            )
+            raise BayesobsInputError(
+                f"{folder} is in use by {who}; wait for that run to finish or use another --out folder"
+            ) from None
+        old = self._holder()
+        if old:
+            self.reclaimed = old
+            alive = old.get("host") == socket.gethostname() and _pid_alive(int(old.get("pid", 0)))
+            state = "" if alive else " (that process is gone)"
+            print(
+                f"note: reclaimed a stale lock on {folder} left by pid {old.get('pid')} on {old.get('host')}{state}",
+                file=sys.stderr,
+            )
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "since": utc_now()}
+        try:
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, json.dumps(me).encode(), 0)
+        except OSError as exc:
+            self.release()
+            raise _write_error(self.path, exc) from None
+
+    def _holder(self) -> dict:
+        try:
+            data = os.pread(self.fd, 4096, 0)
+            rec = json.loads(data) if data.strip() else {}
+        except (OSError, ValueError):
+            return {}
+        return rec if isinstance(rec, dict) else {}
+
+    def release(self) -> None:
+        """Clear the holder and free the lock (the file stays, empty)."""
+        if self.fd < 0:
+            return
+        try:
+            os.ftruncate(self.fd, 0)
+        except OSError:
+            pass
+        os.close(self.fd)  # closing frees the flock
+        self.fd = -1
+
+
+def _identity(experiment: Any) -> Any:
+    """An experiment record without the keys that name files (compared on resume)."""
+    if isinstance(experiment, dict):
+        return {k: _identity(v) for k, v in experiment.items() if k not in _PATH_KEYS}
+    if isinstance(experiment, list):
+        return [_identity(v) for v in experiment]
+    return experiment
+
+
+def _short(v: Any) -> str:
+    text = json.dumps(v, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def experiment_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """The fields in which two experiment records differ, as ``path: old -> new`` lines."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in [*old, *(k for k in new if k not in old)]:
+            where = f"{prefix}.{k}" if prefix else str(k)
+            if k not in new:
+                out.append(f"{where}: {_short(old[k])} -> (absent)")
+            elif k not in old:
+                out.append(f"{where}: (absent) -> {_short(new[k])}")
+            else:
+                out += experiment_diff(old[k], new[k], where)
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [x for i, (a, b) in enumerate(zip(old, new, strict=True))
+                for x in experiment_diff(a, b, f"{prefix}[{i}]")]  # fmt: skip
+    return [] if old == new else [f"{prefix or 'experiment'}: {_short(old)} -> {_short(new)}"]
+
+
+class ExperimentStore:
+    """An experiment folder, created on first use and resumed afterwards.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The experiment folder.
+    experiment : dict
+        What identifies the experiment (spec, subjects, settings); stored in
+        ``manifest.json`` with the first trial and compared on resume.
+    lock : bool
+        Hold :class:`FolderLock` until :meth:`close` (the runner does; two
+        runs on one folder would log trials twice).
+    """
+
+    def __init__(self, folder: str | Path, experiment: dict[str, Any], lock: bool = False):
         self.folder = Path(folder)
+        self.experiment = experiment
         self.trials_path = self.folder / "trials.jsonl"
         self.stimuli = self.folder / "stimuli"
-        manifest = self.folder / "manifest.json"
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.stimuli.mkdir(exist_ok=True)
-        if manifest.exists():
-            old = json.loads(manifest.read_text())
+        self.manifest = self.folder / "manifest.json"
+        if self.folder.exists() and not self.folder.is_dir():
+            raise BayesobsInputError(f"{self.folder} is a file, not a folder; choose another --out")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.stimuli.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise _write_error(self.folder, exc) from None
+        if not os.access(self.folder, os.W_OK):
+            raise LogWriteError(f"cannot write {self.folder}: the folder is read-only")
+        self._lock = FolderLock(self.folder) if lock else None
+        try:
+            self._check_manifest()
+            self._trials = AppendLog(self.trials_path)
+            self._runs = AppendLog(self.folder / "runs.jsonl")
+        except BaseException:
+            self.close()
+            raise
+        records, self.unreadable = self._trials.read()
+        self.done = {tuple(r[k] for k in TRIAL_ID): r for r in records}
+        self.torn = 1 if self._trials.torn else 0  # a torn last line was cut: that trial is redone
+        self.torn_logs = [log.path.name for log in (self._trials, self._runs) if log.torn]
+
+    def _check_manifest(self) -> None:
+        if self.manifest.exists():
+            try:
+                old = json.loads(self.manifest.read_text())
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise BayesobsInputError(f"{self.manifest}: not valid JSON ({exc})") from None
             if old.get("format_version") != FORMAT_VERSION:
                 raise BayesobsInputError(
-                    f"{manifest}: format version {old.get('format_version')} is not {FORMAT_VERSION}"
+                    f"{self.manifest}: format version {old.get('format_version')} is not {FORMAT_VERSION}"
                 )
-            if old.get("experiment") != json.loads(json.dumps(experiment)):
+            new = json.loads(json.dumps(self.experiment))
+            if _identity(old.get("experiment")) != _identity(new):
+                diff = experiment_diff(_identity(old.get("experiment")), _identity(new))
+                shown = "; ".join(diff[:6]) + (
+                    f"; and {len(diff) - 6} more" if len(diff) > 6 else ""
+                )
                 raise BayesobsInputError(
                     f"{self.folder} holds a different experiment (its manifest.json differs from this "
-                    "command's spec, subjects or seeds); use another --out folder"
+                    f"command in {shown}); use another --out folder"
                 )
-        else:
-            tmp = manifest.with_suffix(".json.part")
-            tmp.write_text(json.dumps(provenance(experiment=experiment), indent=2) + "\n")
-            tmp.replace(manifest)
-        self.done, self.torn = self._load()
+        elif self.trials_path.exists() and self.trials_path.stat().st_size:
+            raise BayesobsInputError(
+                f"{self.folder} has trials.jsonl but no manifest.json, so its experiment is unknown; "
+                "use another --out folder"
+            )
 
-    def _load(self) -> tuple[dict[tuple, dict], int]:
-        records, torn = read_jsonl(self.trials_path)
-        if self.trials_path.exists() and self.trials_path.stat().st_size:
-            with self.trials_path.open("rb") as fh:
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":  # a torn last line: start the next record on a fresh line
-                    with self.trials_path.open("ab") as out:
-                        out.write(b"\n")
-        return {tuple(r[k] for k in TRIAL_ID): r for r in records}, torn
+    def _write_manifest(self) -> None:
+        if self.manifest.exists():
+            return
+        tmp = self.manifest.with_suffix(".json.part")
+        try:
+            tmp.write_text(json.dumps(provenance(experiment=self.experiment), indent=2) + "\n")
+            tmp.replace(self.manifest)
+        except OSError as exc:
+            raise _write_error(self.manifest, exc) from None
 
     def log_run(self, **event) -> None:
-        append_line(self.folder / "runs.jsonl", {"time_utc": utc_now(), **event})
+        """Append an event to ``runs.jsonl``."""
+        self._runs.append({"time_utc": utc_now(), **event})
 
     def append(self, record: dict) -> None:
-        """Log one finished trial (never twice)."""
+        """Log one finished trial (never twice); the first trial writes the manifest."""
         key = tuple(record[k] for k in TRIAL_ID)
         if key in self.done:
             raise RuntimeError(f"trial {key} is already logged")
-        append_line(self.trials_path, record)
+        self._write_manifest()
+        self._trials.append(record)
         self.done[key] = record
 
     def save_png(self, png: bytes) -> str:
         """Store a PNG by content hash; returns its path relative to the folder."""
-        return save_png(self.folder, png)
+        try:
+            return save_png(self.folder, png)
+        except OSError as exc:
+            raise _write_error(self.stimuli, exc) from None
+
+    def close(self) -> None:
+        """Free the folder lock (if held)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> ExperimentStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def save_png(folder: Path, png: bytes) -> str:

@@ -74,8 +74,10 @@ def test_api_run_survives_a_misbehaving_server(tmp_path, monkeypatch):
 
 
 def test_cache_hit_on_rerun_into_a_new_folder(tmp_path):
+    # replies shared across folders: --cache-scope global (the default, folder, draws new samples)
     args = ["run", "marker_location", "--subject", "openai:fake", "--modality", "text", "--trials", "4",
-            "--cache", str(tmp_path / "cache"), "--api-key", SECRET, "--no-progress"]  # fmt: skip
+            "--cache", str(tmp_path / "cache"), "--api-key", SECRET, "--no-progress",
+            "--cache-scope", "global"]  # fmt: skip
     with FakeChatServer() as srv:
         assert main([*args, "--out", str(tmp_path / "a"), "--base-url", srv.url]) == 0
         n = srv.count
@@ -239,7 +241,7 @@ def test_bcs_sign_of_simulated_observers(tmp_path):
     assert bcs["sim:bayesian"] > 0 > bcs["sim:antibayes"]
 
 
-def test_torn_line_is_redone_on_resume_and_skipped_by_the_reader(tmp_path):
+def test_torn_line_is_cut_and_redone_on_resume(tmp_path, capsys):
     out = tmp_path / "o"
     args = ["run", "line_ratio", "--subject", "sim:linear", "--modality", "text", "--trials", "4",
             "--out", str(out), "--no-progress"]  # fmt: skip
@@ -248,7 +250,12 @@ def test_torn_line_is_redone_on_resume_and_skipped_by_the_reader(tmp_path):
     lines = log.read_bytes().splitlines(keepends=True)
     # simulate a crash in the middle of writing the last record
     log.write_bytes(b"".join(lines[:-1]) + lines[-1][:25])
+    with pytest.warns(UserWarning, match="skipped 1 torn line"):  # the reader skips it meanwhile
+        bayesobs.read_trials(out)
     assert main(args) == 0
-    with pytest.warns(UserWarning, match="skipped 1 torn line"):
-        t = bayesobs.read_trials(out)
+    assert "torn last line" in capsys.readouterr().err
+    t = bayesobs.read_trials(out)  # the fragment was cut back (kept aside): no warning
     assert len(t) == 12 and t["response"].notna().all()
+    assert (out / "trials.jsonl.torn").read_bytes() == lines[-1][:25] + b"\n"
+    assert main(args) == 0  # a later resume has nothing torn to report
+    assert "torn" not in capsys.readouterr().err

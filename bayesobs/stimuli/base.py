@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 from scipy.ndimage import gaussian_filter
 
-from ..parse import parse_number
+from ..parse import read_answer
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,9 @@ class Task:
     instruction: ClassVar[str]  # what to estimate and in which format
     unit: ClassVar[str] = ""
     fraction: ClassVar[bool] = False  # answers are in [0, 1]: percentages are read as fractions
+    answer_range: ClassVar[tuple[float, float] | None] = (
+        None  # plausible answers; others are invalid
+    )
     modalities: ClassVar[tuple[str, ...]] = ("text", "image", "multimodal")
 
     def generate(
@@ -59,15 +62,20 @@ class Task:
         """``n`` stimuli with values drawn uniformly in ``[low, high]``."""
         raise NotImplementedError
 
-    def record(self, stim: Stimulus, reply: str | None) -> dict[str, Any]:
+    def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict[str, Any]:
         """Score a reply: ``response`` (float or None), ``valid`` and any extra trial columns.
 
-        Magnitude tasks read one number (:func:`bayesobs.parse.parse_number`);
-        tasks whose answers are cells or points override this.
+        Magnitude tasks read one number (:func:`bayesobs.parse.read_answer`);
+        an invalid reading adds ``invalid_reason``.  ``truncated`` says the
+        reply was cut off by ``max_tokens``.  Tasks whose answers are cells
+        or points override this.
         """
-        value = parse_number(reply, self.fraction)
+        value, reason = read_answer(reply, self.fraction, self.answer_range, truncated)
         ok = math.isfinite(value)
-        return {"response": value if ok else None, "valid": ok}
+        out: dict[str, Any] = {"response": value if ok else None, "valid": ok}
+        if not ok:
+            out["invalid_reason"] = reason
+        return out
 
     def draw(self, stim: Stimulus) -> np.ndarray:
         """The image as an ``(H, W, 3)`` float array in [0, 255]."""

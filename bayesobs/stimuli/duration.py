@@ -156,6 +156,7 @@ class Duration(Task):
         "spoken, as a decimal number."
     )
     unit = "seconds"
+    answer_range = (0.0, 600.0)
     modalities = ("text",)
 
     def __init__(self, ami: str | Path | None = None):

@@ -32,6 +32,7 @@ class LineRatio(Task):
     role = "line-length ratio estimator"
     instruction = "Estimate the ratio of the shorter line to the longer line as a decimal number between 0 and 1."
     fraction = True
+    answer_range = (0.0, 1.0)
     width, height = 420, 180
 
     def generate(self, rng, low, high, n, options):
@@ -74,6 +75,7 @@ class MarkerLocation(Task):
         "0 (left end) and 1 (right end)."
     )
     fraction = True
+    answer_range = (0.0, 1.0)
     width, height = 440, 120
 
     def generate(self, rng, low, high, n, options):

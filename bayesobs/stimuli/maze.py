@@ -72,6 +72,7 @@ class MazeDistance(Task):
         "of the path, in grid units, as a decimal number."
     )
     unit = "units"
+    answer_range = (0.0, 100.0)
     size = 520
 
     def generate(self, rng, low, high, n, options):

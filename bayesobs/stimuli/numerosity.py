@@ -25,6 +25,7 @@ class Numerosity(Task):
     role = "dot counter"
     instruction = "Estimate how many dots there are, as a whole number."
     unit = "dots"
+    answer_range = (0.0, 1000.0)
 
     def generate(self, rng, low, high, n, options):
         out = []

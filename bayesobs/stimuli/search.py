@@ -256,7 +256,8 @@ class SearchTask(Task):
     def layout(self, rng, k: int, search: str, margin: float, options: dict) -> dict:
         raise NotImplementedError
 
-    def record(self, stim: Stimulus, reply: str | None) -> dict:
+    def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict:
+        # the answer leads the reply ('Cell (i,j)' or '(x, y)'), so a truncated note does not matter
         p = stim.params
         tx, ty = p["x"][0], p["y"][0]
         row = {"set_size": int(stim.value), "search_condition": p["search"], "answer": p["answer"],

@@ -35,6 +35,8 @@ class Reply:
     usage: dict[str, int] | None = None
     cached: bool = False
     attempts: int = 1
+    finish_reason: str | None = None  # "length": cut off by max_tokens
+    cached_from: str | None = None  # the folder a cached reply was first logged for
 
 
 class SubjectError(RuntimeError):

@@ -1,10 +1,13 @@
 """A persistent, append-only response cache for API subjects.
 
-Keys hash the full request (model, parameters, messages with images) *and*
-the trial's identity (subject, task, modality, condition, session, run,
-trial), so a re-run of the same trial does not pay twice while repeated runs
-and different trials stay independent samples.  Credentials are never part of
-a key or an entry.
+Keys hash the full request (model, parameters, messages with images), the
+endpoint *and* the trial's identity (subject, task, modality, condition,
+session, run, trial, seed), so a re-run of the same trial does not pay twice
+while repeated runs, different trials and other servers stay independent
+samples.  With ``--cache-scope folder`` (the default) the key also holds the
+experiment folder, so a new ``--out`` folder draws fresh samples; ``global``
+shares replies across folders.  Credentials are never part of a key or an
+entry.  Only replies that hold an answer are cached.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 from pathlib import Path
 
 from ..provenance import utc_now
-from ..store import append_line, read_jsonl
+from ..store import AppendLog
 
 
 def default_cache_dir() -> Path:
@@ -26,6 +29,7 @@ def default_cache_dir() -> Path:
 
 
 def request_key(payload: dict, identity: dict) -> str:
+    """The cache key of a request body and the trial's identity (a SHA-256 hex digest)."""
     blob = json.dumps(
         {"request": payload, "identity": identity}, sort_keys=True, separators=(",", ":")
     )
@@ -39,13 +43,19 @@ class ResponseCache:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / "responses.jsonl"
-        records, _ = read_jsonl(self.path)
-        self.entries = {r["key"]: r for r in records if "key" in r}
+        self.log = AppendLog(self.path)
+        records, _ = self.log.read()
+        # an empty text without a finish_reason is an entry of an older version, which cached
+        # error bodies as blank answers: never replayed
+        self.entries = {r["key"]: r for r in records if "key" in r and isinstance(r.get("text"), str)
+                        and (r["text"] or "finish_reason" in r)}  # fmt: skip
 
     def get(self, key: str) -> dict | None:
+        """The cached entry of a key, or None."""
         return self.entries.get(key)
 
-    def put(self, key: str, text: str, usage: dict | None) -> None:
-        rec = {"key": key, "text": text, "usage": usage, "time_utc": utc_now()}
-        append_line(self.path, rec)
+    def put(self, key: str, text: str, usage: dict | None, **info) -> None:
+        """Append a reply (``info``: e.g. ``finish_reason``, ``folder``, ``endpoint``)."""
+        rec = {"key": key, "text": text, "usage": usage, **info, "time_utc": utc_now()}
+        self.log.append(rec)
         self.entries[key] = rec

@@ -3,7 +3,10 @@
 Images go as base64 PNG data URLs.  The SDK's own retries are off; this
 module retries 429s (honouring ``Retry-After``), 5xx answers, time-outs and
 connection errors with capped exponential backoff and jitter, generous
-enough for day-long sweeps.  Requests that can never succeed (401, 403, 404)
+enough for day-long sweeps.  A 200 reply that holds no answer (an
+``{"error": ...}`` body, no or empty ``choices``, ``content: null``,
+truncated JSON, an HTML page) is retried the same way and never cached.
+``timeout_s`` bounds each whole request, however slowly the server trickles.  Requests that can never succeed (401, 403, 404)
 stop the run at once.  The API key is read from the option or
 ``OPENAI_API_KEY`` and never written anywhere: not to the manifest, the trial
 log, the cache or an error message.
@@ -14,14 +17,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import json
 import os
 import random
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 
+import httpx
 import openai
-from openai.types.chat import ChatCompletion
 
 from .base import FatalSubjectError, Reply, Request, SubjectError
 from .cache import ResponseCache, request_key
@@ -34,7 +38,7 @@ class ChatOptions:
     model: str
     base_url: str | None = None
     temperature: float = 0.7
-    max_tokens: int = 32
+    max_tokens: int = 64  # room for a number and a short note; search answers lead their reply
     reasoning_effort: str | None = None  # e.g. "minimal" or "none" where the API supports it
     timeout_s: float = 120.0
     max_attempts: int = 12
@@ -74,17 +78,79 @@ def _retry_after(exc: Exception) -> float | None:
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        delay = float(value)
+        return max(0.0, delay) if delay == delay and delay != float("inf") else None
     except ValueError:
+        pass
+    try:  # an HTTP date
         when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, when.timestamp() - time.time()) if when else None
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return None  # unreadable ("soon"): fall back to backoff
+    return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+class EmptyReply(Exception):
+    """A 200 reply without an answer; retried like a 5xx, never cached."""
+
+
+def reply_of(raw: bytes) -> tuple[str, str | None, dict | None]:
+    """Text, ``finish_reason`` and usage of a chat completion body.
+
+    Raises :class:`EmptyReply` (with the reason) for a body that holds no
+    answer: not JSON, an ``error`` object, no or empty ``choices``, no
+    message or ``content: null``.
+    """
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        head = raw[:40].decode("utf-8", "replace").strip()
+        raise EmptyReply(f"body is not JSON ({head!r}...)") from None
+    if not isinstance(body, dict):
+        raise EmptyReply("body is not a JSON object")
+    if body.get("error"):
+        err = body["error"]
+        msg = err.get("message", err) if isinstance(err, dict) else err
+        raise EmptyReply(f"error in a 200 reply: {str(msg)[:200]}")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise EmptyReply("no choices" if choices is None else "empty choices")
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    message = choice.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str):
+        raise EmptyReply("no message content" if content is None else "content is not text")
+    usage = body.get("usage")
+    if isinstance(usage, dict):
+        usage = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens")}
+    else:
+        usage = None
+    return content, choice.get("finish_reason"), usage
 
 
 class OpenAIChatSubject:
-    """A chat model behind an OpenAI-compatible endpoint."""
+    """A chat model behind an OpenAI-compatible endpoint.
+
+    Parameters
+    ----------
+    options : ChatOptions
+        Model, endpoint and request parameters.
+    api_key : str, optional
+        The key (default ``OPENAI_API_KEY``); never written anywhere.
+    cache : ResponseCache, optional
+        Where replies that hold an answer are kept.
+    cache_scope : str
+        ``"global"``, or the experiment folder that alone may replay a cached reply.
+    folder : str, optional
+        The experiment folder, recorded with each cached reply.
+    """
 
     def __init__(
-        self, options: ChatOptions, api_key: str | None = None, cache: ResponseCache | None = None
+        self,
+        options: ChatOptions,
+        api_key: str | None = None,
+        cache: ResponseCache | None = None,
+        cache_scope: str = "global",
+        folder: str | None = None,
     ):
         self.options = options
         self.name = f"openai:{options.model}"
@@ -100,6 +166,10 @@ class OpenAIChatSubject:
             api_key=key, base_url=base_url, max_retries=0, timeout=options.timeout_s
         )
         self.cache = cache
+        # "global", or the experiment folder whose replies may be replayed (``--cache-scope folder``)
+        self.cache_scope = cache_scope
+        self.folder = folder  # the experiment folder, recorded with each cached reply
+        self.endpoint = str(self.client.base_url).rstrip("/")
 
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
@@ -112,15 +182,23 @@ class OpenAIChatSubject:
             body["reasoning_effort"] = o.reasoning_effort
         return body
 
-    async def complete(self, request: Request) -> Reply:
-        body = self.payload(request)
+    def cache_key(self, body: dict, request: Request) -> str:
+        """Everything that determines the reply: endpoint, request body, trial identity, scope."""
         identity = {
             k: request.meta.get(k)
-            for k in ("subject", "task", "modality", "condition", "session", "run", "trial")
+            for k in ("subject", "task", "modality", "condition", "session", "run", "trial", "seed")
         }
-        key = request_key(body, identity) if self.cache is not None else None
+        return request_key(
+            body, {**identity, "endpoint": self.endpoint, "cache_scope": self.cache_scope}
+        )
+
+    async def complete(self, request: Request) -> Reply:
+        body = self.payload(request)
+        key = self.cache_key(body, request) if self.cache is not None else None
         if key is not None and (hit := self.cache.get(key)) is not None:
-            return Reply(text=hit["text"], usage=hit.get("usage"), cached=True, attempts=0)
+            return Reply(text=hit["text"], usage=hit.get("usage"), cached=True, attempts=0,
+                         finish_reason=hit.get("finish_reason"),
+                         cached_from=hit.get("folder") or "an earlier run")  # fmt: skip
         attempt = 0
         while True:
             attempt += 1
@@ -128,10 +206,13 @@ class OpenAIChatSubject:
             try:
                 # the SDK's low-level post: the same request and error classes as
                 # chat.completions.create, without its per-request deep walk of the
-                # messages (16 ms per request with image history)
-                resp = await self.client.post(
-                    "/chat/completions", body=body, cast_to=ChatCompletion
-                )
+                # messages (16 ms per request with image history); the raw body is
+                # checked here, and the whole request is bounded by the time-out
+                async with asyncio.timeout(self.options.timeout_s):
+                    resp = await self.client.post(
+                        "/chat/completions", body=body, cast_to=httpx.Response
+                    )
+                text, finish, usage = reply_of(resp.content)
             except (
                 openai.AuthenticationError,
                 openai.PermissionDeniedError,
@@ -139,13 +220,17 @@ class OpenAIChatSubject:
             ) as exc:
                 raise FatalSubjectError(self._redact(f"{type(exc).__name__}: {exc}")) from None
             except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                    openai.APIConnectionError, openai.ConflictError) as exc:  # fmt: skip
-                status = getattr(exc, "status_code", None)
+                    openai.APIConnectionError, openai.ConflictError, TimeoutError, EmptyReply) as exc:  # fmt: skip
+                if isinstance(exc, TimeoutError):
+                    what = f"time-out: no complete reply within {self.options.timeout_s:g} s"
+                elif isinstance(exc, EmptyReply):
+                    what = f"reply without an answer: {exc}"
+                else:
+                    status = getattr(exc, "status_code", None)
+                    what = f"{type(exc).__name__} ({status}): {exc}"
                 if attempt >= self.options.max_attempts:
                     raise SubjectError(
-                        self._redact(
-                            f"gave up after {attempt} attempts: {type(exc).__name__} ({status}): {exc}"
-                        )
+                        self._redact(f"gave up after {attempt} attempts: {what}")
                     ) from None
                 delay = _retry_after(exc)
                 if delay is None:
@@ -160,16 +245,11 @@ class OpenAIChatSubject:
                     self._redact(f"{type(exc).__name__} ({exc.status_code}): {exc}")
                 ) from None
             latency = time.perf_counter() - t0
-            text = (resp.choices[0].message.content or "") if resp.choices else ""
-            usage = None
-            if resp.usage is not None:
-                usage = {
-                    "prompt_tokens": resp.usage.prompt_tokens,
-                    "completion_tokens": resp.usage.completion_tokens,
-                }
             if key is not None:
-                self.cache.put(key, text, usage)
-            return Reply(text=text, latency_s=latency, usage=usage, attempts=attempt)
+                self.cache.put(key, text, usage, finish_reason=finish, folder=self.folder,
+                               endpoint=self.endpoint)  # fmt: skip
+            return Reply(text=text, latency_s=latency, usage=usage, attempts=attempt,
+                         finish_reason=finish)  # fmt: skip
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -36,15 +36,17 @@ from starlette.routing import Route
 from ..ablations import system_prompt
 from ..provenance import utc_now
 from ..runner import Session, load_spec, numeric_only, plan
-from ..store import ExperimentStore, append_line, read_jsonl
+from ..stimuli import TASKS
+from ..store import AppendLog, ExperimentStore
 
 STATIC = Path(__file__).resolve().parent / "static"
 WRAP_TEXT = ("maze_distance", "duration")  # prose may wrap; ASCII line stimuli must not
 PID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 STIM_RE = re.compile(r"^[0-9a-f]{20}\.png$")
-# plausible answers per task: anything else is refused with a message
-ANSWER_RANGE = {"line_ratio": (0.0, 1.0), "marker_location": (0.0, 1.0), "maze_distance": (0.0, 100.0),
-                "duration": (0.0, 600.0), "numerosity": (0.0, 1000.0)}  # fmt: skip
+# plausible answers per task (the runner's parser uses the same ranges): anything else is refused
+ANSWER_RANGE = {
+    name: cls.answer_range for name, cls in TASKS.items() if cls.answer_range is not None
+}
 
 
 @dataclass
@@ -108,7 +110,10 @@ class ParticipantServer:
         self.keys: dict[str, str] = {}
         self.practiced: set[str] = set()
         self.last_seen: dict[str, str] = {}
-        for rec in read_jsonl(self.folder / "participants.jsonl")[0]:
+        self.participants = AppendLog(
+            self.folder / "participants.jsonl"
+        )  # a torn tail is cut on open
+        for rec in self.participants.read()[0]:
             if rec.get("event") == "join":
                 self.keys[rec["pid"]] = rec["key_sha256"]
             elif rec.get("event") == "practice_done":
@@ -198,7 +203,7 @@ class ParticipantServer:
                 key = request.cookies["bo_key"]
             else:
                 key = secrets.token_urlsafe(24)
-                append_line(self.folder / "participants.jsonl",
+                self.participants.append(
                             {"event": "join", "pid": pid, "key_sha256": _hash(key), "time_utc": utc_now()})  # fmt: skip
                 self.keys[pid] = _hash(key)
         resp = JSONResponse({"pid": pid, "done": self.progress.get(pid, 0), "total": self.study.total,
@@ -226,8 +231,7 @@ class ParticipantServer:
             return err
         async with self.lock:
             if pid not in self.practiced:
-                append_line(
-                    self.folder / "participants.jsonl",
+                self.participants.append(
                     {"event": "practice_done", "pid": pid, "time_utc": utc_now()},
                 )
                 self.practiced.add(pid)
