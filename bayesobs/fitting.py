@@ -131,14 +131,19 @@ def build_runs(trials: pd.DataFrame) -> tuple[pd.DataFrame, RunTable]:
 
 
 def dataset_matrix(
-    trials: pd.DataFrame, cells: pd.DataFrame, runs: RunTable, B: int, seed: int
+    trials: pd.DataFrame,
+    cells: pd.DataFrame,
+    runs: RunTable,
+    B: int,
+    seed: int,
+    resample: str = "pooled",
 ) -> sp.csr_matrix:
     """Sparse ``(cells * (1 + B), runs)`` matrix of run counts per dataset.
 
     Row ``c * (1 + B) + b`` is replicate ``b`` of cell ``c`` (``b = 0``: the
     full data, every run once).
     """
-    draws = run_draws(trials, B, seed) if B > 0 else {}
+    draws = run_draws(trials, B, seed, resample) if B > 0 else {}
     return unit_draws(cells, runs.cell, runs.session, runs.run, draws, B)
 
 
@@ -417,6 +422,7 @@ def fit_batch(
     seed: int = 0,
     progress: bool = False,
     max_chunk_pairs: int = 200_000,
+    resample: str = "pooled",
 ) -> FitBatch:
     """Fit all ten variants to every cell and ``bootstrap`` replicates of it.
 
@@ -432,6 +438,8 @@ def fit_batch(
         Show a progress bar.
     max_chunk_pairs : int
         Memory bound: (dataset, run) pairs processed at once.
+    resample : {"pooled", "stratified"}
+        Bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
 
     Returns
     -------
@@ -441,7 +449,7 @@ def fit_batch(
         raise ValueError("bootstrap must be >= 0")
     cells, runs = build_runs(trials)
     B = int(bootstrap)
-    W = dataset_matrix(trials, cells, runs, B, seed)
+    W = dataset_matrix(trials, cells, runs, B, seed, resample)
     n_cells = len(cells)
     V = len(VARIANTS)
     ll = np.full((n_cells, 1 + B, V), np.nan)
