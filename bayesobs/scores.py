@@ -478,6 +478,29 @@ def _probe_skip_reason(g: pd.DataFrame, folds: int) -> str:
     return ""
 
 
+def _probe(trials: pd.DataFrame, seed: int, conditions, folds: int):
+    """Out-of-fold predictions of every probe-able group, and ``missing.csv`` rows of the others."""
+    from .cue import paired_trials
+
+    paired, _ = paired_trials(trials)
+    paired = paired[paired["condition"].isin(conditions)]
+    parts, skipped = [], []
+    for (subject, task, condition), g in paired.groupby(
+        ["subject", "task", "condition"], sort=True
+    ):
+        if len(g) < 2 * folds:
+            continue  # too few paired trials for the folds: left out, as always
+        reason = _probe_skip_reason(g, folds)
+        if reason:
+            skipped.append((subject, task, f"cue probe {condition}", reason))
+            continue
+        preds = _probe_predictions(g, seed, folds)
+        parts.append(g.assign(**{f"pred_{k}": v for k, v in preds.items()}))
+    cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
+    pred = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+    return pred, pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
+
+
 def cue_predictions(
     trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5
 ) -> pd.DataFrame:
@@ -485,47 +508,13 @@ def cue_predictions(
 
     ``trials`` needs a ``baseline`` column (:func:`with_baseline`).  Groups
     with fewer than ``2 * folds`` paired trials, or with a modality whose
-    responses are constant (nothing to calibrate or explain), are left out
-    (:func:`probe_missing` lists the latter).
+    responses are constant (nothing to calibrate or explain; see
+    :func:`cue_probe`), are left out.
     """
-    from .cue import paired_trials
-
-    paired, _ = paired_trials(trials)
-    paired = paired[paired["condition"].isin(conditions)]
-    parts = []
-    for _, g in paired.groupby(["subject", "task", "condition"], sort=True):
-        if len(g) < 2 * folds or _probe_skip_reason(g, folds):
-            continue
-        preds = _probe_predictions(g, seed, folds)
-        parts.append(g.assign(**{f"pred_{k}": v for k, v in preds.items()}))
-    cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+    return _probe(trials, seed, conditions, folds)[0]
 
 
-def probe_missing(trials: pd.DataFrame, conditions=("base",), folds: int = 5) -> pd.DataFrame:
-    """``missing.csv`` rows for the probe groups left out because a modality is constant."""
-    from .cue import paired_trials
-
-    paired, _ = paired_trials(trials)
-    paired = paired[paired["condition"].isin(conditions)]
-    rows = []
-    for (subject, task, condition), g in paired.groupby(
-        ["subject", "task", "condition"], sort=True
-    ):
-        reason = _probe_skip_reason(g, folds)
-        if reason:
-            rows.append((subject, task, f"cue probe {condition}", reason))
-    return pd.DataFrame(rows, columns=["subject", "task", "component", "reason"])
-
-
-def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5):
-    """Out-of-fold R² of predicting multimodal from unimodal responses.
-
-    A random forest (the non-linear probe) beside the linear-regression,
-    Bayes non-oracle and Bayes oracle combiners, each fitted on the training
-    folds only: the paper's Figure 7 comparison.
-    """
-    pred = cue_predictions(trials, seed, conditions, folds)
+def _r2_table(pred: pd.DataFrame) -> pd.DataFrame:
     cols = ["subject", "task", "condition", "n", *(f"r2_{k}" for k in PROBE_MODELS)]
     rows = []
     for key, g in pred.groupby(["subject", "task", "condition"], sort=True):
@@ -536,6 +525,30 @@ def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), f
             row[f"r2_{k}"] = 1 - ((y - g[f"pred_{k}"].to_numpy()) ** 2).sum() / ss
         rows.append(row)
     return pd.DataFrame(rows, columns=cols)
+
+
+def cue_probe(
+    trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`cue_probe_table` and the ``missing.csv`` rows of the groups it left out.
+
+    A group whose text, image or multimodal responses are constant over its
+    paired trials has no R² to report (and nothing to calibrate): it gets a
+    row with component ``cue probe CONDITION`` and reason ``constant responses``.
+    """
+    pred, skipped = _probe(trials, seed, conditions, folds)
+    return _r2_table(pred), skipped
+
+
+def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5):
+    """Out-of-fold R² of predicting multimodal from unimodal responses.
+
+    A random forest (the non-linear probe) beside the linear-regression,
+    Bayes non-oracle and Bayes oracle combiners, each fitted on the training
+    folds only: the paper's Figure 7 comparison.  Groups with constant
+    responses are left out (:func:`cue_probe` says which).
+    """
+    return cue_probe(trials, seed, conditions, folds)[0]
 
 
 def bias_variance(trials: pd.DataFrame) -> pd.DataFrame:
@@ -676,8 +689,9 @@ def _magnitude_scores(trials, bootstrap, seed, non_oracle, probe, progress, resa
     missing += [tuple(r) for r in bcs_missing.itertuples(index=False)]
     for r in cue_missing.itertuples(index=False):
         missing.append((r.subject, r.task, f"cue {r.condition}", r.reason))
-    if probe:
-        missing += [tuple(r) for r in probe_missing(trials).itertuples(index=False)]
+    probe_table, probe_skipped = cue_probe(trials, seed) if probe else (pd.DataFrame(), None)
+    if probe_skipped is not None:
+        missing += [tuple(r) for r in probe_skipped.itertuples(index=False)]
     subjects = sorted(trials["subject"].unique())
     bayesbench = _composite(
         subjects, acc_cells, nrmse, cue_groups, cue_vals, bcs_rows, bcs_vals, B, missing
@@ -691,7 +705,7 @@ def _magnitude_scores(trials, bootstrap, seed, non_oracle, probe, progress, resa
         bayesbench=bayesbench,
         bcs_tasks=bcs_tasks,
         bcs_agreement=bcs_agreement(bcs, batch.cells, w_prior),
-        cue_probe=cue_probe_table(trials, seed) if probe else pd.DataFrame(),
+        cue_probe=probe_table,
         summary=_subject_summary(
             subjects,
             batch.cells,
