@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .bootstrap import percentile_interval
+from .bootstrap import check_resample, percentile_interval
 from .evidence import factor_evidence_array
 from .fitting import FitBatch, fit_batch, fits_table
 from .observers.variants import FACTORS
@@ -32,6 +32,7 @@ def fit(
     bootstrap: int = 0,
     seed: int = 0,
     progress: bool = False,
+    resample: str = "pooled",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fit the ten observer variants to every cell; return ``(fits, evidence)``.
 
@@ -46,6 +47,8 @@ def fit(
         Bootstrap seed.
     progress : bool
         Show a progress bar.
+    resample : {"pooled", "stratified"}
+        Bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
 
     Returns
     -------
@@ -55,7 +58,8 @@ def fit(
         One row per cell and factor, the columns of ``evidence.csv``.
     """
     trials = normalize_trials(trials)
-    batch = fit_batch(trials, bootstrap=bootstrap, seed=seed, progress=progress)
+    check_resample(resample)
+    batch = fit_batch(trials, bootstrap=bootstrap, seed=seed, progress=progress, resample=resample)
     return fits_table(batch), evidence_table(batch)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayesobs.api import fit
 from bayesobs.bootstrap import check_resample, group_rng, run_draws
 from bayesobs.cli import main
 from bayesobs.errors import BayesobsInputError
@@ -100,6 +101,7 @@ def test_resample_must_be_pooled_or_stratified():
         lambda: run_draws(t, 3, 0, resample="strata"),
         lambda: score(t, bootstrap=0, resample="strata"),
         lambda: fit_batch(t, bootstrap=2, resample="Pooled"),
+        lambda: fit(t, bootstrap=0, resample="x"),
     ):
         with pytest.raises(BayesobsInputError, match="resample must be 'pooled' or 'stratified'"):
             call()

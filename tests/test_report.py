@@ -151,3 +151,20 @@ def test_report_leaderboard_has_intervals_legend_and_the_robust_scores(scored_re
     r = ref.iloc[0]
     assert f"<td>{r['S_mean']:.3f} [{r['S_lo']:.3f}, {r['S_hi']:.3f}]</td>" in board
     assert f"{r['BCS_p_mean']:.1f} [{r['BCS_p_lo']:.1f}, {r['BCS_p_hi']:.1f}]" in board
+
+
+def test_bayesbench_figure_draws_intervals_where_they_are():
+    """A point estimate outside its interval: the line spans [lo, hi], not a clipped bar."""
+    import numpy as np
+
+    bb = pd.DataFrame([{"subject": "m", "A": 0.8, "E": 0.9, "C": 0.8, "S": 0.915, "BCS": 9.0,
+                        "A_mean": 0.8, "A_lo": 0.79, "A_hi": 0.81, "E_mean": 0.9, "E_lo": 0.85,
+                        "E_hi": 0.95, "C_mean": 0.66, "C_lo": 0.6, "C_hi": 0.733, "S_mean": 0.87,
+                        "S_lo": 0.845, "S_hi": 0.9, "S_p": 0.7}])  # fmt: skip
+    fig = Figure()
+    ax = fig.subplots()
+    F.bayesbench_scores(bb, ax=ax)
+    spans = [tuple(np.round(seg[:, 1], 6)) for c in ax.collections for seg in c.get_segments()]
+    assert (0.845, 0.9) in spans and (0.6, 0.733) in spans
+    markers = {(ln.get_marker(), tuple(np.round(ln.get_ydata(), 6))) for ln in ax.lines}
+    assert ("o", (0.87,)) in markers and ("D", (0.7,)) in markers

@@ -273,7 +273,9 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
     if not res.bcs_tasks.empty:
         imgs.append(_save(F.bcs_table(res.bcs_tasks), out / "figures" / "fig6_bcs_table.png"))
     sections.append(("Summary", "Evidence, efficiency and consistency against accuracy; the BayesBench score "
-                     "and its parts; BCS per task (68% bootstrap intervals).", imgs))  # fmt: skip
+                     "and its parts (bars: full-data estimates; lines: 68% bootstrap intervals with the "
+                     "bootstrap mean as a dot, which need not contain the bar; diamonds: S_p); BCS per task "
+                     "(68% bootstrap intervals).", imgs))  # fmt: skip
 
     head = _leaderboard_html(res.bayesbench, res.missing)
     if not res.bcs_tasks.empty:
