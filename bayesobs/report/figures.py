@@ -171,14 +171,12 @@ def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
     return fig
 
 
-def _err(df, col):
-    if f"{col}_lo" not in df:
-        return None
-    return np.vstack([df[col] - df[f"{col}_lo"], df[f"{col}_hi"] - df[col]]).clip(0)
-
-
 def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=None):
-    """Evidence, efficiency and consistency against accuracy, one colour per subject (paper Fig. 8)."""
+    """Evidence, efficiency and consistency against accuracy, one colour per subject (paper Fig. 8).
+
+    Dots are full-data estimates; lines span the 68% bootstrap intervals where
+    they are (an interval need not contain its point estimate).
+    """
     fig, axs = _axes(axes, n=3, size=(3.8, 3.4))
     colors = colors or subject_colors(summary["subject"])
     d = summary.merge(bayesbench, on="subject", how="left", suffixes=("", "_bb"))
@@ -186,12 +184,15 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
               ("nrmse_multimodal", "rre_bayes_oracle", "multimodal NRMSE", "RRE (Bayes oracle)"),
               ("nrmse_multimodal", "BCS", "multimodal NRMSE", "BCS")]  # fmt: skip
     for ax, (xc, yc, xl, yl) in zip(axs, panels, strict=True):
-        for i, row in d.iterrows():
+        for _, row in d.iterrows():
             if not (np.isfinite(row[xc]) and np.isfinite(row[yc])):
                 continue
-            xe, ye = _err(d.loc[[i]], xc), _err(d.loc[[i]], yc)
-            ax.errorbar(row[xc], row[yc], xerr=xe, yerr=ye, fmt="o", color=colors[row["subject"]],
-                        capsize=2, label=row["subject"])  # fmt: skip
+            color = colors[row["subject"]]
+            ax.plot(row[xc], row[yc], "o", color=color, label=row["subject"])
+            if f"{xc}_lo" in d:
+                ax.hlines(row[yc], row[f"{xc}_lo"], row[f"{xc}_hi"], color=color, lw=1)
+            if f"{yc}_lo" in d:
+                ax.vlines(row[xc], row[f"{yc}_lo"], row[f"{yc}_hi"], color=color, lw=1)
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
     axs[1].axhline(1, ls="--", lw=0.8, color="0.6")
