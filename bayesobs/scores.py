@@ -1,4 +1,6 @@
-"""Accuracy, Bayesian Consistency Score and the BayesBench composite (METHOD §4–§7).
+"""Accuracy, Bayesian Consistency Score and the BayesBench composite (METHOD §4–§7),
+with the robust BCS_p, C_p, S_p beside them (METHOD §9) and the flags of
+degenerate data (constant cells, fewer than 2 runs per session type).
 
 Every function returns DataFrames.  Bootstrap replicates share the draws of
 :mod:`bayesobs.bootstrap` (per ``(subject, task, condition)`` group), so the
@@ -468,10 +470,8 @@ def _calibration(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(X, x, rcond=None)[0]
 
 
-def _probe_skip_reason(g: pd.DataFrame, folds: int) -> str:
-    """Why a paired group cannot be probed ("" if it can)."""
-    if len(g) < 2 * folds:
-        return ""  # too few trials: silently left out, as before
+def _probe_skip_reason(g: pd.DataFrame) -> str:
+    """Why a paired group with enough trials cannot be probed ("" if it can)."""
     for col in ("y_text", "y_image", "y_multimodal"):
         if g[col].min() == g[col].max():
             return CONSTANT_REASON
@@ -490,7 +490,7 @@ def _probe(trials: pd.DataFrame, seed: int, conditions, folds: int):
     ):
         if len(g) < 2 * folds:
             continue  # too few paired trials for the folds: left out, as always
-        reason = _probe_skip_reason(g, folds)
+        reason = _probe_skip_reason(g)
         if reason:
             skipped.append((subject, task, f"cue probe {condition}", reason))
             continue
