@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .bootstrap import percentile_interval
+from .bootstrap import check_resample, percentile_interval
 from .evidence import factor_evidence_array
 from .fitting import FitBatch, fit_batch, fits_table
 from .observers.variants import FACTORS
@@ -37,6 +37,7 @@ def fit(
     progress: bool = False,
     interleaved: str | None = None,
     lapse: bool = False,
+    resample: str = "pooled",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fit the ten observer variants to every cell; return ``(fits, evidence)``.
 
@@ -57,6 +58,8 @@ def fit(
         ``evidence`` then have one row per level with a ``level`` column.
     lapse : bool
         Add a uniform lapse rate to every variant (METHOD §11).
+    resample : {"pooled", "stratified"}
+        Bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
 
     Returns
     -------
@@ -66,6 +69,7 @@ def fit(
         One row per cell and factor, the columns of ``evidence.csv``.
     """
     trials = normalize_trials(trials)
+    check_resample(resample)
     batch = fit_batch(
         trials,
         bootstrap=bootstrap,
@@ -73,6 +77,7 @@ def fit(
         progress=progress,
         interleaved=interleaved,
         lapse=lapse,
+        resample=resample,
     )
     return fits_table(batch), evidence_table(batch)
 

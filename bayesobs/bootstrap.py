@@ -7,6 +7,17 @@ keys, so every modality of the group gets the *same* runs (paired analyses),
 while base and ablation cells are drawn independently.  Each group's random
 stream is derived from ``seed`` and the group's key alone, so the draws for a
 group do not depend on which other cells are in the table.
+
+Two resampling schemes (``resample``):
+
+``"pooled"`` (default, the paper's)
+    every replicate draws as many runs as the group has, with replacement,
+    from all of its runs whatever their session type.
+``"stratified"``
+    runs are drawn within each session type: a session type with ``n_s`` runs
+    contributes ``n_s`` runs drawn from its own runs, so every replicate keeps
+    the design's mix of session types.  It needs at least 2 runs of every
+    session type in every group (with one run there is nothing to resample).
 """
 
 from __future__ import annotations
@@ -18,7 +29,24 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from .errors import BayesobsInputError
+
 GROUP_KEYS: tuple[str, ...] = ("subject", "task", "condition")
+RESAMPLE: tuple[str, ...] = ("pooled", "stratified")
+MIN_RUNS_STRATIFIED = 2
+
+
+def check_resample(resample: str) -> str:
+    """Return ``resample`` if it names a resampling scheme, else raise.
+
+    Raises
+    ------
+    BayesobsInputError
+        Unless ``resample`` is ``"pooled"`` or ``"stratified"``.
+    """
+    if resample not in RESAMPLE:
+        raise BayesobsInputError(f"resample must be 'pooled' or 'stratified', not {resample!r}")
+    return resample
 
 
 def group_rng(seed: int, key: tuple) -> np.random.Generator:
@@ -28,15 +56,74 @@ def group_rng(seed: int, key: tuple) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([int(seed), *words]))
 
 
-def draw_runs(n_runs: int, B: int, seed: int, key: tuple) -> np.ndarray:
-    """``(B, n_runs)`` indices of the runs drawn in each replicate."""
+def draw_runs(
+    n_runs: int,
+    B: int,
+    seed: int,
+    key: tuple,
+    resample: str = "pooled",
+    strata: np.ndarray | None = None,
+) -> np.ndarray:
+    """``(B, n_runs)`` indices of the runs drawn in each replicate.
+
+    Parameters
+    ----------
+    n_runs : int
+        Runs in the group.
+    B : int
+        Replicates.
+    seed : int
+        Bootstrap seed.
+    key : tuple
+        The group's key (its random stream depends on it and ``seed`` only).
+    resample : {"pooled", "stratified"}
+        ``"pooled"`` draws from all runs; ``"stratified"`` draws the runs at
+        the positions of each stratum from that stratum only.
+    strata : array, shape (n_runs,), optional
+        Stratum (session type) of each run; required with ``"stratified"``.
+
+    Returns
+    -------
+    ndarray of int, shape (B, n_runs)
+    """
+    check_resample(resample)
     if B <= 0:
         return np.empty((0, n_runs), dtype=np.int64)
-    return group_rng(seed, key).integers(0, n_runs, size=(B, n_runs))
+    rng = group_rng(seed, key)
+    if resample == "pooled":
+        return rng.integers(0, n_runs, size=(B, n_runs))
+    if strata is None or len(strata) != n_runs:
+        raise ValueError("stratified resampling needs the stratum of every run")
+    labels = [str(v) for v in strata]
+    out = np.empty((B, n_runs), dtype=np.int64)
+    for label in sorted(set(labels)):
+        idx = np.array([i for i, v in enumerate(labels) if v == label], dtype=np.int64)
+        if len(idx) < MIN_RUNS_STRATIFIED:
+            raise BayesobsInputError(
+                f"stratified resampling needs at least {MIN_RUNS_STRATIFIED} runs of every "
+                f"session type; {'/'.join(map(str, key))} has {len(idx)} run of {label!r}"
+            )
+        out[:, idx] = idx[rng.integers(0, len(idx), size=(B, len(idx)))]
+    return out
 
 
-def run_draws(trials: pd.DataFrame, B: int, seed: int = 0) -> dict[tuple, tuple[list, np.ndarray]]:
+def run_draws(
+    trials: pd.DataFrame, B: int, seed: int = 0, resample: str = "pooled"
+) -> dict[tuple, tuple[list, np.ndarray]]:
     """Draws for every ``(subject, task, condition)`` group of a trial table.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A normalised trial table.
+    B : int
+        Replicates.
+    seed : int
+        Bootstrap seed.
+    resample : {"pooled", "stratified"}
+        See the module docstring.  ``"stratified"`` refuses (with
+        :class:`~bayesobs.errors.BayesobsInputError`) a table where some
+        group has fewer than 2 runs of a session type, naming the groups.
 
     Returns
     -------
@@ -45,13 +132,34 @@ def run_draws(trials: pd.DataFrame, B: int, seed: int = 0) -> dict[tuple, tuple[
         is the sorted list of ``(session, run)`` keys and ``draws`` is a
         ``(B, len(run_keys))`` array of indices into it.
     """
+    check_resample(resample)
     keys = trials[list(GROUP_KEYS) + ["session", "run"]].drop_duplicates()
-    out = {}
+    groups = {}
     for gkey, g in keys.groupby(list(GROUP_KEYS), sort=True):
-        run_keys = sorted(
+        groups[tuple(gkey)] = sorted(
             set(zip(g["session"], g["run"], strict=True)), key=lambda k: (str(k[0]), k[1])
         )
-        out[tuple(gkey)] = (run_keys, draw_runs(len(run_keys), B, seed, tuple(gkey)))
+    if resample == "stratified" and B > 0:
+        short = {}
+        for gkey, run_keys in groups.items():
+            counts = pd.Series([str(k[0]) for k in run_keys]).value_counts()
+            few = counts[counts < MIN_RUNS_STRATIFIED]
+            if len(few):
+                short[gkey] = ", ".join(f"{s!r}: {n}" for s, n in sorted(few.items()))
+        if short:
+            example = ", ".join(
+                f"{'/'.join(map(str, k))} ({v})" for k, v in list(short.items())[:3]
+            )
+            raise BayesobsInputError(
+                f"--resample stratified needs at least {MIN_RUNS_STRATIFIED} runs of every "
+                f"session type, but {len(short)} of {len(groups)} (subject, task, condition) "
+                f"group(s) have fewer, e.g. {example}; collect more runs (e.g. `run --runs 2`) "
+                "or use the default --resample pooled"
+            )
+    out = {}
+    for gkey, run_keys in groups.items():
+        strata = np.array([str(k[0]) for k in run_keys], dtype=object)
+        out[gkey] = (run_keys, draw_runs(len(run_keys), B, seed, gkey, resample, strata))
     return out
 
 

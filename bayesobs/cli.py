@@ -66,6 +66,13 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="add a uniform lapse rate (0 to 0.2) to every variant, fitted by EM (METHOD §11)",
     )
+    p.add_argument(
+        "--resample",
+        choices=("pooled", "stratified"),
+        default="pooled",
+        help="bootstrap scheme: pooled (the paper's, default) draws runs from all session types; "
+        "stratified draws runs within each session type (needs 2+ runs of every type)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -104,6 +111,7 @@ def _trial_record(args, command: str, **extra) -> dict:
         lapse=args.lapse,
         bootstrap=args.bootstrap,
         seed=args.seed,
+        resample=args.resample,
         **extra,
     )
 
@@ -218,6 +226,7 @@ def cmd_fit(args) -> int:
         progress=_progress(args),
         interleaved=args.interleaved,
         lapse=args.lapse,
+        resample=args.resample,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     _write_csv(fits_table(batch), args.out / "fits.csv")
@@ -262,29 +271,14 @@ def cmd_fit(args) -> int:
     return 0
 
 
-def _fmt(row, name, digits=3) -> str:
-    val = row[name]
-    if val != val:  # NaN
-        return "n/a"
-    text = f"{val:.{digits}f}"
-    lo, hi = row.get(f"{name}_lo"), row.get(f"{name}_hi")
-    if lo is not None and lo == lo:
-        text += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
-    return text
+def leaderboard(bayesbench, missing=None) -> str:
+    """Plain-text leaderboard: subjects by S; each number's point estimate beside its
+    bootstrap mean and 68% interval, the paper's numbers then S_p and BCS_p, one line on
+    why point and interval can differ, and warnings from ``missing`` (constant responders,
+    fewer than 2 runs per session type)."""
+    from .leaderboard import leaderboard_text
 
-
-def leaderboard(bayesbench) -> str:
-    """Plain-text leaderboard: subjects by S, with A, E, C and BCS (68% intervals)."""
-    board = bayesbench.sort_values("S", ascending=False, na_position="last")
-    cols = [("S", 3), ("A", 3), ("E", 3), ("C", 3), ("BCS", 1)]
-    header = ["rank", "subject", *(c for c, _ in cols)]
-    lines = [
-        [str(i + 1), str(r["subject"]), *(_fmt(r, c, d) for c, d in cols)]
-        for i, (_, r) in enumerate(board.iterrows())
-    ]
-    widths = [max(len(x) for x in col) for col in zip(header, *lines, strict=True)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*header), *(fmt.format(*ln) for ln in lines)])
+    return leaderboard_text(bayesbench, missing)
 
 
 def cmd_score(args) -> int:
@@ -299,6 +293,9 @@ def cmd_score(args) -> int:
         non_oracle=args.non_oracle,
         probe=not args.no_probe,
         progress=_progress(args),
+        resample=args.resample,
+        interleaved=args.interleaved,
+        lapse=args.lapse,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -317,17 +314,23 @@ def cmd_score(args) -> int:
     (args.out / "score_manifest.json").write_text(json.dumps(record, indent=2) + "\n")
     if len(result.bayesbench.columns):
         interval = (
-            f"bootstrap B={args.bootstrap}, 68% intervals" if args.bootstrap else "no bootstrap"
+            f"bootstrap B={args.bootstrap}, {args.resample} resampling, 68% intervals"
+            if args.bootstrap
+            else "no bootstrap"
         )
         print(f"BayesBench leaderboard ({interval})")
-        print(leaderboard(result.bayesbench))
+        print(leaderboard(result.bayesbench, result.missing))
     if len(result.missing):
         print(
-            f"\n{len(result.missing)} piece(s) could not be computed (see {args.out}/missing.csv):"
+            f"\n{len(result.missing)} piece(s) could not be computed or need care "
+            f"(see {args.out}/missing.csv):"
         )
-        for r in result.missing.head(8).itertuples(index=False):
-            where = "/".join(x for x in (r.subject, r.task) if x)
-            print(f"  {where}: {r.component}: {r.reason}")
+        # one line per reason, so a degenerate subject does not flood the terminal
+        for reason, g in result.missing.groupby("reason", sort=False):
+            first = g.iloc[0]
+            where = "/".join(str(x) for x in (first.subject, first.task) if x)
+            more = f" (and {len(g) - 1} more)" if len(g) > 1 else ""
+            print(f"  {reason}: {where}: {first.component}{more}")
     if result.search is not None:
         print(
             "\nVisual search: accuracy and set-size effect (r: point-biserial, Bonferroni p; "
@@ -355,7 +358,9 @@ def search_summary(search) -> str:
 def cmd_report(args) -> int:
     from .report import build_report
 
-    index = build_report(args.inputs, args.out, bootstrap=args.bootstrap, seed=args.seed)
+    index = build_report(
+        args.inputs, args.out, bootstrap=args.bootstrap, seed=args.seed, resample=args.resample
+    )
     print(f"report -> {index}")
     return 0
 
@@ -683,6 +688,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="replicates when scores must be computed (default 30)",
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--resample",
+        choices=("pooled", "stratified"),
+        default="pooled",
+        help="bootstrap scheme when scores must be computed (default pooled)",
+    )
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("serve", help="run a task on human participants in the browser")

@@ -203,13 +203,18 @@ def paired_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def cue_batch(
-    trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0, non_oracle: str = "response"
+    trials: pd.DataFrame,
+    bootstrap: int = 0,
+    seed: int = 0,
+    non_oracle: str = "response",
+    resample: str = "pooled",
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray], pd.DataFrame]:
     """Cue-combination quantities of every group and bootstrap replicate.
 
     ``trials`` must carry a ``baseline`` column (see
     :func:`bayesobs.scores.with_baseline`).  Returns the groups, a dict of
     ``(groups, 1 + B)`` arrays and the table of groups left out.
+    ``resample`` is the bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
     """
     paired, missing = paired_trials(trials)
     B = int(bootstrap)
@@ -234,7 +239,7 @@ def cue_batch(
     outer = (v[:, :, None] * v[:, None, :]).reshape(len(v), 36)
     Mu = np.zeros((len(ukeys), 36))
     np.add.at(Mu, unit_id, outer)
-    draws = run_draws(trials, B, seed) if B > 0 else {}
+    draws = run_draws(trials, B, seed, resample) if B > 0 else {}
     W = unit_draws(
         groups, unit_group, ukeys["session"].to_numpy(), ukeys["run"].to_numpy(), draws, B
     )

@@ -232,14 +232,19 @@ def response_quantum(y: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndar
 
 
 def dataset_matrix(
-    trials: pd.DataFrame, cells: pd.DataFrame, runs: RunTable, B: int, seed: int
+    trials: pd.DataFrame,
+    cells: pd.DataFrame,
+    runs: RunTable,
+    B: int,
+    seed: int,
+    resample: str = "pooled",
 ) -> sp.csr_matrix:
     """Sparse ``(cells * (1 + B), runs)`` matrix of run counts per dataset.
 
     Row ``c * (1 + B) + b`` is replicate ``b`` of cell ``c`` (``b = 0``: the
     full data, every run once).
     """
-    draws = run_draws(trials, B, seed) if B > 0 else {}
+    draws = run_draws(trials, B, seed, resample) if B > 0 else {}
     return unit_draws(cells, runs.cell, runs.session, runs.run, draws, B)
 
 
@@ -807,6 +812,7 @@ def fit_batch(
     max_chunk_pairs: int = 200_000,
     interleaved: str | None = None,
     lapse: bool = False,
+    resample: str = "pooled",
 ) -> FitBatch:
     """Fit all ten variants to every cell and ``bootstrap`` replicates of it.
 
@@ -831,6 +837,8 @@ def fit_batch(
         Add a uniform lapse rate ``lambda`` in [0, 0.2] to every variant
         (METHOD §11), fitted by EM; ``k`` grows by one and ``params`` gain
         ``lapse``.
+    resample : {"pooled", "stratified"}
+        Bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
 
     Returns
     -------
@@ -848,9 +856,11 @@ def fit_batch(
                 "--lapse with --interleaved of two or more levels is not supported yet: "
                 "fit them separately"
             )
-        return _fit_batch_levels(trials, cells, runs, int(bootstrap), seed, progress, levels)
+        return _fit_batch_levels(
+            trials, cells, runs, int(bootstrap), seed, progress, levels, resample
+        )
     B = int(bootstrap)
-    W = dataset_matrix(trials, cells, runs, B, seed)
+    W = dataset_matrix(trials, cells, runs, B, seed, resample)
     n_cells = len(cells)
     V = len(VARIANTS)
     ll = np.full((n_cells, 1 + B, V), np.nan)
@@ -911,10 +921,10 @@ def fit_batch(
     return FitBatch(cells, ll, aic, n, params, skipped, k_rows)
 
 
-def _fit_batch_levels(trials, cells, runs, B, seed, progress, levels) -> FitBatch:
+def _fit_batch_levels(trials, cells, runs, B, seed, progress, levels, resample) -> FitBatch:
     """:func:`fit_batch` with an interleaved column of two or more levels."""
     L = len(levels)
-    W = dataset_matrix(trials, cells, runs, B, seed)
+    W = dataset_matrix(trials, cells, runs, B, seed, resample)
     n_cells, V = len(cells), len(VARIANTS)
     ll = np.full((n_cells, 1 + B, V), np.nan)
     n = np.zeros((n_cells, 1 + B))
@@ -978,6 +988,28 @@ def _fit_batch_levels(trials, cells, runs, B, seed, progress, levels) -> FitBatc
     out_params = {p: params[p][cell_rows, :, :, level_rows] for p in _PARAMS}
     n_rows = np.repeat(n[cell_rows][:, :, None], V, axis=2)
     return FitBatch(rows, ll_rows, aic, n_rows, out_params, skipped, k)
+
+
+def collapse_levels(batch: FitBatch) -> FitBatch:
+    """One row per cell of an interleaved fit (METHOD §10); other batches unchanged.
+
+    ``loglik``, ``aic``, ``n`` and ``k`` are the joint fit's (the same on
+    every level's row); the per-level parameters have no single value per
+    cell and become NaN.
+    """
+    if "level" not in batch.cells.columns or len(batch.cells.attrs.get("levels", [])) < 2:
+        return batch
+    first = ~batch.cells.duplicated(list(CELL_KEYS)).to_numpy()
+    cells = batch.cells.loc[first].drop(columns=["level", "n_level"]).reset_index(drop=True)
+    return FitBatch(
+        cells,
+        batch.loglik[first],
+        batch.aic[first],
+        batch.n[first],
+        {p: np.full_like(v[first], np.nan) for p, v in batch.params.items()},
+        batch.skipped[first],
+        None if batch.k is None else batch.k[first],
+    )
 
 
 def encode_params(params: dict) -> str:

@@ -1,4 +1,6 @@
-"""Accuracy, Bayesian Consistency Score and the BayesBench composite (METHOD §4–§7).
+"""Accuracy, Bayesian Consistency Score and the BayesBench composite (METHOD §4–§7),
+with the robust BCS_p, C_p, S_p beside them (METHOD §9) and the flags of
+degenerate data (constant cells, fewer than 2 runs per session type).
 
 Every function returns DataFrames.  Bootstrap replicates share the draws of
 :mod:`bayesobs.bootstrap` (per ``(subject, task, condition)`` group), so the
@@ -15,7 +17,13 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .bootstrap import percentile_interval, run_draws, unit_draws
+from .bootstrap import (
+    MIN_RUNS_STRATIFIED,
+    check_resample,
+    percentile_interval,
+    run_draws,
+    unit_draws,
+)
 from .cue import cue_batch, cue_frame
 from .evidence import factor_evidence_array
 from .observers.variants import FACTORS, VARIANT_NAMES
@@ -34,6 +42,13 @@ PRIOR_DOMINANT = 0.9
 NRMSE_MAX = 2.0
 BCS_MAX = 15.0
 SUMMARY = ("A", "E", "C", "S", "BCS")
+# METHOD §9: the robust companions of BCS, C and S (columns after the contract ones).
+ROBUST = ("BCS_p", "C_p", "S_p")
+# METHOD §9: a shift smaller than this is a tie (sign 0).
+TIE = 1e-9
+# Reasons in missing.csv that the leaderboard and the report turn into flags.
+CONSTANT_REASON = "constant responses"
+FEW_RUNS_REASON = f"fewer than {MIN_RUNS_STRATIFIED} runs per session type"
 
 
 def with_baseline(trials: pd.DataFrame) -> pd.DataFrame:
@@ -53,6 +68,70 @@ def with_baseline(trials: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def constant_cells(trials: pd.DataFrame) -> pd.DataFrame:
+    """Cells whose observed responses are all equal (METHOD §8).
+
+    Returns
+    -------
+    DataFrame
+        ``subject, task, modality, condition, n`` (observed responses) of every
+        cell with at least one observed response and no two different ones.
+    """
+    obs = trials.dropna(subset=["response"])
+    g = obs.groupby(list(CELL_KEYS), sort=True)["response"]
+    stats = pd.DataFrame({"lo": g.min(), "hi": g.max(), "n": g.size()}).reset_index()
+    const = stats[stats["lo"] == stats["hi"]]
+    return const[[*CELL_KEYS, "n"]].reset_index(drop=True)
+
+
+def few_runs_cells(trials: pd.DataFrame, minimum: int = MIN_RUNS_STRATIFIED) -> pd.DataFrame:
+    """Cells with fewer than ``minimum`` runs of some session type.
+
+    Returns
+    -------
+    DataFrame
+        ``subject, task, modality, condition, min_runs`` (the smallest number of
+        runs of any session type in the cell), only for cells below ``minimum``.
+    """
+    runs = trials[[*CELL_KEYS, "session", "run"]].drop_duplicates()
+    per = runs.groupby([*CELL_KEYS, "session"], sort=True).size()
+    least = per.groupby(level=list(range(len(CELL_KEYS))), sort=True).min().rename("min_runs")
+    least = least.reset_index()
+    return least[least["min_runs"] < minimum].reset_index(drop=True)
+
+
+def _degenerate_missing(trials: pd.DataFrame, B: int) -> tuple[pd.DataFrame, list[tuple]]:
+    """Constant cells and, with a bootstrap, cells with too few runs: ``missing.csv`` rows.
+
+    Every constant cell gets a row (component ``fits MODALITY CONDITION``,
+    reason :data:`CONSTANT_REASON`).  With ``B > 0``, each ``(subject, task)``
+    with cells below 2 runs of a session type gets one row (component
+    ``bootstrap: K of N cells``, reason :data:`FEW_RUNS_REASON`).
+    """
+    const = constant_cells(trials)
+    rows = [
+        (r.subject, r.task, f"fits {r.modality} {r.condition}", CONSTANT_REASON)
+        for r in const.itertuples(index=False)
+    ]
+    if B > 0:
+        few = few_runs_cells(trials)
+        if len(few):
+            total = trials[list(CELL_KEYS)].drop_duplicates().groupby(["subject", "task"]).size()
+            for (subject, task), g in few.groupby(["subject", "task"], sort=True):
+                rows.append(
+                    (subject, task, f"bootstrap: {len(g)} of {total[(subject, task)]} cells",
+                     FEW_RUNS_REASON)
+                )  # fmt: skip
+    return const, rows
+
+
+def _cell_mask(cells: pd.DataFrame, subset: pd.DataFrame) -> np.ndarray:
+    """Boolean mask of the rows of ``cells`` whose cell keys appear in ``subset``."""
+    keys = set(subset[list(CELL_KEYS)].itertuples(index=False, name=None))
+    return np.array([k in keys for k in cells[list(CELL_KEYS)].itertuples(index=False, name=None)],
+                    dtype=bool)  # fmt: skip
+
+
 def _align(cells: pd.DataFrame, other: pd.DataFrame, values: np.ndarray) -> np.ndarray:
     """Rows of ``values`` (indexed like ``other``) in the order of ``cells``."""
     pos = {tuple(r): i for i, r in enumerate(other[list(CELL_KEYS)].itertuples(index=False))}
@@ -70,10 +149,13 @@ def _replicated(df: pd.DataFrame, name: str, values: np.ndarray) -> pd.DataFrame
 
 
 # ------------------------------------------------------------------ accuracy
-def accuracy_batch(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0):
+def accuracy_batch(
+    trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0, resample: str = "pooled"
+):
     """NRMSE of every cell and replicate: ``(cells, 1 + B)``.
 
     Over the trials with an observed response: ``RMSE(y, x) / RMSE(c, x)``.
+    ``resample`` is the bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
     """
     t = trials if "baseline" in trials.columns else with_baseline(trials)
     obs = t["response"].notna().to_numpy()
@@ -85,7 +167,7 @@ def accuracy_batch(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0):
     cells = keys[list(CELL_KEYS)].drop_duplicates().reset_index(drop=True)
     unit_cell = keys.groupby(list(CELL_KEYS), sort=True).ngroup().to_numpy()
     B = int(bootstrap)
-    draws = run_draws(t, B, seed) if B > 0 else {}
+    draws = run_draws(t, B, seed, resample) if B > 0 else {}
     W = unit_draws(cells, unit_cell, keys["session"].to_numpy(), keys["run"].to_numpy(), draws, B)
     sums = np.asarray(W @ runs.to_numpy()).reshape(len(cells), 1 + B, 2)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -114,8 +196,10 @@ def bcs_batch(cells: pd.DataFrame, w_prior: np.ndarray):
     -------
     rows : DataFrame
         ``subject, task, ablation, modality``.
-    values : dict of arrays ``(rows, 1 + B)``
-        ``w_base``, ``w_ablation``, ``s``, ``delta_w``.
+    values : dict of arrays
+        ``w_base``, ``w_ablation``, ``s``, ``delta_w`` and ``s_robust`` (the
+        METHOD §9 sign of each replicate), each ``(rows, 1 + B)``; ``s_p``,
+        shape ``(rows,)`` (NaN without replicates).
     missing : DataFrame
         ``subject, task, component, reason`` for ablations that could not be scored.
     """
@@ -140,7 +224,8 @@ def bcs_batch(cells: pd.DataFrame, w_prior: np.ndarray):
     wb = np.array(wb).reshape(-1, w_prior.shape[1]) if wb else np.empty(shape)
     wa = np.array(wa).reshape(-1, w_prior.shape[1]) if wa else np.empty(shape)
     s = sign_score(wb, wa)
-    values = {"w_base": wb, "w_ablation": wa, "s": s, "delta_w": wa - wb}
+    values = {"w_base": wb, "w_ablation": wa, "s": s, "delta_w": wa - wb,
+              "s_robust": robust_sign(wb, wa), "s_p": sign_probability(wb[:, 1:], wa[:, 1:])}  # fmt: skip
     return out, values, pd.DataFrame(missing, columns=["subject", "task", "component", "reason"])
 
 
@@ -151,6 +236,51 @@ def sign_score(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
     s = np.where(w_ablation - w_base >= 0, 1.0, -1.0)
     s = np.where(w_ablation > PRIOR_DOMINANT, 0.0, s)
     return np.where(np.isnan(w_base) | np.isnan(w_ablation), np.nan, s)
+
+
+def robust_sign(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
+    """METHOD §9 sign of one shift: ``sgn(Δw)`` with ties and a dominant prior as 0.
+
+    0 where ``w_ablation > 0.9`` or ``|w_ablation - w_base| < 1e-9``, else the
+    sign of the shift; NaN where either weight is unknown.
+    """
+    w_base = np.asarray(w_base, dtype=float)
+    w_ablation = np.asarray(w_ablation, dtype=float)
+    d = w_ablation - w_base
+    known = ~(np.isnan(w_base) | np.isnan(w_ablation))
+    s = np.where(np.abs(np.where(known, d, 0.0)) < TIE, 0.0, np.sign(np.where(known, d, 0.0)))
+    s = np.where(w_ablation > PRIOR_DOMINANT, 0.0, s)
+    return np.where(known, s, np.nan)
+
+
+def sign_probability(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
+    """``s_p`` (METHOD §9): the mean robust sign over bootstrap replicates.
+
+    Parameters
+    ----------
+    w_base, w_ablation : arrays, shape (rows, B)
+        ``w_prior`` of the base and ablation fits in each replicate (the
+        full-data column excluded).
+
+    Returns
+    -------
+    ndarray, shape (rows,)
+        ``(1/B) sum_b robust_sign(...)`` in ``[-1, 1]``.  Replicates where a
+        weight is unknown are left out of the mean; NaN where none is known
+        or ``B = 0``.
+    """
+    s = robust_sign(w_base, w_ablation)
+    if s.shape[1] == 0:
+        return np.full(s.shape[0], np.nan)
+    known = ~np.isnan(s)
+    count = known.sum(axis=1)
+    total = np.where(known, s, 0.0).sum(axis=1)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _nansum_or_nan(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Sum ignoring NaN, but NaN where every value is NaN."""
+    return np.where(np.isnan(values).all(axis=axis), np.nan, np.nansum(values, axis=axis))
 
 
 def _sum_by(keys: pd.DataFrame, by: list[str], values: np.ndarray):
@@ -235,7 +365,7 @@ class Scores(NamedTuple):
 def _composite(
     subjects, acc_cells, nrmse, cue_groups, cue_vals, bcs_rows, bcs_vals, B, missing
 ) -> pd.DataFrame:
-    """A, E, C, S and BCS per subject and replicate (METHOD §6)."""
+    """A, E, C, S and BCS per subject and replicate (METHOD §6), then BCS_p, C_p, S_p (§9)."""
     R = 1 + B
     rows = []
     for subject in subjects:
@@ -273,12 +403,33 @@ def _composite(
             missing.append((subject, "", "C", "no multimodal task with base and ablation fits"))
         C = (BCS + BCS_MAX) / (2 * BCS_MAX)
         S = (A + E + C) / 3
-        rows.append((subject, {"A": A, "E": E, "C": C, "S": S, "BCS": BCS}))
+        # METHOD §9: the point estimate sums s_p; replicate b sums its own robust
+        # signs (their mean over b is BCS_p), which gives the interval columns.
+        if sel.any() and B:
+            BCS_p = np.concatenate(
+                [
+                    [_nansum_or_nan(bcs_vals["s_p"][sel])],
+                    _nansum_or_nan(bcs_vals["s_robust"][sel, 1:]),
+                ]
+            )
+        else:
+            BCS_p = np.full(R, np.nan)
+        C_p = (BCS_p + BCS_MAX) / (2 * BCS_MAX)
+        S_p = (A + E + C_p) / 3
+        rows.append((subject, {"A": A, "E": E, "C": C, "S": S, "BCS": BCS,
+                               "BCS_p": BCS_p, "C_p": C_p, "S_p": S_p}))  # fmt: skip
     out = pd.DataFrame({"subject": [r[0] for r in rows]})
     for name in SUMMARY:
         out[name] = [r[1][name][0] for r in rows]
     if B:
         for name in SUMMARY:
+            vals = np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B)
+            mean, lo, hi = percentile_interval(vals)
+            out[f"{name}_mean"], out[f"{name}_lo"], out[f"{name}_hi"] = mean, lo, hi
+    for name in ROBUST:  # after every contract column
+        out[name] = [r[1][name][0] for r in rows]
+    if B:
+        for name in ROBUST:
             vals = np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B)
             mean, lo, hi = percentile_interval(vals)
             out[f"{name}_mean"], out[f"{name}_lo"], out[f"{name}_hi"] = mean, lo, hi
@@ -310,11 +461,48 @@ def _probe_predictions(g: pd.DataFrame, seed: int, folds: int) -> dict[str, np.n
         yt, yi = X[test, 0], X[test, 1]
         preds["linear"][test] = a * yt + (1 - a) * yi
         preds["bayes_non_oracle"][test] = wn * yt + (1 - wn) * yi
-        cal = [np.polyfit(v[train, i], v[train, 1], 1) for i in (2, 3)]
+        cal = [_calibration(v[train, i], v[train, 1]) for i in (2, 3)]
         preds["bayes_oracle"][test] = wo * np.polyval(cal[0], yt) + (1 - wo) * np.polyval(
             cal[1], yi
         )
     return preds
+
+
+def _calibration(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Least-squares line ``x ~ a y + c`` as ``[a, c]`` (minimum norm if ``y`` is constant)."""
+    X = np.column_stack([y, np.ones(len(y))])
+    return np.linalg.lstsq(X, x, rcond=None)[0]
+
+
+def _probe_skip_reason(g: pd.DataFrame) -> str:
+    """Why a paired group with enough trials cannot be probed ("" if it can)."""
+    for col in ("y_text", "y_image", "y_multimodal"):
+        if g[col].min() == g[col].max():
+            return CONSTANT_REASON
+    return ""
+
+
+def _probe(trials: pd.DataFrame, seed: int, conditions, folds: int):
+    """Out-of-fold predictions of every probe-able group, and ``missing.csv`` rows of the others."""
+    from .cue import paired_trials
+
+    paired, _ = paired_trials(trials)
+    paired = paired[paired["condition"].isin(conditions)]
+    parts, skipped = [], []
+    for (subject, task, condition), g in paired.groupby(
+        ["subject", "task", "condition"], sort=True
+    ):
+        if len(g) < 2 * folds:
+            continue  # too few paired trials for the folds: left out, as always
+        reason = _probe_skip_reason(g)
+        if reason:
+            skipped.append((subject, task, f"cue probe {condition}", reason))
+            continue
+        preds = _probe_predictions(g, seed, folds)
+        parts.append(g.assign(**{f"pred_{k}": v for k, v in preds.items()}))
+    cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
+    pred = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+    return pred, pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
 
 
 def cue_predictions(
@@ -322,30 +510,15 @@ def cue_predictions(
 ) -> pd.DataFrame:
     """Per paired trial: ``y_multimodal`` and each combiner's out-of-fold prediction.
 
-    ``trials`` needs a ``baseline`` column (:func:`with_baseline`).
+    ``trials`` needs a ``baseline`` column (:func:`with_baseline`).  Groups
+    with fewer than ``2 * folds`` paired trials, or with a modality whose
+    responses are constant (nothing to calibrate or explain; see
+    :func:`cue_probe`), are left out.
     """
-    from .cue import paired_trials
-
-    paired, _ = paired_trials(trials)
-    paired = paired[paired["condition"].isin(conditions)]
-    parts = []
-    for _, g in paired.groupby(["subject", "task", "condition"], sort=True):
-        if len(g) < 2 * folds:
-            continue
-        preds = _probe_predictions(g, seed, folds)
-        parts.append(g.assign(**{f"pred_{k}": v for k, v in preds.items()}))
-    cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+    return _probe(trials, seed, conditions, folds)[0]
 
 
-def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5):
-    """Out-of-fold R² of predicting multimodal from unimodal responses.
-
-    A random forest (the non-linear probe) beside the linear-regression,
-    Bayes non-oracle and Bayes oracle combiners, each fitted on the training
-    folds only: the paper's Figure 7 comparison.
-    """
-    pred = cue_predictions(trials, seed, conditions, folds)
+def _r2_table(pred: pd.DataFrame) -> pd.DataFrame:
     cols = ["subject", "task", "condition", "n", *(f"r2_{k}" for k in PROBE_MODELS)]
     rows = []
     for key, g in pred.groupby(["subject", "task", "condition"], sort=True):
@@ -356,6 +529,30 @@ def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), f
             row[f"r2_{k}"] = 1 - ((y - g[f"pred_{k}"].to_numpy()) ** 2).sum() / ss
         rows.append(row)
     return pd.DataFrame(rows, columns=cols)
+
+
+def cue_probe(
+    trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`cue_probe_table` and the ``missing.csv`` rows of the groups it left out.
+
+    A group whose text, image or multimodal responses are constant over its
+    paired trials has no R² to report (and nothing to calibrate): it gets a
+    row with component ``cue probe CONDITION`` and reason ``constant responses``.
+    """
+    pred, skipped = _probe(trials, seed, conditions, folds)
+    return _r2_table(pred), skipped
+
+
+def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5):
+    """Out-of-fold R² of predicting multimodal from unimodal responses.
+
+    A random forest (the non-linear probe) beside the linear-regression,
+    Bayes non-oracle and Bayes oracle combiners, each fitted on the training
+    folds only: the paper's Figure 7 comparison.  Groups with constant
+    responses are left out (:func:`cue_probe` says which).
+    """
+    return cue_probe(trials, seed, conditions, folds)[0]
 
 
 def bias_variance(trials: pd.DataFrame) -> pd.DataFrame:
@@ -411,6 +608,9 @@ def score(
     non_oracle: str = "response",
     probe: bool = True,
     progress: bool = False,
+    resample: str = "pooled",
+    interleaved: str | None = None,
+    lapse: bool = False,
 ) -> Scores:
     """Every BayesBench number for a trial table.
 
@@ -428,6 +628,19 @@ def score(
         Also run the random-forest cue-combination probe (base condition).
     progress : bool
         Show a progress bar while fitting.
+    resample : {"pooled", "stratified"}
+        Bootstrap scheme: the paper's ``"pooled"`` draws runs from all session
+        types; ``"stratified"`` draws runs within each session type and needs
+        at least 2 runs of every type (:func:`bayesobs.bootstrap.run_draws`).
+    interleaved : str, optional
+        A column whose levels alternate trial by trial inside a run (METHOD
+        §10): ``fits`` and ``evidence`` get one row per level.  The paper's
+        BCS needs one ``w_prior`` per cell, so with two or more levels it is
+        not computed (``missing`` says so; ``fits`` holds each level's
+        ``w_prior``).
+    lapse : bool
+        Fit every variant with a lapse rate (METHOD §11); the BCS then uses
+        the lapse-robust ``w_prior`` of ``static``.
 
     Returns
     -------
@@ -440,28 +653,47 @@ def score(
     """
     from .search import is_search, search_scores
 
+    check_resample(resample)
     trials = normalize_trials(trials)
     found = is_search(trials)
     extra = search_scores(trials[found]) if found.any() else {}
     if found.all():
         empty = {name: pd.DataFrame() for name in Scores._fields}
         return Scores(**{**empty, **extra})
-    res = _magnitude_scores(trials[~found], bootstrap, seed, non_oracle, probe, progress)
+    res = _magnitude_scores(
+        trials[~found], bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse
+    )
     return res._replace(**extra)
 
 
-def _magnitude_scores(trials, bootstrap, seed, non_oracle, probe, progress) -> Scores:
+def _magnitude_scores(
+    trials, bootstrap, seed, non_oracle, probe, progress, resample, interleaved=None, lapse=False
+) -> Scores:
     from .api import evidence_table
-    from .fitting import fit_batch, fits_table
+    from .fitting import collapse_levels, fit_batch, fits_table
 
     trials = with_baseline(trials.reset_index(drop=True))
     B = int(bootstrap)
-    batch = fit_batch(trials, bootstrap=B, seed=seed, progress=progress)
+    level_batch = fit_batch(
+        trials,
+        bootstrap=B,
+        seed=seed,
+        progress=progress,
+        resample=resample,
+        interleaved=interleaved,
+        lapse=lapse,
+    )
+    # one row per cell for everything past fits/evidence (joint AIC; no per-level w_prior)
+    batch = collapse_levels(level_batch)
     j = VARIANT_NAMES.index("static")
-    w_prior = batch.params["w_prior"][:, :, j]
-    acc_cells, nrmse = accuracy_batch(trials, B, seed)
+    w_prior = batch.params["w_prior"][:, :, j].copy()
+    # METHOD §8: a constant cell carries no evidence, so no w_prior for the BCS
+    const, degenerate = _degenerate_missing(trials, B)
+    if len(const):
+        w_prior[_cell_mask(batch.cells, const)] = np.nan
+    acc_cells, nrmse = accuracy_batch(trials, B, seed, resample)
     accuracy = _replicated(acc_cells.copy(), "nrmse", nrmse)
-    cue_groups, cue_vals, cue_missing = cue_batch(trials, B, seed, non_oracle)
+    cue_groups, cue_vals, cue_missing = cue_batch(trials, B, seed, non_oracle, resample)
     cue = cue_frame(cue_groups, cue_vals)
     bcs_rows, bcs_vals, bcs_missing = bcs_batch(batch.cells, w_prior)
     bcs = bcs_rows[["subject", "task", "ablation"]].copy()
@@ -472,29 +704,48 @@ def _magnitude_scores(trials, bootstrap, seed, non_oracle, probe, progress) -> S
         for name in ("w_base", "w_ablation", "s", "delta_w"):
             mean, lo, hi = percentile_interval(bcs_vals[name][:, 1:])
             bcs[f"{name}_mean"], bcs[f"{name}_lo"], bcs[f"{name}_hi"] = mean, lo, hi
+    bcs["s_p"] = bcs_vals["s_p"]  # METHOD §9, after every other column
     groups, per_task = _sum_by(bcs_rows, ["subject", "task"], bcs_vals["s"])
     bcs_tasks = groups.assign(
         n_ablations=bcs_rows.groupby(["subject", "task"], sort=True).size().to_numpy()
     )
     bcs_tasks = _replicated(bcs_tasks, "bcs", per_task)
-    missing = [tuple(r) for r in bcs_missing.itertuples(index=False)]
+    codes = bcs_rows.groupby(["subject", "task"], sort=True).ngroup().to_numpy()
+    bcs_tasks["bcs_p"] = [
+        float(_nansum_or_nan(bcs_vals["s_p"][codes == i])) for i in range(len(groups))
+    ]
+    missing = list(degenerate)
+    missing += [tuple(r) for r in bcs_missing.itertuples(index=False)]
     for r in cue_missing.itertuples(index=False):
         missing.append((r.subject, r.task, f"cue {r.condition}", r.reason))
     missing += invalid_reply_rows(trials)  # the runner's parse failures, counted by reason
+    if batch is not level_batch:
+        missing.append(
+            (
+                "",
+                "",
+                "BCS",
+                f"not defined with --interleaved {interleaved}: each level has its "
+                "own w_prior (see fits.csv), the paper's score needs one per cell",
+            )
+        )
+    probe_table, probe_skipped = cue_probe(trials, seed) if probe else (pd.DataFrame(), None)
+    if probe_skipped is not None:
+        missing += [tuple(r) for r in probe_skipped.itertuples(index=False)]
     subjects = sorted(trials["subject"].unique())
     bayesbench = _composite(
         subjects, acc_cells, nrmse, cue_groups, cue_vals, bcs_rows, bcs_vals, B, missing
     )
     return Scores(
-        fits=fits_table(batch),
-        evidence=evidence_table(batch),
+        fits=fits_table(level_batch),
+        evidence=evidence_table(level_batch),
         accuracy=accuracy,
         cue=cue,
         bcs=bcs,
         bayesbench=bayesbench,
         bcs_tasks=bcs_tasks,
         bcs_agreement=bcs_agreement(bcs, batch.cells, w_prior),
-        cue_probe=cue_probe_table(trials, seed) if probe else pd.DataFrame(),
+        cue_probe=probe_table,
         summary=_subject_summary(
             subjects,
             batch.cells,

@@ -285,3 +285,33 @@ def test_posterior_refuses_what_it_does_not_model(tmp_path, capsys):
     for extra in (["--interleaved", "coherence"], ["--lapse"]):
         assert main(["fit", str(path), "--method", "posterior", *extra, "--out", out]) == 2
         assert "--method posterior does not model" in capsys.readouterr().err
+
+
+def test_score_with_interleaved_levels(tmp_path):
+    path = tmp_path / "t.csv"
+    df = _static_data()
+    df.assign(run=df.index % 2).to_csv(path, index=False)
+    out = tmp_path / "s"
+    assert (
+        main(
+            [
+                "score",
+                str(path),
+                "--interleaved",
+                "coherence",
+                "--bootstrap",
+                "4",
+                "--no-probe",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    fits = pd.read_csv(out / "fits.csv")
+    assert set(fits["level"]) == {"coherence=low", "coherence=high"}
+    direct, _ = bayesobs.fit(df.assign(run=df.index % 2), interleaved="coherence")
+    np.testing.assert_allclose(fits["loglik"], direct["loglik"], rtol=1e-12)
+    missing = pd.read_csv(out / "missing.csv")
+    assert missing["reason"].str.contains("not defined with --interleaved coherence").any()
+    assert pd.read_csv(out / "accuracy.csv")["nrmse"].notna().all()

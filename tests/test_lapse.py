@@ -120,3 +120,16 @@ def test_cli_lapse_flag(tmp_path):
     assert main(["fit", str(path), "--lapse", "--out", str(tmp_path / "f")]) == 0
     fits = pd.read_csv(tmp_path / "f" / "fits.csv")
     assert all("lapse" in decode_params(p) for p in fits["params"])
+
+
+def test_score_with_lapse_uses_the_lapse_fits(tmp_path):
+    path = tmp_path / "t.csv"
+    _lapsing_static(2).to_csv(path, index=False)
+    out = tmp_path / "s"
+    assert (
+        main(["score", str(path), "--lapse", "--bootstrap", "0", "--no-probe", "--out", str(out)])
+        == 0
+    )
+    fits = pd.read_csv(out / "fits.csv")
+    p = decode_params(fits.set_index("variant").loc["static", "params"])
+    assert p["lapse"] > 0.03 and p["w_prior"] == pytest.approx(0.5, abs=0.05)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -116,10 +117,54 @@ def test_report_from_a_run_folder_is_offline_and_complete(run, tmp_path, capsys)
     assert (out / "tables" / "bayesbench.csv").exists()
 
 
-def test_report_reuses_score_outputs(run, tmp_path):
-    scores = tmp_path / "scores"
+@pytest.fixture(scope="module")
+def scored_report(run, tmp_path_factory):
+    """``score`` outputs of the run and the report built from them."""
+    tmp = tmp_path_factory.mktemp("scored")
+    scores = tmp / "scores"
     assert main(["score", str(run), "--out", str(scores), "--bootstrap", "3", "--no-probe"]) == 0
-    assert main(["report", str(scores), "--out", str(tmp_path / "rep")]) == 0
+    assert main(["report", str(scores), "--out", str(tmp / "rep")]) == 0
+    return scores, tmp / "rep"
+
+
+def test_report_reuses_score_outputs(scored_report):
+    scores, rep = scored_report
     ref = pd.read_csv(scores / "bayesbench.csv")
-    got = pd.read_csv(tmp_path / "rep" / "tables" / "bayesbench.csv")
+    got = pd.read_csv(rep / "tables" / "bayesbench.csv")
     pd.testing.assert_frame_equal(got, ref)  # reused, not recomputed
+
+
+def test_report_leaderboard_has_intervals_legend_and_the_robust_scores(scored_report):
+    from bayesobs.leaderboard import INTERVAL_NOTE, LEGEND
+
+    scores, rep = scored_report
+    page = (rep / "index.html").read_text()
+    board = page[page.index("<h2>Leaderboard</h2>") :]
+    board = board[: board.index("<h2>", 5)]
+    for col in ("S", "S mean [68%]", "BCS", "BCS mean [68%]", "S_p", "BCS_p mean [68%]"):
+        assert f"<th>{col}</th>" in board, col
+    legend = re.findall(r"<dt>([^<]+)</dt>", board)
+    assert set(legend) >= {"S", "A", "E", "C", "BCS", "BCS_p"}
+    assert html.escape(LEGEND["BCS"]) in board
+    assert html.escape(INTERVAL_NOTE) in board
+    ref = pd.read_csv(scores / "bayesbench.csv").sort_values("S", ascending=False)
+    r = ref.iloc[0]
+    assert f"<td>{r['S_mean']:.3f} [{r['S_lo']:.3f}, {r['S_hi']:.3f}]</td>" in board
+    assert f"{r['BCS_p_mean']:.1f} [{r['BCS_p_lo']:.1f}, {r['BCS_p_hi']:.1f}]" in board
+
+
+def test_bayesbench_figure_draws_intervals_where_they_are():
+    """A point estimate outside its interval: the line spans [lo, hi], not a clipped bar."""
+    import numpy as np
+
+    bb = pd.DataFrame([{"subject": "m", "A": 0.8, "E": 0.9, "C": 0.8, "S": 0.915, "BCS": 9.0,
+                        "A_mean": 0.8, "A_lo": 0.79, "A_hi": 0.81, "E_mean": 0.9, "E_lo": 0.85,
+                        "E_hi": 0.95, "C_mean": 0.66, "C_lo": 0.6, "C_hi": 0.733, "S_mean": 0.87,
+                        "S_lo": 0.845, "S_hi": 0.9, "S_p": 0.7}])  # fmt: skip
+    fig = Figure()
+    ax = fig.subplots()
+    F.bayesbench_scores(bb, ax=ax)
+    spans = [tuple(np.round(seg[:, 1], 6)) for c in ax.collections for seg in c.get_segments()]
+    assert (0.845, 0.9) in spans and (0.6, 0.733) in spans
+    markers = {(ln.get_marker(), tuple(np.round(ln.get_ydata(), 6))) for ln in ax.lines}
+    assert ("o", (0.87,)) in markers and ("D", (0.7,)) in markers

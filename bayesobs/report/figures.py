@@ -12,6 +12,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 UNITS = {
@@ -170,14 +171,12 @@ def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
     return fig
 
 
-def _err(df, col):
-    if f"{col}_lo" not in df:
-        return None
-    return np.vstack([df[col] - df[f"{col}_lo"], df[f"{col}_hi"] - df[col]]).clip(0)
-
-
 def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=None):
-    """Evidence, efficiency and consistency against accuracy, one colour per subject (paper Fig. 8)."""
+    """Evidence, efficiency and consistency against accuracy, one colour per subject (paper Fig. 8).
+
+    Dots are full-data estimates; lines span the 68% bootstrap intervals where
+    they are (an interval need not contain its point estimate).
+    """
     fig, axs = _axes(axes, n=3, size=(3.8, 3.4))
     colors = colors or subject_colors(summary["subject"])
     d = summary.merge(bayesbench, on="subject", how="left", suffixes=("", "_bb"))
@@ -185,12 +184,15 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
               ("nrmse_multimodal", "rre_bayes_oracle", "multimodal NRMSE", "RRE (Bayes oracle)"),
               ("nrmse_multimodal", "BCS", "multimodal NRMSE", "BCS")]  # fmt: skip
     for ax, (xc, yc, xl, yl) in zip(axs, panels, strict=True):
-        for i, row in d.iterrows():
+        for _, row in d.iterrows():
             if not (np.isfinite(row[xc]) and np.isfinite(row[yc])):
                 continue
-            xe, ye = _err(d.loc[[i]], xc), _err(d.loc[[i]], yc)
-            ax.errorbar(row[xc], row[yc], xerr=xe, yerr=ye, fmt="o", color=colors[row["subject"]],
-                        capsize=2, label=row["subject"])  # fmt: skip
+            color = colors[row["subject"]]
+            ax.plot(row[xc], row[yc], "o", color=color, label=row["subject"])
+            if f"{xc}_lo" in d:
+                ax.hlines(row[yc], row[f"{xc}_lo"], row[f"{xc}_hi"], color=color, lw=1)
+            if f"{yc}_lo" in d:
+                ax.vlines(row[xc], row[f"{yc}_lo"], row[f"{yc}_hi"], color=color, lw=1)
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
     axs[1].axhline(1, ls="--", lw=0.8, color="0.6")
@@ -201,7 +203,14 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
 
 
 def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
-    """The BayesBench score with its A, E, C breakdown and 68% intervals (paper Fig. 9)."""
+    """The BayesBench score with its A, E, C breakdown and 68% intervals (paper Fig. 9).
+
+    Bars are the full-data point estimates.  With bootstrap columns, each bar
+    gets a black line from ``_lo`` to ``_hi`` with a dot at the bootstrap
+    mean, drawn where the interval is (it need not contain the bar's top:
+    sums of signs shrink under resampling), and a white diamond marks ``S_p``
+    (METHOD §9) beside ``S``.
+    """
     fig, (ax,) = _axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
     d = bayesbench.sort_values("S", ascending=False, na_position="last").reset_index(drop=True)
     parts = [
@@ -214,15 +223,28 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
     width = 0.2
     x = np.arange(len(d))
     for k, (col, label, alpha) in enumerate(parts):
-        ax.bar(x + (k - 1.5) * width, d[col], width, yerr=_err(d, col), capsize=2, label=label,
+        pos = x + (k - 1.5) * width
+        ax.bar(pos, d[col], width, label=label,
                color=[matplotlib.colors.to_rgba(colors[s], alpha) for s in d["subject"]],
                edgecolor="k", lw=0.5 if col == "S" else 0)  # fmt: skip
+        if f"{col}_lo" in d:  # the interval where it is, not clipped around the point
+            ax.vlines(pos, d[f"{col}_lo"], d[f"{col}_hi"], color="k", lw=1.2)
+            ax.plot(pos, d[f"{col}_mean"], "o", color="k", ms=2.5, ls="none")
+    if "S_p" in d and d["S_p"].notna().any():
+        ax.plot(x + 1.5 * width, d["S_p"], "D", mfc="white", mec="k", ms=4, ls="none")
     ax.set_xticks(x, d["subject"], rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("score")
     ax.set_title("BayesBench: S = (A + E + C) / 3", fontsize=9)
     # neutral swatches: the bars take each subject's colour, lighter for the parts
     handles = [Patch(facecolor=(0.3, 0.3, 0.3, a), edgecolor="k", lw=0.5 if c == "S" else 0, label=lab)
                for c, lab, a in parts]  # fmt: skip
+    if "S_lo" in d:
+        handles.append(Line2D([], [], color="k", marker="o", ms=2.5, lw=1.2,
+                              label="bootstrap mean, 68% interval"))  # fmt: skip
+    if "S_p" in d and d["S_p"].notna().any():
+        handles.append(
+            Line2D([], [], marker="D", mfc="white", mec="k", ls="none", label="S_p (robust)")
+        )
     ax.legend(
         handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
+from .. import leaderboard as LB
 from ..api import predictions
 from ..errors import BayesobsInputError
 from ..provenance import provenance
@@ -81,7 +82,7 @@ def _table_html(df: pd.DataFrame, digits: int = 3) -> str:
     )
 
 
-def build_report(paths, out, bootstrap: int = 30, seed: int = 0) -> Path:
+def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str = "pooled") -> Path:
     """Write ``out/index.html`` with the paper's figures, the tables and provenance.
 
     Parameters
@@ -92,12 +93,14 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0) -> Path:
         Report folder (created).
     bootstrap, seed : int
         Used only when the scores must be computed.
+    resample : {"pooled", "stratified"}
+        Bootstrap scheme, used only when the scores must be computed.
     """
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     trials, res, manifests = _inputs(paths)
     trials = normalize_trials(trials)
     if res is None:
-        res = score(trials, bootstrap=bootstrap, seed=seed)
+        res = score(trials, bootstrap=bootstrap, seed=seed, resample=resample)
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(exist_ok=True)
@@ -134,7 +137,9 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0) -> Path:
     style = ("body{font:14px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
              "img{max-width:100%;border:1px solid #ddd;margin:.4em 0}table.t{border-collapse:collapse;font-size:12px}"
              ".t td,.t th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}.m{color:#666}"
-             "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em}")  # fmt: skip
+             "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em}"
+             "dl.legend{font-size:12px}dl.legend dt{font-weight:600;float:left;clear:left;width:4em}"
+             "dl.legend dd{margin-left:4.5em}ul.warn{color:#a33}")  # fmt: skip
     page = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>bayesobs report</title>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{style}</style></head>"
             f"<body>{''.join(body)}</body></html>")  # fmt: skip
@@ -268,15 +273,11 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
     if not res.bcs_tasks.empty:
         imgs.append(_save(F.bcs_table(res.bcs_tasks), out / "figures" / "fig6_bcs_table.png"))
     sections.append(("Summary", "Evidence, efficiency and consistency against accuracy; the BayesBench score "
-                     "and its parts; BCS per task (68% bootstrap intervals).", imgs))  # fmt: skip
+                     "and its parts (bars: full-data estimates; lines: 68% bootstrap intervals with the "
+                     "bootstrap mean as a dot, which need not contain the bar; diamonds: S_p); BCS per task "
+                     "(68% bootstrap intervals).", imgs))  # fmt: skip
 
-    board = res.bayesbench.sort_values("S", ascending=False, na_position="last")
-    cols = [
-        c
-        for c in ("subject", "S", "S_lo", "S_hi", "A", "E", "C", "BCS", "BCS_lo", "BCS_hi")
-        if c in board
-    ]
-    head = ["<h2>Leaderboard</h2>", _table_html(board[cols])]
+    head = _leaderboard_html(res.bayesbench, res.missing)
     if not res.bcs_tasks.empty:
         col = "bcs_mean" if "bcs_mean" in res.bcs_tasks else "bcs"
         head += [
@@ -288,7 +289,38 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
                 1,
             ),
         ]
+        if "bcs_p" in res.bcs_tasks and res.bcs_tasks["bcs_p"].notna().any():
+            head += [
+                "<p>Robust BCS per task (sum of s_p, METHOD section 9):</p>",
+                _table_html(
+                    res.bcs_tasks.pivot(index="subject", columns="task", values="bcs_p")
+                    .rename_axis(columns=None)
+                    .reset_index(),
+                    2,
+                ),
+            ]
     return head, sections
+
+
+def _leaderboard_html(bayesbench: pd.DataFrame, missing: pd.DataFrame | None) -> list[str]:
+    """Leaderboard table (point estimate beside bootstrap mean and interval), legend, flags."""
+    header, rows = LB.board(bayesbench)
+    table = pd.DataFrame(rows, columns=header)
+    note = LB.INTERVAL_NOTE if "S_mean" in bayesbench else LB.NO_BOOTSTRAP_NOTE
+    legend = "".join(
+        f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in LB.LEGEND.items()
+    )
+    out = [
+        "<h2>Leaderboard</h2>",
+        table.to_html(index=False, border=0, classes="t", escape=True),
+        f"<p class=m>{html.escape(note)}</p>",
+        f"<dl class=legend>{legend}</dl>",
+    ]
+    flags = LB.subject_flags(missing)
+    if flags:
+        items = "".join(f"<li>{html.escape(f)}</li>" for f in flags)
+        out.append(f"<ul class=warn>{items}</ul>")
+    return out
 
 
 __all__ = ["build_report"]
