@@ -30,6 +30,32 @@ def evidence_table(batch: FitBatch) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The magnitude trials of a normalised table, and how many search trials were left out.
+
+    Observer models fit magnitudes: visual-search trials (``set_size`` and
+    ``correct``) are left out, and a table of nothing else is refused.  The
+    one decision for :func:`fit` and ``bayesobs fit``.
+
+    Raises
+    ------
+    BayesobsInputError
+        When every trial is a visual-search trial.
+    """
+    from .errors import BayesobsInputError
+    from .search import is_search
+
+    found = is_search(trials)
+    if found.all():
+        raise BayesobsInputError(
+            "these are visual-search trials (set_size, correct): observer models fit magnitudes; "
+            "use `bayesobs score` for the search analyses"
+        )
+    if found.any():
+        return trials[~found].reset_index(drop=True), int(found.sum())
+    return trials, 0
+
+
 def fit(
     trials: pd.DataFrame,
     bootstrap: int = 0,
@@ -68,7 +94,16 @@ def fit(
     evidence : DataFrame
         One row per cell and factor, the columns of ``evidence.csv``.
     """
-    trials = normalize_trials(trials)
+    trials, left_out = magnitude_trials(normalize_trials(trials))
+    if left_out:
+        import warnings
+
+        warnings.warn(
+            f"{left_out} visual-search trial(s) left out of the fits (score them with "
+            "bayesobs.score)",
+            UserWarning,
+            stacklevel=2,
+        )
     check_resample(resample)
     batch = fit_batch(
         trials,

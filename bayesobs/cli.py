@@ -206,19 +206,11 @@ def cmd_fit(args) -> int:
         )
     t0 = time.perf_counter()
     trials = _read(args)
-    from .search import is_search
+    from .api import magnitude_trials
 
-    found = is_search(trials)
-    if found.all():
-        raise BayesobsInputError(
-            "these are visual-search trials (set_size, correct): observer models fit magnitudes; "
-            "use `bayesobs score` for the search analyses"
-        )
-    if found.any():
-        print(
-            f"note: {int(found.sum())} visual-search trial(s) left out of the fits (see bayesobs score)"
-        )
-        trials = trials[~found].reset_index(drop=True)
+    trials, left_out = magnitude_trials(trials)
+    if left_out:
+        print(f"note: {left_out} visual-search trial(s) left out of the fits (see bayesobs score)")
     batch = fit_batch(
         trials,
         bootstrap=args.bootstrap,
@@ -507,11 +499,14 @@ def _execute(args, specs_sessions, settings) -> int:
     chat = {"temperature": args.temperature, "max_tokens": args.max_tokens,
             "reasoning_effort": args.reasoning_effort, "base_url": args.base_url,
             "timeout_s": args.timeout, "max_attempts": args.max_attempts}  # fmt: skip
-    uses_api = any(s.startswith("openai:") for s in args.subject)
-    record = experiment_record(specs, args.subject, **settings,
-                               chat=({k: v for k, v in chat.items() if k not in ("timeout_s", "max_attempts")}
-                                     if uses_api else None),
-                               sim_seed=args.sim_seed, ami=str(args.ami) if args.ami else None)  # fmt: skip
+    record = experiment_record(
+        specs,
+        args.subject,
+        **settings,
+        chat=chat,
+        sim_seed=args.sim_seed,
+        ami=str(args.ami) if args.ami else None,
+    )
     if args.dry_run:
         from .store import TRIAL_ID, read_jsonl
 

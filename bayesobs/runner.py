@@ -548,12 +548,35 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
     return out
 
 
+CHAT_IDENTITY = ("temperature", "max_tokens", "reasoning_effort", "base_url")
+
+
+def chat_identity(chat: dict | None) -> dict:
+    """The chat options that decide the replies, with the defaults filled in.
+
+    The CLI and :func:`sweep` both record this, so a folder started by one is
+    resumed by the other with the same settings (time-outs and retries do not
+    change what is asked, so they are left out).
+    """
+    from .subjects.openai_chat import ChatOptions
+
+    opts = ChatOptions(model="", **{k: v for k, v in (chat or {}).items() if v is not None})
+    return {k: getattr(opts, k) for k in CHAT_IDENTITY}
+
+
 def experiment_record(specs: list[dict], subjects: list[str], **settings) -> dict:
-    """What identifies an experiment folder (stored in the manifest, checked on resume)."""
+    """What identifies an experiment folder (stored in the manifest, checked on resume).
+
+    ``chat`` (the options of ``openai:`` subjects) is recorded through
+    :func:`chat_identity`, and only when such a subject takes part.
+    """
+    uses_api = any(str(s).startswith("openai:") for s in subjects)
+    chat = settings.pop("chat", None)
     return {
         "specs": [{k: v for k, v in s.items()} for s in specs],
         "subjects": list(subjects),
         **settings,
+        "chat": chat_identity(chat) if uses_api else None,
     }
 
 
@@ -599,27 +622,58 @@ def execute(sessions: list[Session], store: ExperimentStore, subjects: dict, con
     return report
 
 
-def sweep(protocol: str | Path, subjects: list[str], out: str | Path, trials: int | None = None,
-          runs: int | None = None, ami: str | Path | None = None, concurrency: int = 16,
-          progress: bool = False, sim_seed: int = 0, cache_scope: str = "folder", **chat) -> RunReport:  # fmt: skip
+def sweep(
+    protocol: str | Path,
+    subjects: list[str],
+    out: str | Path,
+    trials: int | None = None,
+    runs: int | None = None,
+    ami: str | Path | None = None,
+    concurrency: int = 16,
+    progress: bool = False,
+    sim_seed: int = 0,
+    cache_scope: str = "folder",
+    api_key: str | None = None,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    **chat,
+) -> RunReport:
     """Run a protocol (e.g. ``tasks/bayesbench.toml``) on subjects into folder ``out``.
 
-    The library form of ``bayesobs sweep``; resumes an existing folder (held
+    The library form of ``bayesobs sweep`` (same experiment record, so either
+    resumes a folder the other started); resumes an existing folder (held
     with a lock while it runs).  ``chat`` takes
     :class:`bayesobs.subjects.openai_chat.ChatOptions` fields (``temperature``,
-    ``base_url`` ...) for ``openai:`` subjects; ``cache_scope`` is ``"folder"``
-    (replay cached replies only into ``out``) or ``"global"``.
+    ``base_url`` ...) for ``openai:`` subjects; ``api_key`` (never written
+    anywhere; default ``$OPENAI_API_KEY``), ``cache_dir``/``use_cache`` as
+    ``--cache``/``--no-cache``; ``cache_scope`` is ``"folder"`` (replay cached
+    replies only into ``out``) or ``"global"``.
     """
     exps = load_protocol(protocol)
     ami = str(ami) if ami else None
     sessions = [
         x for e in exps for x in plan(e["spec"], subjects, trials=trials, runs=runs, ami=ami)
     ]
-    uses_api = any(s.startswith("openai:") for s in subjects)
-    record = experiment_record([e["spec"] for e in exps], subjects, command="sweep", protocol=str(protocol),
-                               trials=trials, runs=runs, chat=chat if uses_api else None, sim_seed=sim_seed,
-                               ami=ami)  # fmt: skip
-    objs = make_subjects(subjects, sim_seed=sim_seed, chat=chat,
-                         cache_scope=cache_scope, folder=out)  # fmt: skip
+    record = experiment_record(
+        [e["spec"] for e in exps],
+        subjects,
+        command="sweep",
+        protocol=str(protocol),
+        trials=trials,
+        runs=runs,
+        chat=chat,
+        sim_seed=sim_seed,
+        ami=ami,
+    )
+    objs = make_subjects(
+        subjects,
+        sim_seed=sim_seed,
+        chat=chat,
+        api_key=api_key,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        cache_scope=cache_scope,
+        folder=out,
+    )
     with ExperimentStore(out, record, lock=True) as store:
         return execute(sessions, store, objs, concurrency=concurrency, progress=progress)

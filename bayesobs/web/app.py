@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ..ablations import system_prompt
+from ..presentation import human_instruction
 from ..provenance import utc_now
 from ..runner import Session, load_spec, numeric_only, plan
 from ..stimuli import TASKS
@@ -153,12 +153,7 @@ class ParticipantServer:
         sess, t = self.study.trial(done)
         stim = sess.stimuli[t]
         blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
-        previous = [s.value for s in sess.stimuli[:t]]
-        instruction = system_prompt(sess.task, sess.cond, previous, sess.range, sess.options)
-        instruction = instruction.split(". ", 1)[1] if ". " in instruction else instruction
-        instruction = instruction.replace(
-            " Do not explain or reason. Only output the final answer.", ""
-        )
+        instruction = human_instruction(sess, t)
         lo, hi = ANSWER_RANGE[sess.task.name]
         self.served_at.setdefault((pid, done), time.monotonic())
         return {

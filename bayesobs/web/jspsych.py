@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..presentation import human_instruction
 from ..provenance import provenance
 from ..runner import load_spec, numeric_only, plan
 from ..store import save_png
@@ -125,7 +126,7 @@ def export_jspsych(spec_path, out, modalities=None, conditions=None, trials=None
         for t, stim in enumerate(sess.stimuli):
             blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
             items.append({
-                "instruction": task.instruction, "unit": task.unit, "min": lo, "max": hi,
+                "instruction": human_instruction(sess, t), "unit": task.unit, "min": lo, "max": hi,
                 "wrap": task.name in ("maze_distance", "duration"),
                 "text": stim.text if sess.modality in ("text", "multimodal") else None,
                 "image": image(sess, stim, blur) if sess.modality in ("image", "multimodal") else None,

@@ -1,0 +1,103 @@
+"""Issue 13's bugs: the library and the CLI make the same decisions in one place."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayesobs
+from bayesobs.cli import main
+from bayesobs.errors import BayesobsInputError
+from bayesobs.fakeserver import FakeChatServer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _search_table(n=40):
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {"subject": "p1", "set_size": rng.integers(1, 30, n), "correct": rng.integers(0, 2, n)}
+    )
+
+
+def test_library_fit_refuses_search_trials_like_the_cli(tmp_path, capsys):
+    """Before: bayesobs.fit fitted observer models to correctness against set size."""
+    table = _search_table()
+    with pytest.raises(BayesobsInputError, match="visual-search trials"):
+        bayesobs.fit(table)
+    path = tmp_path / "s.csv"
+    table.to_csv(path, index=False)
+    assert main(["fit", str(path), "--out", str(tmp_path / "f")]) == 2
+    assert "visual-search trials" in capsys.readouterr().err
+
+
+def test_library_fit_leaves_search_trials_out_like_the_cli(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.1, 0.9, 60)
+    magnitude = pd.DataFrame({"subject": "m", "stimulus": x, "response": x})
+    search = _search_table().assign(subject="s", stimulus=np.nan, response=np.nan)
+    search["stimulus"] = search["set_size"]
+    search["response"] = search["correct"]
+    mixed = pd.concat(
+        [magnitude.assign(set_size=np.nan, correct=np.nan), search], ignore_index=True
+    )
+    with pytest.warns(UserWarning, match="40 visual-search trial"):
+        fits, _ = bayesobs.fit(mixed)
+    assert set(fits["subject"]) == {"m"}
+    path = tmp_path / "mixed.csv"
+    mixed.to_csv(path, index=False)
+    assert main(["fit", str(path), "--out", str(tmp_path / "f")]) == 0
+    cli = pd.read_csv(tmp_path / "f" / "fits.csv")
+    np.testing.assert_allclose(cli["loglik"], fits["loglik"], rtol=1e-12)
+
+
+def test_a_cli_sweep_folder_resumes_from_the_library(tmp_path):
+    """Before: the CLI and the library built different experiment records."""
+    proto = tmp_path / "proto.toml"
+    proto.write_text(
+        f'[[experiment]]\nspec = "{(ROOT / "tasks" / "line_ratio.toml").as_posix()}"\n'
+        'modalities = ["text"]\nconditions = ["base"]\n'
+    )
+    out = tmp_path / "run"
+    with FakeChatServer() as srv:
+        args = ["sweep", str(proto), "--subject", "openai:m", "--trials", "2", "--out", str(out),
+                "--base-url", srv.url, "--api-key", "k", "--cache", str(tmp_path / "c"), "--no-progress"]  # fmt: skip
+        assert main(args) == 0
+        n = len((out / "trials.jsonl").read_text().splitlines())
+        report = bayesobs.sweep(
+            proto, ["openai:m"], out, trials=2, base_url=srv.url, api_key="k",
+            cache_dir=str(tmp_path / "c"),
+        )  # fmt: skip
+    assert report.done == 0 and report.skipped == n
+
+
+def test_export_shows_the_steering_text(tmp_path):
+    """Before: trials were labelled steer_verbal but showed only the task's instruction."""
+    out = tmp_path / "exp"
+    assert main(["export", "jspsych", "tasks/line_ratio.toml", "--out", str(out),
+                 "--condition", "steer_verbal", "--trials", "2"]) == 0  # fmt: skip
+    js = (out / "experiment.js").read_text()
+    items = json.loads(re.search(r"const TRIALS = (\[.*?\n\]);", js, re.S).group(1))
+    steer = "behave like a Bayesian observer"
+    assert items and all(steer in it["instruction"] for it in items)
+    assert all(it["data"]["condition"] == "steer_verbal" for it in items)
+    assert not any("Do not explain" in it["instruction"] for it in items)
+
+
+def test_serve_and_export_show_the_same_instruction(tmp_path):
+    from bayesobs.presentation import human_instruction
+    from bayesobs.runner import load_spec, plan
+
+    spec = load_spec("line_ratio")
+    sess = plan(spec, ["sim:linear"], ["text"], ["steer_numeric"], 3, 1)[0]
+    text = human_instruction(sess, 2)
+    assert "For 2 previous observations" in text and "Do not explain" not in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert human_instruction(sess, 0).startswith("The given data is noisy")
