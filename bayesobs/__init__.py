@@ -6,6 +6,7 @@ from .api import evidence_table, fit
 from .errors import BayesobsInputError
 from .evidence import factor_evidence
 from .fitting import FitBatch, fit_batch, fits_table
+from .rescore import rescore_folder
 from .runner import sweep
 from .scores import Scores, score
 from .trials import normalize_trials, read_trials, write_trials
@@ -27,6 +28,7 @@ __all__ = [
     "fits_table",
     "normalize_trials",
     "read_trials",
+    "rescore_folder",
     "score",
     "sweep",
     "write_trials",

@@ -347,6 +347,20 @@ def search_summary(search) -> str:
     return "\n".join(lines)
 
 
+def cmd_rescore(args) -> int:
+    from .rescore import rescore_folder
+
+    table = rescore_folder(args.folder, args.out)
+    target = args.out or args.folder / "rescored.jsonl"
+    changed = int(table["rescored_changed"].sum())
+    invalid = int((~table["valid"].astype(bool)).sum())
+    print(
+        f"rescored {len(table)} trial(s): {changed} response(s) changed, {invalid} invalid "
+        f"-> {target} (trials.jsonl is unchanged; fit/score read {target.name} like any trial file)"
+    )
+    return 0
+
+
 def cmd_report(args) -> int:
     from .report import build_report
 
@@ -666,6 +680,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-probe", action="store_true", help="skip the random-forest cue probe")
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser(
+        "rescore", help="re-read every logged reply of an experiment folder with today's parsers"
+    )
+    p.add_argument("folder", type=Path, metavar="DIR", help="experiment folder")
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="rescored trials (.jsonl, .csv or .parquet; default DIR/rescored.jsonl); "
+        "trials.jsonl is never rewritten",
+    )
+    p.set_defaults(func=cmd_rescore)
 
     p = sub.add_parser("report", help="figures, tables and provenance as an offline HTML report")
     p.add_argument(

@@ -607,10 +607,17 @@ def write_trials(df: pd.DataFrame, path: str | Path) -> Path:
     elif suffix in (".jsonl", ".ndjson"):
         with path.open("w") as fh:
             for rec in df.to_dict(orient="records"):
-                fh.write(json.dumps(rec, default=_json_default) + "\n")
+                rec = {k: _json_value(v) for k, v in rec.items()}  # NaN -> null: strict JSON
+                fh.write(json.dumps(rec, default=_json_default, allow_nan=False) + "\n")
     else:
         raise BayesobsInputError(f"{path}: unknown file type (use .csv, .parquet or .jsonl)")
     return path
+
+
+def _json_value(v):
+    if isinstance(v, (float, np.floating)) and not np.isfinite(v):
+        return None
+    return v
 
 
 def _json_default(v):

@@ -66,22 +66,56 @@ def test_a_cli_sweep_folder_resumes_from_the_library(tmp_path):
     )
     out = tmp_path / "run"
     with FakeChatServer() as srv:
-        args = ["sweep", str(proto), "--subject", "openai:m", "--trials", "2", "--out", str(out),
-                "--base-url", srv.url, "--api-key", "k", "--cache", str(tmp_path / "c"), "--no-progress"]  # fmt: skip
+        args = [
+            "sweep",
+            str(proto),
+            "--subject",
+            "openai:m",
+            "--trials",
+            "2",
+            "--out",
+            str(out),
+            "--base-url",
+            srv.url,
+            "--api-key",
+            "k",
+            "--cache",
+            str(tmp_path / "c"),
+            "--no-progress",
+        ]
         assert main(args) == 0
         n = len((out / "trials.jsonl").read_text().splitlines())
         report = bayesobs.sweep(
-            proto, ["openai:m"], out, trials=2, base_url=srv.url, api_key="k",
+            proto,
+            ["openai:m"],
+            out,
+            trials=2,
+            base_url=srv.url,
+            api_key="k",
             cache_dir=str(tmp_path / "c"),
-        )  # fmt: skip
+        )
     assert report.done == 0 and report.skipped == n
 
 
 def test_export_shows_the_steering_text(tmp_path):
     """Before: trials were labelled steer_verbal but showed only the task's instruction."""
     out = tmp_path / "exp"
-    assert main(["export", "jspsych", "tasks/line_ratio.toml", "--out", str(out),
-                 "--condition", "steer_verbal", "--trials", "2"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "export",
+                "jspsych",
+                "tasks/line_ratio.toml",
+                "--out",
+                str(out),
+                "--condition",
+                "steer_verbal",
+                "--trials",
+                "2",
+            ]
+        )
+        == 0
+    )
     js = (out / "experiment.js").read_text()
     items = json.loads(re.search(r"const TRIALS = (\[.*?\n\]);", js, re.S).group(1))
     steer = "behave like a Bayesian observer"
@@ -101,3 +135,42 @@ def test_serve_and_export_show_the_same_instruction(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert human_instruction(sess, 0).startswith("The given data is noisy")
+
+
+def test_rescore_rereads_replies_a_parser_fix_would_change(tmp_path, capsys):
+    """A log written by an older parser: rescore fixes the numbers without a new run."""
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "run",
+                "line_ratio",
+                "--subject",
+                "sim:bayesian",
+                "--modality",
+                "text",
+                "--trials",
+                "4",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    log = out / "trials.jsonl"
+    rows = [json.loads(x) for x in log.read_text().splitlines()]
+    # what an older parser logged for tricky replies
+    rows[0].update(raw_response="0.4-0.5", response=-0.5, valid=True)
+    rows[1].update(raw_response="The answer is 0.45.\n\nConfidence: 80%", response=0.8, valid=True)
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = log.read_bytes()
+    assert main(["rescore", str(out)]) == 0
+    assert "2 response(s) changed" in capsys.readouterr().out
+    assert log.read_bytes() == before  # the evidence is never rewritten
+    new = [json.loads(x) for x in (out / "rescored.jsonl").read_text().splitlines()]
+    assert new[0]["response"] is None and new[0]["invalid_reason"]
+    assert new[1]["response"] == pytest.approx(0.45) and new[1]["response_logged"] == 0.8
+    np.testing.assert_allclose([r["response"] for r in new[2:]], [r["response"] for r in rows[2:]])
+    assert len(bayesobs.read_trials(out / "rescored.jsonl")) == len(rows)  # fit/score read it
+    assert main(["rescore", str(out), "--out", str(log)]) == 2

@@ -1,0 +1,115 @@
+"""Re-read every logged reply with today's parsers (``bayesobs rescore``).
+
+A trial's ``raw_response`` is kept in the log, so a parser fix never needs a
+new run: :func:`rescore_folder` re-plans the experiment from its
+``manifest.json`` (stimuli are a function of the spec and seeds), checks that
+each logged trial's stimulus is the one re-planned, and scores the reply again
+with the task's own ``record`` (numbers, cells, points).  The log itself is
+never rewritten (it is append-only evidence); the rescored table goes to a
+file of its own that ``fit`` and ``score`` read like any trial file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import BayesobsInputError
+
+# columns a task's record() may (re)write; stale ones are cleared first
+SCORED = ("response", "valid", "invalid_reason")
+
+
+def _sessions(folder: Path) -> dict[tuple, object]:
+    """Planned session runs of an experiment folder, by session key."""
+    from .runner import plan
+
+    man = folder / "manifest.json"
+    if not man.exists():
+        raise BayesobsInputError(
+            f"{folder}: no manifest.json, so the experiment cannot be re-planned"
+        )
+    try:
+        exp = json.loads(man.read_text())["experiment"]
+    except (ValueError, KeyError) as exc:
+        raise BayesobsInputError(f"{man}: not an experiment manifest ({exc})") from None
+    out = {}
+    for spec in exp["specs"]:
+        sessions = plan(
+            spec,
+            exp["subjects"],
+            exp.get("modalities"),
+            exp.get("conditions"),
+            exp.get("trials"),
+            exp.get("runs"),
+            ami=exp.get("ami"),
+        )
+        out.update({s.key: s for s in sessions})
+    return out
+
+
+def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.DataFrame:
+    """Score every record's ``raw_response`` again; adds ``response_logged`` and ``rescored_changed``."""
+    rows = []
+    for rec in records:
+        key = tuple(rec[k] for k in ("subject", "task", "modality", "condition", "session", "run"))
+        sess = sessions.get(key)
+        t = int(rec["trial"])
+        if sess is None or t >= len(sess.stimuli):
+            raise BayesobsInputError(
+                f"trial {'/'.join(map(str, key))}/{t} is not in the experiment the manifest describes"
+            )
+        stim = sess.stimuli[t]
+        if rec.get("stimulus_id") not in (None, stim.key()):
+            raise BayesobsInputError(
+                f"trial {'/'.join(map(str, key))}/{t}: the logged stimulus differs from the "
+                "re-planned one (was the folder made by another version of the task?)"
+            )
+        answer = sess.task.record(
+            stim, rec.get("raw_response"), truncated=rec.get("finish_reason") == "length"
+        )
+        if not answer["valid"]:
+            answer.setdefault("invalid_reason", "no answer in the asked format")
+        new = {k: v for k, v in rec.items() if k not in SCORED}
+        new.update(answer)
+        new["response_logged"] = rec.get("response")
+        old, now = rec.get("response"), answer["response"]
+        new["rescored_changed"] = not (
+            (old is None and now is None) or (old is not None and now is not None and old == now)
+        )
+        rows.append(new)
+    return pd.DataFrame(rows)
+
+
+def rescore_folder(folder: str | Path, out: str | Path | None = None) -> pd.DataFrame:
+    """Rescore an experiment folder's ``trials.jsonl``; write ``out`` (default ``DIR/rescored.jsonl``).
+
+    Parameters
+    ----------
+    folder : path
+        An experiment folder (``manifest.json`` and ``trials.jsonl``).
+    out : path, optional
+        Where to write the rescored trials (JSONL, CSV or Parquet by suffix);
+        ``trials.jsonl`` itself is never rewritten.
+
+    Returns
+    -------
+    DataFrame
+        The rescored trials, with ``response_logged`` (what the log says) and
+        ``rescored_changed``.
+    """
+    from .store import read_jsonl
+    from .trials import write_trials
+
+    folder = Path(folder)
+    records, _ = read_jsonl(folder / "trials.jsonl")
+    if not records:
+        raise BayesobsInputError(f"{folder}: no logged trials to rescore")
+    table = rescore_records(records, _sessions(folder))
+    target = Path(out) if out is not None else folder / "rescored.jsonl"
+    if target.resolve() == (folder / "trials.jsonl").resolve():
+        raise BayesobsInputError("rescore never rewrites trials.jsonl; choose another --out")
+    write_trials(table, target)
+    return table
