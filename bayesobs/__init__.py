@@ -1,13 +1,19 @@
-"""bayesobs: Bayesian psychophysics of language models and people."""
+"""bayesobs: Bayesian psychophysics of language models and people.
 
+``import bayesobs`` loads the analysis half only (trial table, fits,
+evidence, scores).  The task runner (:func:`sweep`), the report, the
+posterior fits and the perception libraries are loaded on first use:
+``bayesobs.sweep(...)``, ``bayesobs.report.build_report(...)``,
+``bayesobs.hvs.standardise(...)`` work without importing them first.
+"""
+
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
 from .api import evidence_table, fit
 from .errors import BayesobsInputError
 from .evidence import factor_evidence
 from .fitting import FitBatch, fit_batch, fits_table
-from .rescore import rescore_folder
-from .runner import sweep
 from .scores import Scores, score
 from .trials import normalize_trials, read_trials, write_trials
 
@@ -15,6 +21,20 @@ try:
     __version__ = version("bayesobs")
 except PackageNotFoundError:  # running from a source tree without install
     __version__ = "0.0.0+unknown"
+
+_LAZY = {"sweep": ("runner", "sweep"), "rescore_folder": ("rescore", "rescore_folder")}
+_SUBMODULES = ("report", "posterior", "hvs", "tunnel", "runner", "observers", "search", "rescore")
+
+
+def __getattr__(name: str):
+    """Load the runner, the report and the other heavy parts on first use (PEP 562)."""
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(import_module(f".{module}", __name__), attr)
+    if name in _SUBMODULES:
+        return import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'bayesobs' has no attribute {name!r}")
+
 
 __all__ = [
     "BayesobsInputError",

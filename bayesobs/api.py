@@ -4,30 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .bootstrap import check_resample, percentile_interval
-from .evidence import factor_evidence_array
-from .fitting import FitBatch, fit_batch, fits_table
-from .observers.variants import FACTORS
+from .bootstrap import check_resample
+from .evidence import evidence_table
+from .fitting import fit_batch, fits_table
 from .trials import CELL_KEYS, normalize_trials
-
-
-def evidence_table(batch: FitBatch) -> pd.DataFrame:
-    """``evidence.csv`` rows; with replicates, adds ``p_mean, p_lo, p_hi``."""
-    p = factor_evidence_array(batch.aic)  # (cells, 1 + B, 4)
-    B = p.shape[1] - 1
-    rows = []
-    mean, lo, hi = percentile_interval(p[:, 1:, :], axis=1) if B else (None, None, None)
-    has_level = "level" in batch.cells.columns
-    for c in range(len(batch.cells)):
-        key = {k: batch.cells[k].iat[c] for k in CELL_KEYS}
-        for i, f in enumerate(FACTORS):
-            row = {**key, "factor": f, "p": p[c, 0, i]}
-            if B:
-                row.update(p_mean=mean[c, i], p_lo=lo[c, i], p_hi=hi[c, i])
-            if has_level:  # METHOD §10: the joint fit's evidence, on each level's row
-                row["level"] = batch.cells["level"].iat[c]
-            rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:

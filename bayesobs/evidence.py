@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
+from .bootstrap import percentile_interval
 from .observers.variants import FACTORS, NUISANCE, VARIANT_NAMES, VARIANTS
 from .trials import CELL_KEYS
+
+if TYPE_CHECKING:  # fitting imports this module's neighbours; no runtime cycle
+    from .fitting import FitBatch
 
 
 def _groups(factor: str) -> list[tuple[list[int], list[int]]]:
@@ -85,3 +91,22 @@ def factor_evidence(fits: pd.DataFrame) -> pd.DataFrame:
     p = factor_evidence_array(wide.to_numpy(dtype=float))
     out = pd.DataFrame(p, index=wide.index, columns=list(FACTORS)).reset_index()
     return out.melt(id_vars=list(CELL_KEYS), var_name="factor", value_name="p")
+
+
+def evidence_table(batch: FitBatch) -> pd.DataFrame:
+    """``evidence.csv`` rows of a fit batch; with replicates, adds ``p_mean, p_lo, p_hi``."""
+    p = factor_evidence_array(batch.aic)  # (cells, 1 + B, 4)
+    B = p.shape[1] - 1
+    rows = []
+    mean, lo, hi = percentile_interval(p[:, 1:, :], axis=1) if B else (None, None, None)
+    has_level = "level" in batch.cells.columns
+    for c in range(len(batch.cells)):
+        key = {k: batch.cells[k].iat[c] for k in CELL_KEYS}
+        for i, f in enumerate(FACTORS):
+            row = {**key, "factor": f, "p": p[c, 0, i]}
+            if B:
+                row.update(p_mean=mean[c, i], p_lo=lo[c, i], p_hi=hi[c, i])
+            if has_level:  # METHOD §10: the joint fit's evidence, on each level's row
+                row["level"] = batch.cells["level"].iat[c]
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -396,6 +396,7 @@ class Runner:
                     answer.setdefault("invalid_reason", "no answer in the asked format")
                 rec = {
                     **meta,
+                    "paradigm": sess.task.paradigm,
                     "stimulus": stim.value,
                     "response": answer.pop("response"),
                     "raw_response": reply.text,

@@ -669,7 +669,7 @@ def score(
 def _magnitude_scores(
     trials, bootstrap, seed, non_oracle, probe, progress, resample, interleaved=None, lapse=False
 ) -> Scores:
-    from .api import evidence_table
+    from .evidence import evidence_table
     from .fitting import collapse_levels, fit_batch, fits_table
 
     trials = with_baseline(trials.reset_index(drop=True))

@@ -47,10 +47,20 @@ Z95 = stats.norm.ppf(0.975)
 
 
 def is_search(trials: pd.DataFrame) -> pd.Series:
-    """Which rows are search trials (they have ``set_size`` and ``correct``)."""
-    if not {"set_size", "correct"} <= set(trials.columns):
-        return pd.Series(False, index=trials.index)
-    return trials["set_size"].notna() & trials["correct"].notna()
+    """Which rows are search trials.
+
+    A ``paradigm`` column (written by the runner) decides where it is filled
+    in; rows without it (human CSVs, older logs) are search trials when they
+    have ``set_size`` and ``correct``.
+    """
+    if {"set_size", "correct"} <= set(trials.columns):
+        guessed = trials["set_size"].notna() & trials["correct"].notna()
+    else:
+        guessed = pd.Series(False, index=trials.index)
+    if "paradigm" not in trials.columns:
+        return guessed
+    stated = trials["paradigm"]
+    return (stated == "search").where(stated.notna(), guessed).astype(bool)
 
 
 def search_table(trials: pd.DataFrame) -> pd.DataFrame:

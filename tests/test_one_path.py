@@ -174,3 +174,50 @@ def test_rescore_rereads_replies_a_parser_fix_would_change(tmp_path, capsys):
     np.testing.assert_allclose([r["response"] for r in new[2:]], [r["response"] for r in rows[2:]])
     assert len(bayesobs.read_trials(out / "rescored.jsonl")) == len(rows)  # fit/score read it
     assert main(["rescore", str(out), "--out", str(log)]) == 2
+
+
+def test_analysis_imports_never_pull_in_the_runner():
+    """``import bayesobs`` and the analysis modules load neither the runner nor the API SDK."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, bayesobs; import bayesobs.scores, bayesobs.fitting, bayesobs.cue, "
+        "bayesobs.search, bayesobs.evidence, bayesobs.bootstrap; "
+        "bad = [m for m in ('bayesobs.runner', 'openai', 'bayesobs.web') if m in sys.modules]; "
+        "assert not bad, bad; "
+        "assert callable(bayesobs.report.build_report) and callable(bayesobs.sweep)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_paradigm_column_routes_the_analyses(tmp_path):
+    """Runner rows state their paradigm; a stated magnitude row is never taken for search."""
+    from bayesobs.search import is_search
+
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "run",
+                "line_ratio",
+                "--subject",
+                "sim:linear",
+                "--modality",
+                "text",
+                "--trials",
+                "3",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    rows = [json.loads(x) for x in (out / "trials.jsonl").read_text().splitlines()]
+    assert {r["paradigm"] for r in rows} == {"magnitude"}
+    t = pd.DataFrame(
+        {"paradigm": ["magnitude", "search", None], "set_size": [3, 3, 3], "correct": [1, 0, 1]}
+    )
+    assert is_search(t).tolist() == [False, True, True]

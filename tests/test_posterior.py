@@ -81,6 +81,7 @@ def test_posterior_mode_agrees_with_mle(name):
             )  # weak priors, n = 600
 
 
+@pytest.mark.slow  # about 9 minutes under load: it sat in the fast suite
 def test_loo_ranks_the_generating_variant_first():
     wins, total = 0, 0
     for seed, (name, p) in enumerate([("static", {"w_prior": 0.5, "sigma": 0.03}), ("kalman", {"rho": 0.2, "sigma": 0.02}),

@@ -55,6 +55,7 @@ class Task:
         None  # plausible answers; others are invalid
     )
     modalities: ClassVar[tuple[str, ...]] = ("text", "image", "multimodal")
+    paradigm: ClassVar[str] = "magnitude"  # routes the analyses (trial column ``paradigm``)
 
     def generate(
         self, rng: np.random.Generator, low: float, high: float, n: int, options: dict

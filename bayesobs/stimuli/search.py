@@ -200,6 +200,7 @@ class SearchTask(Task):
     """Common machinery of the visual-search tasks (image only; answers are cells or points)."""
 
     modalities: ClassVar[tuple[str, ...]] = ("image",)
+    paradigm: ClassVar[str] = "search"
     role = "visual search participant"
     conditions: ClassVar[tuple[str, ...]]
     default_condition: ClassVar[str]
