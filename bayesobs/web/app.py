@@ -279,7 +279,7 @@ class ParticipantServer:
             rec = {
                 "subject": pid, "task": sess.task.name, "modality": sess.modality, "condition": sess.cond.name,
                 "session": sess.session, "run": sess.run, "trial": t, "seed": sess.seed,
-                "stimulus": stim.value, "response": value, "raw_response": str(body.get("response")), "valid": True,
+                "paradigm": sess.task.paradigm, "stimulus": stim.value, "response": value, "raw_response": str(body.get("response")), "valid": True,
                 "range_low": sess.range[0], "range_high": sess.range[1], "blur_sigma": blur,
                 "context_window": None, "stimulus_id": stim.key(),
                 "image": self.image_url(sess, stim, blur)[1:] if sess.modality != "text" else None,

@@ -130,7 +130,7 @@ def export_jspsych(spec_path, out, modalities=None, conditions=None, trials=None
                 "wrap": task.name in ("maze_distance", "duration"),
                 "text": stim.text if sess.modality in ("text", "multimodal") else None,
                 "image": image(sess, stim, blur) if sess.modality in ("image", "multimodal") else None,
-                "data": {"bayesobs_trial": True, "task": task.name, "modality": sess.modality,
+                "data": {"bayesobs_trial": True, "paradigm": task.paradigm, "task": task.name, "modality": sess.modality,
                          "condition": sess.cond.name, "session": sess.session, "run": sess.run, "trial": t,
                          "stimulus": stim.value, "range_low": sess.range[0], "range_high": sess.range[1],
                          "blur_sigma": blur, "stimulus_id": stim.key()},
