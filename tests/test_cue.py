@@ -181,4 +181,11 @@ def test_bootstrap_same_seed_same_numbers():
     a, _ = cue_table(t, bootstrap=10, seed=5)
     b, _ = cue_table(t, bootstrap=10, seed=5)
     pd.testing.assert_frame_equal(a, b)
-    assert (a["nrmse_multimodal_lo"] <= a["nrmse_multimodal_hi"]).all()
+    # the interval columns are the 16th/84th percentiles of the replicates (METHOD §7)
+    from bayesobs.cue import cue_batch
+
+    _, values, _ = cue_batch(t, 10, 5)
+    reps = values["nrmse_multimodal"][:, 1:]
+    np.testing.assert_allclose(a["nrmse_multimodal_lo"], np.percentile(reps, 16, axis=1))
+    np.testing.assert_allclose(a["nrmse_multimodal_hi"], np.percentile(reps, 84, axis=1))
+    assert (a["nrmse_multimodal_hi"] > a["nrmse_multimodal_lo"]).all()  # not degenerate

@@ -81,7 +81,13 @@ def test_known_strategies_are_recovered():
     ).abs().max() < 0.08
     assert (rnd["invalid"] == 0).all()
     acc = search_accuracy(t)
-    assert ((acc["acc_lo"] <= acc["accuracy"]) & (acc["accuracy"] <= acc["acc_hi"])).all()
+    # the interval is scipy's Wilson interval of the same counts
+    from scipy.stats import binomtest
+
+    for r in acc.itertuples(index=False):
+        k = round(r.accuracy * r.n)
+        ci = binomtest(k, int(r.n)).proportion_ci(confidence_level=0.95, method="wilson")
+        assert (r.acc_lo, r.acc_hi) == pytest.approx((ci.low, ci.high), abs=1e-9)
 
 
 def test_invalid_answers_are_counted():
