@@ -123,67 +123,28 @@ def _write_csv(df, path: Path) -> None:
 
 
 def _fit_posterior(args, trials, fits, out: Path) -> None:
-    """``fit --method posterior``: NUTS fits, diagnostics, LOO beside AIC, posterior BCS, PPC figures."""
-    import warnings
+    """``fit --method posterior``: the library writes the outputs; here they are printed."""
+    from .posterior import write_outputs
 
-    import pandas as pd
-
-    from .posterior import bcs_posterior, fit_posterior, ppc_table
-    from .report import figures as F
-    from .scores import BCS_ABLATIONS
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # arviz announces its refactor on import
-        # failed diagnostics and high Pareto k come back as notes and are printed below
-        warnings.filterwarnings(
-            "ignore", message=".*(sampler diagnostics failed|Pareto k)", category=RuntimeWarning
-        )
-        summary, loo, idatas, notes = fit_posterior(
-            trials, variants=args.variant, hierarchical=args.hierarchical, chains=args.chains, warmup=args.warmup, draws=args.draws,
-            seed=args.seed, progress=_progress(args))  # fmt: skip
-    keys = (
-        ["task", "modality", "condition"]
-        if args.hierarchical
-        else ["subject", "task", "modality", "condition"]
+    loo, notes = write_outputs(
+        trials,
+        fits,
+        out,
+        variants=args.variant,
+        hierarchical=args.hierarchical,
+        chains=args.chains,
+        warmup=args.warmup,
+        draws=args.draws,
+        seed=args.seed,
+        progress=_progress(args),
     )
-    if not args.hierarchical and len(loo):
-        loo = loo.merge(fits[[*keys, "variant", "aic"]], on=[*keys, "variant"], how="left")
-        loo["delta_aic"] = loo["aic"] - loo.groupby(keys)["aic"].transform("min")
-    (out / "posterior").mkdir(exist_ok=True)
-    for key, idata in idatas.items():
-        idata.to_netcdf(out / "posterior" / ("__".join(map(str, key)).replace("/", "_") + ".nc"))
-    _write_csv(summary, out / "posterior.csv")
-    _write_csv(loo, out / "loo.csv")
-    rows = []
-    if not args.hierarchical:
-        for subj, task, mod, cond, variant in idatas:
-            if variant != "static" or cond not in BCS_ABLATIONS or BCS_ABLATIONS[cond] != mod:
-                continue
-            if (subj, task, mod, "base", "static") in idatas:
-                p = bcs_posterior(idatas, (subj, task, mod, "base"), (subj, task, mod, cond))
-                rows.append({"subject": subj, "task": task, "ablation": cond, "p_w_prior_rose": p})
-    _write_csv(
-        pd.DataFrame(rows, columns=["subject", "task", "ablation", "p_w_prior_rose"]),
-        out / "bcs_posterior.csv",
-    )
-    if not args.hierarchical and len(loo):
-        (out / "figures").mkdir(exist_ok=True)
-        best = loo[loo["rank"] == 1]
-        for r in best.head(12).itertuples(index=False):
-            key = (r.subject, r.task, r.modality, r.condition)
-            cell = trials[(trials[list(keys)] == list(key)).all(axis=1)]
-            fig = F.posterior_predictive(ppc_table(cell, r.variant, idatas[(*key, r.variant)], seed=args.seed),
-                                         title=f"{'/'.join(map(str, key))} · {r.variant} (best by LOO)")  # fmt: skip
-            fig.savefig(
-                out / "figures" / ("ppc_" + "__".join(map(str, key)).replace("/", "_") + ".png"),
-                dpi=110,
-            )
     for n in notes:
         print(f"warning: {n}", file=sys.stderr)
-    high_k = loo["pareto_k_over_0.7"] if len(loo) else pd.Series(dtype=int)
+    high_k = loo["pareto_k_over_0.7"] if len(loo) else []
     print(
-        f"posterior fits -> {out}/posterior.csv, {out}/loo.csv, {out}/bcs_posterior.csv, {out}/posterior/*.nc"
-        + f"; Pareto k > 0.7: {int(high_k.sum())} observation(s) in {int((high_k > 0).sum())} fit(s)"
+        f"posterior fits -> {out}/posterior.csv, {out}/loo.csv, {out}/bcs_posterior.csv, "
+        f"{out}/posterior/*.nc; Pareto k > 0.7: {int(sum(high_k))} observation(s) in "
+        f"{int(sum(k > 0 for k in high_k))} fit(s)"
     )
 
 
