@@ -250,12 +250,7 @@ def cmd_score(args) -> int:
         interleaved=args.interleaved,
         lapse=args.lapse,
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, table in result._asdict().items():
-        if table is not None and len(table.columns):  # tables without columns were not computed
-            _write_csv(table, args.out / f"{name}.csv")
-            written.append(name)
+    written = result.to_folder(args.out)
     record = _trial_record(
         args,
         "score",

@@ -361,6 +361,46 @@ class Scores(NamedTuple):
     search_accuracy: pd.DataFrame | None = None
     search_bias: pd.DataFrame | None = None
 
+    def to_folder(self, out) -> list[str]:
+        """Write every computed table as ``out/NAME.csv``; returns the names written.
+
+        Each file is written to ``NAME.csv.part`` and renamed, so a reader never
+        sees a half-written table.
+        """
+        from pathlib import Path
+
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, table in self._asdict().items():
+            if table is not None and len(table.columns):  # no columns: not computed
+                tmp = out / f"{name}.csv.part"
+                table.to_csv(tmp, index=False)
+                tmp.replace(out / f"{name}.csv")
+                written.append(name)
+        return written
+
+    @classmethod
+    def from_folder(cls, folder) -> Scores | None:
+        """The tables of a ``bayesobs score`` output folder, or None if it is not one."""
+        from pathlib import Path
+
+        folder = Path(folder)
+        if not any((folder / f"{n}.csv").exists() for n in ("bayesbench", "search")):
+            return None
+        tables = {}
+        for name in cls._fields:
+            p = folder / f"{name}.csv"
+            tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
+        for name in ("search", "search_accuracy", "search_bias"):
+            if tables[name].empty:
+                tables[name] = None
+        for name in ("subject", "task"):  # keys stay text (e.g. subject "007")
+            for t in tables.values():
+                if t is not None and name in t:
+                    t[name] = t[name].astype(str)
+        return cls(**tables)
+
 
 def _composite(
     subjects, acc_cells, nrmse, cue_groups, cue_vals, bcs_rows, bcs_vals, B, missing

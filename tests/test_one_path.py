@@ -221,3 +221,27 @@ def test_paradigm_column_routes_the_analyses(tmp_path):
         {"paradigm": ["magnitude", "search", None], "set_size": [3, 3, 3], "correct": [1, 0, 1]}
     )
     assert is_search(t).tolist() == [False, True, True]
+
+
+def test_scores_round_trip_through_a_folder(tmp_path):
+    """The library writes and reads a score folder; ``report`` and ``score`` share it."""
+    from bayesobs.scores import Scores
+    from bayesobs.synthetic import bayesbench_design, simulated_trials
+
+    trials = simulated_trials(
+        n_subjects=2, trials_per_session=12, seed=1, design=bayesbench_design()[:6]
+    )
+    res = bayesobs.score(trials, bootstrap=3, seed=0, probe=False)
+    written = res.to_folder(tmp_path / "s")
+    assert {"fits", "bayesbench", "missing"} <= set(written) and "cue_probe" not in written
+    back = Scores.from_folder(tmp_path / "s")
+    for name in written:
+        a, b = getattr(res, name), getattr(back, name)
+        assert list(a.columns) == list(b.columns) and len(a) == len(b), name
+    pd.testing.assert_frame_equal(
+        back.bayesbench.drop(columns="subject"),
+        res.bayesbench.drop(columns="subject"),
+        check_dtype=False,
+    )
+    assert Scores.from_folder(tmp_path) is None
+    assert not list((tmp_path / "s").glob("*.part"))

@@ -28,28 +28,11 @@ TABLES = tuple(Scores._fields)
 VISUAL = ("line_ratio", "marker_location", "maze_distance")
 
 
-def _load_scores(folder: Path) -> Scores | None:
-    if not any((folder / f"{n}.csv").exists() for n in ("bayesbench", "search")):
-        return None
-    tables = {}
-    for name in TABLES:
-        p = folder / f"{name}.csv"
-        tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
-    for name in ("search", "search_accuracy", "search_bias"):
-        if tables[name].empty:
-            tables[name] = None
-    for name in ("subject", "task"):
-        for t in tables.values():
-            if t is not None and name in t:
-                t[name] = t[name].astype(str)
-    return Scores(**tables)
-
-
 def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]:
     """Trials, reusable scores and the manifests found among the inputs."""
     scores, trial_paths, manifests = None, [], []
     for p in paths:
-        found = _load_scores(p) if p.is_dir() else None
+        found = Scores.from_folder(p) if p.is_dir() else None
         if found is not None:
             scores = found
             man = p / "score_manifest.json"
