@@ -1,7 +1,14 @@
-"""Command-line interface: a thin adapter over the library.
+"""Command-line interface: argument parsing and printing over the library.
 
-Every command calls one public library function.  Bad input exits with
-status 2 and a one-line message, never a traceback.
+Each command parses its arguments, calls the library function a notebook
+would call (``fit``: :func:`bayesobs.fitting.fit_batch` and
+:func:`bayesobs.posterior.write_outputs`; ``score``: :func:`bayesobs.score`
+and :meth:`bayesobs.Scores.to_folder`; ``run``/``sweep``:
+:func:`bayesobs.runner.run_task`/:func:`bayesobs.runner.sweep`; ``rescore``:
+:func:`bayesobs.rescore_folder`; ``report``:
+:func:`bayesobs.report.build_report`; ``serve``, ``export``, ``simulate``)
+and prints a summary.  Bad input exits with status 2 and a one-line message,
+never a traceback.
 """
 
 from __future__ import annotations
@@ -460,41 +467,35 @@ def _check_run_options(args) -> None:
         raise BayesobsInputError(f"--out {args.out} is a file, not a folder")
 
 
-def _execute(args, specs_sessions, settings) -> int:
-    from .runner import estimate, execute, experiment_record, make_subjects
-    from .store import ExperimentStore
-
-    specs = [s for s, _ in specs_sessions]
-    sessions = [x for _, ss in specs_sessions for x in ss]
+def _run_options(args) -> dict:
+    """The options ``run`` and ``sweep`` pass to :func:`bayesobs.runner.start`."""
     chat = {"temperature": args.temperature, "max_tokens": args.max_tokens,
             "reasoning_effort": args.reasoning_effort, "base_url": args.base_url,
             "timeout_s": args.timeout, "max_attempts": args.max_attempts}  # fmt: skip
-    record = experiment_record(
-        specs,
-        args.subject,
-        **settings,
-        chat=chat,
-        sim_seed=args.sim_seed,
-        ami=str(args.ami) if args.ami else None,
-    )
-    if args.dry_run:
-        from .store import TRIAL_ID, read_jsonl
+    return {
+        "sim_seed": args.sim_seed,
+        "api_key": args.api_key,
+        "cache_dir": args.cache,
+        "use_cache": not args.no_cache,
+        "cache_scope": args.cache_scope,
+        "concurrency": args.concurrency,
+        "progress": _progress(args),
+        "dry_run": args.dry_run,
+    }, chat
 
-        done = {tuple(r[k] for k in TRIAL_ID) for r in read_jsonl(args.out / "trials.jsonl")[0]}
-        est = estimate(sessions, done)
-        print(f"dry run: {len(sessions)} session run(s), {est['calls']} call(s) to make "
-              f"({len(done)} trial(s) already logged in {args.out}), about {est['input_tokens']:,} input tokens")  # fmt: skip
+
+def _print_report(args, report) -> int:
+    """The terminal summary of a run (the library did the work)."""
+    if report.dry_run is not None:
+        d = report.dry_run
+        print(f"dry run: {d['sessions']} session run(s), {d['calls']} call(s) to make ({d['logged']} trial(s) already logged in "
+              f"{args.out}), about {d['input_tokens']:,} input tokens")  # fmt: skip
         return 0
-    subjects = make_subjects(args.subject, sim_seed=args.sim_seed, chat=chat, api_key=args.api_key,
-                             cache_dir=args.cache, use_cache=not args.no_cache, cache_scope=args.cache_scope, folder=args.out)  # fmt: skip
-    with ExperimentStore(args.out, record, lock=True) as store:
-        for name in store.torn_logs:
-            redo = "; that trial is redone" if name == "trials.jsonl" else ""
-            print(f"note: the torn last line of {args.out / name} was cut (kept in {name}.torn){redo}",
-                  file=sys.stderr)  # fmt: skip
-        report = execute(sessions, store, subjects, concurrency=args.concurrency,
-                         progress=_progress(args))  # fmt: skip
-    here = str(args.out.resolve())
+    for name in report.torn_logs:
+        redo = "; that trial is redone" if name == "trials.jsonl" else ""
+        print(f"note: the torn last line of {args.out / name} was cut (kept in {name}.torn){redo}",
+              file=sys.stderr)  # fmt: skip
+    here = str(Path(args.out).resolve())
     sources = ", ".join(f"{n} from {'this folder' if src == here else src}"
                         for src, n in report.cached_from.most_common())  # fmt: skip
     print(f"logged {report.done} trial(s) in {report.seconds:.1f} s ({report.skipped} already logged, "
@@ -510,37 +511,26 @@ def _execute(args, specs_sessions, settings) -> int:
 
 
 def cmd_run(args) -> int:
-    from .runner import load_spec, plan
+    from .runner import load_spec, run_task
 
     _check_run_options(args)
-    spec = load_spec(args.task)
-    sessions = plan(spec, args.subject, args.modality, args.condition, args.trials, args.runs,
-                    ami=str(args.ami) if args.ami else None)  # fmt: skip
-    settings = {"command": "run", "modalities": args.modality, "conditions": args.condition,
-                "trials": args.trials, "runs": args.runs}  # fmt: skip
     if args.out is None:
-        args.out = Path("runs") / spec["task"]
+        args.out = Path("runs") / load_spec(args.task)["task"]
         _check_run_options(args)
-    return _execute(args, [(spec, sessions)], settings)
+    options, chat = _run_options(args)
+    report = run_task(args.task, args.subject, args.out, args.modality, args.condition, args.trials,
+                      args.runs, ami=args.ami, chat=chat, **options)  # fmt: skip
+    return _print_report(args, report)
 
 
 def cmd_sweep(args) -> int:
-    from .runner import load_protocol, plan
+    from .runner import sweep
 
     _check_run_options(args)
-    exps = load_protocol(args.protocol)
-    pairs = []
-    for e in exps:
-        spec = e["spec"]
-        pairs.append((spec, plan(spec, args.subject, trials=args.trials, runs=args.runs,
-                                 ami=str(args.ami) if args.ami else None)))  # fmt: skip
-    settings = {
-        "command": "sweep",
-        "protocol": str(args.protocol),
-        "trials": args.trials,
-        "runs": args.runs,
-    }
-    return _execute(args, pairs, settings)
+    options, chat = _run_options(args)
+    report = sweep(args.protocol, args.subject, args.out, trials=args.trials, runs=args.runs,
+                   ami=args.ami, **options, **chat)  # fmt: skip
+    return _print_report(args, report)
 
 
 def _add_stimulus_options(p: argparse.ArgumentParser) -> None:

@@ -321,6 +321,8 @@ class RunReport:
     )  # folder a cached reply was logged for -> count
     failed_sessions: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    torn_logs: list[str] = field(default_factory=list)  # logs whose torn tail was cut on open
+    dry_run: dict | None = None  # with dry_run=True: calls to make, tokens, trials already logged
 
 
 class Runner:
@@ -623,6 +625,79 @@ def execute(sessions: list[Session], store: ExperimentStore, subjects: dict, con
     return report
 
 
+def start(
+    specs: list[dict],
+    sessions: list[Session],
+    subjects: list[str],
+    out: str | Path,
+    settings: dict,
+    chat: dict | None = None,
+    sim_seed: int = 0,
+    ami: str | None = None,
+    api_key: str | None = None,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    cache_scope: str = "folder",
+    concurrency: int = 16,
+    progress: bool = False,
+    dry_run: bool = False,
+) -> RunReport:
+    """Run planned sessions into experiment folder ``out``: the one path of ``run`` and ``sweep``.
+
+    Builds the experiment record (compared with the folder's manifest on
+    resume), the subjects, takes the folder's lock, and logs every trial.
+    With ``dry_run`` nothing is called: the report's ``dry_run`` holds the
+    calls still to make and a rough input-token count.
+    """
+    from .store import TRIAL_ID, read_jsonl
+
+    record = experiment_record(specs, subjects, **settings, chat=chat, sim_seed=sim_seed, ami=ami)
+    if dry_run:
+        done = {tuple(r[k] for k in TRIAL_ID) for r in read_jsonl(Path(out) / "trials.jsonl")[0]}
+        return RunReport(
+            dry_run={**estimate(sessions, done), "logged": len(done), "sessions": len(sessions)}
+        )
+    objs = make_subjects(
+        subjects,
+        sim_seed=sim_seed,
+        chat=chat,
+        api_key=api_key,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        cache_scope=cache_scope,
+        folder=out,
+    )
+    with ExperimentStore(out, record, lock=True) as store:
+        torn = list(store.torn_logs)
+        report = execute(sessions, store, objs, concurrency=concurrency, progress=progress)
+    report.torn_logs = torn
+    return report
+
+
+def run_task(
+    task: str | Path,
+    subjects: list[str],
+    out: str | Path,
+    modalities: list[str] | None = None,
+    conditions: list[str] | None = None,
+    trials: int | None = None,
+    runs: int | None = None,
+    ami: str | Path | None = None,
+    **options,
+) -> RunReport:
+    """Run one task spec on subjects into ``out``: the library form of ``bayesobs run``.
+
+    ``options`` are those of :func:`start` (``chat``, ``api_key``,
+    ``concurrency``, ``dry_run`` ...).
+    """
+    spec = load_spec(task)
+    ami = str(ami) if ami else None
+    sessions = plan(spec, subjects, modalities, conditions, trials, runs, ami=ami)
+    settings = {"command": "run", "modalities": modalities, "conditions": conditions,
+                "trials": trials, "runs": runs}  # fmt: skip
+    return start([spec], sessions, subjects, out, settings, ami=ami, **options)
+
+
 def sweep(
     protocol: str | Path,
     subjects: list[str],
@@ -637,11 +712,12 @@ def sweep(
     api_key: str | None = None,
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
+    dry_run: bool = False,
     **chat,
 ) -> RunReport:
     """Run a protocol (e.g. ``tasks/bayesbench.toml``) on subjects into folder ``out``.
 
-    The library form of ``bayesobs sweep`` (same experiment record, so either
+    The library form of ``bayesobs sweep`` (the CLI calls it, so either
     resumes a folder the other started); resumes an existing folder (held
     with a lock while it runs).  ``chat`` takes
     :class:`bayesobs.subjects.openai_chat.ChatOptions` fields (``temperature``,
@@ -655,26 +731,21 @@ def sweep(
     sessions = [
         x for e in exps for x in plan(e["spec"], subjects, trials=trials, runs=runs, ami=ami)
     ]
-    record = experiment_record(
+    settings = {"command": "sweep", "protocol": str(protocol), "trials": trials, "runs": runs}
+    return start(
         [e["spec"] for e in exps],
+        sessions,
         subjects,
-        command="sweep",
-        protocol=str(protocol),
-        trials=trials,
-        runs=runs,
+        out,
+        settings,
         chat=chat,
         sim_seed=sim_seed,
         ami=ami,
-    )
-    objs = make_subjects(
-        subjects,
-        sim_seed=sim_seed,
-        chat=chat,
         api_key=api_key,
         cache_dir=cache_dir,
         use_cache=use_cache,
         cache_scope=cache_scope,
-        folder=out,
+        concurrency=concurrency,
+        progress=progress,
+        dry_run=dry_run,
     )
-    with ExperimentStore(out, record, lock=True) as store:
-        return execute(sessions, store, objs, concurrency=concurrency, progress=progress)
