@@ -287,8 +287,8 @@ def fit_posterior(trials: pd.DataFrame, variants=None, hierarchical=False, chain
     Without ``hierarchical`` each cell is fitted on its own; with it, the
     cells of each ``(task, modality, condition)`` are fitted jointly, one
     subject per cell, with a population distribution on the core parameter.
-    Fits run in ``workers`` processes (default: one per core, at most 2 on
-    this kind of machine; 1 runs in this process).  Failed sampler
+    Fits run in ``workers`` processes (default ``min(2, os.cpu_count())``;
+    1 runs in this process).  Failed sampler
     diagnostics (each with its threshold) and observations with Pareto
     ``k > 0.7`` are returned in ``notes`` and raised as ``RuntimeWarning``.
     """

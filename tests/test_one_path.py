@@ -245,3 +245,21 @@ def test_scores_round_trip_through_a_folder(tmp_path):
     )
     assert Scores.from_folder(tmp_path) is None
     assert not list((tmp_path / "s").glob("*.part"))
+
+
+def test_the_readme_library_snippet_runs(tmp_path, monkeypatch):
+    """The README's Python example is executed as written (from a copy of the repo's tasks)."""
+    import shutil
+
+    text = (ROOT / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    shutil.copytree(ROOT / "tasks", tmp_path / "tasks")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    w = bayesobs.fitting.decode_params(
+        namespace["fits"].set_index("variant").loc["static", "params"]
+    )["w_prior"]
+    assert w == pytest.approx(0.4, abs=0.06)
+    assert (tmp_path / "scores" / "fits.csv").exists()
+    assert (tmp_path / "report" / "index.html").exists()
