@@ -124,9 +124,9 @@ def _trial_record(args, command: str, **extra) -> dict:
 
 
 def _write_csv(df, path: Path) -> None:
-    tmp = path.with_name(path.name + ".part")
-    df.to_csv(tmp, index=False)
-    tmp.replace(path)  # a reader never sees a half-written file
+    from .trials import write_csv
+
+    write_csv(df, path)
 
 
 def _fit_posterior(args, trials, fits, out: Path) -> None:

@@ -402,12 +402,6 @@ __all__ = [
 ]
 
 
-def _csv(df: pd.DataFrame, path) -> None:
-    tmp = path.with_name(path.name + ".part")
-    df.to_csv(tmp, index=False)
-    tmp.replace(path)  # a reader never sees a half-written file
-
-
 def write_outputs(
     trials: pd.DataFrame,
     fits: pd.DataFrame,
@@ -450,6 +444,7 @@ def write_outputs(
 
     from .report import figures as F
     from .scores import BCS_ABLATIONS
+    from .trials import write_csv as _csv
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

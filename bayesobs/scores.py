@@ -28,7 +28,7 @@ from .cue import cue_batch, cue_frame
 from .evidence import factor_evidence_array
 from .observers.variants import FACTORS, VARIANT_NAMES
 from .parse import invalid_reply_rows
-from .trials import CELL_KEYS, RUN_KEYS, normalize_trials
+from .trials import CELL_KEYS, RUN_KEYS, normalize_trials, write_csv
 
 # METHOD §5: ablation -> modality its w_prior is measured in.
 BCS_ABLATIONS: dict[str, str] = {
@@ -364,8 +364,7 @@ class Scores(NamedTuple):
     def to_folder(self, out) -> list[str]:
         """Write every computed table as ``out/NAME.csv``; returns the names written.
 
-        Each file is written to ``NAME.csv.part`` and renamed, so a reader never
-        sees a half-written table.
+        Each file is written atomically (:func:`bayesobs.trials.write_csv`).
         """
         from pathlib import Path
 
@@ -374,9 +373,7 @@ class Scores(NamedTuple):
         written = []
         for name, table in self._asdict().items():
             if table is not None and len(table.columns):  # no columns: not computed
-                tmp = out / f"{name}.csv.part"
-                table.to_csv(tmp, index=False)
-                tmp.replace(out / f"{name}.csv")
+                write_csv(table, out / f"{name}.csv")
                 written.append(name)
         return written
 

@@ -614,6 +614,19 @@ def write_trials(df: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
+def write_csv(df: pd.DataFrame, path: str | Path) -> Path:
+    """Write a result table as CSV atomically (``PATH.part``, then renamed).
+
+    A reader never sees a half-written file; every table the package writes
+    goes through here.
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + ".part")
+    df.to_csv(tmp, index=False)
+    tmp.replace(path)
+    return path
+
+
 def _json_value(v):
     if isinstance(v, (float, np.floating)) and not np.isfinite(v):
         return None
