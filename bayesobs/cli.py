@@ -232,6 +232,9 @@ def cmd_fit(args) -> int:
     _write_csv(fits_table(batch), args.out / "fits.csv")
     _write_csv(evidence_table(batch), args.out / "evidence.csv")
     _write_csv(batch.cells, args.out / "cells.csv")
+    from .controls import controls_table, fit_controls
+
+    _write_csv(controls_table(fit_controls(trials), fits_table(batch)), args.out / "controls.csv")
     from .trials import CELL_KEYS
 
     cells = batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level

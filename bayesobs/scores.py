@@ -360,6 +360,7 @@ class Scores(NamedTuple):
     search: pd.DataFrame | None = None
     search_accuracy: pd.DataFrame | None = None
     search_bias: pd.DataFrame | None = None
+    controls: pd.DataFrame | None = None  # METHOD §12: the anchoring control, not a factor
 
 
 def _composite(
@@ -736,8 +737,11 @@ def _magnitude_scores(
     bayesbench = _composite(
         subjects, acc_cells, nrmse, cue_groups, cue_vals, bcs_rows, bcs_vals, B, missing
     )
+    from .controls import controls_table, fit_controls
+
+    fits = fits_table(level_batch)
     return Scores(
-        fits=fits_table(level_batch),
+        fits=fits,
         evidence=evidence_table(level_batch),
         accuracy=accuracy,
         cue=cue,
@@ -756,4 +760,5 @@ def _magnitude_scores(
             B,
         ),
         missing=pd.DataFrame(missing, columns=["subject", "task", "component", "reason"]),
+        controls=controls_table(fit_controls(trials), fits),
     )

@@ -15,6 +15,10 @@ reliabilities.  It then answers as an observer over its own context window
   (``0.7 - w``), so ``w_prior`` falls under the ablations.
 * ``sim:kalman``: a Kalman filter over the context percepts and the current one.
 * ``sim:linear``: ``0.8 * percept + 0.2 * anchor`` with a fixed task anchor.
+* ``sim:anchor``: not Bayesian, sequential: ``(1 - a) * percept + a * previous
+  answer`` with ``a = 0.5`` (its own last reply in the chat history; the first
+  trial of a run, and every trial without history, answer the percept).  The
+  anchoring control of METHOD §12 identifies it.
 
 Every random draw is seeded by the subject seed and the trial identity, so a
 run is reproducible and a resumed run answers exactly as an uninterrupted one.
@@ -33,7 +37,8 @@ from ..stimuli import from_png
 from ..stimuli.maze import DIRS, UNIT_PX
 from .base import FatalSubjectError, Reply, Request, Turn
 
-KINDS = ("bayesian", "antibayes", "kalman", "linear")
+KINDS = ("bayesian", "antibayes", "kalman", "linear", "anchor")
+ANCHOR_WEIGHT = 0.5  # sim:anchor: weight on its own previous answer
 # perceptual noise SD per task as a fraction of a typical magnitude; image noise is larger
 SCALE = {
     "line_ratio": 0.5,
@@ -144,8 +149,20 @@ def _rng(*parts) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(h[:8], "little"))
 
 
+def _previous_answer(turns) -> float | None:
+    """The number in the last assistant turn of the history, or None (no history, no number)."""
+    for t in reversed(turns):
+        if t.role == "assistant":
+            try:
+                return float(t.text)
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
 class SimSubject:
-    """A simulated observer (``sim:bayesian``, ``sim:antibayes``, ``sim:kalman``, ``sim:linear``)."""
+    """A simulated observer (``sim:bayesian``, ``sim:antibayes``, ``sim:kalman``, ``sim:linear``,
+    ``sim:anchor``)."""
 
     def __init__(self, kind: str, seed: int = 0):
         if kind not in KINDS:
@@ -194,6 +211,10 @@ class SimSubject:
                 "numerosity": 30.0,
             }[task]
             y = 0.8 * m + 0.2 * anchor
+            return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
+        if self.kind == "anchor":
+            previous = _previous_answer(request.turns)
+            y = m if previous is None else (1 - ANCHOR_WEIGHT) * m + ANCHOR_WEIGHT * previous
             return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
         if self.kind == "kalman":
             mu, p = (context[0], v_m) if context else (m, math.inf)
