@@ -222,3 +222,55 @@ def anchoring_lines(controls: pd.DataFrame) -> list[str]:
             "its sequential evidence may be anchoring, not updating"
         )
     return lines
+
+
+def simulate_anchor(
+    a: float,
+    sigma: float,
+    x: np.ndarray,
+    run: np.ndarray | None = None,
+    log: bool = False,
+    eps: float | None = None,
+    rng=None,
+) -> np.ndarray:
+    """Draw responses of the anchoring observer (``anchor`` or, with ``log``, ``anchor_log``).
+
+    ``h(y_t) ~ Normal((1 - a) z_t + a h(y_{t-1}), sigma^2)`` inside each
+    session run, ``a = 0`` on the first trial of a run.
+
+    Parameters
+    ----------
+    a, sigma : float
+        Anchoring weight in [0, 1] and the noise SD (in log space for ``log``).
+    x : array
+        Stimuli in presentation order.
+    run : array, optional
+        Session-run label of each trial (default: one run).
+    log : bool
+        The log twin: ``h(v) = log(v + eps)``.
+    eps : float, optional
+        Log offset; default ``1e-3 * max(x)`` (METHOD §2).
+    rng : int or Generator, optional
+
+    Returns
+    -------
+    ndarray
+        Responses on the response scale.
+    """
+    from .observers.models import log_epsilon, pad_runs
+
+    rng = np.random.default_rng(rng)
+    x = np.asarray(x, dtype=float)
+    run = np.zeros(x.shape, dtype=int) if run is None else np.asarray(run)
+    eps = log_epsilon(x) if eps is None else eps
+    z = np.log(x + eps) if log else x
+    zp, _, groups = pad_runs(z, run)
+    noise = sigma * rng.standard_normal(zp.shape)
+    u = np.empty_like(zp)
+    u[:, 0] = zp[:, 0] + noise[:, 0]
+    for t in range(1, zp.shape[1]):
+        u[:, t] = (1 - a) * zp[:, t] + a * u[:, t - 1] + noise[:, t]
+    out = np.empty_like(z)
+    for i, idx in enumerate(groups):
+        out[idx] = u[i, : len(idx)]
+    return np.exp(out) - eps if log else out
