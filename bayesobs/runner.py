@@ -24,7 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from .ablations import Condition, blur_schedule, condition, system_prompt
+from .ablations import (
+    TEXT_NOISE_TASKS,
+    Condition,
+    blur_schedule,
+    condition,
+    degrade_text,
+    system_prompt,
+)
 from .errors import BayesobsInputError
 from .provenance import utc_now
 from .stimuli import TASKS, Stimulus, Task, get_task
@@ -221,6 +228,11 @@ def load_spec_checks(spec: dict, where: str) -> None:
             condition(c, spec.get("ablations"))
         except BayesobsInputError as exc:
             raise BayesobsInputError(f"{where}: {exc}") from None
+        if c == "noise_text" and spec["task"] not in TEXT_NOISE_TASKS:
+            raise BayesobsInputError(
+                f"{where}: noise_text degrades symbol runs and numbers of the text rendering; "
+                f"task {spec['task']} has none (use it with {', '.join(TEXT_NOISE_TASKS)})"
+            )
     try:
         check_modalities(spec["task"], spec.get("modalities", TASKS[spec["task"]].modalities[:1]))
     except BayesobsInputError as exc:
@@ -344,8 +356,12 @@ class Runner:
         self.report = RunReport()
         self._png: OrderedDict[tuple, bytes] = OrderedDict()  # (task, stimulus, blur) -> PNG
 
-    def _turn(self, sess: Session, stim: Stimulus, blur: float) -> Turn:
+    def _turn(self, sess: Session, stim: Stimulus, blur: float, t: int = 0) -> Turn:
         text = stim.text if sess.modality in ("text", "multimodal") else None
+        if text is not None and sess.cond.text_noise > 0:
+            # seeded by the run and trial: the same degraded text in every modality and subject
+            rng = np.random.default_rng(_seed(sess.seed, "noise_text", t, stim.key()))
+            text = degrade_text(text, sess.cond.text_noise, rng)
         if stim.prompt:  # a question that goes with the stimulus in every modality
             text = stim.prompt if text is None else f"{text}\n\n{stim.prompt}"
         png = None
@@ -367,7 +383,7 @@ class Runner:
         previous: list[float] = []
         for t, stim in enumerate(sess.stimuli):
             blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
-            user = self._turn(sess, stim, blur)
+            user = self._turn(sess, stim, blur, t)
             window = history[-sess.cond.context :] if sess.cond.context else []
             key = (*sess.key[:6], t)
             rec = self.store.done.get(key)
@@ -403,6 +419,7 @@ class Runner:
                     "range_low": sess.range[0],
                     "range_high": sess.range[1],
                     "blur_sigma": blur,
+                    "text_noise": sess.cond.text_noise if user.text is not None else 0.0,
                     "context_window": sess.cond.context,
                     "context_trials": [i for _, _, i in window],
                     "prompt_id": hashlib.sha256(system.encode()).hexdigest()[:12],

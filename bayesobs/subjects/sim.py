@@ -7,6 +7,9 @@ see in the image.  In multimodal trials it fuses the two percepts by their
 reliabilities.  It then answers as an observer over its own context window
 (the earlier stimuli in its chat history, perceived the same way):
 
+Smudges in a ``noise_text`` rendering tell it how degraded the text is, and
+its text noise grows with them, as its image noise grows with blur.
+
 * ``sim:bayesian``: precision-weighted average of the percept and a prior
   from the context (and from a numerical range in the system prompt); it
   trusts the prior more when told the data are noisy and when the context is
@@ -56,14 +59,14 @@ WORDS_PER_S = 2.6
 def read_text(task: str, text: str) -> float:
     """The value a careful reader gets from the ASCII / text rendering."""
     if task == "line_ratio":
-        lengths = [len(m) for m in re.findall(r"-+", text)]
+        lengths = [len(m) for m in re.findall(r"[-~]+", text)]  # ~: a smudge (noise_text)
         return min(lengths) / max(lengths)
     if task == "marker_location":
         line = next(ln for ln in text.splitlines() if "0" in ln).strip()
         return line.index("0") / (len(line) - 1)
     if task == "maze_distance":
         x = y = 0
-        for name, n in re.findall(r"(right|left|up|down) (\d+)", text):
+        for name, n in re.findall(r"(right|left|up|down) ~?(\d+)", text):
             dx, dy = DIRS[name]
             x, y = x + dx * int(n), y + dy * int(n)
         return math.hypot(x, y)
@@ -74,6 +77,21 @@ def read_text(task: str, text: str) -> float:
         turns = len(text.splitlines())
         return words / WORDS_PER_S + 0.4 * (turns - 1)
     raise ValueError(f"cannot read task {task!r}")
+
+
+def text_noise_level(text: str) -> float:
+    """The degradation a reader can see in a ``noise_text`` rendering: the share of smudges.
+
+    Smudges ``~`` replace characters of symbol runs and mark jittered numbers
+    (:func:`bayesobs.ablations.degrade_text`), each with probability ``s``;
+    their share among the run characters and numbers estimates ``s`` (0 for
+    clean text).
+    """
+    marked = len(re.findall(r"~(?=\d)", text))
+    smudges = text.count("~") - marked
+    numbers = sum(int(n) >= 1 for n in re.findall(r"(?<![\d.])\d+(?![\d.])", text))
+    units = text.count("-") + smudges + numbers
+    return (smudges + marked) / units if units else 0.0
 
 
 def _half_max_extent(profile: np.ndarray) -> tuple[float, float]:
@@ -180,6 +198,8 @@ class SimSubject:
         if turn.text is not None:
             v = read_text(task, turn.text)
             sd = TEXT_SD * (v if task in WEBER else scale)
+            # noise_text: two jittered lengths (or several moves) of relative SD ~ s
+            sd = math.hypot(sd, math.sqrt(2.0) * text_noise_level(turn.text) * abs(v))
             est.append(v + sd * _rng(self.seed, "text", turn.text, salt).standard_normal())
             var.append(sd * sd)
         if turn.png is not None:
