@@ -432,8 +432,17 @@ def cmd_design(args) -> int:
     if trials is not None and any(t < 2 for t in trials):
         raise BayesobsInputError(f"--trials must be whole numbers >= 2, not {args.trials!r}")
     shifts = _number_list(args.shifts, "--shifts")
-    res = design(args.spec, reps=args.reps, trials=trials, runs=args.runs, noise=args.noise,
-                 seed=args.seed, missing=args.missing, shifts=shifts, bootstrap=args.bootstrap)  # fmt: skip
+    res = design(
+        args.spec,
+        reps=args.reps,
+        trials=trials,
+        runs=args.runs,
+        noise=args.noise,
+        seed=args.seed,
+        missing=args.missing,
+        shifts=shifts,
+        bootstrap=args.bootstrap,
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     for name, table in res.items():
         _write_csv(table, args.out / f"{name}.csv")
@@ -443,8 +452,10 @@ def cmd_design(args) -> int:
         power_figure(res["power"]).savefig(args.out / "figures" / "power.png", dpi=110)
     print(design_summary(res["summary"]))
     total = float(res["timing"]["seconds"].iloc[-1])
-    print(f"\n{args.reps} replicate(s) per model in {total:.1f} s -> {args.out}/ "
-          f"({', '.join(res)}; figures/confusion.png)")  # fmt: skip
+    print(
+        f"\n{args.reps} replicate(s) per model in {total:.1f} s -> {args.out}/ "
+        f"({', '.join(res)}; figures/confusion.png)"
+    )
     return 0
 
 
@@ -790,15 +801,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--reps", type=int, default=50, help="simulated observers per model (default 50)"
     )
-    p.add_argument("--trials", metavar="N[,N...]", help="trials per session run, e.g. 20,40,80 "
-                   "(default: each spec's)")  # fmt: skip
+    p.add_argument(
+        "--trials",
+        metavar="N[,N...]",
+        help="trials per session run, e.g. 20,40,80 (default: each spec's)",
+    )
     p.add_argument("--runs", type=int, help="runs of each session type (default: each spec's)")
-    p.add_argument("--noise", type=float, default=0.1,
-                   help="response noise SD as a fraction of the mean session width (default 0.1)")  # fmt: skip
-    p.add_argument("--missing", type=float, default=0.0,
-                   help="fraction of responses missing at random (default 0)")  # fmt: skip
-    p.add_argument("--shifts", default="0,0.05,0.1,0.2",
-                   help="true w_prior shifts under the ablations for the BCS power (default 0,0.05,0.1,0.2)")  # fmt: skip
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.1,
+        help="response noise SD as a fraction of the mean session width (default 0.1)",
+    )
+    p.add_argument(
+        "--missing",
+        type=float,
+        default=0.0,
+        help="fraction of responses missing at random (default 0)",
+    )
+    p.add_argument(
+        "--shifts",
+        default="0,0.05,0.1,0.2",
+        help="true w_prior shifts under the ablations for the BCS power (default 0,0.05,0.1,0.2)",
+    )
     p.add_argument("--bootstrap", type=int, default=30, help="replicates behind s_p (default 30)")
     p.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     p.set_defaults(func=cmd_design)

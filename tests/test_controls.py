@@ -128,8 +128,21 @@ def test_fit_and_score_write_controls_csv(tmp_path):
     c = pd.read_csv(tmp_path / "f" / "controls.csv")
     assert list(c.columns[: len(CONTROL_COLUMNS)]) == list(CONTROL_COLUMNS)
     assert len(c) == 2
-    assert main(["score", str(path), "--out", str(tmp_path / "s"), "--bootstrap", "0",
-                 "--no-probe", "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "score",
+                str(path),
+                "--out",
+                str(tmp_path / "s"),
+                "--bootstrap",
+                "0",
+                "--no-probe",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     s = pd.read_csv(tmp_path / "s" / "controls.csv")
     pd.testing.assert_frame_equal(c, s)
     # never a factor: evidence has the four factors only
@@ -140,9 +153,28 @@ def test_fit_and_score_write_controls_csv(tmp_path):
 def test_sim_anchor_is_identified_and_sim_kalman_is_not(tmp_path):
     """120 trials (3 sessions x 40) of line_ratio in text: the control catches sim:anchor only."""
     out = tmp_path / "o"
-    assert main(["run", "line_ratio", "--subject", "sim:anchor", "--subject", "sim:kalman",
-                 "--modality", "text", "--condition", "base", "--trials", "40",
-                 "--out", str(out), "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "line_ratio",
+                "--subject",
+                "sim:anchor",
+                "--subject",
+                "sim:kalman",
+                "--modality",
+                "text",
+                "--condition",
+                "base",
+                "--trials",
+                "40",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     trials = normalize_trials(bayesobs.read_trials(out))
     table = controls_table(fit_controls(trials), fits_table(fit_batch(trials)))
     anchor = table[table["control"] == "anchor"].set_index("subject")

@@ -18,8 +18,23 @@ TABLES = ("confusion", "calibration", "factors", "recovery", "power", "controls"
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
     d = tmp_path_factory.mktemp("design") / "d"
-    assert main(["design", "tasks/bayesbench.toml", "--reps", "20", "--trials", "20,40,80",
-                 "--bootstrap", "20", "--out", str(d)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "design",
+                "tasks/bayesbench.toml",
+                "--reps",
+                "20",
+                "--trials",
+                "20,40,80",
+                "--bootstrap",
+                "20",
+                "--out",
+                str(d),
+            ]
+        )
+        == 0
+    )
     return d
 
 

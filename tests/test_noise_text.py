@@ -41,9 +41,10 @@ def test_strength_sets_the_jitter_and_the_visible_smudges(s):
     assert np.mean(a) == pytest.approx(50, abs=0.5)
     assert np.mean([text_noise_level(t) for t in texts]) == pytest.approx(s, rel=0.05)
     numbers = [
-        int(n) for t in (degrade_text(MAZE, s, rng) for _ in range(4000))
+        int(n)
+        for t in (degrade_text(MAZE, s, rng) for _ in range(4000))
         for n in re.findall(r"right ~?(\d+)", t)
-    ]  # fmt: skip
+    ]
     assert np.std(numbers) / 30 == pytest.approx(s, rel=0.1)
     assert text_noise_level(LINES) == 0.0
     # the simulated reader still reads the degraded text
@@ -53,8 +54,10 @@ def test_strength_sets_the_jitter_and_the_visible_smudges(s):
 
 def test_noise_text_is_refused_where_the_text_has_no_runs_or_numbers(tmp_path, capsys):
     spec = tmp_path / "d.toml"
-    spec.write_text('task = "duration"\nseed = 1\ntrials = 5\nconditions = ["noise_text"]\n'
-                    '[[sessions]]\nname = "s"\nrange = [2.0, 8.0]\n')  # fmt: skip
+    spec.write_text(
+        'task = "duration"\nseed = 1\ntrials = 5\nconditions = ["noise_text"]\n'
+        '[[sessions]]\nname = "s"\nrange = [2.0, 8.0]\n'
+    )
     assert main(["run", str(spec), "--subject", "sim:bayesian", "--out", str(tmp_path / "o")]) == 2
     assert "noise_text" in capsys.readouterr().err
 
@@ -71,10 +74,37 @@ def swept(tmp_path_factory):
         'conditions = ["base", "noise_text"]\n'
     )
     out = root / "run"
-    assert main(["sweep", str(proto), "--subject", "sim:bayesian", "--subject", "sim:linear",
-                 "--out", str(out), "--no-progress"]) == 0  # fmt: skip
-    assert main(["score", str(out), "--out", str(root / "score"), "--bootstrap", "10",
-                 "--no-probe", "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "sweep",
+                str(proto),
+                "--subject",
+                "sim:bayesian",
+                "--subject",
+                "sim:linear",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "score",
+                str(out),
+                "--out",
+                str(root / "score"),
+                "--bootstrap",
+                "10",
+                "--no-probe",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     return root
 
 
