@@ -29,7 +29,8 @@ space for the log variants, ``W`` the mean session width):
 * noise: ``sigma = noise * W`` (identity), ``sigma = noise * mean(width / midpoint)``
   of the sessions (log variants): the same relative noise on either scale.
 
-Stimuli are drawn uniformly in each session's range; a ``missing`` fraction
+Stimuli follow each session's distribution (uniform in its range unless the
+spec sets ``distribution``); a ``missing`` fraction
 of responses is set to NaN at random (they stay in the sequence, METHOD §2).
 The BCS power simulates a static observer (``w_prior ~ U(0.2, 0.6)`` in the
 base condition, ``w_prior + shift`` clipped to [0, 1] under the ablation, the
@@ -78,6 +79,7 @@ def _structure(spec_or_protocol, trials, runs) -> list[dict]:
             {
                 "task": spec["task"],
                 "sessions": [(s["name"], *map(float, s["range"])) for s in spec["sessions"]],
+                "options": [{**spec.get("options", {}), **s} for s in spec["sessions"]],
                 "trials": t_list,
                 "runs": n_runs,
                 "ablations": ablations,
@@ -106,12 +108,19 @@ def _draw_params(name: str, rng, c: float, s: float, c_log: float, s_log: float,
     return p
 
 
-def _stimuli(sessions, T: int, n_runs: int, rng):
-    """Stimuli, session names and run labels of one simulated cell (uniform in each range)."""
+def _stimuli(sessions, T: int, n_runs: int, rng, options=None):
+    """Stimuli, session names and run labels of one simulated cell.
+
+    Values follow each session's distribution (uniform unless the spec sets one).
+    """
+    from .stimuli.distributions import draw_values
+
     x, sess, run = [], [], []
-    for name, lo, hi in sessions:
+    options = options or [{}] * len(sessions)
+    for (name, lo, hi), opt in zip(sessions, options, strict=True):
         for r in range(n_runs):
-            x.append(rng.uniform(lo, hi, T))
+            uniform = opt.get("distribution", "uniform") == "uniform"
+            x.append(rng.uniform(lo, hi, T) if uniform else draw_values(rng, lo, hi, T, opt))
             sess += [name] * T
             run += [r] * T
     return np.concatenate(x), np.array(sess, dtype=object), np.repeat(np.arange(len(run) // T), T)
@@ -138,7 +147,7 @@ def simulate_design(
         for T in exp["trials"]:
             for name in TRUE_MODELS:
                 for rep in range(reps):
-                    x, sess, run = _stimuli(sessions, T, exp["runs"], rng)
+                    x, sess, run = _stimuli(sessions, T, exp["runs"], rng, exp["options"])
                     p = _draw_params(name, rng, c, s, c_log, s_log, sd, sd_log)
                     if name == "anchor":
                         y = simulate_anchor(p["a"], p["sigma"], x, run, rng=rng)
@@ -234,7 +243,7 @@ def simulate_power(
                         w0 = rng.uniform(0.2, 0.6)
                         subject = _SEP.join((ablation, f"T{T}", f"d{shift:g}", f"r{rep}"))
                         for cond, w in (("base", w0), (ablation, float(np.clip(w0 + shift, 0, 1)))):
-                            x, sess, run = _stimuli(sessions, T, exp["runs"], rng)
+                            x, sess, run = _stimuli(sessions, T, exp["runs"], rng, exp["options"])
                             y = simulate("static", {"w_prior": w, "sigma": sd}, x, run, rng=rng)
                             if missing > 0:
                                 y = np.where(rng.uniform(size=len(y)) < missing, np.nan, y)

@@ -35,6 +35,7 @@ from .ablations import (
 from .errors import BayesobsInputError
 from .provenance import utc_now
 from .stimuli import TASKS, Stimulus, Task, get_task
+from .stimuli.distributions import check_distribution, label, prior_mean
 from .store import ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Request, SubjectError, Turn, parse_subject
 from .trials import MODALITIES
@@ -154,7 +155,10 @@ def check_spec_values(spec: dict, where: str) -> None:
                 )
             for k, v in s.items():
                 if k not in ("name", "range") and isinstance(v, (int, float)):
-                    _finite(v, f"sessions[{i}].{k}")
+                    _finite(v, f"sessions[{i}].{k}", low=None if k == "mean" else 0.0)
+            check_distribution(
+                low, high, {**spec.get("options", {}), **s}, f"sessions[{i}] ({s['name']})"
+            )
         for table in ("options", "ablations"):
             values = spec.get(table, {})
             if not isinstance(values, dict):
@@ -265,6 +269,8 @@ class Session:
     blur: np.ndarray
     seed: int
     options: dict = field(default_factory=dict)
+    distribution: str = "uniform"  # the session's stimulus distribution, as logged
+    prior_mean: float | None = None  # its mean, for simulated observers (non-uniform only)
 
     @property
     def key(self) -> tuple:
@@ -311,13 +317,15 @@ def plan(
         for r in range(n_runs):
             seed = _seed(spec["seed"], task.name, sess["name"], r)
             stimuli = task.generate(np.random.default_rng(seed), low, high, n, options)
+            dist = label(low, high, options)
+            mean = None if dist == "uniform" else prior_mean(low, high, options)
             for c in cond_objs:
                 seq = stimuli[::-1] if c.reverse else stimuli
                 blur = blur_schedule(c, n, spec.get("ablations"))
                 for m in mods:
                     for subj in subjects:
                         out.append(Session(subj, task, m, c, sess["name"], r, (low, high), seq, blur, seed,
-                                           spec.get("ablations") or {}))  # fmt: skip
+                                           spec.get("ablations") or {}, dist, mean))  # fmt: skip
     return out
 
 
@@ -398,6 +406,8 @@ class Runner:
                     )
                 )
                 meta.update(trial=t, seed=sess.seed)
+                if sess.prior_mean is not None:  # the session's true prior mean (sim observers)
+                    meta["prior_mean"] = sess.prior_mean
                 try:
                     reply = await subject.complete(Request(system, turns, meta))
                 except SubjectError as exc:
@@ -420,6 +430,7 @@ class Runner:
                     "range_high": sess.range[1],
                     "blur_sigma": blur,
                     "text_noise": sess.cond.text_noise if user.text is not None else 0.0,
+                    "distribution": sess.distribution,
                     "context_window": sess.cond.context,
                     "context_trials": [i for _, _, i in window],
                     "prompt_id": hashlib.sha256(system.encode()).hexdigest()[:12],

@@ -7,6 +7,10 @@ see in the image.  In multimodal trials it fuses the two percepts by their
 reliabilities.  It then answers as an observer over its own context window
 (the earlier stimuli in its chat history, perceived the same way):
 
+In a session with a non-uniform stimulus distribution the static-Bayes
+observers centre their prior on its true mean (the runner passes it), not
+on the mean of their context.
+
 Smudges in a ``noise_text`` rendering tell it how degraded the text is, and
 its text noise grows with them, as its image noise grows with blur.
 
@@ -254,8 +258,11 @@ class SimSubject:
             )  # less sure with a short window
             if "Bayesian observer" in request.system:
                 var_p *= 0.5  # told the data are noisy: trust the prior more
+            # a non-uniform session tells its true prior mean (request.meta["prior_mean"]);
+            # otherwise the context's mean stands for it
+            centre = float(meta.get("prior_mean", np.mean(context)))
             prior_prec += 1 / var_p
-            prior_sum += float(np.mean(context)) / var_p
+            prior_sum += centre / var_p
         num = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
         rng_match = re.search(rf"range of {num} to {num}", request.system)
         if rng_match:
