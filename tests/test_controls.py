@@ -200,3 +200,20 @@ def test_a_strongly_sequential_kalman_observer_is_not_anchoring():
     table = controls_table(fit_controls(trials), fits_table(fit_batch(trials)))
     row = table[table["control"] == "anchor"].iloc[0]
     assert row["delta_aic_kalman"] > 10 and not row["beats_kalman"]
+
+
+def test_report_shows_the_context_none_control_and_anchoring(tmp_path):
+    from bayesobs.report.html import sequential_control_table
+
+    out = tmp_path / "o"
+    argv = ["run", "line_ratio", "--subject", "sim:anchor", "--modality", "text"]
+    argv += ["--condition", "base", "--condition", "context_none", "--trials", "40"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--bootstrap", "0"]) == 0
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "In-context learning control" in page
+    assert "Anchoring control" in page and "sim:anchor / line_ratio / text / base" in page
+    ev = pd.read_csv(next((tmp_path / "rep").rglob("evidence.csv")))
+    t = sequential_control_table(ev)
+    assert list(t.columns) == ["subject", "task", "modality", "base", "context_none"]
+    assert len(t) == 1
