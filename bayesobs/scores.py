@@ -752,6 +752,8 @@ def _magnitude_scores(
     bcs_extra = extra_ablations(batch.cells, w_prior)
     for abl in EXTRA_ABLATIONS:  # extra columns, after every other; never summed into bcs
         e = bcs_extra[bcs_extra["ablation"] == abl][["subject", "task", "s", "s_p"]]
+        if e.empty:  # only where the trials hold that ablation
+            continue
         e = e.rename(columns={"s": f"s_{abl}", "s_p": f"s_p_{abl}"})
         bcs_tasks = bcs_tasks.merge(e, on=["subject", "task"], how="left")
     missing = list(degenerate)
