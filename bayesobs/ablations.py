@@ -1,4 +1,4 @@
-"""Conditions: steering prompts, blur schedules, context windows, order reversal.
+"""Conditions: steering prompts, blur schedules, text noise, context windows, order reversal.
 
 Condition names are a contract (DESIGN.md).  Numbers below are defaults that a
 task spec may override in its ``[ablations]`` table.
@@ -6,6 +6,7 @@ task spec may override in its ``[ablations]`` table.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +21,13 @@ DEFAULTS = {
     "blur_max_sigma": 6.0,  # noise_gradual: sigma rises linearly from 0 to this over a session
     "steer_window": 10,  # steer_numeric/steer_biased: range of this many previous stimuli
     "steer_bias": 0.5,  # steer_biased: range shifted up by this fraction of the session range
+    "text_noise": 0.1,  # noise_text: relative jitter of symbol runs and numbers (strength s)
 }
+# noise_text degrades runs of a repeated symbol and whole numbers: tasks whose text has them
+TEXT_NOISE_TASKS = ("line_ratio", "marker_location", "maze_distance")
+SMUDGE = "~"
+_RUN = re.compile(r"([^\w\s~])\1+")
+_NUMBER = re.compile(r"(?<![\d.])\d+(?![\d.])")
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,7 @@ class Condition:
     steering: str | None = None  # None, "verbal", "numeric", "biased"
     blur: str | None = None  # None, "constant", "gradual"
     reverse: bool = False
+    text_noise: float = 0.0  # noise_text: strength of the text degradation
 
 
 def condition(name: str, options: dict | None = None) -> Condition:
@@ -44,6 +52,7 @@ def condition(name: str, options: dict | None = None) -> Condition:
         "steer_biased": Condition("steer_biased", o["context"], steering="biased"),
         "noise_constant": Condition("noise_constant", o["context"], blur="constant"),
         "noise_gradual": Condition("noise_gradual", o["context"], blur="gradual"),
+        "noise_text": Condition("noise_text", o["context"], text_noise=float(o["text_noise"])),
         "context_short": Condition("context_short", o["context_short"]),
         "context_long": Condition("context_long", o["context_long"]),
         "context_reversed": Condition("context_reversed", o["context"], reverse=True),
@@ -62,6 +71,40 @@ def blur_schedule(cond: Condition, n: int, options: dict | None = None) -> np.nd
     if cond.blur == "gradual":
         return np.linspace(0.0, float(o["blur_max_sigma"]), n) if n > 1 else np.zeros(n)
     return np.zeros(n)
+
+
+def degrade_text(text: str, strength: float, rng: np.random.Generator) -> str:
+    """The ``noise_text`` rendering: measurement noise in the text modality, as blur is for images.
+
+    With strength ``s``:
+
+    * every run of a repeated symbol (``-----``) has its length multiplied by
+      ``1 + s * N(0, 1)`` (rounded, at least 1), and each of its characters
+      becomes a smudge ``~`` with probability ``min(s, 0.9)``;
+    * every whole number ``n >= 1`` becomes ``round(n * (1 + s * N(0, 1)))``
+      (at least 1), written ``~n`` with probability ``min(s, 0.9)``.
+
+    The smudges make the degradation visible (a reader can tell how noisy the
+    text is, as blur can be seen); other characters are untouched, so the
+    text keeps its format.  ``s = 0`` returns ``text`` unchanged.
+    """
+    if strength <= 0:
+        return text
+    p = min(strength, 0.9)
+
+    def run(m: re.Match) -> str:
+        n = max(1, round(len(m.group(0)) * (1 + strength * rng.standard_normal())))
+        smudged = rng.uniform(size=n) < p
+        return "".join(SMUDGE if sm else m.group(1) for sm in smudged)
+
+    def number(m: re.Match) -> str:
+        n = int(m.group(0))
+        if n < 1:
+            return m.group(0)
+        n = max(1, round(n * (1 + strength * rng.standard_normal())))
+        return (SMUDGE if rng.uniform() < p else "") + str(n)
+
+    return _NUMBER.sub(number, _RUN.sub(run, text))
 
 
 def _fmt(v: float) -> str:

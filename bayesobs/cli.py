@@ -192,6 +192,9 @@ def cmd_fit(args) -> int:
     _write_csv(fits_table(batch), args.out / "fits.csv")
     _write_csv(evidence_table(batch), args.out / "evidence.csv")
     _write_csv(batch.cells, args.out / "cells.csv")
+    from .controls import controls_table, fit_controls
+
+    _write_csv(controls_table(fit_controls(trials), fits_table(batch)), args.out / "controls.csv")
     from .trials import CELL_KEYS
 
     cells = batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
@@ -376,6 +379,62 @@ def cmd_simulate(args) -> int:
     path = write_trials(trials, args.out)
     print(f"wrote {len(trials)} simulated trials ({args.subjects} subject(s)) -> {path}")
     return 0
+
+
+def _number_list(text: str, what: str, kind=float) -> list:
+    """``"20,40,80"`` -> ``[20, 40, 80]``; a bad entry is one clear error."""
+    try:
+        values = [kind(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        raise BayesobsInputError(
+            f"{what} takes comma-separated {'whole ' if kind is int else ''}numbers, not {text!r}"
+        ) from None
+    if not values:
+        raise BayesobsInputError(f"{what} is empty")
+    return values
+
+
+def cmd_design(args) -> int:
+    from .design import confusion_figure, design, power_figure
+
+    trials = _number_list(args.trials, "--trials", int) if args.trials else None
+    if trials is not None and any(t < 2 for t in trials):
+        raise BayesobsInputError(f"--trials must be whole numbers >= 2, not {args.trials!r}")
+    shifts = _number_list(args.shifts, "--shifts")
+    res = design(
+        args.spec,
+        reps=args.reps,
+        trials=trials,
+        runs=args.runs,
+        noise=args.noise,
+        seed=args.seed,
+        missing=args.missing,
+        shifts=shifts,
+        bootstrap=args.bootstrap,
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, table in res.items():
+        _write_csv(table, args.out / f"{name}.csv")
+    (args.out / "figures").mkdir(exist_ok=True)
+    confusion_figure(res["confusion"]).savefig(args.out / "figures" / "confusion.png", dpi=110)
+    if len(res["power"]):
+        power_figure(res["power"]).savefig(args.out / "figures" / "power.png", dpi=110)
+    print(design_summary(res["summary"]))
+    total = float(res["timing"]["seconds"].iloc[-1])
+    print(
+        f"\n{args.reps} replicate(s) per model in {total:.1f} s -> {args.out}/ "
+        f"({', '.join(res)}; figures/confusion.png)"
+    )
+    return 0
+
+
+def design_summary(summary) -> str:
+    """Plain-text table of ``summary.csv``: one line per trial count."""
+    cols = [c for c in summary.columns if c != "trials"]
+    lines = ["trials  " + "  ".join(f"{c:>14}" for c in cols)]
+    for r in summary.itertuples(index=False):
+        lines.append(f"{r[0]:>6}  " + "  ".join(f"{v:>14.3f}" for v in r[1:]))
+    return "\n".join(lines)
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -700,6 +759,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=1, help="runs per session type (default 1)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser(
+        "design",
+        help="before running: model recovery, factor calibration and BCS power of a spec or protocol",
+    )
+    p.add_argument("spec", metavar="SPEC_OR_PROTOCOL", help="e.g. tasks/bayesbench.toml")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder")
+    p.add_argument(
+        "--reps", type=int, default=50, help="simulated observers per model (default 50)"
+    )
+    p.add_argument(
+        "--trials",
+        metavar="N[,N...]",
+        help="trials per session run, e.g. 20,40,80 (default: each spec's)",
+    )
+    p.add_argument("--runs", type=int, help="runs of each session type (default: each spec's)")
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.1,
+        help="response noise SD as a fraction of the mean session width (default 0.1)",
+    )
+    p.add_argument(
+        "--missing",
+        type=float,
+        default=0.0,
+        help="fraction of responses missing at random (default 0)",
+    )
+    p.add_argument(
+        "--shifts",
+        default="0,0.05,0.1,0.2",
+        help="true w_prior shifts under the ablations for the BCS power (default 0,0.05,0.1,0.2)",
+    )
+    p.add_argument("--bootstrap", type=int, default=30, help="replicates behind s_p (default 30)")
+    p.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    p.set_defaults(func=cmd_design)
     return parser
 
 

@@ -24,10 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from .ablations import Condition, blur_schedule, condition, system_prompt
+from .ablations import (
+    TEXT_NOISE_TASKS,
+    Condition,
+    blur_schedule,
+    condition,
+    degrade_text,
+    system_prompt,
+)
 from .errors import BayesobsInputError
 from .provenance import utc_now
 from .stimuli import TASKS, Stimulus, Task, get_task
+from .stimuli.distributions import check_distribution, label, prior_mean
 from .store import ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Request, SubjectError, Turn, parse_subject
 from .trials import MODALITIES
@@ -147,7 +155,10 @@ def check_spec_values(spec: dict, where: str) -> None:
                 )
             for k, v in s.items():
                 if k not in ("name", "range") and isinstance(v, (int, float)):
-                    _finite(v, f"sessions[{i}].{k}")
+                    _finite(v, f"sessions[{i}].{k}", low=None if k == "mean" else 0.0)
+            check_distribution(
+                low, high, {**spec.get("options", {}), **s}, f"sessions[{i}] ({s['name']})"
+            )
         for table in ("options", "ablations"):
             values = spec.get(table, {})
             if not isinstance(values, dict):
@@ -221,6 +232,11 @@ def load_spec_checks(spec: dict, where: str) -> None:
             condition(c, spec.get("ablations"))
         except BayesobsInputError as exc:
             raise BayesobsInputError(f"{where}: {exc}") from None
+        if c == "noise_text" and spec["task"] not in TEXT_NOISE_TASKS:
+            raise BayesobsInputError(
+                f"{where}: noise_text degrades symbol runs and numbers of the text rendering; "
+                f"task {spec['task']} has none (use it with {', '.join(TEXT_NOISE_TASKS)})"
+            )
     try:
         check_modalities(spec["task"], spec.get("modalities", TASKS[spec["task"]].modalities[:1]))
     except BayesobsInputError as exc:
@@ -253,6 +269,8 @@ class Session:
     blur: np.ndarray
     seed: int
     options: dict = field(default_factory=dict)
+    distribution: str = "uniform"  # the session's stimulus distribution, as logged
+    prior_mean: float | None = None  # its mean, for simulated observers (non-uniform only)
 
     @property
     def key(self) -> tuple:
@@ -299,13 +317,15 @@ def plan(
         for r in range(n_runs):
             seed = _seed(spec["seed"], task.name, sess["name"], r)
             stimuli = task.generate(np.random.default_rng(seed), low, high, n, options)
+            dist = label(low, high, options)
+            mean = None if dist == "uniform" else prior_mean(low, high, options)
             for c in cond_objs:
                 seq = stimuli[::-1] if c.reverse else stimuli
                 blur = blur_schedule(c, n, spec.get("ablations"))
                 for m in mods:
                     for subj in subjects:
                         out.append(Session(subj, task, m, c, sess["name"], r, (low, high), seq, blur, seed,
-                                           spec.get("ablations") or {}))  # fmt: skip
+                                           spec.get("ablations") or {}, dist, mean))  # fmt: skip
     return out
 
 
@@ -346,8 +366,12 @@ class Runner:
         self.report = RunReport()
         self._png: OrderedDict[tuple, bytes] = OrderedDict()  # (task, stimulus, blur) -> PNG
 
-    def _turn(self, sess: Session, stim: Stimulus, blur: float) -> Turn:
+    def _turn(self, sess: Session, stim: Stimulus, blur: float, t: int = 0) -> Turn:
         text = stim.text if sess.modality in ("text", "multimodal") else None
+        if text is not None and sess.cond.text_noise > 0:
+            # seeded by the run and trial: the same degraded text in every modality and subject
+            rng = np.random.default_rng(_seed(sess.seed, "noise_text", t, stim.key()))
+            text = degrade_text(text, sess.cond.text_noise, rng)
         if stim.prompt:  # a question that goes with the stimulus in every modality
             text = stim.prompt if text is None else f"{text}\n\n{stim.prompt}"
         png = None
@@ -369,7 +393,7 @@ class Runner:
         previous: list[float] = []
         for t, stim in enumerate(sess.stimuli):
             blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
-            user = self._turn(sess, stim, blur)
+            user = self._turn(sess, stim, blur, t)
             window = history[-sess.cond.context :] if sess.cond.context else []
             key = (*sess.key[:6], t)
             rec = self.store.done.get(key)
@@ -384,6 +408,8 @@ class Runner:
                     )
                 )
                 meta.update(trial=t, seed=sess.seed)
+                if sess.prior_mean is not None:  # the session's true prior mean (sim observers)
+                    meta["prior_mean"] = sess.prior_mean
                 try:
                     reply = await subject.complete(Request(system, turns, meta))
                 except SubjectError as exc:
@@ -406,6 +432,8 @@ class Runner:
                     "range_low": sess.range[0],
                     "range_high": sess.range[1],
                     "blur_sigma": blur,
+                    "text_noise": sess.cond.text_noise if user.text is not None else 0.0,
+                    "distribution": sess.distribution,
                     "context_window": sess.cond.context,
                     "context_trials": [i for _, _, i in window],
                     "prompt_id": hashlib.sha256(system.encode()).hexdigest()[:12],

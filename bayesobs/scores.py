@@ -38,6 +38,9 @@ BCS_ABLATIONS: dict[str, str] = {
     "noise_gradual": "image",
     "context_long": "multimodal",
 }
+# Ablations scored like the BCS ablations but never inside the paper's 15 pairs:
+# ablation -> modality its w_prior is measured in (bcs_extra.csv, extra bcs_tasks columns).
+EXTRA_ABLATIONS: dict[str, str] = {"noise_text": "text"}
 PRIOR_DOMINANT = 0.9
 NRMSE_MAX = 2.0
 BCS_MAX = 15.0
@@ -229,6 +232,36 @@ def bcs_batch(cells: pd.DataFrame, w_prior: np.ndarray):
     return out, values, pd.DataFrame(missing, columns=["subject", "task", "component", "reason"])
 
 
+def extra_ablations(cells: pd.DataFrame, w_prior: np.ndarray) -> pd.DataFrame:
+    """``bcs_extra.csv``: the :data:`EXTRA_ABLATIONS` scored like a BCS ablation.
+
+    One row per ``(subject, task, ablation)`` with both the ablation and the
+    base cell in the ablation's modality: ``w_base``, ``w_ablation``,
+    ``delta_w``, the paper's sign ``s`` and ``s_p`` (METHOD §9; NaN without
+    replicates).  These never enter the BCS, ``C`` or ``S``.
+    """
+    index = {tuple(r): i for i, r in enumerate(cells[list(CELL_KEYS)].itertuples(index=False))}
+    rows, wb, wa = [], [], []
+    for subject, task in cells[["subject", "task"]].drop_duplicates().itertuples(index=False):
+        for abl, mod in EXTRA_ABLATIONS.items():
+            i_base = index.get((subject, task, mod, "base"))
+            i_abl = index.get((subject, task, mod, abl))
+            if i_base is not None and i_abl is not None:
+                rows.append((subject, task, abl, mod))
+                wb.append(w_prior[i_base])
+                wa.append(w_prior[i_abl])
+    out = pd.DataFrame(rows, columns=["subject", "task", "ablation", "modality"])
+    R = w_prior.shape[1]
+    wb = np.array(wb).reshape(-1, R)
+    wa = np.array(wa).reshape(-1, R)
+    out["w_base"] = wb[:, 0]
+    out["w_ablation"] = wa[:, 0]
+    out["delta_w"] = wa[:, 0] - wb[:, 0]
+    out["s"] = sign_score(wb[:, 0], wa[:, 0])
+    out["s_p"] = sign_probability(wb[:, 1:], wa[:, 1:])
+    return out
+
+
 def sign_score(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
     """``s_a``: 0 if ``w_ablation > 0.9``, else +1 if it did not fall, else -1; NaN if unknown."""
     w_base = np.asarray(w_base, dtype=float)
@@ -360,6 +393,8 @@ class Scores(NamedTuple):
     search: pd.DataFrame | None = None
     search_accuracy: pd.DataFrame | None = None
     search_bias: pd.DataFrame | None = None
+    controls: pd.DataFrame | None = None  # METHOD §12: the anchoring control, not a factor
+    bcs_extra: pd.DataFrame | None = None  # noise_text and other ablations outside the BCS
 
     def to_folder(self, out) -> list[str]:
         """Write every computed table as ``out/NAME.csv``; returns the names written.
@@ -751,6 +786,13 @@ def _magnitude_scores(
     bcs_tasks["bcs_p"] = [
         float(_nansum_or_nan(bcs_vals["s_p"][codes == i])) for i in range(len(groups))
     ]
+    bcs_extra = extra_ablations(batch.cells, w_prior)
+    for abl in EXTRA_ABLATIONS:  # extra columns, after every other; never summed into bcs
+        e = bcs_extra[bcs_extra["ablation"] == abl][["subject", "task", "s", "s_p"]]
+        if e.empty:  # only where the trials hold that ablation
+            continue
+        e = e.rename(columns={"s": f"s_{abl}", "s_p": f"s_p_{abl}"})
+        bcs_tasks = bcs_tasks.merge(e, on=["subject", "task"], how="left")
     missing = list(degenerate)
     missing += [tuple(r) for r in bcs_missing.itertuples(index=False)]
     for r in cue_missing.itertuples(index=False):
@@ -773,8 +815,11 @@ def _magnitude_scores(
     bayesbench = _composite(
         subjects, acc_cells, nrmse, cue_groups, cue_vals, bcs_rows, bcs_vals, B, missing
     )
+    from .controls import controls_table, fit_controls
+
+    fits = fits_table(level_batch)
     return Scores(
-        fits=fits_table(level_batch),
+        fits=fits,
         evidence=evidence_table(level_batch),
         accuracy=accuracy,
         cue=cue,
@@ -793,4 +838,6 @@ def _magnitude_scores(
             B,
         ),
         missing=pd.DataFrame(missing, columns=["subject", "task", "component", "reason"]),
+        controls=controls_table(fit_controls(trials), fits),
+        bcs_extra=bcs_extra,
     )

@@ -261,6 +261,7 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
                      "(68% bootstrap intervals).", imgs))  # fmt: skip
 
     head = _leaderboard_html(res.bayesbench, res.missing)
+    head += _sequential_controls_html(res)
     if not res.bcs_tasks.empty:
         col = "bcs_mean" if "bcs_mean" in res.bcs_tasks else "bcs"
         head += [
@@ -283,6 +284,46 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
                 ),
             ]
     return head, sections
+
+
+def sequential_control_table(evidence: pd.DataFrame) -> pd.DataFrame:
+    """P(sequential) of base beside ``context_none`` per subject, task and modality.
+
+    ``context_none`` shows every trial alone: sequential evidence that survives
+    there cannot come from in-context learning.  Empty without such cells.
+    """
+    cols = ["subject", "task", "modality", "base", "context_none"]
+    if evidence is None or evidence.empty or "context_none" not in set(evidence["condition"]):
+        return pd.DataFrame(columns=cols)
+    e = evidence[
+        (evidence["factor"] == "sequential") & evidence["condition"].isin(["base", "context_none"])
+    ]
+    t = e.pivot_table(
+        index=["subject", "task", "modality"], columns="condition", values="p", aggfunc="first"
+    )
+    t = t.reindex(columns=["base", "context_none"]).reset_index()
+    t.columns.name = None
+    return t[cols]
+
+
+def _sequential_controls_html(res: Scores) -> list[str]:
+    """The in-context-learning control (base vs context_none) and anchoring lines."""
+    from ..controls import anchoring_lines
+
+    out = []
+    table = sequential_control_table(res.evidence)
+    if len(table):
+        out += [
+            "<h2>In-context learning control</h2>",
+            "<p>P(sequential) with the rolling context (base) beside every trial shown alone "
+            "(context_none).</p>",
+            _table_html(table, 2),
+        ]
+    lines = anchoring_lines(res.controls)
+    if lines:
+        items = "".join(f"<li>{html.escape(x)}</li>" for x in lines)
+        out.append(f"<h2>Anchoring control</h2><ul class=warn>{items}</ul>")
+    return out
 
 
 def _leaderboard_html(bayesbench: pd.DataFrame, missing: pd.DataFrame | None) -> list[str]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import BayesobsInputError
 from .base import Stimulus, Task
+from .distributions import draw_value
 
 MAX_PAUSE_S = 3.0  # no silence longer than this inside an extract (it would be invisible in text)
 NITE = "{http://nite.sourceforge.net/}"
@@ -177,7 +178,7 @@ class Duration(Task):
         out = []
         for _ in range(n):
             for _attempt in range(500):
-                target = rng.uniform(low, high)
+                target = draw_value(rng, low, high, options)
                 name = names[int(rng.integers(len(names)))]
                 words = meetings[name]
                 start = int(rng.integers(len(words)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Stimulus, Task, canvas, hline
+from .distributions import draw_value
 
 PX_PER_CHAR = 6
 
@@ -14,15 +15,20 @@ def _chars(rng, options: dict, lo: int, hi: int) -> int:
     return int(rng.integers(options.get("min_chars", lo), options.get("max_chars", hi) + 1))
 
 
-def quantised(rng, low: float, high: float, denom: int, smallest: int = 0) -> int:
-    """An integer ``k`` with ``k / denom`` drawn uniformly in ``[low, high]`` and rounded.
+def quantised(
+    rng, low: float, high: float, denom: int, smallest: int = 0, options: dict | None = None
+) -> int:
+    """An integer ``k`` with ``k / denom`` drawn in ``[low, high]`` and rounded.
 
-    ``k`` is kept among the integers whose ratio lies in the range (and at
-    least ``smallest``), so the shown value never leaves the session range.
+    The value is drawn from the session's distribution (``options``, default
+    uniform; :mod:`bayesobs.stimuli.distributions`).  ``k`` is kept among the
+    integers whose ratio lies in the range (and at least ``smallest``), so the
+    shown value never leaves the session range.
     """
     lo = max(smallest, int(np.ceil(low * denom)))
     hi = min(denom, int(np.floor(high * denom)))
-    return int(np.clip(round(rng.uniform(low, high) * denom), lo, max(lo, hi)))
+    value = draw_value(rng, low, high, options or {})
+    return int(np.clip(round(value * denom), lo, max(lo, hi)))
 
 
 class LineRatio(Task):
@@ -39,7 +45,7 @@ class LineRatio(Task):
         out = []
         for _ in range(n):
             long_chars = _chars(rng, options, 30, 60)
-            short = quantised(rng, low, high, long_chars, smallest=1)
+            short = quantised(rng, low, high, long_chars, smallest=1, options=options)
             top_is_long = bool(rng.integers(2))
             lengths = (long_chars, short) if top_is_long else (short, long_chars)
             margin = self.width - 2 * 15 - long_chars * PX_PER_CHAR
@@ -82,7 +88,7 @@ class MarkerLocation(Task):
         out = []
         for _ in range(n):
             chars = _chars(rng, options, 41, 71)
-            pos = quantised(rng, low, high, chars - 1)
+            pos = quantised(rng, low, high, chars - 1, options=options)
             text = "-" * pos + "0" + "-" * (chars - 1 - pos)
             margin = self.width - 40 - (chars - 1) * PX_PER_CHAR
             off = int(rng.integers(0, max(1, margin) + 1))

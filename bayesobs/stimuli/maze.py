@@ -15,6 +15,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from .base import Stimulus, Task, canvas, disc, hline, segment
+from .distributions import draw_value
 
 UNIT_PX = 20
 DIRS = {"right": (1, 0), "up": (0, 1), "left": (-1, 0), "down": (0, -1)}
@@ -79,7 +80,7 @@ class MazeDistance(Task):
         out = []
         max_extent = (self.size - 80) // UNIT_PX
         for _ in range(n):
-            target = rng.uniform(low, high)
+            target = draw_value(rng, low, high, options)
             best = None
             for _attempt in range(150):
                 runs = int(rng.integers(3, 9))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Stimulus, Task, canvas, disc
+from .distributions import draw_value
 
 SIZE = 400
 GRID = 24
@@ -31,9 +32,11 @@ class Numerosity(Task):
         out = []
         cell = SIZE / GRID
         for _ in range(n):
-            count = int(
-                np.clip(round(np.exp(rng.uniform(np.log(low), np.log(high)))), max(1, low), high)
-            )
+            if options.get("distribution", "uniform") == "uniform":  # log-uniform, as ever
+                value = np.exp(rng.uniform(np.log(low), np.log(high)))
+            else:
+                value = draw_value(rng, low, high, options)
+            count = int(np.clip(round(value), max(1, low), high))
             cells = rng.choice(GRID * GRID, size=count, replace=False)
             gy, gx = np.divmod(cells, GRID)
             # jitter within the cell, keeping dots inside it: centres >= 2 * RADIUS + 4 px apart

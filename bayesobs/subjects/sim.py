@@ -7,6 +7,13 @@ see in the image.  In multimodal trials it fuses the two percepts by their
 reliabilities.  It then answers as an observer over its own context window
 (the earlier stimuli in its chat history, perceived the same way):
 
+In a session with a non-uniform stimulus distribution the static-Bayes
+observers centre their prior on its true mean (the runner passes it), not
+on the mean of their context.
+
+Smudges in a ``noise_text`` rendering tell it how degraded the text is, and
+its text noise grows with them, as its image noise grows with blur.
+
 * ``sim:bayesian``: precision-weighted average of the percept and a prior
   from the context (and from a numerical range in the system prompt); it
   trusts the prior more when told the data are noisy and when the context is
@@ -15,6 +22,10 @@ reliabilities.  It then answers as an observer over its own context window
   (``0.7 - w``), so ``w_prior`` falls under the ablations.
 * ``sim:kalman``: a Kalman filter over the context percepts and the current one.
 * ``sim:linear``: ``0.8 * percept + 0.2 * anchor`` with a fixed task anchor.
+* ``sim:anchor``: not Bayesian, sequential: ``(1 - a) * percept + a * previous
+  answer`` with ``a = 0.5`` (its own last reply in the chat history; the first
+  trial of a run, and every trial without history, answer the percept).  The
+  anchoring control of METHOD §12 identifies it.
 
 Every random draw is seeded by the subject seed and the trial identity, so a
 run is reproducible and a resumed run answers exactly as an uninterrupted one.
@@ -33,7 +44,8 @@ from ..stimuli import from_png
 from ..stimuli.maze import DIRS, UNIT_PX
 from .base import FatalSubjectError, Reply, Request, Turn
 
-KINDS = ("bayesian", "antibayes", "kalman", "linear")
+KINDS = ("bayesian", "antibayes", "kalman", "linear", "anchor")
+ANCHOR_WEIGHT = 0.5  # sim:anchor: weight on its own previous answer
 # perceptual noise SD per task as a fraction of a typical magnitude; image noise is larger
 SCALE = {
     "line_ratio": 0.5,
@@ -51,14 +63,14 @@ WORDS_PER_S = 2.6
 def read_text(task: str, text: str) -> float:
     """The value a careful reader gets from the ASCII / text rendering."""
     if task == "line_ratio":
-        lengths = [len(m) for m in re.findall(r"-+", text)]
+        lengths = [len(m) for m in re.findall(r"[-~]+", text)]  # ~: a smudge (noise_text)
         return min(lengths) / max(lengths)
     if task == "marker_location":
         line = next(ln for ln in text.splitlines() if "0" in ln).strip()
         return line.index("0") / (len(line) - 1)
     if task == "maze_distance":
         x = y = 0
-        for name, n in re.findall(r"(right|left|up|down) (\d+)", text):
+        for name, n in re.findall(r"(right|left|up|down) ~?(\d+)", text):
             dx, dy = DIRS[name]
             x, y = x + dx * int(n), y + dy * int(n)
         return math.hypot(x, y)
@@ -69,6 +81,21 @@ def read_text(task: str, text: str) -> float:
         turns = len(text.splitlines())
         return words / WORDS_PER_S + 0.4 * (turns - 1)
     raise ValueError(f"cannot read task {task!r}")
+
+
+def text_noise_level(text: str) -> float:
+    """The degradation a reader can see in a ``noise_text`` rendering: the share of smudges.
+
+    Smudges ``~`` replace characters of symbol runs and mark jittered numbers
+    (:func:`bayesobs.ablations.degrade_text`), each with probability ``s``;
+    their share among the run characters and numbers estimates ``s`` (0 for
+    clean text).
+    """
+    marked = len(re.findall(r"~(?=\d)", text))
+    smudges = text.count("~") - marked
+    numbers = sum(int(n) >= 1 for n in re.findall(r"(?<![\d.])\d+(?![\d.])", text))
+    units = text.count("-") + smudges + numbers
+    return (smudges + marked) / units if units else 0.0
 
 
 def _half_max_extent(profile: np.ndarray) -> tuple[float, float]:
@@ -144,8 +171,20 @@ def _rng(*parts) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(h[:8], "little"))
 
 
+def _previous_answer(turns) -> float | None:
+    """The number in the last assistant turn of the history, or None (no history, no number)."""
+    for t in reversed(turns):
+        if t.role == "assistant":
+            try:
+                return float(t.text)
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
 class SimSubject:
-    """A simulated observer (``sim:bayesian``, ``sim:antibayes``, ``sim:kalman``, ``sim:linear``)."""
+    """A simulated observer (``sim:bayesian``, ``sim:antibayes``, ``sim:kalman``, ``sim:linear``,
+    ``sim:anchor``)."""
 
     def __init__(self, kind: str, seed: int = 0):
         if kind not in KINDS:
@@ -163,6 +202,8 @@ class SimSubject:
         if turn.text is not None:
             v = read_text(task, turn.text)
             sd = TEXT_SD * (v if task in WEBER else scale)
+            # noise_text: two jittered lengths (or several moves) of relative SD ~ s
+            sd = math.hypot(sd, math.sqrt(2.0) * text_noise_level(turn.text) * abs(v))
             est.append(v + sd * _rng(self.seed, "text", turn.text, salt).standard_normal())
             var.append(sd * sd)
         if turn.png is not None:
@@ -195,6 +236,10 @@ class SimSubject:
             }[task]
             y = 0.8 * m + 0.2 * anchor
             return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
+        if self.kind == "anchor":
+            previous = _previous_answer(request.turns)
+            y = m if previous is None else (1 - ANCHOR_WEIGHT) * m + ANCHOR_WEIGHT * previous
+            return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
         if self.kind == "kalman":
             mu, p = (context[0], v_m) if context else (m, math.inf)
             q = 0.05 * SCALE[task] ** 2
@@ -213,8 +258,11 @@ class SimSubject:
             )  # less sure with a short window
             if "Bayesian observer" in request.system:
                 var_p *= 0.5  # told the data are noisy: trust the prior more
+            # a non-uniform session tells its true prior mean (request.meta["prior_mean"]);
+            # otherwise the context's mean stands for it
+            centre = float(meta.get("prior_mean", np.mean(context)))
             prior_prec += 1 / var_p
-            prior_sum += float(np.mean(context)) / var_p
+            prior_sum += centre / var_p
         num = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
         rng_match = re.search(rf"range of {num} to {num}", request.system)
         if rng_match:
