@@ -150,23 +150,28 @@ def score_replies(
     rows = []
     for rec, reply in zip(records, replies, strict=True):
         pred = standardise(rec["kind"], reply)
-        row = {
-            "qid": rec["qid"],
-            "qtype": rec["qtype"],
-            "field": rec["field"],
-            "kind": rec["kind"],
-            "gold": rec["answer"],
-            "pred": pred,
-            "correct": np.nan,
-            "m_dir": np.nan,
-            "m_pos": np.nan,
-        }
+        row = _score_row(rec, pred)
         if rec["kind"] == "scanpath":
             row.update(scanpath_score(pred, rec["data"]["humans"], screen))
         else:
             row["correct"] = bool(pred == rec["answer"])
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _score_row(rec: dict, pred) -> dict:
+    """A question's row before scoring: its identity, gold and prediction, no scores yet."""
+    return {
+        "qid": rec["qid"],
+        "qtype": rec["qtype"],
+        "field": rec["field"],
+        "kind": rec["kind"],
+        "gold": rec["answer"],
+        "pred": pred,
+        "correct": np.nan,
+        "m_dir": np.nan,
+        "m_pos": np.nan,
+    }
 
 
 def accuracy_by_type(scored: pd.DataFrame) -> pd.Series:
@@ -288,18 +293,7 @@ def random_baseline_scores(
     pool = scanpath_pool(records)
     rows = []
     for rec in records:
-        row = {
-            "qid": rec["qid"],
-            "qtype": rec["qtype"],
-            "field": rec["field"],
-            "kind": rec["kind"],
-            "gold": rec["answer"],
-            "pred": None,
-            "correct": np.nan,
-            "m_dir": np.nan,
-            "m_pos": np.nan,
-            "abs_err": np.nan,
-        }
+        row = {**_score_row(rec, None), "abs_err": np.nan}
         if rec["kind"] == "scanpath":
             rng = np.random.default_rng([seed, zlib.crc32(rec["qid"].encode())])
             other = _other_image_scanpath(rec, pool[rec["qtype"]], rng)
