@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from .errors import BayesobsInputError
 
@@ -173,6 +174,57 @@ def _text_column(values: pd.Categorical) -> pd.Categorical | np.ndarray:
     return pd.Categorical.from_codes(rows, categories=pd.Index(uniques, dtype=object))
 
 
+def _csv_columns(reader) -> dict[str, object]:
+    """Each column of a streamed pyarrow CSV reader, converted block by block.
+
+    Numbers become NumPy arrays (integers stay integers unless a value is
+    missing); text becomes categories, so the file is never held twice.
+    """
+    import pyarrow as pa
+
+    names = reader.schema.names
+    numbers: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    text_codes: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    text_values: dict[str, dict[str, int]] = {n: {} for n in names}
+    pool = pa.default_memory_pool()
+    for batch in reader:
+        pool.release_unused()  # the allocator would keep each parsed block's pages for a while
+        for name, col in zip(names, batch.columns, strict=True):
+            t = col.type
+            if pa.types.is_integer(t) or pa.types.is_floating(t):
+                if pa.types.is_integer(t) and col.null_count == 0:
+                    numbers[name].append(col.to_numpy())
+                else:
+                    numbers[name].append(col.to_numpy(zero_copy_only=False).astype(float))
+                continue
+            if pa.types.is_null(t):
+                numbers[name].append(np.full(len(col), None, dtype=object))
+                continue
+            if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+                col = col.cast(pa.string())  # dates, times: kept as the text they were
+            enc = col.dictionary_encode()
+            seen = text_values[name]
+            remap = np.array(
+                [seen.setdefault(v, len(seen)) for v in enc.dictionary.to_pylist()] + [-1],
+                dtype=np.int32,
+            )
+            idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+            text_codes[name].append(remap[idx])  # -1 (missing) picks the trailing -1
+    out: dict[str, object] = {}
+    for name in names:
+        if text_codes[name]:
+            values = pd.Categorical.from_codes(
+                np.concatenate(text_codes[name]),
+                categories=pd.Index(list(text_values[name]), dtype=object),
+            )
+            out[name] = _text_column(values)
+        elif numbers[name]:
+            out[name] = np.concatenate(numbers[name])
+        else:  # a header without rows
+            out[name] = np.array([], dtype=object)
+    return out
+
+
 def _read_csv_strict(
     path: Path, sep: str, columns: Sequence[str] | None = None
 ) -> tuple[pd.DataFrame, np.ndarray]:
@@ -213,7 +265,8 @@ def _read_csv_strict(
                 read_options=pacsv.ReadOptions(
                     column_names=columns,
                     skip_rows=1 if columns is not None else 0,
-                    block_size=1 << 24,
+                    block_size=1 << 22,
+                    use_threads=False,  # no read-ahead: one block in memory at a time
                 ),
                 parse_options=pacsv.ParseOptions(
                     delimiter=sep, newlines_in_values=True, invalid_row_handler=on_invalid
@@ -227,7 +280,7 @@ def _read_csv_strict(
                     timestamp_parsers=[],
                 ),
             )
-            table = pa.Table.from_batches(list(reader), schema=reader.schema)
+            parts = _csv_columns(reader)
             break
         except pa.ArrowInvalid as exc:
             if invalid:
@@ -244,27 +297,8 @@ def _read_csv_strict(
             raise BayesobsInputError(f"{path}: malformed CSV: {msg}") from None
     if invalid:
         raise _ragged_error(path, sep, columns)
-    out = {}
-    for name, col in zip(table.column_names, table.columns, strict=True):
-        t = col.type
-        if pa.types.is_integer(t) or pa.types.is_floating(t):
-            out[name] = col.to_numpy(zero_copy_only=False).astype(float, copy=False)
-            if pa.types.is_integer(t) and col.null_count == 0:
-                out[name] = col.to_numpy()
-            continue
-        if pa.types.is_null(t):
-            out[name] = np.full(len(col), None, dtype=object)
-            continue
-        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
-            col = col.cast(pa.string())  # dates, times: kept as the text they were
-        cat = col.dictionary_encode().combine_chunks()
-        values = pd.Categorical.from_codes(
-            cat.indices.fill_null(-1).to_numpy(zero_copy_only=False),
-            categories=pd.Index(cat.dictionary.to_pylist(), dtype=object),
-        )
-        out[name] = _text_column(values)
-    df = pd.DataFrame(out)
-    del table, reader, out
+    df = pd.DataFrame(parts)
+    del reader, parts
     pa.default_memory_pool().release_unused()  # give the parser's buffers back before the fits
     return df, np.arange(2, len(df) + 2)  # line numbers: the header is line 1
 
@@ -324,7 +358,8 @@ def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.Data
         df = from_jspsych(df)
     if len(df) == 0:
         raise BayesobsInputError(f"{path}: no trials (the file has a header but no rows)")
-    df[_SRC] = str(path)
+    # one small code per row, not millions of copies of the path
+    df[_SRC] = pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), categories=[str(path)])
     return df, unit
 
 
@@ -528,7 +563,7 @@ def normalize_trials(
         df = df.loc[_filter(df, where, "--where")].reset_index(drop=True)
         if len(df) == 0:
             raise BayesobsInputError(f"--where {where!r}: no trials left")
-    srcs = ", ".join(dict.fromkeys(df[_SRC].astype(str)))
+    srcs = ", ".join(str(v) for v in df[_SRC].unique())  # not a string per row
     # a visual-search table (set_size, correct) is complete without stimulus/response
     for col, search_col in (("stimulus", "set_size"), ("response", "correct")):
         if col not in df.columns and {"set_size", "correct"} <= set(df.columns):
@@ -551,12 +586,24 @@ def normalize_trials(
     else:
         # Row order within a run *of each file*: two files that lack the keys
         # telling them apart collide below instead of silently merging.
-        df["trial"] = df.groupby([*RUN_KEYS, _SRC], sort=False).cumcount()
+        df["trial"] = df.groupby([*RUN_KEYS, _SRC], sort=False, observed=True).cumcount()
     for col in ("range_low", "range_high", "blur_sigma"):
         if col in df.columns:
             df[col] = _numeric(df, col, allow_missing=True)
-    dup = df.duplicated(list(TRIAL_KEYS), keep=False).to_numpy()
-    if dup.any():
+    # Sort, check duplicates and number the trials on integer codes: on a
+    # 2-million-row table pandas' multi-key sort and groupby of text columns
+    # cost hundreds of MB.
+    codes = np.stack([pd.factorize(df[k], sort=True)[0].astype(np.int32) for k in TRIAL_KEYS])
+    order = np.lexsort(codes[::-1])  # stable
+    codes = codes[:, order]
+    changed = codes[:, 1:] != codes[:, :-1]
+    same = ~changed.any(axis=0)
+    new_run = np.concatenate([[True], changed[: len(RUN_KEYS)].any(axis=0)])
+    del codes, changed
+    if same.any():
+        dup = np.zeros(len(df), dtype=bool)
+        dup[order[1:][same]] = True
+        dup[order[:-1][same]] = True
         first = df.loc[dup].sort_values(list(TRIAL_KEYS) + [_SRC, _ROW]).index[:2]
         a, b = (int(df.index.get_loc(i)) for i in first)
         key = ", ".join(f"{k}={_plain(df[k].iat[a])!r}" for k in TRIAL_KEYS)
@@ -564,8 +611,18 @@ def normalize_trials(
             f"{_where(df, b)}, columns (cell, session, run, trial): duplicate trial {key} "
             f"(also at {_where(df, a)})"
         )
-    df = df.sort_values(list(TRIAL_KEYS), kind="stable").reset_index(drop=True)
-    df["trial"] = df.groupby(list(RUN_KEYS), sort=False).cumcount().astype(np.int64)
+    # column by column, so the table is never held twice
+    cols = {}
+    for c in [c for c in df.columns if c not in (_SRC, _ROW)]:
+        cols[c] = df[c].take(order).reset_index(drop=True)
+        del df[c]
+    del df
+    starts = np.flatnonzero(new_run)
+    cols["trial"] = pd.Series(
+        np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order)))),
+        dtype=np.int64,
+    )
+    df = pd.DataFrame(cols, copy=False)
     front = [*TRIAL_KEYS, "stimulus", "response", *(c for c in OPTIONAL if c in df.columns)]
     rest = [c for c in df.columns if c not in front and c not in (_SRC, _ROW)]
     return df[front + rest]
@@ -591,7 +648,13 @@ def read_trials(
     if not paths:
         raise BayesobsInputError("no trial files given")
     frames = [_read_one(Path(p), columns)[0] for p in paths]
-    df = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else frames[0]
+    if len(frames) > 1:
+        sources = union_categoricals([f[_SRC].array for f in frames])
+        df = pd.concat(frames, ignore_index=True, sort=False)
+        df[_SRC] = sources
+    else:
+        df = frames[0]
+    del frames
     return normalize_trials(df, mapping=mapping, where=where, missing_where=missing_where)
 
 
