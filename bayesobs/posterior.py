@@ -443,7 +443,7 @@ def write_outputs(
     from pathlib import Path
 
     from .report import figures as F
-    from .scores import BCS_ABLATIONS
+    from .bcs import BCS_ABLATIONS
     from .trials import write_csv as _csv
 
     out = Path(out)

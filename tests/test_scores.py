@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayesobs.bcs import BCS_ABLATIONS, sign_score
 from bayesobs.bootstrap import run_draws
 from bayesobs.cli import main
 from bayesobs.observers import simulate
-from bayesobs.scores import BCS_ABLATIONS, accuracy_batch, score, sign_score, with_baseline
+from bayesobs.scores import accuracy_batch, score, with_baseline
 from bayesobs.synthetic import TASK_RANGES
 from bayesobs.trials import normalize_trials, parse_mapping, read_trials
 
