@@ -442,8 +442,8 @@ def write_outputs(
     """
     from pathlib import Path
 
-    from .report import figures as F
     from .bcs import BCS_ABLATIONS
+    from .report import figures as F
     from .trials import write_csv as _csv
 
     out = Path(out)

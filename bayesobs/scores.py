@@ -27,8 +27,8 @@ from .bcs import (
 )
 from .bootstrap import (
     MIN_RUNS_STRATIFIED,
+    add_interval,
     check_resample,
-    percentile_interval,
     run_draws,
     unit_draws,
 )
@@ -139,8 +139,7 @@ def _replicated(df: pd.DataFrame, name: str, values: np.ndarray) -> pd.DataFrame
     """Add ``name`` (full data) and, with replicates, ``name_mean/_lo/_hi``."""
     df[name] = values[:, 0]
     if values.shape[1] > 1:
-        mean, lo, hi = percentile_interval(values[:, 1:])
-        df[f"{name}_mean"], df[f"{name}_lo"], df[f"{name}_hi"] = mean, lo, hi
+        add_interval(df, name, values[:, 1:])
     return df
 
 
@@ -302,16 +301,12 @@ def _composite(
         out[name] = [r[1][name][0] for r in rows]
     if B:
         for name in SUMMARY:
-            vals = np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B)
-            mean, lo, hi = percentile_interval(vals)
-            out[f"{name}_mean"], out[f"{name}_lo"], out[f"{name}_hi"] = mean, lo, hi
+            add_interval(out, name, np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B))
     for name in ROBUST:  # after every contract column
         out[name] = [r[1][name][0] for r in rows]
     if B:
         for name in ROBUST:
-            vals = np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B)
-            mean, lo, hi = percentile_interval(vals)
-            out[f"{name}_mean"], out[f"{name}_lo"], out[f"{name}_hi"] = mean, lo, hi
+            add_interval(out, name, np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B))
     return out
 
 
@@ -476,7 +471,7 @@ def _subject_summary(subjects, cells, nrmse, p_bayes, cue_groups, cue_vals, B) -
         out[n] = per[n][:, 0]
     if B:
         for n in names:
-            out[f"{n}_mean"], out[f"{n}_lo"], out[f"{n}_hi"] = percentile_interval(per[n][:, 1:])
+            add_interval(out, n, per[n][:, 1:])
     return out
 
 
@@ -581,8 +576,7 @@ def _magnitude_scores(
     bcs["delta_w"] = bcs_vals["delta_w"][:, 0]
     if B:
         for name in ("w_base", "w_ablation", "s", "delta_w"):
-            mean, lo, hi = percentile_interval(bcs_vals[name][:, 1:])
-            bcs[f"{name}_mean"], bcs[f"{name}_lo"], bcs[f"{name}_hi"] = mean, lo, hi
+            add_interval(bcs, name, bcs_vals[name][:, 1:])
     bcs["s_p"] = bcs_vals["s_p"]  # METHOD §9, after every other column
     groups, per_task = _sum_by(bcs_rows, ["subject", "task"], bcs_vals["s"])
     bcs_tasks = groups.assign(
