@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BayesobsInputError
+from .jsonl import read_records
 from .provenance import FORMAT_VERSION, provenance, utc_now
 
 TRIAL_ID = ("subject", "task", "modality", "condition", "session", "run", "trial")
@@ -153,22 +154,8 @@ def append_line(path: str | Path, rec: dict) -> None:
 
 def read_jsonl(path: Path) -> tuple[list[dict], int]:
     """Records of a JSONL log and the number of torn (unparseable) lines skipped."""
-    if not path.exists():
-        return [], 0
-    out, torn = [], 0
-    for line in path.read_bytes().split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            torn += 1
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-        else:
-            torn += 1
-    return out, torn
+    records, _, torn = read_records(path)
+    return records, torn
 
 
 def _pid_alive(pid: int) -> bool:
