@@ -32,8 +32,9 @@ from typing import Any
 from .errors import BayesobsInputError
 from .jsonl import read_records
 from .provenance import FORMAT_VERSION, provenance, utc_now
+from .trials import TRIAL_KEYS
 
-TRIAL_ID = ("subject", "task", "modality", "condition", "session", "run", "trial")
+TRIAL_ID = TRIAL_KEYS  # a trial's identity in the log: the trial table's key
 # keys that name a file rather than say what it holds: the same spec reached by two names is one experiment
 _PATH_KEYS = ("_path", "protocol")
 
