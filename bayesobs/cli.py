@@ -156,7 +156,7 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
 
 
 def cmd_fit(args) -> int:
-    from .api import evidence_table
+    from .api import write_fit
     from .fitting import fit_batch, fits_table
 
     if args.variant:
@@ -188,24 +188,17 @@ def cmd_fit(args) -> int:
         lapse=args.lapse,
         resample=args.resample,
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    _write_csv(fits_table(batch), args.out / "fits.csv")
-    _write_csv(evidence_table(batch), args.out / "evidence.csv")
-    _write_csv(batch.cells, args.out / "cells.csv")
-    from .controls import controls_table, fit_controls
-
-    _write_csv(controls_table(fit_controls(trials), fits_table(batch)), args.out / "controls.csv")
-    from .trials import CELL_KEYS
-
-    cells = batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
-    n_missing = int(cells["n_missing"].sum())
-    n_trials = int(cells["n_trials"].sum())
-    skipped_log = int((cells["log_skipped"] != "").sum())
-    n_constant = int(cells["constant"].sum())
+    summary = write_fit(trials, batch, args.out)
+    n_missing, n_trials = summary["n_missing"], summary["n_trials"]
+    skipped_log, n_constant, levels = (
+        summary["log_skipped"],
+        summary["n_constant"],
+        summary["levels"],
+    )
     record = _trial_record(
         args,
         "fit",
-        n_cells=len(cells),
+        n_cells=summary["n_cells"],
         n_trials=n_trials,
         n_missing=n_missing,
         seconds=round(time.perf_counter() - t0, 3),
@@ -213,9 +206,8 @@ def cmd_fit(args) -> int:
     (args.out / "fit_manifest.json").write_text(json.dumps(record, indent=2) + "\n")
     if args.method == "posterior":
         _fit_posterior(args, trials, fits_table(batch), args.out)
-    levels = batch.cells.attrs.get("levels") or []
     print(
-        f"fitted {len(cells)} cell(s), {n_trials} trials "
+        f"fitted {summary['n_cells']} cell(s), {n_trials} trials "
         + (f"with {len(levels)} interleaved level(s) of {args.interleaved} " if levels else "")
         + f"({n_missing} missing response(s) kept in sequence, excluded from likelihoods)"
         + (
