@@ -23,6 +23,7 @@ import errno
 import fcntl
 import hashlib
 import json
+import math
 import os
 import socket
 import sys
@@ -43,8 +44,24 @@ class LogWriteError(BayesobsInputError):
     """A log or folder could not be written (full disk, read-only folder); what was logged is kept."""
 
 
+def _finite(v: Any) -> Any:
+    """``v`` with every NaN or infinite float (at any depth) as ``None``."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
 def _dumps(rec: dict) -> bytes:
-    return (json.dumps(rec, separators=(",", ":"), allow_nan=True) + "\n").encode()
+    """One strict-JSON line: NaN and infinities are written as null (other languages read the log)."""
+    try:
+        text = json.dumps(rec, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(rec), separators=(",", ":"), allow_nan=False)
+    return (text + "\n").encode()
 
 
 def _write_error(path: Path, exc: OSError) -> LogWriteError:
