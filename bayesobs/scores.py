@@ -1,6 +1,8 @@
-"""Accuracy, Bayesian Consistency Score and the BayesBench composite (METHOD §4–§7),
-with the robust BCS_p, C_p, S_p beside them (METHOD §9) and the flags of
-degenerate data (constant cells, fewer than 2 runs per session type).
+"""Accuracy, Bayesian Consistency Score and the BayesBench composite (METHOD §4–§7).
+
+With the robust BCS_p, C_p, S_p beside them (METHOD §9; the signs are in
+:mod:`bayesobs.bcs`) and the flags of degenerate data (constant cells, fewer
+than 2 runs per session type).
 
 Every function returns DataFrames.  Bootstrap replicates share the draws of
 :mod:`bayesobs.bootstrap` (per ``(subject, task, condition)`` group), so the

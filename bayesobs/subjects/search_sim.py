@@ -177,6 +177,7 @@ class SearchSubject:
         self.name = f"sim:{kind}"
 
     def answer(self, request: Request) -> str:
+        """The cell or point this searcher answers for a trial (seeded by the trial)."""
         meta = request.meta
         task = meta["task"]
         if task not in SEARCH_TASKS:
@@ -213,4 +214,5 @@ class SearchSubject:
         return f"({x:.0f}, {y:.0f})"
 
     async def complete(self, request: Request) -> Reply:
+        """Answer one trial (refused for tasks that are not visual search)."""
         return Reply(text=self.answer(request))
