@@ -77,8 +77,14 @@ def bcs_batch(cells: pd.DataFrame, w_prior: np.ndarray):
     wb = np.array(wb).reshape(-1, w_prior.shape[1]) if wb else np.empty(shape)
     wa = np.array(wa).reshape(-1, w_prior.shape[1]) if wa else np.empty(shape)
     s = sign_score(wb, wa)
-    values = {"w_base": wb, "w_ablation": wa, "s": s, "delta_w": wa - wb,
-              "s_robust": robust_sign(wb, wa), "s_p": sign_probability(wb[:, 1:], wa[:, 1:])}  # fmt: skip
+    values = {
+        "w_base": wb,
+        "w_ablation": wa,
+        "s": s,
+        "delta_w": wa - wb,
+        "s_robust": robust_sign(wb, wa),
+        "s_p": sign_probability(wb[:, 1:], wa[:, 1:]),
+    }
     return out, values, pd.DataFrame(missing, columns=["subject", "task", "component", "reason"])
 
 

@@ -68,8 +68,13 @@ def search_table(trials: pd.DataFrame) -> pd.DataFrame:
     t = trials[is_search(trials)].copy()
     if t.empty:
         raise BayesobsInputError("no visual-search trials (columns set_size and correct)")
-    for col, default in (("subject", "subject"), ("task", "task"), ("condition", "base"),
-                         ("modality", "image"), ("answer", "cell")):  # fmt: skip
+    for col, default in (
+        ("subject", "subject"),
+        ("task", "task"),
+        ("condition", "base"),
+        ("modality", "image"),
+        ("answer", "cell"),
+    ):
         if col not in t.columns:
             t[col] = default
         t[col] = t[col].fillna(default).astype(str)
@@ -188,8 +193,17 @@ def _set_size_effect(t: pd.DataFrame) -> pd.DataFrame:
         else:
             r, p = np.nan, np.nan  # no variation: no correlation
         err = pd.to_numeric(g["error_px"], errors="coerce").mean() if "error_px" in g else np.nan
-        rows.append({**dict(zip(KEYS, key, strict=True)), "n": len(g), "accuracy": y.mean(), "r": r, "p": p,
-                     "logistic_slope": logistic_slope(x, y), "error_px": err})  # fmt: skip
+        rows.append(
+            {
+                **dict(zip(KEYS, key, strict=True)),
+                "n": len(g),
+                "accuracy": y.mean(),
+                "r": r,
+                "p": p,
+                "logistic_slope": logistic_slope(x, y),
+                "error_px": err,
+            }
+        )
     out = pd.DataFrame(rows)
     tests = out["p"].notna().sum()
     out["p_bonferroni"] = np.minimum(out["p"] * tests, 1.0)
@@ -217,10 +231,18 @@ def _response_bias(t: pd.DataFrame, cells=CELLS) -> pd.DataFrame:
         for c in cells:
             chosen, true = resp == c, target == c
             hit = (chosen & true).sum()
-            rows.append({"subject": subject, "task": task, "cell": c,
-                         "precision": hit / chosen.sum() if chosen.any() else np.nan,
-                         "recall": hit / true.sum() if true.any() else np.nan,
-                         "selected": float(chosen.mean()), "invalid": invalid, "answer": answer})  # fmt: skip
+            rows.append(
+                {
+                    "subject": subject,
+                    "task": task,
+                    "cell": c,
+                    "precision": hit / chosen.sum() if chosen.any() else np.nan,
+                    "recall": hit / true.sum() if true.any() else np.nan,
+                    "selected": float(chosen.mean()),
+                    "invalid": invalid,
+                    "answer": answer,
+                }
+            )
     return pd.DataFrame(rows, columns=[*BIAS_COLUMNS, "answer"])
 
 

@@ -284,8 +284,11 @@ def experiment_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
                 out += experiment_diff(old[k], new[k], where)
         return out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [x for i, (a, b) in enumerate(zip(old, new, strict=True))
-                for x in experiment_diff(a, b, f"{prefix}[{i}]")]  # fmt: skip
+        return [
+            x
+            for i, (a, b) in enumerate(zip(old, new, strict=True))
+            for x in experiment_diff(a, b, f"{prefix}[{i}]")
+        ]
     return [] if old == new else [f"{prefix or 'experiment'}: {_short(old)} -> {_short(new)}"]
 
 

@@ -47,8 +47,14 @@ class Numerosity(Task):
             grid = np.full((GRID, GRID), ".")
             grid[gy, gx] = "o"
             text = "\n".join("".join(row) for row in grid)
-            out.append(Stimulus(self.name, float(count), text,
-                                {"x": np.round(xs, 2).tolist(), "y": np.round(ys, 2).tolist()}))  # fmt: skip
+            out.append(
+                Stimulus(
+                    self.name,
+                    float(count),
+                    text,
+                    {"x": np.round(xs, 2).tolist(), "y": np.round(ys, 2).tolist()},
+                )
+            )
         return out
 
     def draw(self, stim):

@@ -267,8 +267,14 @@ class SearchTask(Task):
         # the answer leads the reply ('Cell (i,j)' or '(x, y)'), so a truncated note does not matter
         p = stim.params
         tx, ty = p["x"][0], p["y"][0]
-        row = {"set_size": int(stim.value), "search_condition": p["search"], "answer": p["answer"],
-               "target_x": tx, "target_y": ty, "target_cell": p["target_cell"]}  # fmt: skip
+        row = {
+            "set_size": int(stim.value),
+            "search_condition": p["search"],
+            "answer": p["answer"],
+            "target_x": tx,
+            "target_y": ty,
+            "target_cell": p["target_cell"],
+        }
         if p["answer"] == "cell":
             cell = parse_cell(reply)
             correct = int(cell == p["target_cell"])
@@ -323,8 +329,13 @@ class CircleSizes(SearchTask):
         radii = np.array([r_t] + [DISTRACTOR_RADIUS] * k)
         xy = place(rng, radii, CIRCLE_GAP, border_margin=margin)
         colour = str(rng.choice(sorted(COLOURS)))
-        return {"x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(), "r": radii.tolist(),
-                "colour": colour, "target_radius": r_t}  # fmt: skip
+        return {
+            "x": xy[:, 0].tolist(),
+            "y": xy[:, 1].tolist(),
+            "r": radii.tolist(),
+            "colour": colour,
+            "target_radius": r_t,
+        }
 
     def question(self, answer, **fill):
         """Which cell holds (or where is) the larger circle."""
@@ -369,11 +380,21 @@ class TwoAmongFive(SearchTask):
         radii = np.full(k + 1, GLYPH_RADIUS)
         xy = place(rng, radii, DIGIT_GAP, border_margin=margin)
         angles = np.round(rng.uniform(0, 360, k + 1), 1)
-        fill = {"target": target, "other": other, "colour": c_t,
-                "named": search == "shape_colour_conjunctive"}  # fmt: skip
-        return {"x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(), "digit": digits,
-                "colour": colours, "angle": angles.tolist(), "target_radius": GLYPH_RADIUS,
-                "fill": fill}  # fmt: skip
+        fill = {
+            "target": target,
+            "other": other,
+            "colour": c_t,
+            "named": search == "shape_colour_conjunctive",
+        }
+        return {
+            "x": xy[:, 0].tolist(),
+            "y": xy[:, 1].tolist(),
+            "digit": digits,
+            "colour": colours,
+            "angle": angles.tolist(),
+            "target_radius": GLYPH_RADIUS,
+            "fill": fill,
+        }
 
     def question(self, answer, target="2", other="5", colour="red", named=False):
         """Which cell holds (or where is) the target digit."""
@@ -412,8 +433,12 @@ class LightPriors(SearchTask):
         radii = np.full(k + 1, SPHERE_RADIUS)
         xy = place(rng, radii, SPHERE_GAP, field_radius=FIELD_RADIUS - 12, border_margin=margin)
         light = [search] + [OPPOSITE[search]] * k
-        return {"x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(), "light": light,
-                "target_radius": SPHERE_RADIUS}  # fmt: skip
+        return {
+            "x": xy[:, 0].tolist(),
+            "y": xy[:, 1].tolist(),
+            "light": light,
+            "target_radius": SPHERE_RADIUS,
+        }
 
     def question(self, answer, **fill):
         """Which cell holds (or where is) the oddly lit sphere."""
