@@ -265,3 +265,169 @@ def test_bad_ids_cross_site_posts_and_tokens_are_refused(served):
         assert c.get("/experimenter/trials.csv?token=%C3%A9%00").status_code == 403
     joins = [r["pid"] for r in _log(folder, "participants.jsonl") if r["event"] == "join"]
     assert joins == ["ok1"]
+
+
+# ---------------------------------------------------------------- item 1: platform exports
+NPM = shutil.which("npm")
+JATOS_STUB = """window.__jatos = {saved: [], ended: false, redirect: null};
+window.jatos = {studyResultId: "7", workerId: "42", urlQueryParameters: {},
+  onLoad(f) { setTimeout(f, 0); },
+  submitResultData(d) { window.__jatos.saved.push(d); return Promise.resolve(); },
+  endStudy() { window.__jatos.ended = true; return Promise.resolve(); },
+  endStudyAndRedirect(url) { window.__jatos.redirect = url; window.__jatos.ended = true; return Promise.resolve(); }};
+"""
+PAVLOVIA_STUB = """window.__pavlovia = {commands: [], csv: null, participantId: null};
+var jsPsychPavlovia = (function () {
+  class PavloviaStub {
+    constructor(jsPsych) { this.jsPsych = jsPsych; }
+    trial(el, trial) {
+      window.__pavlovia.commands.push(trial.command);
+      if (trial.command === "finish") {
+        window.__pavlovia.csv = this.jsPsych.data.get().csv();
+        window.__pavlovia.participantId = trial.participantId;
+      }
+      this.jsPsych.finishTrial({});
+    }
+  }
+  PavloviaStub.info = {name: "pavlovia", version: "stub", data: {},
+    parameters: {command: {type: jsPsychModule.ParameterType.STRING, default: "init"},
+                 participantId: {type: jsPsychModule.ParameterType.STRING, default: "PARTICIPANT"}}};
+  return PavloviaStub;
+})();
+"""
+
+
+@pytest.fixture(scope="module")
+def node_modules(tmp_path_factory):
+    """One npm install of every package an export may list (each export links to it)."""
+    if NPM is None:
+        pytest.skip("npm is not installed")
+    import subprocess
+
+    from bayesobs.web.jspsych import DATAPIPE, JSPSYCH
+
+    d = tmp_path_factory.mktemp("npm")
+    pkg = {"name": "bo-test", "private": True, "dependencies": {**JSPSYCH, **DATAPIPE}}
+    (d / "package.json").write_text(json.dumps(pkg))
+    subprocess.run(
+        [NPM, "install", "--no-audit", "--no-fund"], cwd=d, check=True, capture_output=True
+    )
+    return d / "node_modules"
+
+
+def _serve_dir(folder: Path):
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *a: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+@pytest.mark.parametrize("platform", ["jatos", "pavlovia", "prolific", "local", "cognition"])
+def test_platform_export_saves_the_data_where_fit_and_score_read_it(
+    platform, node_modules, browser, tmp_path
+):
+    import subprocess
+
+    exp = tmp_path / platform
+    args = ["export", "jspsych", str(SPEC), "--out", str(exp), "--trials", "2", "--modality", "multimodal",
+            "--modality", "text", "--platform", platform, "--break-every", "4",
+            "--completion-code", "DONE42"]  # fmt: skip
+    if platform == "prolific":
+        args += ["--datapipe", "abcDEF123456", "--prolific-code", "C0DE99"]
+    if platform == "jatos":
+        args += ["--prolific-code", "C0DE99"]
+    assert main(args) == 0
+    (exp / "node_modules").symlink_to(node_modules)
+    if platform == "pavlovia":
+        built = subprocess.run([NPM, "run", "build"], cwd=exp, capture_output=True, text=True)
+        assert (
+            built.returncode != 0 and "jspsych-pavlovia.js" in built.stderr
+        )  # says what is missing
+        (exp / "jspsych-pavlovia.js").write_text(PAVLOVIA_STUB)
+    subprocess.run([NPM, "run", "build"], cwd=exp, check=True, capture_output=True)
+    posted = []
+    httpd = _serve_dir(exp / "dist")
+    try:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.route(
+            "**/jatos.js", lambda r: r.fulfill(body=JATOS_STUB, content_type="text/javascript")
+        )
+        page.route("https://pipe.jspsych.org/api/data/",
+                   lambda r: (posted.append(r.request.post_data), r.fulfill(json={"ok": True})))  # fmt: skip
+        page.route("https://app.prolific.com/**", lambda r: r.fulfill(body="<p>back on Prolific</p>",
+                                                                      content_type="text/html"))  # fmt: skip
+        page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/index.html?pid=js1")
+        consent = page.locator("#jspsych-content").inner_text()
+        assert "12 answers, about 2 minutes" in consent
+        page.get_by_role("button", name="I agree").click()
+        page.get_by_role("button", name="Start the practice trial").click()
+        page.fill("input[name=response]", "0.5")
+        page.get_by_role("button", name="Continue").click()
+        page.get_by_role("button", name="Start the study").click()
+        breaks, widths = 0, []
+        for i in range(12):
+            page.wait_for_selector("input[name=response]")
+            if page.locator("#jspsych-content pre").count():
+                m = page.evaluate(FIT_JS.replace("document.getElementById('stim-text')",
+                                                 "document.querySelector('#jspsych-content pre')"))  # fmt: skip
+                assert m["scroll"] <= m["client"] and m["right"] <= m["vw"], m
+            page.fill("input[name=response]", f"0.{i + 2:02d}")
+            if platform == "local" and i == 11:
+                with page.expect_download() as dl:
+                    page.get_by_role("button", name="Continue").click()
+                dl.value.save_as(tmp_path / "data.json")
+            else:
+                page.get_by_role("button", name="Continue").click()
+            widths.append(page.evaluate(
+                "parseFloat(document.getElementById('jspsych-progressbar-inner').style.width)"))  # fmt: skip
+            if i in (3, 7):
+                page.wait_for_selector("text=Time for a short break")
+                breaks += 1
+                page.get_by_role("button", name="Continue").click()
+        page.wait_for_selector("#bo-code")
+        assert page.locator("#bo-code").inner_text() == "DONE42"  # never a blank page
+        assert breaks == 2 and widths == sorted(widths) and widths[-1] == pytest.approx(100)
+        if platform == "jatos":
+            saved = page.evaluate("window.__jatos.saved")
+            assert len(saved) == 1
+            (tmp_path / "data.json").write_text(saved[0])
+            page.get_by_role("button", name="Return to Prolific").click()
+            page.wait_for_function("window.__jatos.ended")
+            assert page.evaluate("window.__jatos.redirect").endswith("?cc=C0DE99")
+        elif platform == "pavlovia":
+            pav = page.evaluate("window.__pavlovia")
+            assert pav["commands"] == ["init", "finish"] and pav["participantId"] == "js1"
+            (tmp_path / "data.csv").write_text(pav["csv"])
+        elif platform == "prolific":
+            assert len(posted) == 1
+            body = json.loads(posted[0])
+            assert body["experimentID"] == "abcDEF123456" and body["filename"].startswith("js1_")
+            (tmp_path / "data.json").write_text(body["data"])
+            page.get_by_role("button", name="Return to Prolific").click()
+            page.wait_for_url("https://app.prolific.com/**")
+            assert page.url.endswith("?cc=C0DE99")
+        elif platform == "cognition":  # Cognition.run records jsPsych's own data
+            (tmp_path / "data.json").write_text(page.evaluate("window.jsPsych.data.get().json()"))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    data = tmp_path / ("data.csv" if platform == "pavlovia" else "data.json")
+    import bayesobs
+
+    t = bayesobs.read_trials(data)
+    assert len(t) == 12 and set(t["subject"]) == {"js1"}
+    assert sorted(t["response"]) == pytest.approx([(i + 2) / 100 for i in range(12)])
+    assert sorted(t["block_position"].astype(int).unique()) == list(range(6))
+    assert main(["fit", str(data), "--out", str(tmp_path / "fit")]) == 0
+    fits = __import__("pandas").read_csv(tmp_path / "fit" / "fits.csv")
+    assert set(fits["modality"]) == {"multimodal", "text"} and fits["loglik"].notna().any()
+    if platform == "jatos":  # JATOS's study-result counter 7 picks Latin-square row 7 % 6 = 1
+        first = t.sort_values("block_position").iloc[0]
+        assert int(first["counterbalance"]) == 1 and first["modality"] == "text"
+        assert main(["score", str(data), "--out", str(tmp_path / "s"), "--bootstrap", "2",
+                     "--no-probe"]) == 0  # fmt: skip
