@@ -260,7 +260,7 @@ def cmd_score(args) -> int:
         interleaved=args.interleaved,
         lapse=args.lapse,
     )
-    written = result.to_folder(args.out)
+    written = result.to_folder(args.out, trials=trials)
     record = _trial_record(
         args,
         "score",

@@ -168,3 +168,35 @@ def test_bayesbench_figure_draws_intervals_where_they_are():
     assert (0.845, 0.9) in spans and (0.6, 0.733) in spans
     markers = {(ln.get_marker(), tuple(np.round(ln.get_ydata(), 6))) for ln in ax.lines}
     assert ("o", (0.87,)) in markers and ("D", (0.7,)) in markers
+
+
+def _mapped_human_csv(path: Path) -> int:
+    """Trials under a lab's own column names, with invalid rows; returns the rows kept."""
+    assert main(["simulate", "--out", str(path), "--subjects", "2", "--trials", "12"]) == 0
+    t = pd.read_csv(path)
+    t = t.rename(columns={"stimulus": "dur", "response": "repDur", "subject": "NSub"})
+    t["valid"] = (t.index % 7 != 3).astype(int)
+    t.to_csv(path, index=False)
+    return int(t["valid"].sum())
+
+
+def test_report_rebuilds_mapped_trials_from_the_score_folder_anywhere(tmp_path, monkeypatch):
+    lab, elsewhere = tmp_path / "lab", tmp_path / "elsewhere"
+    lab.mkdir()
+    elsewhere.mkdir()
+    kept = _mapped_human_csv(lab / "raw.csv")
+    monkeypatch.chdir(lab)  # a relative input, as typed in the lab's folder
+    opts = ["--map", "stimulus=dur", "--map", "response=repDur", "--map", "subject=NSub",
+            "--where", "valid == 1", "--bootstrap", "2", "--no-probe"]  # fmt: skip
+    assert main(["score", "raw.csv", "--out", "scores", *opts]) == 0
+    monkeypatch.chdir(elsewhere)
+    assert main(["report", str(lab / "scores"), "--out", "rep"]) == 0
+    page = (elsewhere / "rep" / "index.html").read_text()
+    assert f"<p class=m>{kept} trials · 2 subject(s)" in page  # mapped and filtered, as scored
+    # a score folder from before trials.parquet: the manifest's inputs and options are used
+    (lab / "scores" / "trials.parquet").unlink()
+    assert main(["report", str(lab / "scores"), "--out", "rep2"]) == 0
+    assert (
+        f"<p class=m>{kept} trials · 2 subject(s)"
+        in (elsewhere / "rep2" / "index.html").read_text()
+    )

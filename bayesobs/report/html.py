@@ -19,9 +19,9 @@ from .. import leaderboard as LB
 from ..api import predictions
 from ..errors import BayesobsInputError
 from ..provenance import provenance
-from ..scores import Scores, bias_variance, cue_predictions, score, with_baseline
+from ..scores import SCORED_TRIALS, Scores, bias_variance, cue_predictions, score, with_baseline
 from ..search import is_search, prefer
-from ..trials import normalize_trials, read_trials
+from ..trials import normalize_trials, parse_mapping, read_trials
 from . import figures as F
 
 TABLES = tuple(Scores._fields)
@@ -29,17 +29,32 @@ VISUAL = ("line_ratio", "marker_location", "maze_distance")
 
 
 def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]:
-    """Trials, reusable scores and the manifests found among the inputs."""
-    scores, trial_paths, manifests = None, [], []
+    """Trials, reusable scores and the manifests found among the inputs.
+
+    A score folder gives its own scored trials (``trials.parquet``, written by
+    ``bayesobs score``).  An older score folder without them gives the inputs its
+    manifest names, read with the options it records (``--map``, ``--where``,
+    ``--missing-where``, ``--columns``); a relative input is looked up from the
+    working directory, then from the score folder.
+    """
+    scores, frames, trial_paths, manifests = None, [], [], []
     for p in paths:
         found = Scores.from_folder(p) if p.is_dir() else None
         if found is not None:
             scores = found
             man = p / "score_manifest.json"
-            if man.exists():
-                m = json.loads(man.read_text())
+            m = json.loads(man.read_text()) if man.exists() else {}
+            if m:
                 manifests.append({"source": str(man), **m})
-                trial_paths += [Path(x) for x in m.get("inputs", [])]
+            if (p / SCORED_TRIALS).exists():
+                frames.append(read_trials(p / SCORED_TRIALS))
+            elif m.get("inputs"):
+                frames.append(_manifest_trials(p, m))
+            else:
+                raise BayesobsInputError(
+                    f"{p}: score folder without its trials ({SCORED_TRIALS}) or a manifest naming "
+                    "them: give the trial files beside it"
+                )
         else:
             trial_paths.append(p)
             if (p / "manifest.json").exists():
@@ -49,9 +64,34 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]
                         **json.loads((p / "manifest.json").read_text()),
                     }
                 )
-    if not trial_paths:
+    if trial_paths:
+        frames.append(read_trials(trial_paths))
+    if not frames:
         raise BayesobsInputError("no trials to report on: give trial files or experiment folders")
-    return read_trials(trial_paths), scores, manifests
+    trials = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    return trials, scores, manifests
+
+
+def _manifest_trials(folder: Path, m: dict) -> pd.DataFrame:
+    """The trials a score manifest names, read again with the options it records."""
+    inputs = []
+    for x in m["inputs"]:
+        x = Path(x)
+        if not x.is_absolute() and not x.exists():  # scored elsewhere: try the folder and up
+            x = next((a / x for a in (folder, *folder.resolve().parents) if (a / x).exists()), x)
+        if not x.exists():
+            raise BayesobsInputError(
+                f"{folder}/score_manifest.json names {x}, which is not there (neither from here nor "
+                f"from {folder} or above it); run bayesobs score again to keep the trials in the folder"
+            )
+        inputs.append(x)
+    return read_trials(
+        inputs,
+        mapping=parse_mapping(m.get("map") or []),
+        where=m.get("where"),
+        missing_where=m.get("missing_where"),
+        columns=m["columns"].split(",") if m.get("columns") else None,
+    )
 
 
 def _save(fig: Figure, path: Path) -> str:
