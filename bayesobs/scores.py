@@ -448,7 +448,7 @@ def _write_scored_trials(trials: pd.DataFrame, path) -> None:
     import json as _json
 
     t = trials.copy()
-    for col in t.select_dtypes(include="object").columns:
+    for col in [c for c in t.columns if pd.api.types.is_object_dtype(t[c].dtype)]:
         t[col] = t[col].map(
             lambda v: v if v is None or isinstance(v, str) or (isinstance(v, float) and v != v)
             else _json.dumps(v) if isinstance(v, (list, dict)) else str(v)
