@@ -431,3 +431,36 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
         assert int(first["counterbalance"]) == 1 and first["modality"] == "text"
         assert main(["score", str(data), "--out", str(tmp_path / "s"), "--bootstrap", "2",
                      "--no-probe"]) == 0  # fmt: skip
+
+
+def test_a_trial_with_several_images_shows_them_all_in_order(tmp_path, browser):
+    server = ParticipantServer(SPEC, tmp_path / "exp", ["image"], ["base"], 2, order="fixed")
+    sess = server.study.sessions[0]
+    stored = [server.image_url(sess, s, 0.0)[1:] for s in sess.stimuli[:2]]  # stimuli/<hash>.png
+    sess.stimuli[0].params["images"] = stored[
+        ::-1
+    ]  # as a stimulus with several pictures carries them
+    with running(server) as url:
+        page = browser.new_page()
+        page.goto(f"{url}/?pid=multi")
+        page.get_by_role("button", name="I agree").click()
+        page.get_by_role("button", name="Start the practice trial").click()
+        page.fill("input[name=response]", "0.5")
+        page.keyboard.press("Enter")
+        page.get_by_role("button", name="Start the study").click()
+        page.wait_for_selector("#stim-imgs img")
+        imgs = page.locator("#stim-imgs img")
+        assert [imgs.nth(i).get_attribute("src") for i in range(imgs.count())] == [
+            "/" + s for s in stored[::-1]
+        ]
+        assert page.evaluate(
+            "[...document.querySelectorAll('#stim-imgs img')].every(i => i.naturalWidth > 0)"
+        )
+        assert not page.locator("#stim-img").is_visible()
+        page.fill("input[name=response]", "0.5")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("text=Trial 2 of 6")
+        assert (
+            page.locator("#stim-img").is_visible() and page.locator("#stim-imgs img").count() == 0
+        )
+    assert _rows(tmp_path / "exp")[0]["images"] == stored[::-1]

@@ -210,7 +210,7 @@ class ParticipantServer:
             "image": self.image_url(sess, stim, blur) if sess.modality in ("image", "multimodal") else None,
             "instruction": instruction, "unit": sess.task.unit, "min": lo, "max": hi,
             "wrap": sess.task.name in WRAP_TEXT, "block": block, "blocks": len(study.sessions),
-            "images": list(images) if isinstance(images, (list, tuple)) else None,
+            "images": [_url(x) for x in images] if isinstance(images, (list, tuple)) else None,
         }  # fmt: skip
 
     # ------------------------------------------------------------ handlers
@@ -353,6 +353,7 @@ class ParticipantServer:
                 "range_low": sess.range[0], "range_high": sess.range[1], "blur_sigma": blur,
                 "context_window": None, "stimulus_id": stim.key(),
                 "image": self.image_url(sess, stim, blur)[1:] if sess.modality != "text" else None,
+                **({"images": list(stim.params["images"])} if isinstance(stim.params.get("images"), (list, tuple)) else {}),
                 "latency_s": round(time.monotonic() - served, 4) if served is not None else None,
                 "rt_client_s": round(float(rt) / 1000, 4) if rt is not None else None,
                 "block_position": block, "counterbalance": (study.order or {}).get("counterbalance", 0),
@@ -433,6 +434,12 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _url(path: str) -> str:
+    """A stored stimulus path (``stimuli/<hash>.png``) as this server's URL; URLs unchanged."""
+    path = str(path)
+    return path if path.startswith(("/", "http://", "https://")) else "/" + path
 
 
 def _unknown_participant() -> JSONResponse:
