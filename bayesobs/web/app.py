@@ -27,6 +27,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -462,8 +463,8 @@ async def _json(request: Request):
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json":
         return JSONResponse({"error": "send JSON (content-type application/json)"}, status_code=415)
-    origin = request.headers.get("origin")
-    if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
+    origin = request.headers.get("origin")  # host only: behind a TLS proxy the scheme differs
+    if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
         return JSONResponse({"error": "cross-origin request refused"}, status_code=403)
     too_big = JSONResponse({"error": f"request body over {MAX_BODY} bytes"}, status_code=413)
     try:
