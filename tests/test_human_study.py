@@ -112,6 +112,18 @@ def test_serve_order_fixed_keeps_the_spec_order_and_restart_keeps_assignments(tm
     assert again.rows_of == {"a": 0, "b": 1}
 
 
+def test_a_folder_served_in_one_order_is_not_resumed_in_another(tmp_path):
+    from bayesobs.errors import BayesobsInputError
+
+    fixed = ParticipantServer(SPEC, tmp_path / "exp", trials=1, order="fixed")  # as before issue 15
+    with running(fixed) as url:
+        _complete(url, "early")
+    with pytest.raises(BayesobsInputError, match="order"):
+        ParticipantServer(SPEC, tmp_path / "exp", trials=1)  # would mix fixed and counterbalanced
+    again = ParticipantServer(SPEC, tmp_path / "exp", trials=1, order="fixed")
+    assert again.progress == {"early": 9}
+
+
 def test_cli_serve_and_export_refuse_an_unknown_order(tmp_path, capsys):
     assert (
         main(["export", "jspsych", str(SPEC), "--out", str(tmp_path / "x"), "--order", "random"])

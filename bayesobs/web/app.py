@@ -124,7 +124,9 @@ class ParticipantServer:
         self.minutes = check_minutes(minutes)
         self.rows = latin_rows(sessions) if self.order == "counterbalanced" else 1
         record = {"command": "serve", "spec": spec, "modalities": modalities, "conditions": conditions,
-                  "trials": trials, "subjects": "participants", "order": self.order}  # fmt: skip
+                  "trials": trials, "subjects": "participants",
+                  # fixed order: the record of folders served before counterbalancing, which resume
+                  **({"order": self.order} if self.order != "fixed" else {})}  # fmt: skip
         self.store = ExperimentStore(out, record)
         self.folder = Path(out)
         secret_file = self.folder / ".server_secret"
