@@ -376,6 +376,9 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
         )
         page.route("https://pipe.jspsych.org/api/data/",
                    lambda r: (posted.append(r.request.post_data), r.fulfill(json={"ok": True})))  # fmt: skip
+        page.route(
+            "https://pipe.jspsych.org/api/condition/", lambda r: r.fulfill(json={"condition": 4})
+        )  # DataPipe's next condition
         page.route("https://app.prolific.com/**", lambda r: r.fulfill(body="<p>back on Prolific</p>",
                                                                       content_type="text/html"))  # fmt: skip
         page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/index.html?pid=js1")
@@ -443,8 +446,11 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
     assert main(["fit", str(data), "--out", str(tmp_path / "fit")]) == 0
     fits = __import__("pandas").read_csv(tmp_path / "fit" / "fits.csv")
     assert set(fits["modality"]) == {"multimodal", "text"} and fits["loglik"].notna().any()
+    first = t.sort_values("block_position").iloc[0]
+    if platform == "prolific":  # DataPipe's condition 4: row 4, session types rotated by 2
+        assert int(first["counterbalance"]) == 4 and first["session"] == "long"
+        assert first["modality"] == "multimodal"
     if platform == "jatos":  # JATOS's study-result counter 7 picks Latin-square row 7 % 6 = 1
-        first = t.sort_values("block_position").iloc[0]
         assert int(first["counterbalance"]) == 1 and first["modality"] == "text"
         assert main(["score", str(data), "--out", str(tmp_path / "s"), "--bootstrap", "2",
                      "--no-probe"]) == 0  # fmt: skip

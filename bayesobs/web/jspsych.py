@@ -153,19 +153,21 @@ function participant() {
   return params.get("PROLIFIC_PID") || params.get("pid") || (jatosId ? String(jatosId) : null) ||
     ("P" + Math.random().toString(16).slice(2, 12));
 }
-// Latin-square row: ?cb=K if given, else JATOS's study-result counter, else a hash of the participant id.
-function orderRow(subject) {
+// Latin-square row: ?cb=K if given, else the platform's counter (JATOS's study-result id,
+// DataPipe's condition), else a hash of the participant id (balanced only on average).
+function orderRow(subject, counter) {
   const n = ORDERS.length;
   const given = parseInt(params.get("cb"), 10);
   if (Number.isInteger(given) && given >= 0) return given % n;
   if (typeof jatos !== "undefined" && jatos.studyResultId) return Number(jatos.studyResultId) % n;
+  if (Number.isInteger(counter) && counter >= 0) return counter % n;
   let h = 0;
   for (const c of subject) h = (h * 31 + c.charCodeAt(0)) >>> 0;
   return h % n;
 }
 
-function build(jsPsych, subject) {
-  const row = orderRow(subject);
+function build(jsPsych, subject, counter) {
+  const row = orderRow(subject, counter);
   const order = ORDERS[row];
   jsPsych.data.addProperties({subject, counterbalance: row, platform: CONFIG.platform});
   const trials = [];
@@ -225,13 +227,20 @@ function build(jsPsych, subject) {
   return timeline;
 }
 
-function start() {
+function start(counter) {
   const jsPsych = initJsPsych({show_progress_bar: true, auto_update_progress_bar: false,
                                message_progress_bar: "Progress"});
   window.jsPsych = jsPsych;
-  jsPsych.run(build(jsPsych, participant()));
+  jsPsych.run(build(jsPsych, participant(), counter));
 }
-if (CONFIG.platform === "jatos") jatos.onLoad(start); else start();
+if (CONFIG.platform === "prolific" && ORDERS.length > 1 && !params.has("cb")) {
+  // DataPipe hands out conditions in turn (set its number of conditions to ORDERS.length)
+  jsPsychPipe.getCondition(CONFIG.datapipe_id).then((c) => start(Number(c)), () => start(null));
+} else if (CONFIG.platform === "jatos") {
+  jatos.onLoad(() => start(null));
+} else {
+  start(null);
+}
 """
 
 
