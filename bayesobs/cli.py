@@ -252,7 +252,7 @@ def cmd_score(args) -> int:
         interleaved=args.interleaved,
         lapse=args.lapse,
     )
-    written = result.to_folder(args.out)
+    written = result.to_folder(args.out, trials=trials)
     record = _trial_record(
         args,
         "score",
@@ -335,13 +335,14 @@ def cmd_serve(args) -> int:
     from .web import ParticipantServer
 
     server = ParticipantServer(args.spec, args.out, args.modality, args.condition, args.trials, token=args.token,
-                               ami=str(args.ami) if args.ami else None)  # fmt: skip
+                               ami=str(args.ami) if args.ami else None, order=args.order,
+                               minutes=args.minutes)  # fmt: skip
     base = f"http://{args.host}:{args.port}"
     print(f"participants: {base}/   (or {base}/?pid=ID)")
     print(f"experimenter: {base}/experimenter?token={server.token}")
-    print(
-        f"{server.study.total} trials per participant; answers are appended to {args.out}/trials.jsonl"
-    )
+    minutes, basis = server.expected_minutes()
+    print(f"{server.study.total} trials per participant (about {minutes} min, {basis}); block order "
+          f"{args.order}; answers are appended to {args.out}/trials.jsonl")  # fmt: skip
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"note: listening on {args.host}, reachable from other machines", file=sys.stderr)
     uvicorn.run(server.app(), host=args.host, port=args.port, log_level="warning")
@@ -352,10 +353,20 @@ def cmd_export(args) -> int:
     from .web.jspsych import export_jspsych
 
     out = export_jspsych(args.spec, args.out, args.modality, args.condition, args.trials,
-                         ami=str(args.ami) if args.ami else None)  # fmt: skip
+                         ami=str(args.ami) if args.ami else None, platform=args.platform, order=args.order,
+                         break_every=args.break_every, completion_code=args.completion_code,
+                         prolific_code=args.prolific_code, datapipe_id=args.datapipe,
+                         minutes=args.minutes)  # fmt: skip
+    manifest = json.loads((out / "bayesobs_manifest.json").read_text())
+    print(f"jsPsych experiment for {args.platform} -> {out}  (cd {out} && npm install && npm run build; "
+          f"then upload {out}/dist)")  # fmt: skip
     print(
-        f"jsPsych experiment -> {out}  (cd {out} && npm install && npm run build; then host {out}/dist)"
+        f"completion code {manifest['completion_code']}; block order {args.order} "
+        f"({len(manifest['orders'])} Latin-square row(s)); about {manifest['minutes']} min"
     )
+    if args.platform == "pavlovia":
+        print("Pavlovia: save Pavlovia's jsPsych plugin as "
+              f"{out}/jspsych-pavlovia.js before building (it is not on the npm registry)")  # fmt: skip
     return 0
 
 
@@ -596,6 +607,17 @@ def _add_stimulus_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--trials", type=int, help="trials per session (default: the spec's)")
     p.add_argument("--ami", type=Path, metavar="DIR", help="AMI annotations for the duration task")
+    p.add_argument(
+        "--order",
+        default="counterbalanced",
+        help="block order: counterbalanced (default: a Latin square over modalities and session "
+        "types, one row per participant, logged) or fixed (the spec's order for everyone)",
+    )
+    p.add_argument(
+        "--minutes",
+        type=float,
+        help="duration stated on the consent page (default: estimated from the number of trials)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -737,6 +759,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, required=True, metavar="DIR", help="experiment folder to write"
     )
     _add_stimulus_options(p)
+    p.add_argument(
+        "--platform",
+        choices=("jatos", "pavlovia", "cognition", "prolific", "local"),
+        default="local",
+        help="where dist/ runs, which decides how data are saved: jatos (jatos.submitResultData), "
+        "pavlovia (Pavlovia's jsPsych plugin), cognition (Cognition.run saves jsPsych data), "
+        "prolific (DataPipe to the OSF, then back to Prolific), local (the browser downloads the "
+        "data file; default, for piloting)",
+    )
+    p.add_argument("--break-every", type=int, metavar="N", help="a break page after every N trials")
+    p.add_argument(
+        "--completion-code",
+        metavar="CODE",
+        help="code shown on the final page (default: --prolific-code, else a random code)",
+    )
+    p.add_argument(
+        "--prolific-code",
+        metavar="CODE",
+        help="Prolific completion code: the final page returns the participant to Prolific",
+    )
+    p.add_argument("--datapipe", metavar="ID", help="DataPipe experiment id (--platform prolific)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(

@@ -204,10 +204,13 @@ class Scores(NamedTuple):
     controls: pd.DataFrame | None = None  # METHOD §12: the anchoring control, not a factor
     bcs_extra: pd.DataFrame | None = None  # noise_text and other ablations outside the BCS
 
-    def to_folder(self, out) -> list[str]:
+    def to_folder(self, out, trials: pd.DataFrame | None = None) -> list[str]:
         """Write every computed table as ``out/NAME.csv``; returns the names written.
 
-        Each file is written atomically (:func:`bayesobs.trials.write_csv`).
+        Each file is written atomically (:func:`bayesobs.trials.write_csv`).  With
+        ``trials`` (the table that was scored, after any mapping and filtering),
+        the folder also keeps it as ``out/trials.parquet``, so ``bayesobs report``
+        rebuilds the figures from the folder alone, from any working directory.
         """
         from pathlib import Path
 
@@ -218,6 +221,9 @@ class Scores(NamedTuple):
             if table is not None and len(table.columns):  # no columns: not computed
                 write_csv(table, out / f"{name}.csv")
                 written.append(name)
+        if trials is not None:
+            _write_scored_trials(trials, out / SCORED_TRIALS)
+            written.append(SCORED_TRIALS)
         return written
 
     @classmethod
@@ -240,6 +246,24 @@ class Scores(NamedTuple):
                 if t is not None and name in t:
                     t[name] = t[name].astype(str)
         return cls(**tables)
+
+
+SCORED_TRIALS = "trials.parquet"  # the scored trial table inside a score folder
+
+
+def _write_scored_trials(trials: pd.DataFrame, path) -> None:
+    """The scored trials as Parquet, atomically; mixed-type text columns kept as text."""
+    import json as _json
+
+    t = trials.copy()
+    for col in [c for c in t.columns if pd.api.types.is_object_dtype(t[c].dtype)]:
+        t[col] = t[col].map(
+            lambda v: v if v is None or isinstance(v, str) or (isinstance(v, float) and v != v)
+            else _json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+        )  # fmt: skip
+    tmp = path.with_name(path.name + ".part")
+    t.to_parquet(tmp, index=False)
+    tmp.replace(path)
 
 
 def _composite(
