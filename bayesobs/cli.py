@@ -230,7 +230,8 @@ def leaderboard(bayesbench, missing=None) -> str:
     """Plain-text leaderboard: subjects by S; each number's point estimate beside its
     bootstrap mean and 68% interval, the paper's numbers then S_p and BCS_p, one line on
     why point and interval can differ, and warnings from ``missing`` (constant responders,
-    fewer than 2 runs per session type)."""
+    fewer than 2 runs per session type).
+    """
     from .leaderboard import leaderboard_text
 
     return leaderboard_text(bayesbench, missing)

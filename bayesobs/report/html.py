@@ -12,7 +12,6 @@ import html
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -175,45 +174,10 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     return index
 
 
-def bounded_error_intervals(
-    acc: pd.DataFrame, trials: pd.DataFrame, seed: int = 0, reps: int = 2000
-) -> pd.DataFrame:
-    """``acc`` with ``error_lo``/``error_hi`` as 95% percentile-bootstrap intervals of the mean.
-
-    A bootstrap mean of coordinate errors stays between the smallest and the
-    largest error, so the interval never runs below 0 or past the image
-    diagonal (a t interval on a few trials does).  Rows with fewer than 2
-    trials get no interval (NaN).
-    """
-    from ..search import KEYS, search_table
-
-    acc = acc.copy()
-    if "error_px" not in acc or "error_px" not in trials:
-        return acc
-    t = search_table(trials)
-    t["error_px"] = pd.to_numeric(t["error_px"], errors="coerce")
-    rng = np.random.default_rng(seed)
-    lo_col, hi_col = (
-        ("set_size_lo", "set_size_hi") if "set_size_lo" in acc else ("set_size", "set_size")
-    )
-    groups = dict(tuple(t.groupby(KEYS, sort=False)))
-    for i, row in acc.iterrows():
-        g = groups.get(tuple(str(row[k]) for k in KEYS))
-        if g is None:
-            continue
-        e = g.loc[g["set_size"].between(row[lo_col], row[hi_col]), "error_px"].dropna().to_numpy()
-        if len(e) < 2:
-            acc.loc[i, ["error_lo", "error_hi"]] = np.nan
-            continue
-        means = e[rng.integers(0, len(e), (reps, len(e)))].mean(axis=1)
-        acc.loc[i, ["error_lo", "error_hi"]] = np.percentile(means, [2.5, 97.5])
-    return acc
-
-
 def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0):
     """The visual-search part: accuracy curves, cell-bias maps, then the set-size table."""
     search, bias = res.search, res.search_bias
-    acc = bounded_error_intervals(res.search_accuracy, trials, seed)
+    acc = res.search_accuracy  # error intervals: bootstrap of the mean, within the data's bounds
     base = prefer(search, "ablation", "base")
     cols = [
         "subject",
