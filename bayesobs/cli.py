@@ -156,6 +156,7 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
 
 
 def cmd_fit(args) -> int:
+    """``bayesobs fit``: maximum-likelihood (and optionally posterior) fits of every cell."""
     from .api import write_fit
     from .fitting import fit_batch, fits_table
 
@@ -227,9 +228,11 @@ def cmd_fit(args) -> int:
 
 
 def leaderboard(bayesbench, missing=None) -> str:
-    """Plain-text leaderboard: subjects by S; each number's point estimate beside its
-    bootstrap mean and 68% interval, the paper's numbers then S_p and BCS_p, one line on
-    why point and interval can differ, and warnings from ``missing`` (constant responders,
+    """Plain-text leaderboard: subjects by S.
+
+    Each number's point estimate beside its bootstrap mean and 68% interval,
+    the paper's numbers then S_p and BCS_p, one line on why point and
+    interval can differ, and warnings from ``missing`` (constant responders,
     fewer than 2 runs per session type).
     """
     from .leaderboard import leaderboard_text
@@ -238,6 +241,7 @@ def leaderboard(bayesbench, missing=None) -> str:
 
 
 def cmd_score(args) -> int:
+    """``bayesobs score``: accuracy, BCS, cue combination and the BayesBench composite."""
     from .scores import score
 
     t0 = time.perf_counter()
@@ -307,6 +311,7 @@ def search_summary(search) -> str:
 
 
 def cmd_rescore(args) -> int:
+    """``bayesobs rescore``: re-read a folder's logged replies with today's parsers."""
     from .rescore import rescore_folder
 
     table = rescore_folder(args.folder, args.out)
@@ -321,6 +326,7 @@ def cmd_rescore(args) -> int:
 
 
 def cmd_report(args) -> int:
+    """``bayesobs report``: the HTML report of trial files, an experiment or a score folder."""
     from .report import build_report
 
     index = build_report(
@@ -331,6 +337,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_serve(args) -> int:
+    """``bayesobs serve``: the web app for human participants."""
     import uvicorn
 
     from .web import ParticipantServer
@@ -351,6 +358,7 @@ def cmd_serve(args) -> int:
 
 
 def cmd_export(args) -> int:
+    """``bayesobs export jspsych``: a jsPsych study folder for an online platform."""
     from .web.jspsych import export_jspsych
 
     out = export_jspsych(args.spec, args.out, args.modality, args.condition, args.trials,
@@ -372,6 +380,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_simulate(args) -> int:
+    """``bayesobs simulate``: trial tables of simulated observers with known parameters."""
     from .synthetic import simulated_trials
     from .trials import write_trials
 
@@ -399,6 +408,7 @@ def _number_list(text: str, what: str, kind=float) -> list:
 
 
 def cmd_design(args) -> int:
+    """``bayesobs design``: model recovery and power of a protocol before any run."""
     from .design import confusion_figure, design, power_figure
 
     trials = _number_list(args.trials, "--trials", int) if args.trials else None
@@ -574,6 +584,7 @@ def _print_report(args, report) -> int:
 
 
 def cmd_run(args) -> int:
+    """``bayesobs run``: one task spec on the given subjects into an experiment folder."""
     from .runner import load_spec, run_task
 
     _check_run_options(args)
@@ -587,6 +598,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    """``bayesobs sweep``: a protocol (several specs) into one experiment folder."""
     from .runner import sweep
 
     _check_run_options(args)
@@ -622,6 +634,7 @@ def _add_stimulus_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every ``bayesobs`` command."""
     from . import __version__
 
     parser = argparse.ArgumentParser(
@@ -835,6 +848,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit code (2 for bad input, with a one-line message)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -65,6 +65,8 @@ ANSWER_RANGE = {
 
 @dataclass
 class Study:
+    """One participant's study: the spec, its sessions (blocks) in order and the practice trial."""
+
     spec: dict
     sessions: list[Session]  # one participant's sessions (blocks), in order
     practice: object  # a stimulus shown once, not logged
@@ -77,6 +79,7 @@ class Study:
 
     @property
     def total(self) -> int:
+        """Trials in one participant's study."""
         return sum(len(s.stimuli) for s in self.sessions)
 
     def trial(self, index: int) -> tuple[Session, int, int]:
@@ -175,21 +178,25 @@ class ParticipantServer:
         return estimate_minutes(self.study.total), "estimated from the number of trials"
 
     def completion_code(self, pid: str) -> str:
+        """The participant's completion code (an HMAC of the pid: checkable, not guessable)."""
         return hmac.new(self.secret.encode(), pid.encode(), hashlib.sha256).hexdigest()[:10].upper()
 
     def who(self, request: Request) -> str | None:
+        """The pid of the request's signed-in participant, or ``None``."""
         pid, key = request.cookies.get("bo_pid"), request.cookies.get("bo_key")
         if not pid or not key or pid not in self.keys:
             return None
         return pid if hmac.compare_digest(self.keys[pid], _hash(key)) else None
 
     def image_url(self, sess: Session, stim, blur: float) -> str:
+        """The URL of a stimulus image at this blur, rendered once and stored by content."""
         k = (stim.key(), blur)
         if k not in self._png:
             self._png[k] = self.store.save_png(sess.task.render_png(stim, blur))
         return "/" + self._png[k]
 
     def trial_payload(self, pid: str) -> dict:
+        """What the page needs for the participant's next trial (or that the study is done)."""
         done = self.progress.get(pid, 0)
         study = self.study_of(pid)
         total = study.total
@@ -223,15 +230,18 @@ class ParticipantServer:
         return JSONResponse({"trials": self.study.total, "minutes": minutes, "basis": basis})
 
     async def index(self, request: Request) -> Response:
+        """``GET /``: the participant page."""
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
 
     async def asset(self, request: Request) -> Response:
+        """``GET /assets/{name}``: the page's script and style sheet (nothing else)."""
         name = request.path_params["name"]
         if name not in ("app.js", "style.css"):
             return JSONResponse({"error": "not found"}, status_code=404)
         return FileResponse(STATIC / name)
 
     async def start(self, request: Request) -> Response:
+        """``POST /api/start``: consent given; sign the participant in and assign a counterbalancing row."""
         body = await _json(request)
         if isinstance(body, Response):
             return body
@@ -273,6 +283,7 @@ class ParticipantServer:
         return resp
 
     async def practice(self, request: Request) -> Response:
+        """``GET/POST /api/practice``: the practice trial, with feedback (never logged)."""
         pid = self.who(request)
         if pid is None:
             return _unknown_participant()
@@ -298,6 +309,7 @@ class ParticipantServer:
         return JSONResponse({"ok": True, "true_value": stim.value})
 
     def check_value(self, body, sess) -> float | Response:
+        """The answer in ``body`` as a number in the task's range, or a 400 response saying why."""
         if body is None:
             return JSONResponse({"error": "send JSON"}, status_code=400)
         value = parse_answer(str(body.get("response", "")))
@@ -311,6 +323,7 @@ class ParticipantServer:
         return value
 
     async def next_trial(self, request: Request) -> Response:
+        """``GET /api/next``: the participant's next trial."""
         pid = self.who(request)
         if pid is None:
             return _unknown_participant()
@@ -318,6 +331,7 @@ class ParticipantServer:
         return JSONResponse(self.trial_payload(pid))
 
     async def answer(self, request: Request) -> Response:
+        """``POST /api/answer``: log one answer (append-only), then send the next trial."""
         pid = self.who(request)
         if pid is None:
             return _unknown_participant()
@@ -367,6 +381,7 @@ class ParticipantServer:
         return JSONResponse(self.trial_payload(pid))
 
     async def stimulus(self, request: Request) -> Response:
+        """``GET /stimuli/{name}``: a stored stimulus image."""
         name = request.path_params["name"]
         if not STIM_RE.match(name):
             return JSONResponse({"error": "not found"}, status_code=404)
@@ -380,6 +395,7 @@ class ParticipantServer:
         return hmac.compare_digest(given, self.token.encode())
 
     async def experimenter(self, request: Request) -> Response:
+        """``GET /experimenter``: progress per participant (token required)."""
         if not self._authorised(request):
             return HTMLResponse("<h1>403</h1><p>experimenter token required</p>", status_code=403)
         rows = "".join(
@@ -398,6 +414,7 @@ class ParticipantServer:
         return HTMLResponse(page)
 
     async def trials_csv(self, request: Request) -> Response:
+        """``GET /experimenter/trials.csv``: the logged trials as CSV (token required)."""
         if not self._authorised(request):
             return JSONResponse({"error": "experimenter token required"}, status_code=403)
         buf = io.StringIO()
@@ -406,6 +423,7 @@ class ParticipantServer:
                         headers={"content-disposition": "attachment; filename=trials.csv"})  # fmt: skip
 
     def app(self) -> Starlette:
+        """The Starlette application with every route, wrapped in :class:`SecurityHeaders`."""
         routes = [
             Route("/", self.index),
             Route("/assets/{name}", self.asset),
@@ -428,6 +446,7 @@ class SecurityHeaders:
         self.app = app
 
     async def __call__(self, scope, receive, send):
+        """Add the security headers to every HTTP response."""
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
 

@@ -62,6 +62,7 @@ def block_order(sessions: list, row: int) -> tuple[list, dict]:
 
 
 def check_order(order: str) -> str:
+    """``order`` if it is one of :data:`ORDERS`, else a one-line error."""
     if order not in ORDERS:
         raise BayesobsInputError(f"--order must be one of {', '.join(ORDERS)}, not {order!r}")
     return order
@@ -75,6 +76,7 @@ def estimate_minutes(n_trials: int, seconds_per_trial: float | None = None) -> i
 
 
 def check_minutes(minutes) -> float | None:
+    """A stated study duration in minutes (``None``: estimate it), checked to be in (0, 1440]."""
     if minutes is None:
         return None
     if not (math.isfinite(minutes) and 0 < minutes <= 24 * 60):
