@@ -117,7 +117,8 @@ def test_export_shows_the_steering_text(tmp_path):
         == 0
     )
     js = (out / "experiment.js").read_text()
-    items = json.loads(re.search(r"const TRIALS = (\[.*?\n\]);", js, re.S).group(1))
+    blocks = json.loads(re.search(r"const BLOCKS = (\[.*?\n\]);", js, re.S).group(1))
+    items = [it for block in blocks for it in block]
     steer = "behave like a Bayesian observer"
     assert items and all(steer in it["instruction"] for it in items)
     assert all(it["data"]["condition"] == "steer_verbal" for it in items)
