@@ -40,6 +40,7 @@ class Condition:
     blur: str | None = None  # None, "constant", "gradual"
     reverse: bool = False
     text_noise: float = 0.0  # noise_text: strength of the text degradation
+    hint: bool = False  # hint: the task's field hint joins the system prompt (task hvs)
 
 
 def condition(name: str, options: dict | None = None) -> Condition:
@@ -57,6 +58,7 @@ def condition(name: str, options: dict | None = None) -> Condition:
         "context_long": Condition("context_long", o["context_long"]),
         "context_reversed": Condition("context_reversed", o["context"], reverse=True),
         "context_none": Condition("context_none", 0),
+        "hint": Condition("hint", o["context"], hint=True),  # tasks with hints only (hvs)
     }
     if name not in table:
         raise BayesobsInputError(f"unknown condition {name!r}; choose from {', '.join(table)}")

@@ -292,6 +292,11 @@ def cmd_score(args) -> int:
             f"every ablation and answer mode in {args.out}/search.csv)"
         )
         print(search_summary(result.search))
+    if result.hvs is not None and len(result.hvs.columns):  # task hvs: HVSBench-style
+        from .hvs.logged import hvs_summary
+
+        print(f"\nHVSBench-style questions (accuracy; all columns in {args.out}/hvs.csv)")
+        print(hvs_summary(result.hvs))
     print(f"\ntables -> {args.out}/ ({', '.join(written)})")
     return 0
 
@@ -513,6 +518,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "(default: the synthetic dialogue generator)",
     )
     p.add_argument(
+        "--hvs",
+        type=Path,
+        metavar="DIR",
+        help="source datasets of the HVSBench-style task hvs (layout: docs/hvs.md)",
+    )
+    p.add_argument(
         "--sim-seed", type=int, default=0, help="seed of the simulated subjects (default 0)"
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")  # fmt: skip
@@ -593,7 +604,7 @@ def cmd_run(args) -> int:
         _check_run_options(args)
     options, chat = _run_options(args)
     report = run_task(args.task, args.subject, args.out, args.modality, args.condition, args.trials,
-                      args.runs, ami=args.ami, chat=chat, **options)  # fmt: skip
+                      args.runs, ami=args.ami, hvs=args.hvs, chat=chat, **options)  # fmt: skip
     return _print_report(args, report)
 
 
@@ -604,7 +615,7 @@ def cmd_sweep(args) -> int:
     _check_run_options(args)
     options, chat = _run_options(args)
     report = sweep(args.protocol, args.subject, args.out, trials=args.trials, runs=args.runs,
-                   ami=args.ami, **options, **chat)  # fmt: skip
+                   ami=args.ami, hvs=args.hvs, **options, **chat)  # fmt: skip
     return _print_report(args, report)
 
 

@@ -46,6 +46,7 @@ def _sessions(folder: Path) -> dict[tuple, object]:
             exp.get("trials"),
             exp.get("runs"),
             ami=exp.get("ami"),
+            hvs=exp.get("hvs"),
         )
         out.update({s.key: s for s in sessions})
     return out

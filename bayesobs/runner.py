@@ -289,9 +289,10 @@ def plan(
     trials: int | None = None,
     runs: int | None = None,
     ami: str | None = None,
+    hvs: str | None = None,
 ) -> list[Session]:
-    """Every session run of a spec for the given subjects."""
-    task = get_task(spec["task"], ami=ami)
+    """Every session run of a spec for the given subjects (``hvs``: the task hvs's source folder)."""
+    task = get_task(spec["task"], ami=ami, hvs=hvs)
     mods = modalities or spec.get("modalities", [task.modalities[0]])
     conds = conditions or spec.get("conditions", ["base"])
     # 0 is a value, not "the spec's default": it is refused below
@@ -304,6 +305,8 @@ def plan(
     )
     check_modalities(task.name, mods)
     cond_objs = [condition(c, spec.get("ablations")) for c in conds]
+    if any(c.hint for c in cond_objs) and not task.hints:  # the field hints of task hvs
+        raise BayesobsInputError(f"task {task.name} has no hints: condition hint is for task hvs")
     for s in subjects:
         parse_subject(s)
     out = []
@@ -399,6 +402,8 @@ class Runner:
             rec = self.store.done.get(key)
             if rec is None:
                 system = system_prompt(sess.task, sess.cond, previous, sess.range, sess.options)
+                if extra := sess.task.system_extra(stim, sess.cond):  # hvs: the hint condition
+                    system = f"{system} {extra}"
                 turns = tuple(x for u, a, _ in window for x in (u, a)) + (user,)
                 meta = dict(
                     zip(
@@ -410,8 +415,10 @@ class Runner:
                 meta.update(trial=t, seed=sess.seed)
                 if sess.prior_mean is not None:  # the session's true prior mean (sim observers)
                     meta["prior_mean"] = sess.prior_mean
+                # a task's extra fields for simulated subjects (hvs: the question); not logged
+                ask = {**meta, **sess.task.request_meta(stim)}
                 try:
-                    reply = await subject.complete(Request(system, turns, meta))
+                    reply = await subject.complete(Request(system, turns, ask))
                 except SubjectError as exc:
                     if not isinstance(exc, FatalSubjectError):  # logged so; redone on resume
                         self.store.log_run(event="trial_failed", session="/".join(map(str, sess.key)),
@@ -554,6 +561,7 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
         Subject objects by name.
     """
     from .subjects.cache import ResponseCache, default_cache_dir
+    from .subjects.hvs_sim import HVS_KINDS, HvsSubject
     from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
     from .subjects.search_sim import SEARCH_KINDS, SearchSubject
     from .subjects.sim import SimSubject
@@ -569,6 +577,7 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
         kind, rest = parse_subject(name)
         if kind == "sim":
             kind_cls = SearchSubject if rest in SEARCH_KINDS else SimSubject
+            kind_cls = HvsSubject if rest in HVS_KINDS else kind_cls
             out[name] = kind_cls(rest, seed=sim_seed)
         else:
             if cache is None and use_cache:
@@ -669,6 +678,7 @@ def start(
     concurrency: int = 16,
     progress: bool = False,
     dry_run: bool = False,
+    hvs: str | None = None,
 ) -> RunReport:
     """Run planned sessions into experiment folder ``out``: the one path of ``run`` and ``sweep``.
 
@@ -680,6 +690,8 @@ def start(
     from .store import TRIAL_ID, read_jsonl
 
     record = experiment_record(specs, subjects, **settings, chat=chat, sim_seed=sim_seed, ami=ami)
+    if hvs:  # only then: folders without hvs keep their manifest
+        record["hvs"] = hvs
     if dry_run:
         done = {tuple(r[k] for k in TRIAL_ID) for r in read_jsonl(Path(out) / "trials.jsonl")[0]}
         return RunReport(
@@ -711,6 +723,7 @@ def run_task(
     trials: int | None = None,
     runs: int | None = None,
     ami: str | Path | None = None,
+    hvs: str | Path | None = None,
     **options,
 ) -> RunReport:
     """Run one task spec on subjects into ``out``: the library form of ``bayesobs run``.
@@ -720,10 +733,11 @@ def run_task(
     """
     spec = load_spec(task)
     ami = str(ami) if ami else None
-    sessions = plan(spec, subjects, modalities, conditions, trials, runs, ami=ami)
+    hvs = str(hvs) if hvs else None
+    sessions = plan(spec, subjects, modalities, conditions, trials, runs, ami=ami, hvs=hvs)
     settings = {"command": "run", "modalities": modalities, "conditions": conditions,
                 "trials": trials, "runs": runs}  # fmt: skip
-    return start([spec], sessions, subjects, out, settings, ami=ami, **options)
+    return start([spec], sessions, subjects, out, settings, ami=ami, hvs=hvs, **options)
 
 
 def sweep(
@@ -741,6 +755,7 @@ def sweep(
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
     dry_run: bool = False,
+    hvs: str | Path | None = None,
     **chat,
 ) -> RunReport:
     """Run a protocol (e.g. ``tasks/bayesbench.toml``) on subjects into folder ``out``.
@@ -756,8 +771,11 @@ def sweep(
     """
     exps = load_protocol(protocol)
     ami = str(ami) if ami else None
+    hvs = str(hvs) if hvs else None
     sessions = [
-        x for e in exps for x in plan(e["spec"], subjects, trials=trials, runs=runs, ami=ami)
+        x
+        for e in exps
+        for x in plan(e["spec"], subjects, trials=trials, runs=runs, ami=ami, hvs=hvs)
     ]
     settings = {"command": "sweep", "protocol": str(protocol), "trials": trials, "runs": runs}
     return start(
@@ -776,4 +794,5 @@ def sweep(
         concurrency=concurrency,
         progress=progress,
         dry_run=dry_run,
+        hvs=hvs,
     )

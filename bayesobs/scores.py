@@ -203,6 +203,7 @@ class Scores(NamedTuple):
     search_bias: pd.DataFrame | None = None
     controls: pd.DataFrame | None = None  # METHOD §12: the anchoring control, not a factor
     bcs_extra: pd.DataFrame | None = None  # noise_text and other ablations outside the BCS
+    hvs: pd.DataFrame | None = None  # HVSBench-style questions (task hvs): the Table 3 layout
 
     def to_folder(self, out, trials: pd.DataFrame | None = None) -> list[str]:
         """Write every computed table as ``out/NAME.csv``; returns the names written.
@@ -232,13 +233,13 @@ class Scores(NamedTuple):
         from pathlib import Path
 
         folder = Path(folder)
-        if not any((folder / f"{n}.csv").exists() for n in ("bayesbench", "search")):
+        if not any((folder / f"{n}.csv").exists() for n in ("bayesbench", "search", "hvs")):
             return None
         tables = {}
         for name in cls._fields:
             p = folder / f"{name}.csv"
             tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
-        for name in ("search", "search_accuracy", "search_bias"):
+        for name in ("search", "search_accuracy", "search_bias", "hvs"):
             if tables[name].empty:
                 tables[name] = None
         for name in ("subject", "task"):  # keys stay text (e.g. subject "007")
@@ -548,8 +549,9 @@ def score(
         DataFrames; ``missing`` lists what could not be computed and why.
         Visual-search trials (with ``set_size`` and ``correct``) are scored
         by :func:`bayesobs.search.search_scores` into ``search``,
-        ``search_accuracy`` and ``search_bias``; the other tables come from
-        the magnitude trials.
+        ``search_accuracy`` and ``search_bias``; HVSBench-style trials (paradigm
+        ``hvs``) by :func:`bayesobs.hvs.logged.hvs_scores` into ``hvs``; the
+        other tables come from the magnitude trials.
     """
     from .search import is_search, search_scores
 
@@ -557,6 +559,13 @@ def score(
     trials = normalize_trials(trials)
     found = is_search(trials)
     extra = search_scores(trials[found]) if found.any() else {}
+    from .hvs.logged import hvs_scores, is_hvs
+
+    hvs_rows = is_hvs(trials)  # HVSBench-style questions (paradigm hvs): hvs.csv
+    if hvs_rows.any():
+        none = {} if found.any() else {"search": None, "search_accuracy": None, "search_bias": None}
+        extra = {**none, **extra, **hvs_scores(trials[hvs_rows])}
+        found = found | hvs_rows
     if found.all():
         empty = {name: pd.DataFrame() for name in Scores._fields}
         return Scores(**{**empty, **extra})

@@ -18,11 +18,13 @@ from matplotlib.figure import Figure
 from .. import leaderboard as LB
 from ..api import predictions
 from ..errors import BayesobsInputError
+from ..hvs.logged import is_hvs
 from ..provenance import provenance
 from ..scores import SCORED_TRIALS, Scores, bias_variance, cue_predictions, score, with_baseline
 from ..search import is_search, prefer
 from ..trials import normalize_trials, parse_mapping, read_trials
 from . import figures as F
+from .hvs import hvs_sections
 
 TABLES = tuple(Scores._fields)
 VISUAL = ("line_ratio", "marker_location", "maze_distance")
@@ -134,15 +136,20 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
             table.to_csv(out / "tables" / f"{name}.csv", index=False)
             written.append(name)
     found = is_search(trials)
+    hvs_rows = is_hvs(trials)  # task hvs: its own section (report/hvs.py), not magnitudes
     subjects = sorted(trials["subject"].unique())
     head, sections, notes, tail = [], [], [], []
-    if not found.all():
+    if not (found | hvs_rows).all():
         head, sections, notes = _magnitude_sections(
-            with_baseline(trials[~found].reset_index(drop=True)), res, out, seed
+            with_baseline(trials[~(found | hvs_rows)].reset_index(drop=True)), res, out, seed
         )
     if found.any():
         sections_s, tail = _search_sections(res, out, trials, seed)
         sections += sections_s
+    if hvs_rows.any():
+        head_h, sections_h = hvs_sections(res, trials[hvs_rows], out, _save, _table_html)
+        head += head_h
+        sections += sections_h
     prov = provenance(command="report", inputs=[str(p) for p in paths])
     body = [f"<h1>bayesobs report</h1><p class=m>{len(trials)} trials · {len(subjects)} subject(s) · "
             f"created {html.escape(prov['created_utc'])}</p>", *head]  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import BayesobsInputError
 from .base import Stimulus, Task, blur, from_png, to_png
 from .duration import Duration
+from .hvs import HvsTask
 from .lines import LineRatio, MarkerLocation
 from .maze import MazeDistance
 from .numerosity import Numerosity
@@ -19,15 +20,18 @@ TASKS: dict[str, type[Task]] = {
     "circle_sizes": CircleSizes,
     "two_among_five": TwoAmongFive,
     "light_priors": LightPriors,
+    "hvs": HvsTask,  # HVSBench-style questions (needs hvs=DIR)
 }
 
 
 def get_task(name: str, **options) -> Task:
-    """An instance of the task called ``name`` (``duration`` takes ``ami=DIR``)."""
+    """An instance of the task called ``name`` (``duration`` takes ``ami=DIR``, ``hvs`` ``hvs=DIR``)."""
     if name not in TASKS:
         raise BayesobsInputError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
     if name == "duration":
         return Duration(ami=options.get("ami"))
+    if name == "hvs":
+        return HvsTask(hvs=options.get("hvs"))
     return TASKS[name]()
 
 

@@ -86,6 +86,16 @@ class Task:
         """PNG bytes of the stimulus with a true Gaussian blur of ``blur_sigma`` pixels."""
         return to_png(blur(self.draw(stim), blur_sigma))
 
+    hints: ClassVar[bool] = False  # the task has a ``hint`` condition (see system_extra)
+
+    def system_extra(self, stim: Stimulus, cond) -> str:
+        """Text the runner appends to a trial's system prompt (default none; hvs: a field hint)."""
+        return ""
+
+    def request_meta(self, stim: Stimulus) -> dict[str, Any]:
+        """Extra request ``meta`` for simulated subjects (default none; never logged or sent)."""
+        return {}
+
 
 def blur(img: np.ndarray, sigma: float) -> np.ndarray:
     """Gaussian blur with standard deviation ``sigma`` pixels (per colour channel)."""

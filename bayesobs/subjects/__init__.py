@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from ..errors import BayesobsInputError
 from .base import FatalSubjectError, Reply, Request, SubjectError, Turn
+from .hvs_sim import HVS_KINDS, HvsSubject
 from .search_sim import SEARCH_KINDS, SearchSubject
 from .sim import KINDS, SimSubject
 
 SIM_KINDS = KINDS + SEARCH_KINDS
+SIM_KINDS += HVS_KINDS  # sim:center, sim:saliency, sim:largest (task hvs)
 
 
 def parse_subject(spec: str) -> tuple[str, str]:
@@ -27,6 +29,7 @@ def parse_subject(spec: str) -> tuple[str, str]:
 __all__ = [
     "SIM_KINDS",
     "FatalSubjectError",
+    "HvsSubject",
     "Reply",
     "Request",
     "SearchSubject",

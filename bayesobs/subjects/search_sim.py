@@ -14,7 +14,9 @@ sphere lit against the rest).  Strategies:
 * ``sim:serial``: a capacity-limited searcher: it inspects at most
   ``CAPACITY`` = 8 items in a random order and answers the best of those,
   so accuracy falls as ``min(1, 8 / (k + 1))`` with ``k`` distractors.
-* ``sim:random``: answers a uniformly random cell or point without looking.
+* ``sim:random``: answers a uniformly random cell or point without looking
+  (on an HVSBench-style question, task ``hvs``: a random reply, see
+  :mod:`bayesobs.subjects.hvs_sim`).
 
 Answers are ``Cell (i,j)`` or ``(x, y)``, as the question asks.  Draws are
 seeded by the subject seed and the trial identity (reproducible, and a
@@ -32,6 +34,8 @@ from scipy import ndimage
 from ..stimuli import from_png
 from ..stimuli.search import CELLS, COLOURS, SIZE, cell_of, draw_digit
 from .base import FatalSubjectError, Reply, Request
+from .hvs_sim import is_hvs_request
+from .hvs_sim import reply as hvs_reply
 from .sim import _rng
 
 SEARCH_KINDS = ("parallel", "serial", "random")
@@ -192,6 +196,8 @@ class SearchSubject:
         """The cell or point this searcher answers for a trial (seeded by the trial)."""
         meta = request.meta
         task = meta["task"]
+        if self.kind == "random" and is_hvs_request(request):  # an HVS question: a random reply
+            return hvs_reply("random", request, self.seed)
         if task not in SEARCH_TASKS:
             raise FatalSubjectError(
                 f"{self.name} is a visual searcher ({', '.join(SEARCH_TASKS)}); task {task} "
