@@ -187,6 +187,7 @@ class HvsTask(Task):
         return self._sets[key]
 
     def generate(self, rng, low, high, n, options):
+        """``n`` questions of the session's types, drawn with the run's seed (each asked once before any repeats)."""
         types, seed = self._options(options)
         qs = self.question_set(types, seed)
         records = qs["records"]
@@ -222,6 +223,7 @@ class HvsTask(Task):
 
     # ------------------------------------------------------------ runner hooks
     def image_path(self, stim: Stimulus) -> Path:
+        """The question's image file in the ``--hvs`` folder."""
         if self.root is None:
             raise BayesobsInputError(no_folder_message())
         return self.root / stim.params["record"]["image"]
@@ -239,6 +241,7 @@ class HvsTask(Task):
         return stim.params["record"]["system"] if getattr(cond, "hint", False) else ""
 
     def draw(self, stim: Stimulus) -> np.ndarray:
+        """The question's image as an ``(H, W, 3)`` array, at its own size."""
         path = self.image_path(stim)
         try:
             with Image.open(path) as im:
@@ -247,6 +250,7 @@ class HvsTask(Task):
             raise BayesobsInputError(f"{path}: cannot read the image ({exc})") from None
 
     def render_png(self, stim: Stimulus, blur_sigma: float = 0.0) -> bytes:
+        """The image as PNG (a PNG file unchanged when unblurred; other formats encoded once)."""
         # many questions share an image: encode each (image, blur) once
         key = (str(self.image_path(stim)), float(blur_sigma))
         png = self._png.get(key)
@@ -275,6 +279,7 @@ class HvsTask(Task):
 
     # ------------------------------------------------------------ scoring
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict:
+        """Standardise the reply (choice, count, ranking or scanpath) and score it against the gold answer."""
         from ..hvs import DEFAULT_SCANPATH, GT_MEAN_COUNT, scanpath_score, standardise
 
         rec = stim.params["record"]

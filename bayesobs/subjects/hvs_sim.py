@@ -67,6 +67,7 @@ class HvsSubject:
         self.name = f"sim:{kind}"
 
     async def complete(self, request: Request) -> Reply:
+        """Answer one HVS question from the image in the request."""
         if not is_hvs_request(request):
             raise FatalSubjectError(
                 f"{self.name} answers HVSBench-style questions (task hvs) only; task "
