@@ -1,4 +1,4 @@
-"""The tasks: stimulus generation and rendering (magnitude estimation and visual search)."""
+"""The tasks: stimulus generation and rendering (magnitude estimation, visual search, perception)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from .duration import Duration
 from .lines import LineRatio, MarkerLocation
 from .maze import MazeDistance
 from .numerosity import Numerosity
+from .perception import PerceptionTask
 from .search import CircleSizes, LightPriors, SearchTask, TwoAmongFive
+from .tunnel import Circuits, ObjectReid, ScavengerHunt
 
 TASKS: dict[str, type[Task]] = {
     "line_ratio": LineRatio,
@@ -19,6 +21,9 @@ TASKS: dict[str, type[Task]] = {
     "circle_sizes": CircleSizes,
     "two_among_five": TwoAmongFive,
     "light_priors": LightPriors,
+    "object_reid": ObjectReid,
+    "scavenger_hunt": ScavengerHunt,
+    "circuits": Circuits,
 }
 
 
@@ -31,4 +36,14 @@ def get_task(name: str, **options) -> Task:
     return TASKS[name]()
 
 
-__all__ = ["TASKS", "SearchTask", "Stimulus", "Task", "blur", "from_png", "get_task", "to_png"]
+__all__ = [
+    "TASKS",
+    "PerceptionTask",
+    "SearchTask",
+    "Stimulus",
+    "Task",
+    "blur",
+    "from_png",
+    "get_task",
+    "to_png",
+]

@@ -6,8 +6,9 @@ from ..errors import BayesobsInputError
 from .base import FatalSubjectError, Reply, Request, SubjectError, Turn
 from .search_sim import SEARCH_KINDS, SearchSubject
 from .sim import KINDS, SimSubject
+from .tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
 
-SIM_KINDS = KINDS + SEARCH_KINDS
+SIM_KINDS = KINDS + SEARCH_KINDS + TUNNEL_KINDS
 
 
 def parse_subject(spec: str) -> tuple[str, str]:
@@ -27,11 +28,13 @@ def parse_subject(spec: str) -> tuple[str, str]:
 __all__ = [
     "SIM_KINDS",
     "FatalSubjectError",
+    "RandomSubject",
     "Reply",
     "Request",
     "SearchSubject",
     "SimSubject",
     "SubjectError",
+    "TunnelSubject",
     "Turn",
     "parse_subject",
 ]

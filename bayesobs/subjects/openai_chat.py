@@ -59,13 +59,15 @@ def to_messages(request: Request) -> list[dict]:
     """Chat messages of a request: system, then user/assistant turns."""
     msgs: list[dict] = [{"role": "system", "content": request.system}]
     for t in request.turns:
-        if t.role == "assistant" or t.png is None:
+        pngs = t.pngs
+        if t.role == "assistant" or not pngs:
             msgs.append({"role": t.role, "content": t.text or ""})
             continue
         parts = []
         if t.text is not None:
             parts.append({"type": "text", "text": t.text})
-        parts.append({"type": "image_url", "image_url": {"url": data_url(t.png)}})
+        # one image part per image, in the order shown
+        parts += [{"type": "image_url", "image_url": {"url": data_url(p)}} for p in pngs]
         msgs.append({"role": "user", "content": parts})
     return msgs
 
@@ -176,8 +178,10 @@ class OpenAIChatSubject:
 
     def payload(self, request: Request) -> dict:
         o = self.options
+        # a task that lets the model reason sets its own reply budget (Request.max_tokens)
+        max_tokens = request.max_tokens if request.max_tokens is not None else o.max_tokens
         body = {"model": o.model, "messages": to_messages(request), "temperature": o.temperature,
-                "max_tokens": o.max_tokens}  # fmt: skip
+                "max_tokens": max_tokens}  # fmt: skip
         if o.reasoning_effort:
             body["reasoning_effort"] = o.reasoning_effort
         return body
