@@ -18,11 +18,13 @@ from matplotlib.figure import Figure
 from .. import leaderboard as LB
 from ..api import predictions
 from ..errors import BayesobsInputError
+from ..perception import is_perception
 from ..provenance import provenance
 from ..scores import Scores, bias_variance, cue_predictions, score, with_baseline
 from ..search import is_search, prefer
 from ..trials import normalize_trials, read_trials
 from . import figures as F
+from .perception import perception_sections
 
 TABLES = tuple(Scores._fields)
 VISUAL = ("line_ratio", "marker_location", "maze_distance")
@@ -93,17 +95,22 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         if table is not None and len(table.columns):
             table.to_csv(out / "tables" / f"{name}.csv", index=False)
             written.append(name)
-    found = is_search(trials)
+    perceived = is_perception(trials)
+    found = is_search(trials) & ~perceived
     subjects = sorted(trials["subject"].unique())
     head, sections = [], []
-    if not found.all():
+    if not (found | perceived).all():
         head, sections = _magnitude_sections(
-            with_baseline(trials[~found].reset_index(drop=True)), res, out, seed
+            with_baseline(trials[~(found | perceived)].reset_index(drop=True)), res, out, seed
         )
     if found.any():
         head_s, sections_s = _search_sections(res, out)
         head += head_s
         sections += sections_s
+    if perceived.any() and res.perception is not None:  # the perception tasks' figures
+        head_p, sections_p = perception_sections(res, out, _save, _table_html)
+        head += head_p
+        sections += sections_p
     prov = provenance(command="report", inputs=[str(p) for p in paths])
     body = [f"<h1>bayesobs report</h1><p class=m>{len(trials)} trials · {len(subjects)} subject(s) · "
             f"created {html.escape(prov['created_utc'])}</p>", *head]  # fmt: skip
