@@ -17,11 +17,13 @@ modality x condition (``condition`` is the runner's ablation, ``base``):
 ``perception_size``
     the same by ``problem_size``.
 ``perception_effects``
-    univariate logistic regressions of correctness on each named covariate
-    (``problem_size`` and the task's ``covariates``, e.g. the circuits'
-    ``distance_px`` and ``crossings``: the paper's Table 2), fitted by
-    statsmodels: ``coef`` (log-odds per unit), ``se``, ``z``, Wald ``p``;
-    ``note`` says why a row has none (a constant covariate, perfect separation).
+    logistic regressions of correctness on each named covariate alone
+    (``model = univariate``: ``problem_size`` and the task's ``covariates``,
+    e.g. the circuits' ``distance_px`` and ``crossings``, the paper's Table
+    2), and on the task's ``joint_covariates`` together (``model`` names
+    them: each coefficient adjusted for the others), fitted by statsmodels:
+    ``coef`` (log-odds per unit), ``se``, ``z``, Wald ``p``; ``note`` says
+    why a row has none (a constant covariate, perfect separation).
 ``perception_f1``
     per-class precision, recall and F1 for yes/no tasks (an invalid reply is
     a prediction of neither class).
@@ -47,7 +49,7 @@ KEYS = ["subject", "task", "variant", "modality", "condition"]
 Z95 = float(stats.norm.ppf(0.975))
 ACCURACY_COLUMNS = KEYS + ["n", "n_correct", "accuracy", "lo", "hi", "se", "chance",
                            "invalid_rate", "p_above_chance"]  # fmt: skip
-EFFECT_COLUMNS = KEYS + ["covariate", "n", "coef", "se", "z", "p", "intercept", "note"]
+EFFECT_COLUMNS = KEYS + ["model", "covariate", "n", "coef", "se", "z", "p", "intercept", "note"]
 F1_COLUMNS = KEYS + ["class", "support", "predicted", "precision", "recall", "f1"]
 CHAIN_COLUMNS = ["subject", "task", "modality", "condition", "L", "n", "accuracy", "lo", "hi",
                  "final_step_error", "final_step_n", "step_error", "predicted", "predicted_lo",
@@ -129,59 +131,89 @@ def size_table(t: pd.DataFrame) -> pd.DataFrame:
     return _accuracy(t[t["problem_size"].notna()], KEYS + ["problem_size"])[cols]
 
 
-def task_covariates(task: str) -> tuple[str, ...]:
-    """The covariates a task names for ``perception_effects`` (``problem_size`` first)."""
+def task_covariates(task: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A task's covariates for ``perception_effects``.
+
+    Returns the univariate ones (``problem_size`` first) and the set fitted
+    jointly (each adjusted for the others; may be empty).
+    """
     from .stimuli import TASKS
 
     cls = TASKS.get(task)
-    return ("problem_size", *getattr(cls, "covariates", ()))
+    single = ("problem_size", *getattr(cls, "covariates", ()))
+    return single, tuple(getattr(cls, "joint_covariates", ()))
 
 
-def logistic(y: np.ndarray, x: np.ndarray) -> dict:
-    """Univariate logistic regression ``logit P(y) = a + b x`` (statsmodels, Wald test on ``b``)."""
+def logistic(y: np.ndarray, x: np.ndarray) -> list[dict]:
+    """Logistic regression ``logit P(y) = a + x @ b`` (statsmodels ML fit, Wald test per ``b``).
+
+    ``x`` is ``(n,)`` or ``(n, k)``; returns one dict per column with ``n``,
+    ``coef``, ``se``, ``z``, ``p``, ``intercept`` and ``note`` (why there is
+    no estimate: a constant covariate, all correct, perfect separation).
+    """
     import statsmodels.api as sm
     from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
-    out = {"n": len(y), "coef": np.nan, "se": np.nan, "z": np.nan, "p": np.nan,
-           "intercept": np.nan, "note": ""}  # fmt: skip
-    ok = np.isfinite(x)
+    y = np.asarray(y, float)
+    x = np.asarray(x, float).reshape(len(y), -1)
+    k = x.shape[1]
+    ok = np.isfinite(x).all(axis=1)
     y, x = y[ok], x[ok]
-    out["n"] = len(y)
-    if len(y) < 3 or np.ptp(x) == 0:
-        out["note"] = "covariate constant" if len(y) >= 3 else "fewer than 3 trials"
+    out = [{"n": len(y), "coef": np.nan, "se": np.nan, "z": np.nan, "p": np.nan,
+            "intercept": np.nan, "note": ""} for _ in range(k)]  # fmt: skip
+
+    def refuse(note):
+        for o in out:
+            o["note"] = note
         return out
+
+    if len(y) < k + 2:
+        return refuse(f"fewer than {k + 2} trials")
+    if (np.ptp(x, axis=0) == 0).any():
+        return refuse("covariate constant")
     if y.min() == y.max():
-        out["note"] = "all correct" if y.max() == 1 else "all wrong"
-        return out
+        return refuse("all correct" if y.max() == 1 else "all wrong")
     with warnings.catch_warnings():
         warnings.simplefilter("error", PerfectSeparationWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
             fit = sm.Logit(y, sm.add_constant(x, has_constant="add")).fit(disp=0, maxiter=100)
-        except (PerfectSeparationWarning, np.linalg.LinAlgError, ValueError) as exc:
-            out["note"] = (
-                "perfect separation"
-                if isinstance(exc, PerfectSeparationWarning)
-                else f"no fit: {exc}"
-            )
-            return out
-    out.update(coef=float(fit.params[1]), se=float(fit.bse[1]), z=float(fit.tvalues[1]),
-               p=float(fit.pvalues[1]), intercept=float(fit.params[0]))  # fmt: skip
-    if not fit.mle_retvals.get("converged", True):
-        out["note"] = "did not converge"
+        except PerfectSeparationWarning:
+            return refuse("perfect separation")
+        except (np.linalg.LinAlgError, ValueError) as exc:
+            return refuse(f"no fit: {exc}")
+    note = "" if fit.mle_retvals.get("converged", True) else "did not converge"
+    for j, o in enumerate(out):
+        o.update(coef=float(fit.params[j + 1]), se=float(fit.bse[j + 1]),
+                 z=float(fit.tvalues[j + 1]), p=float(fit.pvalues[j + 1]),
+                 intercept=float(fit.params[0]), note=note)  # fmt: skip
     return out
 
 
 def effects_table(t: pd.DataFrame) -> pd.DataFrame:
-    """``perception_effects.csv``: correctness on each covariate, one regression per row."""
+    """``perception_effects.csv``: correctness on each covariate alone and on the joint set.
+
+    ``model = univariate`` rows are the paper's Table 2 regressions; the
+    joint model's rows (``model`` names its covariates) adjust each for the others.
+    """
     rows = []
     for key, g in t.groupby(KEYS, sort=True):
-        for cov in task_covariates(key[1]):
-            if cov not in g.columns:
-                continue
-            x = pd.to_numeric(g[cov], errors="coerce").to_numpy(float)
-            res = logistic(g["hit"].to_numpy(float), x)
-            rows.append(dict(zip(KEYS, key, strict=True)) | {"covariate": cov} | res)
+        single, joint = task_covariates(key[1])
+        y = g["hit"].to_numpy(float)
+        base = dict(zip(KEYS, key, strict=True))
+
+        def numeric(cov, g=g):
+            return pd.to_numeric(g[cov], errors="coerce").to_numpy(float)
+
+        for cov in (c for c in single if c in g.columns):
+            (res,) = logistic(y, numeric(cov))
+            rows.append(base | {"model": "univariate", "covariate": cov} | res)
+        joint = [c for c in joint if c in g.columns]
+        if len(joint) > 1:
+            x = np.column_stack([numeric(c) for c in joint])
+            label = " + ".join(joint)
+            for cov, res in zip(joint, logistic(y, x), strict=True):
+                rows.append(base | {"model": label, "covariate": cov} | res)
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 

@@ -152,7 +152,8 @@ def effect_coefficients(
 ) -> Figure:  # fmt: skip
     """Log-odds coefficient of a covariate (+-1.96 SE) per subject and variant, beside the paper's."""
     fig, (ax,) = _axes(ax, size=(5.6, 3.6))
-    t = effects[(effects["task"] == task) & (effects["covariate"] == covariate)]
+    t = effects[(effects["task"] == task) & (effects["covariate"] == covariate)
+                & (effects["model"] == "univariate")]  # fmt: skip
     t = t[t["modality"] == "image"] if (t["modality"] == "image").any() else t
     rows = list(t.itertuples(index=False))
     colors = subject_colors([r.subject for r in rows])

@@ -80,6 +80,8 @@ class PerceptionTask(Task):
     option_keys: ClassVar[tuple[str, ...]] = ("variant", "stratified")
     # trial columns whose effect on correctness perception_effects.csv estimates (besides problem_size)
     covariates: ClassVar[tuple[str, ...]] = ()
+    # covariates also fitted together (each adjusted for the others), e.g. distance and crossings
+    joint_covariates: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         self._images: dict[str, tuple[bytes, ...]] = {}

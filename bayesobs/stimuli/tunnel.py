@@ -159,6 +159,7 @@ class Circuits(TunnelTask):
     columns = ("colour_mode", "query_port", "distance_px", "path_length", "crossings",
                "crossings_earlier", "wire_colour", "n_components", "n_wires", "n_clutter")  # fmt: skip
     covariates = ("distance_px", "crossings", "path_length")
+    joint_covariates = ("distance_px", "crossings")  # which one explains the errors
 
     def sizes(self, variant):
         return tuple(range(circuits.N_COMPONENTS[0], circuits.N_COMPONENTS[1] + 1))
