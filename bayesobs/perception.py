@@ -152,7 +152,7 @@ def logistic(y: np.ndarray, x: np.ndarray) -> list[dict]:
     no estimate: a constant covariate, all correct, perfect separation).
     """
     import statsmodels.api as sm
-    from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationWarning
 
     y = np.asarray(y, float)
     x = np.asarray(x, float).reshape(len(y), -1)
@@ -176,6 +176,7 @@ def logistic(y: np.ndarray, x: np.ndarray) -> list[dict]:
     with warnings.catch_warnings():
         warnings.simplefilter("error", PerfectSeparationWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)  # reported in ``note`` instead
         try:
             fit = sm.Logit(y, sm.add_constant(x, has_constant="add")).fit(disp=0, maxiter=100)
         except PerfectSeparationWarning:
