@@ -128,3 +128,49 @@ def predictions(
 
 
 __all__ = ["evidence_table", "fit", "predictions"]
+
+
+def write_fit(trials: pd.DataFrame, batch, out) -> dict:
+    """Write the maximum-likelihood fit outputs of ``batch`` into folder ``out``.
+
+    ``fits.csv``, ``evidence.csv``, ``cells.csv`` and ``controls.csv`` (the
+    anchoring control, METHOD §12), each atomically; what ``bayesobs fit``
+    writes, callable from a notebook.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The magnitude trials that were fitted (see :func:`magnitude_trials`).
+    batch : FitBatch
+        :func:`bayesobs.fitting.fit_batch` of those trials.
+    out : path
+        The output folder (created).
+
+    Returns
+    -------
+    dict
+        ``n_cells``, ``n_trials``, ``n_missing``, ``log_skipped`` (cells whose
+        log variants were skipped), ``n_constant`` (cells of constant
+        responses, not fitted) and ``levels`` (interleaved levels, if any).
+    """
+    from pathlib import Path
+
+    from .controls import controls_table, fit_controls
+    from .trials import write_csv
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    fits = fits_table(batch)
+    write_csv(fits, out / "fits.csv")
+    write_csv(evidence_table(batch), out / "evidence.csv")
+    write_csv(batch.cells, out / "cells.csv")
+    write_csv(controls_table(fit_controls(trials), fits), out / "controls.csv")
+    cells = batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
+    return {
+        "n_cells": len(cells),
+        "n_trials": int(cells["n_trials"].sum()),
+        "n_missing": int(cells["n_missing"].sum()),
+        "log_skipped": int((cells["log_skipped"] != "").sum()),
+        "n_constant": int(cells["constant"].sum()),
+        "levels": list(batch.cells.attrs.get("levels") or []),
+    }

@@ -252,3 +252,14 @@ def percentile_interval(
         mean = np.nanmean(values, axis=axis)
         lo, hi = np.nanpercentile(values, [16, 84], axis=axis)
     return mean, lo, hi
+
+
+def add_interval(df: pd.DataFrame, name: str, replicates: np.ndarray) -> pd.DataFrame:
+    """Write ``name_mean``, ``name_lo`` and ``name_hi`` of ``replicates`` (rows, B) into ``df``.
+
+    The one writer of the bootstrap interval columns of every score table
+    (see :func:`percentile_interval`); returns ``df``.
+    """
+    mean, lo, hi = percentile_interval(replicates)
+    df[f"{name}_mean"], df[f"{name}_lo"], df[f"{name}_hi"] = mean, lo, hi
+    return df

@@ -156,7 +156,8 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
 
 
 def cmd_fit(args) -> int:
-    from .api import evidence_table
+    """``bayesobs fit``: maximum-likelihood (and optionally posterior) fits of every cell."""
+    from .api import write_fit
     from .fitting import fit_batch, fits_table
 
     if args.variant:
@@ -190,24 +191,17 @@ def cmd_fit(args) -> int:
         lapse=args.lapse,
         resample=args.resample,
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    _write_csv(fits_table(batch), args.out / "fits.csv")
-    _write_csv(evidence_table(batch), args.out / "evidence.csv")
-    _write_csv(batch.cells, args.out / "cells.csv")
-    from .controls import controls_table, fit_controls
-
-    _write_csv(controls_table(fit_controls(trials), fits_table(batch)), args.out / "controls.csv")
-    from .trials import CELL_KEYS
-
-    cells = batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
-    n_missing = int(cells["n_missing"].sum())
-    n_trials = int(cells["n_trials"].sum())
-    skipped_log = int((cells["log_skipped"] != "").sum())
-    n_constant = int(cells["constant"].sum())
+    summary = write_fit(trials, batch, args.out)
+    n_missing, n_trials = summary["n_missing"], summary["n_trials"]
+    skipped_log, n_constant, levels = (
+        summary["log_skipped"],
+        summary["n_constant"],
+        summary["levels"],
+    )
     record = _trial_record(
         args,
         "fit",
-        n_cells=len(cells),
+        n_cells=summary["n_cells"],
         n_trials=n_trials,
         n_missing=n_missing,
         seconds=round(time.perf_counter() - t0, 3),
@@ -215,9 +209,8 @@ def cmd_fit(args) -> int:
     (args.out / "fit_manifest.json").write_text(json.dumps(record, indent=2) + "\n")
     if args.method == "posterior":
         _fit_posterior(args, trials, fits_table(batch), args.out)
-    levels = batch.cells.attrs.get("levels") or []
     print(
-        f"fitted {len(cells)} cell(s), {n_trials} trials "
+        f"fitted {summary['n_cells']} cell(s), {n_trials} trials "
         + (f"with {len(levels)} interleaved level(s) of {args.interleaved} " if levels else "")
         + f"({n_missing} missing response(s) kept in sequence, excluded from likelihoods)"
         + (
@@ -237,16 +230,20 @@ def cmd_fit(args) -> int:
 
 
 def leaderboard(bayesbench, missing=None) -> str:
-    """Plain-text leaderboard: subjects by S; each number's point estimate beside its
-    bootstrap mean and 68% interval, the paper's numbers then S_p and BCS_p, one line on
-    why point and interval can differ, and warnings from ``missing`` (constant responders,
-    fewer than 2 runs per session type)."""
+    """Plain-text leaderboard: subjects by S.
+
+    Each number's point estimate beside its bootstrap mean and 68% interval,
+    the paper's numbers then S_p and BCS_p, one line on why point and
+    interval can differ, and warnings from ``missing`` (constant responders,
+    fewer than 2 runs per session type).
+    """
     from .leaderboard import leaderboard_text
 
     return leaderboard_text(bayesbench, missing)
 
 
 def cmd_score(args) -> int:
+    """``bayesobs score``: accuracy, BCS, cue combination and the BayesBench composite."""
     from .scores import score
 
     t0 = time.perf_counter()
@@ -262,7 +259,7 @@ def cmd_score(args) -> int:
         interleaved=args.interleaved,
         lapse=args.lapse,
     )
-    written = result.to_folder(args.out)
+    written = result.to_folder(args.out, trials=trials)
     record = _trial_record(
         args,
         "score",
@@ -332,6 +329,7 @@ def search_summary(search) -> str:
 
 
 def cmd_rescore(args) -> int:
+    """``bayesobs rescore``: re-read a folder's logged replies with today's parsers."""
     from .rescore import rescore_folder
 
     table = rescore_folder(args.folder, args.out)
@@ -346,6 +344,7 @@ def cmd_rescore(args) -> int:
 
 
 def cmd_report(args) -> int:
+    """``bayesobs report``: the HTML report of trial files, an experiment or a score folder."""
     from .report import build_report
 
     index = build_report(
@@ -356,18 +355,20 @@ def cmd_report(args) -> int:
 
 
 def cmd_serve(args) -> int:
+    """``bayesobs serve``: the web app for human participants."""
     import uvicorn
 
     from .web import ParticipantServer
 
     server = ParticipantServer(args.spec, args.out, args.modality, args.condition, args.trials, token=args.token,
-                               ami=str(args.ami) if args.ami else None)  # fmt: skip
+                               ami=str(args.ami) if args.ami else None, order=args.order,
+                               minutes=args.minutes)  # fmt: skip
     base = f"http://{args.host}:{args.port}"
     print(f"participants: {base}/   (or {base}/?pid=ID)")
     print(f"experimenter: {base}/experimenter?token={server.token}")
-    print(
-        f"{server.study.total} trials per participant; answers are appended to {args.out}/trials.jsonl"
-    )
+    minutes, basis = server.expected_minutes()
+    print(f"{server.study.total} trials per participant (about {minutes} min, {basis}); block order "
+          f"{args.order}; answers are appended to {args.out}/trials.jsonl")  # fmt: skip
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"note: listening on {args.host}, reachable from other machines", file=sys.stderr)
     uvicorn.run(server.app(), host=args.host, port=args.port, log_level="warning")
@@ -375,17 +376,29 @@ def cmd_serve(args) -> int:
 
 
 def cmd_export(args) -> int:
+    """``bayesobs export jspsych``: a jsPsych study folder for an online platform."""
     from .web.jspsych import export_jspsych
 
     out = export_jspsych(args.spec, args.out, args.modality, args.condition, args.trials,
-                         ami=str(args.ami) if args.ami else None)  # fmt: skip
+                         ami=str(args.ami) if args.ami else None, platform=args.platform, order=args.order,
+                         break_every=args.break_every, completion_code=args.completion_code,
+                         prolific_code=args.prolific_code, datapipe_id=args.datapipe,
+                         minutes=args.minutes)  # fmt: skip
+    manifest = json.loads((out / "bayesobs_manifest.json").read_text())
+    print(f"jsPsych experiment for {args.platform} -> {out}  (cd {out} && npm install && npm run build; "
+          f"then upload {out}/dist)")  # fmt: skip
     print(
-        f"jsPsych experiment -> {out}  (cd {out} && npm install && npm run build; then host {out}/dist)"
+        f"completion code {manifest['completion_code']}; block order {args.order} "
+        f"({len(manifest['orders'])} Latin-square row(s)); about {manifest['minutes']} min"
     )
+    if args.platform == "pavlovia":
+        print("Pavlovia: save Pavlovia's jsPsych plugin as "
+              f"{out}/jspsych-pavlovia.js before building (it is not on the npm registry)")  # fmt: skip
     return 0
 
 
 def cmd_simulate(args) -> int:
+    """``bayesobs simulate``: trial tables of simulated observers with known parameters."""
     from .synthetic import simulated_trials
     from .trials import write_trials
 
@@ -413,6 +426,7 @@ def _number_list(text: str, what: str, kind=float) -> list:
 
 
 def cmd_design(args) -> int:
+    """``bayesobs design``: model recovery and power of a protocol before any run."""
     from .design import confusion_figure, design, power_figure
 
     trials = _number_list(args.trials, "--trials", int) if args.trials else None
@@ -588,6 +602,7 @@ def _print_report(args, report) -> int:
 
 
 def cmd_run(args) -> int:
+    """``bayesobs run``: one task spec on the given subjects into an experiment folder."""
     from .runner import load_spec, run_task
 
     _check_run_options(args)
@@ -601,6 +616,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    """``bayesobs sweep``: a protocol (several specs) into one experiment folder."""
     from .runner import sweep
 
     _check_run_options(args)
@@ -622,9 +638,21 @@ def _add_stimulus_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--trials", type=int, help="trials per session (default: the spec's)")
     p.add_argument("--ami", type=Path, metavar="DIR", help="AMI annotations for the duration task")
+    p.add_argument(
+        "--order",
+        default="counterbalanced",
+        help="block order: counterbalanced (default: a Latin square over modalities and session "
+        "types, one row per participant, logged) or fixed (the spec's order for everyone)",
+    )
+    p.add_argument(
+        "--minutes",
+        type=float,
+        help="duration stated on the consent page (default: estimated from the number of trials)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every ``bayesobs`` command."""
     from . import __version__
 
     parser = argparse.ArgumentParser(
@@ -763,6 +791,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, required=True, metavar="DIR", help="experiment folder to write"
     )
     _add_stimulus_options(p)
+    p.add_argument(
+        "--platform",
+        choices=("jatos", "pavlovia", "cognition", "prolific", "local"),
+        default="local",
+        help="where dist/ runs, which decides how data are saved: jatos (jatos.submitResultData), "
+        "pavlovia (Pavlovia's jsPsych plugin), cognition (Cognition.run saves jsPsych data), "
+        "prolific (DataPipe to the OSF, then back to Prolific), local (the browser downloads the "
+        "data file; default, for piloting)",
+    )
+    p.add_argument("--break-every", type=int, metavar="N", help="a break page after every N trials")
+    p.add_argument(
+        "--completion-code",
+        metavar="CODE",
+        help="code shown on the final page (default: --prolific-code, else a random code)",
+    )
+    p.add_argument(
+        "--prolific-code",
+        metavar="CODE",
+        help="Prolific completion code: the final page returns the participant to Prolific",
+    )
+    p.add_argument("--datapipe", metavar="ID", help="DataPipe experiment id (--platform prolific)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
@@ -817,6 +866,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit code (2 for bad input, with a one-line message)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

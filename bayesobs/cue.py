@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .bootstrap import percentile_interval, run_draws, unit_draws
+from .bootstrap import add_interval, run_draws, unit_draws
 
 ONE, X, T, IMG, MM, C = range(6)
 NON_ORACLE = ("response", "error")
@@ -255,8 +255,7 @@ def cue_frame(groups: pd.DataFrame, values: dict[str, np.ndarray]) -> pd.DataFra
         out[col] = vals[col][:, 0]
     for col in CUE_COLUMNS:
         if vals[col].shape[1] > 1:
-            mean, lo, hi = percentile_interval(vals[col][:, 1:])
-            out[f"{col}_mean"], out[f"{col}_lo"], out[f"{col}_hi"] = mean, lo, hi
+            add_interval(out, col, vals[col][:, 1:])
     return out
 
 

@@ -61,8 +61,8 @@ _SEP = "|"
 
 def _structure(spec_or_protocol, trials, runs) -> list[dict]:
     """Tasks with their sessions ``[(name, low, high)]``, trial counts, runs and BCS ablations."""
+    from .bcs import BCS_ABLATIONS
     from .runner import _count, load_protocol
-    from .scores import BCS_ABLATIONS
 
     out = []
     for exp in load_protocol(spec_or_protocol):
@@ -228,8 +228,8 @@ def simulate_power(
     structure: list[dict], reps: int, shifts, noise: float, missing: float, seed: int
 ) -> pd.DataFrame:
     """Trial table of the BCS power simulation: one (base, ablation) pair per replicate."""
+    from .bcs import BCS_ABLATIONS
     from .observers import simulate
-    from .scores import BCS_ABLATIONS
 
     rng = np.random.default_rng(seed + 1)
     frames = []
@@ -268,7 +268,7 @@ def simulate_power(
 
 
 def _power(trials: pd.DataFrame, bootstrap: int, seed: int) -> pd.DataFrame:
-    from .scores import TIE, sign_probability, sign_score
+    from .bcs import TIE, sign_probability, sign_score
     from .trials import normalize_trials
 
     cols = [

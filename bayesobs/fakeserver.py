@@ -54,11 +54,16 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 def constant(text: str = "0.5") -> Script:
+    """A script that answers every request with ``text``."""
     return lambda body, n: Answer(text)
 
 
 class FakeChatServer:
-    """``with FakeChatServer(script) as srv: ... srv.url ...``"""
+    """A local OpenAI-compatible chat server on 127.0.0.1 for tests and demos.
+
+    Use as ``with FakeChatServer(script) as srv: ... srv.url ...``; ``script``
+    decides each reply.
+    """
 
     def __init__(
         self,
@@ -143,6 +148,7 @@ class FakeChatServer:
 
     @property
     def url(self) -> str:
+        """The server's OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``)."""
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 

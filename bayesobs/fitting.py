@@ -690,8 +690,11 @@ def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int):
 
 
 def _variance_floor(Gd: np.ndarray, qfloor: np.ndarray) -> np.ndarray:
-    """Per-dataset floor of the profiled variance: the response quantum's Sheppard
-    variance, and at least ``1e-12`` times the response variance (no infinite LL)."""
+    """Per-dataset floor of the profiled variance.
+
+    The response quantum's Sheppard variance, and at least ``1e-12`` times
+    the response variance (no infinite LL).
+    """
     n = Gd[:, _N]
     nn = np.where(n > 0, n, 1)
     vu = Gd[:, _SUU] - Gd[:, _SU] ** 2 / nn

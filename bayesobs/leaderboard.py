@@ -120,9 +120,10 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             if boot:
                 mean, lo, hi = (r.get(f"{name}_{k}") for k in ("mean", "lo", "hi"))
                 line.append(
-                    "n/a" if mean is None or mean != mean
+                    "n/a"
+                    if mean is None or mean != mean
                     else f"{_num(mean, d)} [{_num(lo, d)}, {_num(hi, d)}]"
-                )  # fmt: skip
+                )
         lines.append(line)
     return header, lines
 

@@ -39,8 +39,20 @@ _STRONG = re.compile(
 _CUE = re.compile(r"(answer|estimate[ds]?|approximately|about|roughly|around|is|=|:|≈|~)\s*$", re.I)
 _RANGE = re.compile(rf"(?<![\w.]){_UNUM}\s*(?:%\s*)?(?:-|–|—|\bto\b)\s*{_UNUM}(?![\w.])", re.I)
 _THOUSANDS = re.compile(r"(?<![\d.,])([1-9]\d{0,2})((?:,\d{3})+)(?![\d,])")
-_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-          "eight": 8, "nine": 9, "ten": 10, "half": 0.5}  # fmt: skip
+_WORDS = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "half": 0.5,
+}
 
 
 def _value(m: re.Match, fraction: bool) -> float:

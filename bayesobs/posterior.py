@@ -442,8 +442,8 @@ def write_outputs(
     """
     from pathlib import Path
 
+    from .bcs import BCS_ABLATIONS
     from .report import figures as F
-    from .scores import BCS_ABLATIONS
     from .trials import write_csv as _csv
 
     out = Path(out)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import BayesobsInputError
+from .trials import RUN_KEYS
 
 # columns a task's record() may (re)write; stale ones are cleared first
 SCORED = ("response", "valid", "invalid_reason")
@@ -54,7 +55,7 @@ def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.Da
     """Score every record's ``raw_response`` again; adds ``response_logged`` and ``rescored_changed``."""
     rows = []
     for rec in records:
-        key = tuple(rec[k] for k in ("subject", "task", "modality", "condition", "session", "run"))
+        key = tuple(rec[k] for k in RUN_KEYS)
         sess = sessions.get(key)
         t = int(rec["trial"])
         if sess is None or t >= len(sess.stimuli):

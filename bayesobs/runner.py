@@ -57,6 +57,7 @@ TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail; a rough dry-ru
 
 # ---------------------------------------------------------------- specs
 def spec_dirs() -> list[Path]:
+    """Where task specs are looked for: ./tasks, the source tree's tasks, the installed share."""
     here = Path(__file__).resolve().parent
     return [
         Path.cwd() / "tasks",
@@ -265,6 +266,8 @@ def check_modalities(task: str, modalities) -> None:
 # ---------------------------------------------------------------- plans
 @dataclass
 class Session:
+    """One session run: a subject, task, modality and condition over a planned stimulus sequence."""
+
     subject: str
     task: Task
     modality: str
@@ -281,6 +284,7 @@ class Session:
 
     @property
     def key(self) -> tuple:
+        """(subject, task, modality, condition, session, run): the run's identity in the log."""
         return (self.subject, self.task.name, self.modality, self.cond.name, self.session, self.run)
 
 
@@ -343,6 +347,8 @@ def plan(
 # ---------------------------------------------------------------- running
 @dataclass
 class RunReport:
+    """What a run did: trials logged, resumed, cached, unparsed, failed sessions, time."""
+
     done: int = 0
     skipped: int = 0
     cached: int = 0
@@ -432,6 +438,7 @@ class Runner:
         return out
 
     async def run_session(self, sess: Session, bar) -> None:
+        """Run one session's trials in order, skipping those already logged."""
         subject = self.subjects[sess.subject]
         history: list[tuple[Turn, Turn, int]] = []
         previous: list[float] = []
@@ -513,6 +520,7 @@ class Runner:
             previous.append(stim.value)
 
     async def run(self, sessions: list[Session]) -> RunReport:
+        """Run sessions concurrently (up to ``concurrency``) and return the report."""
         t0 = time.perf_counter()
         todo = sum(
             1 for s in sessions for t in range(len(s.stimuli)) if (*s.key, t) not in self.store.done

@@ -1,6 +1,8 @@
-"""Accuracy, Bayesian Consistency Score and the BayesBench composite (METHOD §4–§7),
-with the robust BCS_p, C_p, S_p beside them (METHOD §9) and the flags of
-degenerate data (constant cells, fewer than 2 runs per session type).
+"""Accuracy, Bayesian Consistency Score and the BayesBench composite (METHOD §4–§7).
+
+With the robust BCS_p, C_p, S_p beside them (METHOD §9; the signs are in
+:mod:`bayesobs.bcs`) and the flags of degenerate data (constant cells, fewer
+than 2 runs per session type).
 
 Every function returns DataFrames.  Bootstrap replicates share the draws of
 :mod:`bayesobs.bootstrap` (per ``(subject, task, condition)`` group), so the
@@ -10,17 +12,25 @@ from the same resampled session runs.
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from .bcs import (
+    BCS_MAX,
+    EXTRA_ABLATIONS,
+    _nansum_or_nan,
+    _sum_by,
+    bcs_agreement,
+    bcs_batch,
+    extra_ablations,
+)
 from .bootstrap import (
     MIN_RUNS_STRATIFIED,
+    add_interval,
     check_resample,
-    percentile_interval,
     run_draws,
     unit_draws,
 )
@@ -30,25 +40,10 @@ from .observers.variants import FACTORS, VARIANT_NAMES
 from .parse import invalid_reply_rows
 from .trials import CELL_KEYS, RUN_KEYS, normalize_trials, write_csv
 
-# METHOD §5: ablation -> modality its w_prior is measured in.
-BCS_ABLATIONS: dict[str, str] = {
-    "steer_verbal": "multimodal",
-    "steer_numeric": "multimodal",
-    "noise_constant": "image",
-    "noise_gradual": "image",
-    "context_long": "multimodal",
-}
-# Ablations scored like the BCS ablations but never inside the paper's 15 pairs:
-# ablation -> modality its w_prior is measured in (bcs_extra.csv, extra bcs_tasks columns).
-EXTRA_ABLATIONS: dict[str, str] = {"noise_text": "text"}
-PRIOR_DOMINANT = 0.9
 NRMSE_MAX = 2.0
-BCS_MAX = 15.0
 SUMMARY = ("A", "E", "C", "S", "BCS")
 # METHOD §9: the robust companions of BCS, C and S (columns after the contract ones).
 ROBUST = ("BCS_p", "C_p", "S_p")
-# METHOD §9: a shift smaller than this is a tie (sign 0).
-TIE = 1e-9
 # Reasons in missing.csv that the leaderboard and the report turn into flags.
 CONSTANT_REASON = "constant responses"
 FEW_RUNS_REASON = f"fewer than {MIN_RUNS_STRATIFIED} runs per session type"
@@ -146,8 +141,7 @@ def _replicated(df: pd.DataFrame, name: str, values: np.ndarray) -> pd.DataFrame
     """Add ``name`` (full data) and, with replicates, ``name_mean/_lo/_hi``."""
     df[name] = values[:, 0]
     if values.shape[1] > 1:
-        mean, lo, hi = percentile_interval(values[:, 1:])
-        df[f"{name}_mean"], df[f"{name}_lo"], df[f"{name}_hi"] = mean, lo, hi
+        add_interval(df, name, values[:, 1:])
     return df
 
 
@@ -182,192 +176,6 @@ def accuracy_table(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0) -> p
     """``accuracy.csv``: ``subject, task, modality, condition, nrmse`` (+ interval)."""
     cells, nrmse = accuracy_batch(trials, bootstrap, seed)
     return _replicated(cells, "nrmse", nrmse)
-
-
-# ----------------------------------------------------------------------- BCS
-def bcs_batch(cells: pd.DataFrame, w_prior: np.ndarray):
-    """Per ``(subject, task, ablation)``: ``w_base``, ``w_ablation``, ``s``.
-
-    Parameters
-    ----------
-    cells : DataFrame
-        ``subject, task, modality, condition`` of each fitted cell.
-    w_prior : array, shape (cells, 1 + B)
-        ``w_prior`` of the ``static`` variant per cell and replicate.
-
-    Returns
-    -------
-    rows : DataFrame
-        ``subject, task, ablation, modality``.
-    values : dict of arrays
-        ``w_base``, ``w_ablation``, ``s``, ``delta_w`` and ``s_robust`` (the
-        METHOD §9 sign of each replicate), each ``(rows, 1 + B)``; ``s_p``,
-        shape ``(rows,)`` (NaN without replicates).
-    missing : DataFrame
-        ``subject, task, component, reason`` for ablations that could not be scored.
-    """
-    index = {tuple(r): i for i, r in enumerate(cells[list(CELL_KEYS)].itertuples(index=False))}
-    rows, wb, wa, missing = [], [], [], []
-    # Tasks with image or multimodal cells: in the BayesBench protocol exactly
-    # the three multimodal tasks (duration is text-only and gets no BCS).
-    visual = cells[cells["modality"].isin(["image", "multimodal"])]
-    for subject, task in visual[["subject", "task"]].drop_duplicates().itertuples(index=False):
-        for abl, mod in BCS_ABLATIONS.items():
-            i_base = index.get((subject, task, mod, "base"))
-            i_abl = index.get((subject, task, mod, abl))
-            if i_base is None or i_abl is None:
-                what = f"{mod} base" if i_base is None else f"{mod} {abl}"
-                missing.append((subject, task, f"BCS {abl}", f"no {what} trials"))
-                continue
-            rows.append((subject, task, abl, mod))
-            wb.append(w_prior[i_base])
-            wa.append(w_prior[i_abl])
-    out = pd.DataFrame(rows, columns=["subject", "task", "ablation", "modality"])
-    shape = (0, w_prior.shape[1])
-    wb = np.array(wb).reshape(-1, w_prior.shape[1]) if wb else np.empty(shape)
-    wa = np.array(wa).reshape(-1, w_prior.shape[1]) if wa else np.empty(shape)
-    s = sign_score(wb, wa)
-    values = {"w_base": wb, "w_ablation": wa, "s": s, "delta_w": wa - wb,
-              "s_robust": robust_sign(wb, wa), "s_p": sign_probability(wb[:, 1:], wa[:, 1:])}  # fmt: skip
-    return out, values, pd.DataFrame(missing, columns=["subject", "task", "component", "reason"])
-
-
-def extra_ablations(cells: pd.DataFrame, w_prior: np.ndarray) -> pd.DataFrame:
-    """``bcs_extra.csv``: the :data:`EXTRA_ABLATIONS` scored like a BCS ablation.
-
-    One row per ``(subject, task, ablation)`` with both the ablation and the
-    base cell in the ablation's modality: ``w_base``, ``w_ablation``,
-    ``delta_w``, the paper's sign ``s`` and ``s_p`` (METHOD §9; NaN without
-    replicates).  These never enter the BCS, ``C`` or ``S``.
-    """
-    index = {tuple(r): i for i, r in enumerate(cells[list(CELL_KEYS)].itertuples(index=False))}
-    rows, wb, wa = [], [], []
-    for subject, task in cells[["subject", "task"]].drop_duplicates().itertuples(index=False):
-        for abl, mod in EXTRA_ABLATIONS.items():
-            i_base = index.get((subject, task, mod, "base"))
-            i_abl = index.get((subject, task, mod, abl))
-            if i_base is not None and i_abl is not None:
-                rows.append((subject, task, abl, mod))
-                wb.append(w_prior[i_base])
-                wa.append(w_prior[i_abl])
-    out = pd.DataFrame(rows, columns=["subject", "task", "ablation", "modality"])
-    R = w_prior.shape[1]
-    wb = np.array(wb).reshape(-1, R)
-    wa = np.array(wa).reshape(-1, R)
-    out["w_base"] = wb[:, 0]
-    out["w_ablation"] = wa[:, 0]
-    out["delta_w"] = wa[:, 0] - wb[:, 0]
-    out["s"] = sign_score(wb[:, 0], wa[:, 0])
-    out["s_p"] = sign_probability(wb[:, 1:], wa[:, 1:])
-    return out
-
-
-def sign_score(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
-    """``s_a``: 0 if ``w_ablation > 0.9``, else +1 if it did not fall, else -1; NaN if unknown."""
-    w_base = np.asarray(w_base, dtype=float)
-    w_ablation = np.asarray(w_ablation, dtype=float)
-    s = np.where(w_ablation - w_base >= 0, 1.0, -1.0)
-    s = np.where(w_ablation > PRIOR_DOMINANT, 0.0, s)
-    return np.where(np.isnan(w_base) | np.isnan(w_ablation), np.nan, s)
-
-
-def robust_sign(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
-    """METHOD §9 sign of one shift: ``sgn(Δw)`` with ties and a dominant prior as 0.
-
-    0 where ``w_ablation > 0.9`` or ``|w_ablation - w_base| < 1e-9``, else the
-    sign of the shift; NaN where either weight is unknown.
-    """
-    w_base = np.asarray(w_base, dtype=float)
-    w_ablation = np.asarray(w_ablation, dtype=float)
-    d = w_ablation - w_base
-    known = ~(np.isnan(w_base) | np.isnan(w_ablation))
-    s = np.where(np.abs(np.where(known, d, 0.0)) < TIE, 0.0, np.sign(np.where(known, d, 0.0)))
-    s = np.where(w_ablation > PRIOR_DOMINANT, 0.0, s)
-    return np.where(known, s, np.nan)
-
-
-def sign_probability(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
-    """``s_p`` (METHOD §9): the mean robust sign over bootstrap replicates.
-
-    Parameters
-    ----------
-    w_base, w_ablation : arrays, shape (rows, B)
-        ``w_prior`` of the base and ablation fits in each replicate (the
-        full-data column excluded).
-
-    Returns
-    -------
-    ndarray, shape (rows,)
-        ``(1/B) sum_b robust_sign(...)`` in ``[-1, 1]``.  Replicates where a
-        weight is unknown are left out of the mean; NaN where none is known
-        or ``B = 0``.
-    """
-    s = robust_sign(w_base, w_ablation)
-    if s.shape[1] == 0:
-        return np.full(s.shape[0], np.nan)
-    known = ~np.isnan(s)
-    count = known.sum(axis=1)
-    total = np.where(known, s, 0.0).sum(axis=1)
-    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def _nansum_or_nan(values: np.ndarray, axis: int = 0) -> np.ndarray:
-    """Sum ignoring NaN, but NaN where every value is NaN."""
-    return np.where(np.isnan(values).all(axis=axis), np.nan, np.nansum(values, axis=axis))
-
-
-def _sum_by(keys: pd.DataFrame, by: list[str], values: np.ndarray):
-    """Sum rows of ``values`` within groups of ``keys[by]`` (NaN rows count as 0)."""
-    codes = keys.groupby(by, sort=True).ngroup().to_numpy()
-    groups = keys[by].drop_duplicates().sort_values(by).reset_index(drop=True)
-    out = np.zeros((len(groups), values.shape[1]))
-    np.add.at(out, codes, np.nan_to_num(values))
-    return groups, out
-
-
-def bcs_agreement(bcs: pd.DataFrame, cells: pd.DataFrame, w_prior: np.ndarray) -> pd.DataFrame:
-    """Beyond the paper: how consistently a subject's BCS signs agree.
-
-    ``across_tasks``: over ablations, the fraction of pairs of tasks whose
-    ``s_a`` agree.  ``across_modalities``: over (task, ablation), the fraction
-    where ``s_a`` measured in the image modality equals ``s_a`` measured in the
-    multimodal modality (each against its own base).
-    """
-    index = {tuple(r): i for i, r in enumerate(cells[list(CELL_KEYS)].itertuples(index=False))}
-    out = []
-    for subject, sub in bcs.groupby("subject", sort=True):
-        pairs = agree = 0
-        for _, a in sub.groupby("ablation"):
-            for s1, s2 in itertools.combinations(a["s"].to_numpy(), 2):
-                pairs += 1
-                agree += s1 == s2
-        both = same = 0
-        for task in sub["task"].unique():
-            for abl in BCS_ABLATIONS:
-                w = {}
-                for mod in ("image", "multimodal"):
-                    ib, ia = (
-                        index.get((subject, task, mod, "base")),
-                        index.get((subject, task, mod, abl)),
-                    )
-                    if ib is not None and ia is not None:
-                        w[mod] = sign_score(w_prior[ib, 0], w_prior[ia, 0])
-                if len(w) == 2:
-                    both += 1
-                    same += w["image"] == w["multimodal"]
-        out.append(
-            {
-                "subject": subject,
-                "across_tasks": agree / pairs if pairs else np.nan,
-                "task_pairs": pairs,
-                "across_modalities": same / both if both else np.nan,
-                "modality_pairs": both,
-            }
-        )
-    return pd.DataFrame(
-        out,
-        columns=["subject", "across_tasks", "task_pairs", "across_modalities", "modality_pairs"],
-    )
 
 
 # ------------------------------------------------------------------ results
@@ -406,10 +214,13 @@ class Scores(NamedTuple):
     perception_f1: pd.DataFrame | None = None
     perception_chain: pd.DataFrame | None = None
 
-    def to_folder(self, out) -> list[str]:
+    def to_folder(self, out, trials: pd.DataFrame | None = None) -> list[str]:
         """Write every computed table as ``out/NAME.csv``; returns the names written.
 
-        Each file is written atomically (:func:`bayesobs.trials.write_csv`).
+        Each file is written atomically (:func:`bayesobs.trials.write_csv`).  With
+        ``trials`` (the table that was scored, after any mapping and filtering),
+        the folder also keeps it as ``out/trials.parquet``, so ``bayesobs report``
+        rebuilds the figures from the folder alone, from any working directory.
         """
         from pathlib import Path
 
@@ -420,6 +231,9 @@ class Scores(NamedTuple):
             if table is not None and len(table.columns):  # no columns: not computed
                 write_csv(table, out / f"{name}.csv")
                 written.append(name)
+        if trials is not None:
+            _write_scored_trials(trials, out / SCORED_TRIALS)
+            written.append(SCORED_TRIALS)
         return written
 
     @classmethod
@@ -442,6 +256,24 @@ class Scores(NamedTuple):
                 if t is not None and name in t:
                     t[name] = t[name].astype(str)
         return cls(**tables)
+
+
+SCORED_TRIALS = "trials.parquet"  # the scored trial table inside a score folder
+
+
+def _write_scored_trials(trials: pd.DataFrame, path) -> None:
+    """The scored trials as Parquet, atomically; mixed-type text columns kept as text."""
+    import json as _json
+
+    t = trials.copy()
+    for col in [c for c in t.columns if pd.api.types.is_object_dtype(t[c].dtype)]:
+        t[col] = t[col].map(
+            lambda v: v if v is None or isinstance(v, str) or (isinstance(v, float) and v != v)
+            else _json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+        )  # fmt: skip
+    tmp = path.with_name(path.name + ".part")
+    t.to_parquet(tmp, index=False)
+    tmp.replace(path)
 
 
 def _composite(
@@ -505,16 +337,12 @@ def _composite(
         out[name] = [r[1][name][0] for r in rows]
     if B:
         for name in SUMMARY:
-            vals = np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B)
-            mean, lo, hi = percentile_interval(vals)
-            out[f"{name}_mean"], out[f"{name}_lo"], out[f"{name}_hi"] = mean, lo, hi
+            add_interval(out, name, np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B))
     for name in ROBUST:  # after every contract column
         out[name] = [r[1][name][0] for r in rows]
     if B:
         for name in ROBUST:
-            vals = np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B)
-            mean, lo, hi = percentile_interval(vals)
-            out[f"{name}_mean"], out[f"{name}_lo"], out[f"{name}_hi"] = mean, lo, hi
+            add_interval(out, name, np.array([r[1][name][1:] for r in rows]).reshape(len(rows), B))
     return out
 
 
@@ -679,7 +507,7 @@ def _subject_summary(subjects, cells, nrmse, p_bayes, cue_groups, cue_vals, B) -
         out[n] = per[n][:, 0]
     if B:
         for n in names:
-            out[f"{n}_mean"], out[f"{n}_lo"], out[f"{n}_hi"] = percentile_interval(per[n][:, 1:])
+            add_interval(out, n, per[n][:, 1:])
     return out
 
 
@@ -791,8 +619,7 @@ def _magnitude_scores(
     bcs["delta_w"] = bcs_vals["delta_w"][:, 0]
     if B:
         for name in ("w_base", "w_ablation", "s", "delta_w"):
-            mean, lo, hi = percentile_interval(bcs_vals[name][:, 1:])
-            bcs[f"{name}_mean"], bcs[f"{name}_lo"], bcs[f"{name}_hi"] = mean, lo, hi
+            add_interval(bcs, name, bcs_vals[name][:, 1:])
     bcs["s_p"] = bcs_vals["s_p"]  # METHOD §9, after every other column
     groups, per_task = _sum_by(bcs_rows, ["subject", "task"], bcs_vals["s"])
     bcs_tasks = groups.assign(

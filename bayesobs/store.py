@@ -23,6 +23,7 @@ import errno
 import fcntl
 import hashlib
 import json
+import math
 import os
 import socket
 import sys
@@ -30,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BayesobsInputError
+from .jsonl import read_records
 from .provenance import FORMAT_VERSION, provenance, utc_now
+from .trials import TRIAL_KEYS
 
-TRIAL_ID = ("subject", "task", "modality", "condition", "session", "run", "trial")
+TRIAL_ID = TRIAL_KEYS  # a trial's identity in the log: the trial table's key
 # keys that name a file rather than say what it holds: the same spec reached by two names is one experiment
 _PATH_KEYS = ("_path", "protocol")
 
@@ -41,8 +44,24 @@ class LogWriteError(BayesobsInputError):
     """A log or folder could not be written (full disk, read-only folder); what was logged is kept."""
 
 
+def _finite(v: Any) -> Any:
+    """``v`` with every NaN or infinite float (at any depth) as ``None``."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
 def _dumps(rec: dict) -> bytes:
-    return (json.dumps(rec, separators=(",", ":"), allow_nan=True) + "\n").encode()
+    """One strict-JSON line: NaN and infinities are written as null (other languages read the log)."""
+    try:
+        text = json.dumps(rec, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(rec), separators=(",", ":"), allow_nan=False)
+    return (text + "\n").encode()
 
 
 def _write_error(path: Path, exc: OSError) -> LogWriteError:
@@ -153,22 +172,8 @@ def append_line(path: str | Path, rec: dict) -> None:
 
 def read_jsonl(path: Path) -> tuple[list[dict], int]:
     """Records of a JSONL log and the number of torn (unparseable) lines skipped."""
-    if not path.exists():
-        return [], 0
-    out, torn = [], 0
-    for line in path.read_bytes().split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            torn += 1
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-        else:
-            torn += 1
-    return out, torn
+    records, _, torn = read_records(path)
+    return records, torn
 
 
 def _pid_alive(pid: int) -> bool:
@@ -279,8 +284,11 @@ def experiment_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
                 out += experiment_diff(old[k], new[k], where)
         return out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [x for i, (a, b) in enumerate(zip(old, new, strict=True))
-                for x in experiment_diff(a, b, f"{prefix}[{i}]")]  # fmt: skip
+        return [
+            x
+            for i, (a, b) in enumerate(zip(old, new, strict=True))
+            for x in experiment_diff(a, b, f"{prefix}[{i}]")
+        ]
     return [] if old == new else [f"{prefix or 'experiment'}: {_short(old)} -> {_short(new)}"]
 
 

@@ -24,6 +24,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from .errors import BayesobsInputError
+from .jsonl import read_records
 
 CELL_KEYS: tuple[str, ...] = ("subject", "task", "modality", "condition")
 RUN_KEYS: tuple[str, ...] = CELL_KEYS + ("session", "run")
@@ -75,29 +76,7 @@ def _read_jsonl(path: Path, torn_ok: bool = False) -> pd.DataFrame:
     An experiment folder's ``trials.jsonl`` may hold a line torn by a crash
     (the runner redoes that trial), so there it is skipped; elsewhere it is an error.
     """
-    records = []
-    rows = []
-    torn = 0
-    with path.open("rb") as fh:
-        lines = fh.read().split(b"\n")
-    for i, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            if torn_ok:
-                torn += 1
-                continue
-            last = i == len(lines)  # no newline after it: a write cut short
-            hint = " (the last line is incomplete: was the writer killed?)" if last else ""
-            raise BayesobsInputError(
-                f"{path}: line {i}: not valid JSON ({exc.msg}){hint}"
-            ) from None
-        if not isinstance(rec, dict):
-            raise BayesobsInputError(f"{path}: line {i}: expected a JSON object per line")
-        records.append(rec)
-        rows.append(i)
+    records, rows, torn = read_records(path, strict=not torn_ok)
     if torn:
         warnings.warn(
             f"{path}: skipped {torn} torn line(s) left by an interrupted write", stacklevel=3

@@ -29,8 +29,11 @@ from bayesobs.stimuli import from_png, get_task
 from bayesobs.subjects.search_sim import segment_items
 
 ROOT = Path(__file__).resolve().parents[1]
-LARGEST = {"circle_sizes": ("small", 49), "two_among_five": ("shape_colour_conjunctive", 99),
-           "light_priors": ("bottom", 17)}  # fmt: skip
+LARGEST = {
+    "circle_sizes": ("small", 49),
+    "two_among_five": ("shape_colour_conjunctive", 99),
+    "light_priors": ("bottom", 17),
+}
 
 
 def main() -> int:
@@ -59,24 +62,43 @@ def main() -> int:
 
     run = args.out / "search_run"
     shutil.rmtree(run, ignore_errors=True)
-    wall, _ = time_cli("sweep", str(ROOT / "tasks" / "visual_search.toml"), "--subject", "sim:parallel",
-                       "--subject", "sim:serial", "--subject", "sim:random", "--trials", str(args.trials),
-                       "--out", str(run), "--no-progress")  # fmt: skip
+    wall, _ = time_cli(
+        "sweep",
+        str(ROOT / "tasks" / "visual_search.toml"),
+        "--subject",
+        "sim:parallel",
+        "--subject",
+        "sim:serial",
+        "--subject",
+        "sim:random",
+        "--trials",
+        str(args.trials),
+        "--out",
+        str(run),
+        "--no-progress",
+    )
     n = sum(1 for _ in (run / "trials.jsonl").open())
-    print(f"\nsweep tasks/visual_search.toml, 3 searchers, --trials {args.trials}: {n} trials in {wall:.1f} s "
-          f"({n / wall:.0f} trials/s)")  # fmt: skip
+    print(
+        f"\nsweep tasks/visual_search.toml, 3 searchers, --trials {args.trials}: {n} trials in {wall:.1f} s "
+        f"({n / wall:.0f} trials/s)"
+    )
     wall, _ = time_cli("score", str(run), "--out", str(run / "scores"), "--no-progress")
     print(f"score: {wall:.1f} s")
     s = pd.read_csv(run / "scores" / "search.csv")
     s = s[(s["ablation"] == "base") & (s["answer"] == "cell")]
     pd.set_option("display.width", 200)
     print("\nset-size effect, base condition, cell answers (n trials per row):")
-    print(s[["subject", "task", "condition", "n", "accuracy", "r", "p_bonferroni", "logistic_slope"]]
-          .to_string(index=False, float_format=lambda v: f"{v:.3g}"))  # fmt: skip
+    print(
+        s[
+            ["subject", "task", "condition", "n", "accuracy", "r", "p_bonferroni", "logistic_slope"]
+        ].to_string(index=False, float_format=lambda v: f"{v:.3g}")
+    )
     bias = pd.read_csv(run / "scores" / "search_bias.csv", dtype={"cell": str})
     rnd = bias[(bias["subject"] == "sim:random") & (bias["answer"] == "cell")]
-    print(f"\nsim:random selection rates: {rnd['selected'].min():.3f}-{rnd['selected'].max():.3f}, "
-          f"invalid {rnd['invalid'].max():.3f}")  # fmt: skip
+    print(
+        f"\nsim:random selection rates: {rnd['selected'].min():.3f}-{rnd['selected'].max():.3f}, "
+        f"invalid {rnd['invalid'].max():.3f}"
+    )
     return 0
 
 

@@ -27,10 +27,23 @@ def static_runs(runs=3, n_per=20, w=0.4, sigma=0.02, seed=0, conditions=("base",
             for r in range(runs):
                 x = rng.uniform(lo, hi, n_per)
                 y = (1 - w) * x + w * x.mean() + rng.normal(0, sigma, n_per)
-                frames.append(pd.DataFrame({"subject": "s", "task": "line_ratio", "modality": "image",
-                                            "condition": cond, "session": f"s{s}", "run": r,
-                                            "trial": np.arange(n_per), "stimulus": x, "response": y,
-                                            "range_low": lo, "range_high": hi}))  # fmt: skip
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "subject": "s",
+                            "task": "line_ratio",
+                            "modality": "image",
+                            "condition": cond,
+                            "session": f"s{s}",
+                            "run": r,
+                            "trial": np.arange(n_per),
+                            "stimulus": x,
+                            "response": y,
+                            "range_low": lo,
+                            "range_high": hi,
+                        }
+                    )
+                )
     return normalize_trials(pd.concat(frames, ignore_index=True))
 
 
@@ -113,8 +126,19 @@ def test_cli_resample_option(tmp_path, capsys):
     two = tmp_path / "two.csv"
     static_runs(runs=2).to_csv(two, index=False)
     for cmd in ("score", "fit"):
-        code = main([cmd, str(one), "--out", str(tmp_path / cmd), "--bootstrap", "3",
-                     "--resample", "stratified", "--no-progress"])  # fmt: skip
+        code = main(
+            [
+                cmd,
+                str(one),
+                "--out",
+                str(tmp_path / cmd),
+                "--bootstrap",
+                "3",
+                "--resample",
+                "stratified",
+                "--no-progress",
+            ]
+        )
         err = capsys.readouterr().err
         assert code == 2, cmd
         assert err.startswith("bayesobs: error: --resample stratified needs at least 2 runs")
@@ -131,8 +155,22 @@ def test_cli_resample_option(tmp_path, capsys):
     assert "p_mean" in pd.read_csv(out / "evidence.csv")
     assert '"resample": "stratified"' in (out / "fit_manifest.json").read_text()
     out = tmp_path / "score2"
-    assert main(["score", str(two), "--out", str(out), "--bootstrap", "3", "--resample", "stratified",
-                 "--no-probe"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "score",
+                str(two),
+                "--out",
+                str(out),
+                "--bootstrap",
+                "3",
+                "--resample",
+                "stratified",
+                "--no-probe",
+            ]
+        )
+        == 0
+    )
     assert "stratified resampling" in capsys.readouterr().out
     missing = pd.read_csv(out / "missing.csv")
     assert not missing["reason"].str.contains("runs per session type").any()

@@ -17,9 +17,21 @@ import bayesobs
 from bayesobs.cli import main
 
 FITS_COLUMNS = [
-    "subject", "task", "modality", "condition", "variant", "bayesian", "weber",
-    "sequential", "gain", "n", "k", "loglik", "aic", "params",
-]  # fmt: skip
+    "subject",
+    "task",
+    "modality",
+    "condition",
+    "variant",
+    "bayesian",
+    "weber",
+    "sequential",
+    "gain",
+    "n",
+    "k",
+    "loglik",
+    "aic",
+    "params",
+]
 EVIDENCE_COLUMNS = ["subject", "task", "modality", "condition", "factor", "p"]
 
 

@@ -84,8 +84,14 @@ def test_matches_straightforward_reference(seed, non_oracle):
     assert missing.empty and len(cue) == 1
     w = t.pivot_table(index=["session", "run", "trial"], columns="modality", values="response")
     st = t[t["modality"] == "text"].set_index(["session", "run", "trial"])
-    ref = reference(st["stimulus"].to_numpy(), st["baseline"].to_numpy(), w["text"].to_numpy(),
-                    w["image"].to_numpy(), w["multimodal"].to_numpy(), non_oracle)  # fmt: skip
+    ref = reference(
+        st["stimulus"].to_numpy(),
+        st["baseline"].to_numpy(),
+        w["text"].to_numpy(),
+        w["image"].to_numpy(),
+        w["multimodal"].to_numpy(),
+        non_oracle,
+    )
     for col in CUE_COLUMNS:
         np.testing.assert_allclose(cue[col].iat[0], ref[col], rtol=TOL, err_msg=col)
 
@@ -151,10 +157,24 @@ def _unbiased(rng, fuse, n_per=2000):
     rows = []
     for s, (lo, hi) in enumerate([(0.1, 0.5), (0.3, 0.7), (0.5, 0.9)]):
         x = rng.uniform(lo, hi, n_per)
-        for mod, y in (("text", x + rng.normal(0, 0.05, n_per)), ("image", x + rng.normal(0, 0.15, n_per)),
-                       ("multimodal", fuse(x, rng))):  # fmt: skip
-            rows.append(pd.DataFrame({"modality": mod, "session": f"s{s}", "trial": np.arange(n_per),
-                                      "stimulus": x, "response": y, "range_low": lo, "range_high": hi}))  # fmt: skip
+        for mod, y in (
+            ("text", x + rng.normal(0, 0.05, n_per)),
+            ("image", x + rng.normal(0, 0.15, n_per)),
+            ("multimodal", fuse(x, rng)),
+        ):
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "modality": mod,
+                        "session": f"s{s}",
+                        "trial": np.arange(n_per),
+                        "stimulus": x,
+                        "response": y,
+                        "range_low": lo,
+                        "range_high": hi,
+                    }
+                )
+            )
     return with_baseline(normalize_trials(pd.concat(rows)))
 
 

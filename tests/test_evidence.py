@@ -15,17 +15,17 @@ from bayesobs.observers import FACTORS, VARIANT_NAMES
 # Factor labels written out by hand from METHOD §2 (not taken from the package).
 LABELS = {
     #                  bayesian weber  sequential gain
-    "linear":          (False, False, False, False),
-    "static":          (True,  False, False, False),
-    "static_gain":     (True,  False, False, True),
-    "kalman":          (True,  False, True,  False),
-    "kalman_gain":     (True,  False, True,  True),
-    "linear_log":      (False, True,  False, False),
-    "static_log":      (True,  True,  False, False),
-    "static_log_gain": (True,  True,  False, True),
-    "kalman_log":      (True,  True,  True,  False),
-    "kalman_log_gain": (True,  True,  True,  True),
-}  # fmt: skip
+    "linear": (False, False, False, False),
+    "static": (True, False, False, False),
+    "static_gain": (True, False, False, True),
+    "kalman": (True, False, True, False),
+    "kalman_gain": (True, False, True, True),
+    "linear_log": (False, True, False, False),
+    "static_log": (True, True, False, False),
+    "static_log_gain": (True, True, False, True),
+    "kalman_log": (True, True, True, False),
+    "kalman_log_gain": (True, True, True, True),
+}
 NUIS = {
     "bayesian": ["weber"],
     "weber": ["bayesian", "sequential", "gain"],
@@ -88,10 +88,14 @@ def test_batched_shape_and_table_api():
     np.testing.assert_allclose(p[2, 5], factor_evidence_array(aic[2, 5]))
     fits = pd.DataFrame(
         {
-            "subject": "s", "task": "t", "modality": "text", "condition": "base",
-            "variant": list(VARIANT_NAMES), "aic": aic[0, 0],
+            "subject": "s",
+            "task": "t",
+            "modality": "text",
+            "condition": "base",
+            "variant": list(VARIANT_NAMES),
+            "aic": aic[0, 0],
         }
-    )  # fmt: skip
+    )
     table = factor_evidence(fits)
     assert list(table.columns) == ["subject", "task", "modality", "condition", "factor", "p"]
     np.testing.assert_allclose(table.set_index("factor").loc[list(FACTORS), "p"], p[0, 0])

@@ -36,15 +36,26 @@ def test_variant_table_matches_method():
     assert len(VARIANTS) == 10
     ks = {v.name: v.k for v in VARIANTS}
     assert ks == {
-        "linear": 3, "static": 2, "static_gain": 4, "kalman": 2, "kalman_gain": 4,
-        "linear_log": 3, "static_log": 2, "static_log_gain": 4, "kalman_log": 2, "kalman_log_gain": 4,
-    }  # fmt: skip
+        "linear": 3,
+        "static": 2,
+        "static_gain": 4,
+        "kalman": 2,
+        "kalman_gain": 4,
+        "linear_log": 3,
+        "static_log": 2,
+        "static_log_gain": 4,
+        "kalman_log": 2,
+        "kalman_log_gain": 4,
+    }
     assert [v.name for v in VARIANTS if v.bayesian] == [
         n for n in VARIANT_NAMES if n.startswith(("static", "kalman"))
     ]
     assert {v.name for v in VARIANTS if v.sequential} == {
-        "kalman", "kalman_gain", "kalman_log", "kalman_log_gain"
-    }  # fmt: skip
+        "kalman",
+        "kalman_gain",
+        "kalman_log",
+        "kalman_log_gain",
+    }
     with pytest.raises(ValueError, match="unknown observer variant"):
         get_variant("bogus")
 

@@ -263,3 +263,23 @@ def test_the_readme_library_snippet_runs(tmp_path, monkeypatch):
     assert w == pytest.approx(0.4, abs=0.06)
     assert (tmp_path / "scores" / "fits.csv").exists()
     assert (tmp_path / "report" / "index.html").exists()
+
+
+def test_library_fit_outputs_are_the_cli_outputs(tmp_path):
+    """`api.write_fit` writes the very tables `bayesobs fit` writes (one path)."""
+    from bayesobs.api import magnitude_trials, write_fit
+    from bayesobs.fitting import fit_batch
+    from bayesobs.synthetic import simulated_trials
+    from bayesobs.trials import read_trials
+
+    trials = simulated_trials(n_subjects=2, trials_per_session=20, seed=3)
+    path = tmp_path / "t.csv"
+    trials.to_csv(path, index=False)
+    assert main(["fit", str(path), "--out", str(tmp_path / "cli"), "--bootstrap", "3"]) == 0
+    table, _ = magnitude_trials(read_trials(path))
+    summary = write_fit(table, fit_batch(table, bootstrap=3), tmp_path / "lib")
+    assert summary["n_trials"] == len(trials)
+    for name in ("fits.csv", "evidence.csv", "cells.csv", "controls.csv"):
+        assert (tmp_path / "lib" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), (
+            name
+        )

@@ -6,6 +6,7 @@ import html
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
@@ -168,3 +169,123 @@ def test_bayesbench_figure_draws_intervals_where_they_are():
     assert (0.845, 0.9) in spans and (0.6, 0.733) in spans
     markers = {(ln.get_marker(), tuple(np.round(ln.get_ydata(), 6))) for ln in ax.lines}
     assert ("o", (0.87,)) in markers and ("D", (0.7,)) in markers
+
+
+def _mapped_human_csv(path: Path) -> int:
+    """Trials under a lab's own column names, with invalid rows; returns the rows kept."""
+    assert main(["simulate", "--out", str(path), "--subjects", "2", "--trials", "12"]) == 0
+    t = pd.read_csv(path)
+    t = t.rename(columns={"stimulus": "dur", "response": "repDur", "subject": "NSub"})
+    t["valid"] = (t.index % 7 != 3).astype(int)
+    t.to_csv(path, index=False)
+    return int(t["valid"].sum())
+
+
+def test_report_rebuilds_mapped_trials_from_the_score_folder_anywhere(tmp_path, monkeypatch):
+    lab, elsewhere = tmp_path / "lab", tmp_path / "elsewhere"
+    lab.mkdir()
+    elsewhere.mkdir()
+    kept = _mapped_human_csv(lab / "raw.csv")
+    monkeypatch.chdir(lab)  # a relative input, as typed in the lab's folder
+    opts = ["--map", "stimulus=dur", "--map", "response=repDur", "--map", "subject=NSub",
+            "--where", "valid == 1", "--bootstrap", "2", "--no-probe"]  # fmt: skip
+    assert main(["score", "raw.csv", "--out", "scores", *opts]) == 0
+    monkeypatch.chdir(elsewhere)
+    assert main(["report", str(lab / "scores"), "--out", "rep"]) == 0
+    page = (elsewhere / "rep" / "index.html").read_text()
+    assert f"<p class=m>{kept} trials · 2 subject(s)" in page  # mapped and filtered, as scored
+    # a score folder from before trials.parquet: the manifest's inputs and options are used
+    (lab / "scores" / "trials.parquet").unlink()
+    assert main(["report", str(lab / "scores"), "--out", "rep2"]) == 0
+    assert (
+        f"<p class=m>{kept} trials · 2 subject(s)"
+        in (elsewhere / "rep2" / "index.html").read_text()
+    )
+
+
+@pytest.fixture(scope="module")
+def base_only(tmp_path_factory):
+    """Human-study-shaped data: every modality, base condition only (no ablations)."""
+    from bayesobs.runner import run_task
+
+    out = tmp_path_factory.mktemp("human") / "exp"
+    run_task(Path(__file__).resolve().parents[1] / "tasks" / "line_ratio.toml",
+             ["sim:bayesian", "sim:linear"], out, None, ["base"], 12, 1)  # fmt: skip
+    trials = with_baseline(normalize_trials(bayesobs.read_trials(out)))
+    return out, trials, score(trials, bootstrap=3, seed=0)
+
+
+def test_report_leaves_out_what_base_only_data_cannot_support(base_only, tmp_path):
+    run, trials, res = base_only
+    assert (
+        F.steering(bias_variance(trials), res.evidence, res.cue, "sim:linear", "line_ratio") is None
+    )
+    fig = F.summary(res.summary, res.bayesbench)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["P(Bayesian)", "RRE (Bayes oracle)"]  # no BCS
+    assert all(ax.lines for ax in fig.axes)  # every drawn panel has data
+    fig = F.bayesbench_scores(res.bayesbench)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "score S" not in labels and "consistency C" not in labels and "accuracy A" in labels
+    assert main(["report", str(run), "--out", str(tmp_path / "rep"), "--bootstrap", "2"]) == 0
+    page = (tmp_path / "rep" / "index.html").read_text()
+    figs = {p.name for p in (tmp_path / "rep" / "figures").iterdir()}
+    assert not any(f.startswith(("fig3_steering", "fig6_bcs_table")) for f in figs)
+    assert {"fig1_regression.png", "fig5_summary.png", "fig6_bayesbench.png"} <= figs
+    left = page[page.index("<h2>Left out</h2>") :]
+    assert "Steering and noise: the trials hold only base" in left
+    assert "BCS and consistency C" in left and "<h2>BCS per task</h2>" not in page
+
+
+def _few_search_trials() -> pd.DataFrame:
+    """Coordinate answers, few per set size: mostly near the target, sometimes a far miss."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    n = 24
+    far = rng.uniform(size=n) < 0.3
+    error = np.where(far, rng.uniform(420, 560, n), rng.uniform(0, 6, n))
+    return pd.DataFrame({"subject": "p1", "task": "circle_sizes", "condition": "c", "answer": "coords",
+                         "set_size": np.repeat([2, 8, 16, 32], 6), "correct": (~far).astype(int),
+                         "error_px": error, "modality": "image"})  # fmt: skip
+
+
+def test_search_error_intervals_respect_their_bounds_and_legends_sit_outside():
+    from scipy import stats
+
+    from bayesobs.search import search_accuracy
+
+    t = _few_search_trials()
+    g = t.groupby("set_size")["error_px"]
+    half = stats.t.ppf(0.975, g.count() - 1) * g.std() / np.sqrt(g.count())
+    assert ((g.mean() - half) < 0).any() or ((g.mean() + half) > 565.7).any()  # a t interval's flaw
+    b = search_accuracy(t)
+    for row in b.itertuples():
+        e = t.loc[t["set_size"] == row.set_size, "error_px"]
+        assert e.min() <= row.error_lo <= row.error_px <= row.error_hi <= e.max()
+    fig = Figure(figsize=(5, 3))
+    ax = fig.subplots()
+    F.search_curves(pd.concat([b, b.assign(condition="d")]), "p1", "circle_sizes", "coords", ax=ax)
+    fig.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1  # outside the data
+    assert not [c for c in ax.collections if type(c).__name__ == "FillBetweenPolyCollection"]
+    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= b["error_hi"].max()
+
+
+def test_search_table_comes_after_the_figures(base_only, tmp_path):
+    import numpy as np
+
+    run, _, _ = base_only
+    s = _few_search_trials()
+    s = pd.concat([s, s.assign(answer="cell", error_px=np.nan)], ignore_index=True)
+    cells = pd.Series(["1,1", "1,2", "2,1", "2,2"] * 12)
+    s = s.assign(target_cell=cells, response_cell=cells.where(s["correct"] == 1, "1,1"))
+    s = s.assign(stimulus=s["set_size"], response=s["correct"], paradigm="search", session="search",
+                 run=(s["answer"] == "cell").astype(int), trial=s.index % 24)  # fmt: skip
+    s.to_csv(tmp_path / "search.csv", index=False)
+    assert main(["report", str(run), str(tmp_path / "search.csv"), "--out", str(tmp_path / "r"),
+                 "--bootstrap", "2"]) == 0  # fmt: skip
+    page = (tmp_path / "r" / "index.html").read_text()
+    heads = re.findall(r"<h2>([^<]+)</h2>", page)
+    table = heads.index("Visual search: set-size effect")
+    assert table > heads.index("Summary") and table > heads.index("Visual search: circle_sizes")

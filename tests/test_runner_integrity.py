@@ -42,9 +42,28 @@ def _events(folder: Path) -> list[dict]:
 
 def _run(tmp_path, url, out, *extra, task="line_ratio", trials="2"):
     """``bayesobs run`` of a text task on ``openai:m`` against ``url`` with a private cache."""
-    return main(["run", task, "--subject", "openai:m", "--modality", "text", "--trials", trials,
-                 "--out", str(out), "--base-url", url, "--api-key", "k", "--cache", str(tmp_path / "cache"),
-                 "--no-progress", *extra])  # fmt: skip
+    return main(
+        [
+            "run",
+            task,
+            "--subject",
+            "openai:m",
+            "--modality",
+            "text",
+            "--trials",
+            trials,
+            "--out",
+            str(out),
+            "--base-url",
+            url,
+            "--api-key",
+            "k",
+            "--cache",
+            str(tmp_path / "cache"),
+            "--no-progress",
+            *extra,
+        ]
+    )
 
 
 def _one_error_line(err: str) -> None:
@@ -178,9 +197,30 @@ def test_timeout_bounds_the_whole_request_of_a_trickling_server(tmp_path):
     """1 byte every 50 ms (about 15 s for the body): --timeout 1 cuts it at about 1 s."""
     with FakeChatServer(lambda b, n: Answer("0.5", trickle_s=0.05)) as srv:
         t0 = time.perf_counter()
-        code = main(["run", "line_ratio", "--subject", "openai:m", "--modality", "text", "--trials", "1",
-                     "--out", str(tmp_path / "o"), "--base-url", srv.url, "--api-key", "k", "--no-cache",
-                     "--timeout", "1", "--max-attempts", "1", "--no-progress"])  # fmt: skip
+        code = main(
+            [
+                "run",
+                "line_ratio",
+                "--subject",
+                "openai:m",
+                "--modality",
+                "text",
+                "--trials",
+                "1",
+                "--out",
+                str(tmp_path / "o"),
+                "--base-url",
+                srv.url,
+                "--api-key",
+                "k",
+                "--no-cache",
+                "--timeout",
+                "1",
+                "--max-attempts",
+                "1",
+                "--no-progress",
+            ]
+        )
         elapsed = time.perf_counter() - t0
     assert code == 1 and elapsed < 1 + 2.0
     failed = [e for e in _events(tmp_path / "o") if e["event"] == "trial_failed"]
@@ -255,8 +295,21 @@ def test_tricky_replies_are_logged_invalid_with_reasons_and_counted_in_missing_c
         "cut off by max_tokens before an answer"
     }
     assert set(rows.loc[rows["trial"] == 2, "finish_reason"]) == {"length"}
-    assert main(["score", str(out), "--out", str(tmp_path / "s"), "--bootstrap", "0", "--no-probe",
-                 "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "score",
+                str(out),
+                "--out",
+                str(tmp_path / "s"),
+                "--bootstrap",
+                "0",
+                "--no-probe",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     missing = pd.read_csv(tmp_path / "s" / "missing.csv")
     parse = missing[missing["component"] == "invalid replies"].set_index("reason")
     assert set(parse.index) == {
@@ -269,9 +322,27 @@ def test_tricky_replies_are_logged_invalid_with_reasons_and_counted_in_missing_c
 def test_two_runs_on_one_folder_cannot_both_log(tmp_path, capsys):
     out = tmp_path / "o"
     with FakeChatServer(lambda b, n: Answer("0.5", delay_s=0.1)) as srv:
-        cmd = [sys.executable, "-m", "bayesobs.cli", "run", "line_ratio", "--subject", "openai:m", "--modality",
-               "text", "--trials", "15", "--out", str(out), "--base-url", srv.url, "--api-key", "k", "--no-cache",
-               "--no-progress"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "bayesobs.cli",
+            "run",
+            "line_ratio",
+            "--subject",
+            "openai:m",
+            "--modality",
+            "text",
+            "--trials",
+            "15",
+            "--out",
+            str(out),
+            "--base-url",
+            srv.url,
+            "--api-key",
+            "k",
+            "--no-cache",
+            "--no-progress",
+        ]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         first = subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -297,8 +368,19 @@ def test_a_stale_lock_of_a_dead_process_is_reclaimed(tmp_path, capsys):
     (out / ".lock").write_text(
         json.dumps({"pid": dead.pid, "host": socket.gethostname(), "since": "x"})
     )
-    args = ["run", "line_ratio", "--subject", "sim:linear", "--modality", "text", "--trials", "2",
-            "--out", str(out), "--no-progress"]  # fmt: skip
+    args = [
+        "run",
+        "line_ratio",
+        "--subject",
+        "sim:linear",
+        "--modality",
+        "text",
+        "--trials",
+        "2",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(args) == 0
     assert f"reclaimed a stale lock on {out} left by pid {dead.pid}" in capsys.readouterr().err
     assert (out / ".lock").read_text() == ""  # released at the end
@@ -314,8 +396,11 @@ def test_torn_tails_in_all_four_logs_are_cut_back_on_open(tmp_path, capsys):
         assert _run(tmp_path, srv.url, out) == 0
         log = out / "trials.jsonl"
         log.write_text("".join(log.read_text().splitlines(keepends=True)[:4]))  # two trials to redo
-        frags = {log: b'{"subject":"openai:m","task":"line', out / "runs.jsonl": b'{"time_utc":"2026-',
-                 cache: b'{"key":"ab'}  # fmt: skip
+        frags = {
+            log: b'{"subject":"openai:m","task":"line',
+            out / "runs.jsonl": b'{"time_utc":"2026-',
+            cache: b'{"key":"ab',
+        }
         for path, frag in frags.items():
             with path.open("ab") as fh:
                 fh.write(frag)
@@ -344,8 +429,21 @@ def test_torn_tails_in_all_four_logs_are_cut_back_on_open(tmp_path, capsys):
 
 def test_a_full_disk_is_one_line_and_leaves_whole_lines(tmp_path, monkeypatch, capsys):
     out = tmp_path / "o"
-    args = ["run", "line_ratio", "--subject", "sim:linear", "--modality", "text", "--trials", "4",
-            "--out", str(out), "--no-progress", "--concurrency", "1"]  # fmt: skip
+    args = [
+        "run",
+        "line_ratio",
+        "--subject",
+        "sim:linear",
+        "--modality",
+        "text",
+        "--trials",
+        "4",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--concurrency",
+        "1",
+    ]
     real_write, calls = os.write, []
 
     def full(fd, data):
@@ -413,8 +511,18 @@ def test_bad_options_and_specs_are_one_line_and_exit_2(tmp_path, capsys, extra, 
         path = tmp_path / "spec.toml"
         path.write_bytes(spec if isinstance(spec, bytes) else spec.encode())
         task = str(path)
-    args = ["run", task, "--subject", "sim:linear", "--modality", "text", "--out", str(tmp_path / "o"),
-            "--no-progress", *extra]  # fmt: skip
+    args = [
+        "run",
+        task,
+        "--subject",
+        "sim:linear",
+        "--modality",
+        "text",
+        "--out",
+        str(tmp_path / "o"),
+        "--no-progress",
+        *extra,
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err
     _one_error_line(err)
@@ -491,9 +599,24 @@ def test_fakeserver_command_takes_host_and_port_and_ignores_hang_ups(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "bayesobs.fakeserver", "--host", "127.0.0.1", "--port",
-                             str(port), "--reply", "0.25"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bayesobs.fakeserver",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--reply",
+            "0.25",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert proc.stdout.readline().strip() == f"http://127.0.0.1:{port}/v1"
         for _ in range(3):  # clients that hang up mid-request, one with a reset
@@ -501,9 +624,29 @@ def test_fakeserver_command_takes_host_and_port_and_ignores_hang_ups(tmp_path):
             c.sendall(b'POST /v1/chat/completions HTTP/1.1\r\ncontent-length: 500\r\n\r\n{"mo')
             c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
             c.close()
-        assert main(["run", "line_ratio", "--subject", "openai:m", "--modality", "text", "--trials", "1",
-                     "--out", str(tmp_path / "o"), "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key", "k",
-                     "--no-cache", "--no-progress"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "run",
+                    "line_ratio",
+                    "--subject",
+                    "openai:m",
+                    "--modality",
+                    "text",
+                    "--trials",
+                    "1",
+                    "--out",
+                    str(tmp_path / "o"),
+                    "--base-url",
+                    f"http://127.0.0.1:{port}/v1",
+                    "--api-key",
+                    "k",
+                    "--no-cache",
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
         assert {r["response"] for r in _rows(tmp_path / "o")} == {0.25}
     finally:
         proc.terminate()

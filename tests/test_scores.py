@@ -6,23 +6,37 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayesobs.bcs import BCS_ABLATIONS, sign_score
 from bayesobs.bootstrap import run_draws
 from bayesobs.cli import main
 from bayesobs.observers import simulate
-from bayesobs.scores import BCS_ABLATIONS, accuracy_batch, score, sign_score, with_baseline
+from bayesobs.scores import accuracy_batch, score, with_baseline
 from bayesobs.synthetic import TASK_RANGES
 from bayesobs.trials import normalize_trials, parse_mapping, read_trials
 
 CONTRACT = {
     "accuracy": ["subject", "task", "modality", "condition", "nrmse"],
-    "cue": ["subject", "task", "condition", "nrmse_text", "nrmse_image", "nrmse_multimodal",
-            "alpha_text", "w_text_non_oracle", "w_text_oracle", "nrmse_equal",
-            "nrmse_bayes_non_oracle", "nrmse_bayes_oracle", "rre_equal", "rre_bayes_non_oracle",
-            "rre_bayes_oracle"],
+    "cue": [
+        "subject",
+        "task",
+        "condition",
+        "nrmse_text",
+        "nrmse_image",
+        "nrmse_multimodal",
+        "alpha_text",
+        "w_text_non_oracle",
+        "w_text_oracle",
+        "nrmse_equal",
+        "nrmse_bayes_non_oracle",
+        "nrmse_bayes_oracle",
+        "rre_equal",
+        "rre_bayes_non_oracle",
+        "rre_bayes_oracle",
+    ],
     "bcs": ["subject", "task", "ablation", "w_base", "w_ablation", "s"],
     "bayesbench": ["subject", "A", "E", "C", "S", "BCS"]
     + [f"{m}_{s}" for m in ("A", "E", "C", "S", "BCS") for s in ("mean", "lo", "hi")],
-}  # fmt: skip
+}
 
 
 def protocol(w_base, w_ablation, seed=0, n_per=40, runs=1, subject="s", sigma=0.01):
@@ -37,11 +51,22 @@ def protocol(w_base, w_ablation, seed=0, n_per=40, runs=1, subject="s", sigma=0.
                     x = rng.uniform(lo, hi, n_per)
                     for mod in ("text", "image", "multimodal"):
                         p = {"w_prior": w, "sigma": sigma * (hi + lo)}
-                        frames.append(pd.DataFrame({
-                            "subject": subject, "task": task, "modality": mod, "condition": cond,
-                            "session": f"s{s}", "run": r, "stimulus": x,
-                            "response": simulate("static", p, x, rng=rng),
-                            "range_low": lo, "range_high": hi}))  # fmt: skip
+                        frames.append(
+                            pd.DataFrame(
+                                {
+                                    "subject": subject,
+                                    "task": task,
+                                    "modality": mod,
+                                    "condition": cond,
+                                    "session": f"s{s}",
+                                    "run": r,
+                                    "stimulus": x,
+                                    "response": simulate("static", p, x, rng=rng),
+                                    "range_low": lo,
+                                    "range_high": hi,
+                                }
+                            )
+                        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -61,8 +86,15 @@ def test_nrmse_matches_direct_computation():
 
 
 def test_baseline_falls_back_to_session_midpoint():
-    t = normalize_trials(pd.DataFrame({"session": ["a"] * 3 + ["b"] * 2, "stimulus": [1, 2, 5, 10, 20],
-                                       "response": [1, 2, 3, 4, 5]}))  # fmt: skip
+    t = normalize_trials(
+        pd.DataFrame(
+            {
+                "session": ["a"] * 3 + ["b"] * 2,
+                "stimulus": [1, 2, 5, 10, 20],
+                "response": [1, 2, 3, 4, 5],
+            }
+        )
+    )
     np.testing.assert_allclose(with_baseline(t)["baseline"], [3, 3, 3, 15, 15])
 
 
@@ -212,10 +244,23 @@ def static_protocol(w_base, w_ablation, sigma=0.01, seed=0, n_per=30, runs=1, su
                     x = rng.uniform(lo, hi, n_per)
                     for mod in ("text", "image", "multimodal"):
                         y = (1 - w) * x + w * x.mean() + rng.normal(0, sigma * (lo + hi) / 2, n_per)
-                        frames.append(pd.DataFrame({
-                            "subject": subject, "task": task, "modality": mod, "condition": cond,
-                            "session": f"s{s}", "run": r, "trial": np.arange(n_per), "stimulus": x,
-                            "response": y, "range_low": lo, "range_high": hi}))  # fmt: skip
+                        frames.append(
+                            pd.DataFrame(
+                                {
+                                    "subject": subject,
+                                    "task": task,
+                                    "modality": mod,
+                                    "condition": cond,
+                                    "session": f"s{s}",
+                                    "run": r,
+                                    "trial": np.arange(n_per),
+                                    "stimulus": x,
+                                    "response": y,
+                                    "range_low": lo,
+                                    "range_high": hi,
+                                }
+                            )
+                        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -246,8 +291,9 @@ def test_noisy_prior_less_observer_bcs_p_is_centred_on_zero():
     """
     paper, robust = [], []
     for seed in range(12):
-        res = score(static_protocol(0.0, 0.0, sigma=0.01, seed=seed, n_per=20), bootstrap=30,
-                    probe=False)  # fmt: skip
+        res = score(
+            static_protocol(0.0, 0.0, sigma=0.01, seed=seed, n_per=20), bootstrap=30, probe=False
+        )
         paper.append(res.bayesbench["BCS"].iat[0])
         robust.append(res.bayesbench["BCS_p"].iat[0])
     assert abs(np.mean(robust)) <= 2.5, robust
@@ -294,8 +340,12 @@ def test_s_p_and_bcs_p_match_a_plain_loop_over_replicates():
         for b in range(B):
             w = {}
             for cond in ("base", r.ablation):
-                cell = t[(t["subject"] == r.subject) & (t["task"] == r.task)
-                         & (t["modality"] == mod) & (t["condition"] == cond)]  # fmt: skip
+                cell = t[
+                    (t["subject"] == r.subject)
+                    & (t["task"] == r.task)
+                    & (t["modality"] == mod)
+                    & (t["condition"] == cond)
+                ]
                 run_keys, idx = draws[(r.subject, r.task, cond)]
                 w[cond] = _static_w(cell, [run_keys[k] for k in idx[b]])
             d = w[r.ablation] - w["base"]
@@ -319,8 +369,20 @@ def test_robust_scores_are_empty_without_bootstrap(tmp_path):
     assert np.isnan(b["BCS_p"]) and np.isnan(b["C_p"]) and np.isnan(b["S_p"])
     assert b["BCS"] == 15  # the paper's number is there, the robust one is not
     df.to_csv(tmp_path / "t.csv", index=False)
-    assert main(["score", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o"), "--bootstrap", "0",
-                 "--no-probe"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "score",
+                str(tmp_path / "t.csv"),
+                "--out",
+                str(tmp_path / "o"),
+                "--bootstrap",
+                "0",
+                "--no-probe",
+            ]
+        )
+        == 0
+    )
     text = (tmp_path / "o" / "bayesbench.csv").read_text().splitlines()
     assert text[0].split(",")[-3:] == ["BCS_p", "C_p", "S_p"]
     assert text[1].endswith(",,,")  # blank, never a copy of the paper's numbers
@@ -330,8 +392,9 @@ def test_robust_columns_come_after_the_contract_columns():
     res = score(static_protocol(0.3, 0.55), bootstrap=4, probe=False)
     cols = list(res.bayesbench.columns)
     assert cols[: len(CONTRACT["bayesbench"])] == CONTRACT["bayesbench"]
-    extra = ["BCS_p", "C_p", "S_p"] + [f"{m}_{s}" for m in ("BCS_p", "C_p", "S_p")
-                                        for s in ("mean", "lo", "hi")]  # fmt: skip
+    extra = ["BCS_p", "C_p", "S_p"] + [
+        f"{m}_{s}" for m in ("BCS_p", "C_p", "S_p") for s in ("mean", "lo", "hi")
+    ]
     assert cols[len(CONTRACT["bayesbench"]) :] == extra
     assert list(res.bcs.columns[: len(CONTRACT["bcs"])]) == CONTRACT["bcs"]
     assert res.bcs.columns[-1] == "s_p"
@@ -387,16 +450,34 @@ def test_cells_with_fewer_than_two_runs_per_session_type_are_warned_about(tmp_pa
     assert not res.missing["reason"].str.contains("runs per session type").any()
     # one run of one session type is enough to be warned about
     df = static_protocol(0.3, 0.55, runs=2)
-    df = df[~((df["task"] == "line_ratio") & (df["condition"] == "base") & (df["session"] == "s1")
-              & (df["run"] == 1))]  # fmt: skip
+    df = df[
+        ~(
+            (df["task"] == "line_ratio")
+            & (df["condition"] == "base")
+            & (df["session"] == "s1")
+            & (df["run"] == 1)
+        )
+    ]
     res = score(df, bootstrap=3, probe=False)
     few = res.missing[res.missing["reason"] == "fewer than 2 runs per session type"]
     assert list(few["task"]) == ["line_ratio"] and list(few["component"]) == [
         "bootstrap: 3 of 18 cells"
     ]
     df.to_csv(tmp_path / "t.csv", index=False)
-    assert main(["score", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o"), "--bootstrap", "3",
-                 "--no-probe"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "score",
+                str(tmp_path / "t.csv"),
+                "--out",
+                str(tmp_path / "o"),
+                "--bootstrap",
+                "3",
+                "--no-probe",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "warning: fewer than 2 runs per session type in 3 cell(s) of 1 subject(s) (s)" in out
 
@@ -406,12 +487,41 @@ def test_leaderboard_shows_point_estimate_bootstrap_mean_interval_and_why():
     from bayesobs.cli import leaderboard
     from bayesobs.leaderboard import INTERVAL_NOTE
 
-    row = {"subject": "m", "A": 0.8, "E": 0.95, "C": 0.7, "S": 0.915, "BCS": 9.0,
-           "A_mean": 0.8, "A_lo": 0.79, "A_hi": 0.81, "E_mean": 0.9, "E_lo": 0.85, "E_hi": 0.99,
-           "C_mean": 0.66, "C_lo": 0.6, "C_hi": 0.733, "S_mean": 0.87, "S_lo": 0.845, "S_hi": 0.9,
-           "BCS_mean": 4.8, "BCS_lo": 3.0, "BCS_hi": 7.0, "BCS_p": 2.5, "C_p": 17.5 / 30,
-           "S_p": 0.78, "BCS_p_mean": 2.5, "BCS_p_lo": 1.0, "BCS_p_hi": 4.0, "C_p_mean": 0.58,
-           "C_p_lo": 0.53, "C_p_hi": 0.63, "S_p_mean": 0.76, "S_p_lo": 0.74, "S_p_hi": 0.79}  # fmt: skip
+    row = {
+        "subject": "m",
+        "A": 0.8,
+        "E": 0.95,
+        "C": 0.7,
+        "S": 0.915,
+        "BCS": 9.0,
+        "A_mean": 0.8,
+        "A_lo": 0.79,
+        "A_hi": 0.81,
+        "E_mean": 0.9,
+        "E_lo": 0.85,
+        "E_hi": 0.99,
+        "C_mean": 0.66,
+        "C_lo": 0.6,
+        "C_hi": 0.733,
+        "S_mean": 0.87,
+        "S_lo": 0.845,
+        "S_hi": 0.9,
+        "BCS_mean": 4.8,
+        "BCS_lo": 3.0,
+        "BCS_hi": 7.0,
+        "BCS_p": 2.5,
+        "C_p": 17.5 / 30,
+        "S_p": 0.78,
+        "BCS_p_mean": 2.5,
+        "BCS_p_lo": 1.0,
+        "BCS_p_hi": 4.0,
+        "C_p_mean": 0.58,
+        "C_p_lo": 0.53,
+        "C_p_hi": 0.63,
+        "S_p_mean": 0.76,
+        "S_p_lo": 0.74,
+        "S_p_hi": 0.79,
+    }
     text = leaderboard(pd.DataFrame([row]))
     lines = text.splitlines()
     header = lines[0].split("  ")

@@ -126,13 +126,25 @@ def test_synthetic_dialogue_is_labelled_and_realistic():
 @pytest.mark.parametrize(
     ("reply", "fraction", "value"),
     [
-        ("0.42", True, 0.42), ("I estimate 0.42.", True, 0.42), ("3/7", True, 3 / 7), ("42%", True, 0.42),
-        ("42%", False, 42.0), ("About 12 seconds", False, 12.0), ("1:30", False, 90.0),
-        ("The ratio is 0.4 (range 0 to 1)", True, 0.4), ("Answer: 7.5 units", False, 7.5),
-        ("two", False, 2.0), ("-0.5", False, -0.5), ("1,234.5", False, 1234.5), ("approximately 0,35", True, 0.35),
-        ("**0.61**", True, 0.61), ("", True, math.nan), ("no idea", True, math.nan), (None, True, math.nan),
+        ("0.42", True, 0.42),
+        ("I estimate 0.42.", True, 0.42),
+        ("3/7", True, 3 / 7),
+        ("42%", True, 0.42),
+        ("42%", False, 42.0),
+        ("About 12 seconds", False, 12.0),
+        ("1:30", False, 90.0),
+        ("The ratio is 0.4 (range 0 to 1)", True, 0.4),
+        ("Answer: 7.5 units", False, 7.5),
+        ("two", False, 2.0),
+        ("-0.5", False, -0.5),
+        ("1,234.5", False, 1234.5),
+        ("approximately 0,35", True, 0.35),
+        ("**0.61**", True, 0.61),
+        ("", True, math.nan),
+        ("no idea", True, math.nan),
+        (None, True, math.nan),
     ],
-)  # fmt: skip
+)
 def test_parse_number(reply, fraction, value):
     got = parse_number(reply, fraction)
     assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value)

@@ -1,4 +1,4 @@
-"""`bayesobs.synthetic` (the known-observer trial tables) and `scores.bcs_agreement` values."""
+"""`bayesobs.synthetic` (the known-observer trial tables) and `bcs.bcs_agreement` values."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import bayesobs
+from bayesobs.bcs import bcs_agreement
 from bayesobs.fitting import decode_params
-from bayesobs.scores import bcs_agreement
 from bayesobs.synthetic import SESSIONS, TASK_RANGES, bayesbench_design, simulated_trials
 
 

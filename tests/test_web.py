@@ -217,7 +217,7 @@ def test_jspsych_export_builds_runs_and_imports(tmp_path, browser):
 
     exp = tmp_path / "jspsych"
     assert main(["export", "jspsych", str(ROOT / "tasks" / "line_ratio.toml"), "--out", str(exp),
-                 "--trials", "2", "--modality", "multimodal"]) == 0  # fmt: skip
+                 "--trials", "2", "--modality", "multimodal", "--platform", "cognition"]) == 0  # fmt: skip
     subprocess.run(
         [NPM, "install", "--no-audit", "--no-fund"], cwd=exp, check=True, capture_output=True
     )
@@ -238,7 +238,7 @@ def test_jspsych_export_builds_runs_and_imports(tmp_path, browser):
             page.wait_for_selector("img[alt=stimulus]", state="visible")
             page.fill("input[name=response]", f"0.{i + 3}")
             page.get_by_role("button", name="Continue").click()
-        page.get_by_role("button", name="Finish").click()
+        page.wait_for_selector("#bo-code")  # the final page with the completion code
         (tmp_path / "data.json").write_text(page.evaluate("window.jsPsych.data.get().json()"))
         (tmp_path / "data.csv").write_text(page.evaluate("window.jsPsych.data.get().csv()"))
     finally:

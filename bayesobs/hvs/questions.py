@@ -137,7 +137,7 @@ def rel_scanpath(rec: dict, width: float = SCREEN[0], height: float = SCREEN[1])
 
 
 def fmt_scanpath(sp: dict) -> str:
-    """``(0.50, 0.51) for 186ms, (0.52, 0.66) for 162ms.``"""
+    """A scanpath as the questions write it: ``(0.50, 0.51) for 186ms, (0.52, 0.66) for 162ms``."""
     parts = [
         f"({x:.2f}, {y:.2f}) for {round(t)}ms"
         for x, y, t in zip(sp["X"], sp["Y"], sp["T"], strict=True)

@@ -30,18 +30,22 @@ class Variant(NamedTuple):
 
     @property
     def bayesian(self) -> bool:
+        """Whether the variant weighs a prior (every family but ``linear``)."""
         return self.family != "linear"
 
     @property
     def weber(self) -> bool:
+        """Whether noise grows with the magnitude (the log-space variants)."""
         return self.log
 
     @property
     def sequential(self) -> bool:
+        """Whether the prior is updated trial by trial (the Kalman family)."""
         return self.family == "kalman"
 
     @property
     def param_names(self) -> tuple[str, ...]:
+        """Names of the free parameters, in the order of the parameter vector."""
         if self.family == "linear":
             return ("w", "b", "sigma")
         core = ("w_prior",) if self.family == "static" else ("rho",)

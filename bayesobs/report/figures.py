@@ -103,53 +103,77 @@ def trajectory(
     return fig
 
 
+STEER = ["base", "steer_verbal", "steer_numeric", "steer_biased"]
+NOISE = ["base", "noise_constant", "noise_gradual"]
+
+
 def steering(bias_var, evidence, cue, subject, task, modality="multimodal", axes=None, color=None):
-    """Steering and noise (paper Fig. 6): error decomposition, sequential evidence, image weight."""
-    fig, axs = _axes(axes, n=3, size=(3.6, 3.2))
+    """Steering and noise (paper Fig. 6): error decomposition, sequential evidence, image weight.
+
+    A panel is drawn only where the data hold a condition to compare with
+    ``base`` (a steering condition for A and B, a noise condition for C);
+    returns None when none does.  Given ``axes``, unused ones are switched off.
+    """
     color = color or "C0"
-    steer = ["base", "steer_verbal", "steer_numeric", "steer_biased"]
     bv = (
         _cell(bias_var, subject, task, modality)
         .set_index("condition")
-        .reindex(steer)
+        .reindex(STEER)
         .dropna(how="all")
     )
-    x = np.arange(len(bv))
-    axs[0].bar(x, bv["bias2"], color=color, label="bias²")
-    axs[0].bar(x, bv["variance"], bottom=bv["bias2"], color=color, alpha=0.45, label="variance")
-    axs[0].set_xticks(x, [c.replace("steer_", "") for c in bv.index], fontsize=8)
-    axs[0].set_ylabel("mean squared error")
-    axs[0].set_title("A  error under steering", fontsize=9, loc="left")
-    axs[0].legend(fontsize=7, frameon=False)
     ev = _cell(evidence, subject, task, modality)
-    ev = ev[ev["factor"] == "sequential"].set_index("condition").reindex(steer).dropna(how="all")
+    ev = ev[ev["factor"] == "sequential"].set_index("condition").reindex(STEER).dropna(how="all")
+    cw = _cell(cue, subject, task).set_index("condition").reindex(NOISE).dropna(how="all")
+    panels = [(draw, t) for draw, t in ((_steer_error, bv), (_steer_evidence, ev), (_noise_weight, cw))
+              if len(set(t.index) - {"base"})]  # fmt: skip
+    if not panels:
+        return None
+    fig, axs = _axes(axes, n=len(panels), size=(3.6, 3.2))
+    for ax in axs[len(panels) :]:
+        ax.set_axis_off()
+    for ax, (draw, table) in zip(axs, panels, strict=False):
+        draw(ax, table, color)
+    fig.suptitle(f"{subject} · {task}", fontsize=9)
+    return fig
+
+
+def _steer_error(ax, bv, color):
+    x = np.arange(len(bv))
+    ax.bar(x, bv["bias2"], color=color, label="bias²")
+    ax.bar(x, bv["variance"], bottom=bv["bias2"], color=color, alpha=0.45, label="variance")
+    ax.set_xticks(x, [c.replace("steer_", "") for c in bv.index], fontsize=8)
+    ax.set_ylabel("mean squared error")
+    ax.set_title("A  error under steering", fontsize=9, loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+
+def _steer_evidence(ax, ev, color):
     x = np.arange(len(ev))
     if "p_lo" in ev:
         err = np.vstack([ev["p"] - ev["p_lo"], ev["p_hi"] - ev["p"]]).clip(0)
-        axs[1].errorbar(x, ev["p"], yerr=err, fmt="o", color=color, capsize=3)
+        ax.errorbar(x, ev["p"], yerr=err, fmt="o", color=color, capsize=3)
     else:
-        axs[1].plot(x, ev["p"], "o", color=color)
-    axs[1].set_xticks(x, [c.replace("steer_", "") for c in ev.index], fontsize=8)
-    axs[1].set_ylim(-0.05, 1.05)
-    axs[1].set_ylabel("P(sequential)")
-    axs[1].set_title("B  sequential evidence", fontsize=9, loc="left")
-    noise = ["base", "noise_constant", "noise_gradual"]
-    cw = _cell(cue, subject, task).set_index("condition").reindex(noise).dropna(how="all")
+        ax.plot(x, ev["p"], "o", color=color)
+    ax.set_xticks(x, [c.replace("steer_", "") for c in ev.index], fontsize=8)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_ylabel("P(sequential)")
+    ax.set_title("B  sequential evidence", fontsize=9, loc="left")
+
+
+def _noise_weight(ax, cw, color):
     x = np.arange(len(cw))
     w_img = 1 - cw["alpha_text"]
     if "alpha_text_lo" in cw:
         err = np.vstack(
             [cw["alpha_text_hi"] - cw["alpha_text"], cw["alpha_text"] - cw["alpha_text_lo"]]
         ).clip(0)
-        axs[2].errorbar(x, w_img, yerr=err, fmt="s", color=color, capsize=3)
+        ax.errorbar(x, w_img, yerr=err, fmt="s", color=color, capsize=3)
     else:
-        axs[2].plot(x, w_img, "s", color=color)
-    axs[2].set_xticks(x, [c.replace("noise_", "") for c in cw.index], fontsize=8)
-    axs[2].set_ylim(-0.05, 1.05)
-    axs[2].set_ylabel("implied image weight (1 − α)")
-    axs[2].set_title("C  image weight under blur", fontsize=9, loc="left")
-    fig.suptitle(f"{subject} · {task}", fontsize=9)
-    return fig
+        ax.plot(x, w_img, "s", color=color)
+    ax.set_xticks(x, [c.replace("noise_", "") for c in cw.index], fontsize=8)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_ylabel("implied image weight (1 − α)")
+    ax.set_title("C  image weight under blur", fontsize=9, loc="left")
 
 
 def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
@@ -171,19 +195,35 @@ def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
     return fig
 
 
+SUMMARY_PANELS = [("nrmse", "p_bayesian", "NRMSE (base)", "P(Bayesian)", None),
+                  ("nrmse_multimodal", "rre_bayes_oracle", "multimodal NRMSE", "RRE (Bayes oracle)", 1.0),
+                  ("nrmse_multimodal", "BCS", "multimodal NRMSE", "BCS", 0.0)]  # fmt: skip
+
+
+def summary_panels(summary: pd.DataFrame, bayesbench: pd.DataFrame) -> list[tuple]:
+    """The panels of :func:`summary` that have at least one subject with both numbers."""
+    d = summary.merge(bayesbench, on="subject", how="left", suffixes=("", "_bb"))
+    return [p for p in SUMMARY_PANELS if p[0] in d and p[1] in d
+            and (np.isfinite(d[p[0]].astype(float)) & np.isfinite(d[p[1]].astype(float))).any()]  # fmt: skip
+
+
 def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=None):
     """Evidence, efficiency and consistency against accuracy, one colour per subject (paper Fig. 8).
 
     Dots are full-data estimates; lines span the 68% bootstrap intervals where
-    they are (an interval need not contain its point estimate).
+    they are (an interval need not contain its point estimate).  Only panels
+    with data are drawn (e.g. no BCS panel without ablation conditions); None
+    when there are none.
     """
-    fig, axs = _axes(axes, n=3, size=(3.8, 3.4))
+    panels = summary_panels(summary, bayesbench)
+    if not panels:
+        return None
+    fig, axs = _axes(axes, n=len(panels), size=(3.8, 3.4))
+    for ax in axs[len(panels) :]:
+        ax.set_axis_off()
     colors = colors or subject_colors(summary["subject"])
     d = summary.merge(bayesbench, on="subject", how="left", suffixes=("", "_bb"))
-    panels = [("nrmse", "p_bayesian", "NRMSE (base)", "P(Bayesian)"),
-              ("nrmse_multimodal", "rre_bayes_oracle", "multimodal NRMSE", "RRE (Bayes oracle)"),
-              ("nrmse_multimodal", "BCS", "multimodal NRMSE", "BCS")]  # fmt: skip
-    for ax, (xc, yc, xl, yl) in zip(axs, panels, strict=True):
+    for ax, (xc, yc, xl, yl, ref) in zip(axs, panels, strict=False):
         for _, row in d.iterrows():
             if not (np.isfinite(row[xc]) and np.isfinite(row[yc])):
                 continue
@@ -195,8 +235,8 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
                 ax.vlines(row[xc], row[f"{yc}_lo"], row[f"{yc}_hi"], color=color, lw=1)
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
-    axs[1].axhline(1, ls="--", lw=0.8, color="0.6")
-    axs[2].axhline(0, ls="--", lw=0.8, color="0.6")
+        if ref is not None:
+            ax.axhline(ref, ls="--", lw=0.8, color="0.6")
     handles, labels = axs[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", fontsize=7, frameon=False)
     return fig
@@ -211,7 +251,6 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
     sums of signs shrink under resampling), and a white diamond marks ``S_p``
     (METHOD §9) beside ``S``.
     """
-    fig, (ax,) = _axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
     d = bayesbench.sort_values("S", ascending=False, na_position="last").reset_index(drop=True)
     parts = [
         ("A", "accuracy A", 0.35),
@@ -219,29 +258,35 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
         ("C", "consistency C", 0.85),
         ("S", "score S", 1.0),
     ]
+    parts = [p for p in parts if d[p[0]].notna().any()]  # e.g. no C and S without ablations
+    if not parts:
+        return None
+    has_s = any(c == "S" for c, _, _ in parts)
+    fig, (ax,) = _axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
     colors = colors or subject_colors(d["subject"])
     width = 0.2
     x = np.arange(len(d))
     for k, (col, label, alpha) in enumerate(parts):
-        pos = x + (k - 1.5) * width
+        pos = x + (k - (len(parts) - 1) / 2) * width
         ax.bar(pos, d[col], width, label=label,
                color=[matplotlib.colors.to_rgba(colors[s], alpha) for s in d["subject"]],
                edgecolor="k", lw=0.5 if col == "S" else 0)  # fmt: skip
         if f"{col}_lo" in d:  # the interval where it is, not clipped around the point
             ax.vlines(pos, d[f"{col}_lo"], d[f"{col}_hi"], color="k", lw=1.2)
             ax.plot(pos, d[f"{col}_mean"], "o", color="k", ms=2.5, ls="none")
-    if "S_p" in d and d["S_p"].notna().any():
+    if has_s and "S_p" in d and d["S_p"].notna().any():
         ax.plot(x + 1.5 * width, d["S_p"], "D", mfc="white", mec="k", ms=4, ls="none")
     ax.set_xticks(x, d["subject"], rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("score")
-    ax.set_title("BayesBench: S = (A + E + C) / 3", fontsize=9)
+    ax.set_title("BayesBench: S = (A + E + C) / 3" if has_s else "BayesBench parts (no S without C)",
+                 fontsize=9)  # fmt: skip
     # neutral swatches: the bars take each subject's colour, lighter for the parts
     handles = [Patch(facecolor=(0.3, 0.3, 0.3, a), edgecolor="k", lw=0.5 if c == "S" else 0, label=lab)
                for c, lab, a in parts]  # fmt: skip
-    if "S_lo" in d:
+    if any(f"{c}_lo" in d for c, _, _ in parts):
         handles.append(Line2D([], [], color="k", marker="o", ms=2.5, lw=1.2,
                               label="bootstrap mean, 68% interval"))  # fmt: skip
-    if "S_p" in d and d["S_p"].notna().any():
+    if has_s and "S_p" in d and d["S_p"].notna().any():
         handles.append(
             Line2D([], [], marker="D", mfc="white", mec="k", ls="none", label="S_p (robust)")
         )
@@ -287,8 +332,8 @@ def posterior_predictive(ppc: pd.DataFrame, ax=None, color=None, title: str = ""
 def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="base", ax=None):
     """Accuracy (cell answers) or coordinate error (point answers) against set size, per condition.
 
-    ``acc``: :func:`bayesobs.search.search_accuracy` (binned or not).  Bands
-    are its 95% intervals; the dotted line is chance (25%) for cells and the
+    ``acc``: :func:`bayesobs.search.search_accuracy` (binned or not).  Bars
+    are its 95% intervals, conditions dodged side by side; the dotted line is chance (25%) for cells and the
     image diagonal (a refusal's error) for points.  Pop-out shows as a flat
     curve, serial search as a falling (or, for errors, rising) one.
     """
@@ -300,23 +345,30 @@ def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="bas
         if answer == "cell"
         else ("error_px", "error_lo", "error_hi")
     )
-    for i, (cond, g) in enumerate(d.groupby("condition", sort=True)):
-        g = g.sort_values("set_size")
-        ax.plot(g["set_size"], g[y], "o-", ms=3, color=f"C{i}", label=cond)
-        ax.fill_between(g["set_size"], g[lo], g[hi], color=f"C{i}", alpha=0.15, lw=0)
+    conds = sorted(d["condition"].unique())
+    sizes = np.unique(d["set_size"].to_numpy(dtype=float))
+    step = float(np.diff(sizes).min()) if len(sizes) > 1 else 1.0
+    for i, cond in enumerate(conds):
+        g = d[d["condition"] == cond].sort_values("set_size")
+        x = g["set_size"].to_numpy(dtype=float) + (i - (len(conds) - 1) / 2) * 0.6 * step / len(
+            conds
+        )
+        err = np.vstack([g[y] - g[lo], g[hi] - g[y]]).clip(0)  # NaN (no interval): no bar
+        ax.errorbar(x, g[y], yerr=np.nan_to_num(err), fmt="o-", ms=3, lw=1, capsize=2,
+                    color=f"C{i}", label=cond)  # fmt: skip
     if answer == "cell":
         ax.axhline(0.25, ls=":", color="0.5", lw=1)
         ax.set_ylim(0, 1.02)
         ax.set_ylabel("accuracy")
     else:
         ax.axhline(565.7, ls=":", color="0.5", lw=1)
-        top = max(600.0, 1.1 * float(d[y].max())) if len(d) else 600.0
-        ax.set_ylim(0, top)  # small bins have wide t intervals: keep the means in view
+        top = max(600.0, 1.05 * float(np.nanmax(d[[y, hi]].to_numpy()))) if len(d) else 600.0
+        ax.set_ylim(0, top)
         ax.set_ylabel("coordinate error (px)")
     ax.set_xlabel("number of distractors")
     ax.set_title(f"{subject} · {task} · {answer}", fontsize=9)
-    if len(d):
-        ax.legend(fontsize=7, frameon=False)
+    if len(d):  # outside the data
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 

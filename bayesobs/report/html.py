@@ -20,9 +20,9 @@ from ..api import predictions
 from ..errors import BayesobsInputError
 from ..perception import is_perception
 from ..provenance import provenance
-from ..scores import Scores, bias_variance, cue_predictions, score, with_baseline
+from ..scores import SCORED_TRIALS, Scores, bias_variance, cue_predictions, score, with_baseline
 from ..search import is_search, prefer
-from ..trials import normalize_trials, read_trials
+from ..trials import normalize_trials, parse_mapping, read_trials
 from . import figures as F
 from .perception import perception_sections
 
@@ -31,17 +31,32 @@ VISUAL = ("line_ratio", "marker_location", "maze_distance")
 
 
 def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]:
-    """Trials, reusable scores and the manifests found among the inputs."""
-    scores, trial_paths, manifests = None, [], []
+    """Trials, reusable scores and the manifests found among the inputs.
+
+    A score folder gives its own scored trials (``trials.parquet``, written by
+    ``bayesobs score``).  An older score folder without them gives the inputs its
+    manifest names, read with the options it records (``--map``, ``--where``,
+    ``--missing-where``, ``--columns``); a relative input is looked up from the
+    working directory, then from the score folder.
+    """
+    scores, frames, trial_paths, manifests = None, [], [], []
     for p in paths:
         found = Scores.from_folder(p) if p.is_dir() else None
         if found is not None:
             scores = found
             man = p / "score_manifest.json"
-            if man.exists():
-                m = json.loads(man.read_text())
+            m = json.loads(man.read_text()) if man.exists() else {}
+            if m:
                 manifests.append({"source": str(man), **m})
-                trial_paths += [Path(x) for x in m.get("inputs", [])]
+            if (p / SCORED_TRIALS).exists():
+                frames.append(read_trials(p / SCORED_TRIALS))
+            elif m.get("inputs"):
+                frames.append(_manifest_trials(p, m))
+            else:
+                raise BayesobsInputError(
+                    f"{p}: score folder without its trials ({SCORED_TRIALS}) or a manifest naming "
+                    "them: give the trial files beside it"
+                )
         else:
             trial_paths.append(p)
             if (p / "manifest.json").exists():
@@ -51,9 +66,34 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]
                         **json.loads((p / "manifest.json").read_text()),
                     }
                 )
-    if not trial_paths:
+    if trial_paths:
+        frames.append(read_trials(trial_paths))
+    if not frames:
         raise BayesobsInputError("no trials to report on: give trial files or experiment folders")
-    return read_trials(trial_paths), scores, manifests
+    trials = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    return trials, scores, manifests
+
+
+def _manifest_trials(folder: Path, m: dict) -> pd.DataFrame:
+    """The trials a score manifest names, read again with the options it records."""
+    inputs = []
+    for x in m["inputs"]:
+        x = Path(x)
+        if not x.is_absolute() and not x.exists():  # scored elsewhere: try the folder and up
+            x = next((a / x for a in (folder, *folder.resolve().parents) if (a / x).exists()), x)
+        if not x.exists():
+            raise BayesobsInputError(
+                f"{folder}/score_manifest.json names {x}, which is not there (neither from here nor "
+                f"from {folder} or above it); run bayesobs score again to keep the trials in the folder"
+            )
+        inputs.append(x)
+    return read_trials(
+        inputs,
+        mapping=parse_mapping(m.get("map") or []),
+        where=m.get("where"),
+        missing_where=m.get("missing_where"),
+        columns=m["columns"].split(",") if m.get("columns") else None,
+    )
 
 
 def _save(fig: Figure, path: Path) -> str:
@@ -98,14 +138,13 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     perceived = is_perception(trials)
     found = is_search(trials) & ~perceived
     subjects = sorted(trials["subject"].unique())
-    head, sections = [], []
+    head, sections, notes, tail = [], [], [], []
     if not (found | perceived).all():
-        head, sections = _magnitude_sections(
+        head, sections, notes = _magnitude_sections(
             with_baseline(trials[~(found | perceived)].reset_index(drop=True)), res, out, seed
         )
     if found.any():
-        head_s, sections_s = _search_sections(res, out)
-        head += head_s
+        sections_s, tail = _search_sections(res, out, trials, seed)
         sections += sections_s
     if perceived.any() and res.perception is not None:  # the perception tasks' figures
         head_p, sections_p = perception_sections(res, out, _save, _table_html)
@@ -119,6 +158,10 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         body += [
             f'<a href="{src}"><img src="{src}" alt="{html.escape(title)}"></a>' for src in imgs
         ]
+    if notes:  # what the data cannot support, one line each, instead of empty panels
+        body.append("<h2>Left out</h2><ul class=m>"
+                    + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")  # fmt: skip
+    body += tail  # long tables after the figures
     if res.missing is not None and not res.missing.empty:
         body += ["<h2>Not computed</h2>", _table_html(res.missing)]
     links = " · ".join(f'<a href="tables/{n}.csv">{n}.csv</a>' for n in written)
@@ -138,9 +181,10 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     return index
 
 
-def _search_sections(res: Scores, out: Path):
-    """The visual-search part: the set-size table, accuracy curves and the cell-bias maps."""
-    search, acc, bias = res.search, res.search_accuracy, res.search_bias
+def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0):
+    """The visual-search part: accuracy curves, cell-bias maps, then the set-size table."""
+    search, bias = res.search, res.search_bias
+    acc = res.search_accuracy  # error intervals: bootstrap of the mean, within the data's bounds
     base = prefer(search, "ablation", "base")
     cols = [
         "subject",
@@ -153,7 +197,7 @@ def _search_sections(res: Scores, out: Path):
         "p_bonferroni",
         "logistic_slope",
     ]
-    head = ["<h2>Visual search: set-size effect</h2>",
+    tail = ["<h2>Visual search: set-size effect</h2>",
             "<p>Point-biserial r of correctness with the number of distractors (Bonferroni-corrected p "
             "across the whole table) and the logistic slope per distractor; base condition. Pop-out: "
             "r near 0; serial search: r clearly negative.</p>", _table_html(base[cols])]  # fmt: skip
@@ -163,14 +207,15 @@ def _search_sections(res: Scores, out: Path):
         d = acc[acc["task"] == task]
         subjects = sorted(d["subject"].unique())
         answers = [a for a in ("cell", "coords") if a in set(d["answer"])]
-        fig = Figure(figsize=(4.2 * len(answers), 3.2 * len(subjects)), layout="constrained")
+        fig = Figure(figsize=(5.4 * len(answers), 3.2 * len(subjects)), layout="constrained")
         axs = fig.subplots(len(subjects), len(answers), squeeze=False)
         for i, subj in enumerate(subjects):
             for j, answer in enumerate(answers):
                 F.search_curves(acc, subj, task, answer, ablation, ax=axs[i, j])
         sections.append((f"Visual search: {task}", "Accuracy (cell answers, dotted: chance) and coordinate "
                          "error (point answers, dotted: a refusal's 566 px) against the number of distractors, "
-                         f"per search condition ({ablation}); bands are 95% intervals.",
+                         f"per search condition ({ablation}); bars are 95% intervals (Wilson for accuracy, "
+                         "bootstrap of the mean for errors, so both stay within their bounds).",
                          [_save(fig, out / "figures" / f"search_{task}.png")]))  # fmt: skip
     pairs = bias[bias["answer"] == "cell"][["subject", "task"]].drop_duplicates()
     if len(pairs):
@@ -184,7 +229,7 @@ def _search_sections(res: Scores, out: Path):
         sections.append(("Visual search: response bias", "How often each cell was chosen (cell answers), "
                          "with its precision (P) and recall (R), and the rate of invalid answers.",
                          [_save(fig, out / "figures" / "search_bias.png")]))  # fmt: skip
-    return head, sections
+    return sections, tail
 
 
 def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int):
@@ -196,6 +241,7 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
     subjects = sorted(trials["subject"].unique())
     tasks = [t for t in (*VISUAL, "duration", "numerosity") if t in set(trials["task"])]
     sections: list[tuple[str, str, list[str]]] = []
+    notes = support_notes(trials, res)
 
     def cells_for(subject, task):
         d = trials[
@@ -235,8 +281,9 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
         t = next((t for t in VISUAL if t in tasks and cells_for(s, t) == "multimodal"), None)
         if t is None or res.cue.empty:
             continue
-        imgs.append(_save(F.steering(bv, res.evidence, res.cue, s, t, color=colors[s]),
-                          out / "figures" / f"fig3_steering_{len(imgs)}.png"))  # fmt: skip
+        fig = F.steering(bv, res.evidence, res.cue, s, t, color=colors[s])
+        if fig is not None:  # None: only base, nothing to compare with
+            imgs.append(_save(fig, out / "figures" / f"fig3_steering_{len(imgs)}.png"))
     if imgs:
         sections.append(("Steering and noise", "A: mean squared error split into bias² and variance under "
                          "steering; B: evidence for sequential updating; C: the image weight implied by the "
@@ -258,9 +305,12 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
         sections.append(("Cue combination", "Multimodal responses against out-of-fold predictions from the "
                          "text and image responses (base condition).", [_save(fig, out / "figures" / "fig4_cue.png")]))  # fmt: skip
     # 5. summary and 6. BayesBench
-    imgs = [_save(F.summary(res.summary, res.bayesbench, colors=colors), out / "figures" / "fig5_summary.png"),
-            _save(F.bayesbench_scores(res.bayesbench, colors=colors), out / "figures" / "fig6_bayesbench.png")]  # fmt: skip
-    if not res.bcs_tasks.empty:
+    imgs = []
+    for name, fig in (("fig5_summary", F.summary(res.summary, res.bayesbench, colors=colors)),
+                      ("fig6_bayesbench", F.bayesbench_scores(res.bayesbench, colors=colors))):  # fmt: skip
+        if fig is not None:
+            imgs.append(_save(fig, out / "figures" / f"{name}.png"))
+    if _has_bcs(res.bcs_tasks):
         imgs.append(_save(F.bcs_table(res.bcs_tasks), out / "figures" / "fig6_bcs_table.png"))
     sections.append(("Summary", "Evidence, efficiency and consistency against accuracy; the BayesBench score "
                      "and its parts (bars: full-data estimates; lines: 68% bootstrap intervals with the "
@@ -269,7 +319,7 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
 
     head = _leaderboard_html(res.bayesbench, res.missing)
     head += _sequential_controls_html(res)
-    if not res.bcs_tasks.empty:
+    if _has_bcs(res.bcs_tasks):
         col = "bcs_mean" if "bcs_mean" in res.bcs_tasks else "bcs"
         head += [
             "<h2>BCS per task</h2>",
@@ -290,7 +340,31 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
                     2,
                 ),
             ]
-    return head, sections
+    return head, sections, notes
+
+
+def _has_bcs(bcs_tasks: pd.DataFrame | None) -> bool:
+    if bcs_tasks is None or bcs_tasks.empty:
+        return False
+    col = "bcs_mean" if "bcs_mean" in bcs_tasks else "bcs"
+    return bool(bcs_tasks[col].notna().any())
+
+
+def support_notes(trials: pd.DataFrame, res: Scores) -> list[str]:
+    """One line per part of the report the data cannot support (and so is left out)."""
+    conds = set(trials["condition"])
+    mods = set(trials["modality"])
+    notes = []
+    if not conds & {*F.STEER[1:], *F.NOISE[1:]}:
+        notes.append("Steering and noise: the trials hold only "
+                     f"{', '.join(sorted(conds))} (no steer_* or noise_* condition to compare with base).")  # fmt: skip
+    if not _has_bcs(res.bcs_tasks):
+        notes.append("BCS and consistency C (so the score S): they compare fits under ablation "
+                     "conditions with base, and these trials have none.")  # fmt: skip
+    if not {"text", "image", "multimodal"} <= mods:
+        notes.append(f"Cue combination and efficiency E: they need text, image and multimodal trials; "
+                     f"these have {', '.join(sorted(mods))}.")  # fmt: skip
+    return notes
 
 
 def sequential_control_table(evidence: pd.DataFrame) -> pd.DataFrame:

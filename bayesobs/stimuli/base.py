@@ -133,6 +133,7 @@ def from_png(data: bytes) -> np.ndarray:
 
 
 def canvas(width: int, height: int) -> np.ndarray:
+    """A white ``(height, width, 3)`` image in [0, 255]."""
     return np.full((height, width, 3), 255.0)
 
 

@@ -25,6 +25,8 @@ NITE = "{http://nite.sourceforge.net/}"
 
 @dataclass(frozen=True)
 class Word:
+    """One spoken word of a transcript: meeting, speaker and timing in seconds."""
+
     meeting: str
     speaker: str
     start: float
@@ -165,6 +167,7 @@ class Duration(Task):
         self._meetings: dict[str, list[Word]] | None = None
 
     def meetings(self, rng: np.random.Generator) -> dict[str, list[Word]]:
+        """The meetings to cut excerpts from: the AMI corpus if given, else a synthetic one."""
         if self.ami is not None:
             if self._meetings is None:
                 self._meetings = load_ami(self.ami)
@@ -172,6 +175,7 @@ class Duration(Task):
         return {"synthetic": synthetic_meeting(rng)}
 
     def generate(self, rng, low, high, n, options):
+        """``n`` dialogue excerpts whose spoken duration lies in ``[low, high]`` seconds."""
         meetings = self.meetings(rng)
         names = sorted(meetings)
         source = "ami" if self.ami is not None else "synthetic"

@@ -42,6 +42,7 @@ class LineRatio(Task):
     width, height = 420, 180
 
     def generate(self, rng, low, high, n, options):
+        """``n`` line pairs whose short/long length ratio lies in ``[low, high]`` (whole characters)."""
         out = []
         for _ in range(n):
             long_chars = _chars(rng, options, 30, 60)
@@ -62,6 +63,7 @@ class LineRatio(Task):
         return out
 
     def draw(self, stim):
+        """The two lines drawn one above the other, a fixed number of pixels per character."""
         img = canvas(self.width, self.height)
         for i, (k, off) in enumerate(
             zip(stim.params["chars"], stim.params["offsets"], strict=True)
@@ -85,6 +87,7 @@ class MarkerLocation(Task):
     width, height = 440, 120
 
     def generate(self, rng, low, high, n, options):
+        """``n`` lines with a marker whose relative position lies in ``[low, high]`` (whole characters)."""
         out = []
         for _ in range(n):
             chars = _chars(rng, options, 41, 71)
@@ -100,6 +103,7 @@ class MarkerLocation(Task):
         return out
 
     def draw(self, stim):
+        """The line with its marker drawn at the character's pixel position."""
         img = canvas(self.width, self.height)
         x0 = 20 + stim.params["offset"]
         x1 = x0 + (stim.params["chars"] - 1) * PX_PER_CHAR

@@ -50,6 +50,7 @@ def random_path(
 
 
 def endpoints(moves: list[tuple[str, int]]) -> list[tuple[int, int]]:
+    """The integer grid points a path visits, starting at the origin."""
     pts = [(0, 0)]
     for name, length in moves:
         dx, dy = DIRS[name]
@@ -59,6 +60,7 @@ def endpoints(moves: list[tuple[str, int]]) -> list[tuple[int, int]]:
 
 
 def describe(moves: list[tuple[str, int]]) -> str:
+    """The moves as the text rendering shows them (e.g. ``right 3, up 2``)."""
     steps = ", ".join(f"{name} {length}" for name, length in moves)
     return f"Start at (0, 0). Move {steps}."
 
@@ -77,6 +79,7 @@ class MazeDistance(Task):
     size = 520
 
     def generate(self, rng, low, high, n, options):
+        """``n`` grid paths whose straight start-to-end distance lies in ``[low, high]``."""
         out = []
         max_extent = (self.size - 80) // UNIT_PX
         for _ in range(n):
@@ -102,6 +105,7 @@ class MazeDistance(Task):
         return out
 
     def draw(self, stim):
+        """The path drawn centred, its start green and its end red, with a one-unit scale bar."""
         img = canvas(self.size, self.size)
         pts = np.array(endpoints([tuple(m) for m in stim.params["moves"]]), dtype=float)
         # centre the path; image y grows downwards

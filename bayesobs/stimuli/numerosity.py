@@ -1,4 +1,4 @@
-"""Numerosity: how many dots are there?
+"""Numerosity: how many dots are there.
 
 Dots (radius 5 px) are placed without overlap (centres at least 14 px apart)
 on a 400 x 400 image; the text rendering is a 24 x 24 character grid with an
@@ -29,6 +29,7 @@ class Numerosity(Task):
     answer_range = (0.0, 1000.0)
 
     def generate(self, rng, low, high, n, options):
+        """``n`` dot sets, counts log-uniform in ``[low, high]``, one dot per distinct grid cell."""
         out = []
         cell = SIZE / GRID
         for _ in range(n):
@@ -46,11 +47,18 @@ class Numerosity(Task):
             grid = np.full((GRID, GRID), ".")
             grid[gy, gx] = "o"
             text = "\n".join("".join(row) for row in grid)
-            out.append(Stimulus(self.name, float(count), text,
-                                {"x": np.round(xs, 2).tolist(), "y": np.round(ys, 2).tolist()}))  # fmt: skip
+            out.append(
+                Stimulus(
+                    self.name,
+                    float(count),
+                    text,
+                    {"x": np.round(xs, 2).tolist(), "y": np.round(ys, 2).tolist()},
+                )
+            )
         return out
 
     def draw(self, stim):
+        """The dots drawn at their positions."""
         img = canvas(SIZE, SIZE)
         for x, y in zip(stim.params["x"], stim.params["y"], strict=True):
             disc(img, x, y, RADIUS, (0, 0, 0))

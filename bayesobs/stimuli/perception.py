@@ -122,6 +122,7 @@ class PerceptionTask(Task):
         return variant, stratified
 
     def generate(self, rng, low, high, n, options):
+        """``n`` trials (more stimuli when a trial asks several questions) with sizes in ``[low, high]``."""
         variant, stratified = self.check_options(options)
         sizes = [s for s in self.sizes(variant) if low <= s <= high]
         if not sizes:
@@ -174,12 +175,14 @@ class PerceptionTask(Task):
         return self._images[stim.key()], self._demos[stim.key()]
 
     def render_pngs(self, stim: Stimulus, blur_sigma: float = 0.0) -> tuple[bytes, ...]:
+        """The trial's PNG images, in order (blurred by ``blur_sigma`` px if > 0)."""
         images = self._question(stim)[0]
         if blur_sigma > 0:
             return tuple(to_png(blur(from_png(p), blur_sigma)) for p in images)
         return images
 
     def render_png(self, stim: Stimulus, blur_sigma: float = 0.0) -> bytes:
+        """The first image (the one-image interface of :class:`Task`)."""
         return self.render_pngs(stim, blur_sigma)[0]
 
     def demos(self, stim: Stimulus, modality: str) -> tuple[Demo, ...]:
@@ -192,6 +195,7 @@ class PerceptionTask(Task):
 
     # ---- scoring
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict[str, Any]:
+        """Score a reply: ``correct`` (1/0, None if invalid), the parsed value and the task's columns."""
         p = stim.params
         value, why = self.parse(p["format"], reply)
         valid = why is None

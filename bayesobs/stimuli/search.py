@@ -103,6 +103,7 @@ def glyph_segments(digit: str, x: float, y: float, angle_deg: float):
 
 
 def draw_digit(img: np.ndarray, digit: str, x: float, y: float, angle: float, colour) -> None:
+    """Draw ``digit`` (2 or 5) centred at ``(x, y)``, rotated by ``angle`` degrees, into ``img``."""
     for x0, y0, x1, y1 in glyph_segments(digit, x, y, angle):
         segment(img, x0, y0, x1, y1, STROKE, colour)
 
@@ -232,6 +233,7 @@ class SearchTask(Task):
         return search, answer, margin
 
     def set_sizes(self, rng, low, high, n) -> np.ndarray:
+        """``n`` distractor counts drawn uniformly from the whole numbers in ``[low, high]``."""
         lo, hi = math.ceil(low), math.floor(high)
         if lo < 0 or hi < lo:
             raise BayesobsInputError(
@@ -240,9 +242,11 @@ class SearchTask(Task):
         return rng.integers(lo, hi + 1, size=n)
 
     def question(self, answer: str, **fill) -> str:
+        """The question asked with the image, for answer mode ``answer`` (``cell`` or ``point``)."""
         raise NotImplementedError
 
     def generate(self, rng, low, high, n, options):
+        """``n`` search displays (target first), one per drawn distractor count."""
         search, answer, margin = self._options(options)
         out = []
         for k in self.set_sizes(rng, low, high, n):
@@ -255,14 +259,22 @@ class SearchTask(Task):
         return out
 
     def layout(self, rng, k: int, search: str, margin: float, options: dict) -> dict:
+        """Item positions and features of one display with ``k`` distractors."""
         raise NotImplementedError
 
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict:
+        """Score a reply: the named cell or point against the target, ``correct`` 1/0."""
         # the answer leads the reply ('Cell (i,j)' or '(x, y)'), so a truncated note does not matter
         p = stim.params
         tx, ty = p["x"][0], p["y"][0]
-        row = {"set_size": int(stim.value), "search_condition": p["search"], "answer": p["answer"],
-               "target_x": tx, "target_y": ty, "target_cell": p["target_cell"]}  # fmt: skip
+        row = {
+            "set_size": int(stim.value),
+            "search_condition": p["search"],
+            "answer": p["answer"],
+            "target_x": tx,
+            "target_y": ty,
+            "target_cell": p["target_cell"],
+        }
         if p["answer"] == "cell":
             cell = parse_cell(reply)
             correct = int(cell == p["target_cell"])
@@ -312,20 +324,28 @@ class CircleSizes(SearchTask):
     default_condition = "large"
 
     def layout(self, rng, k, search, margin, options):
+        """One larger circle among ``k`` same-coloured circles of radius 20 px."""
         r_t = TARGET_RADIUS[search]
         radii = np.array([r_t] + [DISTRACTOR_RADIUS] * k)
         xy = place(rng, radii, CIRCLE_GAP, border_margin=margin)
         colour = str(rng.choice(sorted(COLOURS)))
-        return {"x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(), "r": radii.tolist(),
-                "colour": colour, "target_radius": r_t}  # fmt: skip
+        return {
+            "x": xy[:, 0].tolist(),
+            "y": xy[:, 1].tolist(),
+            "r": radii.tolist(),
+            "colour": colour,
+            "target_radius": r_t,
+        }
 
     def question(self, answer, **fill):
+        """Which cell holds (or where is) the larger circle."""
         items = "In the presented image there are a number of circles. One of the circles is larger than the rest."
         if answer == "cell":
             return _cell_question("the larger circle", items)
         return _coords_question("the larger circle", items)
 
     def draw(self, stim):
+        """The circles drawn on a white field."""
         img = canvas(SIZE, SIZE)
         p = stim.params
         for x, y, r in zip(p["x"], p["y"], p["r"], strict=True):
@@ -342,6 +362,7 @@ class TwoAmongFive(SearchTask):
     option_keys = ("search", "answer", "border_margin", "target")
 
     def layout(self, rng, k, search, margin, options):
+        """One target digit among ``k`` distractor digits, rotated at random."""
         which = str(options.get("target", "either"))
         if which not in ("2", "5", "either"):
             raise BayesobsInputError(f"{self.name}: target must be '2', '5' or 'either'")
@@ -359,13 +380,24 @@ class TwoAmongFive(SearchTask):
         radii = np.full(k + 1, GLYPH_RADIUS)
         xy = place(rng, radii, DIGIT_GAP, border_margin=margin)
         angles = np.round(rng.uniform(0, 360, k + 1), 1)
-        fill = {"target": target, "other": other, "colour": c_t,
-                "named": search == "shape_colour_conjunctive"}  # fmt: skip
-        return {"x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(), "digit": digits,
-                "colour": colours, "angle": angles.tolist(), "target_radius": GLYPH_RADIUS,
-                "fill": fill}  # fmt: skip
+        fill = {
+            "target": target,
+            "other": other,
+            "colour": c_t,
+            "named": search == "shape_colour_conjunctive",
+        }
+        return {
+            "x": xy[:, 0].tolist(),
+            "y": xy[:, 1].tolist(),
+            "digit": digits,
+            "colour": colours,
+            "angle": angles.tolist(),
+            "target_radius": GLYPH_RADIUS,
+            "fill": fill,
+        }
 
     def question(self, answer, target="2", other="5", colour="red", named=False):
+        """Which cell holds (or where is) the target digit."""
         if named:  # shape-colour conjunction: the target must be named by colour and shape
             what = f"the {colour} '{target}'"
             items = "In the presented image there are a number of objects. There are '2's and '5's written as numerals."
@@ -381,6 +413,7 @@ class TwoAmongFive(SearchTask):
         return _coords_question(what, items)
 
     def draw(self, stim):
+        """The digits drawn in their colours and rotations."""
         img = canvas(SIZE, SIZE)
         p = stim.params
         for x, y, d, c, a in zip(p["x"], p["y"], p["digit"], p["colour"], p["angle"], strict=True):
@@ -396,13 +429,19 @@ class LightPriors(SearchTask):
     default_condition = "top"
 
     def layout(self, rng, k, search, margin, options):
+        """One sphere lit from ``search`` among ``k`` lit from the opposite side, in a round field."""
         radii = np.full(k + 1, SPHERE_RADIUS)
         xy = place(rng, radii, SPHERE_GAP, field_radius=FIELD_RADIUS - 12, border_margin=margin)
         light = [search] + [OPPOSITE[search]] * k
-        return {"x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(), "light": light,
-                "target_radius": SPHERE_RADIUS}  # fmt: skip
+        return {
+            "x": xy[:, 0].tolist(),
+            "y": xy[:, 1].tolist(),
+            "light": light,
+            "target_radius": SPHERE_RADIUS,
+        }
 
     def question(self, answer, **fill):
+        """Which cell holds (or where is) the oddly lit sphere."""
         items = (
             "In the presented image there are a number of spheres lit from different directions. "
             "Almost all of the spheres are lit from the same direction, but one sphere is lit from "
@@ -415,6 +454,7 @@ class LightPriors(SearchTask):
         return _coords_question("the oppositely lit sphere", items)
 
     def draw(self, stim):
+        """The shaded spheres drawn on their grey disc on black."""
         img = np.zeros((SIZE, SIZE, 3))
         disc(img, HALF, HALF, FIELD_RADIUS, (FIELD_GREY,) * 3)
         yy, xx = np.mgrid[0:SIZE, 0:SIZE]

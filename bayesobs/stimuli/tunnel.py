@@ -43,6 +43,7 @@ class TunnelTask(PerceptionTask):
     columns: ClassVar[tuple[str, ...]]  # metadata logged per trial (the analyses' covariates)
 
     def parse(self, answer_format, reply):
+        """The paper's extraction rule for ``answer_format`` (:mod:`bayesobs.tunnel.parse`)."""
         return tparse.parse(answer_format, reply)
 
     def _columns(self, meta: dict) -> dict:
@@ -55,6 +56,7 @@ class TunnelTask(PerceptionTask):
         return trial.variant
 
     def questions(self, variant, seed):
+        """The one question of the library trial generated from ``seed``."""
         trial = tunnel.make_trial(self.name, variant, seed, with_demos=False)
         images = tuple(png_bytes(i) for i in trial.images)
         stim = self.stimulus(
@@ -77,7 +79,7 @@ class TunnelTask(PerceptionTask):
 
 
 class ObjectReid(TunnelTask):
-    """Is the object of image 1 the same object in image 2 (moved, rotated, scaled)?"""
+    """Object re-identification: is the object of image 1 the same object in image 2."""
 
     name = "object_reid"
     variants = reid.VARIANTS
@@ -88,6 +90,7 @@ class ObjectReid(TunnelTask):
     covariates = ("n_distractors", "scale")
 
     def sizes(self, variant):
+        """The problem sizes ``variant`` can produce."""
         return tuple(range(reid.N_SHAPES[0], reid.N_SHAPES[1] + 1))
 
     def _size(self, trial):
@@ -102,7 +105,7 @@ class ObjectReid(TunnelTask):
 
 
 class ScavengerHunt(TunnelTask):
-    """Follow the labels from a start cell for L steps; what colour do you end on?"""
+    """Scavenger hunt: follow the labels for L steps and name the colour reached."""
 
     name = "scavenger_hunt"
     modalities = ("image", "text", "multimodal")
@@ -112,6 +115,7 @@ class ScavengerHunt(TunnelTask):
     columns = ("L", "start", "colour", "n_offgrid_labels")
 
     def sizes(self, variant):
+        """The problem sizes ``variant`` can produce."""
         return (hunt.CHAIN_LENGTH[variant],)
 
     def _size(self, trial):
@@ -124,6 +128,7 @@ class ScavengerHunt(TunnelTask):
         return 1 if trial.variant == "decomposed" else trial.meta["L"]
 
     def questions(self, variant, seed):
+        """One question, or the decomposed variant's three single-step questions."""
         trial = hunt.make_trial(variant, seed, with_demos=False)
         images = (png_bytes(trial.images[0]),)
         demos = _demos(self.name, self._demo_key(trial))
@@ -150,7 +155,7 @@ class ScavengerHunt(TunnelTask):
 
 
 class Circuits(TunnelTask):
-    """Which component does the wire from port q connect to?"""
+    """Circuit connections: the component the wire from a breadboard port reaches."""
 
     name = "circuits"
     variants = circuits.COLOUR_MODES
@@ -162,6 +167,7 @@ class Circuits(TunnelTask):
     joint_covariates = ("distance_px", "crossings")  # which one explains the errors
 
     def sizes(self, variant):
+        """The problem sizes ``variant`` can produce."""
         return tuple(range(circuits.N_COMPONENTS[0], circuits.N_COMPONENTS[1] + 1))
 
     def _size(self, trial):

@@ -44,6 +44,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Reply:
+    """A subject's reply to one trial, with how it was obtained."""
+
     text: str
     latency_s: float = 0.0
     usage: dict[str, int] | None = None

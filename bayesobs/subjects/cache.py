@@ -22,6 +22,7 @@ from ..store import AppendLog
 
 
 def default_cache_dir() -> Path:
+    """``$BAYESOBS_CACHE``, else ``$XDG_CACHE_HOME/bayesobs`` (default ``~/.cache/bayesobs``)."""
     root = os.environ.get("BAYESOBS_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "bayesobs"
     )

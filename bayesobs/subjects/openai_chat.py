@@ -46,6 +46,7 @@ class ChatOptions:
     backoff_cap_s: float = 300.0
 
     def public(self) -> dict:
+        """Every option (the key is not an option, so nothing secret)."""
         return {k: v for k, v in self.__dict__.items()}
 
 
@@ -177,6 +178,7 @@ class OpenAIChatSubject:
         return text.replace(self._secret, "***") if self._secret else text
 
     def payload(self, request: Request) -> dict:
+        """The chat-completion request body of a request (the task's ``max_tokens`` if it sets one)."""
         o = self.options
         # a task that lets the model reason sets its own reply budget (Request.max_tokens)
         max_tokens = request.max_tokens if request.max_tokens is not None else o.max_tokens
@@ -197,6 +199,7 @@ class OpenAIChatSubject:
         )
 
     async def complete(self, request: Request) -> Reply:
+        """Ask the model (or replay the cache), retrying transient failures."""
         body = self.payload(request)
         key = self.cache_key(body, request) if self.cache is not None else None
         if key is not None and (hit := self.cache.get(key)) is not None:
@@ -256,4 +259,5 @@ class OpenAIChatSubject:
                          finish_reason=finish)  # fmt: skip
 
     async def aclose(self) -> None:
+        """Close the HTTP client."""
         await self.client.close()

@@ -96,8 +96,14 @@ def segment_items(img: np.ndarray, shading: bool = False) -> dict[str, np.ndarra
     area = np.bincount(lab, minlength=n + 1)[1:].astype(float)
     keep = area >= 20  # specks
     if not keep.any():
-        return {"x": np.empty(0), "y": np.empty(0), "area": np.empty(0),
-                "colour": np.empty((0, 3)), "light": np.empty((0, 2)), "ink": ink}  # fmt: skip
+        return {
+            "x": np.empty(0),
+            "y": np.empty(0),
+            "area": np.empty(0),
+            "colour": np.empty((0, 3)),
+            "light": np.empty((0, 2)),
+            "ink": ink,
+        }
     L = lum.ravel()
     cx, cy = per_item(xx) / area, per_item(yy) / area
     colour = np.column_stack([per_item(img[..., c].ravel()) for c in range(3)]) / area[:, None]
@@ -107,8 +113,14 @@ def segment_items(img: np.ndarray, shading: bool = False) -> dict[str, np.ndarra
     ly = per_item(L * yy) - cy * sl
     norm = np.hypot(lx, ly)
     light = np.column_stack([lx, ly]) / np.where(norm > 0, norm, 1.0)[:, None]
-    return {"x": cx[keep], "y": cy[keep], "area": area[keep], "colour": colour[keep],
-            "light": light[keep], "ink": ink}  # fmt: skip
+    return {
+        "x": cx[keep],
+        "y": cy[keep],
+        "area": area[keep],
+        "colour": colour[keep],
+        "light": light[keep],
+        "ink": ink,
+    }
 
 
 def digit_evidence(ink: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -177,6 +189,7 @@ class SearchSubject:
         self.name = f"sim:{kind}"
 
     def answer(self, request: Request) -> str:
+        """The cell or point this searcher answers for a trial (seeded by the trial)."""
         meta = request.meta
         task = meta["task"]
         if task not in SEARCH_TASKS:
@@ -213,4 +226,5 @@ class SearchSubject:
         return f"({x:.0f}, {y:.0f})"
 
     async def complete(self, request: Request) -> Reply:
+        """Answer one trial (refused for tasks that are not visual search)."""
         return Reply(text=self.answer(request))

@@ -183,8 +183,11 @@ def _previous_answer(turns) -> float | None:
 
 
 class SimSubject:
-    """A simulated observer (``sim:bayesian``, ``sim:antibayes``, ``sim:kalman``, ``sim:linear``,
-    ``sim:anchor``)."""
+    """A simulated magnitude observer.
+
+    One of ``sim:bayesian``, ``sim:antibayes``, ``sim:kalman``, ``sim:linear``
+    and ``sim:anchor`` (see the module docstring).
+    """
 
     def __init__(self, kind: str, seed: int = 0):
         if kind not in KINDS:
@@ -218,6 +221,7 @@ class SimSubject:
         return fused, 1.0 / sum(prec)
 
     def answer(self, request: Request) -> float:
+        """The observer's numerical answer to one trial (seeded by the trial)."""
         meta = request.meta
         task = meta["task"]
         users = [t for t in request.turns if t.role == "user"]
@@ -280,6 +284,7 @@ class SimSubject:
         return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
 
     async def complete(self, request: Request) -> Reply:
+        """Answer one trial (refused for tasks that are not magnitude estimation)."""
         if request.meta["task"] not in SCALE:
             raise FatalSubjectError(
                 f"{self.name} is a magnitude observer ({', '.join(SCALE)}); task "

@@ -82,6 +82,7 @@ class TunnelSubject:
         self.name = f"sim:{kind}"
 
     def answer(self, request: Request) -> str:
+        """The reply to one trial (its own task; a random valid answer on another)."""
         task = request.meta["task"]
         if task not in TUNNEL_TASKS:
             raise FatalSubjectError(
@@ -98,6 +99,7 @@ class TunnelSubject:
         return sims.SIMS[task][own[1]](trial, rng)
 
     async def complete(self, request: Request) -> Reply:
+        """The subject interface: :meth:`answer` as a :class:`Reply`."""
         return Reply(text=self.answer(request))
 
 
@@ -120,6 +122,7 @@ class RandomSubject:
         self._tunnel = TunnelSubject("random", seed=seed)
 
     def answer(self, request: Request) -> str:
+        """A random valid answer in the format of the trial's paradigm."""
         task = request.meta["task"]
         if task in self._search_tasks:
             return self._search.answer(request)
@@ -131,4 +134,5 @@ class RandomSubject:
         )
 
     async def complete(self, request: Request) -> Reply:
+        """The subject interface: :meth:`answer` as a :class:`Reply`."""
         return Reply(text=self.answer(request))

@@ -1,4 +1,6 @@
-"""Circuit Connections (Tunnel Vision, Sec. 3.3 and appendix A.3): which component does a wire reach?
+"""Circuit Connections (Tunnel Vision, Sec. 3.3 and appendix A.3).
+
+Which component does a wire reach?
 
 An 800 x 600 white image: a 200 x 320 breadboard (#e0e0e0, black outline)
 in the centre with 10 ports (two columns at 25% / 75% of its width, five

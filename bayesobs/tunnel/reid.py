@@ -1,4 +1,6 @@
-"""Object Re-Identification (Tunnel Vision, Sec. 3.1 and appendix A.1): two images, same object?
+"""Object Re-Identification (Tunnel Vision, Sec. 3.1 and appendix A.1).
+
+Two images: the same object?
 
 Image 1 (512 x 512, white) shows an object of 2-5 shapes (the authors' code
 draws ``randint(2, 5)``; the paper says 2-6) of circle / oval / square /

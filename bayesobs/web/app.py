@@ -19,12 +19,15 @@ import hashlib
 import hmac
 import html
 import io
+import json
 import math
 import re
 import secrets
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -38,10 +41,21 @@ from ..provenance import utc_now
 from ..runner import Session, load_spec, numeric_only, plan
 from ..stimuli import TASKS
 from ..store import AppendLog, ExperimentStore
+from .study import block_order, check_minutes, check_order, estimate_minutes, latin_rows
 
 STATIC = Path(__file__).resolve().parent / "static"
 WRAP_TEXT = ("maze_distance", "duration")  # prose may wrap; ASCII line stimuli must not
-PID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+PID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # never "..", never a path
+MAX_BODY = 4096  # bytes of a request body: an answer is a few dozen
+MAX_ANSWER = 32  # characters of a typed answer ("0.4275", "12,5" ...)
+MAX_RT_MS = 24 * 3600 * 1000  # a client response time above a day is not one
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; img-src 'self'; style-src 'self'; "
+     b"script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]  # fmt: skip
 STIM_RE = re.compile(r"^[0-9a-f]{20}\.png$")
 # plausible answers per task (the runner's parser uses the same ranges): anything else is refused
 ANSWER_RANGE = {
@@ -51,18 +65,28 @@ ANSWER_RANGE = {
 
 @dataclass
 class Study:
+    """One participant's study: the spec, its sessions (blocks) in order and the practice trial."""
+
     spec: dict
-    sessions: list[Session]  # one participant's sessions, in order
+    sessions: list[Session]  # one participant's sessions (blocks), in order
     practice: object  # a stimulus shown once, not logged
+    order: dict | None = None  # the counterbalancing row and its session/modality orders
+
+    def ordered(self, row: int) -> Study:
+        """The same study with its blocks in Latin-square row ``row`` (see :mod:`.study`)."""
+        sessions, record = block_order(self.sessions, row)
+        return Study(self.spec, sessions, self.practice, record)
 
     @property
     def total(self) -> int:
+        """Trials in one participant's study."""
         return sum(len(s.stimuli) for s in self.sessions)
 
-    def trial(self, index: int) -> tuple[Session, int]:
-        for s in self.sessions:
+    def trial(self, index: int) -> tuple[Session, int, int]:
+        """Session, trial within it and block position of the participant's trial ``index``."""
+        for b, s in enumerate(self.sessions):
             if index < len(s.stimuli):
-                return s, index
+                return s, index, b
             index -= len(s.stimuli)
         raise IndexError(index)
 
@@ -74,6 +98,8 @@ def _hash(key: str) -> str:
 def parse_answer(text: str) -> float | None:
     """A plain number typed by a person (``0.42``, ``.42``, ``0,42``, ``12``); else None."""
     t = (text or "").strip().replace(",", ".")
+    if len(t) > MAX_ANSWER:
+        return None
     if not re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)", t):
         return None
     v = float(t)
@@ -84,8 +110,9 @@ class ParticipantServer:
     """State and request handlers of one experiment folder."""
 
     def __init__(
-        self, spec_path, out, modalities=None, conditions=None, trials=None, token=None, ami=None
-    ):
+        self, spec_path, out, modalities=None, conditions=None, trials=None, token=None, ami=None,
+        order="counterbalanced", minutes=None,
+    ):  # fmt: skip
         spec = load_spec(spec_path)
         numeric_only(spec)
         self.spec = spec
@@ -95,9 +122,14 @@ class ParticipantServer:
         task = sessions[0].task
         practice = task.generate(np.random.default_rng(spec["seed"] + 7919), *map(float, spec["sessions"][0]["range"]), 1,
                                  spec.get("options", {}))[0]  # fmt: skip
-        self.study = Study(spec, sessions, practice)
+        self.study = Study(spec, sessions, practice)  # row 0: the spec's order
+        self.order = check_order(order)
+        self.minutes = check_minutes(minutes)
+        self.rows = latin_rows(sessions) if self.order == "counterbalanced" else 1
         record = {"command": "serve", "spec": spec, "modalities": modalities, "conditions": conditions,
-                  "trials": trials, "subjects": "participants"}  # fmt: skip
+                  "trials": trials, "subjects": "participants",
+                  # fixed order: the record of folders served before counterbalancing, which resume
+                  **({"order": self.order} if self.order != "fixed" else {})}  # fmt: skip
         self.store = ExperimentStore(out, record)
         self.folder = Path(out)
         secret_file = self.folder / ".server_secret"
@@ -110,12 +142,15 @@ class ParticipantServer:
         self.keys: dict[str, str] = {}
         self.practiced: set[str] = set()
         self.last_seen: dict[str, str] = {}
+        self.rows_of: dict[str, int] = {}  # counterbalancing row per participant (logged at join)
+        self._studies: dict[int, Study] = {}
         self.participants = AppendLog(
             self.folder / "participants.jsonl"
         )  # a torn tail is cut on open
         for rec in self.participants.read()[0]:
             if rec.get("event") == "join":
                 self.keys[rec["pid"]] = rec["key_sha256"]
+                self.rows_of[rec["pid"]] = int(rec.get("counterbalance", 0))  # older logs: fixed
             elif rec.get("event") == "practice_done":
                 self.practiced.add(rec["pid"])
         self.progress: dict[str, int] = {}
@@ -125,24 +160,46 @@ class ParticipantServer:
         self._png: dict[tuple, str] = {}
 
     # ------------------------------------------------------------ helpers
+    def study_of(self, pid: str) -> Study:
+        """The participant's study: the blocks in their counterbalancing row."""
+        row = self.rows_of.get(pid, 0)
+        if row not in self._studies:
+            self._studies[row] = self.study.ordered(row)
+        return self._studies[row]
+
+    def expected_minutes(self) -> tuple[int, str]:
+        """Duration announced on the consent page, and where the number comes from."""
+        if self.minutes is not None:
+            return math.ceil(self.minutes), "stated by the experimenter"
+        lat = [r["latency_s"] for r in self.store.done.values() if r.get("latency_s") is not None]
+        if len(lat) >= 20:
+            med = statistics.median(lat)
+            return estimate_minutes(self.study.total, med), f"median answer time so far {med:.0f} s"
+        return estimate_minutes(self.study.total), "estimated from the number of trials"
+
     def completion_code(self, pid: str) -> str:
+        """The participant's completion code (an HMAC of the pid: checkable, not guessable)."""
         return hmac.new(self.secret.encode(), pid.encode(), hashlib.sha256).hexdigest()[:10].upper()
 
     def who(self, request: Request) -> str | None:
+        """The pid of the request's signed-in participant, or ``None``."""
         pid, key = request.cookies.get("bo_pid"), request.cookies.get("bo_key")
         if not pid or not key or pid not in self.keys:
             return None
         return pid if hmac.compare_digest(self.keys[pid], _hash(key)) else None
 
     def image_url(self, sess: Session, stim, blur: float) -> str:
+        """The URL of a stimulus image at this blur, rendered once and stored by content."""
         k = (stim.key(), blur)
         if k not in self._png:
             self._png[k] = self.store.save_png(sess.task.render_png(stim, blur))
         return "/" + self._png[k]
 
     def trial_payload(self, pid: str) -> dict:
+        """What the page needs for the participant's next trial (or that the study is done)."""
         done = self.progress.get(pid, 0)
-        total = self.study.total
+        study = self.study_of(pid)
+        total = study.total
         if done >= total:
             return {
                 "finished": True,
@@ -150,10 +207,11 @@ class ParticipantServer:
                 "total": total,
                 "code": self.completion_code(pid),
             }
-        sess, t = self.study.trial(done)
+        sess, t, block = study.trial(done)
         stim = sess.stimuli[t]
         blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
         instruction = human_instruction(sess, t)
+        images = stim.params.get("images") if isinstance(stim.params, dict) else None
         lo, hi = ANSWER_RANGE[sess.task.name]
         self.served_at.setdefault((pid, done), time.monotonic())
         return {
@@ -161,21 +219,32 @@ class ParticipantServer:
             "text": stim.text if sess.modality in ("text", "multimodal") else None,
             "image": self.image_url(sess, stim, blur) if sess.modality in ("image", "multimodal") else None,
             "instruction": instruction, "unit": sess.task.unit, "min": lo, "max": hi,
-            "wrap": sess.task.name in WRAP_TEXT,
+            "wrap": sess.task.name in WRAP_TEXT, "block": block, "blocks": len(study.sessions),
+            "images": [_url(x) for x in images] if isinstance(images, (list, tuple)) else None,
         }  # fmt: skip
 
     # ------------------------------------------------------------ handlers
+    async def about(self, request: Request) -> Response:
+        """What the consent page states: number of trials and expected duration."""
+        minutes, basis = self.expected_minutes()
+        return JSONResponse({"trials": self.study.total, "minutes": minutes, "basis": basis})
+
     async def index(self, request: Request) -> Response:
+        """``GET /``: the participant page."""
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
 
     async def asset(self, request: Request) -> Response:
+        """``GET /assets/{name}``: the page's script and style sheet (nothing else)."""
         name = request.path_params["name"]
         if name not in ("app.js", "style.css"):
             return JSONResponse({"error": "not found"}, status_code=404)
         return FileResponse(STATIC / name)
 
     async def start(self, request: Request) -> Response:
+        """``POST /api/start``: consent given; sign the participant in and assign a counterbalancing row."""
         body = await _json(request)
+        if isinstance(body, Response):
+            return body
         if body is None or body.get("consent") is not True:
             return JSONResponse({"error": "consent is required to take part"}, status_code=400)
         pid = (body.get("pid") or "").strip()
@@ -198,10 +267,14 @@ class ParticipantServer:
                 key = request.cookies["bo_key"]
             else:
                 key = secrets.token_urlsafe(24)
+                row = len(self.keys) % self.rows  # the next row of the Latin square
+                order = self.study.ordered(row).order
                 self.participants.append(
-                            {"event": "join", "pid": pid, "key_sha256": _hash(key), "time_utc": utc_now()})  # fmt: skip
+                            {"event": "join", "pid": pid, "key_sha256": _hash(key), "time_utc": utc_now(),
+                             **order, "order": self.order})  # fmt: skip
                 self.keys[pid] = _hash(key)
-        resp = JSONResponse({"pid": pid, "done": self.progress.get(pid, 0), "total": self.study.total,
+                self.rows_of[pid] = row
+        resp = JSONResponse({"pid": pid, "done": self.progress.get(pid, 0), "total": self.study_of(pid).total,
                              "practiced": pid in self.practiced, "task": self.study.sessions[0].task.instruction})  # fmt: skip
         for name, value in (("bo_pid", pid), ("bo_key", key)):
             resp.set_cookie(
@@ -210,10 +283,11 @@ class ParticipantServer:
         return resp
 
     async def practice(self, request: Request) -> Response:
+        """``GET/POST /api/practice``: the practice trial, with feedback (never logged)."""
         pid = self.who(request)
         if pid is None:
             return _unknown_participant()
-        sess = self.study.sessions[0]
+        sess = self.study_of(pid).sessions[0]  # the modality of the participant's first block
         stim = self.study.practice
         if request.method == "GET":
             lo, hi = ANSWER_RANGE[sess.task.name]
@@ -221,6 +295,8 @@ class ParticipantServer:
                                  "image": self.image_url(sess, stim, 0.0) if sess.modality != "text" else None,
                                  "instruction": sess.task.instruction, "unit": sess.task.unit, "min": lo, "max": hi})  # fmt: skip
         body = await _json(request)
+        if isinstance(body, Response):
+            return body
         err = self.check_value(body, sess)
         if isinstance(err, Response):
             return err
@@ -233,6 +309,7 @@ class ParticipantServer:
         return JSONResponse({"ok": True, "true_value": stim.value})
 
     def check_value(self, body, sess) -> float | Response:
+        """The answer in ``body`` as a number in the task's range, or a 400 response saying why."""
         if body is None:
             return JSONResponse({"error": "send JSON"}, status_code=400)
         value = parse_answer(str(body.get("response", "")))
@@ -246,6 +323,7 @@ class ParticipantServer:
         return value
 
     async def next_trial(self, request: Request) -> Response:
+        """``GET /api/next``: the participant's next trial."""
         pid = self.who(request)
         if pid is None:
             return _unknown_participant()
@@ -253,12 +331,22 @@ class ParticipantServer:
         return JSONResponse(self.trial_payload(pid))
 
     async def answer(self, request: Request) -> Response:
+        """``POST /api/answer``: log one answer (append-only), then send the next trial."""
         pid = self.who(request)
         if pid is None:
             return _unknown_participant()
         body = await _json(request)
+        if isinstance(body, Response):
+            return body
         if body is None or not isinstance(body.get("id"), int):
             return JSONResponse({"error": "missing trial id"}, status_code=400)
+        rt = body.get("rt_ms")
+        if rt is not None and not (isinstance(rt, (int, float)) and not isinstance(rt, bool)
+                                   and 0 <= rt <= MAX_RT_MS):  # fmt: skip
+            return JSONResponse(
+                {"error": "rt_ms must be a number of milliseconds"}, status_code=400
+            )
+        study = self.study_of(pid)
         async with self.lock:
             expected = self.progress.get(pid, 0)
             if body["id"] != expected:
@@ -266,16 +354,15 @@ class ParticipantServer:
                 return JSONResponse(
                     {"error": f"trial {body['id']} {what}", "expected": expected}, status_code=409
                 )
-            if expected >= self.study.total:
+            if expected >= study.total:
                 return JSONResponse({"error": "all trials are done"}, status_code=409)
-            sess, t = self.study.trial(expected)
+            sess, t, block = study.trial(expected)
             value = self.check_value(body, sess)
             if isinstance(value, Response):
                 return value
             stim = sess.stimuli[t]
             blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
             served = self.served_at.pop((pid, expected), None)
-            rt = body.get("rt_ms")
             rec = {
                 "subject": pid, "task": sess.task.name, "modality": sess.modality, "condition": sess.cond.name,
                 "session": sess.session, "run": sess.run, "trial": t, "seed": sess.seed,
@@ -283,8 +370,10 @@ class ParticipantServer:
                 "range_low": sess.range[0], "range_high": sess.range[1], "blur_sigma": blur,
                 "context_window": None, "stimulus_id": stim.key(),
                 "image": self.image_url(sess, stim, blur)[1:] if sess.modality != "text" else None,
+                **({"images": list(stim.params["images"])} if isinstance(stim.params.get("images"), (list, tuple)) else {}),
                 "latency_s": round(time.monotonic() - served, 4) if served is not None else None,
-                "rt_client_s": round(float(rt) / 1000, 4) if isinstance(rt, (int, float)) and rt >= 0 else None,
+                "rt_client_s": round(float(rt) / 1000, 4) if rt is not None else None,
+                "block_position": block, "counterbalance": (study.order or {}).get("counterbalance", 0),
                 "source": "human", "timestamp": utc_now(),
             }  # fmt: skip
             self.store.append(rec)
@@ -292,6 +381,7 @@ class ParticipantServer:
         return JSONResponse(self.trial_payload(pid))
 
     async def stimulus(self, request: Request) -> Response:
+        """``GET /stimuli/{name}``: a stored stimulus image."""
         name = request.path_params["name"]
         if not STIM_RE.match(name):
             return JSONResponse({"error": "not found"}, status_code=404)
@@ -301,13 +391,16 @@ class ParticipantServer:
         return FileResponse(path, media_type="image/png")
 
     def _authorised(self, request: Request) -> bool:
-        return hmac.compare_digest(request.query_params.get("token", ""), self.token)
+        given = request.query_params.get("token", "").encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(given, self.token.encode())
 
     async def experimenter(self, request: Request) -> Response:
+        """``GET /experimenter``: progress per participant (token required)."""
         if not self._authorised(request):
             return HTMLResponse("<h1>403</h1><p>experimenter token required</p>", status_code=403)
         rows = "".join(
             f"<tr><td>{html.escape(p)}</td><td>{self.progress.get(p, 0)} / {self.study.total}</td>"
+            f"<td>{self.rows_of.get(p, 0)}</td>"
             f"<td>{'yes' if p in self.practiced else 'no'}</td><td>{html.escape(self.last_seen.get(p, ''))}</td>"
             f"<td>{self.completion_code(p) if self.progress.get(p, 0) >= self.study.total else ''}</td></tr>"
             for p in sorted(self.keys)
@@ -316,11 +409,12 @@ class ParticipantServer:
         page = (f"<!doctype html><meta charset=utf-8><title>experimenter</title><link rel=stylesheet href=/assets/style.css>"
                 f"<main><h1>Participants</h1><p>{len(self.keys)} joined · {len(self.store.done)} trials logged · "
                 f"<a href='/experimenter/trials.csv?token={tok}'>download trials (CSV)</a></p>"
-                f"<table><tr><th>participant</th><th>trials</th><th>practice</th><th>last seen (UTC)</th><th>completion code</th></tr>"
+                f"<table><tr><th>participant</th><th>trials</th><th>order row</th><th>practice</th><th>last seen (UTC)</th><th>completion code</th></tr>"
                 f"{rows}</table></main>")  # fmt: skip
         return HTMLResponse(page)
 
     async def trials_csv(self, request: Request) -> Response:
+        """``GET /experimenter/trials.csv``: the logged trials as CSV (token required)."""
         if not self._authorised(request):
             return JSONResponse({"error": "experimenter token required"}, status_code=403)
         buf = io.StringIO()
@@ -329,9 +423,11 @@ class ParticipantServer:
                         headers={"content-disposition": "attachment; filename=trials.csv"})  # fmt: skip
 
     def app(self) -> Starlette:
+        """The Starlette application with every route, wrapped in :class:`SecurityHeaders`."""
         routes = [
             Route("/", self.index),
             Route("/assets/{name}", self.asset),
+            Route("/api/study", self.about),
             Route("/api/start", self.start, methods=["POST"]),
             Route("/api/practice", self.practice, methods=["GET", "POST"]),
             Route("/api/next", self.next_trial),
@@ -340,7 +436,32 @@ class ParticipantServer:
             Route("/experimenter", self.experimenter),
             Route("/experimenter/trials.csv", self.trials_csv),
         ]
-        return Starlette(routes=routes)
+        return SecurityHeaders(Starlette(routes=routes))
+
+
+class SecurityHeaders:
+    """ASGI wrapper: CSP, no framing, no sniffing, no referrer on every response."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        """Add the security headers to every HTTP response."""
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _url(path: str) -> str:
+    """A stored stimulus path (``stimuli/<hash>.png``) as this server's URL; URLs unchanged."""
+    path = str(path)
+    return path if path.startswith(("/", "http://", "https://")) else "/" + path
 
 
 def _unknown_participant() -> JSONResponse:
@@ -349,9 +470,36 @@ def _unknown_participant() -> JSONResponse:
     )
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number in JSON")
+
+
 async def _json(request: Request):
+    """The request's JSON object; None if it is not one; a Response to send back if refused.
+
+    Refused: a body over ``MAX_BODY`` bytes (413, read no further), a content
+    type other than JSON (415: a cross-site form cannot send JSON without a
+    CORS preflight), and an ``Origin`` other than this server's (403).
+    """
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        return JSONResponse({"error": "send JSON (content-type application/json)"}, status_code=415)
+    origin = request.headers.get("origin")  # host only: behind a TLS proxy the scheme differs
+    if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+        return JSONResponse({"error": "cross-origin request refused"}, status_code=403)
+    too_big = JSONResponse({"error": f"request body over {MAX_BODY} bytes"}, status_code=413)
     try:
-        body = await request.json()
+        if int(request.headers.get("content-length") or 0) > MAX_BODY:
+            return too_big
     except ValueError:
+        return JSONResponse({"error": "bad content-length"}, status_code=400)
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            return too_big
+    try:
+        body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError):
         return None
     return body if isinstance(body, dict) else None

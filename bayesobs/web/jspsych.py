@@ -1,47 +1,83 @@
 """Export a task as a self-contained jsPsych 8 experiment, and read its data back.
 
-``bayesobs export jspsych SPEC --out DIR`` writes
+``bayesobs export jspsych SPEC --out DIR --platform P`` writes
 
 ```
-DIR/package.json     jsPsych 8 and two plugins from the npm registry; `npm run build`
+DIR/package.json     jsPsych 8 and its plugins from the npm registry; `npm run build`
 DIR/build.mjs        copies the libraries and the experiment into DIR/dist/
-DIR/index.html       loads lib/ and experiment.js (no external assets)
-DIR/experiment.js    consent, instructions, one practice trial and every trial
+DIR/index.html       loads lib/ and experiment.js (and, on JATOS, JATOS's own jatos.js)
+DIR/experiment.js    consent, instructions, one practice trial, every trial (progress
+                     bar, optional breaks), the platform's saving call, a final page
+                     with the completion code (optionally a Prolific redirect)
 DIR/stimuli/*.png    the same images, by content hash, as `bayesobs run`
 ```
 
-Researchers host ``dist/`` on their own platform (JATOS, Pavlovia,
-Cognition.run).  Every trial's jsPsych data carries the trial-table fields
-(``bayesobs_trial = true``), so :func:`bayesobs.read_trials` imports the
-platform's JSON or CSV export directly.
+How the data are saved, per platform (``PLATFORMS``): ``jatos`` calls
+``jatos.submitResultData`` then ``jatos.endStudy`` (or
+``jatos.endStudyAndRedirect`` to Prolific) on the ``jatos`` object of the
+``jatos.js`` that JATOS serves; ``pavlovia`` runs Pavlovia's jsPsych plugin
+(``jsPsychPavlovia``, commands ``init`` and ``finish``; Pavlovia distributes
+it as a file, not on the npm registry, so the build asks for it); ``prolific``
+saves to the OSF through DataPipe (``@jspsych-contrib/plugin-pipe``) and sends
+the participant back to Prolific; ``cognition`` leaves saving to Cognition.run,
+which records jsPsych's data itself; ``local`` downloads the data file in the
+participant's browser (for piloting).
+
+Every trial's jsPsych data carries the trial-table fields
+(``bayesobs_trial = true``, with ``block_position`` and ``counterbalance``),
+so :func:`bayesobs.read_trials` imports the platform's JSON or CSV export
+directly.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import secrets
 from pathlib import Path
 
 import numpy as np
 
+from ..errors import BayesobsInputError
 from ..presentation import human_instruction
 from ..provenance import provenance
 from ..runner import load_spec, numeric_only, plan
 from ..store import save_png
-from .app import ANSWER_RANGE
+from .app import ANSWER_RANGE, WRAP_TEXT
+from .study import block_order, check_minutes, check_order, estimate_minutes, latin_rows
+
+PLATFORMS = ("jatos", "pavlovia", "cognition", "prolific", "local")
+PROLIFIC_RETURN = "https://app.prolific.com/submissions/complete?cc="
+PAVLOVIA_PLUGIN = "jspsych-pavlovia.js"
 
 JSPSYCH = {"jspsych": "^8.3.0", "@jspsych/plugin-survey-html-form": "^2.1.0",
-           "@jspsych/plugin-html-button-response": "^2.1.0"}  # fmt: skip
+           "@jspsych/plugin-html-button-response": "^2.1.0", "@jspsych/plugin-call-function": "^2.1.0"}  # fmt: skip
+DATAPIPE = {"@jspsych-contrib/plugin-pipe": "^0.5.0"}
+LIBS = {  # dist/lib name: file in node_modules
+    "jspsych.js": "jspsych/dist/index.browser.min.js",
+    "jspsych.css": "jspsych/css/jspsych.css",
+    "plugin-survey-html-form.js": "@jspsych/plugin-survey-html-form/dist/index.browser.min.js",
+    "plugin-html-button-response.js": "@jspsych/plugin-html-button-response/dist/index.browser.min.js",
+    "plugin-call-function.js": "@jspsych/plugin-call-function/dist/index.browser.min.js",
+}
+PIPE_LIB = {"plugin-pipe.js": "@jspsych-contrib/plugin-pipe/dist/index.browser.min.js"}
 
 BUILD = """// Copy jsPsych and the experiment into dist/ (no bundler needed).
-import { cpSync, mkdirSync } from "node:fs";
+import {{ cpSync, existsSync, mkdirSync }} from "node:fs";
 const lib = "dist/lib";
-mkdirSync(lib, { recursive: true });
-cpSync("node_modules/jspsych/dist/index.browser.min.js", `${lib}/jspsych.js`);
-cpSync("node_modules/jspsych/css/jspsych.css", `${lib}/jspsych.css`);
-cpSync("node_modules/@jspsych/plugin-survey-html-form/dist/index.browser.min.js", `${lib}/plugin-survey-html-form.js`);
-cpSync("node_modules/@jspsych/plugin-html-button-response/dist/index.browser.min.js", `${lib}/plugin-html-button-response.js`);
-for (const f of ["index.html", "experiment.js", "bayesobs_manifest.json"]) cpSync(f, `dist/${f}`);
-cpSync("stimuli", "dist/stimuli", { recursive: true });
+mkdirSync(lib, {{ recursive: true }});
+const LIBS = {libs};
+for (const [name, from] of Object.entries(LIBS)) cpSync(`node_modules/${{from}}`, `${{lib}}/${{name}}`);
+if ({pavlovia}) {{
+  if (!existsSync("{plugin}")) {{
+    console.error("Pavlovia's jsPsych plugin is not on the npm registry: save Pavlovia's jspsych-pavlovia " +
+      "plugin file for jsPsych 7+ (lib/vendors of Pavlovia's jsPsych demo) as {plugin} in this folder, then build again.");
+    process.exit(1);
+  }}
+  cpSync("{plugin}", `${{lib}}/{plugin}`);
+}}
+for (const f of ["index.html", "experiment.js", "bayesobs_manifest.json"]) cpSync(f, `dist/${{f}}`);
+cpSync("stimuli", "dist/stimuli", {{ recursive: true }});
 console.log("built dist/");
 """
 
@@ -52,82 +88,232 @@ INDEX = """<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <link rel="stylesheet" href="lib/jspsych.css">
-<script src="lib/jspsych.js"></script>
-<script src="lib/plugin-html-button-response.js"></script>
-<script src="lib/plugin-survey-html-form.js"></script>
-<style>pre{{text-align:left;display:inline-block;font-size:14px}} img{{max-width:100%}} .wrap{{white-space:pre-wrap}}</style>
+{scripts}
+<style>
+pre{{text-align:left;display:block;font-size:14px;white-space:pre;overflow:hidden;margin:.5em 0;padding:.5em;
+    background:#fff;border:1px solid #ddd}} pre .line{{display:inline-block}} pre.wrap{{white-space:pre-wrap}}
+img{{max-width:100%;height:auto}} .bo-stim{{width:min(760px,92vw);margin:0 auto}} .bo-code{{font:700 1.6rem monospace}}
+.bo-small{{color:#b91c1c}}
+</style>
 </head>
 <body><script src="experiment.js"></script></body>
 </html>
 """
 
-EXPERIMENT = """// Generated by bayesobs: {task}. Trial fields follow the bayesobs trial table.
+EXPERIMENT = r"""// Generated by bayesobs: __TASK__ for __PLATFORM__. Trial fields follow the bayesobs trial table.
 "use strict";
-const TRIALS = {trials};
-const PRACTICE = {practice};
+const CONFIG = __CONFIG__;
+const BLOCKS = __BLOCKS__;
+const ORDERS = __ORDERS__;
+const PRACTICE = __PRACTICE__;
+const MIN_FONT_PX = 7;  // a line stimulus never shrinks below this: the participant is asked for a larger screen
 const params = new URLSearchParams(location.search);
-const subject = params.get("PROLIFIC_PID") || params.get("pid") || ("P" + Math.random().toString(16).slice(2, 12));
-const jsPsych = initJsPsych({{
-  on_finish: () => {{ if (typeof window.bayesobsOnFinish === "function") window.bayesobsOnFinish(jsPsych); }},
-}});
-window.jsPsych = jsPsych;
-jsPsych.data.addProperties({{subject}});
 
-function esc(s) {{ return s.replace(/[&<>]/g, (c) => ({{"&": "&amp;", "<": "&lt;", ">": "&gt;"}})[c]); }}
-function stimulusHtml(t) {{
-  let h = `<p>${{esc(t.instruction)}}</p>`;
-  if (t.text !== null) h += `<pre class="${{t.wrap ? "wrap" : ""}}">${{esc(t.text)}}</pre><br>`;
-  if (t.image !== null) h += `<img src="${{t.image}}" alt="stimulus"><br>`;
-  return h;
-}}
-function question(t) {{
-  return {{
-    type: jsPsychSurveyHtmlForm,
-    preamble: stimulusHtml(t),
-    html: `<p><label>Your estimate ${{t.unit ? "(" + esc(t.unit) + ")" : ""}}
-           <input name="response" type="number" step="any" min="${{t.min}}" max="${{t.max}}" required autofocus></label></p>`,
-    button_label: "Continue",
-    data: t.data,
-    on_finish: (d) => {{ d.response_value = parseFloat(d.response.response); }},
-  }};
-}}
-const timeline = [
-  {{type: jsPsychHtmlButtonResponse, choices: ["I agree"],
-    stimulus: "<p>You will estimate quantities in pictures and short texts. Your answers are stored with a participant code, not your name.</p>"}},
-  {{type: jsPsychHtmlButtonResponse, choices: ["Start the practice trial"],
-    stimulus: `<p>${{esc(PRACTICE.instruction)}}</p><p>Type your answer as a number and press Continue.</p>`}},
-  question(PRACTICE),
-  {{type: jsPsychHtmlButtonResponse, choices: ["Start the study"], stimulus: "<p>That was the practice trial.</p>"}},
-  ...TRIALS.map(question),
-  {{type: jsPsychHtmlButtonResponse, choices: ["Finish"], stimulus: "<p>Thank you!</p>"}},
-];
-jsPsych.run(timeline);
+function esc(s) { return String(s).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})[c]); }
+function stimulusHtml(t) {
+  let h = `<p>${esc(t.instruction)}</p><div class="bo-stim">`;
+  if (t.text !== null) {
+    const body = t.wrap ? esc(t.text) : t.text.split("\n").map((l) => `<span class="line">${esc(l)}</span>`).join("\n");
+    h += `<pre class="${t.wrap ? "wrap" : ""}">${body}</pre>`;
+    h += `<p class="bo-small" hidden>This screen is too narrow to show the stimulus without cutting or squeezing it. Please turn your phone sideways or use a larger screen.</p>`;
+  }
+  for (const [i, src] of (t.images || (t.image !== null ? [t.image] : [])).entries())
+    h += `<img src="${esc(src)}" alt="stimulus${t.images ? " " + (i + 1) : ""}"><br>`;
+  return h + "</div>";
+}
+// Scale a line stimulus's font so its longest line fits: every line scales alike (ratios kept),
+// nothing is cut; below MIN_FONT_PX the stimulus is withheld and the answer disabled.
+function fitText() {
+  const pre = document.querySelector("#jspsych-content pre");
+  if (!pre) return;
+  const lines = [...pre.querySelectorAll(".line")];
+  const small = document.querySelector(".bo-small");
+  const button = document.querySelector("#jspsych-survey-html-form-next");
+  pre.style.fontSize = "";
+  pre.hidden = false;
+  let ok = true;
+  if (lines.length) {
+    const cs = getComputedStyle(pre);
+    const avail = pre.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const need = Math.max(...lines.map((l) => l.getBoundingClientRect().width));
+    if (need > avail) {
+      const px = Math.floor(parseFloat(cs.fontSize) * avail / need * 10) / 10;
+      ok = px >= MIN_FONT_PX;
+      pre.style.fontSize = `${px}px`;
+    }
+  }
+  pre.hidden = !ok;
+  if (small) small.hidden = ok;
+  if (button) button.disabled = !ok;
+}
+window.addEventListener("resize", fitText);
+
+function participant() {
+  const jatosId = typeof jatos !== "undefined" ? (jatos.urlQueryParameters || {}).PROLIFIC_PID || jatos.workerId : null;
+  return params.get("PROLIFIC_PID") || params.get("pid") || (jatosId ? String(jatosId) : null) ||
+    ("P" + Math.random().toString(16).slice(2, 12));
+}
+// Latin-square row: ?cb=K if given, else the platform's counter (JATOS's study-result id,
+// DataPipe's condition), else a hash of the participant id (balanced only on average).
+function orderRow(subject, counter) {
+  const n = ORDERS.length;
+  const given = parseInt(params.get("cb"), 10);
+  if (Number.isInteger(given) && given >= 0) return given % n;
+  if (typeof jatos !== "undefined" && jatos.studyResultId) return Number(jatos.studyResultId) % n;
+  if (Number.isInteger(counter) && counter >= 0) return counter % n;
+  let h = 0;
+  for (const c of subject) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+  return h % n;
+}
+
+function build(jsPsych, subject, counter) {
+  const row = orderRow(subject, counter);
+  const order = ORDERS[row];
+  jsPsych.data.addProperties({subject, counterbalance: row, platform: CONFIG.platform});
+  const trials = [];
+  order.blocks.forEach((b, position) => BLOCKS[b].forEach((t) => trials.push({...t, data: {...t.data, block_position: position}})));
+  let answered = 0;
+  function question(t, counted) {
+    return {
+      type: jsPsychSurveyHtmlForm,
+      preamble: stimulusHtml(t),
+      html: `<p><label>Your estimate ${t.unit ? "(" + esc(t.unit) + ")" : ""}
+             <input name="response" type="number" step="any" min="${t.min}" max="${t.max}" required autofocus></label></p>`,
+      button_label: "Continue",
+      data: t.data,
+      on_load: fitText,
+      on_finish: (d) => {
+        d.response_value = parseFloat(d.response.response);
+        if (counted) jsPsych.progressBar.progress = ++answered / trials.length;
+      },
+    };
+  }
+  const button = (stimulus, label) => ({type: jsPsychHtmlButtonResponse, stimulus, choices: [label]});
+  const timeline = [];
+  if (CONFIG.platform === "pavlovia") timeline.push({type: jsPsychPavlovia, command: "init"});
+  timeline.push(button(`<p>You will estimate quantities in pictures and short texts: ${trials.length} answers, about ${CONFIG.minutes} minutes in all. ` +
+    "Your answers are stored with a participant code, not your name. You may stop at any time by closing this page.</p>", "I agree"));
+  timeline.push(button(`<p>${esc(PRACTICE.instruction)}</p><p>Type your answer as a number and press Continue.</p>`, "Start the practice trial"));
+  timeline.push(question(PRACTICE, false));
+  timeline.push(button("<p>That was the practice trial.</p>", "Start the study"));
+  trials.forEach((t, i) => {
+    timeline.push(question(t, true));
+    if (CONFIG.break_every && (i + 1) % CONFIG.break_every === 0 && i + 1 < trials.length)
+      timeline.push(button(`<p>Time for a short break: ${i + 1} of ${trials.length} answers done.</p><p>Continue when you are ready.</p>`, "Continue"));
+  });
+  const json = () => jsPsych.data.get().json();
+  if (CONFIG.platform === "jatos") {
+    timeline.push({type: jsPsychCallFunction, async: true,
+      func: (done) => jatos.submitResultData(json()).then(() => done({saved: true}), (e) => done({saved: false, save_error: String(e)}))});
+  } else if (CONFIG.platform === "pavlovia") {
+    timeline.push({type: jsPsychPavlovia, command: "finish", participantId: subject});
+  } else if (CONFIG.platform === "prolific") {
+    timeline.push({type: jsPsychPipe, action: "save", experiment_id: CONFIG.datapipe_id,
+                   filename: `${subject}_${Date.now()}.json`, data_string: json});
+  } else if (CONFIG.platform === "local") {
+    timeline.push({type: jsPsychCallFunction, func: () => jsPsych.data.get().localSave("json", `bayesobs_${subject}.json`)});
+  }
+  const back = CONFIG.prolific_code ? CONFIG.prolific_return + encodeURIComponent(CONFIG.prolific_code) : null;
+  const end = `<h2>Thank you!</h2><p>You have finished. Your completion code is</p><p class="bo-code" id="bo-code">${esc(CONFIG.completion_code)}</p>`;
+  if (back || CONFIG.platform === "jatos") {
+    timeline.push({type: jsPsychHtmlButtonResponse, stimulus: end, choices: [back ? "Return to Prolific" : "Finish"],
+      on_finish: () => {
+        if (CONFIG.platform === "jatos") return back ? jatos.endStudyAndRedirect(back) : jatos.endStudy();
+        location.href = back;
+      }});
+  } else {  // the last page stays: the code remains on screen
+    timeline.push({type: jsPsychHtmlButtonResponse, stimulus: end, choices: []});
+  }
+  return timeline;
+}
+
+function start(counter) {
+  const jsPsych = initJsPsych({show_progress_bar: true, auto_update_progress_bar: false,
+                               message_progress_bar: "Progress"});
+  window.jsPsych = jsPsych;
+  jsPsych.run(build(jsPsych, participant(), counter));
+}
+if (CONFIG.platform === "prolific" && ORDERS.length > 1 && !params.has("cb")) {
+  // DataPipe hands out conditions in turn (set its number of conditions to ORDERS.length)
+  jsPsychPipe.getCondition(CONFIG.datapipe_id).then((c) => start(Number(c)), () => start(null));
+} else if (CONFIG.platform === "jatos") {
+  jatos.onLoad(() => start(null));
+} else {
+  start(null);
+}
 """
 
 
-def export_jspsych(spec_path, out, modalities=None, conditions=None, trials=None, ami=None) -> Path:
-    """Write the experiment folder; returns it."""
+def export_jspsych(spec_path, out, modalities=None, conditions=None, trials=None, ami=None,
+                   platform: str = "local", order: str = "counterbalanced", break_every: int | None = None,
+                   completion_code: str | None = None, prolific_code: str | None = None,
+                   datapipe_id: str | None = None, minutes: float | None = None) -> Path:  # fmt: skip
+    """Write the experiment folder for ``platform``; returns it.
+
+    Parameters
+    ----------
+    platform : {"jatos", "pavlovia", "cognition", "prolific", "local"}
+        Where ``dist/`` is hosted, which decides how the data are saved (see the module doc).
+    order : {"counterbalanced", "fixed"}
+        Block order: a Latin square over modalities and session types (row from ``?cb=K``,
+        JATOS's study-result counter or a hash of the participant id), or the spec's order.
+    break_every : int, optional
+        A break page after every ``break_every`` trials.
+    completion_code : str, optional
+        Shown on the final page (default: ``prolific_code``, else a random code, kept in
+        ``bayesobs_manifest.json``).
+    prolific_code : str, optional
+        Prolific completion code: the final page sends the participant back to Prolific.
+    datapipe_id : str, optional
+        DataPipe experiment id (``platform="prolific"``: where the data are saved).
+    minutes : float, optional
+        Duration stated on the consent page (default: estimated from the number of trials).
+    """
+    if platform not in PLATFORMS:
+        raise BayesobsInputError(
+            f"--platform must be one of {', '.join(PLATFORMS)}, not {platform!r}"
+        )
+    check_order(order)
+    check_minutes(minutes)
+    if break_every is not None and break_every < 1:
+        raise BayesobsInputError(f"--break-every must be at least 1, not {break_every}")
+    if platform == "prolific" and not datapipe_id:
+        raise BayesobsInputError(
+            "--platform prolific saves the data through DataPipe: give --datapipe EXPERIMENT_ID "
+            "(or host on JATOS/Pavlovia and add --prolific-code for the redirect)"
+        )
+    for name, code in (("--completion-code", completion_code), ("--prolific-code", prolific_code)):
+        if code is not None and not (
+            code.isascii() and code.replace("-", "").replace("_", "").isalnum()
+        ):
+            raise BayesobsInputError(f"{name} takes letters, digits, - and _, not {code!r}")
     spec = load_spec(spec_path)
     numeric_only(spec)
     sessions = plan(spec, ["sim:linear"], modalities, conditions, trials, 1, ami=ami)
+    code = completion_code or prolific_code or secrets.token_hex(4).upper()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    n_trials = sum(len(s.stimuli) for s in sessions)
+    stated = minutes is not None
+    minutes = math.ceil(minutes) if stated else estimate_minutes(n_trials)
     record = provenance(command="export jspsych", spec=spec, modalities=modalities, conditions=conditions,
-                        trials=trials)  # fmt: skip
-    (out / "bayesobs_manifest.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+                        trials=trials, platform=platform, order=order, break_every=break_every,
+                        completion_code=code, prolific_code=prolific_code, datapipe_id=datapipe_id,
+                        minutes=minutes, minutes_stated=stated)  # fmt: skip
 
     def image(sess, stim, blur):
         return save_png(out, sess.task.render_png(stim, blur))
 
     task = sessions[0].task
     lo, hi = ANSWER_RANGE[task.name]
-    items = []
+    blocks = []
     for sess in sessions:
+        items = []
         for t, stim in enumerate(sess.stimuli):
             blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
             items.append({
                 "instruction": human_instruction(sess, t), "unit": task.unit, "min": lo, "max": hi,
-                "wrap": task.name in ("maze_distance", "duration"),
+                "wrap": task.name in WRAP_TEXT,
                 "text": stim.text if sess.modality in ("text", "multimodal") else None,
                 "image": image(sess, stim, blur) if sess.modality in ("image", "multimodal") else None,
                 "data": {"bayesobs_trial": True, "paradigm": task.paradigm, "task": task.name, "modality": sess.modality,
@@ -135,24 +321,47 @@ def export_jspsych(spec_path, out, modalities=None, conditions=None, trials=None
                          "stimulus": stim.value, "range_low": sess.range[0], "range_high": sess.range[1],
                          "blur_sigma": blur, "stimulus_id": stim.key()},
             })  # fmt: skip
+        blocks.append(items)
+    index = {id(s): i for i, s in enumerate(sessions)}
+    orders = []
+    for row in range(latin_rows(sessions) if order == "counterbalanced" else 1):
+        ordered, rec = block_order(sessions, row)
+        orders.append({**rec, "blocks": [index[id(s)] for s in ordered]})
+    record["orders"] = orders
+    (out / "bayesobs_manifest.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     first = sessions[0]
     pstim = task.generate(
         np.random.default_rng(spec["seed"] + 7919), *first.range, 1, spec.get("options", {})
     )[0]
     practice = {"instruction": task.instruction, "unit": task.unit, "min": lo, "max": hi,
-                "wrap": task.name in ("maze_distance", "duration"),
+                "wrap": task.name in WRAP_TEXT,
                 "text": pstim.text if first.modality != "image" else None,
                 "image": image(first, pstim, 0.0) if first.modality != "text" else None,
                 "data": {"bayesobs_practice": True}}  # fmt: skip
+    deps = {**JSPSYCH, **(DATAPIPE if platform == "prolific" else {})}
+    libs = {**LIBS, **(PIPE_LIB if platform == "prolific" else {})}
     pkg = {"name": f"bayesobs-{task.name.replace('_', '-')}", "private": True, "version": "1.0.0",
-           "description": f"bayesobs {task.name} experiment for jsPsych 8", "scripts": {"build": "node build.mjs"},
-           "dependencies": JSPSYCH}  # fmt: skip
+           "description": f"bayesobs {task.name} experiment for jsPsych 8 on {platform}",
+           "scripts": {"build": "node build.mjs"}, "dependencies": deps}  # fmt: skip
     (out / "package.json").write_text(json.dumps(pkg, indent=2) + "\n")
-    (out / "build.mjs").write_text(BUILD)
-    (out / "index.html").write_text(INDEX.format(title=f"{task.name} estimation"))
-    (out / "experiment.js").write_text(
-        EXPERIMENT.format(
-            task=task.name, trials=json.dumps(items, indent=1), practice=json.dumps(practice)
-        )
-    )
+    (out / "build.mjs").write_text(BUILD.format(libs=json.dumps(libs, indent=2),
+                                                pavlovia=json.dumps(platform == "pavlovia"),
+                                                plugin=PAVLOVIA_PLUGIN))  # fmt: skip
+    scripts = [f"lib/{n}" for n in libs if n.endswith(".js")]
+    if platform == "pavlovia":
+        scripts.append(f"lib/{PAVLOVIA_PLUGIN}")
+    if platform == "jatos":
+        scripts.insert(0, "jatos.js")  # served by JATOS itself, beside the study's files
+    (out / "index.html").write_text(INDEX.format(
+        title=f"{task.name} estimation",
+        scripts="\n".join(f'<script src="{s}"></script>' for s in scripts)))  # fmt: skip
+    config = {"platform": platform, "order": order, "minutes": minutes, "break_every": break_every,
+              "completion_code": code, "prolific_code": prolific_code,
+              "prolific_return": PROLIFIC_RETURN, "datapipe_id": datapipe_id}  # fmt: skip
+    js = EXPERIMENT
+    for key, value in (("__TASK__", task.name), ("__PLATFORM__", platform),
+                       ("__CONFIG__", json.dumps(config)), ("__BLOCKS__", json.dumps(blocks, indent=1)),
+                       ("__ORDERS__", json.dumps(orders)), ("__PRACTICE__", json.dumps(practice))):  # fmt: skip
+        js = js.replace(key, value)
+    (out / "experiment.js").write_text(js)
     return out

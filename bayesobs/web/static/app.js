@@ -3,6 +3,7 @@
 // Every answer goes to the server at once; reloading resumes at the next trial.
 const $ = (id) => document.getElementById(id);
 const NUMBER = /^\s*[-+]?(\d+([.,]\d*)?|[.,]\d+)\s*$/;
+const MIN_FONT_PX = 7;  // below this a stimulus is not shown: the participant is asked for a larger screen
 let mode = "practice";
 let current = null;
 let shownAt = 0;
@@ -22,11 +23,28 @@ function render(t) {
   current = t;
   $("instruction").textContent = t.instruction;
   $("unit").textContent = t.unit ? `(${t.unit})` : "";
-  $("stim-text").hidden = !t.text;
-  $("stim-text").textContent = t.text || "";
-  $("stim-text").classList.toggle("wrap", !!t.wrap);
-  $("stim-img").hidden = !t.image;
-  if (t.image) $("stim-img").src = t.image;
+  const pre = $("stim-text");
+  pre.hidden = !t.text;
+  pre.replaceChildren();
+  if (t.text && !t.wrap) {  // one box per line, so the fit below can measure every line
+    t.text.split("\n").forEach((line, i) => {
+      if (i) pre.append("\n");
+      const span = document.createElement("span");
+      span.className = "line";
+      span.textContent = line;
+      pre.append(span);
+    });
+  } else pre.textContent = t.text || "";
+  pre.classList.toggle("wrap", !!t.wrap);
+  const images = t.images || (t.image ? [t.image] : []);
+  $("stim-img").hidden = images.length !== 1 || !!t.images;
+  if (!$("stim-img").hidden) $("stim-img").src = images[0];
+  $("stim-imgs").replaceChildren(...(t.images || []).map((src, i) => {
+    const img = document.createElement("img");
+    img.src = src;
+    img.alt = `stimulus ${i + 1} of ${t.images.length}`;
+    return img;
+  }));
   if (mode === "trials") {
     $("progress").textContent = `Trial ${t.done + 1} of ${t.total}`;
     $("bar").max = t.total;
@@ -38,8 +56,36 @@ function render(t) {
   $("error").textContent = "";
   $("response").value = "";
   show("trial");
+  fitText();
   $("response").focus();
   shownAt = performance.now();
+}
+
+// Scale the font of a line stimulus so its longest line fits the box: every line
+// scales alike, so lengths keep their ratio; never cut, never squeezed in one direction.
+// Too narrow even at MIN_FONT_PX: the stimulus is withheld and the participant told why.
+function fitText() {
+  const pre = $("stim-text");
+  pre.style.fontSize = "";
+  $("stim-box").hidden = false;  // measured in place
+  const lines = [...pre.querySelectorAll(".line")];
+  let ok = true;
+  if (!pre.hidden && lines.length) {
+    const cs = getComputedStyle(pre);
+    const base = parseFloat(cs.fontSize);
+    const avail = pre.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const need = Math.max(...lines.map((l) => l.getBoundingClientRect().width));
+    if (need > avail) {
+      const px = Math.floor(base * avail / need * 10) / 10;
+      ok = px >= MIN_FONT_PX;
+      pre.style.fontSize = `${px}px`;
+    }
+  }
+  $("stim-box").hidden = !ok;
+  $("too-small").hidden = ok;
+  $("response").disabled = !ok;
+  $("submit").disabled = !ok;
+  return ok;
 }
 
 function finish(code) {
@@ -80,7 +126,7 @@ async function submit(ev) {
     if (r.data.finished) return finish(r.data.code);
     render(r.data);
   } finally {
-    $("submit").disabled = false;
+    $("submit").disabled = $("response").disabled;  // stays off while the screen is too narrow
   }
 }
 
@@ -100,6 +146,12 @@ async function agree() {
 }
 
 async function boot() {
+  window.addEventListener("resize", () => { if (current && !$("trial").hidden) fitText(); });
+  api("/api/study").then((r) => {
+    if (!r.ok) return;
+    $("n-trials").textContent = r.data.trials;
+    $("minutes").textContent = r.data.minutes;
+  });
   $("pid").value = new URLSearchParams(location.search).get("pid") || "";
   $("agree").addEventListener("click", agree);
   $("begin").addEventListener("click", startPractice);

@@ -1,0 +1,68 @@
+"""The one JSONL reader: the runner's logs, experiment folders and trial files.
+
+A log written append-only may end in a line torn by a killed writer; the
+runner and the analyses skip such lines (and say how many), while a trial
+file given by a user must be whole (an error names the line).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .errors import BayesobsInputError
+
+
+def read_records(path: str | Path, strict: bool = False) -> tuple[list[dict], list[int], int]:
+    """Read the JSON objects of a JSONL file.
+
+    Parameters
+    ----------
+    path : path
+        The file; a missing file reads as empty.
+    strict : bool
+        If true, a line that is not a JSON object is an error naming the
+        file and line; otherwise it is skipped and counted.
+
+    Returns
+    -------
+    records : list of dict
+        One per readable line, in file order.
+    lines : list of int
+        The 1-based line number of each record.
+    torn : int
+        Lines skipped (only when ``strict`` is false).
+
+    Raises
+    ------
+    BayesobsInputError
+        With ``strict``, on the first unreadable line.
+    """
+    path = Path(path)
+    if not path.exists():
+        return [], [], 0
+    records: list[dict] = []
+    lines: list[int] = []
+    torn = 0
+    raw_lines = path.read_bytes().split(b"\n")
+    for i, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            if not strict:
+                torn += 1
+                continue
+            last = i == len(raw_lines)  # no newline after it: a write cut short
+            hint = " (the last line is incomplete: was the writer killed?)" if last else ""
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+            raise BayesobsInputError(f"{path}: line {i}: not valid JSON ({msg}){hint}") from None
+        if not isinstance(rec, dict):
+            if not strict:
+                torn += 1
+                continue
+            raise BayesobsInputError(f"{path}: line {i}: expected a JSON object per line")
+        records.append(rec)
+        lines.append(i)
+    return records, lines, torn
