@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -176,23 +177,51 @@ def test_wilson_and_logistic_against_known_values():
 
 
 # ------------------------------------------------------------------ signatures through the CLI
-SUBJECTS = {
-    "object_reid": (40, ["sim:matcher", "sim:yes", "sim:random"], []),
-    "scavenger_hunt": (250, ["sim:chainer"], ["--modality", "image"]),
-    "circuits": (100, ["sim:tracer", "sim:nearest", "sim:colourcue"], []),
-}
+# (folder, task, sessions (None: all), trials per session, subjects, extra CLI arguments);
+# each circuit subject runs only the colour modes its test reads
+RUNS = [
+    ("object_reid", "object_reid", None, 40, ["sim:matcher", "sim:yes", "sim:random"], []),
+    ("scavenger_hunt", "scavenger_hunt", None, 250, ["sim:chainer"], ["--modality", "image"]),
+    ("circuits", "circuits", ["single", "unique"], 100, ["sim:tracer", "sim:colourcue"], []),
+    ("circuits_nearest", "circuits", ["standard"], 100, ["sim:nearest"], []),
+]
+SPECS = Path(__file__).resolve().parent.parent / "tasks"
+
+
+def _subset_spec(folder: Path, task: str, sessions: list[str]) -> Path:
+    """The shipped spec of ``task`` with only ``sessions`` (same seeds, so the same trials)."""
+    spec = tomllib.loads((SPECS / f"{task}.toml").read_text())
+    lines = [f'task = "{task}"', f"seed = {spec['seed']}", f"trials = {spec['trials']}",
+             'modalities = ["image"]', "[ablations]", "context = 0"]  # fmt: skip
+    for sess in spec["sessions"]:
+        if sess["name"] in sessions:
+            lines += ["[[sessions]]", f'name = "{sess["name"]}"', f"range = {sess['range']}",
+                      f'variant = "{sess["variant"]}"']  # fmt: skip
+    path = folder / f"{task}-{'-'.join(sessions)}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
     """Each task run through the CLI with reduced counts, scored and reported together."""
     root = tmp_path_factory.mktemp("tunnel")
-    for task, (n, subjects, extra) in SUBJECTS.items():
-        args = ["run", task, "--trials", str(n), "--out", str(root / task), "--no-progress", *extra]
+    for folder, task, sessions, n, subjects, extra in RUNS:
+        spec = task if sessions is None else str(_subset_spec(root, task, sessions))
+        args = [
+            "run",
+            spec,
+            "--trials",
+            str(n),
+            "--out",
+            str(root / folder),
+            "--no-progress",
+            *extra,
+        ]
         for s in subjects:
             args += ["--subject", s]
         assert main(args) == 0
-    folders = [str(root / t) for t in SUBJECTS]
+    folders = [str(root / r[0]) for r in RUNS]
     assert main(["score", *folders, "--out", str(root / "scores")]) == 0
     assert main(["report", str(root / "scores"), "--out", str(root / "report")]) == 0
     tables = {
