@@ -466,7 +466,13 @@ class Runner:
                     meta["prior_mean"] = sess.prior_mean
                 try:
                     reply = await subject.complete(
-                        Request(system, turns, meta, max_tokens=sess.task.max_tokens)
+                        Request(
+                            system,
+                            turns,
+                            meta,
+                            max_tokens=sess.task.max_tokens,
+                            session_range=sess.range,
+                        )
                     )
                 except SubjectError as exc:
                     if not isinstance(exc, FatalSubjectError):  # logged so; redone on resume

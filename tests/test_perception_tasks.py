@@ -161,6 +161,19 @@ def test_specialists_answer_other_tunnel_tasks_at_random_and_refuse_other_paradi
     assert code != 0 and "sim:matcher answers the Tunnel Vision tasks" in capsys.readouterr().err
 
 
+def test_random_answers_every_paradigm_in_its_format(tmp_path):
+    out = tmp_path / "o"
+    code = main(["run", "line_ratio", "--subject", "sim:random", "--trials", "20", "--modality",
+                 "text", "--out", str(out), "--no-progress"])  # fmt: skip
+    assert code == 0
+    rows = _rows(out)
+    assert rows.valid.all() and rows.response.between(rows.range_low, rows.range_high).all()
+    assert rows.response.nunique() > 10  # drawn, not constant
+    assert main(["run", "circle_sizes", "--subject", "sim:random", "--trials", "2",
+                 "--out", str(tmp_path / "s"), "--no-progress"]) == 0  # fmt: skip
+    assert _rows(tmp_path / "s").response_cell.str.match(r"^\d,\d$|^invalid$").all()
+
+
 # ------------------------------------------------------------------ statistics
 def test_wilson_and_logistic_against_known_values():
     lo, hi = wilson(np.array([0, 5, 10]), np.array([10, 10, 10]))

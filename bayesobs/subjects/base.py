@@ -40,6 +40,7 @@ class Request:
     turns: tuple[Turn, ...]
     meta: dict[str, Any] = field(default_factory=dict)
     max_tokens: int | None = None  # the task's reply budget (perception tasks), else the subject's
+    session_range: tuple[float, float] | None = None  # the session's stimulus range (sim:random)
 
 
 @dataclass(frozen=True)

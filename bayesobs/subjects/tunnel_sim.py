@@ -108,8 +108,9 @@ class RandomSubject:
 
     Visual search: a random cell or point (:class:`~bayesobs.subjects.search_sim.SearchSubject`);
     perception: a random valid answer of the task (``{yes}``/``{no}``, one of
-    the 11 colours, a component shown).  Magnitude tasks have their own
-    simulated observers (``sim:linear`` ...).
+    the 11 colours, a component shown); magnitude: a number drawn uniformly
+    in the session's range (the request's ``session_range``), blind to the
+    stimulus.
     """
 
     def __init__(self, seed: int = 0):
@@ -128,10 +129,10 @@ class RandomSubject:
             return self._search.answer(request)
         if task in TUNNEL_TASKS:
             return self._tunnel.answer(request)
-        raise FatalSubjectError(
-            f"sim:random answers the visual-search and perception tasks; task {task} is a "
-            "magnitude task (use a simulated observer such as sim:linear)"
-        )
+        if request.session_range is None:
+            raise FatalSubjectError(f"sim:random has no answer format for task {task}")
+        low, high = request.session_range  # a magnitude task: a uniform number in the range
+        return f"{_rng(self.seed, 'random', request.meta).uniform(low, high):.4g}"
 
     async def complete(self, request: Request) -> Reply:
         """The subject interface: :meth:`answer` as a :class:`Reply`."""
