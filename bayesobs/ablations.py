@@ -116,6 +116,9 @@ def _fmt(v: float) -> str:
 def system_prompt(task, cond: Condition, previous: list[float], session_range, options=None) -> str:
     """System prompt of one trial (the paper's A.2.2 and A.3.1).
 
+    A task with ``allow_reasoning`` (the perception tasks) leaves out the
+    closing "Do not explain or reason. Only output the final answer.".
+
     ``previous``: true values of the trials shown before this one in the
     session (the numerical steering reports the range of the last few).
     """
@@ -139,5 +142,8 @@ def system_prompt(task, cond: Condition, previous: list[float], session_range, o
                 f"range of {_fmt(lo)} to {_fmt(hi)}."
             )
     parts.append(task.instruction)
-    parts.append("Do not explain or reason. Only output the final answer.")
+    # perception tasks (Tunnel Vision ...) let the model reason and read the answer from braces;
+    # the magnitude and search tasks keep the paper's sentence, word for word
+    if not getattr(task, "allow_reasoning", False):
+        parts.append("Do not explain or reason. Only output the final answer.")
     return " ".join(parts)

@@ -11,10 +11,10 @@ from .trials import CELL_KEYS, normalize_trials
 
 
 def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """The magnitude trials of a normalised table, and how many search trials were left out.
+    """The magnitude trials of a normalised table, and how many other trials were left out.
 
     Observer models fit magnitudes: visual-search trials (``set_size`` and
-    ``correct``) are left out, and a table of nothing else is refused.  The
+    ``correct``) and perception trials (``paradigm = perception``) are left out, and a table of nothing else is refused.  The
     one decision for :func:`fit` and ``bayesobs fit``.
 
     Raises
@@ -23,13 +23,14 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         When every trial is a visual-search trial.
     """
     from .errors import BayesobsInputError
+    from .perception import is_perception
     from .search import is_search
 
-    found = is_search(trials)
+    found = is_search(trials) | is_perception(trials)
     if found.all():
         raise BayesobsInputError(
-            "these are visual-search trials (set_size, correct): observer models fit magnitudes; "
-            "use `bayesobs score` for the search analyses"
+            "these are visual-search trials or perception trials (correct answers, not magnitudes): "
+            "observer models fit magnitudes; use `bayesobs score` for their analyses"
         )
     if found.any():
         return trials[~found].reset_index(drop=True), int(found.sum())

@@ -179,7 +179,9 @@ def cmd_fit(args) -> int:
 
     trials, left_out = magnitude_trials(trials)
     if left_out:
-        print(f"note: {left_out} visual-search trial(s) left out of the fits (see bayesobs score)")
+        print(
+            f"note: {left_out} visual-search/perception trial(s) left out of the fits (see bayesobs score)"
+        )
     batch = fit_batch(
         trials,
         bootstrap=args.bootstrap,
@@ -297,8 +299,24 @@ def cmd_score(args) -> int:
 
         print(f"\nHVSBench-style questions (accuracy; all columns in {args.out}/hvs.csv)")
         print(hvs_summary(result.hvs))
+    if result.perception is not None:
+        print(
+            "\nPerception tasks: accuracy (95% Wilson interval) against chance "
+            f"(every table in {args.out}/perception*.csv)"
+        )
+        print(perception_summary(result.perception))
     print(f"\ntables -> {args.out}/ ({', '.join(written)})")
     return 0
+
+
+def perception_summary(table) -> str:
+    """Plain-text digest of perception.csv, one line per subject x task x variant x modality."""
+    lines = []
+    for r in table.itertuples(index=False):
+        inv = f"  invalid {r.invalid_rate:.0%}" if r.invalid_rate else ""
+        lines.append(f"  {r.subject:<14} {r.task:<15} {r.variant:<14} {r.modality:<10} {r.condition:<8} "
+                     f"acc {r.accuracy:.2f} [{r.lo:.2f}, {r.hi:.2f}]  chance {r.chance:.2f}  n {r.n}{inv}")  # fmt: skip
+    return "\n".join(lines)
 
 
 def search_summary(search) -> str:

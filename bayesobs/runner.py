@@ -57,6 +57,7 @@ TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail; a rough dry-ru
 
 # ---------------------------------------------------------------- specs
 def spec_dirs() -> list[Path]:
+    """Where task specs are looked for: ./tasks, the source tree's tasks, the installed share."""
     here = Path(__file__).resolve().parent
     return [
         Path.cwd() / "tasks",
@@ -108,6 +109,11 @@ def _finite(value, what: str, low: float | None = 0.0) -> float:
     return float(value)
 
 
+def _is_number(v) -> bool:
+    """An int or float option value (a bool such as ``stratified = true`` is not a number)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 # option and ablation keys that count something (whole numbers >= 0); other numbers must be finite >= 0
 _COUNT_KEYS = {"context", "context_short", "context_long", "steer_window", "min_chars", "max_chars"}
 
@@ -154,7 +160,9 @@ def check_spec_values(spec: dict, where: str) -> None:
                     f"sessions[{i}] needs a name and a range [low, high] with low < high"
                 )
             for k, v in s.items():
-                if k not in ("name", "range") and isinstance(v, (int, float)):
+                if k == "trials":
+                    _count(v, f"sessions[{i}].trials")
+                elif k not in ("name", "range") and _is_number(v):
                     _finite(v, f"sessions[{i}].{k}", low=None if k == "mean" else 0.0)
             check_distribution(
                 low, high, {**spec.get("options", {}), **s}, f"sessions[{i}] ({s['name']})"
@@ -166,7 +174,7 @@ def check_spec_values(spec: dict, where: str) -> None:
             for k, v in values.items():
                 if k in _COUNT_KEYS:
                     _count(v, f"{table}.{k}", low=0)
-                elif isinstance(v, (int, float)):
+                elif _is_number(v):
                     _finite(v, f"{table}.{k}", low=None if k == "steer_bias" else 0.0)
         opts = spec.get("options", {})
         if "min_chars" in opts and "max_chars" in opts and opts["min_chars"] > opts["max_chars"]:
@@ -258,6 +266,8 @@ def check_modalities(task: str, modalities) -> None:
 # ---------------------------------------------------------------- plans
 @dataclass
 class Session:
+    """One session run: a subject, task, modality and condition over a planned stimulus sequence."""
+
     subject: str
     task: Task
     modality: str
@@ -274,6 +284,7 @@ class Session:
 
     @property
     def key(self) -> tuple:
+        """(subject, task, modality, condition, session, run): the run's identity in the log."""
         return (self.subject, self.task.name, self.modality, self.cond.name, self.session, self.run)
 
 
@@ -315,16 +326,20 @@ def plan(
         # a session entry's other keys are stimulus options for that session (e.g. search = "large")
         options = {
             **spec.get("options", {}),
-            **{k: v for k, v in sess.items() if k not in ("name", "range")},
+            **{k: v for k, v in sess.items() if k not in ("name", "range", "trials")},
         }
+        # a session may set its own trial count (the paper's counts differ by variant);
+        # --trials overrides every session
+        n_sess = n if trials is not None else sess.get("trials", n)
         for r in range(n_runs):
             seed = _seed(spec["seed"], task.name, sess["name"], r)
-            stimuli = task.generate(np.random.default_rng(seed), low, high, n, options)
+            stimuli = task.generate(np.random.default_rng(seed), low, high, n_sess, options)
             dist = label(low, high, options)
             mean = None if dist == "uniform" else prior_mean(low, high, options)
             for c in cond_objs:
                 seq = stimuli[::-1] if c.reverse else stimuli
-                blur = blur_schedule(c, n, spec.get("ablations"))
+                # len(stimuli): a decomposed trial asks several questions (one stimulus each)
+                blur = blur_schedule(c, len(stimuli), spec.get("ablations"))
                 for m in mods:
                     for subj in subjects:
                         out.append(Session(subj, task, m, c, sess["name"], r, (low, high), seq, blur, seed,
@@ -335,6 +350,8 @@ def plan(
 # ---------------------------------------------------------------- running
 @dataclass
 class RunReport:
+    """What a run did: trials logged, resumed, cached, unparsed, failed sessions, time."""
+
     done: int = 0
     skipped: int = 0
     cached: int = 0
@@ -377,20 +394,54 @@ class Runner:
             text = degrade_text(text, sess.cond.text_noise, rng)
         if stim.prompt:  # a question that goes with the stimulus in every modality
             text = stim.prompt if text is None else f"{text}\n\n{stim.prompt}"
-        png = None
+        pngs: tuple[bytes, ...] = ()
         if sess.modality in ("image", "multimodal"):
             # the same stimulus recurs across modalities and conditions: render it once
             key = (sess.task.name, stim.key(), blur)
-            png = self._png.get(key)
-            if png is None:
-                png = self._png[key] = sess.task.render_png(stim, blur)
+            pngs = self._png.get(key)
+            if pngs is None:
+                pngs = self._png[key] = tuple(sess.task.render_pngs(stim, blur))
                 if len(self._png) > 4096:
                     self._png.popitem(last=False)
             else:
                 self._png.move_to_end(key)
-        return Turn("user", text=text, png=png)
+        if len(pngs) > 1:  # several images (object re-identification shows two), in order
+            return Turn("user", text=text, png=pngs[0], images=pngs)
+        return Turn("user", text=text, png=pngs[0] if pngs else None)
+
+    def _demo_turns(self, sess: Session, stim: Stimulus) -> tuple[tuple[Turn, ...], list[dict]]:
+        """The task's few-shot demonstrations as chat turns, and their log entries."""
+        demos = sess.task.demos(stim, sess.modality)
+        turns: list[Turn] = []
+        logged = []
+        for d in demos:
+            pngs = tuple(d.images)
+            if len(pngs) > 1:
+                turns.append(Turn("user", text=d.text, png=pngs[0], images=pngs))
+            else:
+                turns.append(Turn("user", text=d.text, png=pngs[0] if pngs else None))
+            turns.append(Turn("assistant", text=d.answer))
+            logged.append({"text": d.text, "images": [self.store.save_png(p) for p in pngs],
+                           "answer": d.answer})  # fmt: skip
+        return tuple(turns), logged
+
+    def _extra_images(self, user: Turn, demo_log: list[dict]) -> dict:
+        """Log columns of a trial that shows several images or few-shot demonstrations.
+
+        ``images``: the stored paths of every image, in order (``image`` keeps
+        the first); ``demos``: each demonstration's text, stored image paths
+        and correct answer.  Absent for a one-image trial without demos, so
+        the magnitude and search logs are unchanged.
+        """
+        out: dict[str, Any] = {}
+        if len(user.pngs) > 1:
+            out["images"] = [self.store.save_png(p) for p in user.pngs]
+        if demo_log:
+            out["demos"] = demo_log
+        return out
 
     async def run_session(self, sess: Session, bar) -> None:
+        """Run one session's trials in order, skipping those already logged."""
         subject = self.subjects[sess.subject]
         history: list[tuple[Turn, Turn, int]] = []
         previous: list[float] = []
@@ -404,7 +455,10 @@ class Runner:
                 system = system_prompt(sess.task, sess.cond, previous, sess.range, sess.options)
                 if extra := sess.task.system_extra(stim, sess.cond):  # hvs: the hint condition
                     system = f"{system} {extra}"
-                turns = tuple(x for u, a, _ in window for x in (u, a)) + (user,)
+                # few-shot demonstrations (with their correct answers) come first, then the
+                # rolling context of the subject's own answers, then the trial
+                demo_turns, demo_log = self._demo_turns(sess, stim)
+                turns = demo_turns + tuple(x for u, a, _ in window for x in (u, a)) + (user,)
                 meta = dict(
                     zip(
                         ("subject", "task", "modality", "condition", "session", "run"),
@@ -418,7 +472,15 @@ class Runner:
                 # a task's extra fields for simulated subjects (hvs: the question); not logged
                 ask = {**meta, **sess.task.request_meta(stim)}
                 try:
-                    reply = await subject.complete(Request(system, turns, ask))
+                    reply = await subject.complete(
+                        Request(
+                            system,
+                            turns,
+                            ask,
+                            max_tokens=sess.task.max_tokens,
+                            session_range=sess.range,
+                        )
+                    )
                 except SubjectError as exc:
                     if not isinstance(exc, FatalSubjectError):  # logged so; redone on resume
                         self.store.log_run(event="trial_failed", session="/".join(map(str, sess.key)),
@@ -449,6 +511,7 @@ class Runner:
                     "image": self.store.save_png(user.png) if user.png is not None else None,
                     "source": stim.params.get("source"),
                     "latency_s": round(reply.latency_s, 4),
+                    **self._extra_images(user, demo_log),
                     "usage": reply.usage,
                     "cached": reply.cached,
                     "attempts": reply.attempts,
@@ -470,6 +533,7 @@ class Runner:
             previous.append(stim.value)
 
     async def run(self, sessions: list[Session]) -> RunReport:
+        """Run sessions concurrently (up to ``concurrency``) and return the report."""
         t0 = time.perf_counter()
         todo = sum(
             1 for s in sessions for t in range(len(s.stimuli)) if (*s.key, t) not in self.store.done
@@ -519,12 +583,15 @@ def estimate(sessions: list[Session], done: dict) -> dict[str, int]:
                 continue
             calls += 1
             k = min(t, s.cond.context)
+            n_images = int(stim.params.get("n_images", 1))  # a perception trial may show two
             per_turn = (
                 (len(stim.text) // 4 if s.modality != "image" else 0)
                 + len(stim.prompt) // 4
-                + (TOKENS_PER_IMAGE if s.modality != "text" else 0)
+                + (n_images * TOKENS_PER_IMAGE if s.modality != "text" else 0)
             )
-            tokens += 60 + (k + 1) * per_turn + k * 4
+            # few-shot demonstrations are about one trial each (and a short answer)
+            n_demos = int(stim.params.get("n_demos", 0))
+            tokens += 60 + (k + 1 + n_demos) * per_turn + (k + n_demos) * 4
     return {"calls": calls, "input_tokens": tokens}
 
 
@@ -565,6 +632,7 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
     from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
     from .subjects.search_sim import SEARCH_KINDS, SearchSubject
     from .subjects.sim import SimSubject
+    from .subjects.tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
 
     if cache_scope not in ("folder", "global"):
         raise BayesobsInputError(f"cache scope must be 'folder' or 'global', not {cache_scope!r}")
@@ -576,8 +644,18 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
     for name in names:
         kind, rest = parse_subject(name)
         if kind == "sim":
-            kind_cls = SearchSubject if rest in SEARCH_KINDS else SimSubject
-            kind_cls = HvsSubject if rest in HVS_KINDS else kind_cls
+            if rest == "random":  # answers every paradigm in its format: search, perception, hvs
+                out[name] = RandomSubject(seed=sim_seed)
+                continue
+            kind_cls = (
+                TunnelSubject
+                if rest in TUNNEL_KINDS
+                else HvsSubject
+                if rest in HVS_KINDS
+                else SearchSubject
+                if rest in SEARCH_KINDS
+                else SimSubject
+            )
             out[name] = kind_cls(rest, seed=sim_seed)
         else:
             if cache is None and use_cache:

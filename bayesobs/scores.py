@@ -179,6 +179,10 @@ def accuracy_table(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0) -> p
 
 
 # ------------------------------------------------------------------ results
+_PERCEPTION = ("perception", "perception_size", "perception_effects", "perception_f1",
+               "perception_chain")  # fmt: skip
+
+
 class Scores(NamedTuple):
     """Every table ``bayesobs score`` writes (see DESIGN.md for the contract files).
 
@@ -204,6 +208,12 @@ class Scores(NamedTuple):
     controls: pd.DataFrame | None = None  # METHOD §12: the anchoring control, not a factor
     bcs_extra: pd.DataFrame | None = None  # noise_text and other ablations outside the BCS
     hvs: pd.DataFrame | None = None  # HVSBench-style questions (task hvs): the Table 3 layout
+    # perception tasks (bayesobs.perception): accuracy, by problem size, covariate effects, F1, chains
+    perception: pd.DataFrame | None = None
+    perception_size: pd.DataFrame | None = None
+    perception_effects: pd.DataFrame | None = None
+    perception_f1: pd.DataFrame | None = None
+    perception_chain: pd.DataFrame | None = None
 
     def to_folder(self, out, trials: pd.DataFrame | None = None) -> list[str]:
         """Write every computed table as ``out/NAME.csv``; returns the names written.
@@ -233,14 +243,16 @@ class Scores(NamedTuple):
         from pathlib import Path
 
         folder = Path(folder)
-        if not any((folder / f"{n}.csv").exists() for n in ("bayesbench", "search", "hvs")):
+        if not any(
+            (folder / f"{n}.csv").exists() for n in ("bayesbench", "search", "perception", "hvs")
+        ):
             return None
         tables = {}
         for name in cls._fields:
             p = folder / f"{name}.csv"
             tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
-        for name in ("search", "search_accuracy", "search_bias", "hvs"):
-            if tables[name].empty:
+        for name in ("search", "search_accuracy", "search_bias", "hvs", *_PERCEPTION):
+            if tables[name].empty and not len(tables[name].columns):
                 tables[name] = None
         for name in ("subject", "task"):  # keys stay text (e.g. subject "007")
             for t in tables.values():
@@ -553,12 +565,17 @@ def score(
         ``hvs``) by :func:`bayesobs.hvs.logged.hvs_scores` into ``hvs``; the
         other tables come from the magnitude trials.
     """
+    from .perception import is_perception, perception_scores
     from .search import is_search, search_scores
 
     check_resample(resample)
     trials = normalize_trials(trials)
+    # perception rows (paradigm = perception) go to bayesobs.perception, search rows to search
+    perceived = is_perception(trials)
+    extra = perception_scores(trials[perceived]) if perceived.any() else {}
+    trials = trials[~perceived]
     found = is_search(trials)
-    extra = search_scores(trials[found]) if found.any() else {}
+    extra.update(search_scores(trials[found]) if found.any() else {})
     from .hvs.logged import hvs_scores, is_hvs
 
     hvs_rows = is_hvs(trials)  # HVSBench-style questions (paradigm hvs): hvs.csv
@@ -567,7 +584,9 @@ def score(
         extra = {**none, **extra, **hvs_scores(trials[hvs_rows])}
         found = found | hvs_rows
     if found.all():
-        empty = {name: pd.DataFrame() for name in Scores._fields}
+        # no magnitude trials: those tables are empty; search/perception ones absent unless found
+        empty = {name: pd.DataFrame() for name in Scores._fields
+                 if name not in ("search", "search_accuracy", "search_bias", "hvs", *_PERCEPTION)}  # fmt: skip
         return Scores(**{**empty, **extra})
     res = _magnitude_scores(
         trials[~found], bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse

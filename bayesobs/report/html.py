@@ -19,12 +19,14 @@ from .. import leaderboard as LB
 from ..api import predictions
 from ..errors import BayesobsInputError
 from ..hvs.logged import is_hvs
+from ..perception import is_perception
 from ..provenance import provenance
 from ..scores import SCORED_TRIALS, Scores, bias_variance, cue_predictions, score, with_baseline
 from ..search import is_search, prefer
 from ..trials import normalize_trials, parse_mapping, read_trials
 from . import figures as F
 from .hvs import hvs_sections
+from .perception import perception_sections
 
 TABLES = tuple(Scores._fields)
 VISUAL = ("line_ratio", "marker_location", "maze_distance")
@@ -135,13 +137,17 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         if table is not None and len(table.columns):
             table.to_csv(out / "tables" / f"{name}.csv", index=False)
             written.append(name)
-    found = is_search(trials)
+    perceived = is_perception(trials)
+    found = is_search(trials) & ~perceived
     hvs_rows = is_hvs(trials)  # task hvs: its own section (report/hvs.py), not magnitudes
     subjects = sorted(trials["subject"].unique())
     head, sections, notes, tail = [], [], [], []
-    if not (found | hvs_rows).all():
+    if not (found | perceived | hvs_rows).all():
         head, sections, notes = _magnitude_sections(
-            with_baseline(trials[~(found | hvs_rows)].reset_index(drop=True)), res, out, seed
+            with_baseline(trials[~(found | perceived | hvs_rows)].reset_index(drop=True)),
+            res,
+            out,
+            seed,
         )
     if found.any():
         sections_s, tail = _search_sections(res, out, trials, seed)
@@ -150,6 +156,10 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         head_h, sections_h = hvs_sections(res, trials[hvs_rows], out, _save, _table_html)
         head += head_h
         sections += sections_h
+    if perceived.any() and res.perception is not None:  # the perception tasks' figures
+        head_p, sections_p = perception_sections(res, out, _save, _table_html)
+        head += head_p
+        sections += sections_p
     prov = provenance(command="report", inputs=[str(p) for p in paths])
     body = [f"<h1>bayesobs report</h1><p class=m>{len(trials)} trials · {len(subjects)} subject(s) · "
             f"created {html.escape(prov['created_utc'])}</p>", *head]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The tasks: stimulus generation and rendering (magnitude estimation and visual search)."""
+"""The tasks: stimulus generation and rendering (magnitude estimation, visual search, perception)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from .hvs import HvsTask
 from .lines import LineRatio, MarkerLocation
 from .maze import MazeDistance
 from .numerosity import Numerosity
+from .perception import PerceptionTask
 from .search import CircleSizes, LightPriors, SearchTask, TwoAmongFive
+from .tunnel import Circuits, ObjectReid, ScavengerHunt
 
 TASKS: dict[str, type[Task]] = {
     "line_ratio": LineRatio,
@@ -21,6 +23,9 @@ TASKS: dict[str, type[Task]] = {
     "two_among_five": TwoAmongFive,
     "light_priors": LightPriors,
     "hvs": HvsTask,  # HVSBench-style questions (needs hvs=DIR)
+    "object_reid": ObjectReid,
+    "scavenger_hunt": ScavengerHunt,
+    "circuits": Circuits,
 }
 
 
@@ -35,4 +40,14 @@ def get_task(name: str, **options) -> Task:
     return TASKS[name]()
 
 
-__all__ = ["TASKS", "SearchTask", "Stimulus", "Task", "blur", "from_png", "get_task", "to_png"]
+__all__ = [
+    "TASKS",
+    "PerceptionTask",
+    "SearchTask",
+    "Stimulus",
+    "Task",
+    "blur",
+    "from_png",
+    "get_task",
+    "to_png",
+]

@@ -14,7 +14,7 @@ import io
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from PIL import Image
@@ -39,6 +39,14 @@ class Stimulus:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+class Demo(NamedTuple):
+    """A few-shot demonstration: the user turn's text and PNG images, and the correct answer."""
+
+    text: str | None
+    images: tuple[bytes, ...]
+    answer: str
+
+
 class Task:
     """Base class of the magnitude-estimation tasks.
 
@@ -56,6 +64,10 @@ class Task:
     )
     modalities: ClassVar[tuple[str, ...]] = ("text", "image", "multimodal")
     paradigm: ClassVar[str] = "magnitude"  # routes the analyses (trial column ``paradigm``)
+    # reasoning allowed: the system prompt leaves out "Do not explain or reason ..." and the
+    # reply budget is ``max_tokens`` (None: the subject's own, e.g. ``--max-tokens``)
+    allow_reasoning: ClassVar[bool] = False
+    max_tokens: ClassVar[int | None] = None
 
     def generate(
         self, rng: np.random.Generator, low: float, high: float, n: int, options: dict
@@ -77,6 +89,18 @@ class Task:
         if not ok:
             out["invalid_reason"] = reason
         return out
+
+    def demos(self, stim: Stimulus, modality: str) -> tuple[Demo, ...]:
+        """Few-shot demonstrations shown before the trial, with their correct answers.
+
+        Distinct from the rolling context (the subject's own past answers):
+        fixed (prompt, images, answer) triples the task declares.  None by default.
+        """
+        return ()
+
+    def render_pngs(self, stim: Stimulus, blur_sigma: float = 0.0) -> tuple[bytes, ...]:
+        """Every image of the trial, in order (one for the magnitude and search tasks)."""
+        return (self.render_png(stim, blur_sigma),)
 
     def draw(self, stim: Stimulus) -> np.ndarray:
         """The image as an ``(H, W, 3)`` float array in [0, 255]."""

@@ -7,9 +7,9 @@ from .base import FatalSubjectError, Reply, Request, SubjectError, Turn
 from .hvs_sim import HVS_KINDS, HvsSubject
 from .search_sim import SEARCH_KINDS, SearchSubject
 from .sim import KINDS, SimSubject
+from .tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
 
-SIM_KINDS = KINDS + SEARCH_KINDS
-SIM_KINDS += HVS_KINDS  # sim:center, sim:saliency, sim:largest (task hvs)
+SIM_KINDS = KINDS + SEARCH_KINDS + TUNNEL_KINDS + HVS_KINDS
 
 
 def parse_subject(spec: str) -> tuple[str, str]:
@@ -30,11 +30,13 @@ __all__ = [
     "SIM_KINDS",
     "FatalSubjectError",
     "HvsSubject",
+    "RandomSubject",
     "Reply",
     "Request",
     "SearchSubject",
     "SimSubject",
     "SubjectError",
+    "TunnelSubject",
     "Turn",
     "parse_subject",
 ]

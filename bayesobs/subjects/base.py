@@ -8,11 +8,24 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Turn:
-    """One chat message: text and/or a PNG image."""
+    """One chat message: text and/or PNG images.
+
+    ``png`` is the one image of a turn; a turn that shows several (object
+    re-identification shows two) gives them all, in order, in ``images``
+    (then ``png`` is the first of them).
+    """
 
     role: str  # "user" or "assistant"
     text: str | None = None
     png: bytes | None = None
+    images: tuple[bytes, ...] = ()
+
+    @property
+    def pngs(self) -> tuple[bytes, ...]:
+        """Every image of the turn, in order (``images``, else ``png`` alone, else none)."""
+        if self.images:
+            return self.images
+        return (self.png,) if self.png is not None else ()
 
 
 @dataclass(frozen=True)
@@ -26,6 +39,8 @@ class Request:
     system: str
     turns: tuple[Turn, ...]
     meta: dict[str, Any] = field(default_factory=dict)
+    max_tokens: int | None = None  # the task's reply budget (perception tasks), else the subject's
+    session_range: tuple[float, float] | None = None  # the session's stimulus range (sim:random)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ class ChatOptions:
     backoff_cap_s: float = 300.0
 
     def public(self) -> dict:
+        """Every option (the key is not an option, so nothing secret)."""
         return {k: v for k, v in self.__dict__.items()}
 
 
@@ -59,13 +60,15 @@ def to_messages(request: Request) -> list[dict]:
     """Chat messages of a request: system, then user/assistant turns."""
     msgs: list[dict] = [{"role": "system", "content": request.system}]
     for t in request.turns:
-        if t.role == "assistant" or t.png is None:
+        pngs = t.pngs
+        if t.role == "assistant" or not pngs:
             msgs.append({"role": t.role, "content": t.text or ""})
             continue
         parts = []
         if t.text is not None:
             parts.append({"type": "text", "text": t.text})
-        parts.append({"type": "image_url", "image_url": {"url": data_url(t.png)}})
+        # one image part per image, in the order shown
+        parts += [{"type": "image_url", "image_url": {"url": data_url(p)}} for p in pngs]
         msgs.append({"role": "user", "content": parts})
     return msgs
 
@@ -175,9 +178,12 @@ class OpenAIChatSubject:
         return text.replace(self._secret, "***") if self._secret else text
 
     def payload(self, request: Request) -> dict:
+        """The chat-completion request body of a request (the task's ``max_tokens`` if it sets one)."""
         o = self.options
+        # a task that lets the model reason sets its own reply budget (Request.max_tokens)
+        max_tokens = request.max_tokens if request.max_tokens is not None else o.max_tokens
         body = {"model": o.model, "messages": to_messages(request), "temperature": o.temperature,
-                "max_tokens": o.max_tokens}  # fmt: skip
+                "max_tokens": max_tokens}  # fmt: skip
         if o.reasoning_effort:
             body["reasoning_effort"] = o.reasoning_effort
         return body
@@ -193,6 +199,7 @@ class OpenAIChatSubject:
         )
 
     async def complete(self, request: Request) -> Reply:
+        """Ask the model (or replay the cache), retrying transient failures."""
         body = self.payload(request)
         key = self.cache_key(body, request) if self.cache is not None else None
         if key is not None and (hit := self.cache.get(key)) is not None:
@@ -252,4 +259,5 @@ class OpenAIChatSubject:
                          finish_reason=finish)  # fmt: skip
 
     async def aclose(self) -> None:
+        """Close the HTTP client."""
         await self.client.close()

@@ -27,6 +27,7 @@ class Demo(NamedTuple):
     prompt: str
     images: tuple[Image.Image, ...]
     answer: str
+    text: str | None = None  # a text rendering of the images (scavenger hunt; an extension)
 
 
 @dataclass(frozen=True)

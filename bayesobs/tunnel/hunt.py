@@ -278,4 +278,4 @@ def demos(steps: int) -> tuple[Demo]:
             {"row": i // GRID, "col": i % GRID, "shape": p[1], "colour": p[0], "label": lab}
         )
     prompt = chain_prompt(chain[0], steps) if steps > 1 else step_prompt(chain[0], final=True)
-    return (Demo(prompt, (render(cells),), worked_answer(chain)),)
+    return (Demo(prompt, (render(cells),), worked_answer(chain), text=grid_text(cells)),)

@@ -24,19 +24,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ..answers import first_braced
 from .hunt import COLOURS, SHAPES
 
-_BRACED = re.compile(r"\{([^{}]+)\}")
 _YESNO = re.compile(r"\b(yes|no)\b", re.I)
 _COMPONENT = re.compile(r"^C(\d+)$")
 
 Parsed = tuple[str | None, str | None]
-
-
-def first_braced(reply: str) -> str | None:
-    """Content of the first ``{...}`` (no nested braces), stripped; ``None`` if there is none."""
-    m = _BRACED.search(reply)
-    return m.group(1).strip() if m else None
 
 
 def _empty(reply: str | None) -> bool:

@@ -1,0 +1,255 @@
+"""Report figures of the perception tasks (Tunnel Vision ...), and their report section.
+
+Plotting functions take the ``perception*`` tables of :mod:`bayesobs.perception`
+(and published reference numbers) and an optional ``ax``; they draw and
+return the figure, computing no statistics.  Reference lines come from
+:mod:`bayesobs.tunnel.published` (chance, human, the paper's models), each
+labelled with who it is; accuracies there are percentages and are drawn as
+fractions.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .figures import _axes, subject_colors
+
+TASK_TITLES = {
+    "object_reid": "Object re-identification",
+    "scavenger_hunt": "Visual scavenger hunt",
+    "circuits": "Circuit connections",
+}
+_REF_STYLE = {"chance": ("#777777", ":"), "human": ("#2a9d8f", "--")}
+
+
+def published_lines(task: str) -> pd.DataFrame:
+    """The paper's accuracy numbers of a task as rows ``variant, who, value`` (fractions), with source."""
+    from ..tunnel.published import references
+
+    rows = [
+        {"variant": r.variant, "who": r.who, "value": r.value / 100, "source": r.source}
+        for r in references(task, metric="accuracy")
+    ]
+    return pd.DataFrame(rows, columns=["variant", "who", "value", "source"])
+
+
+def published_table2() -> pd.DataFrame:
+    """The paper's Table 2 (circuits): log-odds per px of distance and per crossing, by model."""
+    from ..tunnel.published import TABLE2
+
+    return pd.DataFrame(
+        [
+            {
+                "variant": r.variant,
+                "who": r.who,
+                "metric": r.metric,
+                "value": r.value,
+                "note": r.note,
+            }
+            for r in TABLE2
+        ]
+    )
+
+
+def accuracy_by_variant(
+    table: pd.DataFrame,
+    task: str,
+    refs: pd.DataFrame | None = None,
+    modality: str = "image",
+    ax=None,
+) -> Figure:
+    """Accuracy per variant and subject (95% Wilson bars) with chance, human and model lines."""
+    fig, (ax,) = _axes(ax, size=(6.0, 3.6))
+    t = table[(table["task"] == task) & (table["modality"] == modality)]
+    t = t[t["condition"] == "base"] if (t["condition"] == "base").any() else t
+    variants = list(dict.fromkeys(t["variant"]))
+    subjects = sorted(t["subject"].unique())
+    colors = subject_colors(subjects)
+    width = 0.8 / max(len(subjects), 1)
+    for i, s in enumerate(subjects):
+        r = t[t["subject"] == s].set_index("variant").reindex(variants)
+        x = np.arange(len(variants)) + (i - (len(subjects) - 1) / 2) * width
+        acc = r["accuracy"].to_numpy(float)
+        # rounding can put a Wilson bound a hair past the estimate: no negative bar lengths
+        err = np.clip(
+            np.vstack([acc - r["lo"].to_numpy(float), r["hi"].to_numpy(float) - acc]), 0, None
+        )
+        ax.bar(x, acc, width, yerr=err, color=colors[s], label=s, capsize=2)
+    for j, v in enumerate(variants):
+        own = t[t["variant"] == v]["chance"]
+        if len(own):  # the trials' own chance level
+            ax.hlines(own.mean(), j - 0.45, j + 0.45, color="#777777", ls=":", lw=1.2)
+    if refs is not None and not refs.empty:
+        for j, v in enumerate(variants):
+            for r in refs[refs["variant"].isin([v, "all"])].itertuples(index=False):
+                if r.who == "chance":
+                    continue
+                color, ls = _REF_STYLE.get(r.who, ("#e76f51", "-."))
+                ax.hlines(r.value, j - 0.45, j + 0.45, color=color, ls=ls, lw=1.4)
+                ax.annotate(r.who, (j + 0.45, r.value), fontsize=6, va="center", color=color)
+    ax.set_xticks(np.arange(len(variants)), variants)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("accuracy")
+    ax.set_title(f"{TASK_TITLES.get(task, task)} ({modality})", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.12, 1), title="dotted: chance",
+              title_fontsize=7)  # fmt: skip
+    return fig
+
+
+def f1_by_class(f1: pd.DataFrame, task: str = "object_reid", ax=None) -> Figure:
+    """Per-class F1 (yes / no) per subject and variant, as the paper's Fig. 3."""
+    fig, (ax,) = _axes(ax, size=(6.0, 3.4))
+    t = f1[f1["task"] == task]
+    labels = [f"{s}\n{v}" for s, v in dict.fromkeys(zip(t["subject"], t["variant"], strict=True))]
+    keys = list(dict.fromkeys(zip(t["subject"], t["variant"], strict=True)))
+    for k, (cls, color) in enumerate((("yes", "#264653"), ("no", "#e9c46a"))):
+        vals = [
+            t[(t["subject"] == s) & (t["variant"] == v) & (t["class"] == cls)]["f1"].mean()
+            for s, v in keys
+        ]
+        ax.bar(np.arange(len(keys)) + (k - 0.5) * 0.4, vals, 0.4, color=color, label=f"F1 {cls}")
+    ax.set_xticks(np.arange(len(keys)), labels, fontsize=6, rotation=60, ha="right")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("F1")
+    ax.set_title("Per-class F1 (a yes-sayer has F1 = 0 on no)", fontsize=10)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def chain_accuracy(chain: pd.DataFrame, modality: str = "image", ax=None) -> Figure:
+    """Scavenger hunt: accuracy against chain length L with the ``(1 - e)^L`` prediction band."""
+    fig, (ax,) = _axes(ax, size=(5.0, 3.6))
+    t = chain[chain["modality"] == modality]
+    colors = subject_colors(t["subject"].unique())
+    for s, g in t.groupby("subject", sort=True):
+        g = g.sort_values("L")
+        L, acc = g["L"].to_numpy(float), g["accuracy"].to_numpy(float)
+        err = np.clip(
+            np.vstack([acc - g["lo"].to_numpy(float), g["hi"].to_numpy(float) - acc]), 0, None
+        )
+        ax.errorbar(L, acc, yerr=err, color=colors[s], marker="o",
+                    capsize=3, label=f"{s} observed")  # fmt: skip
+        if g["predicted"].notna().any():
+            ax.plot(L, g["predicted"], color=colors[s], ls="--", label=f"{s} (1-e)^L")
+            ax.fill_between(L, g["predicted_lo"], g["predicted_hi"], color=colors[s], alpha=0.15)
+    ax.axhline(1 / 11, color="#777777", ls=":", lw=1, label="chance (1/11)")
+    ax.set_xlabel("chain length L")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"Compounding error ({modality}): e = decomposed final-step error", fontsize=10)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1))
+    return fig
+
+
+def effect_coefficients(
+    effects: pd.DataFrame, covariate: str, task: str = "circuits",
+    paper: pd.DataFrame | None = None, ax=None,
+) -> Figure:  # fmt: skip
+    """Log-odds coefficient of a covariate (+-1.96 SE) per subject and variant, beside the paper's."""
+    fig, (ax,) = _axes(ax, size=(5.6, 3.6))
+    t = effects[(effects["task"] == task) & (effects["covariate"] == covariate)
+                & (effects["model"] == "univariate")]  # fmt: skip
+    t = t[t["modality"] == "image"] if (t["modality"] == "image").any() else t
+    rows = list(t.itertuples(index=False))
+    colors = subject_colors([r.subject for r in rows])
+    for i, r in enumerate(rows):
+        if np.isfinite(r.coef):
+            ax.errorbar(r.coef, i, xerr=1.96 * r.se if np.isfinite(r.se) else None, fmt="o",
+                        color=colors[r.subject], capsize=3)  # fmt: skip
+    labels = [f"{r.subject} {r.variant}" + ("" if np.isfinite(r.coef) else f" ({r.note})")
+              for r in rows]  # fmt: skip
+    metric = {"distance_px": "log_odds_distance", "crossings": "log_odds_crossings"}.get(covariate)
+    if paper is not None and metric is not None:
+        p = paper[paper["metric"] == metric]
+        for k, r in enumerate(p.itertuples(index=False)):
+            y = len(rows) + k
+            ax.plot(r.value, y, marker="s", color="#e76f51")
+            labels.append(f"paper: {r.who} {r.variant}")
+    ax.axvline(0, color="#777777", lw=0.8)
+    ax.set_yticks(np.arange(len(labels)), labels, fontsize=6)
+    ax.set_xlabel(f"log-odds per unit of {covariate}")
+    ax.set_title(f"{TASK_TITLES.get(task, task)}: correctness on {covariate}", fontsize=10)
+    return fig
+
+
+def accuracy_by_size(size: pd.DataFrame, task: str, modality: str = "image", ax=None) -> Figure:
+    """Accuracy against problem size per subject (pooled variants shown separately by marker)."""
+    fig, (ax,) = _axes(ax, size=(5.0, 3.4))
+    t = size[(size["task"] == task) & (size["modality"] == modality)]
+    colors = subject_colors(t["subject"].unique())
+    markers = dict(zip(dict.fromkeys(t["variant"]), "osD^v<>", strict=False))
+    for (s, v), g in t.groupby(["subject", "variant"], sort=True):
+        g = g.sort_values("problem_size")
+        ax.plot(g["problem_size"], g["accuracy"], color=colors[s], marker=markers.get(v, "o"),
+                label=f"{s} {v}")  # fmt: skip
+        ax.plot(g["problem_size"], g["chance"], color="#777777", ls=":", lw=0.8)
+    ax.set_xlabel("problem size")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"{TASK_TITLES.get(task, task)}: accuracy by problem size", fontsize=10)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1))
+    return fig
+
+
+def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], list[tuple]]:
+    """The report's perception part: accuracy, F1, chains, effects (figures under ``out/figures``).
+
+    ``save(fig, path) -> src`` and ``table_html(df) -> str`` are the report
+    builder's helpers; returns ``(head, sections)`` like its other parts.
+    """
+    acc = res.perception
+    head = ["<h2>Perception tasks: accuracy</h2>",
+            "<p>Accuracy with 95% Wilson intervals; an invalid reply counts as wrong "
+            "(invalid_rate). p_above_chance: exact one-sided binomial test.</p>",
+            table_html(acc)]  # fmt: skip
+    sections = []
+    figs = out / "figures"
+    for task in dict.fromkeys(acc["task"]):
+        refs = published_lines(task) if task in TASK_TITLES else None
+        for modality in dict.fromkeys(acc[acc["task"] == task]["modality"]):
+            fig = accuracy_by_variant(acc, task, refs, modality)
+            src = save(fig, figs / f"perception_{task}_{modality}.png")
+            note = (
+                " Lines: dotted chance, dashed human, dash-dot the paper's models."
+                if refs is not None
+                else ""
+            )
+            sections.append((f"{TASK_TITLES.get(task, task)} ({modality})",
+                             f"Accuracy per variant and subject.{note}", [src]))  # fmt: skip
+        size = res.perception_size
+        if size is not None and len(size) and (size["task"] == task).any():
+            fig = accuracy_by_size(size, task)
+            sections.append((f"{TASK_TITLES.get(task, task)}: problem size",
+                             "Accuracy by problem size (dotted: chance).",
+                             [save(fig, figs / f"perception_size_{task}.png")]))  # fmt: skip
+    f1 = res.perception_f1
+    if f1 is not None and len(f1):
+        for task in dict.fromkeys(f1["task"]):
+            sections.append(("Per-class F1", "F1 of yes and of no (the paper's Fig. 3).",
+                             [save(f1_by_class(f1, task), figs / f"perception_f1_{task}.png")]))  # fmt: skip
+    chain = res.perception_chain
+    if chain is not None and len(chain):
+        imgs = [save(chain_accuracy(chain, m), figs / f"perception_chain_{m}.png")
+                for m in dict.fromkeys(chain["modality"])]  # fmt: skip
+        sections.append(("Scavenger hunt: compounding error",
+                         "Observed accuracy per chain length L against (1 - e)^L, e the decomposed "
+                         "variant's final-step error (band: e's 95% interval).", imgs))  # fmt: skip
+    eff = res.perception_effects
+    if eff is not None and len(eff) and (eff["task"] == "circuits").any():
+        paper = published_table2()
+        imgs = [save(effect_coefficients(eff, cov, "circuits", paper),
+                     figs / f"perception_effect_{cov}.png")
+                for cov in ("distance_px", "crossings") if (eff["covariate"] == cov).any()]  # fmt: skip
+        sections.append(("Circuits: Table 2 regressions",
+                         "Univariate logistic regressions of correctness on port distance and on "
+                         "crossings (log-odds, bars: 95% Wald intervals); squares: the paper's "
+                         "Table 2.", imgs))  # fmt: skip
+        head += ["<h2>Perception tasks: covariate effects</h2>",
+                 f"<p>{html.escape('Logistic regressions of correctness (perception_effects.csv).')}</p>",
+                 table_html(eff[eff["task"] == "circuits"])]  # fmt: skip
+    return head, sections

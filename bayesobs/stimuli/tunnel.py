@@ -1,0 +1,180 @@
+"""The three Tunnel Vision tasks (Berman et al. 2025) as runner tasks over :mod:`bayesobs.tunnel`.
+
+* ``object_reid`` -- variants ``standard`` / ``unconnected`` /
+  ``pixel_perfect``; two images per trial and two demonstrations
+  (``{yes}``, ``{no}``); problem size: the object's number of shapes.
+* ``scavenger_hunt`` -- chain lengths ``L2`` / ``L3`` / ``L4`` and the
+  ``decomposed`` single-step variant (three questions along the gold path,
+  one stimulus each); problem size: ``L``.  Text and multimodal renderings
+  (the grid as a text table) extend the paper.
+* ``circuits`` -- wire colours ``standard`` / ``single`` / ``unique``; two
+  demonstrations; problem size: the number of components (chance 1/n).
+
+Prompts, demonstrations, answer formats and ``max_tokens`` (30 / 100 / 150)
+are the library's (the paper's appendix A and the authors' code).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import ClassVar
+
+from .. import tunnel
+from ..tunnel import circuits, hunt, reid
+from ..tunnel import parse as tparse
+from .perception import PerceptionTask, Question, jsonable, png_bytes
+
+
+@lru_cache(maxsize=32)
+def _demos(task: str, key) -> tuple:
+    """The library's demonstrations as ``(prompt, PNGs, answer, text)`` (encoded once)."""
+    if task == "object_reid":
+        demos = reid.demos(key)
+    elif task == "scavenger_hunt":
+        demos = hunt.demos(key)
+    else:
+        demos = circuits.demos(key)
+    return tuple((d.prompt, tuple(png_bytes(i) for i in d.images), d.answer, d.text) for d in demos)
+
+
+class TunnelTask(PerceptionTask):
+    """Common part of the Tunnel Vision tasks: the library trial -> question(s)."""
+
+    columns: ClassVar[tuple[str, ...]]  # metadata logged per trial (the analyses' covariates)
+
+    def parse(self, answer_format, reply):
+        """The paper's extraction rule for ``answer_format`` (:mod:`bayesobs.tunnel.parse`)."""
+        return tparse.parse(answer_format, reply)
+
+    def _columns(self, meta: dict) -> dict:
+        return {c: jsonable(meta[c]) for c in self.columns}
+
+    def _chance(self, trial) -> float:
+        raise NotImplementedError
+
+    def _demo_key(self, trial):
+        return trial.variant
+
+    def questions(self, variant, seed):
+        """The one question of the library trial generated from ``seed``."""
+        trial = tunnel.make_trial(self.name, variant, seed, with_demos=False)
+        images = tuple(png_bytes(i) for i in trial.images)
+        stim = self.stimulus(
+            self._size(trial),
+            "",
+            self._prompt(trial),
+            variant=variant,
+            seed=seed,
+            gold=trial.answer,
+            format=trial.answer_format,
+            chance=self._chance(trial),
+            columns=self._columns(trial.meta),
+            n_images=len(images),
+            n_demos=len(_demos(self.name, self._demo_key(trial))),
+        )
+        return [Question(stim, images, _demos(self.name, self._demo_key(trial)))]
+
+    def _prompt(self, trial) -> str:
+        return trial.prompt
+
+
+class ObjectReid(TunnelTask):
+    """Object re-identification: is the object of image 1 the same object in image 2."""
+
+    name = "object_reid"
+    variants = reid.VARIANTS
+    default_variant = "standard"
+    max_tokens = reid.MAX_TOKENS
+    columns = ("n_shapes", "positive", "n_changed", "n_distractors", "rotation_deg", "scale",
+               "change_px")  # fmt: skip
+    covariates = ("n_distractors", "scale")
+
+    def sizes(self, variant):
+        """The problem sizes ``variant`` can produce."""
+        return tuple(range(reid.N_SHAPES[0], reid.N_SHAPES[1] + 1))
+
+    def _size(self, trial):
+        return trial.meta["n_shapes"]
+
+    def _chance(self, trial):
+        return 0.5
+
+    def _prompt(self, trial):
+        # the test turn follows the two demonstrations: "Yes, that is correct. " + the question
+        return reid.TEST_PREFIX + reid.base_prompt(trial.variant)
+
+
+class ScavengerHunt(TunnelTask):
+    """Scavenger hunt: follow the labels for L steps and name the colour reached."""
+
+    name = "scavenger_hunt"
+    modalities = ("image", "text", "multimodal")
+    variants = hunt.VARIANTS
+    default_variant = "L3"
+    max_tokens = hunt.MAX_TOKENS
+    columns = ("L", "start", "colour", "n_offgrid_labels")
+
+    def sizes(self, variant):
+        """The problem sizes ``variant`` can produce."""
+        return (hunt.CHAIN_LENGTH[variant],)
+
+    def _size(self, trial):
+        return trial.meta["L"]
+
+    def _chance(self, trial):
+        return 1 / len(hunt.COLOURS)
+
+    def _demo_key(self, trial):
+        return 1 if trial.variant == "decomposed" else trial.meta["L"]
+
+    def questions(self, variant, seed):
+        """One question, or the decomposed variant's three single-step questions."""
+        trial = hunt.make_trial(variant, seed, with_demos=False)
+        images = (png_bytes(trial.images[0]),)
+        demos = _demos(self.name, self._demo_key(trial))
+        base = {"variant": variant, "seed": seed, "n_images": 1, "n_demos": len(demos)}
+        cols = self._columns(trial.meta)
+        if variant != "decomposed":
+            stim = self.stimulus(trial.meta["L"], trial.text, trial.prompt, **base,
+                                 gold=trial.answer, format=trial.answer_format,
+                                 chance=self._chance(trial),
+                                 columns={**cols, "step": None, "n_steps": 1})  # fmt: skip
+            return [Question(stim, images, demos)]
+        m = trial.meta
+        out = []
+        n_steps = len(m["step_prompts"])
+        for k, (prompt, gold, fmt) in enumerate(
+            zip(m["step_prompts"], m["step_answers"], m["step_formats"], strict=True)
+        ):
+            chance = 1 / len(hunt.COLOURS) if fmt == "hunt_colour" else 1 / len(hunt.PAIRS)
+            stim = self.stimulus(trial.meta["L"], trial.text, prompt, **base, gold=gold,
+                                 format=fmt, chance=chance,
+                                 columns={**cols, "step": k + 1, "n_steps": n_steps})  # fmt: skip
+            out.append(Question(stim, images, demos))
+        return out
+
+
+class Circuits(TunnelTask):
+    """Circuit connections: the component the wire from a breadboard port reaches."""
+
+    name = "circuits"
+    variants = circuits.COLOUR_MODES
+    default_variant = "standard"
+    max_tokens = circuits.MAX_TOKENS
+    columns = ("colour_mode", "query_port", "distance_px", "path_length", "crossings",
+               "crossings_earlier", "wire_colour", "n_components", "n_wires", "n_clutter")  # fmt: skip
+    covariates = ("distance_px", "crossings", "path_length")
+    joint_covariates = ("distance_px", "crossings")  # which one explains the errors
+
+    def sizes(self, variant):
+        """The problem sizes ``variant`` can produce."""
+        return tuple(range(circuits.N_COMPONENTS[0], circuits.N_COMPONENTS[1] + 1))
+
+    def _size(self, trial):
+        return trial.meta["n_components"]
+
+    def _chance(self, trial):
+        return 1 / trial.meta["n_components"]
+
+
+TUNNEL_TASKS = {"object_reid": ObjectReid, "scavenger_hunt": ScavengerHunt, "circuits": Circuits}
