@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -170,6 +171,132 @@ def sample(
     return idata
 
 
+# ------------------------------------------------------------ batched fits
+T_BUCKET = 8  # trials per run are padded up to a multiple of this (a cell's own canonical shape)
+BATCH_CELLS = 128  # cells sampled together in one compiled call (memory: draws x trials x chains)
+
+
+def canonical_shape(data: Data) -> tuple[int, int]:
+    """The padded ``(runs, trials)`` shape a cell is sampled at, a function of the cell alone.
+
+    Runs are kept exactly; trials per run are padded to a multiple of
+    :data:`T_BUCKET`.  Because the shape depends on nothing but the cell, a
+    cell's draws do not depend on which other cells share its batch.
+    """
+    R, T = data.z.shape
+    return R, -(-T // T_BUCKET) * T_BUCKET
+
+
+def _padded(data: Data, shape: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """``(z, u, obs, zbar)`` of one cell padded to ``shape`` (float32, as JAX computes)."""
+    R, T = shape
+    r, t = data.z.shape
+    z = np.zeros((R, T), np.float32)
+    u = np.zeros((R, T), np.float32)
+    obs = np.zeros((R, T), bool)
+    z[:r, :t], u[:r, :t], obs[:r, :t] = data.z, data.u, data.obs
+    zbar = np.zeros((R, 1), np.float32)
+    zbar[:r] = data.zbar
+    return z, u, obs, zbar
+
+
+def _traced_data(z, u, obs, zbar) -> Data:
+    R = z.shape[0]
+    return Data(z, u, obs, zbar, np.zeros(R, dtype=np.int64), None, None, None, [None])
+
+
+@lru_cache(maxsize=64)
+def _batched_sampler(name: str, chains: int, warmup: int, draws: int):
+    """One compiled function: NUTS chains of ``name`` for a batch of same-shape cells.
+
+    Each cell and chain runs NumPyro's own NUTS kernel (the kernel ``MCMC``
+    uses) with its own step-size and diagonal mass-matrix adaptation; the
+    batch is ``vmap`` over cells of ``vmap`` over chains, and every cell uses
+    the same chain keys (``split(PRNGKey(seed), chains)``), as the per-cell
+    fits do.
+    """
+    import jax
+    from jax import lax, random
+    from numpyro.infer import NUTS
+    from numpyro.infer.util import log_likelihood
+
+    variant = get_variant(name)
+
+    def chain(key, z, u, obs, zbar):
+        data = _traced_data(z, u, obs, zbar)
+        args = (variant, data, False)
+        kernel = NUTS(model)
+        state = kernel.init(key, warmup, model_args=args)
+
+        def step(s, _):
+            return kernel.sample(s, args, {}), None
+
+        def collect(s, _):
+            s = kernel.sample(s, args, {})
+            return s, (s.z, s.diverging)
+
+        state, _ = lax.scan(step, state, None, length=warmup)
+        _, (zs, div) = lax.scan(collect, state, None, length=draws)
+        post = jax.vmap(kernel.postprocess_fn(args, {}))(zs)
+        ll = log_likelihood(model, post, *args)["u"]
+        return post, div, ll
+
+    def cell(seed, z, u, obs, zbar):
+        key = random.PRNGKey(seed)
+        keys = random.split(key, chains) if chains > 1 else key[None]  # as MCMC does
+        return jax.vmap(chain, in_axes=(0, None, None, None, None))(keys, z, u, obs, zbar)
+
+    return jax.jit(jax.vmap(cell, in_axes=(None, 0, 0, 0, 0)))
+
+
+def sample_batch(variant, datas: list[Data], chains=4, warmup=500, draws=500, seed=0) -> list:
+    """NUTS draws of one variant for many single-subject cells, sampled together.
+
+    Cells are grouped by :func:`canonical_shape` and each group is sampled by
+    one compiled, vectorised call (in slices of :data:`BATCH_CELLS`).  Every
+    cell keeps its own adaptation per chain, and its draws are the same
+    whether it is sampled alone or with others (same seed, same shape).
+
+    Returns one ArviZ InferenceData per cell, as :func:`sample` does.
+    """
+    import arviz as az
+
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    fn = _batched_sampler(variant.name, chains, warmup, draws)
+    out = [None] * len(datas)
+    shapes = [canonical_shape(d) for d in datas]
+    for shape in sorted(set(shapes)):
+        idx = [i for i, s in enumerate(shapes) if s == shape]
+        for lo in range(0, len(idx), BATCH_CELLS):
+            part = idx[lo : lo + BATCH_CELLS]
+            # the batch is padded (with copies of its first cell) to a power of two, so that
+            # a handful of compiled sizes serve every batch
+            fill = part + [part[0]] * (
+                min(BATCH_CELLS, 1 << (len(part) - 1).bit_length()) - len(part)
+            )
+            arrays = [
+                np.stack(a) for a in zip(*(_padded(datas[i], shape) for i in fill), strict=True)
+            ]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                post, div, ll = fn(seed, *arrays)
+            post = {k: np.asarray(v) for k, v in post.items()}
+            div, ll = np.asarray(div), np.asarray(ll)
+            for j, i in enumerate(part):
+                d = datas[i]
+                r, t = d.z.shape
+                cell_ll = (ll[j][..., :r, :t] + d.const)[:, :, d.obs]  # (chains, draws, n)
+                nat = natural_params(variant, {k: v[j] for k, v in post.items()}, d)
+                out[i] = az.from_dict(
+                    posterior={k: np.asarray(v) for k, v in nat.items()},
+                    log_likelihood={"y": cell_ll},
+                    sample_stats={"diverging": div[j]},
+                    coords={"subject": ["/".join(map(str, s)) for s in d.subjects]},
+                    dims={k: ["subject"] for k in nat},
+                )
+    return out
+
+
 def diagnostics(idata) -> dict:
     """Worst R-hat, smallest bulk ESS and the number of divergent transitions."""
     import arviz as az
@@ -238,18 +365,54 @@ def posterior_mode(
     return {k: np.asarray(v) for k, v in natural_params(variant, constrained, data).items()}
 
 
-def _fit_one(job):
-    """Fit one (group, variant): InferenceData, summary rows, LOO row, or a note. Runs in a worker."""
+def prepare_cells(trials: pd.DataFrame, variant: Variant) -> list[tuple[tuple, Data | str]]:
+    """:func:`prepare` of every cell of ``trials`` at once: ``(cell key, Data or skip reason)``.
+
+    The arrays are exactly those :func:`prepare` gives for the cell alone
+    (one run table for all cells, each cell trimmed to its own longest run).
+    """
+    from .fitting import build_runs
+
+    cells, runs = build_runs(trials)
+    x, y, present = runs.x, runs.y, runs.present
+    obs_all = present & ~np.isnan(y)
+    order = np.argsort(runs.cell, kind="stable")
+    bounds = np.searchsorted(runs.cell[order], np.arange(len(cells) + 1))
+    out = []
+    for k in range(len(cells)):
+        key = tuple(cells.loc[k, list(CELL_KEYS)])
+        if variant.log and cells.at[k, "log_skipped"] != "":
+            out.append((key, f"{variant.name}: not applicable ({cells.at[k, 'log_skipped']})"))
+            continue
+        rows = order[bounds[k] : bounds[k + 1]]
+        pres = present[rows]
+        T = int(pres.sum(1).max())
+        pres, ob = pres[:, :T], obs_all[rows, :T]
+        xr, yr = x[rows, :T], y[rows, :T]
+        eps = cells.at[k, "eps"]
+        if variant.log:
+            z = np.where(pres, np.log(np.where(pres, xr + eps, 1.0)), 0.0)
+            u = np.where(ob, np.log(np.where(ob, yr + eps, 1.0)), 0.0)
+            jac = np.where(ob, u, 0.0)
+        else:
+            z, u, jac = np.where(pres, xr, 0.0), np.where(ob, yr, 0.0), np.zeros_like(xr)
+        c, sd = z[pres].mean(), z[pres].std()
+        sd = sd if sd > 0 else 1.0
+        zs = np.where(pres, (z - c) / sd, 0.0)
+        us = np.where(ob, (u - c) / sd, 0.0)
+        zbar = (zs.sum(1) / pres.sum(1))[:, None]
+        const = np.where(ob, -np.log(sd) - jac, 0.0)
+        data = Data(zs, us, ob, zbar, np.zeros(len(rows), dtype=np.int64), const,
+                    np.array([c]), np.array([sd]), [key])  # fmt: skip
+        out.append((key, data))
+    return out
+
+
+def _cell_results(group_keys, key, name, idata, chains):
+    """Summary rows, LOO row and notes of one fitted (group, variant)."""
     import arviz as az
 
-    g, group_keys, key, name, hierarchical, chains, warmup, draws, seed, progress = job
-    v = get_variant(name)
     label = "/".join(map(str, key))
-    try:
-        data = prepare(g, v)
-    except ValueError as exc:
-        return key, name, None, [], None, f"{label}: {exc}"
-    idata = sample(v, data, hierarchical, chains, warmup, draws, seed, progress)
     diag = diagnostics(idata)
     notes = []
     if not diagnostics_ok(diag, chains):
@@ -273,7 +436,55 @@ def _fit_one(job):
                      "care (K-fold CV, or a lapse/heavier-tailed model)")  # fmt: skip
     loo_row = {**dict(zip(group_keys, key, strict=True)), "variant": name, "elpd_loo": float(loo.elpd_loo),
                "se": float(loo.se), "p_loo": float(loo.p_loo), "pareto_k_over_0.7": high}  # fmt: skip
-    return key, name, idata, rows, loo_row, "; ".join(notes) or None
+    return rows, loo_row, "; ".join(notes) or None
+
+
+def _fit_one(job):
+    """Fit one (group, variant): InferenceData, summary rows, LOO row, or a note. Runs in a worker."""
+    g, group_keys, key, name, hierarchical, chains, warmup, draws, seed, progress = job
+    v = get_variant(name)
+    label = "/".join(map(str, key))
+    try:
+        data = prepare(g, v)
+    except ValueError as exc:
+        return key, name, None, [], None, f"{label}: {exc}"
+    idata = sample(v, data, hierarchical, chains, warmup, draws, seed, progress)
+    return (key, name, idata, *_cell_results(group_keys, key, name, idata, chains))
+
+
+def _fit_batch_job(job) -> list:
+    """Fit one variant for a batch of same-shape cells (one task: local, or on a Dask worker)."""
+    name, items, chains, warmup, draws, seed = job
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
+        idatas = sample_batch(name, [d for _, d in items], chains, warmup, draws, seed)
+        return [(key, name, idata, *_cell_results(list(CELL_KEYS), key, name, idata, chains))
+                for (key, _), idata in zip(items, idatas, strict=True)]  # fmt: skip
+
+
+def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, seed=0):
+    """The batched tasks of a non-hierarchical fit, the skipped (cell, variant)s and the cell order.
+
+    One task per variant and slice of :data:`BATCH_CELLS` cells of the same
+    :func:`canonical_shape`; tasks are independent, so they run in any order
+    and on any worker with the same result.
+    """
+    jobs, skipped, order = [], [], {}
+    for name in names:
+        prepared = prepare_cells(trials, get_variant(name))
+        order = order or {k: i for i, (k, _) in enumerate(prepared)}
+        ready = [(k, d) for k, d in prepared if isinstance(d, Data)]
+        skipped += [
+            (k, name, f"{'/'.join(map(str, k))}: {d}") for k, d in prepared if isinstance(d, str)
+        ]
+        by_shape: dict = {}
+        for k, d in ready:
+            by_shape.setdefault(canonical_shape(d), []).append((k, d))
+        for shape in sorted(by_shape):
+            group = by_shape[shape]
+            for lo in range(0, len(group), BATCH_CELLS):
+                jobs.append((name, group[lo : lo + BATCH_CELLS], chains, warmup, draws, seed))
+    return jobs, skipped, order
 
 
 def _worker_init() -> None:
@@ -281,14 +492,22 @@ def _worker_init() -> None:
 
 
 def fit_posterior(trials: pd.DataFrame, variants=None, hierarchical=False, chains=4, warmup=500, draws=500,
-                  seed=0, progress=False, workers: int | None = None):  # fmt: skip
+                  seed=0, progress=False, workers: int | None = None, batched: bool = True,
+                  scheduler: str | None = None):  # fmt: skip
     """Posterior fits of every variant; returns ``(summary, loo, idatas, notes)``.
 
     Without ``hierarchical`` each cell is fitted on its own; with it, the
     cells of each ``(task, modality, condition)`` are fitted jointly, one
     subject per cell, with a population distribution on the core parameter.
-    Fits run in ``workers`` processes (default ``min(2, os.cpu_count())``;
-    1 runs in this process).  Failed sampler
+
+    Single-cell fits are ``batched`` by default: each variant is compiled once
+    per cell shape and all cells of that shape are sampled together
+    (:func:`sample_batch`), each with its own adaptation and diagnostics, in
+    this process; with ``scheduler`` (a Dask scheduler address, or
+    ``BAYESOBS_SCHEDULER``) the batches run on that cluster with the same
+    result.  ``batched=False`` (and hierarchical fits) use NumPyro's ``MCMC``
+    per (group, variant), in ``workers`` processes (default
+    ``min(2, os.cpu_count())``; 1 runs in this process).  Failed sampler
     diagnostics (each with its threshold) and observations with Pareto
     ``k > 0.7`` are returned in ``notes`` and raised as ``RuntimeWarning``.
     """
@@ -299,24 +518,34 @@ def fit_posterior(trials: pd.DataFrame, variants=None, hierarchical=False, chain
     trials = normalize_trials(trials)
     names = list(variants or [v.name for v in VARIANTS])
     group_keys = ["task", "modality", "condition"] if hierarchical else list(CELL_KEYS)
-    jobs = []
-    for key, g in trials.groupby(group_keys, sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        jobs += [
-            (g, group_keys, key, n, hierarchical, chains, warmup, draws, seed, progress)
-            for n in names
-        ]
-    workers = min(len(jobs), workers or min(2, os.cpu_count() or 1))
-    if workers > 1:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
+    if batched and not hierarchical:
+        jobs, skipped, order = batch_jobs(trials, names, chains, warmup, draws, seed)
+        from .distributed import map_tasks
 
-        with ProcessPoolExecutor(
-            workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
-        ) as pool:
-            results = list(pool.map(_fit_one, jobs))
+        results = [(k, n, None, [], None, note) for k, n, note in skipped]
+        for part in map_tasks(_fit_batch_job, jobs, scheduler=scheduler):
+            results += part
+        rank = {n: i for i, n in enumerate(names)}
+        results.sort(key=lambda r: (order[r[0]], rank[r[1]]))  # as the per-cell path orders them
     else:
-        results = [_fit_one(j) for j in jobs]
+        jobs = []
+        for key, g in trials.groupby(group_keys, sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            jobs += [
+                (g, group_keys, key, n, hierarchical, chains, warmup, draws, seed, progress)
+                for n in names
+            ]
+        workers = min(len(jobs), workers or min(2, os.cpu_count() or 1))
+        if workers > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(
+                workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
+            ) as pool:
+                results = list(pool.map(_fit_one, jobs))
+        else:
+            results = [_fit_one(j) for j in jobs]
     rows, loo_rows, idatas, notes = [], [], {}, []
     for key, name, idata, r, loo_row, note in results:
         if note:
