@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -331,6 +332,33 @@ def _kalman_moments(z, u, obs, rho):
     return s1, s2, s3
 
 
+KALMAN_BLOCK = 8192  # columns per block: the recursion's working set stays in cache
+
+
+def _kalman_moments_blocked(z, u, obs, rho):
+    """:func:`_kalman_moments` with one ``rho`` per column, block by block.
+
+    The same operations on every element (so the same numbers), on blocks of
+    :data:`KALMAN_BLOCK` columns that stay in cache, in two threads where
+    there are two cores or more (NumPy releases the GIL).
+    """
+    blocks = [slice(a, a + KALMAN_BLOCK) for a in range(0, z.shape[1], KALMAN_BLOCK)]
+
+    def one(b):
+        return _kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b])
+
+    if len(blocks) > 1 and (os.cpu_count() or 1) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(2) as pool:
+            parts = list(pool.map(one, blocks))
+    else:
+        parts = [one(b) for b in blocks]
+    if not parts:
+        return [np.zeros(0)] * 3
+    return [np.concatenate(p) for p in zip(*parts, strict=True)]
+
+
 def _rss_kalman(G, s1, s2, s3):
     """RSS of ``kalman`` and ``kalman_gain`` given dataset moments.
 
@@ -433,27 +461,27 @@ def _fit_kalman(W, Gd, z, u, obs):
     rss_k, rss_g, _, _ = _rss_kalman(Gd[:, None, :], *agg)
     D = W.shape[0]
     coo = W.tocoo()
-    d_p, r_p, w_p = coo.row, coo.col, coo.data
-    # (dataset, run) pairs, twice: row 0 for kalman, row 1 for kalman_gain
-    zp, up, op = z[:, r_p], u[:, r_p], obs[:, r_p]
-    zp, up, op = (np.concatenate([a, a], axis=1) for a in (zp, up, op))
-    P = len(d_p)
+    d_p, r_p, w_p = coo.row, coo.col, coo.data  # (dataset, run) pairs, by dataset (CSR order)
+    first = np.searchsorted(d_p, np.arange(D + 1))
 
-    def moments_at(th):  # th: (2, D) -> moments (2, D) each
-        m = _kalman_moments(zp, up, op, np.exp(th[:, d_p]).reshape(-1))
-        return [
-            np.stack(
-                [
-                    np.bincount(d_p, weights=w_p * mm[j * P : (j + 1) * P], minlength=D)
-                    for j in (0, 1)
-                ]
-            )
-            for mm in m
-        ]
+    def pairs_of(d_sel):
+        """The (dataset, run) pairs of datasets ``d_sel``: item index, weight, gathered runs."""
+        cnt = first[d_sel + 1] - first[d_sel]
+        item = np.repeat(np.arange(len(d_sel)), cnt)
+        pos = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt - first[d_sel], cnt)
+        c = r_p[pos]
+        return item, w_p[pos], len(d_sel), z[:, c], u[:, c], obs[:, c]
 
-    def evaluate(th):
-        rk, rg, _, _ = _rss_kalman(Gd, *moments_at(th))
-        return np.stack([rk[0], rg[1]])
+    def moments_of(pairs, th):
+        """Moments of the datasets of ``pairs`` at ``log rho = th`` (one per dataset)."""
+        item, w, n, zc, uc, oc = pairs
+        m = _kalman_moments_blocked(zc, uc, oc, np.exp(th)[item])
+        return [np.bincount(item, weights=w * mm, minlength=n) for mm in m]
+
+    def moments_at(th):  # th: (2, D) -> moments (2, D) each (row 0 kalman, row 1 kalman_gain)
+        d_all = np.arange(D)
+        m = moments_of(pairs_of(np.concatenate([d_all, d_all])), th.reshape(-1))
+        return [mm.reshape(2, D) for mm in m]
 
     grids = np.stack([rss_k, rss_g])  # (2, D, C)
     i = np.argmin(np.where(np.isnan(grids), np.inf, grids), axis=2)  # (2, D)
@@ -463,9 +491,17 @@ def _fit_kalman(W, Gd, z, u, obs):
     lo = theta[np.clip(i - 1, 1, len(theta) - 2)]
     hi = theta[np.clip(i + 1, 1, len(theta) - 2)]
     if interior.any():
-        th_r, f_r = _golden(evaluate, lo, hi)
-        better = interior & (f_r < best_rss)
-        best_theta = np.where(better, th_r, best_theta)
+        # refine only the interior minima (the others are kept as they are): (row, dataset) items
+        j_sel, d_sel = np.nonzero(interior)
+        pairs = pairs_of(d_sel)
+
+        def evaluate(th):
+            rk, rg, _, _ = _rss_kalman(Gd[d_sel], *moments_of(pairs, th))
+            return np.where(j_sel == 0, rk, rg)
+
+        th_r, f_r = _golden(evaluate, lo[j_sel, d_sel], hi[j_sel, d_sel])
+        better = f_r < best_rss[j_sel, d_sel]
+        best_theta[j_sel[better], d_sel[better]] = th_r[better]
     rk, rg, g, delta = _rss_kalman(Gd, *moments_at(best_theta))
     return {
         "kalman": (rk[0], {"rho": np.exp(best_theta[0])}),

@@ -228,15 +228,12 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int):
         kernel = NUTS(model)
         state = kernel.init(key, warmup, model_args=args)
 
-        def step(s, _):
-            return kernel.sample(s, args, {}), None
-
-        def collect(s, _):
+        def step(s, _):  # one scan over warm-up and draws: the kernel is compiled once
             s = kernel.sample(s, args, {})
             return s, (s.z, s.diverging)
 
-        state, _ = lax.scan(step, state, None, length=warmup)
-        _, (zs, div) = lax.scan(collect, state, None, length=draws)
+        _, (zs, div) = lax.scan(step, state, None, length=warmup + draws)
+        zs, div = jax.tree.map(lambda a: a[warmup:], (zs, div))
         post = jax.vmap(kernel.postprocess_fn(args, {}))(zs)
         ll = log_likelihood(model, post, *args)["u"]
         return post, div, ll
@@ -249,51 +246,71 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int):
     return jax.jit(jax.vmap(cell, in_axes=(None, 0, 0, 0, 0)))
 
 
-def sample_batch(variant, datas: list[Data], chains=4, warmup=500, draws=500, seed=0) -> list:
+def _slice_size(n: int) -> int:
+    """Cells per compiled call for ``n`` cells of one shape: equal slices of at most BATCH_CELLS."""
+    return -(-n // -(-n // BATCH_CELLS))
+
+
+def sample_batch(
+    variant, datas: list[Data], chains=4, warmup=500, draws=500, seed=0, pad_to: int | None = None
+) -> list:
     """NUTS draws of one variant for many single-subject cells, sampled together.
 
     Cells are grouped by :func:`canonical_shape` and each group is sampled by
-    one compiled, vectorised call (in slices of :data:`BATCH_CELLS`).  Every
+    one compiled, vectorised call (in equal slices of at most
+    :data:`BATCH_CELLS`, or ``pad_to`` cells).  Every
     cell keeps its own adaptation per chain, and its draws are the same
     whether it is sampled alone or with others (same seed, same shape).
 
     Returns one ArviZ InferenceData per cell, as :func:`sample` does.
     """
-    import arviz as az
-
     variant = get_variant(variant) if isinstance(variant, str) else variant
-    fn = _batched_sampler(variant.name, chains, warmup, draws)
     out = [None] * len(datas)
     shapes = [canonical_shape(d) for d in datas]
     for shape in sorted(set(shapes)):
         idx = [i for i, s in enumerate(shapes) if s == shape]
-        for lo in range(0, len(idx), BATCH_CELLS):
-            part = idx[lo : lo + BATCH_CELLS]
-            # the batch is padded (with copies of its first cell) to a power of two, so that
-            # a handful of compiled sizes serve every batch
-            fill = part + [part[0]] * (
-                min(BATCH_CELLS, 1 << (len(part) - 1).bit_length()) - len(part)
+        size = pad_to or _slice_size(len(idx))
+        for lo in range(0, len(idx), size):
+            part = [datas[i] for i in idx[lo : lo + size]]
+            raw = _dispatch(variant, part, chains, warmup, draws, seed, size)
+            for i, idata in zip(idx[lo : lo + size], _collect(variant, part, raw), strict=True):
+                out[i] = idata
+    return out
+
+
+def _dispatch(variant, part: list[Data], chains, warmup, draws, seed, size):
+    """Start sampling one slice of same-shape cells; returns JAX arrays (computed asynchronously)."""
+    fn = _batched_sampler(variant.name, chains, warmup, draws)
+    shape = canonical_shape(part[0])
+    # a short slice is padded with copies of its first cell: one compiled size per shape
+    fill = part + [part[0]] * (size - len(part))
+    arrays = [np.stack(a) for a in zip(*(_padded(d, shape) for d in fill), strict=True)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return fn(seed, *arrays)
+
+
+def _collect(variant, part: list[Data], raw) -> list:
+    """One ArviZ InferenceData per cell of a dispatched slice (waits for its draws)."""
+    import arviz as az
+
+    post, div, ll = raw
+    post = {k: np.asarray(v) for k, v in post.items()}
+    div, ll = np.asarray(div), np.asarray(ll)
+    out = []
+    for j, d in enumerate(part):
+        r, t = d.z.shape
+        cell_ll = (ll[j][..., :r, :t] + d.const)[:, :, d.obs]  # (chains, draws, n)
+        nat = natural_params(variant, {k: v[j] for k, v in post.items()}, d)
+        out.append(
+            az.from_dict(
+                posterior={k: np.asarray(v) for k, v in nat.items()},
+                log_likelihood={"y": cell_ll},
+                sample_stats={"diverging": div[j]},
+                coords={"subject": ["/".join(map(str, s)) for s in d.subjects]},
+                dims={k: ["subject"] for k in nat},
             )
-            arrays = [
-                np.stack(a) for a in zip(*(_padded(datas[i], shape) for i in fill), strict=True)
-            ]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                post, div, ll = fn(seed, *arrays)
-            post = {k: np.asarray(v) for k, v in post.items()}
-            div, ll = np.asarray(div), np.asarray(ll)
-            for j, i in enumerate(part):
-                d = datas[i]
-                r, t = d.z.shape
-                cell_ll = (ll[j][..., :r, :t] + d.const)[:, :, d.obs]  # (chains, draws, n)
-                nat = natural_params(variant, {k: v[j] for k, v in post.items()}, d)
-                out[i] = az.from_dict(
-                    posterior={k: np.asarray(v) for k, v in nat.items()},
-                    log_likelihood={"y": cell_ll},
-                    sample_stats={"diverging": div[j]},
-                    coords={"subject": ["/".join(map(str, s)) for s in d.subjects]},
-                    dims={k: ["subject"] for k in nat},
-                )
+        )
     return out
 
 
@@ -413,13 +430,17 @@ def _cell_results(group_keys, key, name, idata, chains):
     import arviz as az
 
     label = "/".join(map(str, key))
-    diag = diagnostics(idata)
+    summ = az.summary(idata, hdi_prob=0.94)
+    diag = {  # = diagnostics(idata): the same columns of the same (rounded) summary
+        "r_hat_max": float(summ["r_hat"].max()),
+        "ess_bulk_min": float(summ["ess_bulk"].min()),
+        "divergences": int(np.asarray(idata.sample_stats["diverging"]).sum()),
+    }
     notes = []
     if not diagnostics_ok(diag, chains):
         notes.append(f"{label} {name}: sampler diagnostics failed ({diagnostics_failures(diag, chains)}); "
                      "treat with care")  # fmt: skip
     rows = []
-    summ = az.summary(idata, hdi_prob=0.94)
     for lab, r in summ.iterrows():
         param, _, subj = lab.partition("[")
         rows.append({**dict(zip(group_keys, key, strict=True)), "subject_cell": subj.rstrip("]"), "variant": name,
@@ -452,14 +473,42 @@ def _fit_one(job):
     return (key, name, idata, *_cell_results(group_keys, key, name, idata, chains))
 
 
-def _fit_batch_job(job) -> list:
-    """Fit one variant for a batch of same-shape cells (one task: local, or on a Dask worker)."""
-    name, items, chains, warmup, draws, seed = job
+def _dispatch_job(job):
+    name, items, chains, warmup, draws, seed, size = job
+    return _dispatch(get_variant(name), [d for _, d in items], chains, warmup, draws, seed, size)
+
+
+def _finish_job(job, raw) -> list:
+    name, items, chains, *_ = job
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
-        idatas = sample_batch(name, [d for _, d in items], chains, warmup, draws, seed)
+        idatas = _collect(get_variant(name), [d for _, d in items], raw)
         return [(key, name, idata, *_cell_results(list(CELL_KEYS), key, name, idata, chains))
                 for (key, _), idata in zip(items, idatas, strict=True)]  # fmt: skip
+
+
+def _fit_batch_job(job) -> list:
+    """Fit one variant for a slice of same-shape cells (one task: here, or on a Dask worker)."""
+    return _finish_job(job, _dispatch_job(job))
+
+
+def _run_batch_jobs(jobs, scheduler=None) -> list:
+    """Every batched task, on the Dask cluster at ``scheduler`` or here.
+
+    Here, the next slice is dispatched (JAX computes asynchronously) before
+    the summaries of the current one are made, so that the two overlap.
+    """
+    from .distributed import map_tasks, scheduler_address
+
+    if scheduler_address(scheduler) is not None:
+        return [r for part in map_tasks(_fit_batch_job, jobs, scheduler=scheduler) for r in part]
+    out, pending = [], None
+    for job in [*jobs, None]:
+        nxt = None if job is None else (job, _dispatch_job(job))
+        if pending is not None:
+            out += _finish_job(*pending)
+        pending = nxt
+    return out
 
 
 def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, seed=0):
@@ -482,8 +531,9 @@ def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, see
             by_shape.setdefault(canonical_shape(d), []).append((k, d))
         for shape in sorted(by_shape):
             group = by_shape[shape]
-            for lo in range(0, len(group), BATCH_CELLS):
-                jobs.append((name, group[lo : lo + BATCH_CELLS], chains, warmup, draws, seed))
+            size = _slice_size(len(group))
+            for lo in range(0, len(group), size):
+                jobs.append((name, group[lo : lo + size], chains, warmup, draws, seed, size))
     return jobs, skipped, order
 
 
@@ -520,11 +570,8 @@ def fit_posterior(trials: pd.DataFrame, variants=None, hierarchical=False, chain
     group_keys = ["task", "modality", "condition"] if hierarchical else list(CELL_KEYS)
     if batched and not hierarchical:
         jobs, skipped, order = batch_jobs(trials, names, chains, warmup, draws, seed)
-        from .distributed import map_tasks
-
         results = [(k, n, None, [], None, note) for k, n, note in skipped]
-        for part in map_tasks(_fit_batch_job, jobs, scheduler=scheduler):
-            results += part
+        results += _run_batch_jobs(jobs, scheduler)
         rank = {n: i for i, n in enumerate(names)}
         results.sort(key=lambda r: (order[r[0]], rank[r[1]]))  # as the per-cell path orders them
     else:
