@@ -10,6 +10,7 @@ import pytest
 from conftest import make_cell
 
 import bayesobs
+import bayesobs.scores
 from bayesobs.observers import get_variant
 
 posterior = pytest.importorskip("bayesobs.posterior")
@@ -85,3 +86,29 @@ def test_batched_posterior_means_agree_with_per_cell_fits(name):
         assert (z < 3).all(), (key, sb["mean"], sm["mean"])
     assert (b["divergences"] == 0).all() and (b["r_hat_max"] <= 1.02).all()
     np.testing.assert_allclose(bl["elpd_loo"], ml["elpd_loo"], atol=0.5)
+
+
+def test_cheaper_cue_probe_keeps_the_out_of_fold_r2_of_the_papers_forest():
+    """PROBE_TREES trees give the 100-tree forest's out-of-fold R^2 to 0.01."""
+    from bayesobs import cue
+    from bayesobs.synthetic import simulated_trials
+    from bayesobs.trials import normalize_trials
+
+    t = bayesobs.scores.with_baseline(
+        normalize_trials(simulated_trials(n_subjects=2, trials_per_session=30, seed=4))
+    )
+    paired, _ = cue.paired_trials(t)
+    paired = paired[paired["condition"] == "base"]
+    r2 = []
+    for _, g in paired.groupby(["subject", "task", "condition"]):
+        y = g["y_multimodal"].to_numpy()
+        ss = ((y - y.mean()) ** 2).sum()
+        r2.append(
+            [
+                1 - ((y - cue._probe_predictions(g, 0, 5, trees)["random_forest"]) ** 2).sum() / ss
+                for trees in (cue.PROBE_TREES, 100)
+            ]
+        )
+    r2 = np.array(r2)
+    assert len(r2) >= 4
+    np.testing.assert_allclose(r2[:, 0], r2[:, 1], atol=0.01)
