@@ -313,6 +313,10 @@ def _probe_predictions(
     return preds
 
 
+def _probe_task(args) -> dict[str, np.ndarray]:
+    return _probe_predictions(*args)
+
+
 def _calibration(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Least-squares line ``x ~ a y + c`` as ``[a, c]`` (minimum norm if ``y`` is constant)."""
     X = np.column_stack([y, np.ones(len(y))])
@@ -341,8 +345,14 @@ def _probe(trials: pd.DataFrame, seed: int, conditions, folds: int):
         if reason:
             skipped.append((subject, task, f"cue probe {condition}", reason))
             continue
-        preds = _probe_predictions(g, seed, folds)
-        parts.append(g.assign(**{f"pred_{k}": v for k, v in preds.items()}))
+        parts.append(g)
+    from .distributed import map_tasks  # the groups are independent: here, or on a Dask cluster
+
+    preds = map_tasks(_probe_task, [(g, seed, folds) for g in parts])
+    parts = [
+        g.assign(**{f"pred_{k}": v for k, v in p.items()})
+        for g, p in zip(parts, preds, strict=True)
+    ]
     cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
     pred = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
     return pred, pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])

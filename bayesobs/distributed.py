@@ -12,16 +12,29 @@ wherever it runs.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 ENV = "BAYESOBS_SCHEDULER"
+_CURRENT: ContextVar = ContextVar("bayesobs_scheduler", default=None)
+
+
+@contextmanager
+def use_scheduler(scheduler) -> Iterator[None]:
+    """Within the block, library calls send their tasks to ``scheduler`` (None: no change)."""
+    token = _CURRENT.set(scheduler or _CURRENT.get())
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
 
 
 def scheduler_address(scheduler=None):
-    """``scheduler``, else ``$BAYESOBS_SCHEDULER``, else None (run here)."""
+    """``scheduler``, else the one of :func:`use_scheduler`, else ``$BAYESOBS_SCHEDULER``, else None."""
     if scheduler is not None and scheduler != "":
         return scheduler
-    return os.environ.get(ENV) or None
+    return _CURRENT.get() or os.environ.get(ENV) or None
 
 
 def map_tasks(fn: Callable, items: Iterable, scheduler=None) -> list:
@@ -59,4 +72,4 @@ def map_tasks(fn: Callable, items: Iterable, scheduler=None) -> list:
         return client.gather(client.map(fn, items, pure=False))
 
 
-__all__ = ["ENV", "map_tasks", "scheduler_address"]
+__all__ = ["ENV", "map_tasks", "scheduler_address", "use_scheduler"]

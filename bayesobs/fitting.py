@@ -791,6 +791,15 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
     return ll, n_out, par
 
 
+def _fit_chunk_task(args):
+    """One chunk of :func:`fit_batch` (here, or on a Dask worker)."""
+    W, runs, cells, B, lapse = args
+    c_ll, c_n, c_par = _fit_chunk(W, runs, cells, B)
+    if lapse:
+        _lapse_chunk(W, runs, cells, B, c_ll, c_par)
+    return c_ll, c_n, c_par
+
+
 def _lapse_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, ll, par) -> None:
     """Refit every variant with a lapse rate (METHOD §11), in place of ``ll``/``par``.
 
@@ -906,6 +915,11 @@ def fit_batch(
     step = max(1, int(max_chunk_pairs // max(1, (1 + B) * runs_per_cell.max())))
     # the log-rho grid holds (grid points x runs) moments: bound the runs of a chunk too
     step = min(step, max(1, int(MAX_CHUNK_RUNS // max(1, runs_per_cell.max()))))
+    from .distributed import map_tasks, scheduler_address
+
+    remote = scheduler_address() is not None
+    if remote:  # a Dask cluster: at least 8 tasks (every dataset is fitted on its own)
+        step = min(step, max(1, -(-n_cells // 8)))
     chunks = [np.arange(s, min(s + step, n_cells)) for s in range(0, n_cells, step)]
     bar = None
     if progress:
@@ -913,7 +927,8 @@ def fit_batch(
 
         bar = tqdm(total=n_cells * (1 + B), unit="fit", desc="fitting cells x replicates")
     run_start = np.concatenate([[0], np.cumsum(runs_per_cell)])
-    for idx in chunks:
+
+    def task(idx):
         r0, r1 = run_start[idx[0]], run_start[idx[-1] + 1]
         sub_runs = RunTable(
             runs.x[r0:r1],
@@ -930,9 +945,13 @@ def fit_batch(
         )
         sub_W = W[idx[0] * (1 + B) : (idx[-1] + 1) * (1 + B), r0:r1]
         sub_cells = cells.iloc[idx].reset_index(drop=True)
-        c_ll, c_n, c_par = _fit_chunk(sub_W, sub_runs, sub_cells, B)
-        if lapse:
-            _lapse_chunk(sub_W, sub_runs, sub_cells, B, c_ll, c_par)
+        return sub_W, sub_runs, sub_cells, B, lapse
+
+    if remote:
+        outs = map_tasks(_fit_chunk_task, [task(idx) for idx in chunks])
+    else:
+        outs = (_fit_chunk_task(task(idx)) for idx in chunks)
+    for idx, (c_ll, c_n, c_par) in zip(chunks, outs, strict=True):
         ll[idx] = c_ll.reshape(len(idx), 1 + B, V)
         n[idx] = c_n.reshape(len(idx), 1 + B, 1)
         for p in _PARAMS:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -67,13 +68,14 @@ def scale(args) -> dict:
     res = {"device": f"{dev.platform}:{dev.device_kind}", "cells": len(pick), "cells_all": n_all,
            "variants": 10, **kw}  # fmt: skip
     warnings.simplefilter("ignore", RuntimeWarning)  # counted below instead
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     summ, loo, idatas, notes = fit_posterior(sub, scheduler=args.scheduler, **kw)
-    wall = time.perf_counter() - t
-    res.update(wall_s=round(wall, 1), extrapolated_all_cells_s=round(wall * n_all / len(pick), 1),
+    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+    res.update(wall_s=round(wall, 1), cpu_s=round(cpu, 1), load_avg_1min=os.getloadavg()[0],
+               extrapolated_all_cells_s=round(wall * n_all / len(pick), 1),
                fits=len(loo), diagnostic_notes=len(notes))  # fmt: skip
     print(f"BayesBench scale, {len(pick)} of {n_all} cells x 10 variants, 4 x ({args.warmup} + {args.draws}) "
-          f"on {res['device']}: {wall:.1f} s ({len(loo)} fits, {len(notes)} diagnostic notes); "
+          f"on {res['device']}: {wall:.1f} s wall, {cpu:.1f} s CPU, load {res['load_avg_1min']:.1f} ({len(loo)} fits, {len(notes)} diagnostic notes); "
           f"x {n_all}/{len(pick)} -> {res['extrapolated_all_cells_s'] / 60:.1f} min for all cells")  # fmt: skip
     if args.dask_local:
         from distributed import LocalCluster
