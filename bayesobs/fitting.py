@@ -493,10 +493,10 @@ def _fit_kalman(W, Gd, z, u, obs):
     if interior.any():
         # refine only the interior minima (the others are kept as they are): (row, dataset) items
         j_sel, d_sel = np.nonzero(interior)
-        pairs = pairs_of(d_sel)
+        pairs, Gd_sel = pairs_of(d_sel), Gd[d_sel]
 
         def evaluate(th):
-            rk, rg, _, _ = _rss_kalman(Gd[d_sel], *moments_of(pairs, th))
+            rk, rg, _, _ = _rss_kalman(Gd_sel, *moments_of(pairs, th))
             return np.where(j_sel == 0, rk, rg)
 
         th_r, f_r = _golden(evaluate, lo[j_sel, d_sel], hi[j_sel, d_sel])
@@ -1096,15 +1096,18 @@ def fits_table(batch: FitBatch) -> pd.DataFrame:
     """``fits.csv`` rows (DESIGN contract) of the full-data fits."""
     rows = []
     cells = batch.cells
+    # column values read once (element access on Arrow-backed columns is slow)
+    key_cols = {k: list(cells[k]) for k in CELL_KEYS}
+    extra_cols = {k: list(cells[k]) for k in ("level", "n_level") if k in cells.columns}
+    lapse = batch.params.get("lapse")
     for c in range(len(cells)):
-        key = {k: cells[k].iat[c] for k in CELL_KEYS}
-        extra = {k: cells[k].iat[c] for k in ("level", "n_level") if k in cells.columns}
+        key = {k: col[c] for k, col in key_cols.items()}
+        extra = {k: col[c] for k, col in extra_cols.items()}
         for j, v in enumerate(VARIANTS):
             if batch.skipped[c, j]:
                 params = {"skipped": batch.skipped[c, j]}
             else:
                 params = {p: float(batch.params[p][c, 0, j]) for p in v.param_names}
-                lapse = batch.params.get("lapse")
                 if lapse is not None and np.isfinite(lapse[c, 0, j]):
                     params["lapse"] = float(lapse[c, 0, j])
             rows.append(
