@@ -112,3 +112,26 @@ def test_cheaper_cue_probe_keeps_the_out_of_fold_r2_of_the_papers_forest():
     r2 = np.array(r2)
     assert len(r2) >= 4
     np.testing.assert_allclose(r2[:, 0], r2[:, 1], atol=0.01)
+
+
+def test_batched_inference_data_is_built_like_from_dict():
+    import arviz as az
+    import xarray as xr
+
+    rng = np.random.default_rng(0)
+    nat = {
+        "w_prior": rng.uniform(size=(2, 7, 1)).astype(np.float32),
+        "sigma": rng.uniform(size=(2, 7, 1)),
+    }
+    ll, div = rng.normal(size=(2, 7, 11)), rng.uniform(size=(2, 7)) < 0.1
+    subjects = [("s", "t", "text", "base")]
+    got = posterior._inference_data(nat, ll, div, subjects)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        ref = az.from_dict(posterior=nat, log_likelihood={"y": ll}, sample_stats={"diverging": div},
+                           coords={"subject": ["s/t/text/base"]}, dims={k: ["subject"] for k in nat})  # fmt: skip
+    assert got.groups() == ref.groups()
+    for g in ref.groups():
+        a, b = got[g], ref[g]
+        xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+        assert set(a.attrs) == set(b.attrs) - {"inference_library"}
