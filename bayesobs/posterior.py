@@ -15,6 +15,11 @@ Priors (standardised scale, weakly informative): ``w_prior ~ Beta(1.1, 1.1)``,
 ``w ~ Normal(1, 1)``, ``sigma' ~ HalfNormal(1)``.  Hierarchical models draw
 each subject's ``logit w_prior``, ``log rho`` or ``w`` from a population
 ``Normal(mu, tau)`` with ``tau ~ HalfNormal(1)`` (non-centred).
+
+Single-cell fits are batched (:func:`sample_batch`): one compiled sampler per
+variant and cell shape, ``vmap`` over cells and chains of NumPyro's NUTS
+kernel, each cell with its own adaptation and diagnostics; the batches run
+here or on a Dask cluster (:mod:`bayesobs.distributed`).
 """
 
 from __future__ import annotations
@@ -690,13 +695,16 @@ def ppc_table(
 
 __all__ = [
     "bcs_posterior",
+    "canonical_shape",
     "diagnostics",
     "fit_posterior",
     "model",
     "posterior_mode",
     "ppc_table",
     "prepare",
+    "prepare_cells",
     "sample",
+    "sample_batch",
 ]
 
 
