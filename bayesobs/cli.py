@@ -662,6 +662,16 @@ def _add_stimulus_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_scheduler_option(p) -> None:
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="send the work to a running Dask scheduler (tcp://host:8786; default "
+        "$BAYESOBS_SCHEDULER, else this machine); needs bayesobs[distributed]",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every ``bayesobs`` command."""
     from . import __version__
@@ -694,6 +704,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--draws", type=int, default=500, help="posterior: draws per chain (default 500)"
     )
+    _add_scheduler_option(p)
     p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser(
@@ -741,6 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="variances behind the non-oracle Bayes weights: of responses (paper, default) or errors",
     )
     p.add_argument("--no-probe", action="store_true", help="skip the random-forest cue probe")
+    _add_scheduler_option(p)
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser(
@@ -872,6 +884,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--bootstrap", type=int, default=30, help="replicates behind s_p (default 30)")
     p.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    _add_scheduler_option(p)
     p.set_defaults(func=cmd_design)
     return parser
 
@@ -881,7 +894,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        from .distributed import use_scheduler
+
+        with use_scheduler(getattr(args, "scheduler", None)):
+            return args.func(args)
     except BayesobsInputError as exc:
         print(f"bayesobs: error: {exc}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .bootstrap import add_interval, run_draws, unit_draws
+from .fitting import CONSTANT_REASON
 
 ONE, X, T, IMG, MM, C = range(6)
 NON_ORACLE = ("response", "error")
@@ -269,3 +270,138 @@ def cue_table(
     """
     groups, values, missing = cue_batch(trials, bootstrap, seed, non_oracle)
     return cue_frame(groups, values), missing
+
+
+# ------------------------------------------------------------- the cue probe
+PROBE_MODELS = ("random_forest", "linear", "bayes_non_oracle", "bayes_oracle")
+PROBE_TREES = (
+    30  # the paper's forest has 100: out-of-fold R^2 within 0.002 at BayesBench scale, 3x cheaper
+)
+
+
+def _probe_predictions(
+    g: pd.DataFrame, seed: int, folds: int, trees: int = PROBE_TREES
+) -> dict[str, np.ndarray]:
+    """Out-of-fold predictions of ``y_multimodal`` for one paired group.
+
+    The random forest has ``trees`` trees (default :data:`PROBE_TREES`; the
+    paper's 100 give the same out-of-fold R² to 0.01, see tests/test_scale.py).
+    """
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.model_selection import KFold
+
+    n = len(g)
+    X = g[["y_text", "y_image"]].to_numpy()
+    y = g["y_multimodal"].to_numpy()
+    v = np.column_stack(
+        [np.ones(n), g["stimulus"], g["y_text"], g["y_image"], g["y_multimodal"], g["baseline"]]
+    )
+    preds = {k: np.empty(n) for k in PROBE_MODELS}
+    for train, test in KFold(folds, shuffle=True, random_state=seed).split(X):
+        rf = RandomForestRegressor(n_estimators=trees, min_samples_leaf=3, random_state=seed)
+        preds["random_forest"][test] = rf.fit(X[train], y[train]).predict(X[test])
+        q = combine(v[train].T @ v[train])
+        a, wn, wo = q["alpha_text"], q["w_text_non_oracle"], q["w_text_oracle"]
+        yt, yi = X[test, 0], X[test, 1]
+        preds["linear"][test] = a * yt + (1 - a) * yi
+        preds["bayes_non_oracle"][test] = wn * yt + (1 - wn) * yi
+        cal = [_calibration(v[train, i], v[train, 1]) for i in (2, 3)]
+        preds["bayes_oracle"][test] = wo * np.polyval(cal[0], yt) + (1 - wo) * np.polyval(
+            cal[1], yi
+        )
+    return preds
+
+
+def _probe_task(args) -> dict[str, np.ndarray]:
+    return _probe_predictions(*args)
+
+
+def _calibration(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Least-squares line ``x ~ a y + c`` as ``[a, c]`` (minimum norm if ``y`` is constant)."""
+    X = np.column_stack([y, np.ones(len(y))])
+    return np.linalg.lstsq(X, x, rcond=None)[0]
+
+
+def _probe_skip_reason(g: pd.DataFrame) -> str:
+    """Why a paired group with enough trials cannot be probed ("" if it can)."""
+    for col in ("y_text", "y_image", "y_multimodal"):
+        if g[col].min() == g[col].max():
+            return CONSTANT_REASON
+    return ""
+
+
+def _probe(trials: pd.DataFrame, seed: int, conditions, folds: int):
+    """Out-of-fold predictions of every probe-able group, and ``missing.csv`` rows of the others."""
+    paired, _ = paired_trials(trials)
+    paired = paired[paired["condition"].isin(conditions)]
+    parts, skipped = [], []
+    for (subject, task, condition), g in paired.groupby(
+        ["subject", "task", "condition"], sort=True
+    ):
+        if len(g) < 2 * folds:
+            continue  # too few paired trials for the folds: left out, as always
+        reason = _probe_skip_reason(g)
+        if reason:
+            skipped.append((subject, task, f"cue probe {condition}", reason))
+            continue
+        parts.append(g)
+    from .distributed import map_tasks  # the groups are independent: here, or on a Dask cluster
+
+    preds = map_tasks(_probe_task, [(g, seed, folds) for g in parts])
+    parts = [
+        g.assign(**{f"pred_{k}": v for k, v in p.items()})
+        for g, p in zip(parts, preds, strict=True)
+    ]
+    cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
+    pred = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+    return pred, pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
+
+
+def cue_predictions(
+    trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5
+) -> pd.DataFrame:
+    """Per paired trial: ``y_multimodal`` and each combiner's out-of-fold prediction.
+
+    ``trials`` needs a ``baseline`` column (:func:`with_baseline`).  Groups
+    with fewer than ``2 * folds`` paired trials, or with a modality whose
+    responses are constant (nothing to calibrate or explain; see
+    :func:`cue_probe`), are left out.
+    """
+    return _probe(trials, seed, conditions, folds)[0]
+
+
+def _r2_table(pred: pd.DataFrame) -> pd.DataFrame:
+    cols = ["subject", "task", "condition", "n", *(f"r2_{k}" for k in PROBE_MODELS)]
+    rows = []
+    for key, g in pred.groupby(["subject", "task", "condition"], sort=True):
+        y = g["y_multimodal"].to_numpy()
+        ss = ((y - y.mean()) ** 2).sum()
+        row = dict(zip(["subject", "task", "condition"], key, strict=True), n=len(g))
+        for k in PROBE_MODELS:
+            row[f"r2_{k}"] = 1 - ((y - g[f"pred_{k}"].to_numpy()) ** 2).sum() / ss
+        rows.append(row)
+    return pd.DataFrame(rows, columns=cols)
+
+
+def cue_probe(
+    trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`cue_probe_table` and the ``missing.csv`` rows of the groups it left out.
+
+    A group whose text, image or multimodal responses are constant over its
+    paired trials has no R² to report (and nothing to calibrate): it gets a
+    row with component ``cue probe CONDITION`` and reason ``constant responses``.
+    """
+    pred, skipped = _probe(trials, seed, conditions, folds)
+    return _r2_table(pred), skipped
+
+
+def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5):
+    """Out-of-fold R² of predicting multimodal from unimodal responses.
+
+    A random forest (the non-linear probe) beside the linear-regression,
+    Bayes non-oracle and Bayes oracle combiners, each fitted on the training
+    folds only: the paper's Figure 7 comparison.  Groups with constant
+    responses are left out (:func:`cue_probe` says which).
+    """
+    return cue_probe(trials, seed, conditions, folds)[0]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -331,6 +332,33 @@ def _kalman_moments(z, u, obs, rho):
     return s1, s2, s3
 
 
+KALMAN_BLOCK = 8192  # columns per block: the recursion's working set stays in cache
+
+
+def _kalman_moments_blocked(z, u, obs, rho):
+    """:func:`_kalman_moments` with one ``rho`` per column, block by block.
+
+    The same operations on every element (so the same numbers), on blocks of
+    :data:`KALMAN_BLOCK` columns that stay in cache, in two threads where
+    there are two cores or more (NumPy releases the GIL).
+    """
+    blocks = [slice(a, a + KALMAN_BLOCK) for a in range(0, z.shape[1], KALMAN_BLOCK)]
+
+    def one(b):
+        return _kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b])
+
+    if len(blocks) > 1 and (os.cpu_count() or 1) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(2) as pool:
+            parts = list(pool.map(one, blocks))
+    else:
+        parts = [one(b) for b in blocks]
+    if not parts:
+        return [np.zeros(0)] * 3
+    return [np.concatenate(p) for p in zip(*parts, strict=True)]
+
+
 def _rss_kalman(G, s1, s2, s3):
     """RSS of ``kalman`` and ``kalman_gain`` given dataset moments.
 
@@ -433,27 +461,27 @@ def _fit_kalman(W, Gd, z, u, obs):
     rss_k, rss_g, _, _ = _rss_kalman(Gd[:, None, :], *agg)
     D = W.shape[0]
     coo = W.tocoo()
-    d_p, r_p, w_p = coo.row, coo.col, coo.data
-    # (dataset, run) pairs, twice: row 0 for kalman, row 1 for kalman_gain
-    zp, up, op = z[:, r_p], u[:, r_p], obs[:, r_p]
-    zp, up, op = (np.concatenate([a, a], axis=1) for a in (zp, up, op))
-    P = len(d_p)
+    d_p, r_p, w_p = coo.row, coo.col, coo.data  # (dataset, run) pairs, by dataset (CSR order)
+    first = np.searchsorted(d_p, np.arange(D + 1))
 
-    def moments_at(th):  # th: (2, D) -> moments (2, D) each
-        m = _kalman_moments(zp, up, op, np.exp(th[:, d_p]).reshape(-1))
-        return [
-            np.stack(
-                [
-                    np.bincount(d_p, weights=w_p * mm[j * P : (j + 1) * P], minlength=D)
-                    for j in (0, 1)
-                ]
-            )
-            for mm in m
-        ]
+    def pairs_of(d_sel):
+        """The (dataset, run) pairs of datasets ``d_sel``: item index, weight, gathered runs."""
+        cnt = first[d_sel + 1] - first[d_sel]
+        item = np.repeat(np.arange(len(d_sel)), cnt)
+        pos = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt - first[d_sel], cnt)
+        c = r_p[pos]
+        return item, w_p[pos], len(d_sel), z[:, c], u[:, c], obs[:, c]
 
-    def evaluate(th):
-        rk, rg, _, _ = _rss_kalman(Gd, *moments_at(th))
-        return np.stack([rk[0], rg[1]])
+    def moments_of(pairs, th):
+        """Moments of the datasets of ``pairs`` at ``log rho = th`` (one per dataset)."""
+        item, w, n, zc, uc, oc = pairs
+        m = _kalman_moments_blocked(zc, uc, oc, np.exp(th)[item])
+        return [np.bincount(item, weights=w * mm, minlength=n) for mm in m]
+
+    def moments_at(th):  # th: (2, D) -> moments (2, D) each (row 0 kalman, row 1 kalman_gain)
+        d_all = np.arange(D)
+        m = moments_of(pairs_of(np.concatenate([d_all, d_all])), th.reshape(-1))
+        return [mm.reshape(2, D) for mm in m]
 
     grids = np.stack([rss_k, rss_g])  # (2, D, C)
     i = np.argmin(np.where(np.isnan(grids), np.inf, grids), axis=2)  # (2, D)
@@ -463,9 +491,17 @@ def _fit_kalman(W, Gd, z, u, obs):
     lo = theta[np.clip(i - 1, 1, len(theta) - 2)]
     hi = theta[np.clip(i + 1, 1, len(theta) - 2)]
     if interior.any():
-        th_r, f_r = _golden(evaluate, lo, hi)
-        better = interior & (f_r < best_rss)
-        best_theta = np.where(better, th_r, best_theta)
+        # refine only the interior minima (the others are kept as they are): (row, dataset) items
+        j_sel, d_sel = np.nonzero(interior)
+        pairs, Gd_sel = pairs_of(d_sel), Gd[d_sel]
+
+        def evaluate(th):
+            rk, rg, _, _ = _rss_kalman(Gd_sel, *moments_of(pairs, th))
+            return np.where(j_sel == 0, rk, rg)
+
+        th_r, f_r = _golden(evaluate, lo[j_sel, d_sel], hi[j_sel, d_sel])
+        better = f_r < best_rss[j_sel, d_sel]
+        best_theta[j_sel[better], d_sel[better]] = th_r[better]
     rk, rg, g, delta = _rss_kalman(Gd, *moments_at(best_theta))
     return {
         "kalman": (rk[0], {"rho": np.exp(best_theta[0])}),
@@ -758,6 +794,15 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
     return ll, n_out, par
 
 
+def _fit_chunk_task(args):
+    """One chunk of :func:`fit_batch` (here, or on a Dask worker)."""
+    W, runs, cells, B, lapse = args
+    c_ll, c_n, c_par = _fit_chunk(W, runs, cells, B)
+    if lapse:
+        _lapse_chunk(W, runs, cells, B, c_ll, c_par)
+    return c_ll, c_n, c_par
+
+
 def _lapse_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, ll, par) -> None:
     """Refit every variant with a lapse rate (METHOD §11), in place of ``ll``/``par``.
 
@@ -873,6 +918,11 @@ def fit_batch(
     step = max(1, int(max_chunk_pairs // max(1, (1 + B) * runs_per_cell.max())))
     # the log-rho grid holds (grid points x runs) moments: bound the runs of a chunk too
     step = min(step, max(1, int(MAX_CHUNK_RUNS // max(1, runs_per_cell.max()))))
+    from .distributed import map_tasks, scheduler_address
+
+    remote = scheduler_address() is not None
+    if remote:  # a Dask cluster: at least 8 tasks (every dataset is fitted on its own)
+        step = min(step, max(1, -(-n_cells // 8)))
     chunks = [np.arange(s, min(s + step, n_cells)) for s in range(0, n_cells, step)]
     bar = None
     if progress:
@@ -880,7 +930,8 @@ def fit_batch(
 
         bar = tqdm(total=n_cells * (1 + B), unit="fit", desc="fitting cells x replicates")
     run_start = np.concatenate([[0], np.cumsum(runs_per_cell)])
-    for idx in chunks:
+
+    def task(idx):
         r0, r1 = run_start[idx[0]], run_start[idx[-1] + 1]
         sub_runs = RunTable(
             runs.x[r0:r1],
@@ -897,9 +948,13 @@ def fit_batch(
         )
         sub_W = W[idx[0] * (1 + B) : (idx[-1] + 1) * (1 + B), r0:r1]
         sub_cells = cells.iloc[idx].reset_index(drop=True)
-        c_ll, c_n, c_par = _fit_chunk(sub_W, sub_runs, sub_cells, B)
-        if lapse:
-            _lapse_chunk(sub_W, sub_runs, sub_cells, B, c_ll, c_par)
+        return sub_W, sub_runs, sub_cells, B, lapse
+
+    if remote:
+        outs = map_tasks(_fit_chunk_task, [task(idx) for idx in chunks])
+    else:
+        outs = (_fit_chunk_task(task(idx)) for idx in chunks)
+    for idx, (c_ll, c_n, c_par) in zip(chunks, outs, strict=True):
         ll[idx] = c_ll.reshape(len(idx), 1 + B, V)
         n[idx] = c_n.reshape(len(idx), 1 + B, 1)
         for p in _PARAMS:
@@ -1044,15 +1099,18 @@ def fits_table(batch: FitBatch) -> pd.DataFrame:
     """``fits.csv`` rows (DESIGN contract) of the full-data fits."""
     rows = []
     cells = batch.cells
+    # column values read once (element access on Arrow-backed columns is slow)
+    key_cols = {k: list(cells[k]) for k in CELL_KEYS}
+    extra_cols = {k: list(cells[k]) for k in ("level", "n_level") if k in cells.columns}
+    lapse = batch.params.get("lapse")
     for c in range(len(cells)):
-        key = {k: cells[k].iat[c] for k in CELL_KEYS}
-        extra = {k: cells[k].iat[c] for k in ("level", "n_level") if k in cells.columns}
+        key = {k: col[c] for k, col in key_cols.items()}
+        extra = {k: col[c] for k, col in extra_cols.items()}
         for j, v in enumerate(VARIANTS):
             if batch.skipped[c, j]:
                 params = {"skipped": batch.skipped[c, j]}
             else:
                 params = {p: float(batch.params[p][c, 0, j]) for p in v.param_names}
-                lapse = batch.params.get("lapse")
                 if lapse is not None and np.isfinite(lapse[c, 0, j]):
                     params["lapse"] = float(lapse[c, 0, j])
             rows.append(

@@ -4,16 +4,28 @@ Usage::
 
     .venv/bin/python benchmarks/bench_posterior.py [--out bench-output]
 
+    .venv/bin/python benchmarks/bench_posterior.py --scale [--scale-cells 783] [--check-cells 3]
+        [--warmup 500 --draws 500] [--scheduler ADDRESS | --dask-local]
+
 1. One cell of 120 trials, all ten variants, 4 chains x (500 warm-up + 500 draws).
 2. The hierarchical model over 9 subjects (120 trials each), 4 chains x (500 + 500):
    the static observer alone, then all ten variants.
-Wall times include JIT compilation.
+3. ``--scale``: the BayesBench-scale data set (783 cells x 10 variants, or a
+   seeded sample of ``--scale-cells`` cells, extrapolated linearly to 783:
+   an upper bound, as the compile time does not grow with the cells),
+   batched, 4 chains x (500 + 500); then per-cell fits (NumPyro ``MCMC``)
+   of ``--check-cells`` sampled cells, all ten variants, and the share of
+   posterior means within 2 Monte Carlo standard errors (combined, of the
+   two fits).  ``--dask-local`` runs the batched fit again through a Dask
+   ``LocalCluster`` (2 workers) and checks that the tables are identical.
+Wall times include JIT compilation; the JAX device is reported.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -35,12 +47,85 @@ def cell(rng, w, subject="s"):
     return pd.concat(rows)
 
 
+def scale(args) -> dict:
+    """The BayesBench-scale case (see the module docstring)."""
+    import arviz as az
+    import jax
+
+    from bayesobs.posterior import fit_posterior
+    from bayesobs.synthetic import simulated_trials
+    from bayesobs.trials import CELL_KEYS, normalize_trials
+
+    keys = list(CELL_KEYS)
+    trials = normalize_trials(simulated_trials(n_subjects=9, trials_per_session=40, seed=0))
+    cells = trials[keys].drop_duplicates().reset_index(drop=True)
+    n_all = len(cells)
+    rng = np.random.default_rng(0)
+    pick = cells.iloc[np.sort(rng.choice(n_all, min(args.scale_cells, n_all), replace=False))]
+    sub = trials.merge(pick, on=keys)
+    dev = jax.devices()[0]
+    kw = {"chains": 4, "warmup": args.warmup, "draws": args.draws}
+    res = {"device": f"{dev.platform}:{dev.device_kind}", "cells": len(pick), "cells_all": n_all,
+           "variants": 10, **kw}  # fmt: skip
+    warnings.simplefilter("ignore", RuntimeWarning)  # counted below instead
+    t, cpu = time.perf_counter(), time.process_time()
+    summ, loo, idatas, notes = fit_posterior(sub, scheduler=args.scheduler, **kw)
+    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+    res.update(wall_s=round(wall, 1), cpu_s=round(cpu, 1), load_avg_1min=os.getloadavg()[0],
+               extrapolated_all_cells_s=round(wall * n_all / len(pick), 1),
+               fits=len(loo), diagnostic_notes=len(notes))  # fmt: skip
+    print(f"BayesBench scale, {len(pick)} of {n_all} cells x 10 variants, 4 x ({args.warmup} + {args.draws}) "
+          f"on {res['device']}: {wall:.1f} s wall, {cpu:.1f} s CPU, load {res['load_avg_1min']:.1f} ({len(loo)} fits, {len(notes)} diagnostic notes); "
+          f"x {n_all}/{len(pick)} -> {res['extrapolated_all_cells_s'] / 60:.1f} min for all cells")  # fmt: skip
+    if args.dask_local:
+        from distributed import LocalCluster
+
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+            t = time.perf_counter()
+            s2, l2, _, _ = fit_posterior(sub, scheduler=cluster.scheduler_address, **kw)
+            res["dask_local_wall_s"] = round(time.perf_counter() - t, 1)
+        same = summ.equals(s2) and loo.equals(l2)
+        res["dask_local_identical_tables"] = bool(same)
+        print(
+            f"Dask LocalCluster (2 workers): {res['dask_local_wall_s']} s; tables identical: {same}"
+        )
+    if args.check_cells:
+        check = pick.iloc[rng.choice(len(pick), min(args.check_cells, len(pick)), replace=False)]
+        t = time.perf_counter()
+        _, _, ref, _ = fit_posterior(sub.merge(check, on=keys), batched=False, **kw)
+        res["per_cell_check_s"] = round(time.perf_counter() - t, 1)
+        zs = []
+        for key, idata in ref.items():
+            a = az.summary(idatas[key], round_to="none")
+            b = az.summary(idata, round_to="none")
+            zs += list((a["mean"] - b["mean"]).abs() / np.hypot(a["mcse_mean"], b["mcse_mean"]))
+        zs = np.array(zs)
+        res.update(check_cells=len(check), check_fits=len(ref), check_params=len(zs),
+                   within_2_mcse=float(np.mean(zs < 2)), within_3_mcse=float(np.mean(zs < 3)),
+                   max_z=float(zs.max()))  # fmt: skip
+        print(f"per-cell MCMC fits of {len(check)} cells ({len(ref)} fits, {res['per_cell_check_s']} s): "
+              f"posterior means within 2 MCSE: {res['within_2_mcse']:.1%} of {len(zs)} parameters, "
+              f"within 3: {res['within_3_mcse']:.1%} (largest |diff|/MCSE {zs.max():.2f})")  # fmt: skip
+    return res
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench-output")
+    ap.add_argument("--scale", action="store_true", help="only the BayesBench-scale case")
+    ap.add_argument("--scale-cells", type=int, default=783)
+    ap.add_argument("--check-cells", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=500)
+    ap.add_argument("--draws", type=int, default=500)
+    ap.add_argument("--scheduler", default=None, help="a Dask scheduler address")
+    ap.add_argument("--dask-local", action="store_true", help="also run through a LocalCluster")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     warnings.simplefilter("ignore", FutureWarning)
+    if args.scale:
+        res = scale(args)
+        (args.out / "bench_posterior_scale.json").write_text(json.dumps(res, indent=2) + "\n")
+        return 0
     from bayesobs.posterior import fit_posterior
 
     rng = np.random.default_rng(0)

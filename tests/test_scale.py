@@ -1,0 +1,138 @@
+"""Batched posterior fits: same draws alone or batched, agreement with the per-cell MCMC fits."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import make_cell
+
+import bayesobs
+import bayesobs.scores
+from bayesobs.observers import get_variant
+
+posterior = pytest.importorskip("bayesobs.posterior")
+
+
+def _cells(n, n_per=40, name="static"):
+    truth = {"static": {"w_prior": 0.4, "sigma": 0.03}, "kalman": {"rho": 0.5, "sigma": 0.03}}[name]
+    return pd.concat(
+        [
+            make_cell(np.random.default_rng(20 + i), name, truth, n_per=n_per, subject=f"s{i}")
+            for i in range(n)
+        ]
+    )
+
+
+def test_prepare_cells_gives_the_arrays_of_prepare():
+    df = bayesobs.normalize_trials(pd.concat([_cells(2), _cells(1, n_per=23).assign(subject="t")]))
+    for name in ("static", "kalman_log_gain"):
+        v = get_variant(name)
+        for key, d in posterior.prepare_cells(df, v):
+            alone = posterior.prepare(df[df["subject"] == key[0]], v)
+            for f in ("z", "u", "obs", "zbar", "const", "c", "s", "subject"):
+                np.testing.assert_array_equal(getattr(d, f), getattr(alone, f), err_msg=f)
+            assert d.subjects == alone.subjects
+
+
+def test_a_cell_gets_the_same_draws_alone_or_batched():
+    """Same seed, same draws: the padded shape depends on the cell only (different lengths here)."""
+    df = bayesobs.normalize_trials(pd.concat([_cells(3), _cells(1, n_per=29).assign(subject="t")]))
+    v = get_variant("kalman")
+    datas = [d for _, d in posterior.prepare_cells(df, v)]
+    kw = {"chains": 2, "warmup": 60, "draws": 40, "seed": 3}
+    together = posterior.sample_batch(v, datas, **kw)
+    for i in (1, 3):
+        alone = posterior.sample_batch(v, [datas[i]], **kw)[0]
+        for k in ("rho", "sigma"):
+            np.testing.assert_array_equal(alone.posterior[k], together[i].posterior[k])
+        np.testing.assert_array_equal(alone.log_likelihood["y"], together[i].log_likelihood["y"])
+
+
+def test_batched_kernel_is_mcmc_kernel_until_rounding_separates_them():
+    """The batched sampler runs NumPyro's NUTS kernel with MCMC's keys: the first
+    transitions are the same numbers; later, float32 rounding of the vectorised
+    (cells x chains) computation differs in the last bits and chaotic NUTS
+    trajectories separate, so long runs agree in distribution, not draw by draw."""
+    v = get_variant("static")
+    data = posterior.prepare(bayesobs.normalize_trials(_cells(1)), v)
+    kw = {"chains": 2, "warmup": 5, "draws": 3, "seed": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ref = posterior.sample(v, data, **kw)
+    got = posterior.sample_batch(v, [data], **kw)[0]
+    np.testing.assert_allclose(got.posterior["w_prior"], ref.posterior["w_prior"], rtol=1e-5)
+
+
+@pytest.mark.slow  # two samplers compiled and run: minutes on a loaded 2-core machine
+@pytest.mark.parametrize("name", ["static", "kalman_gain"])
+def test_batched_posterior_means_agree_with_per_cell_fits(name):
+    """Posterior means within 3 combined Monte Carlo standard errors, diagnostics alike."""
+    import arviz as az
+
+    df = _cells(3, name="kalman" if "kalman" in name else "static")
+    kw = {"variants": [name], "chains": 4, "warmup": 300, "draws": 300}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        b, bl, bi, _ = posterior.fit_posterior(df, **kw)
+        m, ml, mi, _ = posterior.fit_posterior(df, batched=False, workers=1, **kw)
+    assert list(b.columns) == list(m.columns) and len(b) == len(m)
+    assert list(bl.columns) == list(ml.columns) and bi.keys() == mi.keys()
+    for key in bi:
+        sb = az.summary(bi[key], round_to="none")
+        sm = az.summary(mi[key], round_to="none")
+        z = (sb["mean"] - sm["mean"]).abs() / np.hypot(sb["mcse_mean"], sm["mcse_mean"])
+        assert (z < 3).all(), (key, sb["mean"], sm["mean"])
+    assert (b["divergences"] == 0).all() and (b["r_hat_max"] <= 1.02).all()
+    np.testing.assert_allclose(bl["elpd_loo"], ml["elpd_loo"], atol=0.5)
+
+
+def test_cheaper_cue_probe_keeps_the_out_of_fold_r2_of_the_papers_forest():
+    """PROBE_TREES trees give the 100-tree forest's out-of-fold R^2 to 0.01."""
+    from bayesobs import cue
+    from bayesobs.synthetic import simulated_trials
+    from bayesobs.trials import normalize_trials
+
+    t = bayesobs.scores.with_baseline(
+        normalize_trials(simulated_trials(n_subjects=2, trials_per_session=30, seed=4))
+    )
+    paired, _ = cue.paired_trials(t)
+    paired = paired[paired["condition"] == "base"]
+    r2 = []
+    for _, g in paired.groupby(["subject", "task", "condition"]):
+        y = g["y_multimodal"].to_numpy()
+        ss = ((y - y.mean()) ** 2).sum()
+        r2.append(
+            [
+                1 - ((y - cue._probe_predictions(g, 0, 5, trees)["random_forest"]) ** 2).sum() / ss
+                for trees in (cue.PROBE_TREES, 100)
+            ]
+        )
+    r2 = np.array(r2)
+    assert len(r2) >= 4
+    np.testing.assert_allclose(r2[:, 0], r2[:, 1], atol=0.01)
+
+
+def test_batched_inference_data_is_built_like_from_dict():
+    import arviz as az
+    import xarray as xr
+
+    rng = np.random.default_rng(0)
+    nat = {
+        "w_prior": rng.uniform(size=(2, 7, 1)).astype(np.float32),
+        "sigma": rng.uniform(size=(2, 7, 1)),
+    }
+    ll, div = rng.normal(size=(2, 7, 11)), rng.uniform(size=(2, 7)) < 0.1
+    subjects = [("s", "t", "text", "base")]
+    got = posterior._inference_data(nat, ll, div, subjects)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        ref = az.from_dict(posterior=nat, log_likelihood={"y": ll}, sample_stats={"diverging": div},
+                           coords={"subject": ["s/t/text/base"]}, dims={k: ["subject"] for k in nat})  # fmt: skip
+    assert got.groups() == ref.groups()
+    for g in ref.groups():
+        a, b = got[g], ref[g]
+        xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+        assert set(a.attrs) == set(b.attrs) - {"inference_library"}
