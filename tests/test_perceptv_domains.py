@@ -1,0 +1,406 @@
+"""Percept-V generators and parsers: gold answers recomputed from the drawn pixels by the tests.
+
+Counts come from connected components (``scipy.ndimage.label``), colours from
+sampling, positions from centroids and shape kinds from the filled area over
+the bounding box; the tests know the layouts only as the docs state them
+(canvas sizes, grid geometry), never from the generators' metadata except
+where noted (inside_circles' ring geometry, verified against the pixels).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pytest
+from PIL import ImageColor
+from scipy import ndimage
+
+from bayesobs import perceptv as pv
+from bayesobs.perceptv import parse as P
+from bayesobs.perceptv.common import FORMAT_LINES
+from bayesobs.perceptv.prompts import BULLETS
+
+EIGHT = np.ones((3, 3), bool)
+SIZES = (1, 2, 7, 13, 20)
+SEEDS = range(3)
+
+
+@cache
+def trial(domain, size, seed, **opts):
+    return pv.make_trial(domain, size, 7_000 + seed, **opts)
+
+
+def cases(domain):
+    return [trial(domain, s, k) for s in SIZES for k in SEEDS]
+
+
+def arr(img):
+    return np.asarray(img.convert("RGB")).astype(int)
+
+
+def colour(a, name):
+    c = ImageColor.getrgb(name)
+    return np.all(a == c, axis=-1)
+
+
+def ink(a):
+    return np.any(a != 255, axis=-1)
+
+
+def components(mask, min_px=15):
+    lab, _n = ndimage.label(mask, structure=EIGHT)
+    out = []
+    for k, sl in enumerate(ndimage.find_objects(lab)):
+        m = lab[sl] == k + 1
+        if m.sum() < min_px:
+            continue
+        cy, cx = ndimage.center_of_mass(m)
+        out.append((cx + sl[1].start, cy + sl[0].start, m, sl))
+    return out
+
+
+def kind(m):
+    f = ndimage.binary_fill_holes(m)
+    ratio = f.sum() / f.size
+    return (
+        "triangle"
+        if ratio < 0.6
+        else "pentagon"
+        if ratio < 0.74
+        else "circle"
+        if ratio < 0.9
+        else "square"
+    )
+
+
+# ----------------------------------------------------------------------------- registry & prompts
+
+
+def test_registry_covers_first_14_and_all_types_and_skills():
+    assert set(pv.FIRST_14) <= set(pv.DOMAINS)
+    assert {d.answer_type for d in pv.DOMAINS.values()} == {"single", "fixed", "list", "set"}
+    skills = {s for d in pv.DOMAINS.values() for s in d.skills}
+    assert skills == set(pv.published.SKILLS)
+    assert len(pv.ALL_DOMAINS) == 30
+    # Table 2: 11 single, 6 fixed, 8 list, 5 set over all 30 domains
+    types = [pv._FORMATS[d][0] for d in pv.ALL_DOMAINS]
+    assert [types.count(t) for t in ("single", "fixed", "list", "set")] == [11, 6, 8, 5]
+
+
+@pytest.mark.parametrize("domain", sorted(pv.DOMAINS))
+def test_prompt_is_the_papers(domain):
+    t = trial(domain, 3, 0)
+    lines = t.prompt.splitlines()
+    assert lines[-2:] == list(FORMAT_LINES)
+    assert lines[:-2] == ["- " + b for b in BULLETS[domain]]
+    assert len(t.images) == (2 if domain in pv.TWO_IMAGE else 1)
+    if len(t.images) == 2:
+        assert t.images[0].size == t.images[1].size
+    assert t.answer_type == pv.DOMAINS[domain].answer_type
+    assert t.skills and t.max_tokens > 0
+
+
+@pytest.mark.parametrize("domain", sorted(pv.DOMAINS))
+def test_seeded_and_deterministic(domain):
+    a, b = pv.make_trial(domain, 9, 123), pv.make_trial(domain, 9, 123)
+    assert a.answer == b.answer and a.meta == b.meta
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(a.images, b.images, strict=True))
+    c = pv.make_trial(domain, 9, 124)
+    assert c.images[0].tobytes() != a.images[0].tobytes()
+    # only white, black and the drawing colours: no antialiasing blends
+    colours = np.unique(arr(a.images[0]).reshape(-1, 3), axis=0)
+    assert len(colours) <= 12
+
+
+def test_protocol_is_stratified_and_seeded():
+    items = list(pv.protocol(["counting_circles", "sort_lines"], per_size=3, seed=5))
+    assert len(items) == 2 * 20 * 3
+    sizes = [s for d, s, _ in items if d == "sort_lines"]
+    assert all(sizes.count(s) == 3 for s in range(1, 21))
+    again = list(pv.protocol(["counting_circles", "sort_lines"], per_size=3, seed=5))
+    t1 = pv.make_trial(*items[7][:2], items[7][2])
+    t2 = pv.make_trial(*again[7][:2], again[7][2])
+    assert t1.images[0].tobytes() == t2.images[0].tobytes()
+    assert len(list(pv.protocol(per_size=10))) == 200 * len(pv.DOMAINS)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        pv.make_trial("nope", 3, 0)
+    with pytest.raises(ValueError):
+        pv.make_trial("counting_circles", 21, 0)
+
+
+# ----------------------------------------------------------------------------- generators vs pixels
+
+
+def test_counting_circles():
+    for t in cases("counting_circles"):
+        assert t.images[0].size == (500, 300)
+        assert len(components(ink(arr(t.images[0])))) == int(t.answer) == t.size
+
+
+def test_count_coloured_circles():
+    for t in cases("count_coloured_circles"):
+        a = arr(t.images[0])
+        assert len(components(colour(a, "red"))) == int(t.answer) == t.size
+        assert len(components(ink(a))) == 2 * t.size
+
+
+def test_counting_shapes():
+    for t in cases("counting_shapes"):
+        kinds = [kind(m) for *_, m, _ in components(ink(arr(t.images[0])))]
+        assert len(kinds) == t.size
+        assert t.answer == " ".join(str(kinds.count(k)) for k in ("circle", "triangle", "square"))
+
+
+def _above_below(t):
+    a = arr(t.images[0])
+    rows = np.nonzero(colour(a, "brown").any(axis=1))[0]
+    cs = components(colour(a, "black"), 10)
+    return sum(y < rows.min() for _, y, *_ in cs), sum(y > rows.max() for _, y, *_ in cs)
+
+
+def test_counting_locations_default_and_authors_option():
+    unequal = 0
+    for t in cases("counting_locations"):
+        up, down = _above_below(t)
+        assert t.answer == f"{up} {down}" and up + down == 2 * t.size
+        unequal += up != down
+    assert (
+        unequal >= len(cases("counting_locations")) // 2
+    )  # the authors' ABOVE == BELOW flaw is gone
+    for s in (1, 8, 20):
+        t = pv.make_trial("counting_locations", s, 11, equal_counts=True)
+        assert _above_below(t) == (s, s) and t.answer == f"{s} {s}"
+
+
+def test_circle_location():
+    for t in cases("circle_location"):
+        a = arr(t.images[0])
+        h, w = a.shape[:2]
+        counts = [0, 0, 0, 0]
+        for x, y, *_ in components(colour(a, "black")):
+            q = (1 if y < h / 2 else 4) if x > w / 2 else (2 if y < h / 2 else 3)
+            counts[q - 1] += 1
+        assert sum(counts) == t.size
+        best = max(range(4), key=lambda k: (counts[k], -k))
+        assert t.answer == f"{best + 1} {counts[best]}"
+
+
+def test_inside_circles():
+    answers = set()
+    for t in cases("inside_circles"):
+        a = arr(t.images[0])
+        red = components(colour(a, "red"))
+        assert len(red) == 1
+        dx, dy = red[0][0], red[0][1]
+        assert np.hypot(dx - t.meta["dot"][0], dy - t.meta["dot"][1]) < 1.5
+        black = colour(a, "black")
+        inside = False
+        for cx, cy, r in t.meta["circles"]:  # the ring geometry, checked against the pixels
+            th = np.linspace(0, 2 * np.pi, 90, endpoint=False)
+            xs = np.clip(np.round(cx + (r - 1) * np.cos(th)).astype(int), 0, a.shape[1] - 1)
+            ys = np.clip(np.round(cy + (r - 1) * np.sin(th)).astype(int), 0, a.shape[0] - 1)
+            on = black[ys, xs] | colour(a, "red")[ys, xs]
+            assert on.mean() > 0.9
+            inside |= np.hypot(dx - cx, dy - cy) < r
+        assert t.answer == ("yes" if inside else "no")
+        answers.add(t.answer)
+        if t.size == 1:  # one ring: inside iff the dot's white region is enclosed
+            free, _ = ndimage.label(~black)
+            face = free == free[int(dy), int(dx) + 0]
+            enclosed = not (
+                face[0].any() or face[-1].any() or face[:, 0].any() or face[:, -1].any()
+            )
+            assert enclosed == (t.answer == "yes")
+    assert answers == {"yes", "no"}
+
+
+def _grid_cell(x, y, m, c):
+    return int((y - m) // c), int((x - m) // c)
+
+
+def test_circle_right_triangle():
+    answers = set()
+    for t in cases("circle_right_triangle"):
+        a = arr(t.images[0])
+        circ = {_grid_cell(x, y, 10, 130) for x, y, *_ in components(colour(a, "blue"))}
+        tri = {_grid_cell(x, y, 10, 130) for x, y, *_ in components(colour(a, "red"))}
+        assert len(circ) == t.size and len(tri) == min(t.size, 36 - t.size)
+        yes = any((i, j + 1) in circ for i, j in tri)
+        assert t.answer == ("yes" if yes else "no")
+        answers.add(t.answer)
+    assert answers == {"yes", "no"}
+
+
+def test_comparing_size():
+    for t in cases("comparing_size"):
+        a = arr(t.images[0])
+        assert a.shape[0] == 120 * t.size
+        out = []
+        for i in range(t.size):
+            band = a[120 * i : 120 * (i + 1)]
+            assert (
+                len(components(colour(band, "blue"))) == 1 == len(components(colour(band, "green")))
+            )
+            out.append(
+                "blue" if colour(band, "blue").sum() > colour(band, "green").sum() else "green"
+            )
+        assert t.answer == " ".join(out)
+
+
+def test_sort_lines():
+    for t in cases("sort_lines"):
+        a = arr(t.images[0])
+        black = colour(a, "black")
+        lines = [(x, m.shape[0], sl) for x, _, m, sl in components(black) if m.shape[0] > 200]
+        assert len(lines) == t.size
+        lines.sort()
+        for _, _length, sl in lines:
+            assert sl[0].stop == 991  # base at y 990
+            assert black[sl[0].start - 30 : sl[0].start - 4, sl[1]].any()  # a label above
+        lengths = [ln for _, ln, _ in lines]
+        assert min(np.diff(sorted(lengths)), default=20) >= 20
+        order = np.argsort(lengths, kind="stable") + 1  # labels are 1..n left to right
+        assert t.answer == " ".join(map(str, order))
+
+
+def test_change_colour():
+    for t in cases("change_colour"):
+        a1, a2 = arr(t.images[0]), arr(t.images[1])
+        assert (ink(a1) == ink(a2)).all()
+        cs = components(ink(a1))
+        assert len(cs) == 2 * t.size
+        changed = sum(int((a1[int(y), int(x)] != a2[int(y), int(x)]).any()) for x, y, *_ in cs)
+        assert changed == int(t.answer) == t.size
+
+
+def test_vanishing_objects():
+    for t in cases("vanishing_objects"):
+        n1 = len(components(ink(arr(t.images[0]))))
+        n2 = len(components(ink(arr(t.images[1]))))
+        assert n1 == 2 * t.size and n1 - n2 == int(t.answer) == t.size
+
+
+@pytest.mark.parametrize("domain", ["mirror_image", "water_image"])
+def test_mirror_and_water(domain):
+    for t in cases(domain):
+        a1, a2 = arr(t.images[0]), arr(t.images[1])
+        h, w = a1.shape[:2]
+        vertical = domain == "mirror_image"
+        shapes1 = components(ink(a1) & ~colour(a1, "blue"), 10)
+        shapes2 = components(ink(a2) & ~colour(a2, "blue"), 10)
+        assert len(shapes1) == len(shapes2) == 2 * t.size
+        assert all((x < w / 2) if vertical else (y < h / 2) for x, y, *_ in shapes1)
+        moved = [(x, y) for x, y, *_ in shapes2 if ((x > w / 2) if vertical else (y > h / 2))]
+        assert len(moved) == int(t.answer) == t.size
+        for x, y in moved:  # each is the reflection of a first-image shape, same colour
+            rx, ry = (w - 1 - x, y) if vertical else (x, h - 1 - y)
+            assert min(np.hypot(rx - a, ry - b) for a, b, *_ in shapes1) < 2.5
+            c2 = a2[round(y), round(x)]
+            c1 = a1[round(ry), round(rx)]
+            assert (c1 == c2).all()
+
+
+@pytest.mark.parametrize("domain", ["match_outline", "match_shadow"])
+def test_match(domain):
+    for t in cases(domain):
+        k = []
+        for img in t.images:
+            a = arr(img)
+            assert a.shape[0] == 100 * t.size
+            rows = []
+            for i in range(t.size):
+                band = a[100 * i + 4 : 100 * (i + 1) - 4]
+                cs = components(ink(band))
+                assert len(cs) == 1
+                rows.append(kind(cs[0][2]))
+            k.append(rows)
+        assert int(t.answer) == sum(a == b for a, b in zip(*k, strict=True))
+        if domain == "match_shadow":
+            assert colour(arr(t.images[1]), "gray").any() and colour(arr(t.images[0]), "red").any()
+
+
+@pytest.mark.parametrize("domain", ["locate_circles_colour", "locate_circles_shape"])
+def test_locate_circles(domain):
+    for t in cases(domain):
+        a = arr(t.images[0])
+        objs = components(ink(a) & ~colour(a, "black"))
+        assert len(objs) == t.size + min(t.size, 36 - t.size)
+        if domain == "locate_circles_colour":
+            hits = [
+                (x, y) for x, y, m, sl in objs if (a[sl][m] == ImageColor.getrgb("green")).all()
+            ]
+        else:
+            assert all((a[sl][m] == ImageColor.getrgb("green")).all() for *_, m, sl in objs)
+            hits = [(x, y) for x, y, m, _ in objs if kind(m) == "circle"]
+        cells = sorted(_grid_cell(x, y, 40, 100) for x, y in hits)
+        assert t.answer == " ".join(f"({i},{j})" for i, j in cells)
+        assert len(cells) == t.size
+
+
+# ----------------------------------------------------------------------------- parsers
+
+
+GOOD = {
+    "count": ("COUNT:7", "7"),
+    "answer_number": ("Let me see.\nANSWER: 3", "3"),
+    "answer_yes_no": ("ANSWER: yes", "yes"),
+    "yes_no_line": ("The triangle at (2,3)...\n**YES**", "yes"),
+    "quadrant": ("QUADRANT:2 COUNT:5", "2 5"),
+    "above_below": ("ABOVE: 4, BELOW: 6", "4 6"),
+    "shape_counts": ("CIRCLES:1 TRIANGLES:0 SQUARES:12", "1 0 12"),
+    "colour_words": ("ANSWER: Blue green BLUE", "blue green blue"),
+    "labels": ("reasoning\n3 1 2", "3 1 2"),
+    "coords": ("(2,3) (0,1) (2,3)", "(0,1) (2,3)"),
+}
+BAD = {
+    "count": ["7", "count is seven", ""],
+    "answer_number": ["3 shapes match", None],
+    "answer_yes_no": ["Yes", "ANSWER: maybe"],
+    "yes_no_line": ["YES, there is one.", "It is no"],
+    "quadrant": ["quadrant 2 with 5", "QUADRANT:2"],
+    "above_below": ["ABOVE:4", "4 above 6 below"],
+    "shape_counts": ["CIRCLES:1 TRIANGLES:0", "1 0 12"],
+    "colour_words": ["ANSWER: Blue Red", "Blue Green", "ANSWER:"],
+    "labels": ["The order is 3 1 2", "3, 1, two"],
+    "coords": ["(0,1) and (2,3)", "cells 0,1", "None"],
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(P.PARSERS))
+def test_parsers(fmt):
+    reply, value = GOOD[fmt]
+    assert P.parse(fmt, reply) == (value, None)
+    for bad in BAD[fmt]:
+        v, why = P.parse(fmt, bad)
+        assert v is None and why
+    assert P.parse(fmt, P.format_reply(fmt, value)) == (value, None)
+    v, why = P.parse(fmt, P.malformed_reply(value))
+    assert v is None and why
+
+
+@pytest.mark.parametrize("domain", sorted(pv.DOMAINS))
+def test_parser_on_domain_correct_wrong_malformed(domain):
+    t = trial(domain, 5, 1)
+    fmt = t.answer_format
+    v, why = P.parse(fmt, "Thinking step by step...\n" + P.format_reply(fmt, t.answer))
+    assert why is None and t.is_correct(v)
+    wrong = None
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        g = pv.DOMAINS[domain].guess(rng)
+        if g != t.answer:
+            wrong = g
+            break
+    v, why = P.parse(fmt, P.format_reply(fmt, wrong))
+    assert why is None and not t.is_correct(v)
+    v, why = P.parse(fmt, P.malformed_reply(t.answer))
+    assert v is None and not t.is_correct(v)
+
+
+def test_last_key_wins_and_case():
+    assert P.parse("count", "COUNT:3 ... no wait\ncount: 4")[0] == "4"
+    assert P.parse("answer_yes_no", "answer: NO")[0] == "no"
