@@ -9,6 +9,7 @@ where noted (inside_circles' ring geometry, verified against the pixels).
 
 from __future__ import annotations
 
+import itertools
 from functools import cache
 
 import numpy as np
@@ -341,6 +342,86 @@ def test_locate_circles(domain):
         assert len(cells) == t.size
 
 
+def test_circle_boxes():
+    for t in cases("circle_boxes"):
+        a = arr(t.images[0])
+        line_x = np.nonzero(colour(a, "blue").any(axis=0))[0].mean()
+        reds = components(colour(a, "red"))
+        left = sum(x < line_x for x, *_ in reds)
+        assert len(reds) == 2 * t.size
+        assert int(t.answer) == abs(left - (len(reds) - left)) // 2
+
+
+def test_identifying_shapes():
+    named = {
+        "blue": "circle",
+        "red": "triangle",
+        "green": "diamond",
+        "cyan": "pentagon",
+        "magenta": "hexagon",
+    }
+    for t in cases("identifying_shapes"):
+        a = arr(t.images[0])
+        rows = []
+        for i in range(t.size):
+            band = a[100 * i : 100 * (i + 1) - 6]
+            found = [(n, components(colour(band, c))) for c, n in named.items()]
+            found = [(n, cs) for n, cs in found if cs]
+            assert len(found) == 1 and len(found[0][1]) == 1
+            name, ((*_, m, _),) = found[0]
+            if name in ("circle", "triangle"):
+                assert kind(m) == name
+            rows.append(name)
+        assert t.answer == " ".join(rows)
+
+
+def test_cross_and_knots():
+    nones = 0
+    for t in cases("cross_and_knots"):
+        black = colour(arr(t.images[0]), "black")
+        crosses = set()
+        for i in range(6):
+            for j in range(6):
+                cell = black[
+                    10 + 100 * i + 5 : 10 + 100 * (i + 1) - 4,
+                    10 + 100 * j + 5 : 10 + 100 * (j + 1) - 4,
+                ]
+                assert cell.sum() > 20  # an X or a label
+                if cell.sum() > 500:
+                    crosses.add((i, j))
+        assert len(crosses) == t.size
+        safe = {
+            f"({i},{j})"
+            for i in range(6)
+            for j in range(6)
+            if not {(i, j), (i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1)} & crosses
+        }
+        assert t.accept == (frozenset(safe) or {"none"})
+        assert t.answer in t.accept
+        nones += t.answer == "none"
+    assert nones < len(cases("cross_and_knots"))
+    # at size 20 about a third of the grids have no safe cell (simulated: 35% of 4,000)
+    n20 = [pv.make_trial("cross_and_knots", 20, k).answer == "none" for k in range(30)]
+    assert 3 <= sum(n20) <= 20
+
+
+def test_sort_circles():
+    for t in cases("sort_circles"):
+        a = arr(t.images[0])
+        black = colour(a, "black")
+        circles = components(black, 100)
+        assert len(circles) == t.size
+        measured = []
+        for x, y, m, _ in circles:
+            filled = ndimage.binary_fill_holes(m)
+            assert (filled & ~m).sum() > 5  # a white label inside
+            (label,) = [c[3] for c in t.meta["circles"] if np.hypot(c[0] - x, c[1] - y) < 1.5]
+            measured.append((filled.sum(), label))
+        areas = sorted(a for a, _ in measured)
+        assert all(b > a for a, b in itertools.pairwise(areas))
+        assert t.answer == " ".join(str(lab) for _, lab in sorted(measured))
+
+
 # ----------------------------------------------------------------------------- parsers
 
 
@@ -355,6 +436,8 @@ GOOD = {
     "colour_words": ("ANSWER: Blue green BLUE", "blue green blue"),
     "labels": ("reasoning\n3 1 2", "3 1 2"),
     "coords": ("(2,3) (0,1) (2,3)", "(0,1) (2,3)"),
+    "shape_words": ("ANSWER: Circle HEXAGON diamond", "circle hexagon diamond"),
+    "cell_or_none": ("The cell (0,0) has no X next to it.\n(4, 5)", "(4,5)"),
 }
 BAD = {
     "count": ["7", "count is seven", ""],
@@ -367,7 +450,13 @@ BAD = {
     "colour_words": ["ANSWER: Blue Red", "Blue Green", "ANSWER:"],
     "labels": ["The order is 3 1 2", "3, 1, two"],
     "coords": ["(0,1) and (2,3)", "cells 0,1", "None"],
+    "shape_words": ["ANSWER: Circle Square", "Circle Triangle"],
+    "cell_or_none": ["(0,1) (2,3)", "cell (0,1)", "Nothing"],
 }
+
+
+def test_cell_or_none_reads_none():
+    assert P.parse("cell_or_none", "None.") == ("none", None)
 
 
 @pytest.mark.parametrize("fmt", sorted(P.PARSERS))

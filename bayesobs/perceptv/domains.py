@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from PIL import Image
 
-from .common import BLACK, canvas, draw_centred_text, draw_shape, place_discs, rgb
+from .common import BLACK, WHITE, canvas, draw_centred_text, draw_shape, place_discs, rgb
 
 
 class Drawn(NamedTuple):
@@ -405,7 +405,7 @@ def sort_lines(size: int, rng: np.random.Generator) -> Drawn:
     for i, ln in enumerate(lengths):
         x = 1000 * (i + 0.5) / size
         d.line([(x, 990), (x, 990 - int(ln))], fill=BLACK, width=5)
-        draw_centred_text(d, (x, 990 - int(ln) - 16), str(i + 1), 22)
+        draw_centred_text(d, (round(x), 990 - int(ln) - 16), str(i + 1), 22)
     order = np.argsort(lengths, kind="stable") + 1
     return Drawn((img,), " ".join(map(str, order)), {"lengths": [int(v) for v in lengths]})
 
@@ -462,6 +462,110 @@ def locate_circles_shape(size: int, rng: np.random.Generator) -> Drawn:
         draw_shape(d, k, *cell_centre(i, j), 35, fill=GREEN)
     meta = {"cells": [[i, j, k] for (i, j), k in zip(cells, kinds, strict=True)]}
     return Drawn((img,), coords(cells[:size]), meta)
+
+
+# ----------------------------------------------------------------------------- further domains
+
+
+def circle_boxes(size: int, rng: np.random.Generator) -> Drawn:
+    """1600 x 800, a vertical blue line at x 800; ``2 size`` red circles r 30, ``L`` U{0..2 size}
+    on the left.  Gold: circles to move so both sides are equal, ``|L - R| / 2 = |L - size|``."""
+    left = int(rng.integers(0, 2 * size + 1))
+    lo = place_discs(rng, [30] * left, (4, 4, 792, 796), gap=6)
+    hi = place_discs(rng, [30] * (2 * size - left), (808, 4, 1596, 796), gap=6)
+    img, d = canvas(1600, 800)
+    d.line([(800, 0), (800, 800)], fill=BLUE, width=4)
+    for x, y, r in lo + hi:
+        draw_shape(d, "circle", x, y, r, fill=RED)
+    meta = {"left": [[_r(x), _r(y)] for x, y, _ in lo], "right": [[_r(x), _r(y)] for x, y, _ in hi]}
+    return Drawn((img,), str(abs(left - size)), meta)
+
+
+IDENTIFY = {
+    "circle": "blue",
+    "triangle": "red",
+    "diamond": "green",
+    "pentagon": "cyan",
+    "hexagon": "magenta",
+}
+
+
+def identifying_shapes(size: int, rng: np.random.Generator) -> Drawn:
+    """``size`` rows (100 px, a black line under each) of one shape: Circle blue, Triangle red,
+    Diamond green, Pentagon cyan, Hexagon magenta.  Gold: the names, top to bottom."""
+    names = list(IDENTIFY)
+    kinds = [names[int(k)] for k in rng.integers(0, 5, size)]
+    img, d = canvas(ROW_W, ROW_H * size)
+    for i, k in enumerate(kinds):
+        x = float(rng.uniform(50, ROW_W - 50))
+        draw_shape(d, k, x, i * ROW_H + ROW_H / 2 - 3, 32, fill=rgb(IDENTIFY[k]))
+        d.line([(0, (i + 1) * ROW_H - 3), (ROW_W, (i + 1) * ROW_H - 3)], fill=BLACK, width=2)
+    return Drawn((img,), " ".join(kinds), {"rows": kinds})
+
+
+KNOT_CELL, KNOT_MARGIN = 100, 10
+
+
+def safe_cells(crosses) -> list[tuple[int, int]]:
+    """Cells (row, col) of the 6 x 6 grid with no X in them or in an edge neighbour."""
+    xs = set(crosses)
+    return [
+        (i, j)
+        for i in range(GRID_N)
+        for j in range(GRID_N)
+        if not ({(i, j), (i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1)} & xs)
+    ]
+
+
+def cross_and_knots(size: int, rng: np.random.Generator) -> Drawn:
+    """6 x 6 grid (100 px cells, 10 px margin): ``size`` cells hold a black X, the others their
+    label ``(row,col)``.  Correct: any safe cell (``accept``), or ``none`` if there is none;
+    the canonical answer is the first safe cell in reading order."""
+    cells = [(int(c) // 6, int(c) % 6) for c in rng.choice(36, size, replace=False)]
+    side = 2 * KNOT_MARGIN + GRID_N * KNOT_CELL
+    img, d = canvas(side, side)
+    m, c = KNOT_MARGIN, KNOT_CELL
+    for k in range(GRID_N + 1):
+        d.line([(m + k * c, m), (m + k * c, m + GRID_N * c)], fill=BLACK, width=2)
+        d.line([(m, m + k * c), (m + GRID_N * c, m + k * c)], fill=BLACK, width=2)
+    crosses = set(cells)
+    for i in range(GRID_N):
+        for j in range(GRID_N):
+            x0, y0 = m + j * c, m + i * c
+            if (i, j) in crosses:
+                d.line([(x0 + 20, y0 + 20), (x0 + c - 20, y0 + c - 20)], fill=BLACK, width=6)
+                d.line([(x0 + 20, y0 + c - 20), (x0 + c - 20, y0 + 20)], fill=BLACK, width=6)
+            else:
+                draw_centred_text(d, (x0 + c / 2, y0 + c / 2), f"({i},{j})", 18)
+    safe = safe_cells(crosses)
+    accept = frozenset(f"({i},{j})" for i, j in safe) or frozenset({"none"})
+    answer = f"({safe[0][0]},{safe[0][1]})" if safe else "none"
+    return Drawn((img,), answer, {"crosses": sorted(map(list, crosses))}, accept)
+
+
+SORT_SCALE = 40.0  # px per radius unit
+
+
+def sort_circles(size: int, rng: np.random.Generator) -> Drawn:
+    """1000 x 800: ``size`` black circles, radii U(.3, 2) at least .05 apart (40 px per unit),
+    each labelled in white at its centre with 1..size (random order).  Gold: labels smallest
+    to largest."""
+    room = 2.0 - 0.3 - 0.05 * (size - 1)
+    z = np.sort(rng.uniform(0, room, size))
+    radii = (0.3 + z + 0.05 * np.arange(size))[rng.permutation(size)]
+    discs = place_discs(rng, radii * SORT_SCALE, (4, 4, 996, 796), gap=8)
+    labels = rng.permutation(size) + 1
+    img, d = canvas(1000, 800)
+    for (x, y, r), lab in zip(discs, labels, strict=True):
+        draw_shape(d, "circle", x, y, r, fill=BLACK)
+        draw_centred_text(d, (round(x), round(y)), str(int(lab)), 14, fill=WHITE)
+    order = labels[np.argsort(radii, kind="stable")]
+    meta = {
+        "circles": [
+            [_r(x), _r(y), _r(r), int(lab)] for (x, y, r), lab in zip(discs, labels, strict=True)
+        ]
+    }
+    return Drawn((img,), " ".join(map(str, order)), meta)
 
 
 # ----------------------------------------------------------------------------- answer priors
@@ -523,6 +627,24 @@ def _cells(rng, L):
     return coords((int(c) // 6, int(c) % 6) for c in picked)
 
 
+def _knot_guess(rng, **_):
+    c = int(rng.integers(36))
+    return f"({c // 6},{c % 6})"
+
+
+def _knot_chance(size, **_):
+    """A uniform guess among the 36 cells is right with probability E[#safe cells] / 36."""
+    total = 0.0
+    for i in range(GRID_N):
+        for j in range(GRID_N):
+            block = 1 + sum(
+                0 <= a < GRID_N and 0 <= b < GRID_N
+                for a, b in ((i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1))
+            )
+            total += comb(36 - block, size) / comb(36, size)
+    return total / 36
+
+
 PRIORS = {
     "counting_circles": _count_space(1, 20),
     "count_coloured_circles": _count_space(1, 20),
@@ -545,10 +667,23 @@ PRIORS = {
         factorial, lambda rng, L: " ".join(str(int(v) + 1) for v in rng.permutation(L))
     ),
     "locate_circles_colour": _list_space(lambda L: comb(36, L), _cells),
+    "circle_boxes": _count_space(0, 20),
+    "identifying_shapes": _list_space(
+        lambda L: 5**L,
+        lambda rng, L: " ".join(list(IDENTIFY)[int(k)] for k in rng.integers(0, 5, L)),
+    ),
+    "cross_and_knots": (_knot_guess, _knot_chance),
+    "sort_circles": _list_space(
+        factorial, lambda rng, L: " ".join(str(int(v) + 1) for v in rng.permutation(L))
+    ),
     "locate_circles_shape": _list_space(lambda L: comb(36, L), _cells),
 }
 
 GENERATORS = {
+    "circle_boxes": circle_boxes,
+    "identifying_shapes": identifying_shapes,
+    "cross_and_knots": cross_and_knots,
+    "sort_circles": sort_circles,
     "change_colour": change_colour,
     "circle_location": circle_location,
     "circle_right_triangle": circle_right_triangle,

@@ -116,6 +116,9 @@ def _words(after_key: str | None, vocab: tuple[str, ...], what: str):
 
 
 parse_colour_words = _words("ANSWER", ("blue", "green"), "colour")
+parse_shape_words = _words(
+    "ANSWER", ("circle", "triangle", "diamond", "pentagon", "hexagon"), "shape name"
+)
 
 
 def parse_labels(reply: str | None) -> Parsed:
@@ -144,6 +147,19 @@ def parse_coords(reply: str | None) -> Parsed:
     return " ".join(f"({a},{b})" for a, b in sorted(cells)), None
 
 
+def parse_cell_or_none(reply: str | None) -> Parsed:
+    """The last line is one ``(x,y)`` or ``None`` -> ``"(x,y)"`` / ``"none"``."""
+    if _empty(reply):
+        return None, "empty reply"
+    line = last_line(reply)
+    if line.lower() == "none":
+        return "none", None
+    m = _COORD.fullmatch(line.strip())
+    if m:
+        return f"({int(m.group(1))},{int(m.group(2))})", None
+    return None, f"last line {line[:40]!r} is not (x,y) or None"
+
+
 PARSERS: dict[str, Callable[[str | None], Parsed]] = {
     "count": parse_count,
     "answer_number": parse_answer_number,
@@ -155,6 +171,8 @@ PARSERS: dict[str, Callable[[str | None], Parsed]] = {
     "colour_words": parse_colour_words,
     "labels": parse_labels,
     "coords": parse_coords,
+    "shape_words": parse_shape_words,
+    "cell_or_none": parse_cell_or_none,
 }
 
 
@@ -173,6 +191,8 @@ FORMATTERS: dict[str, Callable[[str], str]] = {
     "colour_words": lambda v: "ANSWER: " + " ".join(w.capitalize() for w in v.split()),
     "labels": str,
     "coords": str,
+    "shape_words": lambda v: "ANSWER: " + " ".join(w.capitalize() for w in v.split()),
+    "cell_or_none": lambda v: "None" if v == "none" else v,
 }
 
 
