@@ -110,8 +110,11 @@ def test_seeded_and_deterministic(domain):
     c = pv.make_trial(domain, 9, 124)
     assert c.images[0].tobytes() != a.images[0].tobytes()
     # only white, black and the drawing colours: no antialiasing blends
-    colours = np.unique(arr(a.images[0]).reshape(-1, 3), axis=0)
-    assert len(colours) <= 12
+    colours = np.unique(packed(arr(a.images[0])))
+    if domain in ("colours_present", "layered_colours"):
+        assert len(colours) <= 22  # white, black and the 20 palette colours of the legend
+    elif domain != "list_shapes":  # (its background is a smooth colour field)
+        assert len(colours) <= 12
 
 
 def test_protocol_is_stratified_and_seeded():
@@ -422,6 +425,85 @@ def test_sort_circles():
         assert t.answer == " ".join(str(lab) for _, lab in sorted(measured))
 
 
+PALETTE = [
+    "black", "gray", "brown", "maroon", "red", "coral", "tan", "orange", "ivory", "goldenrod",
+    "yellow", "green", "olive", "turquoise", "skyblue", "blue", "lavender", "purple", "pink",
+    "fuchsia",
+]  # fmt: skip
+
+
+def below_line(a):
+    full = np.nonzero(colour(a, "black").sum(axis=1) > 0.95 * a.shape[1])[0]
+    assert len(full)  # the legend's separator line
+    return a[full.max() + 1 :]
+
+
+def test_layered_colours():
+    for t in cases("layered_colours"):
+        a = below_line(arr(t.images[0]))
+        assert a.shape[:2] == (802, 800)  # the line ends at y 127; the circles fill the last 800
+        a = a[2:]
+        # sample the colour at the middle of each ring along the ray to the right of the centre
+        radii = np.linspace(0.9, 0.05, t.size) * 400 if t.size > 1 else np.array([360.0])
+        edges = [0.0, *sorted(radii)]
+        seq = []
+        for r0, r1 in itertools.pairwise(edges):
+            px = a[400, 400 + int((r0 + r1) / 2)]
+            (name,) = [n for n in PALETTE if tuple(px) == ImageColor.getrgb(n)]
+            seq.append(name)
+        assert len(set(seq)) == t.size
+        assert t.answer == " ".join(seq)
+
+
+def test_colours_present():
+    for t in cases("colours_present"):
+        a = below_line(arr(t.images[0]))
+        values, counts = np.unique(packed(a), return_counts=True)
+        pixels = dict(zip(values.tolist(), counts.tolist(), strict=True))
+        present = []
+        for name in PALETTE:
+            on = pixels.get(int(packed(np.array(ImageColor.getrgb(name)))), 0) > 200
+            if on:
+                assert len(components(colour(a, name), 200)) == 1
+            present.append("yes" if on else "no")
+        assert present.count("yes") == t.size
+        assert t.answer == " ".join(present)
+
+
+def test_list_shapes_and_authors_white_background():
+    for t in [trial("list_shapes", s, k) for s in (1, 9, 20) for k in SEEDS]:
+        a = arr(t.images[0])
+        kinds = []
+        for c in ("red", "green", "blue"):
+            kinds += [kind(m) for *_, m, _ in components(colour(a, c), 200)]
+        assert len(kinds) == t.size
+        assert t.answer == " ".join(sorted(set(kinds)))
+        assert len(np.unique(packed(a[::4, ::4]))) > 1000  # a textured background
+    plain = pv.make_trial("list_shapes", 5, 1, photo=False)
+    assert len(np.unique(packed(arr(plain.images[0])))) <= 4
+
+
+def packed(a):
+    return (a[..., 0] << 16) | (a[..., 1] << 8) | a[..., 2]
+
+
+def test_numbered_shapes():
+    light = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray", "wheat")
+    for t in cases("numbered_shapes"):
+        a = arr(t.images[0])
+        black = colour(a, "black")
+        shapes = [c for n in light for c in components(colour(a, n), 200)]
+        assert len(shapes) == 2 * t.size
+        circles = []
+        for x, y, m, sl in shapes:
+            assert (black[sl] & ndimage.binary_fill_holes(m)).sum() > 10  # a number on it
+            (label,) = [s[1] for s in t.meta["shapes"] if np.hypot(s[2] - x, s[3] - y) < 12]
+            if kind(m) == "circle":
+                circles.append(str(label))
+        assert len(circles) == t.size
+        assert t.answer == " ".join(sorted(circles))
+
+
 # ----------------------------------------------------------------------------- parsers
 
 
@@ -438,6 +520,13 @@ GOOD = {
     "coords": ("(2,3) (0,1) (2,3)", "(0,1) (2,3)"),
     "shape_words": ("ANSWER: Circle HEXAGON diamond", "circle hexagon diamond"),
     "cell_or_none": ("The cell (0,0) has no X next to it.\n(4, 5)", "(4,5)"),
+    "colour_list": ("COLOURS: Red , SkyBlue, ivory", "red skyblue ivory"),
+    "yes_no_list": (
+        "ANSWER: " + ", ".join(["yes"] * 3 + ["No"] * 17),
+        " ".join(["yes"] * 3 + ["no"] * 17),
+    ),
+    "shape_set": ("Shapes seen:\n{'square', 'circle', 'square'}", "circle square"),
+    "circle_labels": ("CIRCLES: [12, 3, 5]", "12 3 5"),
 }
 BAD = {
     "count": ["7", "count is seven", ""],
@@ -452,6 +541,10 @@ BAD = {
     "coords": ["(0,1) and (2,3)", "cells 0,1", "None"],
     "shape_words": ["ANSWER: Circle Square", "Circle Triangle"],
     "cell_or_none": ["(0,1) (2,3)", "cell (0,1)", "Nothing"],
+    "colour_list": ["COLOURS: red, cyan", "red, blue"],
+    "yes_no_list": ["ANSWER: yes, no", "ANSWER: " + ", ".join(["maybe"] * 20)],
+    "shape_set": ["{circle, hexagon}", "I see circles and squares"],
+    "circle_labels": ["CIRCLES: none", "3 5 12"],
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ..tunnel.common import as_seed_sequence, draw_centred_text, font, rgb, streams
+from ..tunnel.common import as_seed_sequence, draw_centred_text, draw_left_text, font, rgb, streams
 from .prompts import BULLETS
 
 FORMAT_LINES = (
@@ -213,6 +213,7 @@ __all__ = [
     "as_seed_sequence",
     "canvas",
     "draw_centred_text",
+    "draw_left_text",
     "draw_shape",
     "font",
     "place_discs",

@@ -10,13 +10,23 @@ silent the choice is ours and listed in ``docs/perceptv.md``.
 from __future__ import annotations
 
 import math
-from math import comb, factorial
+from math import comb, factorial, perm
 from typing import Any, NamedTuple
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageDraw
 
-from .common import BLACK, WHITE, canvas, draw_centred_text, draw_shape, place_discs, rgb
+from .common import (
+    BLACK,
+    PALETTE20,
+    WHITE,
+    canvas,
+    draw_centred_text,
+    draw_left_text,
+    draw_shape,
+    place_discs,
+    rgb,
+)
 
 
 class Drawn(NamedTuple):
@@ -568,6 +578,119 @@ def sort_circles(size: int, rng: np.random.Generator) -> Drawn:
     return Drawn((img,), " ".join(map(str, order)), meta)
 
 
+# ----------------------------------------------------------------------------- palette domains
+
+LEGEND_H = 130  # legend band height; a black separator line spans the width just below it
+
+
+def draw_legend(d, width: int) -> None:
+    """The 20 palette colours (swatch + name) in 4 rows of 5, then a full-width black line."""
+    names = list(PALETTE20)
+    col_w = width / 5
+    for k, name in enumerate(names):
+        x0, y0 = 10 + (k % 5) * col_w, 10 + (k // 5) * 28
+        d.rectangle([x0, y0, x0 + 18, y0 + 18], fill=PALETTE20[name], outline=BLACK)
+        draw_left_text(d, (round(x0 + 26), round(y0 + 9)), name, 14)
+    d.line([(0, LEGEND_H - 4), (width, LEGEND_H - 4)], fill=BLACK, width=3)
+
+
+def layered_colours(size: int, rng: np.random.Generator) -> Drawn:
+    """Legend, then ``size`` concentric filled circles (radii from .9 to .05 of 400 px, evenly
+    spaced) in distinct palette colours, drawn outside in.  Gold: colours inside to outside."""
+    names = [list(PALETTE20)[int(k)] for k in rng.choice(20, size, replace=False)]
+    radii = np.linspace(0.9, 0.05, size) if size > 1 else np.array([0.9])
+    img, d = canvas(800, LEGEND_H + 800)
+    draw_legend(d, 800)
+    cx, cy = 400, LEGEND_H + 400
+    for r, name in zip(radii, names, strict=True):  # outermost first
+        draw_shape(d, "circle", cx, cy, r * 400, fill=PALETTE20[name])
+    return Drawn(
+        (img,),
+        " ".join(reversed(names)),
+        {"radii": [_r(r * 400) for r in radii], "outside_in": names},
+    )
+
+
+def colours_present(size: int, rng: np.random.Generator) -> Drawn:
+    """Legend, then ``size`` shapes (r 40, circle/triangle/square/pentagon) in distinct palette
+    colours on white.  Gold: 20 yes/no in the legend's (the prompt's) colour order."""
+    picked = sorted(int(k) for k in rng.choice(20, size, replace=False))
+    names = list(PALETTE20)
+    kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
+    discs = _place_shapes(rng, [40] * size, kinds, (4, LEGEND_H + 4, 1196, LEGEND_H + 796), gap=10)
+    img, d = canvas(1200, LEGEND_H + 800)
+    draw_legend(d, 1200)
+    order = rng.permutation(size)
+    for k in order:
+        (x, y, r), kind = discs[k], kinds[k]
+        draw_shape(d, kind, x, y, r, fill=PALETTE20[names[picked[k]]])
+    answer = " ".join("yes" if k in picked else "no" for k in range(20))
+    meta = {
+        "shapes": [
+            [kinds[k], names[picked[k]], _r(discs[k][0]), _r(discs[k][1])] for k in range(size)
+        ]
+    }
+    return Drawn((img,), answer, meta)
+
+
+def background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
+    """A procedural stand-in for the authors' background photos: a smooth random colour field
+    (an 8 x 6 grid of random colours, bilinearly upsampled, plus fine noise), every channel in
+    40..215, so no pixel equals a pure drawing colour."""
+    coarse = rng.integers(60, 196, (6, 8, 3)).astype(np.uint8)
+    field = np.asarray(Image.fromarray(coarse).resize((w, h), Image.BILINEAR)).astype(np.int16)
+    field += rng.integers(-20, 21, (h, w, 3), dtype=np.int16)
+    return Image.fromarray(np.clip(field, 40, 215).astype(np.uint8))
+
+
+def list_shapes(size: int, rng: np.random.Generator, photo: bool = True) -> Drawn:
+    """2000 x 1500: ``size`` shapes (r 75; circle/triangle/square/pentagon) in red, green or
+    blue over a procedural background (``photo=False``: white).  Gold: the set of shape types."""
+    kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
+    cols = [(RED, GREEN, BLUE)[int(k)] for k in rng.integers(0, 3, size)]
+    discs = _place_shapes(rng, [75] * size, kinds, (4, 4, 1996, 1496), gap=12)
+    img = background(rng, 2000, 1500) if photo else canvas(2000, 1500)[0]
+    d = ImageDraw.Draw(img)
+    for (x, y, r), k, c in zip(discs, kinds, cols, strict=True):
+        draw_shape(d, k, x, y, r, fill=c)
+    meta = {
+        "shapes": [
+            [k, list(c), _r(x), _r(y)] for (x, y, _), k, c in zip(discs, kinds, cols, strict=True)
+        ]
+    }
+    return Drawn((img,), " ".join(sorted(set(kinds))), meta)
+
+
+NUMBERED_COLOURS = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray", "wheat")
+
+
+def numbered_shapes(size: int, rng: np.random.Generator) -> Drawn:
+    """1200 x 900: ``2 size`` light-coloured shapes (r 32), ``size`` of them circles, the rest
+    triangles/squares/pentagons, each with a black number 1..2 size (random order) at its
+    centre.  Gold: the circles' numbers, sorted as strings (the authors' order)."""
+    kinds = ["circle"] * size + [
+        ("triangle", "square", "pentagon")[int(k)] for k in rng.integers(0, 3, size)
+    ]
+    perm = rng.permutation(2 * size)
+    kinds = [kinds[int(k)] for k in perm]
+    discs = _place_shapes(rng, [32] * (2 * size), kinds, (4, 4, 1196, 896), gap=8)
+    labels = rng.permutation(2 * size) + 1
+    cols = [NUMBERED_COLOURS[int(k)] for k in rng.integers(0, len(NUMBERED_COLOURS), 2 * size)]
+    img, d = canvas(1200, 900)
+    for (x, y, r), k, c, lab in zip(discs, kinds, cols, labels, strict=True):
+        cy = y + (r / 4 if k == "triangle" else 0)  # a triangle's label sits lower, in its body
+        draw_shape(d, k, x, y, r, fill=rgb(c))
+        draw_centred_text(d, (round(x), round(cy)), str(int(lab)), 16)
+    circles = sorted(str(int(lab)) for k, lab in zip(kinds, labels, strict=True) if k == "circle")
+    meta = {
+        "shapes": [
+            [k, int(lab), _r(x), _r(y)]
+            for (x, y, _), k, lab in zip(discs, kinds, labels, strict=True)
+        ]
+    }
+    return Drawn((img,), " ".join(circles), meta)
+
+
 # ----------------------------------------------------------------------------- answer priors
 # A guess draws an answer uniformly from a finite answer space.  Count domains use one space for
 # every size; list/set domains first draw a length L uniform on 1..20, then an answer of length L.
@@ -645,6 +768,27 @@ def _knot_chance(size, **_):
     return total / 36
 
 
+def _yes_subset(rng, L):
+    chosen = set(rng.choice(20, L, replace=False).tolist())
+    return " ".join("yes" if k in chosen else "no" for k in range(20))
+
+
+def _shape_set_guess(rng, **_):
+    """A uniform non-empty subset of the four shape types (15 sets)."""
+    mask = int(rng.integers(1, 16))
+    return " ".join(sorted(k for b, k in enumerate(SHAPES4) if mask >> b & 1))
+
+
+def _numbered_guess(rng, **_):
+    """Length L ~ U{1..20}, then L distinct labels from 1..2L, sorted as strings."""
+    L = int(rng.integers(1, N_SIZES + 1))
+    return " ".join(sorted(str(int(v) + 1) for v in rng.choice(2 * L, L, replace=False)))
+
+
+def _numbered_chance(size, **_):
+    return 1.0 / N_SIZES / comb(2 * size, size)
+
+
 PRIORS = {
     "counting_circles": _count_space(1, 20),
     "count_coloured_circles": _count_space(1, 20),
@@ -673,6 +817,13 @@ PRIORS = {
         lambda rng, L: " ".join(list(IDENTIFY)[int(k)] for k in rng.integers(0, 5, L)),
     ),
     "cross_and_knots": (_knot_guess, _knot_chance),
+    "layered_colours": _list_space(
+        lambda L: perm(20, L),
+        lambda rng, L: " ".join(list(PALETTE20)[int(k)] for k in rng.choice(20, L, replace=False)),
+    ),
+    "colours_present": _list_space(lambda L: comb(20, L), _yes_subset),
+    "list_shapes": (_shape_set_guess, lambda size, **_: 1.0 / 15),
+    "numbered_shapes": (_numbered_guess, _numbered_chance),
     "sort_circles": _list_space(
         factorial, lambda rng, L: " ".join(str(int(v) + 1) for v in rng.permutation(L))
     ),
@@ -680,6 +831,10 @@ PRIORS = {
 }
 
 GENERATORS = {
+    "layered_colours": layered_colours,
+    "colours_present": colours_present,
+    "list_shapes": list_shapes,
+    "numbered_shapes": numbered_shapes,
     "circle_boxes": circle_boxes,
     "identifying_shapes": identifying_shapes,
     "cross_and_knots": cross_and_knots,

@@ -147,6 +147,55 @@ def parse_coords(reply: str | None) -> Parsed:
     return " ".join(f"({a},{b})" for a, b in sorted(cells)), None
 
 
+PALETTE_NAMES = (
+    "black", "gray", "brown", "maroon", "red", "coral", "tan", "orange", "ivory", "goldenrod",
+    "yellow", "green", "olive", "turquoise", "skyblue", "blue", "lavender", "purple", "pink",
+    "fuchsia",
+)  # fmt: skip
+SHAPE_NAMES = ("circle", "triangle", "square", "pentagon")
+parse_colour_list = _words("COLOURS", PALETTE_NAMES, "palette colour")
+_yes_no_words = _words("ANSWER", ("yes", "no"), "yes/no")
+
+
+def parse_yes_no_list(reply: str | None) -> Parsed:
+    """``ANSWER: yes , no, ...`` with exactly 20 entries -> ``"yes no ..."``."""
+    value, why = _yes_no_words(reply)
+    if why is None and len(value.split()) != 20:
+        return None, f"{len(value.split())} entries, not 20"
+    return value, why
+
+
+def _unbracket(line: str) -> list[str]:
+    line = re.sub(r"[\[\]{}()\"']", " ", line)
+    return [t for t in re.split(r"[\s,]+", line.lower()) if t]
+
+
+def parse_shape_set(reply: str | None) -> Parsed:
+    """The last line is a list or set of shape names -> the set, sorted: ``"circle square"``."""
+    if _empty(reply):
+        return None, "empty reply"
+    tokens = _unbracket(last_line(reply))
+    if not tokens or any(t not in SHAPE_NAMES for t in tokens):
+        return None, "last line is not a set of shape names"
+    return " ".join(sorted(set(tokens))), None
+
+
+_CIRCLES = re.compile(r"CIRCLES\s*:\s*(.*)$", re.I | re.M)
+
+
+def parse_circle_labels(reply: str | None) -> Parsed:
+    """``CIRCLES: [3, 12, 5]`` -> the numbers as a set sorted as strings: ``"12 3 5"``."""
+    if _empty(reply):
+        return None, "empty reply"
+    found = _CIRCLES.findall(str(reply).replace("*", ""))
+    if not found:
+        return None, "no CIRCLES:"
+    tokens = _unbracket(found[-1].strip().rstrip("."))
+    if not tokens or not all(t.isdigit() for t in tokens):
+        return None, f"CIRCLES: {found[-1][:30]!r} is not a list of numbers"
+    return " ".join(sorted({str(int(t)) for t in tokens})), None
+
+
 def parse_cell_or_none(reply: str | None) -> Parsed:
     """The last line is one ``(x,y)`` or ``None`` -> ``"(x,y)"`` / ``"none"``."""
     if _empty(reply):
@@ -173,6 +222,10 @@ PARSERS: dict[str, Callable[[str | None], Parsed]] = {
     "coords": parse_coords,
     "shape_words": parse_shape_words,
     "cell_or_none": parse_cell_or_none,
+    "colour_list": parse_colour_list,
+    "yes_no_list": parse_yes_no_list,
+    "shape_set": parse_shape_set,
+    "circle_labels": parse_circle_labels,
 }
 
 
@@ -193,6 +246,10 @@ FORMATTERS: dict[str, Callable[[str], str]] = {
     "coords": str,
     "shape_words": lambda v: "ANSWER: " + " ".join(w.capitalize() for w in v.split()),
     "cell_or_none": lambda v: "None" if v == "none" else v,
+    "colour_list": lambda v: "COLOURS: " + " , ".join(v.split()),
+    "yes_no_list": lambda v: "ANSWER: " + " , ".join(v.split()),
+    "shape_set": lambda v: "{" + ", ".join(v.split()) + "}",
+    "circle_labels": lambda v: "CIRCLES: " + ", ".join(v.split()),
 }
 
 

@@ -31,7 +31,8 @@ from scipy import ndimage
 
 from ..tunnel.common import render_text
 from . import DOMAINS
-from .common import Trial
+from .common import PALETTE20, Trial, rgb
+from .domains import NUMBERED_COLOURS
 from .parse import format_reply, malformed_reply
 
 ERROR = 0.01
@@ -48,6 +49,17 @@ def rgb_array(img) -> np.ndarray:
 
 def colour_mask(arr: np.ndarray, colour) -> np.ndarray:
     return np.all(arr == np.asarray(colour, np.uint8), axis=-1)
+
+
+def packed(arr: np.ndarray) -> np.ndarray:
+    """RGB packed into one int32 per pixel (fast colour comparisons)."""
+    a = arr.astype(np.int32)
+    return (a[..., 0] << 16) | (a[..., 1] << 8) | a[..., 2]
+
+
+def pack(colour) -> int:
+    r, g, b = colour
+    return (int(r) << 16) | (int(g) << 8) | int(b)
 
 
 def ink_mask(arr: np.ndarray) -> np.ndarray:
@@ -454,7 +466,82 @@ def _sort_circles(t, rng, e):
     return " ".join(_swap_neighbours(rng, order, e))
 
 
+_PALETTE = dict(PALETTE20)
+_PACKED = {(r << 16) | (g << 8) | b: name for name, (r, g, b) in _PALETTE.items()}
+
+
+def _below_legend(arr: np.ndarray) -> np.ndarray:
+    """The part of the image under the legend's full-width black line."""
+    black = colour_mask(arr, (0, 0, 0))
+    full = np.nonzero(black.sum(axis=1) > 0.95 * arr.shape[1])[0]
+    return arr[full.max() + 1 :] if len(full) else arr
+
+
+def _layered_colours(t, rng, e):
+    arr = _below_legend(rgb_array(t.images[0]))
+    ys, xs = np.nonzero(ink_mask(arr))
+    cy, cx = (ys.min() + ys.max()) // 2, (xs.min() + xs.max()) // 2
+    row = arr[cy, cx:].astype(np.int64)
+    packed = (row[:, 0] << 16) | (row[:, 1] << 8) | row[:, 2]
+    seq = []
+    for v in packed:
+        name = _PACKED.get(int(v))
+        if name and (not seq or seq[-1] != name):
+            seq.append(name)
+    return " ".join(_mislabel(rng, seq, tuple(_PALETTE), e))
+
+
+def _colours_present(t, rng, e):
+    arr = _below_legend(rgb_array(t.images[0])).astype(np.int64)
+    packed = (arr[..., 0] << 16) | (arr[..., 1] << 8) | arr[..., 2]
+    values, counts = np.unique(packed, return_counts=True)
+    seen = {
+        _PACKED[int(v)] for v, c in zip(values, counts, strict=True) if c > 50 and int(v) in _PACKED
+    }
+    flags = _flip(rng, [True] * len(seen), e)  # each shape's colour overlooked with probability e
+    seen = {n for n, keep in zip(sorted(seen), flags, strict=True) if keep}
+    return " ".join("yes" if n in seen else "no" for n in _PALETTE)
+
+
+def _list_shapes(t, rng, e):
+    p = packed(rgb_array(t.images[0]))
+    kinds = []
+    for c in ((255, 0, 0), (0, 128, 0), (0, 0, 255)):
+        kinds += [shape_kind(b["mask"]) for b in blobs(p == pack(c), 200)]
+    kinds = _mislabel(rng, kinds, ("circle", "triangle", "square", "pentagon"), e)
+    return " ".join(sorted(set(kinds)))
+
+
+def _numbered_shapes(t, rng, e):
+    p = packed(rgb_array(t.images[0]))
+    black = p == 0
+    shapes = []
+    for name in NUMBERED_COLOURS:
+        shapes += blobs(p == pack(rgb(name)), 200)
+    n = len(shapes)
+    circles = []
+    for b in shapes:
+        sl = b["slice"]
+        is_circle = shape_kind(b["mask"]) == "circle"
+        if rng.random() < e:
+            is_circle = not is_circle
+        if not is_circle:
+            continue
+        text = black[sl] & ndimage.binary_fill_holes(b["mask"])
+        ys, xs = np.nonzero(text)
+        if len(xs) == 0:
+            continue
+        circles.append(read_number(text, xs.mean(), ys.mean(), 16, range(1, n + 1)))
+    if not circles:  # a reply names at least one number
+        circles = ["1"]
+    return " ".join(sorted(set(circles)))
+
+
 SOLVERS = {
+    "layered_colours": _layered_colours,
+    "colours_present": _colours_present,
+    "list_shapes": _list_shapes,
+    "numbered_shapes": _numbered_shapes,
     "circle_boxes": _circle_boxes,
     "identifying_shapes": _identifying_shapes,
     "cross_and_knots": _cross_and_knots,
