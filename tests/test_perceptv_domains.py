@@ -113,7 +113,7 @@ def test_seeded_and_deterministic(domain):
     colours = np.unique(packed(arr(a.images[0])))
     if domain in ("colours_present", "layered_colours"):
         assert len(colours) <= 22  # white, black and the 20 palette colours of the legend
-    elif domain != "list_shapes":  # (its background is a smooth colour field)
+    elif domain not in ("list_shapes", "list_colours"):  # (a smooth colour field background)
         assert len(colours) <= 12
 
 
@@ -487,6 +487,22 @@ def packed(a):
     return (a[..., 0] << 16) | (a[..., 1] << 8) | a[..., 2]
 
 
+def test_list_colours():
+    for t in [trial("list_colours", s, k) for s in (1, 9, 20) for k in SEEDS]:
+        a = below_line(arr(t.images[0]))
+        values, counts = np.unique(packed(a[::2, ::2]), return_counts=True)
+        pixels = dict(zip(values.tolist(), counts.tolist(), strict=True))
+        seen = [
+            n for n in PALETTE if pixels.get(int(packed(np.array(ImageColor.getrgb(n)))), 0) > 300
+        ]
+        assert len(seen) == t.size
+        for n in seen:
+            assert len(components(colour(a, n), 500)) == 1
+        assert t.answer == " ".join(sorted(seen))
+    plain = pv.make_trial("list_colours", 4, 2, photo=False)
+    assert plain.answer == pv.make_trial("list_colours", 4, 2).answer
+
+
 def test_numbered_shapes():
     light = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray", "wheat")
     for t in cases("numbered_shapes"):
@@ -527,6 +543,7 @@ GOOD = {
     ),
     "shape_set": ("Shapes seen:\n{'square', 'circle', 'square'}", "circle square"),
     "circle_labels": ("CIRCLES: [12, 3, 5]", "12 3 5"),
+    "colour_set": ("The colours are:\n['Red', 'skyblue', 'red']", "red skyblue"),
 }
 BAD = {
     "count": ["7", "count is seven", ""],
@@ -545,6 +562,7 @@ BAD = {
     "yes_no_list": ["ANSWER: yes, no", "ANSWER: " + ", ".join(["maybe"] * 20)],
     "shape_set": ["{circle, hexagon}", "I see circles and squares"],
     "circle_labels": ["CIRCLES: none", "3 5 12"],
+    "colour_set": ["red, cyan", "I see red and blue"],
 }
 
 

@@ -640,7 +640,11 @@ def background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
     coarse = rng.integers(60, 196, (6, 8, 3)).astype(np.uint8)
     field = np.asarray(Image.fromarray(coarse).resize((w, h), Image.BILINEAR)).astype(np.int16)
     field += rng.integers(-20, 21, (h, w, 3), dtype=np.int16)
-    return Image.fromarray(np.clip(field, 40, 215).astype(np.uint8))
+    field = np.clip(field, 40, 215).astype(np.int32)
+    packed = (field[..., 0] << 16) | (field[..., 1] << 8) | field[..., 2]
+    clash = np.isin(packed, [(r << 16) | (g << 8) | b for r, g, b in PALETTE20.values()])
+    field[..., 0][clash] += 1  # (gray, tan and brown lie in 40..215): nudge off the palette
+    return Image.fromarray(field.astype(np.uint8))
 
 
 def list_shapes(size: int, rng: np.random.Generator, photo: bool = True) -> Drawn:
@@ -659,6 +663,28 @@ def list_shapes(size: int, rng: np.random.Generator, photo: bool = True) -> Draw
         ]
     }
     return Drawn((img,), " ".join(sorted(set(kinds))), meta)
+
+
+def list_colours(size: int, rng: np.random.Generator, photo: bool = True) -> Drawn:
+    """Legend, then 2000 x 1500 of procedural background (``photo=False``: white) with ``size``
+    shapes (r 90; circle/triangle/square/pentagon) in distinct palette colours.
+    Gold: the set of colours."""
+    names = [list(PALETTE20)[int(k)] for k in rng.choice(20, size, replace=False)]
+    kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
+    discs = _place_shapes(rng, [90] * size, kinds, (4, 4, 1996, 1496), gap=16)
+    w, h = 2000, 1500
+    img, d = canvas(w, LEGEND_H + h)
+    draw_legend(d, w)
+    img.paste(background(rng, w, h) if photo else canvas(w, h)[0], (0, LEGEND_H))
+    for (x, y, r), k, name in zip(discs, kinds, names, strict=True):
+        draw_shape(d, k, x, y + LEGEND_H, r, fill=PALETTE20[name])
+    meta = {
+        "shapes": [
+            [k, n, _r(x), _r(y + LEGEND_H)]
+            for (x, y, _), k, n in zip(discs, kinds, names, strict=True)
+        ]
+    }
+    return Drawn((img,), " ".join(sorted(names)), meta)
 
 
 NUMBERED_COLOURS = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray", "wheat")
@@ -822,6 +848,12 @@ PRIORS = {
         lambda rng, L: " ".join(list(PALETTE20)[int(k)] for k in rng.choice(20, L, replace=False)),
     ),
     "colours_present": _list_space(lambda L: comb(20, L), _yes_subset),
+    "list_colours": _list_space(
+        lambda L: comb(20, L),
+        lambda rng, L: " ".join(
+            sorted(list(PALETTE20)[int(k)] for k in rng.choice(20, L, replace=False))
+        ),
+    ),
     "list_shapes": (_shape_set_guess, lambda size, **_: 1.0 / 15),
     "numbered_shapes": (_numbered_guess, _numbered_chance),
     "sort_circles": _list_space(
@@ -831,6 +863,7 @@ PRIORS = {
 }
 
 GENERATORS = {
+    "list_colours": list_colours,
     "layered_colours": layered_colours,
     "colours_present": colours_present,
     "list_shapes": list_shapes,

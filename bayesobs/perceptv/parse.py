@@ -180,6 +180,16 @@ def parse_shape_set(reply: str | None) -> Parsed:
     return " ".join(sorted(set(tokens))), None
 
 
+def parse_colour_set(reply: str | None) -> Parsed:
+    """The last line is a list or set of palette colours -> the set, sorted: ``"blue red"``."""
+    if _empty(reply):
+        return None, "empty reply"
+    tokens = _unbracket(last_line(reply))
+    if not tokens or any(t not in PALETTE_NAMES for t in tokens):
+        return None, "last line is not a list of palette colours"
+    return " ".join(sorted(set(tokens))), None
+
+
 _CIRCLES = re.compile(r"CIRCLES\s*:\s*(.*)$", re.I | re.M)
 
 
@@ -225,6 +235,7 @@ PARSERS: dict[str, Callable[[str | None], Parsed]] = {
     "colour_list": parse_colour_list,
     "yes_no_list": parse_yes_no_list,
     "shape_set": parse_shape_set,
+    "colour_set": parse_colour_set,
     "circle_labels": parse_circle_labels,
 }
 
@@ -249,6 +260,7 @@ FORMATTERS: dict[str, Callable[[str], str]] = {
     "colour_list": lambda v: "COLOURS: " + " , ".join(v.split()),
     "yes_no_list": lambda v: "ANSWER: " + " , ".join(v.split()),
     "shape_set": lambda v: "{" + ", ".join(v.split()) + "}",
+    "colour_set": lambda v: "[" + ", ".join(v.split()) + "]",
     "circle_labels": lambda v: "CIRCLES: " + ", ".join(v.split()),
 }
 

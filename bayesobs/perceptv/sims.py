@@ -537,7 +537,15 @@ def _numbered_shapes(t, rng, e):
     return " ".join(sorted(set(circles)))
 
 
+def _list_colours(t, rng, e):
+    p = packed(_below_legend(rgb_array(t.images[0])))
+    seen = sorted(name for v, name in _PACKED.items() if np.count_nonzero(p == v) > 500)
+    kept = [n for n, keep in zip(seen, _flip(rng, [True] * len(seen), e), strict=True) if keep]
+    return " ".join(kept or seen)
+
+
 SOLVERS = {
+    "list_colours": _list_colours,
     "layered_colours": _layered_colours,
     "colours_present": _colours_present,
     "list_shapes": _list_shapes,
