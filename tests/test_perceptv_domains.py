@@ -503,6 +503,28 @@ def test_list_colours():
     assert plain.answer == pv.make_trial("list_colours", 4, 2).answer
 
 
+def test_graph_counting():
+    for t in cases("graph_counting"):
+        a = arr(t.images[0])
+        nodes = [(x, y) for x, y, *_ in components(colour(a, "blue"), 100)]
+        assert len(nodes) == t.size
+        ink_px = ink(a)
+        edges = 0
+        for i in range(len(nodes)):
+            for j in range(i + 1, len(nodes)):
+                (x0, y0), (x1, y1) = nodes[i], nodes[j]
+                dist = np.hypot(x1 - x0, y1 - y0)
+                ts = np.linspace(20 / dist, 1 - 20 / dist, 80)
+                xs = np.round(x0 + ts * (x1 - x0)).astype(int)
+                ys = np.round(y0 + ts * (y1 - y0)).astype(int)
+                edges += ink_px[ys, xs].mean() > 0.9
+        lo, hi = t.size - 1, min(t.size * (t.size - 1) // 2, t.size + 5)
+        assert lo <= edges <= max(hi, 0)
+        assert t.answer == f"{t.size} {edges}"
+        # every drawn black pixel lies on a counted edge: no stray lines
+        assert colour(a, "black").any() == (edges > 0)
+
+
 def test_numbered_shapes():
     light = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray", "wheat")
     for t in cases("numbered_shapes"):
@@ -544,6 +566,7 @@ GOOD = {
     "shape_set": ("Shapes seen:\n{'square', 'circle', 'square'}", "circle square"),
     "circle_labels": ("CIRCLES: [12, 3, 5]", "12 3 5"),
     "colour_set": ("The colours are:\n['Red', 'skyblue', 'red']", "red skyblue"),
+    "nodes_edges": ("NODES: 5 EDGES: 7", "5 7"),
 }
 BAD = {
     "count": ["7", "count is seven", ""],
@@ -563,6 +586,7 @@ BAD = {
     "shape_set": ["{circle, hexagon}", "I see circles and squares"],
     "circle_labels": ["CIRCLES: none", "3 5 12"],
     "colour_set": ["red, cyan", "I see red and blue"],
+    "nodes_edges": ["5 nodes and 7 edges", "NODES:5"],
 }
 
 

@@ -687,6 +687,82 @@ def list_colours(size: int, rng: np.random.Generator, photo: bool = True) -> Dra
     return Drawn((img,), " ".join(sorted(names)), meta)
 
 
+GRAPH_R, GRAPH_W = 15, 800
+
+
+def segment_cover(arr: np.ndarray, a, b, r: float) -> float:
+    """Fraction of points on segment a-b (outside the end discs of radius ``r``) that are ink."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    length = float(np.hypot(*(b - a)))
+    ts = np.linspace((r + 2) / length, 1 - (r + 2) / length, 60)
+    pts = a + ts[:, None] * (b - a)
+    xs, ys = np.round(pts[:, 0]).astype(int), np.round(pts[:, 1]).astype(int)
+    return float(np.mean(np.any(arr[ys, xs] != 255, axis=-1)))
+
+
+def _point_segment(p, a, b) -> float:
+    p, a, b = (np.asarray(v, float) for v in (p, a, b))
+    t = np.clip(np.dot(p - a, b - a) / np.dot(b - a, b - a), 0, 1)
+    return float(np.hypot(*(p - a - t * (b - a))))
+
+
+def graph_counting(size: int, rng: np.random.Generator) -> Drawn:
+    """800 x 800: ``size`` blue nodes (r 15) and E ~ U{size-1 .. min(C(size,2), size+5)} black
+    edges between random distinct pairs (the graph may be disconnected).  Nodes are placed at
+    random, at least 40 px apart (not a spring layout); layouts where an edge passes within 18 px
+    of another node, or where a non-edge is drawn over by other edges, are redrawn.
+    Gold: ``"nodes edges"``."""
+    hi = min(comb(size, 2), size + 5)
+    n_edges = int(rng.integers(size - 1, hi + 1)) if size > 1 else 0
+    pairs = [(i, j) for i in range(size) for j in range(i + 1, size)]
+    while True:
+        nodes = [
+            (x, y)
+            for x, y, _ in place_discs(
+                rng, [GRAPH_R] * size, (20, 20, GRAPH_W - 20, GRAPH_W - 20), gap=40
+            )
+        ]
+        edges = (
+            [pairs[int(k)] for k in rng.choice(len(pairs), n_edges, replace=False)]
+            if n_edges
+            else []
+        )
+        if any(
+            _point_segment(nodes[k], nodes[i], nodes[j]) < GRAPH_R + 3
+            for i, j in edges
+            for k in range(size)
+            if k not in (i, j)
+        ):
+            continue
+        img, d = canvas(GRAPH_W, GRAPH_W)
+        for i, j in edges:
+            d.line([nodes[i], nodes[j]], fill=BLACK, width=3)
+        for x, y in nodes:
+            draw_shape(d, "circle", x, y, GRAPH_R, fill=BLUE)
+        a = np.asarray(img)
+        edge_set = set(edges)
+        if any(
+            segment_cover(a, nodes[i], nodes[j], GRAPH_R) > 0.9
+            for i, j in pairs
+            if (i, j) not in edge_set
+        ):
+            continue
+        break
+    meta = {"nodes": [[_r(x), _r(y)] for x, y in nodes], "edges": sorted(map(list, edges))}
+    return Drawn((img,), f"{size} {n_edges}", meta)
+
+
+def _graph_guess(rng, **_):
+    L = int(rng.integers(1, N_SIZES + 1))
+    hi = min(comb(L, 2), L + 5)
+    return f"{L} {int(rng.integers(L - 1, hi + 1)) if L > 1 else 0}"
+
+
+def _graph_chance(size, **_):
+    hi = min(comb(size, 2), size + 5)
+    return 1.0 / N_SIZES / (hi - (size - 1) + 1 if size > 1 else 1)
+
+
 NUMBERED_COLOURS = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray", "wheat")
 
 
@@ -854,6 +930,7 @@ PRIORS = {
             sorted(list(PALETTE20)[int(k)] for k in rng.choice(20, L, replace=False))
         ),
     ),
+    "graph_counting": (_graph_guess, _graph_chance),
     "list_shapes": (_shape_set_guess, lambda size, **_: 1.0 / 15),
     "numbered_shapes": (_numbered_guess, _numbered_chance),
     "sort_circles": _list_space(
@@ -863,6 +940,7 @@ PRIORS = {
 }
 
 GENERATORS = {
+    "graph_counting": graph_counting,
     "list_colours": list_colours,
     "layered_colours": layered_colours,
     "colours_present": colours_present,

@@ -64,6 +64,7 @@ parse_answer_number = _keyed("ANSWER")
 parse_quadrant = _keyed("QUADRANT", "COUNT")
 parse_above_below = _keyed("ABOVE", "BELOW")
 parse_shape_counts = _keyed("CIRCLES", "TRIANGLES", "SQUARES")
+parse_nodes_edges = _keyed("NODES", "EDGES")
 
 _ANSWER_WORD = re.compile(r"ANSWER\s*:\s*(yes|no)\b", re.I)
 
@@ -236,6 +237,7 @@ PARSERS: dict[str, Callable[[str | None], Parsed]] = {
     "yes_no_list": parse_yes_no_list,
     "shape_set": parse_shape_set,
     "colour_set": parse_colour_set,
+    "nodes_edges": parse_nodes_edges,
     "circle_labels": parse_circle_labels,
 }
 
@@ -261,6 +263,7 @@ FORMATTERS: dict[str, Callable[[str], str]] = {
     "yes_no_list": lambda v: "ANSWER: " + " , ".join(v.split()),
     "shape_set": lambda v: "{" + ", ".join(v.split()) + "}",
     "colour_set": lambda v: "[" + ", ".join(v.split()) + "]",
+    "nodes_edges": _fmt_keyed("NODES", "EDGES"),
     "circle_labels": lambda v: "CIRCLES: " + ", ".join(v.split()),
 }
 

@@ -544,7 +544,22 @@ def _list_colours(t, rng, e):
     return " ".join(kept or seen)
 
 
+def _graph_counting(t, rng, e):
+    from .domains import GRAPH_R, segment_cover
+
+    arr = rgb_array(t.images[0])
+    nodes = [(b["x"], b["y"]) for b in blobs(colour_mask(arr, (0, 0, 255)), 100)]
+    n = len(nodes)
+    edges = sum(
+        segment_cover(arr, nodes[i], nodes[j], GRAPH_R) > 0.9
+        for i in range(n)
+        for j in range(i + 1, n)
+    )
+    return f"{_miscount(rng, n, e)} {_miscount(rng, edges, e)}"
+
+
 SOLVERS = {
+    "graph_counting": _graph_counting,
     "list_colours": _list_colours,
     "layered_colours": _layered_colours,
     "colours_present": _colours_present,
