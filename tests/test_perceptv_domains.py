@@ -111,7 +111,9 @@ def test_seeded_and_deterministic(domain):
     assert c.images[0].tobytes() != a.images[0].tobytes()
     # only white, black and the drawing colours: no antialiasing blends
     colours = np.unique(packed(arr(a.images[0])))
-    if domain in ("colours_present", "layered_colours"):
+    if domain == "layered_shapes":
+        assert len(colours) <= 10  # white and the 9 layer colours
+    elif domain in ("colours_present", "layered_colours"):
         assert len(colours) <= 22  # white, black and the 20 palette colours of the legend
     elif domain not in ("list_shapes", "list_colours"):  # (a smooth colour field background)
         assert len(colours) <= 12
@@ -525,6 +527,47 @@ def test_graph_counting():
         assert colour(a, "black").any() == (edges > 0)
 
 
+def _area(kind_, r):
+    return (
+        {"circle": np.pi, "diamond": 2.0, "hexagon": 1.5 * np.sqrt(3), "octagon": 2 * np.sqrt(2)}[
+            kind_
+        ]
+        * r
+        * r
+    )
+
+
+def _perimeter(kind_, r):
+    n = {"circle": None, "diamond": 4, "hexagon": 6, "octagon": 8}[kind_]
+    return 2 * np.pi * r if n is None else 2 * n * r * np.sin(np.pi / n)
+
+
+def test_layered_shapes():
+    for t in cases("layered_shapes"):
+        a = arr(t.images[0])
+        p = packed(a)
+        kinds, radii = t.meta["outside_in"], t.meta["radii"]
+        assert radii[0] == 800 and radii[-1] >= 24
+        for k, (kd, r, c) in enumerate(zip(kinds, radii, t.meta["colours"], strict=True)):
+            assert not (k and kd == kinds[k - 1] == "circle")
+            n_px = int(np.count_nonzero(p == int(packed(np.array(c)))))
+            inner = _area(kinds[k + 1], radii[k + 1]) if k + 1 < len(kinds) else 0.0
+            want = _area(kd, r) - inner
+            slack = 1.5 * (
+                _perimeter(kd, r) + (_perimeter(kinds[k + 1], radii[k + 1]) if inner else 0)
+            )
+            assert abs(n_px - want) <= slack, (kd, n_px, want)
+            # inscribed: the next shape's circumradius is this shape's inradius
+            if k + 1 < len(kinds):
+                n = {"circle": 0, "diamond": 4, "hexagon": 6, "octagon": 8}[kd]
+                assert radii[k + 1] == pytest.approx(
+                    r * (np.cos(np.pi / n) if n else 1.0), abs=0.01
+                )
+        # nothing else is drawn
+        assert len(np.unique(p[::3, ::3])) <= t.size + 1
+        assert t.answer == " ".join(reversed(kinds))
+
+
 def test_numbered_shapes():
     light = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray", "wheat")
     for t in cases("numbered_shapes"):
@@ -567,6 +610,7 @@ GOOD = {
     "circle_labels": ("CIRCLES: [12, 3, 5]", "12 3 5"),
     "colour_set": ("The colours are:\n['Red', 'skyblue', 'red']", "red skyblue"),
     "nodes_edges": ("NODES: 5 EDGES: 7", "5 7"),
+    "shape_list": ("SHAPES : Circle , Octagon , Diamond", "circle octagon diamond"),
 }
 BAD = {
     "count": ["7", "count is seven", ""],
@@ -587,6 +631,7 @@ BAD = {
     "circle_labels": ["CIRCLES: none", "3 5 12"],
     "colour_set": ["red, cyan", "I see red and blue"],
     "nodes_edges": ["5 nodes and 7 edges", "NODES:5"],
+    "shape_list": ["SHAPES: Circle, Star", "Circle, Octagon"],
 }
 
 

@@ -9,6 +9,7 @@ silent the choice is ours and listed in ``docs/perceptv.md``.
 
 from __future__ import annotations
 
+import itertools
 import math
 from math import comb, factorial, perm
 from typing import Any, NamedTuple
@@ -19,6 +20,7 @@ from PIL import Image, ImageDraw
 from .common import (
     BLACK,
     PALETTE20,
+    SIDES,
     WHITE,
     canvas,
     draw_centred_text,
@@ -687,6 +689,58 @@ def list_colours(size: int, rng: np.random.Generator, photo: bool = True) -> Dra
     return Drawn((img,), " ".join(sorted(names)), meta)
 
 
+LAYER_KINDS = ("circle", "diamond", "hexagon", "octagon")
+LAYER_MIN_R = 24.0
+
+
+def layered_shapes(size: int, rng: np.random.Generator) -> Drawn:
+    """1800 x 1800: ``size`` nested filled shapes (circle, diamond, hexagon, octagon; no circle
+    directly inside a circle), the outermost of circumradius 800 px, each inscribed in the one
+    around it (circumradius = the outer shape's inradius), in distinct random RGB colours.
+    Sequences whose innermost shape would be under 24 px are redrawn.  Gold: inside to outside."""
+    while True:
+        kinds = []
+        for _ in range(size):
+            options = [
+                k for k in LAYER_KINDS if not (kinds and kinds[-1] == "circle" and k == "circle")
+            ]
+            kinds.append(options[int(rng.integers(len(options)))])
+        radii = [800.0]
+        for k in kinds[:-1]:
+            radii.append(radii[-1] * (1.0 if k == "circle" else math.cos(math.pi / SIDES[k])))
+        if radii[-1] >= LAYER_MIN_R:
+            break
+    colours: list[tuple[int, int, int]] = []
+    while len(colours) < size:
+        c = tuple(int(v) for v in rng.integers(0, 256, 3))
+        if c != (255, 255, 255) and c not in colours:
+            colours.append(c)
+    img, d = canvas(1800, 1800)
+    for k, r, c in zip(kinds, radii, colours, strict=True):  # outermost first
+        draw_shape(d, k, 900, 900, r, fill=c)
+    meta = {
+        "outside_in": kinds,
+        "radii": [_r(r) for r in radii],
+        "colours": [list(c) for c in colours],
+    }
+    return Drawn((img,), " ".join(reversed(kinds)), meta)
+
+
+def _no_double_circle_count(L: int) -> int:
+    """Sequences of length L over the 4 layer kinds with no two circles in a row."""
+    c, p = 1, 3
+    for _ in range(L - 1):
+        c, p = p, 3 * (c + p)
+    return c + p
+
+
+def _layer_guess(rng, L):
+    while True:
+        seq = [LAYER_KINDS[int(k)] for k in rng.integers(0, 4, L)]
+        if not any(a == b == "circle" for a, b in itertools.pairwise(seq)):
+            return " ".join(seq)
+
+
 GRAPH_R, GRAPH_W = 15, 800
 
 
@@ -931,6 +985,7 @@ PRIORS = {
         ),
     ),
     "graph_counting": (_graph_guess, _graph_chance),
+    "layered_shapes": _list_space(_no_double_circle_count, _layer_guess),
     "list_shapes": (_shape_set_guess, lambda size, **_: 1.0 / 15),
     "numbered_shapes": (_numbered_guess, _numbered_chance),
     "sort_circles": _list_space(
@@ -940,6 +995,7 @@ PRIORS = {
 }
 
 GENERATORS = {
+    "layered_shapes": layered_shapes,
     "graph_counting": graph_counting,
     "list_colours": list_colours,
     "layered_colours": layered_colours,

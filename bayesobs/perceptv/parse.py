@@ -154,6 +154,9 @@ PALETTE_NAMES = (
     "fuchsia",
 )  # fmt: skip
 SHAPE_NAMES = ("circle", "triangle", "square", "pentagon")
+parse_shape_list = _words(
+    "SHAPES", ("circle", "triangle", "square", "diamond", "hexagon", "octagon"), "shape name"
+)
 parse_colour_list = _words("COLOURS", PALETTE_NAMES, "palette colour")
 _yes_no_words = _words("ANSWER", ("yes", "no"), "yes/no")
 
@@ -238,6 +241,7 @@ PARSERS: dict[str, Callable[[str | None], Parsed]] = {
     "shape_set": parse_shape_set,
     "colour_set": parse_colour_set,
     "nodes_edges": parse_nodes_edges,
+    "shape_list": parse_shape_list,
     "circle_labels": parse_circle_labels,
 }
 
@@ -264,6 +268,7 @@ FORMATTERS: dict[str, Callable[[str], str]] = {
     "shape_set": lambda v: "{" + ", ".join(v.split()) + "}",
     "colour_set": lambda v: "[" + ", ".join(v.split()) + "]",
     "nodes_edges": _fmt_keyed("NODES", "EDGES"),
+    "shape_list": lambda v: "SHAPES : " + " , ".join(w.capitalize() for w in v.split()),
     "circle_labels": lambda v: "CIRCLES: " + ", ".join(v.split()),
 }
 

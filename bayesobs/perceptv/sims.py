@@ -558,7 +558,46 @@ def _graph_counting(t, rng, e):
     return f"{_miscount(rng, n, e)} {_miscount(rng, edges, e)}"
 
 
+_LAYER_RATIO = {"circle": 1.0, "octagon": 0.900, "hexagon": 0.827, "diamond": 0.637}
+
+
+def _layered_shapes(t, rng, e):
+    p = packed(rgb_array(t.images[0]))
+    small = p[::4, ::4]
+    layers = []
+    for v in np.unique(small):
+        if v == 0xFFFFFF:
+            continue
+        ys, xs = np.nonzero(small == v)
+        y0, x0 = max(4 * ys.min() - 4, 0), max(4 * xs.min() - 4, 0)
+        ys, xs = np.nonzero(p[y0 : 4 * ys.max() + 5, x0 : 4 * xs.max() + 5] == v)
+        ys, xs = ys + y0, xs + x0
+        box = (ys.min(), ys.max() + 1, xs.min(), xs.max() + 1)
+        cy, cx = (box[0] + box[1] - 1) / 2, (box[2] + box[3] - 1) / 2
+        hy, hx = (box[1] - box[0]) / 2, (box[3] - box[2]) / 2
+        r_max = float(np.sqrt(((ys - cy) ** 2 + (xs - cx) ** 2).max()))
+        # a diamond and the circle around it share box and reach: only the circle has ink
+        # outside the box's inscribed diamond
+        corners = int(np.sum(np.abs(ys - cy) / hy + np.abs(xs - cx) / hx > 1.05))
+        layers.append([(box[1] - box[0]) * (box[3] - box[2]), r_max, corners, int(v), box])
+    layers.sort(key=lambda L: (L[0], L[1]))  # innermost (smallest box, then reach) first
+    for k in range(len(layers) - 1):
+        a, b = layers[k], layers[k + 1]
+        if a[0] == b[0] and abs(a[1] - b[1]) <= 1.5 and a[2] > b[2]:
+            layers[k], layers[k + 1] = b, a
+    kinds, union = [], np.zeros(p.shape, bool)
+    for *_, v, (y0, y1, x0, x1) in layers:
+        union[y0:y1, x0:x1] |= p[y0:y1, x0:x1] == v
+        ys, xs = np.nonzero(union[y0:y1, x0:x1])
+        cx, cy = xs.mean(), ys.mean()
+        r_max = np.sqrt(((xs - cx) ** 2 + (ys - cy) ** 2).max()) + 0.5
+        ratio = len(xs) / (np.pi * r_max**2)
+        kinds.append(min(_LAYER_RATIO, key=lambda k: abs(_LAYER_RATIO[k] - ratio)))
+    return " ".join(_mislabel(rng, kinds, tuple(_LAYER_RATIO), e))
+
+
 SOLVERS = {
+    "layered_shapes": _layered_shapes,
     "graph_counting": _graph_counting,
     "list_colours": _list_colours,
     "layered_colours": _layered_colours,
