@@ -754,17 +754,27 @@ def segment_cover(arr: np.ndarray, a, b, r: float) -> float:
     return float(np.mean(np.any(arr[ys, xs] != 255, axis=-1)))
 
 
-def _point_segment(p, a, b) -> float:
-    p, a, b = (np.asarray(v, float) for v in (p, a, b))
-    t = np.clip(np.dot(p - a, b - a) / np.dot(b - a, b - a), 0, 1)
-    return float(np.hypot(*(p - a - t * (b - a))))
+def _clear_pairs(nodes: np.ndarray, pairs) -> np.ndarray:
+    """For each pair (i, j): no other node centre within GRAPH_R + 3 px of segment i-j."""
+    if not pairs:
+        return np.zeros(0, bool)
+    idx = np.array(pairs)
+    a, b = nodes[idx[:, 0]][:, None, :], nodes[idx[:, 1]][:, None, :]
+    p = nodes[None, :, :]
+    ab = b - a
+    t = np.clip(np.sum((p - a) * ab, -1) / np.sum(ab * ab, -1), 0, 1)
+    dist = np.hypot(*np.moveaxis(p - a - t[..., None] * ab, -1, 0))
+    dist[np.arange(len(idx)), idx[:, 0]] = np.inf
+    dist[np.arange(len(idx)), idx[:, 1]] = np.inf
+    return np.all(dist >= GRAPH_R + 3, axis=1)
 
 
 def graph_counting(size: int, rng: np.random.Generator) -> Drawn:
     """800 x 800: ``size`` blue nodes (r 15) and E ~ U{size-1 .. min(C(size,2), size+5)} black
     edges between random distinct pairs (the graph may be disconnected).  Nodes are placed at
-    random, at least 40 px apart (not a spring layout); layouts where an edge passes within 18 px
-    of another node, or where a non-edge is drawn over by other edges, are redrawn.
+    random, at least 40 px apart (not a spring layout); edges join only pairs whose segment
+    passes no other node within 18 px, and layouts where a non-edge is drawn over by other
+    edges are redrawn.
     Gold: ``"nodes edges"``."""
     hi = min(comb(size, 2), size + 5)
     n_edges = int(rng.integers(size - 1, hi + 1)) if size > 1 else 0
@@ -776,18 +786,12 @@ def graph_counting(size: int, rng: np.random.Generator) -> Drawn:
                 rng, [GRAPH_R] * size, (20, 20, GRAPH_W - 20, GRAPH_W - 20), gap=40
             )
         ]
-        edges = (
-            [pairs[int(k)] for k in rng.choice(len(pairs), n_edges, replace=False)]
-            if n_edges
-            else []
-        )
-        if any(
-            _point_segment(nodes[k], nodes[i], nodes[j]) < GRAPH_R + 3
-            for i, j in edges
-            for k in range(size)
-            if k not in (i, j)
-        ):
+        # an edge may only join a pair whose segment passes no other node within 18 px
+        free = [pairs[k] for k in np.nonzero(_clear_pairs(np.array(nodes), pairs))[0]]
+        if len(free) < n_edges:
             continue
+        picked = rng.choice(len(free), n_edges, replace=False) if n_edges else []
+        edges = [free[int(k)] for k in picked]
         img, d = canvas(GRAPH_W, GRAPH_W)
         for i, j in edges:
             d.line([nodes[i], nodes[j]], fill=BLACK, width=3)
