@@ -568,6 +568,37 @@ def test_layered_shapes():
         assert t.answer == " ".join(reversed(kinds))
 
 
+def test_maze_solving():
+    from collections import deque
+
+    for t in cases("maze_solving"):
+        black = colour(arr(t.images[0]), "black")
+        assert black.shape == (440, 440)
+        cells = black.reshape(11, 40, 11, 40).mean(axis=(1, 3))
+        open_ = cells < 0.8
+        num = np.array(t.meta["numbers"])
+        assert (open_ == (num >= 0)).all()  # the walls drawn are the uncarved cells
+        assert open_.sum() == 49 and open_[1, 1]
+        assert all(
+            0 < cells[i, j] < 0.3 for i, j in zip(*np.nonzero(open_), strict=True)
+        )  # labelled
+        (end,) = [tuple(c) for c in np.argwhere(num == t.size)]
+        prev, queue = {(1, 1): None}, deque([(1, 1)])
+        while queue:
+            i, j = queue.popleft()
+            for c in ((i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1)):
+                if 0 <= c[0] < 11 and 0 <= c[1] < 11 and open_[c] and c not in prev:
+                    prev[c] = (i, j)
+                    queue.append(c)
+        path, c = [], end
+        while c is not None:
+            path.append(c)
+            c = prev[c]
+        inner = [str(num[c]) for c in reversed(path[1:-1])]
+        assert t.answer == " ".join(["s", *inner, "e"])
+        assert " ".join(["0", *inner, str(t.size)]) in t.accept
+
+
 def test_numbered_shapes():
     light = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray", "wheat")
     for t in cases("numbered_shapes"):
@@ -611,6 +642,7 @@ GOOD = {
     "colour_set": ("The colours are:\n['Red', 'skyblue', 'red']", "red skyblue"),
     "nodes_edges": ("NODES: 5 EDGES: 7", "5 7"),
     "shape_list": ("SHAPES : Circle , Octagon , Diamond", "circle octagon diamond"),
+    "cell_path": ("Path found.\nS, 3, 4, E", "s 3 4 e"),
 }
 BAD = {
     "count": ["7", "count is seven", ""],
@@ -632,6 +664,7 @@ BAD = {
     "colour_set": ["red, cyan", "I see red and blue"],
     "nodes_edges": ["5 nodes and 7 edges", "NODES:5"],
     "shape_list": ["SHAPES: Circle, Star", "Circle, Octagon"],
+    "cell_path": ["S -> 3 -> E", "The path is S, 3, E"],
 }
 
 

@@ -741,6 +741,66 @@ def _layer_guess(rng, L):
             return " ".join(seq)
 
 
+MAZE_N, MAZE_CELL = 11, 40
+
+
+def maze_solving(size: int, rng: np.random.Generator) -> Drawn:
+    """11 x 11 maze of 40 px cells (black walls), carved by a randomised depth-first search from
+    the top-left room; open cells are numbered in carve order (S = 0), the start shows ``S``,
+    the cell numbered ``size`` shows ``E``, the others their numbers.  Gold: the shortest (in a
+    carved maze the only) path, ``"s 3 4 e"``; the numbers in place of S or E are accepted too."""
+    num = -np.ones((MAZE_N, MAZE_N), int)
+    num[1, 1] = 0
+    count, stack = 1, [(1, 1)]
+    while stack:
+        i, j = stack[-1]
+        nbrs = [(i + di, j + dj) for di, dj in ((-2, 0), (2, 0), (0, -2), (0, 2))]
+        nbrs = [
+            (a, b) for a, b in nbrs if 0 < a < MAZE_N - 1 and 0 < b < MAZE_N - 1 and num[a, b] < 0
+        ]
+        if not nbrs:
+            stack.pop()
+            continue
+        a, b = nbrs[int(rng.integers(len(nbrs)))]
+        num[(i + a) // 2, (j + b) // 2] = count
+        num[a, b] = count + 1
+        count += 2
+        stack.append((a, b))
+    start = (1, 1)
+    (end,) = [tuple(int(v) for v in c) for c in np.argwhere(num == size)]
+    # the path: walk back from E to S along decreasing numbers (the DFS tree)
+    path = [end]
+    while path[-1] != start:
+        i, j = path[-1]
+        prev = [
+            (a, b)
+            for a, b in ((i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1))
+            if 0 <= num[a, b] < num[i, j]
+        ]
+        path.append(max(prev, key=lambda c: num[c]))
+    path.reverse()
+    side = MAZE_N * MAZE_CELL
+    img, d = canvas(side, side)
+    for i in range(MAZE_N):
+        for j in range(MAZE_N):
+            x0, y0 = j * MAZE_CELL, i * MAZE_CELL
+            if num[i, j] < 0:
+                d.rectangle([x0, y0, x0 + MAZE_CELL - 1, y0 + MAZE_CELL - 1], fill=BLACK)
+            else:
+                label = "S" if (i, j) == start else "E" if (i, j) == end else str(num[i, j])
+                draw_centred_text(d, (x0 + MAZE_CELL // 2, y0 + MAZE_CELL // 2), label, 14)
+    inner = [str(num[c]) for c in path[1:-1]]
+    answer = " ".join(["s", *inner, "e"])
+    accept = frozenset(" ".join([a, *inner, b]) for a in ("s", "0") for b in ("e", str(size)))
+    return Drawn((img,), answer, {"numbers": num.tolist(), "path": [list(c) for c in path]}, accept)
+
+
+def _maze_guess(rng, **_):
+    L = int(rng.integers(1, N_SIZES + 1))
+    inner = [str(k) for k in range(1, L) if rng.random() < 0.5]
+    return " ".join(["s", *inner, str(L)])
+
+
 GRAPH_R, GRAPH_W = 15, 800
 
 
@@ -989,6 +1049,7 @@ PRIORS = {
         ),
     ),
     "graph_counting": (_graph_guess, _graph_chance),
+    "maze_solving": (_maze_guess, lambda size, **_: 1.0 / N_SIZES / 2 ** (size - 1)),
     "layered_shapes": _list_space(_no_double_circle_count, _layer_guess),
     "list_shapes": (_shape_set_guess, lambda size, **_: 1.0 / 15),
     "numbered_shapes": (_numbered_guess, _numbered_chance),
@@ -999,6 +1060,7 @@ PRIORS = {
 }
 
 GENERATORS = {
+    "maze_solving": maze_solving,
     "layered_shapes": layered_shapes,
     "graph_counting": graph_counting,
     "list_colours": list_colours,

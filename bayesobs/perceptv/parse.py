@@ -194,6 +194,16 @@ def parse_colour_set(reply: str | None) -> Parsed:
     return " ".join(sorted(set(tokens))), None
 
 
+def parse_cell_path(reply: str | None) -> Parsed:
+    """The last line lists cells from S to E (``S, 3, 4, E`` or numbers) -> ``"s 3 4 e"``."""
+    if _empty(reply):
+        return None, "empty reply"
+    tokens = [t for t in re.split(r"[\s,]+", last_line(reply).lower()) if t]
+    if len(tokens) < 2 or not all(t.isdigit() or t in ("s", "e") for t in tokens):
+        return None, "last line is not a comma-separated list of cells"
+    return " ".join(t if t in ("s", "e") else str(int(t)) for t in tokens), None
+
+
 _CIRCLES = re.compile(r"CIRCLES\s*:\s*(.*)$", re.I | re.M)
 
 
@@ -241,6 +251,7 @@ PARSERS: dict[str, Callable[[str | None], Parsed]] = {
     "shape_set": parse_shape_set,
     "colour_set": parse_colour_set,
     "nodes_edges": parse_nodes_edges,
+    "cell_path": parse_cell_path,
     "shape_list": parse_shape_list,
     "circle_labels": parse_circle_labels,
 }
@@ -268,6 +279,7 @@ FORMATTERS: dict[str, Callable[[str], str]] = {
     "shape_set": lambda v: "{" + ", ".join(v.split()) + "}",
     "colour_set": lambda v: "[" + ", ".join(v.split()) + "]",
     "nodes_edges": _fmt_keyed("NODES", "EDGES"),
+    "cell_path": lambda v: ", ".join(w.upper() if w in ("s", "e") else w for w in v.split()),
     "shape_list": lambda v: "SHAPES : " + " , ".join(w.capitalize() for w in v.split()),
     "circle_labels": lambda v: "CIRCLES: " + ", ".join(v.split()),
 }

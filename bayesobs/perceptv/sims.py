@@ -596,7 +596,49 @@ def _layered_shapes(t, rng, e):
     return " ".join(_mislabel(rng, kinds, tuple(_LAYER_RATIO), e))
 
 
+def _maze_solving(t, rng, e):
+    from collections import deque
+
+    arr = rgb_array(t.images[0])
+    black = colour_mask(arr, (0, 0, 0))
+    n = 11
+    cell = arr.shape[0] // n
+    wall = np.array(
+        [
+            [
+                black[i * cell : (i + 1) * cell, j * cell : (j + 1) * cell].mean() > 0.8
+                for j in range(n)
+            ]
+            for i in range(n)
+        ]
+    )
+    labels = {}
+    cands = ["S", "E", *[str(k) for k in range(60)]]
+    for i in range(n):
+        for j in range(n):
+            if not wall[i, j]:
+                crop = black[i * cell : (i + 1) * cell, j * cell : (j + 1) * cell]
+                labels[i, j] = read_number(crop, cell / 2, cell / 2, 14, cands, half_w=cell / 2)
+    start = next(c for c, v in labels.items() if v == "S")
+    end = next(c for c, v in labels.items() if v == "E")
+    prev, queue = {start: None}, deque([start])
+    while queue:
+        i, j = queue.popleft()
+        for c in ((i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1)):
+            if c in labels and c not in prev:
+                prev[c] = (i, j)
+                queue.append(c)
+    path, c = [], end
+    while c is not None:
+        path.append(c)
+        c = prev[c]
+    inner = [labels[c] for c in reversed(path[1:-1])]
+    inner = [str(int(rng.integers(60))) if rng.random() < e else v for v in inner]
+    return " ".join(["s", *inner, "e"])
+
+
 SOLVERS = {
+    "maze_solving": _maze_solving,
     "layered_shapes": _layered_shapes,
     "graph_counting": _graph_counting,
     "list_colours": _list_colours,
