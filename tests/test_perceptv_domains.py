@@ -568,6 +568,63 @@ def test_layered_shapes():
         assert t.answer == " ".join(reversed(kinds))
 
 
+def test_grid_path():
+    for t in cases("grid_path"):
+        a = arr(t.images[0])
+        black = colour(a, "black")
+        m, c = 10, 130
+        links = {}
+        for i in range(6):
+            for j in range(6):
+                for di, dj in ((0, 1), (1, 0)):
+                    i2, j2 = i + di, j + dj
+                    if i2 > 5 or j2 > 5:
+                        continue
+                    if dj:  # border at x = m + (j + 1) c, the row's centre line
+                        x, y = m + (j + 1) * c, m + int((i + 0.5) * c)
+                        on = black[y, x - 15] and black[y, x + 15]
+                    else:
+                        x, y = m + int((j + 0.5) * c), m + (i + 1) * c
+                        on = black[y - 15, x] and black[y + 15, x]
+                    if on:
+                        links.setdefault((i, j), set()).add((i2, j2))
+                        links.setdefault((i2, j2), set()).add((i, j))
+        corner_s = [
+            (i, j)
+            for i in range(6)
+            for j in range(6)
+            if black[m + i * c + 6 : m + i * c + 26, m + j * c + 6 : m + j * c + 26].any()
+        ]
+        corner_e = [
+            (i, j)
+            for i in range(6)
+            for j in range(6)
+            if black[
+                m + (i + 1) * c - 26 : m + (i + 1) * c - 6,
+                m + (j + 1) * c - 26 : m + (j + 1) * c - 6,
+            ].any()
+        ]
+        assert len(corner_s) == 1 and len(corner_e) == 1
+        path, prev = [corner_s[0]], None
+        while True:
+            nxt = [q for q in links.get(path[-1], ()) if q != prev]
+            assert len(nxt) <= 1  # a simple path
+            if not nxt:
+                break
+            prev = path[-1]
+            path.append(nxt[0])
+        assert len(path) == t.size and path[-1] == corner_e[0]
+        kinds = []
+        for i, j in path:
+            y, x = m + int((i + 0.5) * c), m + int((j + 0.5) * c)
+            sub = (
+                ink(a[y - 30 : y + 31, x - 30 : x + 31]) & ~black[y - 30 : y + 31, x - 30 : x + 31]
+            )
+            (*_, shape_mask, _), *_rest = sorted(components(sub), key=lambda q: -q[2].sum())
+            kinds.append(kind(shape_mask))
+        assert t.answer == " ".join(kinds)
+
+
 def test_maze_solving():
     from collections import deque
 

@@ -741,6 +741,76 @@ def _layer_guess(rng, L):
             return " ".join(seq)
 
 
+PATH_CELL, PATH_MARGIN = 130, 10
+PATH_COLOURS = ("red", "blue", "green", "orange", "purple", "gold", "magenta", "teal")
+
+
+def _self_avoiding(rng, length: int) -> list[tuple[int, int]]:
+    """A random self-avoiding walk of ``length`` cells on the 6 x 6 grid (depth-first search)."""
+    while True:
+        path = [(int(rng.integers(6)), int(rng.integers(6)))]
+        tried: list[set] = [set()]
+        while 0 < len(path) < length:
+            i, j = path[-1]
+            options = [
+                c
+                for c in ((i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1))
+                if 0 <= c[0] < 6 and 0 <= c[1] < 6 and c not in path and c not in tried[-1]
+            ]
+            if not options:
+                path.pop()
+                tried.pop()
+                continue
+            c = options[int(rng.integers(len(options)))]
+            tried[-1].add(c)
+            path.append(c)
+            tried.append(set())
+        if len(path) == length:
+            return path
+
+
+def grid_path(size: int, rng: np.random.Generator) -> Drawn:
+    """6 x 6 grid (130 px cells, 10 px margin, 800 px): every cell holds a circle, triangle or
+    square (r 25) in a random colour; a black line with arrowheads at the cell borders joins the
+    ``size`` cells of a self-avoiding path, ``S`` (top-left corner) marks its first cell and
+    ``E`` (bottom-right corner) its last.  Gold: the shapes along the path, S to E."""
+    path = _self_avoiding(rng, size)
+    kinds = [[SHAPES3[int(k)] for k in row] for row in rng.integers(0, 3, (6, 6))]
+    cols = [
+        [PATH_COLOURS[int(k)] for k in row] for row in rng.integers(0, len(PATH_COLOURS), (6, 6))
+    ]
+    m, c = PATH_MARGIN, PATH_CELL
+    img, d = canvas(800, 800)
+    for k in range(7):
+        d.line([(m + k * c, m), (m + k * c, m + 6 * c)], fill=BLACK, width=2)
+        d.line([(m, m + k * c), (m + 6 * c, m + k * c)], fill=BLACK, width=2)
+
+    def centre(cell):
+        return m + (cell[1] + 0.5) * c, m + (cell[0] + 0.5) * c
+
+    for a, b in itertools.pairwise(path):
+        (x0, y0), (x1, y1) = centre(a), centre(b)
+        d.line([(x0, y0), (x1, y1)], fill=BLACK, width=4)
+        mx, my, ux, uy = (x0 + x1) / 2, (y0 + y1) / 2, np.sign(x1 - x0), np.sign(y1 - y0)
+        tip = (mx + 12 * ux, my + 12 * uy)
+        d.polygon(
+            [
+                tip,
+                (mx - 8 * ux - 9 * uy, my - 8 * uy + 9 * ux),
+                (mx - 8 * ux + 9 * uy, my - 8 * uy - 9 * ux),
+            ],
+            fill=BLACK,
+        )
+    for i in range(6):
+        for j in range(6):
+            draw_shape(d, kinds[i][j], *centre((i, j)), 25, fill=rgb(cols[i][j]))
+    (si, sj), (ei, ej) = path[0], path[-1]
+    draw_centred_text(d, (m + sj * c + 16, m + si * c + 16), "S", 18)
+    draw_centred_text(d, (m + (ej + 1) * c - 16, m + (ei + 1) * c - 16), "E", 18)
+    meta = {"path": [list(p) for p in path], "kinds": kinds}
+    return Drawn((img,), " ".join(kinds[i][j] for i, j in path), meta)
+
+
 MAZE_N, MAZE_CELL = 11, 40
 
 
@@ -1049,6 +1119,9 @@ PRIORS = {
         ),
     ),
     "graph_counting": (_graph_guess, _graph_chance),
+    "grid_path": _list_space(
+        lambda L: 3**L, lambda rng, L: " ".join(SHAPES3[int(k)] for k in rng.integers(0, 3, L))
+    ),
     "maze_solving": (_maze_guess, lambda size, **_: 1.0 / N_SIZES / 2 ** (size - 1)),
     "layered_shapes": _list_space(_no_double_circle_count, _layer_guess),
     "list_shapes": (_shape_set_guess, lambda size, **_: 1.0 / 15),
@@ -1060,6 +1133,7 @@ PRIORS = {
 }
 
 GENERATORS = {
+    "grid_path": grid_path,
     "maze_solving": maze_solving,
     "layered_shapes": layered_shapes,
     "graph_counting": graph_counting,

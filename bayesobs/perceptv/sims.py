@@ -637,7 +637,62 @@ def _maze_solving(t, rng, e):
     return " ".join(["s", *inner, "e"])
 
 
+def _grid_path(t, rng, e):
+    arr = rgb_array(t.images[0])
+    black = colour_mask(arr, (0, 0, 0))
+    # grid lines span the whole grid; a path line never spans more than 5 of the 6 cells
+    span = 0.95 * (arr.shape[0] - 20)
+    xs = line_positions(black.sum(axis=0), span)
+    ys = line_positions(black.sum(axis=1), span)
+    n = len(xs) - 1
+    cx = [(xs[k] + xs[k + 1]) / 2 for k in range(n)]
+    cy = [(ys[k] + ys[k + 1]) / 2 for k in range(n)]
+    links: dict = {}
+    for i in range(n):
+        for j in range(n):
+            for a, b in (((i, j), (i, j + 1)), ((i, j), (i + 1, j))):
+                if b[0] >= n or b[1] >= n:
+                    continue
+                if a[0] == b[0]:  # a vertical border at xs[j + 1]: look 20 px to each side
+                    x, y = int(xs[j + 1]), int(cy[i])
+                    hit = (
+                        black[y - 1 : y + 2, x - 22 : x - 18].any()
+                        and black[y - 1 : y + 2, x + 18 : x + 22].any()
+                    )
+                else:
+                    x, y = int(cx[j]), int(ys[i + 1])
+                    hit = (
+                        black[y - 22 : y - 18, x - 1 : x + 2].any()
+                        and black[y + 18 : y + 22, x - 1 : x + 2].any()
+                    )
+                if hit:
+                    links.setdefault(a, []).append(b)
+                    links.setdefault(b, []).append(a)
+    # S: the cell with ink in its top-left corner
+    start = next(
+        (i, j)
+        for i in range(n)
+        for j in range(n)
+        if black[int(ys[i]) + 8 : int(ys[i]) + 26, int(xs[j]) + 8 : int(xs[j]) + 26].any()
+    )
+    path, prev = [start], None
+    while True:
+        nxt = [c for c in links.get(path[-1], []) if c != prev]
+        if not nxt:
+            break
+        prev = path[-1]
+        path.append(nxt[0])
+    kinds = []
+    ink = ink_mask(arr) & ~black
+    for i, j in path:
+        sub = ink[int(cy[i]) - 30 : int(cy[i]) + 31, int(cx[j]) - 30 : int(cx[j]) + 31]
+        bs = blobs(sub)
+        kinds.append(shape_kind(max(bs, key=lambda b: b["area"])["mask"]) if bs else "circle")
+    return " ".join(_mislabel(rng, kinds, ("circle", "triangle", "square"), e))
+
+
 SOLVERS = {
+    "grid_path": _grid_path,
     "maze_solving": _maze_solving,
     "layered_shapes": _layered_shapes,
     "graph_counting": _graph_counting,
