@@ -1,0 +1,225 @@
+"""Shared pieces of the Percept-V generators: the trial record, prompts, palette, shape drawing.
+
+Drawing uses Pillow's ImageDraw only (polygons, ellipses, lines, text) and
+matplotlib's bundled DejaVu Sans without antialiasing (via
+:mod:`bayesobs.tunnel.common`), so images are identical on every machine and
+every pixel is exactly a palette colour, white, or black ink.  Shapes are
+drawn without antialiasing too, so object colours can be read exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from ..tunnel.common import as_seed_sequence, draw_centred_text, draw_left_text, font, rgb, streams
+from .prompts import BULLETS
+
+FORMAT_LINES = (
+    "-Please provide a short and precise answer according to the given format.",
+    "-Follow the output format strictly.",
+)
+ANSWER_TYPES = ("single", "fixed", "list", "set")
+
+# The 20-name palette of colours_present / layered_colours / list_colours (Appendix A.1.5),
+# as Pillow/CSS colour values.
+PALETTE20: dict[str, tuple[int, int, int]] = {
+    name: rgb(name)
+    for name in (
+        "black",
+        "gray",
+        "brown",
+        "maroon",
+        "red",
+        "coral",
+        "tan",
+        "orange",
+        "ivory",
+        "goldenrod",
+        "yellow",
+        "green",
+        "olive",
+        "turquoise",
+        "skyblue",
+        "blue",
+        "lavender",
+        "purple",
+        "pink",
+        "fuchsia",
+    )
+}
+WHITE = (255, 255, 255)
+BLACK = (0, 0, 0)
+
+
+def prompt(domain: str) -> str:
+    """The paper's prompt for ``domain``: its Appendix A.1 bullets and the two format lines."""
+    return "\n".join(["- " + b for b in BULLETS[domain]] + list(FORMAT_LINES))
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One Percept-V problem instance.
+
+    Attributes
+    ----------
+    domain : str
+        One of the 30 domain names (``bayesobs.perceptv.DOMAINS``).
+    size : int
+        The problem size (1..20).
+    images : tuple of PIL.Image.Image
+        The images, in order (two for the two-image domains).
+    prompt : str
+        The paper's prompt (Appendix A.1 bullets + the two format lines).
+    answer : str
+        The gold answer, normalised as the domain's parser normalises replies.
+    answer_type : str
+        ``"single"``, ``"fixed"``, ``"list"`` or ``"set"`` (Table 2 / Table 4).
+    answer_format : str
+        Name of the parser in :mod:`bayesobs.perceptv.parse`.
+    skills : tuple of str
+        The Table 1 skills the domain tests.
+    max_tokens : int
+        Reply budget (the paper does not state one; see ``docs/perceptv.md``).
+    meta : dict
+        Per-trial metadata (JSON-friendly): the drawn objects, options.
+    accept : frozenset of str
+        Every normalised answer that counts as correct (``{answer}`` except
+        ``cross_and_knots``, where any safe cell is right).
+    """
+
+    domain: str
+    size: int
+    images: tuple[Image.Image, ...]
+    prompt: str
+    answer: str
+    answer_type: str
+    answer_format: str
+    skills: tuple[str, ...]
+    max_tokens: int
+    meta: dict[str, Any] = field(default_factory=dict)
+    accept: frozenset[str] = frozenset()
+
+    @property
+    def task(self) -> str:
+        return "percept_v"
+
+    def is_correct(self, value: str | None) -> bool:
+        """Whether a parsed (normalised) reply value is a right answer."""
+        if value is None:
+            return False
+        return value in (self.accept or {self.answer})
+
+
+def regular_polygon(cx: float, cy: float, r: float, n: int, rot: float = -90.0):
+    """Vertices of a regular ``n``-gon of circumradius ``r``; the first vertex at angle ``rot`` deg."""
+    return [
+        (
+            cx + r * math.cos(math.radians(rot + 360.0 * k / n)),
+            cy + r * math.sin(math.radians(rot + 360.0 * k / n)),
+        )
+        for k in range(n)
+    ]
+
+
+SIDES = {"triangle": 3, "diamond": 4, "pentagon": 5, "hexagon": 6, "octagon": 8}
+
+
+def shape_points(kind: str, cx: float, cy: float, r: float, flip: bool = False):
+    """Polygon vertices of ``kind`` centred on ``(cx, cy)`` with half-size ``r``.
+
+    ``square`` is axis-aligned (half side ``r``), ``triangle`` points up (down if
+    ``flip``), ``pentagon`` points up, ``diamond``/``hexagon``/``octagon`` are
+    regular with circumradius ``r``.
+    """
+    if kind == "square":
+        return [(cx - r, cy - r), (cx + r, cy - r), (cx + r, cy + r), (cx - r, cy + r)]
+    rot = 90.0 if flip else -90.0
+    if kind == "octagon":
+        rot = 22.5
+    return regular_polygon(cx, cy, r, SIDES[kind], rot)
+
+
+def draw_shape(
+    draw: ImageDraw.ImageDraw,
+    kind: str,
+    cx: float,
+    cy: float,
+    r: float,
+    fill=None,
+    outline=None,
+    width: int = 1,
+    flip: bool = False,
+) -> None:
+    """Draw a circle or polygon (see :func:`shape_points`), filled and/or outlined, aliased."""
+    if kind == "circle":
+        box = [cx - r, cy - r, cx + r, cy + r]
+        draw.ellipse(box, fill=fill, outline=outline, width=width)
+    else:
+        pts = shape_points(kind, cx, cy, r, flip)
+        if fill is not None:
+            draw.polygon(pts, fill=fill)
+        if outline is not None:
+            draw.line([*pts, pts[0]], fill=outline, width=width, joint="curve")
+
+
+def place_discs(
+    rng: np.random.Generator,
+    radii,
+    box: tuple[float, float, float, float],
+    gap: float = 4.0,
+    avoid: list[tuple[float, float, float]] | None = None,
+    tries: int = 4000,
+) -> list[tuple[float, float, float]]:
+    """Non-overlapping discs ``(x, y, r)`` inside ``box = (x0, y0, x1, y1)``, at least ``gap`` apart.
+
+    Rejection sampling, largest disc first; raises ``RuntimeError`` if a disc
+    finds no room in ``tries`` draws (the callers' layouts leave ample room).
+    """
+    x0, y0, x1, y1 = box
+    placed: list[tuple[float, float, float]] = list(avoid or [])
+    n_avoid = len(placed)
+    order = np.argsort(-np.asarray(radii, float), kind="stable")
+    out: list[tuple[float, float, float] | None] = [None] * len(radii)
+    for i in order:
+        r = float(radii[i])
+        for _ in range(tries):
+            x = float(rng.uniform(x0 + r, x1 - r))
+            y = float(rng.uniform(y0 + r, y1 - r))
+            if all((x - a) ** 2 + (y - b) ** 2 >= (r + c + gap) ** 2 for a, b, c in placed):
+                break
+        else:
+            raise RuntimeError("no room to place the discs")
+        placed.append((x, y, r))
+        out[i] = (x, y, r)
+    del placed[:n_avoid]
+    return [o for o in out if o is not None]
+
+
+def canvas(w: int, h: int, colour=WHITE) -> tuple[Image.Image, ImageDraw.ImageDraw]:
+    img = Image.new("RGB", (w, h), colour)
+    return img, ImageDraw.Draw(img)
+
+
+__all__ = [
+    "ANSWER_TYPES",
+    "FORMAT_LINES",
+    "PALETTE20",
+    "Trial",
+    "as_seed_sequence",
+    "canvas",
+    "draw_centred_text",
+    "draw_left_text",
+    "draw_shape",
+    "font",
+    "place_discs",
+    "prompt",
+    "regular_polygon",
+    "rgb",
+    "shape_points",
+    "streams",
+]
