@@ -146,8 +146,9 @@ def label(reply: str | None, labels: Iterable[str], key: str | None = None) -> P
             hit = by_norm.get(normalise(got))
             return (hit, None) if hit else (None, f"{key.upper()}: {got[:40]!r} is not a label")
     words = sorted(by_norm, key=len, reverse=True)
-    m = re.search(r"(?<![\w-])(" + "|".join(re.escape(w) for w in words) + r")(?![\w-])",
-                  normalise(reply))  # fmt: skip
+    m = re.search(
+        r"(?<![\w-])(" + "|".join(re.escape(w) for w in words) + r")(?![\w-])", normalise(reply)
+    )
     if m:
         return by_norm[m.group(1)], None
     return None, "no label"

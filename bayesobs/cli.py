@@ -314,8 +314,10 @@ def perception_summary(table) -> str:
     lines = []
     for r in table.itertuples(index=False):
         inv = f"  invalid {r.invalid_rate:.0%}" if r.invalid_rate else ""
-        lines.append(f"  {r.subject:<14} {r.task:<15} {r.variant:<14} {r.modality:<10} {r.condition:<8} "
-                     f"acc {r.accuracy:.2f} [{r.lo:.2f}, {r.hi:.2f}]  chance {r.chance:.2f}  n {r.n}{inv}")  # fmt: skip
+        lines.append(
+            f"  {r.subject:<14} {r.task:<15} {r.variant:<14} {r.modality:<10} {r.condition:<8} "
+            f"acc {r.accuracy:.2f} [{r.lo:.2f}, {r.hi:.2f}]  chance {r.chance:.2f}  n {r.n}{inv}"
+        )
     return "\n".join(lines)
 
 
@@ -328,8 +330,10 @@ def search_summary(search) -> str:
     for r in t.itertuples(index=False):
         p = "n/a" if r.p_bonferroni != r.p_bonferroni else f"{r.p_bonferroni:.2g}"
         rr = "n/a" if r.r != r.r else f"{r.r:+.2f}"
-        lines.append(f"  {r.subject:<16} {r.task:<15} {r.condition:<25} {r.answer:<6} "
-                     f"acc {r.accuracy:.2f}  r {rr:>5}  p {p}")  # fmt: skip
+        lines.append(
+            f"  {r.subject:<16} {r.task:<15} {r.condition:<25} {r.answer:<6} "
+            f"acc {r.accuracy:.2f}  r {rr:>5}  p {p}"
+        )
     return "\n".join(lines)
 
 
@@ -365,15 +369,25 @@ def cmd_serve(args) -> int:
 
     from .web import ParticipantServer
 
-    server = ParticipantServer(args.spec, args.out, args.modality, args.condition, args.trials, token=args.token,
-                               ami=str(args.ami) if args.ami else None, order=args.order,
-                               minutes=args.minutes)  # fmt: skip
+    server = ParticipantServer(
+        args.spec,
+        args.out,
+        args.modality,
+        args.condition,
+        args.trials,
+        token=args.token,
+        ami=str(args.ami) if args.ami else None,
+        order=args.order,
+        minutes=args.minutes,
+    )
     base = f"http://{args.host}:{args.port}"
     print(f"participants: {base}/   (or {base}/?pid=ID)")
     print(f"experimenter: {base}/experimenter?token={server.token}")
     minutes, basis = server.expected_minutes()
-    print(f"{server.study.total} trials per participant (about {minutes} min, {basis}); block order "
-          f"{args.order}; answers are appended to {args.out}/trials.jsonl")  # fmt: skip
+    print(
+        f"{server.study.total} trials per participant (about {minutes} min, {basis}); block order "
+        f"{args.order}; answers are appended to {args.out}/trials.jsonl"
+    )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"note: listening on {args.host}, reachable from other machines", file=sys.stderr)
     uvicorn.run(server.app(), host=args.host, port=args.port, log_level="warning")
@@ -384,21 +398,35 @@ def cmd_export(args) -> int:
     """``bayesobs export jspsych``: a jsPsych study folder for an online platform."""
     from .web.jspsych import export_jspsych
 
-    out = export_jspsych(args.spec, args.out, args.modality, args.condition, args.trials,
-                         ami=str(args.ami) if args.ami else None, platform=args.platform, order=args.order,
-                         break_every=args.break_every, completion_code=args.completion_code,
-                         prolific_code=args.prolific_code, datapipe_id=args.datapipe,
-                         minutes=args.minutes)  # fmt: skip
+    out = export_jspsych(
+        args.spec,
+        args.out,
+        args.modality,
+        args.condition,
+        args.trials,
+        ami=str(args.ami) if args.ami else None,
+        platform=args.platform,
+        order=args.order,
+        break_every=args.break_every,
+        completion_code=args.completion_code,
+        prolific_code=args.prolific_code,
+        datapipe_id=args.datapipe,
+        minutes=args.minutes,
+    )
     manifest = json.loads((out / "bayesobs_manifest.json").read_text())
-    print(f"jsPsych experiment for {args.platform} -> {out}  (cd {out} && npm install && npm run build; "
-          f"then upload {out}/dist)")  # fmt: skip
+    print(
+        f"jsPsych experiment for {args.platform} -> {out}  (cd {out} && npm install && npm run build; "
+        f"then upload {out}/dist)"
+    )
     print(
         f"completion code {manifest['completion_code']}; block order {args.order} "
         f"({len(manifest['orders'])} Latin-square row(s)); about {manifest['minutes']} min"
     )
     if args.platform == "pavlovia":
-        print("Pavlovia: save Pavlovia's jsPsych plugin as "
-              f"{out}/jspsych-pavlovia.js before building (it is not on the npm registry)")  # fmt: skip
+        print(
+            "Pavlovia: save Pavlovia's jsPsych plugin as "
+            f"{out}/jspsych-pavlovia.js before building (it is not on the npm registry)"
+        )
     return 0
 
 
@@ -544,7 +572,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sim-seed", type=int, default=0, help="seed of the simulated subjects (default 0)"
     )
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")  # fmt: skip
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def _check_run_options(args) -> None:
@@ -571,9 +599,14 @@ def _check_run_options(args) -> None:
 
 def _run_options(args) -> dict:
     """The options ``run`` and ``sweep`` pass to :func:`bayesobs.runner.start`."""
-    chat = {"temperature": args.temperature, "max_tokens": args.max_tokens,
-            "reasoning_effort": args.reasoning_effort, "base_url": args.base_url,
-            "timeout_s": args.timeout, "max_attempts": args.max_attempts}  # fmt: skip
+    chat = {
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "reasoning_effort": args.reasoning_effort,
+        "base_url": args.base_url,
+        "timeout_s": args.timeout,
+        "max_attempts": args.max_attempts,
+    }
     return {
         "sim_seed": args.sim_seed,
         "api_key": args.api_key,
@@ -590,22 +623,32 @@ def _print_report(args, report) -> int:
     """The terminal summary of a run (the library did the work)."""
     if report.dry_run is not None:
         d = report.dry_run
-        print(f"dry run: {d['sessions']} session run(s), {d['calls']} call(s) to make ({d['logged']} trial(s) already logged in "
-              f"{args.out}), about {d['input_tokens']:,} input tokens")  # fmt: skip
+        print(
+            f"dry run: {d['sessions']} session run(s), {d['calls']} call(s) to make ({d['logged']} trial(s) already logged in "
+            f"{args.out}), about {d['input_tokens']:,} input tokens"
+        )
         return 0
     for name in report.torn_logs:
         redo = "; that trial is redone" if name == "trials.jsonl" else ""
-        print(f"note: the torn last line of {args.out / name} was cut (kept in {name}.torn){redo}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"note: the torn last line of {args.out / name} was cut (kept in {name}.torn){redo}",
+            file=sys.stderr,
+        )
     here = str(Path(args.out).resolve())
-    sources = ", ".join(f"{n} from {'this folder' if src == here else src}"
-                        for src, n in report.cached_from.most_common())  # fmt: skip
-    print(f"logged {report.done} trial(s) in {report.seconds:.1f} s ({report.skipped} already logged, "
-          f"{report.cached} from cache{f' ({sources})' if sources else ''}, {report.unparsed} without a number) "
-          f"-> {args.out}/trials.jsonl")  # fmt: skip
+    sources = ", ".join(
+        f"{n} from {'this folder' if src == here else src}"
+        for src, n in report.cached_from.most_common()
+    )
+    print(
+        f"logged {report.done} trial(s) in {report.seconds:.1f} s ({report.skipped} already logged, "
+        f"{report.cached} from cache{f' ({sources})' if sources else ''}, {report.unparsed} without a number) "
+        f"-> {args.out}/trials.jsonl"
+    )
     if report.failed_sessions:
-        print(f"{len(report.failed_sessions)} session(s) stopped early; run the same command again to resume:",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{len(report.failed_sessions)} session(s) stopped early; run the same command again to resume:",
+            file=sys.stderr,
+        )
         for line in report.failed_sessions[:10]:
             print(f"  {line}", file=sys.stderr)
         return 1
@@ -621,8 +664,19 @@ def cmd_run(args) -> int:
         args.out = Path("runs") / load_spec(args.task)["task"]
         _check_run_options(args)
     options, chat = _run_options(args)
-    report = run_task(args.task, args.subject, args.out, args.modality, args.condition, args.trials,
-                      args.runs, ami=args.ami, hvs=args.hvs, chat=chat, **options)  # fmt: skip
+    report = run_task(
+        args.task,
+        args.subject,
+        args.out,
+        args.modality,
+        args.condition,
+        args.trials,
+        args.runs,
+        ami=args.ami,
+        hvs=args.hvs,
+        chat=chat,
+        **options,
+    )
     return _print_report(args, report)
 
 
@@ -632,8 +686,17 @@ def cmd_sweep(args) -> int:
 
     _check_run_options(args)
     options, chat = _run_options(args)
-    report = sweep(args.protocol, args.subject, args.out, trials=args.trials, runs=args.runs,
-                   ami=args.ami, hvs=args.hvs, **options, **chat)  # fmt: skip
+    report = sweep(
+        args.protocol,
+        args.subject,
+        args.out,
+        trials=args.trials,
+        runs=args.runs,
+        ami=args.ami,
+        hvs=args.hvs,
+        **options,
+        **chat,
+    )
     return _print_report(args, report)
 
 
@@ -684,9 +747,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("fit", help="fit the ten observer variants; write fits.csv and evidence.csv")
     _add_trial_options(p)
-    p.add_argument("--method", choices=("mle", "posterior"), default="mle",
-                   help="mle (default): exact maximum likelihood with AIC; posterior: also NumPyro NUTS fits, "
-                        "diagnostics, PSIS-LOO, posterior BCS")  # fmt: skip
+    p.add_argument(
+        "--method",
+        choices=("mle", "posterior"),
+        default="mle",
+        help="mle (default): exact maximum likelihood with AIC; posterior: also NumPyro NUTS fits, "
+        "diagnostics, PSIS-LOO, posterior BCS",
+    )
     p.add_argument(
         "--hierarchical",
         action="store_true",
@@ -902,8 +969,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bayesobs: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("bayesobs: interrupted; everything logged so far is kept (run the same command to resume)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "bayesobs: interrupted; everything logged so far is kept (run the same command to resume)",
+            file=sys.stderr,
+        )
         return 130
     except FatalSubjectError as exc:
         print(f"bayesobs: error: {exc} (everything logged so far is kept)", file=sys.stderr)

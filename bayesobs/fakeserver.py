@@ -111,10 +111,15 @@ class FakeChatServer:
                         "object": "chat.completion",
                         "created": 0,
                         "model": body.get("model", "fake"),
-                        "choices": [{"index": 0, "finish_reason": ans.finish_reason,
-                                     "message": {"role": "assistant", "content": ans.text}}],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": ans.finish_reason,
+                                "message": {"role": "assistant", "content": ans.text},
+                            }
+                        ],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
-                    }  # fmt: skip
+                    }
                 else:
                     payload = {
                         "error": {
@@ -179,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server = FakeChatServer(constant(args.reply), record=False, host=args.host, port=args.port)
     except OSError as exc:
-        print(f"fakeserver: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"fakeserver: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 2
     with server as srv:
         print(srv.url, flush=True)

@@ -155,8 +155,14 @@ def sample(
     from numpyro.infer import MCMC, NUTS, log_likelihood
 
     variant = get_variant(variant) if isinstance(variant, str) else variant
-    mcmc = MCMC(NUTS(model), num_warmup=warmup, num_samples=draws, num_chains=chains,
-                chain_method="vectorized", progress_bar=progress)  # fmt: skip
+    mcmc = MCMC(
+        NUTS(model),
+        num_warmup=warmup,
+        num_samples=draws,
+        num_chains=chains,
+        chain_method="vectorized",
+        progress_bar=progress,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # numpyro: "There are not enough devices ..."
         mcmc.run(_rng_key(seed), variant, data, hierarchical)
@@ -385,8 +391,12 @@ def _map_start(info):
     flat, unravel = jax.flatten_util.ravel_pytree(info.param_info.z)
     pot = jax.jit(lambda v: info.potential_fn(unravel(v)))
     grad = jax.jit(jax.grad(lambda v: info.potential_fn(unravel(v))))
-    res = minimize(lambda v: float(pot(v)), np.asarray(flat, dtype=float),
-                   jac=lambda v: np.asarray(grad(v), dtype=float), method="L-BFGS-B")  # fmt: skip
+    res = minimize(
+        lambda v: float(pot(v)),
+        np.asarray(flat, dtype=float),
+        jac=lambda v: np.asarray(grad(v), dtype=float),
+        method="L-BFGS-B",
+    )
     return res.fun, unravel(res.x)
 
 
@@ -446,8 +456,17 @@ def prepare_cells(trials: pd.DataFrame, variant: Variant) -> list[tuple[tuple, D
         us = np.where(ob, (u - c) / sd, 0.0)
         zbar = (zs.sum(1) / pres.sum(1))[:, None]
         const = np.where(ob, -np.log(sd) - jac, 0.0)
-        data = Data(zs, us, ob, zbar, np.zeros(len(rows), dtype=np.int64), const,
-                    np.array([c]), np.array([sd]), [key])  # fmt: skip
+        data = Data(
+            zs,
+            us,
+            ob,
+            zbar,
+            np.zeros(len(rows), dtype=np.int64),
+            const,
+            np.array([c]),
+            np.array([sd]),
+            [key],
+        )
         out.append((key, data))
     return out
 
@@ -465,13 +484,23 @@ def _cell_results(group_keys, key, name, idata, chains):
     }
     notes = []
     if not diagnostics_ok(diag, chains):
-        notes.append(f"{label} {name}: sampler diagnostics failed ({diagnostics_failures(diag, chains)}); "
-                     "treat with care")  # fmt: skip
+        notes.append(
+            f"{label} {name}: sampler diagnostics failed ({diagnostics_failures(diag, chains)}); "
+            "treat with care"
+        )
     rows = []
     for lab, r in summ.iterrows():
         param, _, subj = lab.partition("[")
-        rows.append({**dict(zip(group_keys, key, strict=True)), "subject_cell": subj.rstrip("]"), "variant": name,
-                     "param": param, **{c: r[c] for c in summ.columns}, **diag})  # fmt: skip
+        rows.append(
+            {
+                **dict(zip(group_keys, key, strict=True)),
+                "subject_cell": subj.rstrip("]"),
+                "variant": name,
+                "param": param,
+                **{c: r[c] for c in summ.columns},
+                **diag,
+            }
+        )
     with warnings.catch_warnings():
         # arviz's generic warning is replaced by a note with the count and the threshold
         warnings.filterwarnings("ignore", message=".*[Pp]areto", category=UserWarning)
@@ -479,11 +508,19 @@ def _cell_results(group_keys, key, name, idata, chains):
     k = np.asarray(loo.pareto_k)
     high = int((k > PARETO_K_MAX).sum())
     if high:
-        notes.append(f"{label} {name}: {high} of {k.size} observation(s) have Pareto k > {PARETO_K_MAX} "
-                     f"(largest {k.max():.2f}): PSIS-LOO is unreliable for them; compare variants with "
-                     "care (K-fold CV, or a lapse/heavier-tailed model)")  # fmt: skip
-    loo_row = {**dict(zip(group_keys, key, strict=True)), "variant": name, "elpd_loo": float(loo.elpd_loo),
-               "se": float(loo.se), "p_loo": float(loo.p_loo), "pareto_k_over_0.7": high}  # fmt: skip
+        notes.append(
+            f"{label} {name}: {high} of {k.size} observation(s) have Pareto k > {PARETO_K_MAX} "
+            f"(largest {k.max():.2f}): PSIS-LOO is unreliable for them; compare variants with "
+            "care (K-fold CV, or a lapse/heavier-tailed model)"
+        )
+    loo_row = {
+        **dict(zip(group_keys, key, strict=True)),
+        "variant": name,
+        "elpd_loo": float(loo.elpd_loo),
+        "se": float(loo.se),
+        "p_loo": float(loo.p_loo),
+        "pareto_k_over_0.7": high,
+    }
     return rows, loo_row, "; ".join(notes) or None
 
 
@@ -510,8 +547,10 @@ def _finish_job(job, raw) -> list:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
         idatas = _collect(get_variant(name), [d for _, d in items], raw)
-        return [(key, name, idata, *_cell_results(list(CELL_KEYS), key, name, idata, chains))
-                for (key, _), idata in zip(items, idatas, strict=True)]  # fmt: skip
+        return [
+            (key, name, idata, *_cell_results(list(CELL_KEYS), key, name, idata, chains))
+            for (key, _), idata in zip(items, idatas, strict=True)
+        ]
 
 
 def _fit_batch_job(job) -> list:
@@ -568,9 +607,19 @@ def _worker_init() -> None:
     warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
 
 
-def fit_posterior(trials: pd.DataFrame, variants=None, hierarchical=False, chains=4, warmup=500, draws=500,
-                  seed=0, progress=False, workers: int | None = None, batched: bool = True,
-                  scheduler: str | None = None):  # fmt: skip
+def fit_posterior(
+    trials: pd.DataFrame,
+    variants=None,
+    hierarchical=False,
+    chains=4,
+    warmup=500,
+    draws=500,
+    seed=0,
+    progress=False,
+    workers: int | None = None,
+    batched: bool = True,
+    scheduler: str | None = None,
+):
     """Posterior fits of every variant; returns ``(summary, loo, idatas, notes)``.
 
     Without ``hierarchical`` each cell is fitted on its own; with it, the
@@ -683,12 +732,18 @@ def ppc_table(
     y_sim = np.exp(sims) - eps if variant.log else sims
     q = np.quantile(y_sim, [0.05, 0.5, 0.95], axis=0)
     present = runs.present
-    out = pd.DataFrame({
-        "session": np.repeat(runs.session, present.sum(1)), "run": np.repeat(runs.run, present.sum(1)),
-        "trial": np.concatenate([np.arange(k) for k in present.sum(1)]),
-        "stimulus": runs.x[present], "response": runs.y[present],
-        "pred_q05": q[0][present], "pred_median": q[1][present], "pred_q95": q[2][present],
-    })  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "session": np.repeat(runs.session, present.sum(1)),
+            "run": np.repeat(runs.run, present.sum(1)),
+            "trial": np.concatenate([np.arange(k) for k in present.sum(1)]),
+            "stimulus": runs.x[present],
+            "response": runs.y[present],
+            "pred_q05": q[0][present],
+            "pred_median": q[1][present],
+            "pred_q95": q[2][present],
+        }
+    )
     out.insert(0, "variant", variant.name)
     return out
 

@@ -42,8 +42,16 @@ def cell(rng, w, subject="s"):
     rows = []
     for s, (lo, hi) in enumerate([(0.1, 0.5), (0.3, 0.7), (0.5, 0.9)]):
         x = rng.uniform(lo, hi, 40)
-        rows.append(pd.DataFrame({"subject": subject, "session": f"s{s}", "stimulus": x,
-                                  "response": simulate("static", {"w_prior": w, "sigma": 0.04}, x, rng=rng)}))  # fmt: skip
+        rows.append(
+            pd.DataFrame(
+                {
+                    "subject": subject,
+                    "session": f"s{s}",
+                    "stimulus": x,
+                    "response": simulate("static", {"w_prior": w, "sigma": 0.04}, x, rng=rng),
+                }
+            )
+        )
     return pd.concat(rows)
 
 
@@ -65,18 +73,30 @@ def scale(args) -> dict:
     sub = trials.merge(pick, on=keys)
     dev = jax.devices()[0]
     kw = {"chains": 4, "warmup": args.warmup, "draws": args.draws}
-    res = {"device": f"{dev.platform}:{dev.device_kind}", "cells": len(pick), "cells_all": n_all,
-           "variants": 10, **kw}  # fmt: skip
+    res = {
+        "device": f"{dev.platform}:{dev.device_kind}",
+        "cells": len(pick),
+        "cells_all": n_all,
+        "variants": 10,
+        **kw,
+    }
     warnings.simplefilter("ignore", RuntimeWarning)  # counted below instead
     t, cpu = time.perf_counter(), time.process_time()
     summ, loo, idatas, notes = fit_posterior(sub, scheduler=args.scheduler, **kw)
     wall, cpu = time.perf_counter() - t, time.process_time() - cpu
-    res.update(wall_s=round(wall, 1), cpu_s=round(cpu, 1), load_avg_1min=os.getloadavg()[0],
-               extrapolated_all_cells_s=round(wall * n_all / len(pick), 1),
-               fits=len(loo), diagnostic_notes=len(notes))  # fmt: skip
-    print(f"BayesBench scale, {len(pick)} of {n_all} cells x 10 variants, 4 x ({args.warmup} + {args.draws}) "
-          f"on {res['device']}: {wall:.1f} s wall, {cpu:.1f} s CPU, load {res['load_avg_1min']:.1f} ({len(loo)} fits, {len(notes)} diagnostic notes); "
-          f"x {n_all}/{len(pick)} -> {res['extrapolated_all_cells_s'] / 60:.1f} min for all cells")  # fmt: skip
+    res.update(
+        wall_s=round(wall, 1),
+        cpu_s=round(cpu, 1),
+        load_avg_1min=os.getloadavg()[0],
+        extrapolated_all_cells_s=round(wall * n_all / len(pick), 1),
+        fits=len(loo),
+        diagnostic_notes=len(notes),
+    )
+    print(
+        f"BayesBench scale, {len(pick)} of {n_all} cells x 10 variants, 4 x ({args.warmup} + {args.draws}) "
+        f"on {res['device']}: {wall:.1f} s wall, {cpu:.1f} s CPU, load {res['load_avg_1min']:.1f} ({len(loo)} fits, {len(notes)} diagnostic notes); "
+        f"x {n_all}/{len(pick)} -> {res['extrapolated_all_cells_s'] / 60:.1f} min for all cells"
+    )
     if args.dask_local:
         from distributed import LocalCluster
 
@@ -100,12 +120,19 @@ def scale(args) -> dict:
             b = az.summary(idata, round_to="none")
             zs += list((a["mean"] - b["mean"]).abs() / np.hypot(a["mcse_mean"], b["mcse_mean"]))
         zs = np.array(zs)
-        res.update(check_cells=len(check), check_fits=len(ref), check_params=len(zs),
-                   within_2_mcse=float(np.mean(zs < 2)), within_3_mcse=float(np.mean(zs < 3)),
-                   max_z=float(zs.max()))  # fmt: skip
-        print(f"per-cell MCMC fits of {len(check)} cells ({len(ref)} fits, {res['per_cell_check_s']} s): "
-              f"posterior means within 2 MCSE: {res['within_2_mcse']:.1%} of {len(zs)} parameters, "
-              f"within 3: {res['within_3_mcse']:.1%} (largest |diff|/MCSE {zs.max():.2f})")  # fmt: skip
+        res.update(
+            check_cells=len(check),
+            check_fits=len(ref),
+            check_params=len(zs),
+            within_2_mcse=float(np.mean(zs < 2)),
+            within_3_mcse=float(np.mean(zs < 3)),
+            max_z=float(zs.max()),
+        )
+        print(
+            f"per-cell MCMC fits of {len(check)} cells ({len(ref)} fits, {res['per_cell_check_s']} s): "
+            f"posterior means within 2 MCSE: {res['within_2_mcse']:.1%} of {len(zs)} parameters, "
+            f"within 3: {res['within_3_mcse']:.1%} (largest |diff|/MCSE {zs.max():.2f})"
+        )
     return res
 
 
@@ -133,8 +160,10 @@ def main() -> int:
     t = time.perf_counter()
     _, loo, _, notes = fit_posterior(cell(rng, 0.4))
     res["single_cell_10_variants_s"] = round(time.perf_counter() - t, 1)
-    print(f"one cell, 120 trials, 10 variants, 4 x (500 + 500): {res['single_cell_10_variants_s']} s "
-          f"(best by LOO: {loo.sort_values('rank')['variant'].iat[0]}; {len(notes)} diagnostic warnings)")  # fmt: skip
+    print(
+        f"one cell, 120 trials, 10 variants, 4 x (500 + 500): {res['single_cell_10_variants_s']} s "
+        f"(best by LOO: {loo.sort_values('rank')['variant'].iat[0]}; {len(notes)} diagnostic warnings)"
+    )
     subjects = pd.concat([cell(rng, w, f"s{i}") for i, w in enumerate(np.linspace(0.2, 0.6, 9))])
     t = time.perf_counter()
     fit_posterior(subjects, variants=["static"], hierarchical=True)
@@ -143,8 +172,10 @@ def main() -> int:
     t = time.perf_counter()
     _, _, _, notes = fit_posterior(subjects, hierarchical=True)
     res["hierarchical_9_subjects_10_variants_s"] = round(time.perf_counter() - t, 1)
-    print(f"hierarchical, 9 subjects, all 10 variants: {res['hierarchical_9_subjects_10_variants_s']} s "
-          f"({len(notes)} diagnostic warnings)")  # fmt: skip
+    print(
+        f"hierarchical, 9 subjects, all 10 variants: {res['hierarchical_9_subjects_10_variants_s']} s "
+        f"({len(notes)} diagnostic warnings)"
+    )
     (args.out / "bench_posterior.json").write_text(json.dumps(res, indent=2) + "\n")
     return 0
 

@@ -38,8 +38,20 @@ def main() -> int:
     shutil.rmtree(sim, ignore_errors=True)
     exe = Path(sys.executable).with_name("bayesobs")
     t0 = time.perf_counter()
-    subprocess.run([str(exe), "sweep", str(ROOT / "tasks" / "bayesbench.toml"), "--subject", "sim:bayesian",
-                    "--out", str(sim), "--no-progress"], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [
+            str(exe),
+            "sweep",
+            str(ROOT / "tasks" / "bayesbench.toml"),
+            "--subject",
+            "sim:bayesian",
+            "--out",
+            str(sim),
+            "--no-progress",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     result["sim_protocol_seconds"] = round(time.perf_counter() - t0, 2)
     n = sum(1 for _ in (sim / "trials.jsonl").open())
     print(f"full protocol, sim:bayesian: {n} trials in {result['sim_protocol_seconds']:.1f} s")
@@ -54,10 +66,34 @@ def main() -> int:
     try:
         t0 = time.perf_counter()
         for task in ("line_ratio", "marker_location", "maze_distance"):
-            cli(["run", task, "--subject", "openai:fake", "--modality", "multimodal", "--runs", "2",
-                 "--condition", "base", "--condition", "steer_numeric", "--condition", "noise_gradual",
-                 "--out", str(api / task), "--base-url", url, "--api-key", "k", "--no-cache",
-                 "--concurrency", "16", "--no-progress"])  # fmt: skip
+            cli(
+                [
+                    "run",
+                    task,
+                    "--subject",
+                    "openai:fake",
+                    "--modality",
+                    "multimodal",
+                    "--runs",
+                    "2",
+                    "--condition",
+                    "base",
+                    "--condition",
+                    "steer_numeric",
+                    "--condition",
+                    "noise_gradual",
+                    "--out",
+                    str(api / task),
+                    "--base-url",
+                    url,
+                    "--api-key",
+                    "k",
+                    "--no-cache",
+                    "--concurrency",
+                    "16",
+                    "--no-progress",
+                ]
+            )
         wall = time.perf_counter() - t0
     finally:
         server.terminate()
@@ -68,8 +104,10 @@ def main() -> int:
     )
     result["api_trials"] = calls
     result["api_trials_per_s"] = round(calls / wall, 1)
-    print(f"API runner, 16 concurrent sessions, multimodal with images: {calls} trials in {wall:.1f} s "
-          f"= {calls / wall:.0f} trials/s")  # fmt: skip
+    print(
+        f"API runner, 16 concurrent sessions, multimodal with images: {calls} trials in {wall:.1f} s "
+        f"= {calls / wall:.0f} trials/s"
+    )
     (args.out / "bench_run.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 

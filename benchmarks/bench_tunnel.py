@@ -45,8 +45,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--runner", action="append", default=[], metavar="SUBJECT",
-                    help="also time the full protocol through the runner for this subject")  # fmt: skip
+    ap.add_argument(
+        "--runner",
+        action="append",
+        default=[],
+        metavar="SUBJECT",
+        help="also time the full protocol through the runner for this subject",
+    )
     ap.add_argument("--runner-trials", type=int, default=None)
     ap.add_argument("--skip-library", action="store_true", help="only the runner timing")
     args = ap.parse_args()
@@ -73,8 +78,10 @@ def runner(subject: str, trials: int | None) -> None:
         t_score = time.perf_counter() - t0
         cpu = time.process_time() - c0  # on a shared machine the wall time includes waiting
     acc = res.perception
-    print(f"\nrunner: {subject}, {rep.done} questions logged in {t_run:.1f} s "
-          f"({1000 * t_run / max(rep.done, 1):.1f} ms each), scored in {t_score:.1f} s")  # fmt: skip
+    print(
+        f"\nrunner: {subject}, {rep.done} questions logged in {t_run:.1f} s "
+        f"({1000 * t_run / max(rep.done, 1):.1f} ms each), scored in {t_score:.1f} s"
+    )
     with pd.option_context("display.width", 160):
         print(
             acc[["task", "variant", "modality", "n", "accuracy", "lo", "hi", "chance"]].to_string(
@@ -83,8 +90,10 @@ def runner(subject: str, trials: int | None) -> None:
         )
     total = t_run + t_score
     print(f"CPU time of this process (run + score): {cpu:.0f} s")
-    print(f"full protocol through the runner: {total:.0f} s wall; target under 180 s "
-          + ("(met)" if total < 180 else "(NOT met)"))  # fmt: skip
+    print(
+        f"full protocol through the runner: {total:.0f} s wall; target under 180 s "
+        + ("(met)" if total < 180 else "(NOT met)")
+    )
 
 
 def library(args) -> None:

@@ -19,8 +19,16 @@ from bayesobs.web import ParticipantServer, running
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "tasks" / "line_ratio.toml"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _strict_json(line: str):
@@ -225,8 +233,11 @@ def test_oversized_bodies_and_answers_are_refused_and_nothing_is_logged(served):
         big = b'{"id": 0, "response": "0.5", "pad": "' + b"x" * (1 << 20) + b'"}'
         r = c.post("/api/answer", content=big, headers={"content-type": "application/json"})
         assert r.status_code == 413
-        chunked = c.post("/api/answer", content=iter([big[:4000], big[4000:]]),
-                         headers={"content-type": "application/json"})  # fmt: skip
+        chunked = c.post(
+            "/api/answer",
+            content=iter([big[:4000], big[4000:]]),
+            headers={"content-type": "application/json"},
+        )
         assert chunked.status_code == 413  # no content-length: the stream is cut at the cap
         zeros = c.post("/api/answer", json={"id": 0, "response": "0" * (2 << 20)})
         assert zeros.status_code in (400, 413)
@@ -261,18 +272,24 @@ def test_bad_ids_cross_site_posts_and_tokens_are_refused(served):
         for pid in ("..", ".", "../x", ".hidden", "-x", "a/b", "x" * 65):
             assert c.post("/api/start", json={"consent": True, "pid": pid}).status_code == 400, pid
         # a cross-site form can send text/plain without a preflight: refused, nothing joins
-        r = c.post("/api/start", content='{"consent": true, "pid": "csrf"}',
-                   headers={"content-type": "text/plain"})  # fmt: skip
+        r = c.post(
+            "/api/start",
+            content='{"consent": true, "pid": "csrf"}',
+            headers={"content-type": "text/plain"},
+        )
         assert r.status_code == 415
-        r = c.post("/api/start", json={"consent": True, "pid": "evil"},
-                   headers={"origin": "https://evil.example"})  # fmt: skip
+        r = c.post(
+            "/api/start",
+            json={"consent": True, "pid": "evil"},
+            headers={"origin": "https://evil.example"},
+        )
         assert r.status_code == 403
-        r = c.post("/api/start", json={"consent": True, "pid": "evil2"},
-                   headers={"origin": "null"})  # fmt: skip
+        r = c.post("/api/start", json={"consent": True, "pid": "evil2"}, headers={"origin": "null"})
         assert r.status_code == 403  # a sandboxed frame or a file: page
         behind_tls_proxy = url.replace("http://", "https://")
-        same = c.post("/api/start", json={"consent": True, "pid": "ok1"},
-                      headers={"origin": behind_tls_proxy})  # fmt: skip
+        same = c.post(
+            "/api/start", json={"consent": True, "pid": "ok1"}, headers={"origin": behind_tls_proxy}
+        )
         assert same.status_code == 200
         for path in ("/", "/api/next", "/assets/app.js", "/experimenter?token=tok"):
             h = c.get(path).headers
@@ -351,9 +368,25 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
     import subprocess
 
     exp = tmp_path / platform
-    args = ["export", "jspsych", str(SPEC), "--out", str(exp), "--trials", "2", "--modality", "multimodal",
-            "--modality", "text", "--platform", platform, "--break-every", "4",
-            "--completion-code", "DONE42"]  # fmt: skip
+    args = [
+        "export",
+        "jspsych",
+        str(SPEC),
+        "--out",
+        str(exp),
+        "--trials",
+        "2",
+        "--modality",
+        "multimodal",
+        "--modality",
+        "text",
+        "--platform",
+        platform,
+        "--break-every",
+        "4",
+        "--completion-code",
+        "DONE42",
+    ]
     if platform == "prolific":
         args += ["--datapipe", "abcDEF123456", "--prolific-code", "C0DE99"]
     if platform == "jatos":
@@ -374,13 +407,17 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
         page.route(
             "**/jatos.js", lambda r: r.fulfill(body=JATOS_STUB, content_type="text/javascript")
         )
-        page.route("https://pipe.jspsych.org/api/data/",
-                   lambda r: (posted.append(r.request.post_data), r.fulfill(json={"ok": True})))  # fmt: skip
+        page.route(
+            "https://pipe.jspsych.org/api/data/",
+            lambda r: (posted.append(r.request.post_data), r.fulfill(json={"ok": True})),
+        )
         page.route(
             "https://pipe.jspsych.org/api/condition/", lambda r: r.fulfill(json={"condition": 4})
         )  # DataPipe's next condition
-        page.route("https://app.prolific.com/**", lambda r: r.fulfill(body="<p>back on Prolific</p>",
-                                                                      content_type="text/html"))  # fmt: skip
+        page.route(
+            "https://app.prolific.com/**",
+            lambda r: r.fulfill(body="<p>back on Prolific</p>", content_type="text/html"),
+        )
         page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/index.html?pid=js1")
         consent = page.locator("#jspsych-content").inner_text()
         assert "12 answers, about 2 minutes" in consent
@@ -393,8 +430,12 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
         for i in range(12):
             page.wait_for_selector("input[name=response]")
             if page.locator("#jspsych-content pre").count():
-                m = page.evaluate(FIT_JS.replace("document.getElementById('stim-text')",
-                                                 "document.querySelector('#jspsych-content pre')"))  # fmt: skip
+                m = page.evaluate(
+                    FIT_JS.replace(
+                        "document.getElementById('stim-text')",
+                        "document.querySelector('#jspsych-content pre')",
+                    )
+                )
                 assert m["scroll"] <= m["client"] and m["right"] <= m["vw"], m
             page.fill("input[name=response]", f"0.{i + 2:02d}")
             if platform == "local" and i == 11:
@@ -403,8 +444,11 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
                 dl.value.save_as(tmp_path / "data.json")
             else:
                 page.get_by_role("button", name="Continue").click()
-            widths.append(page.evaluate(
-                "parseFloat(document.getElementById('jspsych-progressbar-inner').style.width)"))  # fmt: skip
+            widths.append(
+                page.evaluate(
+                    "parseFloat(document.getElementById('jspsych-progressbar-inner').style.width)"
+                )
+            )
             if i in (3, 7):
                 page.wait_for_selector("text=Time for a short break")
                 breaks += 1
@@ -452,8 +496,12 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
         assert first["modality"] == "multimodal"
     if platform == "jatos":  # JATOS's study-result counter 7 picks Latin-square row 7 % 6 = 1
         assert int(first["counterbalance"]) == 1 and first["modality"] == "text"
-        assert main(["score", str(data), "--out", str(tmp_path / "s"), "--bootstrap", "2",
-                     "--no-probe"]) == 0  # fmt: skip
+        assert (
+            main(
+                ["score", str(data), "--out", str(tmp_path / "s"), "--bootstrap", "2", "--no-probe"]
+            )
+            == 0
+        )
 
 
 def test_a_trial_with_several_images_shows_them_all_in_order(tmp_path, browser):

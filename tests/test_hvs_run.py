@@ -51,8 +51,25 @@ def swept(fixture_dir, questions, tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
     out = root / "exp"
     n = len(questions)
-    assert main(["sweep", SMALL, "--hvs", str(fixture_dir), *[a for s in SUBJECTS for a in ("--subject", s)],
-                 "--trials", str(n), "--runs", "1", "--out", str(out), "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "sweep",
+                SMALL,
+                "--hvs",
+                str(fixture_dir),
+                *[a for s in SUBJECTS for a in ("--subject", s)],
+                "--trials",
+                str(n),
+                "--runs",
+                "1",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert main(["score", str(out), "--out", str(root / "sc"), "--no-progress"]) == 0
     assert main(["report", str(root / "sc"), "--out", str(root / "rep")]) == 0
     table = pd.read_csv(root / "sc" / "hvs.csv")
@@ -93,8 +110,15 @@ def test_every_question_is_asked_and_logged_with_what_scoring_needs(swept, quest
 
 def test_hvs_csv_has_the_table3_layout_and_the_fixture_label(swept, capsys):
     t = swept["table"]
-    assert list(t.columns) == ["benchmark", "model", "subject", "condition", "n_trials", "invalid",
-                               *TABLE_COLUMNS]  # fmt: skip
+    assert list(t.columns) == [
+        "benchmark",
+        "model",
+        "subject",
+        "condition",
+        "n_trials",
+        "invalid",
+        *TABLE_COLUMNS,
+    ]
     assert set(t["model"]) == {*SUBJECTS, BASELINE} and len(t) == 2 * (len(SUBJECTS) + 1)
     # fixture numbers are never labelled as a benchmark score
     assert set(t["benchmark"]) == {FIXTURE_NOTE}
@@ -118,8 +142,14 @@ def test_baseline_row_is_the_librarys_random_baseline(swept, questions):
 def test_sim_random_reproduces_the_random_baseline_within_sampling_error(swept):
     rows = swept["rows"]
     r = rows[(rows["subject"] == "sim:random") & rows["qtype"].isin(ACC)]
-    groups = {"Prominence": ["Q1"], "Subitizing": ["Q2"], "Prioritizing": ["Q3", "Q4", "Q5", "Q6", "Q7"],
-              "Free-viewing": ["Q8", "Q10"], "Searching": ["Q11", "Q13"], "all": list(ACC)}  # fmt: skip
+    groups = {
+        "Prominence": ["Q1"],
+        "Subitizing": ["Q2"],
+        "Prioritizing": ["Q3", "Q4", "Q5", "Q6", "Q7"],
+        "Free-viewing": ["Q8", "Q10"],
+        "Searching": ["Q11", "Q13"],
+        "all": list(ACC),
+    }
     for name, types in groups.items():
         g = r[r["qtype"].isin(types)]
         p = g["chance_correct"].to_numpy(float)
@@ -143,8 +173,11 @@ def test_saliency_beats_random_on_prominence_and_free_viewing(swept):
             ("Prominence Q1 Acc", ["Q1"]),
             ("Free-viewing Q8,Q10 Acc", ["Q8", "Q10"]),
         ):
-            p = rows[(rows["subject"] == "sim:saliency") & (rows["condition"] == cond)
-                     & rows["qtype"].isin(types)]["chance_correct"].to_numpy(float)  # fmt: skip
+            p = rows[
+                (rows["subject"] == "sim:saliency")
+                & (rows["condition"] == cond)
+                & rows["qtype"].isin(types)
+            ]["chance_correct"].to_numpy(float)
             se = math.sqrt(np.sum(p * (1 - p))) / len(p)
             assert sal[col] > base[col] + 1.5 * se and sal[col] > random[col].mean(), (col, cond)
         for col in ("Free-viewing Q9 M-Dir", "Free-viewing Q9 M-Pos"):
@@ -153,8 +186,23 @@ def test_saliency_beats_random_on_prominence_and_free_viewing(swept):
 
 def test_a_resumed_run_logs_the_same_trials(swept, fixture_dir, tmp_path):
     out = tmp_path / "o"
-    args = ["sweep", SMALL, "--hvs", str(fixture_dir), "--subject", "sim:saliency", "--subject", "sim:random",
-            "--trials", "15", "--runs", "1", "--out", str(out), "--no-progress"]  # fmt: skip
+    args = [
+        "sweep",
+        SMALL,
+        "--hvs",
+        str(fixture_dir),
+        "--subject",
+        "sim:saliency",
+        "--subject",
+        "sim:random",
+        "--trials",
+        "15",
+        "--runs",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(args) == 0
     full = (out / "trials.jsonl").read_bytes()
     assert main(args) == 0  # a complete folder: nothing redone, the log byte-identical
@@ -177,18 +225,52 @@ def test_a_resumed_run_logs_the_same_trials(swept, fixture_dir, tmp_path):
 
 def test_without_hvs_or_with_an_incomplete_folder_nothing_is_called(fixture_dir, tmp_path, capsys):
     with FakeChatServer(lambda body, n: Answer("A")) as srv:
-        code = main(["run", SMALL, "--subject", "openai:m", "--base-url", srv.url, "--api-key", "k",
-                     "--no-cache", "--out", str(tmp_path / "a"), "--no-progress"])  # fmt: skip
+        code = main(
+            [
+                "run",
+                SMALL,
+                "--subject",
+                "openai:m",
+                "--base-url",
+                srv.url,
+                "--api-key",
+                "k",
+                "--no-cache",
+                "--out",
+                str(tmp_path / "a"),
+                "--no-progress",
+            ]
+        )
         err = capsys.readouterr().err
         assert code == 2 and "needs --hvs DIR" in err
-        for name in ("coco_search18_fixations_TP_train.json", "COCOFreeView_fixations_trainval.json",
-                     "saliency_ranks/ranks.csv", "sites.google.com/view/cocosearch"):  # fmt: skip
+        for name in (
+            "coco_search18_fixations_TP_train.json",
+            "COCOFreeView_fixations_trainval.json",
+            "saliency_ranks/ranks.csv",
+            "sites.google.com/view/cocosearch",
+        ):
             assert name in err, name
         broken = tmp_path / "broken"
         shutil.copytree(fixture_dir, broken)
         (broken / "saliency_ranks" / "ranks.csv").unlink()
-        code = main(["run", SMALL, "--hvs", str(broken), "--subject", "openai:m", "--base-url", srv.url,
-                     "--api-key", "k", "--no-cache", "--out", str(tmp_path / "b"), "--no-progress"])  # fmt: skip
+        code = main(
+            [
+                "run",
+                SMALL,
+                "--hvs",
+                str(broken),
+                "--subject",
+                "openai:m",
+                "--base-url",
+                srv.url,
+                "--api-key",
+                "k",
+                "--no-cache",
+                "--out",
+                str(tmp_path / "b"),
+                "--no-progress",
+            ]
+        )
         err = capsys.readouterr().err
         assert code == 2 and f"missing file {broken / 'saliency_ranks' / 'ranks.csv'}" in err
         assert "coco_search18" not in err.split("Expected layout")[0]  # only what is missing
@@ -211,9 +293,35 @@ def test_hint_puts_the_field_hint_in_the_system_prompt_of_exactly_the_hint_trial
 
     out = tmp_path / "o"
     with FakeChatServer(script) as srv:
-        assert main(["run", SMALL, "--hvs", str(fixture_dir), "--subject", "openai:vision", "--trials", "40",
-                     "--runs", "1", "--base-url", srv.url, "--api-key", "k", "--no-cache", "--out", str(out),
-                     "--max-attempts", "1", "--timeout", "30", "--no-progress"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "run",
+                    SMALL,
+                    "--hvs",
+                    str(fixture_dir),
+                    "--subject",
+                    "openai:vision",
+                    "--trials",
+                    "40",
+                    "--runs",
+                    "1",
+                    "--base-url",
+                    srv.url,
+                    "--api-key",
+                    "k",
+                    "--no-cache",
+                    "--out",
+                    str(out),
+                    "--max-attempts",
+                    "1",
+                    "--timeout",
+                    "30",
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
         requests = list(srv.requests)
     rows = pd.DataFrame(_rows(out))
     assert len(requests) == len(rows) == 80
@@ -246,11 +354,22 @@ def test_hint_puts_the_field_hint_in_the_system_prompt_of_exactly_the_hint_trial
 
 def test_the_api_subjects_cache_key_ignores_the_question_record(tmp_path):
     subj = OpenAIChatSubject(ChatOptions(model="m", base_url="http://127.0.0.1:9"), api_key="k")
-    meta = {"subject": "openai:m", "task": "hvs", "modality": "image", "condition": "base",
-            "session": "all", "run": 0, "trial": 3, "seed": 1}  # fmt: skip
+    meta = {
+        "subject": "openai:m",
+        "task": "hvs",
+        "modality": "image",
+        "condition": "base",
+        "session": "all",
+        "run": 0,
+        "trial": 3,
+        "seed": 1,
+    }
     req = Request("sys", (Turn("user", text="q"),), meta)
-    with_q = Request("sys", (Turn("user", text="q"),), {**meta, "question": {"qid": "Q1-x"},
-                                                          "hvs_context": {"counts": [1]}})  # fmt: skip
+    with_q = Request(
+        "sys",
+        (Turn("user", text="q"),),
+        {**meta, "question": {"qid": "Q1-x"}, "hvs_context": {"counts": [1]}},
+    )
     assert subj.payload(req) == subj.payload(with_q)
     assert subj.cache_key(subj.payload(req), req) == subj.cache_key(subj.payload(with_q), with_q)
 
@@ -267,11 +386,57 @@ def test_options_repeats_and_wrong_subjects(fixture_dir, tmp_path, capsys):
     spec["sessions"] = [{"name": "x", "range": [1, 13], "questions": ["Q14"]}]
     with pytest.raises(BayesobsInputError, match="unknown question type"):
         plan(spec, ["sim:center"], hvs=str(fixture_dir))
-    assert main(["run", "line_ratio", "--subject", "sim:bayesian", "--condition", "hint",
-                 "--out", str(tmp_path / "l"), "--no-progress"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "line_ratio",
+                "--subject",
+                "sim:bayesian",
+                "--condition",
+                "hint",
+                "--out",
+                str(tmp_path / "l"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "condition hint is for task hvs" in capsys.readouterr().err
-    assert main(["run", "line_ratio", "--subject", "sim:saliency", "--modality", "text", "--trials", "2",
-                 "--out", str(tmp_path / "s"), "--no-progress"]) != 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "line_ratio",
+                "--subject",
+                "sim:saliency",
+                "--modality",
+                "text",
+                "--trials",
+                "2",
+                "--out",
+                str(tmp_path / "s"),
+                "--no-progress",
+            ]
+        )
+        != 0
+    )
     assert "task hvs" in capsys.readouterr().err
-    assert main(["run", SMALL, "--hvs", str(fixture_dir), "--subject", "sim:bayesian", "--trials", "2",
-                 "--out", str(tmp_path / "b"), "--no-progress"]) != 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                SMALL,
+                "--hvs",
+                str(fixture_dir),
+                "--subject",
+                "sim:bayesian",
+                "--trials",
+                "2",
+                "--out",
+                str(tmp_path / "b"),
+                "--no-progress",
+            ]
+        )
+        != 0
+    )

@@ -156,21 +156,61 @@ def test_bad_options_fail_before_any_call(tmp_path, capsys, options, message):
 def test_specialists_answer_other_tunnel_tasks_at_random_and_refuse_other_paradigms(
     tmp_path, capsys
 ):
-    code = main(["run", "line_ratio", "--subject", "sim:matcher", "--trials", "2", "--modality",
-                 "text", "--out", str(tmp_path / "o"), "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "run",
+            "line_ratio",
+            "--subject",
+            "sim:matcher",
+            "--trials",
+            "2",
+            "--modality",
+            "text",
+            "--out",
+            str(tmp_path / "o"),
+            "--no-progress",
+        ]
+    )
     assert code != 0 and "sim:matcher answers the Tunnel Vision tasks" in capsys.readouterr().err
 
 
 def test_random_answers_every_paradigm_in_its_format(tmp_path):
     out = tmp_path / "o"
-    code = main(["run", "line_ratio", "--subject", "sim:random", "--trials", "20", "--modality",
-                 "text", "--out", str(out), "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "run",
+            "line_ratio",
+            "--subject",
+            "sim:random",
+            "--trials",
+            "20",
+            "--modality",
+            "text",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     rows = _rows(out)
     assert rows.valid.all() and rows.response.between(rows.range_low, rows.range_high).all()
     assert rows.response.nunique() > 10  # drawn, not constant
-    assert main(["run", "circle_sizes", "--subject", "sim:random", "--trials", "2",
-                 "--out", str(tmp_path / "s"), "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "circle_sizes",
+                "--subject",
+                "sim:random",
+                "--trials",
+                "2",
+                "--out",
+                str(tmp_path / "s"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert _rows(tmp_path / "s").response_cell.str.match(r"^\d,\d$|^invalid$").all()
 
 
@@ -204,12 +244,22 @@ SPECS = Path(__file__).resolve().parent.parent / "tasks"
 def _subset_spec(folder: Path, task: str, sessions: list[str]) -> Path:
     """The shipped spec of ``task`` with only ``sessions`` (same seeds, so the same trials)."""
     spec = tomllib.loads((SPECS / f"{task}.toml").read_text())
-    lines = [f'task = "{task}"', f"seed = {spec['seed']}", f"trials = {spec['trials']}",
-             'modalities = ["image"]', "[ablations]", "context = 0"]  # fmt: skip
+    lines = [
+        f'task = "{task}"',
+        f"seed = {spec['seed']}",
+        f"trials = {spec['trials']}",
+        'modalities = ["image"]',
+        "[ablations]",
+        "context = 0",
+    ]
     for sess in spec["sessions"]:
         if sess["name"] in sessions:
-            lines += ["[[sessions]]", f'name = "{sess["name"]}"', f"range = {sess['range']}",
-                      f'variant = "{sess["variant"]}"']  # fmt: skip
+            lines += [
+                "[[sessions]]",
+                f'name = "{sess["name"]}"',
+                f"range = {sess['range']}",
+                f'variant = "{sess["variant"]}"',
+            ]
     path = folder / f"{task}-{'-'.join(sessions)}.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -275,8 +325,17 @@ def test_reidentification_signatures(scored):
     assert (f1[f1.subject == "sim:matcher"].f1 >= 0.9).all()
     rows = _rows(root / "object_reid")
     assert (rows.paradigm == "perception").all() and rows.images.map(len).eq(2).all()
-    assert set(rows.columns) >= {"problem_size", "correct", "gold", "n_shapes", "positive",
-                                 "n_changed", "n_distractors", "demos", "trial_seed"}  # fmt: skip
+    assert set(rows.columns) >= {
+        "problem_size",
+        "correct",
+        "gold",
+        "n_shapes",
+        "positive",
+        "n_changed",
+        "n_distractors",
+        "demos",
+        "trial_seed",
+    }
     assert all([x["answer"] for x in d] == ["{yes}", "{no}"] for d in rows.demos)
     for paths in rows.images.head(3):
         assert all((root / "object_reid" / p).exists() for p in paths)
@@ -306,8 +365,14 @@ def test_the_text_table_is_read_like_the_pixels():
     stims = task.generate(np.random.default_rng(5), 2, 4, 12, {"variant": "L3"})
     subject = TunnelSubject("chainer")
     for stim in stims:
-        meta = {"task": "scavenger_hunt", "session": "s", "run": 0, "condition": "base",
-                "modality": "image", "trial": 0}  # fmt: skip
+        meta = {
+            "task": "scavenger_hunt",
+            "session": "s",
+            "run": 0,
+            "condition": "base",
+            "modality": "image",
+            "trial": 0,
+        }
         image = Turn("user", text=stim.prompt, png=task.render_png(stim))
         text = Turn("user", text=f"{stim.text}\n\n{stim.prompt}")
         assert (
@@ -328,8 +393,12 @@ def test_circuit_signatures_and_table2_regressions(scored):
     eff = tables["perception_effects"]
 
     def coef(subject, variant, covariate, model="univariate"):
-        r = eff[(eff.subject == subject) & (eff.variant == variant) & (eff.covariate == covariate)
-                & (eff.model == model)]  # fmt: skip
+        r = eff[
+            (eff.subject == subject)
+            & (eff.variant == variant)
+            & (eff.covariate == covariate)
+            & (eff.model == model)
+        ]
         assert len(r) == 1
         return r.iloc[0]
 
@@ -346,18 +415,30 @@ def test_circuit_signatures_and_table2_regressions(scored):
     single = _acc(tables, "sim:colourcue", "circuits", "single")
     assert abs(single.accuracy - single.chance) <= 0.1
     rows = _rows(root / "circuits")
-    assert set(rows.columns) >= {"distance_px", "path_length", "crossings", "crossings_earlier",
-                                 "colour_mode", "wire_colour", "n_components"}  # fmt: skip
+    assert set(rows.columns) >= {
+        "distance_px",
+        "path_length",
+        "crossings",
+        "crossings_earlier",
+        "colour_mode",
+        "wire_colour",
+        "n_components",
+    }
     assert np.allclose(rows.chance, 1 / rows.n_components)
 
 
 def test_report_draws_every_perception_figure(scored):
     root, _ = scored
     figs = {p.name for p in (root / "report" / "figures").iterdir()}
-    assert {"perception_object_reid_image.png", "perception_scavenger_hunt_image.png",
-            "perception_f1_object_reid.png", "perception_chain_image.png",
-            "perception_effect_crossings.png", "perception_effect_distance_px.png",
-            "perception_size_circuits.png"} <= figs  # fmt: skip
+    assert {
+        "perception_object_reid_image.png",
+        "perception_scavenger_hunt_image.png",
+        "perception_f1_object_reid.png",
+        "perception_chain_image.png",
+        "perception_effect_crossings.png",
+        "perception_effect_distance_px.png",
+        "perception_size_circuits.png",
+    } <= figs
     page = (root / "report" / "index.html").read_text()
     assert "Circuits: Table 2 regressions" in page and "compounding error" in page
 
@@ -372,8 +453,15 @@ def _paths(rec: dict) -> list[str]:
 
 def test_protocol_sweep_resumes_byte_identically(tmp_path, capsys):
     subjects = ["sim:matcher", "sim:chainer", "sim:tracer", "sim:random"]
-    args = ["sweep", "tasks/tunnel_vision.toml", "--trials", "2", "--no-progress",
-            "--concurrency", "1"]  # fmt: skip
+    args = [
+        "sweep",
+        "tasks/tunnel_vision.toml",
+        "--trials",
+        "2",
+        "--no-progress",
+        "--concurrency",
+        "1",
+    ]
     for s in subjects:
         args += ["--subject", s]
     full = tmp_path / "full"
@@ -414,9 +502,26 @@ def test_protocol_sweep_resumes_byte_identically(tmp_path, capsys):
 # ------------------------------------------------------------------ an API model over HTTP
 def test_openai_subject_gets_two_images_and_the_demos_in_order(tmp_path):
     with FakeChatServer(lambda body, n: Answer("Same object, same layout. {yes}")) as srv:
-        code = main(["run", "object_reid", "--subject", "openai:vision", "--trials", "1",
-                     "--out", str(tmp_path / "o"), "--base-url", srv.url, "--api-key", "k",
-                     "--no-cache", "--no-progress", "--concurrency", "1"])  # fmt: skip
+        code = main(
+            [
+                "run",
+                "object_reid",
+                "--subject",
+                "openai:vision",
+                "--trials",
+                "1",
+                "--out",
+                str(tmp_path / "o"),
+                "--base-url",
+                srv.url,
+                "--api-key",
+                "k",
+                "--no-cache",
+                "--no-progress",
+                "--concurrency",
+                "1",
+            ]
+        )
         requests = list(srv.requests)
     assert code == 0 and len(requests) == 3
     rows = _rows(tmp_path / "o")
@@ -431,8 +536,11 @@ def test_openai_subject_gets_two_images_and_the_demos_in_order(tmp_path):
     assert msgs[5]["content"][0]["text"].startswith("Yes, that is correct. ")
 
     def pngs(msg):
-        return [base64.b64decode(p["image_url"]["url"].split(",", 1)[1])
-                for p in msg["content"] if p["type"] == "image_url"]  # fmt: skip
+        return [
+            base64.b64decode(p["image_url"]["url"].split(",", 1)[1])
+            for p in msg["content"]
+            if p["type"] == "image_url"
+        ]
 
     folder = tmp_path / "o"
     for k, m in enumerate((msgs[1], msgs[3])):  # each demo: its two images, in order

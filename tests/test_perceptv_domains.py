@@ -428,10 +428,27 @@ def test_sort_circles():
 
 
 PALETTE = [
-    "black", "gray", "brown", "maroon", "red", "coral", "tan", "orange", "ivory", "goldenrod",
-    "yellow", "green", "olive", "turquoise", "skyblue", "blue", "lavender", "purple", "pink",
+    "black",
+    "gray",
+    "brown",
+    "maroon",
+    "red",
+    "coral",
+    "tan",
+    "orange",
+    "ivory",
+    "goldenrod",
+    "yellow",
+    "green",
+    "olive",
+    "turquoise",
+    "skyblue",
+    "blue",
+    "lavender",
+    "purple",
+    "pink",
     "fuchsia",
-]  # fmt: skip
+]
 
 
 def below_line(a):

@@ -20,9 +20,12 @@ posterior = pytest.importorskip("bayesobs.posterior")
 QUICK = {"chains": 2, "warmup": 300, "draws": 300}
 WIDE = ((0.05, 0.4), (0.2, 0.7), (0.4, 1.0))
 PARAMS = {
-    "linear": {"w": 0.7, "b": 0.1}, "static": {"w_prior": 0.35}, "kalman": {"rho": 0.4},
-    "static_gain": {"w_prior": 0.35, "g": 0.8, "delta": 0.05}, "kalman_gain": {"rho": 0.4, "g": 0.8, "delta": 0.05},
-}  # fmt: skip
+    "linear": {"w": 0.7, "b": 0.1},
+    "static": {"w_prior": 0.35},
+    "kalman": {"rho": 0.4},
+    "static_gain": {"w_prior": 0.35, "g": 0.8, "delta": 0.05},
+    "kalman_gain": {"rho": 0.4, "g": 0.8, "delta": 0.05},
+}
 
 
 @pytest.mark.parametrize("name", VARIANT_NAMES)
@@ -44,8 +47,10 @@ def test_jax_and_numpy_evaluate_the_same_model_function(name):
     np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6)  # JAX computes in float32
 
 
-@pytest.mark.parametrize(("name", "truth"), [("static", {"w_prior": 0.4, "sigma": 0.03}),
-                                             ("kalman", {"rho": 0.5, "sigma": 0.02})])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "truth"),
+    [("static", {"w_prior": 0.4, "sigma": 0.03}), ("kalman", {"rho": 0.5, "sigma": 0.02})],
+)
 def test_posterior_recovers_known_parameters(name, truth):
     df = make_cell(np.random.default_rng(3), name, truth, n_per=80, ranges=WIDE)
     summ, _, _, notes = posterior.fit_posterior(df, variants=[name], **QUICK)
@@ -60,9 +65,12 @@ def test_posterior_recovers_known_parameters(name, truth):
 
 @pytest.mark.parametrize("name", ["static", "static_gain", "kalman_gain", "linear_log"])
 def test_posterior_mode_agrees_with_mle(name):
-    truth = {"static": {"w_prior": 0.4, "sigma": 0.03}, "static_gain": {"w_prior": 0.3, "g": 0.8, "delta": 0.1, "sigma": 0.02},
-             "kalman_gain": {"rho": 0.3, "g": 0.8, "delta": 0.1, "sigma": 0.02},
-             "linear_log": {"w": 0.7, "b": -0.2, "sigma": 0.05}}[name]  # fmt: skip
+    truth = {
+        "static": {"w_prior": 0.4, "sigma": 0.03},
+        "static_gain": {"w_prior": 0.3, "g": 0.8, "delta": 0.1, "sigma": 0.02},
+        "kalman_gain": {"rho": 0.3, "g": 0.8, "delta": 0.1, "sigma": 0.02},
+        "linear_log": {"w": 0.7, "b": -0.2, "sigma": 0.05},
+    }[name]
     df = make_cell(np.random.default_rng(4), name, truth, n_per=200, ranges=WIDE)
     fits, _ = bayesobs.fit(df)
     mle = json.loads(fits.set_index("variant").loc[name, "params"])
@@ -84,9 +92,14 @@ def test_posterior_mode_agrees_with_mle(name):
 @pytest.mark.slow  # about 9 minutes under load: it sat in the fast suite
 def test_loo_ranks_the_generating_variant_first():
     wins, total = 0, 0
-    for seed, (name, p) in enumerate([("static", {"w_prior": 0.5, "sigma": 0.03}), ("kalman", {"rho": 0.2, "sigma": 0.02}),
-                                      ("linear", {"w": 0.6, "b": 0.15, "sigma": 0.03}),
-                                      ("static", {"w_prior": 0.3, "sigma": 0.03})]):  # fmt: skip
+    for seed, (name, p) in enumerate(
+        [
+            ("static", {"w_prior": 0.5, "sigma": 0.03}),
+            ("kalman", {"rho": 0.2, "sigma": 0.02}),
+            ("linear", {"w": 0.6, "b": 0.15, "sigma": 0.03}),
+            ("static", {"w_prior": 0.3, "sigma": 0.03}),
+        ]
+    ):
         df = make_cell(np.random.default_rng(10 + seed), name, p, n_per=60, ranges=WIDE)
         _, loo, _, _ = posterior.fit_posterior(df, variants=["linear", "static", "kalman"], **QUICK)
         wins += loo.set_index("variant").loc[name, "rank"] == 1
@@ -97,8 +110,12 @@ def test_loo_ranks_the_generating_variant_first():
 def test_hierarchical_fit_pools_subjects():
     rng = np.random.default_rng(5)
     ws = [0.25, 0.35, 0.45, 0.3, 0.4]
-    df = pd.concat([make_cell(rng, "static", {"w_prior": w, "sigma": 0.04}, n_per=30, subject=f"s{i}")
-                    for i, w in enumerate(ws)])  # fmt: skip
+    df = pd.concat(
+        [
+            make_cell(rng, "static", {"w_prior": w, "sigma": 0.04}, n_per=30, subject=f"s{i}")
+            for i, w in enumerate(ws)
+        ]
+    )
     summ, loo, _, _ = posterior.fit_posterior(df, variants=["static"], hierarchical=True, **QUICK)
     w = summ[summ["param"] == "w_prior"].sort_values("subject_cell")["mean"].to_numpy()
     assert len(w) == 5 and np.abs(w - ws).max() < 0.12
@@ -122,14 +139,44 @@ def test_failed_diagnostics_warn_instead_of_passing_silently():
 def test_cli_posterior_writes_tables_netcdf_and_bcs(tmp_path):
     import arviz as az
 
-    frames = [make_cell(np.random.default_rng(7), "static", {"w_prior": 0.3, "sigma": 0.03}, modality="image",
-                        condition="base"),
-              make_cell(np.random.default_rng(8), "static", {"w_prior": 0.6, "sigma": 0.03}, modality="image",
-                        condition="noise_constant")]  # fmt: skip
+    frames = [
+        make_cell(
+            np.random.default_rng(7),
+            "static",
+            {"w_prior": 0.3, "sigma": 0.03},
+            modality="image",
+            condition="base",
+        ),
+        make_cell(
+            np.random.default_rng(8),
+            "static",
+            {"w_prior": 0.6, "sigma": 0.03},
+            modality="image",
+            condition="noise_constant",
+        ),
+    ]
     pd.concat(frames).to_csv(tmp_path / "t.csv", index=False)
-    args = ["fit", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o"), "--method", "posterior", "--chains", "2",
-            "--warmup", "300", "--draws", "400", "--no-progress",
-            "--variant", "static", "--variant", "linear", "--variant", "kalman"]  # fmt: skip
+    args = [
+        "fit",
+        str(tmp_path / "t.csv"),
+        "--out",
+        str(tmp_path / "o"),
+        "--method",
+        "posterior",
+        "--chains",
+        "2",
+        "--warmup",
+        "300",
+        "--draws",
+        "400",
+        "--no-progress",
+        "--variant",
+        "static",
+        "--variant",
+        "linear",
+        "--variant",
+        "kalman",
+    ]
     assert main(args) == 0
     loo = pd.read_csv(tmp_path / "o" / "loo.csv")
     assert len(loo) == 6 and {"elpd_loo", "aic", "delta_aic", "rank"} <= set(loo.columns)

@@ -22,8 +22,12 @@ from bayesobs.trials import normalize_trials
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "exp"
-    bayesobs.sweep(Path(__file__).resolve().parents[1] / "tasks" / "bayesbench.toml",
-                   ["sim:bayesian", "sim:linear"], out, trials=12)  # fmt: skip
+    bayesobs.sweep(
+        Path(__file__).resolve().parents[1] / "tasks" / "bayesbench.toml",
+        ["sim:bayesian", "sim:linear"],
+        out,
+        trials=12,
+    )
     return out
 
 
@@ -59,8 +63,12 @@ def test_each_figure_draws_into_a_given_ax(tables):
         is fig
     )
     cue_pred = cue_predictions(trials)
-    for f in (F.cue_fits(cue_pred, "sim:linear", "line_ratio"), F.summary(res.summary, res.bayesbench),
-              F.bayesbench_scores(res.bayesbench), F.bcs_table(res.bcs_tasks)):  # fmt: skip
+    for f in (
+        F.cue_fits(cue_pred, "sim:linear", "line_ratio"),
+        F.summary(res.summary, res.bayesbench),
+        F.bayesbench_scores(res.bayesbench),
+        F.bcs_table(res.bcs_tasks),
+    ):
         assert isinstance(f, Figure)
 
 
@@ -74,8 +82,12 @@ def test_predictions_are_the_fitted_model(tables):
     ]
     import json
 
-    row = res.fits[(res.fits["subject"] == "sim:linear") & (res.fits["task"] == "duration")
-                   & (res.fits["condition"] == "base") & (res.fits["variant"] == "static")]  # fmt: skip
+    row = res.fits[
+        (res.fits["subject"] == "sim:linear")
+        & (res.fits["task"] == "duration")
+        & (res.fits["condition"] == "base")
+        & (res.fits["variant"] == "static")
+    ]
     w = json.loads(row["params"].iat[0])["w_prior"]
     for _, g in cell.groupby("session"):
         expect = (1 - w) * g["stimulus"] + w * g["stimulus"].mean()
@@ -158,10 +170,31 @@ def test_bayesbench_figure_draws_intervals_where_they_are():
     """A point estimate outside its interval: the line spans [lo, hi], not a clipped bar."""
     import numpy as np
 
-    bb = pd.DataFrame([{"subject": "m", "A": 0.8, "E": 0.9, "C": 0.8, "S": 0.915, "BCS": 9.0,
-                        "A_mean": 0.8, "A_lo": 0.79, "A_hi": 0.81, "E_mean": 0.9, "E_lo": 0.85,
-                        "E_hi": 0.95, "C_mean": 0.66, "C_lo": 0.6, "C_hi": 0.733, "S_mean": 0.87,
-                        "S_lo": 0.845, "S_hi": 0.9, "S_p": 0.7}])  # fmt: skip
+    bb = pd.DataFrame(
+        [
+            {
+                "subject": "m",
+                "A": 0.8,
+                "E": 0.9,
+                "C": 0.8,
+                "S": 0.915,
+                "BCS": 9.0,
+                "A_mean": 0.8,
+                "A_lo": 0.79,
+                "A_hi": 0.81,
+                "E_mean": 0.9,
+                "E_lo": 0.85,
+                "E_hi": 0.95,
+                "C_mean": 0.66,
+                "C_lo": 0.6,
+                "C_hi": 0.733,
+                "S_mean": 0.87,
+                "S_lo": 0.845,
+                "S_hi": 0.9,
+                "S_p": 0.7,
+            }
+        ]
+    )
     fig = Figure()
     ax = fig.subplots()
     F.bayesbench_scores(bb, ax=ax)
@@ -187,8 +220,19 @@ def test_report_rebuilds_mapped_trials_from_the_score_folder_anywhere(tmp_path, 
     elsewhere.mkdir()
     kept = _mapped_human_csv(lab / "raw.csv")
     monkeypatch.chdir(lab)  # a relative input, as typed in the lab's folder
-    opts = ["--map", "stimulus=dur", "--map", "response=repDur", "--map", "subject=NSub",
-            "--where", "valid == 1", "--bootstrap", "2", "--no-probe"]  # fmt: skip
+    opts = [
+        "--map",
+        "stimulus=dur",
+        "--map",
+        "response=repDur",
+        "--map",
+        "subject=NSub",
+        "--where",
+        "valid == 1",
+        "--bootstrap",
+        "2",
+        "--no-probe",
+    ]
     assert main(["score", "raw.csv", "--out", "scores", *opts]) == 0
     monkeypatch.chdir(elsewhere)
     assert main(["report", str(lab / "scores"), "--out", "rep"]) == 0
@@ -209,8 +253,15 @@ def base_only(tmp_path_factory):
     from bayesobs.runner import run_task
 
     out = tmp_path_factory.mktemp("human") / "exp"
-    run_task(Path(__file__).resolve().parents[1] / "tasks" / "line_ratio.toml",
-             ["sim:bayesian", "sim:linear"], out, None, ["base"], 12, 1)  # fmt: skip
+    run_task(
+        Path(__file__).resolve().parents[1] / "tasks" / "line_ratio.toml",
+        ["sim:bayesian", "sim:linear"],
+        out,
+        None,
+        ["base"],
+        12,
+        1,
+    )
     trials = with_baseline(normalize_trials(bayesobs.read_trials(out)))
     return out, trials, score(trials, bootstrap=3, seed=0)
 
@@ -244,9 +295,18 @@ def _few_search_trials() -> pd.DataFrame:
     n = 24
     far = rng.uniform(size=n) < 0.3
     error = np.where(far, rng.uniform(420, 560, n), rng.uniform(0, 6, n))
-    return pd.DataFrame({"subject": "p1", "task": "circle_sizes", "condition": "c", "answer": "coords",
-                         "set_size": np.repeat([2, 8, 16, 32], 6), "correct": (~far).astype(int),
-                         "error_px": error, "modality": "image"})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "subject": "p1",
+            "task": "circle_sizes",
+            "condition": "c",
+            "answer": "coords",
+            "set_size": np.repeat([2, 8, 16, 32], 6),
+            "correct": (~far).astype(int),
+            "error_px": error,
+            "modality": "image",
+        }
+    )
 
 
 def test_search_error_intervals_respect_their_bounds_and_legends_sit_outside():
@@ -280,11 +340,29 @@ def test_search_table_comes_after_the_figures(base_only, tmp_path):
     s = pd.concat([s, s.assign(answer="cell", error_px=np.nan)], ignore_index=True)
     cells = pd.Series(["1,1", "1,2", "2,1", "2,2"] * 12)
     s = s.assign(target_cell=cells, response_cell=cells.where(s["correct"] == 1, "1,1"))
-    s = s.assign(stimulus=s["set_size"], response=s["correct"], paradigm="search", session="search",
-                 run=(s["answer"] == "cell").astype(int), trial=s.index % 24)  # fmt: skip
+    s = s.assign(
+        stimulus=s["set_size"],
+        response=s["correct"],
+        paradigm="search",
+        session="search",
+        run=(s["answer"] == "cell").astype(int),
+        trial=s.index % 24,
+    )
     s.to_csv(tmp_path / "search.csv", index=False)
-    assert main(["report", str(run), str(tmp_path / "search.csv"), "--out", str(tmp_path / "r"),
-                 "--bootstrap", "2"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "report",
+                str(run),
+                str(tmp_path / "search.csv"),
+                "--out",
+                str(tmp_path / "r"),
+                "--bootstrap",
+                "2",
+            ]
+        )
+        == 0
+    )
     page = (tmp_path / "r" / "index.html").read_text()
     heads = re.findall(r"<h2>([^<]+)</h2>", page)
     table = heads.index("Visual search: set-size effect")

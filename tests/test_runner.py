@@ -43,9 +43,27 @@ def test_api_run_survives_a_misbehaving_server(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     out, cache = tmp_path / "exp", tmp_path / "cache"
     with FakeChatServer(misbehaving) as srv:
-        code = main(["run", "line_ratio", "--subject", "openai:fake-model", "--modality", "multimodal",
-                     "--trials", "6", "--out", str(out), "--base-url", srv.url, "--cache", str(cache),
-                     "--timeout", "0.5", "--no-progress"])  # fmt: skip
+        code = main(
+            [
+                "run",
+                "line_ratio",
+                "--subject",
+                "openai:fake-model",
+                "--modality",
+                "multimodal",
+                "--trials",
+                "6",
+                "--out",
+                str(out),
+                "--base-url",
+                srv.url,
+                "--cache",
+                str(cache),
+                "--timeout",
+                "0.5",
+                "--no-progress",
+            ]
+        )
         requests = list(srv.requests)
         headers = list(srv.headers)
     assert code == 0
@@ -75,9 +93,23 @@ def test_api_run_survives_a_misbehaving_server(tmp_path, monkeypatch):
 
 def test_cache_hit_on_rerun_into_a_new_folder(tmp_path):
     # replies shared across folders: --cache-scope global (the default, folder, draws new samples)
-    args = ["run", "marker_location", "--subject", "openai:fake", "--modality", "text", "--trials", "4",
-            "--cache", str(tmp_path / "cache"), "--api-key", SECRET, "--no-progress",
-            "--cache-scope", "global"]  # fmt: skip
+    args = [
+        "run",
+        "marker_location",
+        "--subject",
+        "openai:fake",
+        "--modality",
+        "text",
+        "--trials",
+        "4",
+        "--cache",
+        str(tmp_path / "cache"),
+        "--api-key",
+        SECRET,
+        "--no-progress",
+        "--cache-scope",
+        "global",
+    ]
     with FakeChatServer() as srv:
         assert main([*args, "--out", str(tmp_path / "a"), "--base-url", srv.url]) == 0
         n = srv.count
@@ -94,18 +126,52 @@ def test_cache_hit_on_rerun_into_a_new_folder(tmp_path):
 
 def test_fatal_api_error_stops_with_a_clear_message(tmp_path, capsys):
     with FakeChatServer(lambda b, n: Answer("bad key " + SECRET, status=401)) as srv:
-        code = main(["run", "line_ratio", "--subject", "openai:m", "--modality", "text", "--trials", "2",
-                     "--out", str(tmp_path / "o"), "--base-url", srv.url, "--api-key", SECRET, "--no-cache",
-                     "--no-progress"])  # fmt: skip
+        code = main(
+            [
+                "run",
+                "line_ratio",
+                "--subject",
+                "openai:m",
+                "--modality",
+                "text",
+                "--trials",
+                "2",
+                "--out",
+                str(tmp_path / "o"),
+                "--base-url",
+                srv.url,
+                "--api-key",
+                SECRET,
+                "--no-cache",
+                "--no-progress",
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 1 and "AuthenticationError" in err and SECRET not in err
 
 
 def test_unparseable_replies_are_kept_as_nan(tmp_path):
     with FakeChatServer(lambda b, n: Answer("I cannot tell." if n % 2 else "0.4")) as srv:
-        main(["run", "line_ratio", "--subject", "openai:m", "--modality", "text", "--trials", "4",
-              "--out", str(tmp_path / "o"), "--base-url", srv.url, "--api-key", "k", "--no-cache",
-              "--no-progress"])  # fmt: skip
+        main(
+            [
+                "run",
+                "line_ratio",
+                "--subject",
+                "openai:m",
+                "--modality",
+                "text",
+                "--trials",
+                "4",
+                "--out",
+                str(tmp_path / "o"),
+                "--base-url",
+                srv.url,
+                "--api-key",
+                "k",
+                "--no-cache",
+                "--no-progress",
+            ]
+        )
     rows = _trials(tmp_path / "o")
     bad = [r for r in rows if not r["valid"]]
     assert len(bad) == 6 and all(
@@ -117,8 +183,21 @@ def test_unparseable_replies_are_kept_as_nan(tmp_path):
 
 def test_dry_run_counts_calls_and_calls_nothing(tmp_path, capsys):
     with FakeChatServer() as srv:
-        main(["run", "line_ratio", "--subject", "openai:m", "--trials", "5", "--out", str(tmp_path / "o"),
-              "--base-url", srv.url, "--dry-run"])  # fmt: skip
+        main(
+            [
+                "run",
+                "line_ratio",
+                "--subject",
+                "openai:m",
+                "--trials",
+                "5",
+                "--out",
+                str(tmp_path / "o"),
+                "--base-url",
+                srv.url,
+                "--dry-run",
+            ]
+        )
         assert srv.count == 0
     out = capsys.readouterr().out
     assert "45 call(s) to make" in out and "input tokens" in out
@@ -158,8 +237,26 @@ def test_spec_missing_key(tmp_path, capsys):
 
 
 def test_identical_stimuli_across_modalities_and_conditions(tmp_path):
-    assert main(["run", "maze_distance", "--subject", "sim:bayesian", "--trials", "5", "--condition", "base",
-                 "--condition", "noise_constant", "--out", str(tmp_path / "o"), "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "maze_distance",
+                "--subject",
+                "sim:bayesian",
+                "--trials",
+                "5",
+                "--condition",
+                "base",
+                "--condition",
+                "noise_constant",
+                "--out",
+                str(tmp_path / "o"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     t = pd.DataFrame(_trials(tmp_path / "o"))
     seqs = (
         t.groupby(["modality", "condition", "session"])["stimulus_id"]
@@ -173,9 +270,29 @@ def test_identical_stimuli_across_modalities_and_conditions(tmp_path):
 
 
 def test_context_reversed_and_none(tmp_path):
-    main(["run", "line_ratio", "--subject", "sim:bayesian", "--trials", "6", "--modality", "text",
-          "--condition", "base", "--condition", "context_reversed", "--condition", "context_none",
-          "--condition", "context_short", "--out", str(tmp_path / "o"), "--no-progress"])  # fmt: skip
+    main(
+        [
+            "run",
+            "line_ratio",
+            "--subject",
+            "sim:bayesian",
+            "--trials",
+            "6",
+            "--modality",
+            "text",
+            "--condition",
+            "base",
+            "--condition",
+            "context_reversed",
+            "--condition",
+            "context_none",
+            "--condition",
+            "context_short",
+            "--out",
+            str(tmp_path / "o"),
+            "--no-progress",
+        ]
+    )
     t = pd.DataFrame(_trials(tmp_path / "o"))
     s = t[t["session"] == "short"].set_index(["condition", "trial"])
     assert (
@@ -186,8 +303,20 @@ def test_context_reversed_and_none(tmp_path):
 
 
 def test_resume_after_kill_loses_nothing_and_doubles_nothing(tmp_path):
-    cmd = [sys.executable, "-m", "bayesobs.cli", "sweep", "tasks/bayesbench.toml", "--subject", "sim:bayesian",
-           "--trials", "8", "--out", str(tmp_path / "killed"), "--no-progress"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "bayesobs.cli",
+        "sweep",
+        "tasks/bayesbench.toml",
+        "--subject",
+        "sim:bayesian",
+        "--trials",
+        "8",
+        "--out",
+        str(tmp_path / "killed"),
+        "--no-progress",
+    ]
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log = tmp_path / "killed" / "trials.jsonl"
@@ -218,8 +347,17 @@ def test_resume_after_kill_loses_nothing_and_doubles_nothing(tmp_path):
 
 
 def test_resume_refuses_a_different_experiment(tmp_path, capsys):
-    base = ["run", "line_ratio", "--subject", "sim:bayesian", "--modality", "text", "--out", str(tmp_path / "o"),
-            "--no-progress"]  # fmt: skip
+    base = [
+        "run",
+        "line_ratio",
+        "--subject",
+        "sim:bayesian",
+        "--modality",
+        "text",
+        "--out",
+        str(tmp_path / "o"),
+        "--no-progress",
+    ]
     assert main([*base, "--trials", "3"]) == 0
     assert main([*base, "--trials", "4"]) == 2
     assert "holds a different experiment" in capsys.readouterr().err
@@ -230,12 +368,31 @@ def test_bcs_sign_of_simulated_observers(tmp_path):
     proto = tmp_path / "proto.toml"
     root = Path(__file__).resolve().parents[1] / "tasks"
     conds = '["base", "steer_verbal", "steer_numeric", "noise_constant", "noise_gradual", "context_long"]'
-    proto.write_text("".join(
-        f'[[experiment]]\nspec = "{root / t}.toml"\nmodalities = ["image", "multimodal"]\nconditions = {conds}\n'
-        for t in ("line_ratio", "marker_location", "maze_distance")))  # fmt: skip
+    proto.write_text(
+        "".join(
+            f'[[experiment]]\nspec = "{root / t}.toml"\nmodalities = ["image", "multimodal"]\nconditions = {conds}\n'
+            for t in ("line_ratio", "marker_location", "maze_distance")
+        )
+    )
     out = tmp_path / "o"
-    assert main(["sweep", str(proto), "--subject", "sim:bayesian", "--subject", "sim:antibayes", "--trials", "30",
-                 "--out", str(out), "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "sweep",
+                str(proto),
+                "--subject",
+                "sim:bayesian",
+                "--subject",
+                "sim:antibayes",
+                "--trials",
+                "30",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     res = score(bayesobs.read_trials(out), bootstrap=0, probe=False)
     bcs = res.bayesbench.set_index("subject")["BCS"]
     assert bcs["sim:bayesian"] > 0 > bcs["sim:antibayes"]
@@ -243,8 +400,19 @@ def test_bcs_sign_of_simulated_observers(tmp_path):
 
 def test_torn_line_is_cut_and_redone_on_resume(tmp_path, capsys):
     out = tmp_path / "o"
-    args = ["run", "line_ratio", "--subject", "sim:linear", "--modality", "text", "--trials", "4",
-            "--out", str(out), "--no-progress"]  # fmt: skip
+    args = [
+        "run",
+        "line_ratio",
+        "--subject",
+        "sim:linear",
+        "--modality",
+        "text",
+        "--trials",
+        "4",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(args) == 0
     log = out / "trials.jsonl"
     lines = log.read_bytes().splitlines(keepends=True)

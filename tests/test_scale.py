@@ -129,8 +129,13 @@ def test_batched_inference_data_is_built_like_from_dict():
     got = posterior._inference_data(nat, ll, div, subjects)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        ref = az.from_dict(posterior=nat, log_likelihood={"y": ll}, sample_stats={"diverging": div},
-                           coords={"subject": ["s/t/text/base"]}, dims={k: ["subject"] for k in nat})  # fmt: skip
+        ref = az.from_dict(
+            posterior=nat,
+            log_likelihood={"y": ll},
+            sample_stats={"diverging": div},
+            coords={"subject": ["s/t/text/base"]},
+            dims={k: ["subject"] for k in nat},
+        )
     assert got.groups() == ref.groups()
     for g in ref.groups():
         a, b = got[g], ref[g]

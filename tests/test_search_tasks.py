@@ -33,12 +33,14 @@ from bayesobs.stimuli.search import (
 from bayesobs.store import ExperimentStore
 from bayesobs.trials import read_trials
 
-CASES = [
-    ("circle_sizes", c, (0, 49)) for c in ("small", "medium", "large")
-] + [
-    ("two_among_five", c, (0, 99))
-    for c in ("disjunctive", "shape_conjunctive", "shape_colour_conjunctive")
-] + [("light_priors", c, (2, 17)) for c in ("top", "bottom", "left", "right")]  # fmt: skip
+CASES = (
+    [("circle_sizes", c, (0, 49)) for c in ("small", "medium", "large")]
+    + [
+        ("two_among_five", c, (0, 99))
+        for c in ("disjunctive", "shape_conjunctive", "shape_colour_conjunctive")
+    ]
+    + [("light_priors", c, (2, 17)) for c in ("top", "bottom", "left", "right")]
+)
 
 
 def _rows(folder: Path) -> list[dict]:
@@ -130,19 +132,33 @@ def test_light_priors_target_is_lit_from_its_side(light):
 
 @pytest.mark.parametrize(
     "reply,cell",
-    [("Cell (1,2)", "1,2"), ("cell(2,1) - I am not sure", "2,1"), ("Cell (2,3)", "invalid"),
-     ("The target is in the top right.", "1,2"), ("Bottom-left", "2,1"), ("I cannot see it.", "invalid"),
-     ("Cell (1,1), or maybe Cell (2,2)", "1,1"), ("", "invalid"), ("Cell (0,1)", "invalid")],
-)  # fmt: skip
+    [
+        ("Cell (1,2)", "1,2"),
+        ("cell(2,1) - I am not sure", "2,1"),
+        ("Cell (2,3)", "invalid"),
+        ("The target is in the top right.", "1,2"),
+        ("Bottom-left", "2,1"),
+        ("I cannot see it.", "invalid"),
+        ("Cell (1,1), or maybe Cell (2,2)", "1,1"),
+        ("", "invalid"),
+        ("Cell (0,1)", "invalid"),
+    ],
+)
 def test_parse_cell(reply, cell):
     assert parse_cell(reply) == cell
 
 
 @pytest.mark.parametrize(
     "reply,point",
-    [("(120, 45)", (120, 45)), ("(120.5,45) - roughly", (120.5, 45)), ("x = 10, y = 20", (10, 20)),
-     ("I am unable to give coordinates.", None), ("[300, 8]", (300, 8)), ("(-20, 450)", (-20, 450))],
-)  # fmt: skip
+    [
+        ("(120, 45)", (120, 45)),
+        ("(120.5,45) - roughly", (120.5, 45)),
+        ("x = 10, y = 20", (10, 20)),
+        ("I am unable to give coordinates.", None),
+        ("[300, 8]", (300, 8)),
+        ("(-20, 450)", (-20, 450)),
+    ],
+)
 def test_parse_point(reply, point):
     assert parse_point(reply) == point
 
@@ -173,16 +189,25 @@ def test_record_scores_cells_points_and_refusals():
 def _search_spec(task, session, low, high, trials, seed=11):
     spec = load_spec(task)
     spec.update(trials=trials, seed=seed)
-    spec["sessions"] = [{"name": session, "range": [low, high], "search": session.split("-")[0],
-                         "answer": session.split("-")[1]}]  # fmt: skip
+    spec["sessions"] = [
+        {
+            "name": session,
+            "range": [low, high],
+            "search": session.split("-")[0],
+            "answer": session.split("-")[1],
+        }
+    ]
     return spec
 
 
 @pytest.mark.parametrize(
     "task,session,low,high",
-    [("circle_sizes", "large-cell", 0, 49), ("two_among_five", "disjunctive-cell", 0, 99),
-     ("light_priors", "bottom-cell", 2, 17)],
-)  # fmt: skip
+    [
+        ("circle_sizes", "large-cell", 0, 49),
+        ("two_among_five", "disjunctive-cell", 0, 99),
+        ("light_priors", "bottom-cell", 2, 17),
+    ],
+)
 def test_simulated_searchers_are_recovered_from_their_answers(tmp_path, task, session, low, high):
     """sim:parallel flat, sim:serial falling, sim:random at chance without a cell bias: real images."""
     subjects = ["sim:parallel", "sim:serial", "sim:random"]
@@ -204,9 +229,27 @@ def test_simulated_searchers_are_recovered_from_their_answers(tmp_path, task, se
 
 def test_cli_run_score_report_with_blur_and_context_ablations(tmp_path, capsys):
     out = tmp_path / "exp"
-    code = main(["run", "circle_sizes", "--subject", "sim:parallel", "--subject", "sim:random", "--trials", "4",
-                 "--condition", "base", "--condition", "noise_constant", "--condition", "context_long",
-                 "--out", str(out), "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "run",
+            "circle_sizes",
+            "--subject",
+            "sim:parallel",
+            "--subject",
+            "sim:random",
+            "--trials",
+            "4",
+            "--condition",
+            "base",
+            "--condition",
+            "noise_constant",
+            "--condition",
+            "context_long",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     rows = pd.DataFrame(_rows(out))
     assert len(rows) == 2 * 3 * 6 * 4  # subjects x conditions x sessions x trials
@@ -250,23 +293,86 @@ def test_cli_run_score_report_with_blur_and_context_ablations(tmp_path, capsys):
 
     # resume: a rerun logs nothing new
     before = (out / "trials.jsonl").read_bytes()
-    assert main(["run", "circle_sizes", "--subject", "sim:parallel", "--subject", "sim:random", "--trials", "4",
-                 "--condition", "base", "--condition", "noise_constant", "--condition", "context_long",
-                 "--out", str(out), "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "circle_sizes",
+                "--subject",
+                "sim:parallel",
+                "--subject",
+                "sim:random",
+                "--trials",
+                "4",
+                "--condition",
+                "base",
+                "--condition",
+                "noise_constant",
+                "--condition",
+                "context_long",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert (out / "trials.jsonl").read_bytes() == before
 
 
 def test_fit_refuses_search_trials_and_subjects_refuse_the_wrong_task(tmp_path, capsys):
     out = tmp_path / "exp"
-    assert main(["run", "light_priors", "--subject", "sim:serial", "--trials", "2", "--out", str(out),
-                 "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "light_priors",
+                "--subject",
+                "sim:serial",
+                "--trials",
+                "2",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert main(["fit", str(out), "--out", str(tmp_path / "f")]) == 2
     assert "bayesobs score" in capsys.readouterr().err
-    assert main(["run", "light_priors", "--subject", "sim:bayesian", "--trials", "2",
-                 "--out", str(tmp_path / "b"), "--no-progress"]) != 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "light_priors",
+                "--subject",
+                "sim:bayesian",
+                "--trials",
+                "2",
+                "--out",
+                str(tmp_path / "b"),
+                "--no-progress",
+            ]
+        )
+        != 0
+    )
     assert "sim:parallel" in capsys.readouterr().err
-    assert main(["run", "circle_sizes", "--subject", "sim:parallel", "--modality", "text",
-                 "--out", str(tmp_path / "c"), "--no-progress"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "circle_sizes",
+                "--subject",
+                "sim:parallel",
+                "--modality",
+                "text",
+                "--out",
+                str(tmp_path / "c"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "takes modalities image" in capsys.readouterr().err
 
 
@@ -280,9 +386,28 @@ def test_openai_subject_runs_a_search_task_over_http(tmp_path):
         return Answer("(210, 95) is my estimate" if n % 4 else "I cannot give coordinates.")
 
     with FakeChatServer(script) as srv:
-        code = main(["run", "two_among_five", "--subject", "openai:vision-model", "--trials", "3",
-                     "--condition", "base", "--condition", "context_short", "--out", str(tmp_path / "o"),
-                     "--base-url", srv.url, "--api-key", "k", "--no-cache", "--no-progress"])  # fmt: skip
+        code = main(
+            [
+                "run",
+                "two_among_five",
+                "--subject",
+                "openai:vision-model",
+                "--trials",
+                "3",
+                "--condition",
+                "base",
+                "--condition",
+                "context_short",
+                "--out",
+                str(tmp_path / "o"),
+                "--base-url",
+                srv.url,
+                "--api-key",
+                "k",
+                "--no-cache",
+                "--no-progress",
+            ]
+        )
         requests = list(srv.requests)
     assert code == 0
     rows = pd.DataFrame(_rows(tmp_path / "o"))
@@ -317,12 +442,30 @@ def test_score_reads_a_human_search_file_without_stimulus_or_response(tmp_path, 
     target = rng.choice(["1,1", "1,2", "2,1", "2,2"], n)
     found = rng.uniform(size=n) < np.where(np.arange(n) % 2, 0.95, np.minimum(1, 6 / (k + 1)))
     resp = np.where(found, target, rng.choice(["1,1", "1,2", "2,1", "2,2", "Cell (3,1)"], n))
-    df = pd.DataFrame({"participant": "p01", "condition": np.where(np.arange(n) % 2, "large", "small"),
-                       "set_size": k, "target_cell": target, "response_cell": resp,
-                       "correct": (resp == target).astype(int)})  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "participant": "p01",
+            "condition": np.where(np.arange(n) % 2, "large", "small"),
+            "set_size": k,
+            "target_cell": target,
+            "response_cell": resp,
+            "correct": (resp == target).astype(int),
+        }
+    )
     df.to_csv(tmp_path / "humans.csv", index=False)
-    assert main(["score", str(tmp_path / "humans.csv"), "--map", "subject=participant",
-                 "--out", str(tmp_path / "sc")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "score",
+                str(tmp_path / "humans.csv"),
+                "--map",
+                "subject=participant",
+                "--out",
+                str(tmp_path / "sc"),
+            ]
+        )
+        == 0
+    )
     s = pd.read_csv(tmp_path / "sc" / "search.csv").set_index("condition")
     assert list(s.index) == ["large", "small"] and (s["subject"] == "p01").all()
     assert abs(s.loc["large", "r"]) < 0.15 and s.loc["small", "r"] < -0.3
@@ -334,9 +477,13 @@ def test_score_reads_a_human_search_file_without_stimulus_or_response(tmp_path, 
 
 @pytest.mark.parametrize(
     "options,message",
-    [({"search": "huge"}, "unknown search condition 'huge'"), ({"answer": "coord"}, "unknown answer mode"),
-     ({"answr": "coords"}, "unknown option(s) answr"), ({"border_margin": 120}, "border_margin")],
-)  # fmt: skip
+    [
+        ({"search": "huge"}, "unknown search condition 'huge'"),
+        ({"answer": "coord"}, "unknown answer mode"),
+        ({"answr": "coords"}, "unknown option(s) answr"),
+        ({"border_margin": 120}, "border_margin"),
+    ],
+)
 def test_bad_search_options_fail_before_any_call(tmp_path, options, message):
     spec = _search_spec("circle_sizes", "large-cell", 0, 9, 2)
     spec["sessions"][0].update(options)

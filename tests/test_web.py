@@ -17,8 +17,16 @@ from bayesobs.web import ParticipantServer, running
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
 )
@@ -31,8 +39,14 @@ def _rows(folder: Path) -> list[dict]:
 
 @pytest.fixture
 def server(tmp_path):
-    return ParticipantServer(ROOT / "tasks" / "line_ratio.toml", tmp_path / "exp", ["multimodal"], ["base"], 2,
-                             token="secret-token")  # fmt: skip
+    return ParticipantServer(
+        ROOT / "tasks" / "line_ratio.toml",
+        tmp_path / "exp",
+        ["multimodal"],
+        ["base"],
+        2,
+        token="secret-token",
+    )
 
 
 @pytest.fixture
@@ -146,8 +160,15 @@ def test_bad_requests_are_refused_and_write_nothing(server, tmp_path, clients):
         assert (
             a.post("/api/answer", json={"id": t["id"], "response": "0.25"}).status_code == 409
         )  # replayed
-        for path in ("/stimuli/../manifest.json", "/stimuli/..%2F.server_secret", "/stimuli/%2e%2e/trials.jsonl",
-                     "/assets/../app.py", "/assets/%2e%2e%2fapp.py", "/.server_secret", "/participants.jsonl"):  # fmt: skip
+        for path in (
+            "/stimuli/../manifest.json",
+            "/stimuli/..%2F.server_secret",
+            "/stimuli/%2e%2e/trials.jsonl",
+            "/assets/../app.py",
+            "/assets/%2e%2e%2fapp.py",
+            "/.server_secret",
+            "/participants.jsonl",
+        ):
             r = a.get(path)
             assert r.status_code == 404 and "key_sha256" not in r.text, path
         assert a.get("/experimenter").status_code == 403
@@ -216,8 +237,24 @@ def test_jspsych_export_builds_runs_and_imports(tmp_path, browser):
     import threading
 
     exp = tmp_path / "jspsych"
-    assert main(["export", "jspsych", str(ROOT / "tasks" / "line_ratio.toml"), "--out", str(exp),
-                 "--trials", "2", "--modality", "multimodal", "--platform", "cognition"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "export",
+                "jspsych",
+                str(ROOT / "tasks" / "line_ratio.toml"),
+                "--out",
+                str(exp),
+                "--trials",
+                "2",
+                "--modality",
+                "multimodal",
+                "--platform",
+                "cognition",
+            ]
+        )
+        == 0
+    )
     subprocess.run(
         [NPM, "install", "--no-audit", "--no-fund"], cwd=exp, check=True, capture_output=True
     )

@@ -74,21 +74,44 @@ def hvs_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
         for subject, s in g.groupby("subject", sort=True):
             row = hvs_table(_scored(s, chance=False), str(subject)).iloc[0].to_dict()
             valid = s["valid"].astype(bool) if "valid" in s else pd.Series(True, index=s.index)
-            rows.append({"benchmark": _label(data), "model": str(subject), "subject": str(subject),
-                         "condition": cond, "n_trials": len(s),
-                         "invalid": float((~valid).mean()), **row})  # fmt: skip
+            rows.append(
+                {
+                    "benchmark": _label(data),
+                    "model": str(subject),
+                    "subject": str(subject),
+                    "condition": cond,
+                    "n_trials": len(s),
+                    "invalid": float((~valid).mean()),
+                    **row,
+                }
+            )
         distinct = g.drop_duplicates(["session", "run", "trial"])
         row = hvs_table(_scored(distinct, chance=True), BASELINE).iloc[0].to_dict()
-        rows.append({"benchmark": _label(data), "model": BASELINE, "subject": BASELINE,
-                     "condition": cond, "n_trials": len(distinct), "invalid": 0.0, **row})  # fmt: skip
+        rows.append(
+            {
+                "benchmark": _label(data),
+                "model": BASELINE,
+                "subject": BASELINE,
+                "condition": cond,
+                "n_trials": len(distinct),
+                "invalid": 0.0,
+                **row,
+            }
+        )
     cols = [*KEYS, "n_trials", "invalid", *TABLE_COLUMNS]
     return {"hvs": pd.DataFrame(rows, columns=cols)}
 
 
 def hvs_summary(table: pd.DataFrame) -> str:
     """Plain-text digest of ``hvs.csv``: overall and per-field accuracy (all columns are in the file)."""
-    cols = ["Overall Acc", "Prominence Q1 Acc", "Subitizing Q2 Acc", "Prioritizing Q3-Q7 Acc",
-            "Free-viewing Q8,Q10 Acc", "Searching Q11,Q13 Acc"]  # fmt: skip
+    cols = [
+        "Overall Acc",
+        "Prominence Q1 Acc",
+        "Subitizing Q2 Acc",
+        "Prioritizing Q3-Q7 Acc",
+        "Free-viewing Q8,Q10 Acc",
+        "Searching Q11,Q13 Acc",
+    ]
     short = ["overall", "prom", "subit", "prior", "free", "search"]
     lines = [f"  {'model':<20} {'condition':<10} " + " ".join(f"{s:>7}" for s in short)]
     for _, r in table.iterrows():

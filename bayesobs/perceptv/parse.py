@@ -149,10 +149,27 @@ def parse_coords(reply: str | None) -> Parsed:
 
 
 PALETTE_NAMES = (
-    "black", "gray", "brown", "maroon", "red", "coral", "tan", "orange", "ivory", "goldenrod",
-    "yellow", "green", "olive", "turquoise", "skyblue", "blue", "lavender", "purple", "pink",
+    "black",
+    "gray",
+    "brown",
+    "maroon",
+    "red",
+    "coral",
+    "tan",
+    "orange",
+    "ivory",
+    "goldenrod",
+    "yellow",
+    "green",
+    "olive",
+    "turquoise",
+    "skyblue",
+    "blue",
+    "lavender",
+    "purple",
+    "pink",
     "fuchsia",
-)  # fmt: skip
+)
 SHAPE_NAMES = ("circle", "triangle", "square", "pentagon")
 parse_shape_list = _words(
     "SHAPES", ("circle", "triangle", "square", "diamond", "hexagon", "octagon"), "shape name"

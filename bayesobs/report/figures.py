@@ -22,8 +22,12 @@ UNITS = {
     "duration": "duration (s)",
     "numerosity": "number of dots",
 }
-MODEL_COLORS = {"random_forest": "#2a9d8f", "bayes_oracle": "#e76f51", "linear": "#264653",
-                "bayes_non_oracle": "#f4a261"}  # fmt: skip
+MODEL_COLORS = {
+    "random_forest": "#2a9d8f",
+    "bayes_oracle": "#e76f51",
+    "linear": "#264653",
+    "bayes_non_oracle": "#f4a261",
+}
 
 
 def subject_colors(subjects) -> dict[str, tuple]:
@@ -124,8 +128,11 @@ def steering(bias_var, evidence, cue, subject, task, modality="multimodal", axes
     ev = _cell(evidence, subject, task, modality)
     ev = ev[ev["factor"] == "sequential"].set_index("condition").reindex(STEER).dropna(how="all")
     cw = _cell(cue, subject, task).set_index("condition").reindex(NOISE).dropna(how="all")
-    panels = [(draw, t) for draw, t in ((_steer_error, bv), (_steer_evidence, ev), (_noise_weight, cw))
-              if len(set(t.index) - {"base"})]  # fmt: skip
+    panels = [
+        (draw, t)
+        for draw, t in ((_steer_error, bv), (_steer_evidence, ev), (_noise_weight, cw))
+        if len(set(t.index) - {"base"})
+    ]
     if not panels:
         return None
     fig, axs = _axes(axes, n=len(panels), size=(3.6, 3.2))
@@ -186,8 +193,16 @@ def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
     for model, marker in (("random_forest", "o"), ("bayes_oracle", "s"), ("linear", "^")):
         p = d[f"pred_{model}"]
         r2 = 1 - ((y - p) ** 2).sum() / ((y - y.mean()) ** 2).sum()
-        ax.scatter(y, p, s=10, marker=marker, color=MODEL_COLORS[model], alpha=0.6, lw=0,
-                   label=f"{model.replace('_', ' ')} (R² {r2:.2f})")  # fmt: skip
+        ax.scatter(
+            y,
+            p,
+            s=10,
+            marker=marker,
+            color=MODEL_COLORS[model],
+            alpha=0.6,
+            lw=0,
+            label=f"{model.replace('_', ' ')} (R² {r2:.2f})",
+        )
     ax.set_xlabel(f"multimodal response: {UNITS.get(task, 'value')}")
     ax.set_ylabel("prediction from text + image responses")
     ax.set_title(f"{subject} · {task}", fontsize=9)
@@ -195,16 +210,23 @@ def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
     return fig
 
 
-SUMMARY_PANELS = [("nrmse", "p_bayesian", "NRMSE (base)", "P(Bayesian)", None),
-                  ("nrmse_multimodal", "rre_bayes_oracle", "multimodal NRMSE", "RRE (Bayes oracle)", 1.0),
-                  ("nrmse_multimodal", "BCS", "multimodal NRMSE", "BCS", 0.0)]  # fmt: skip
+SUMMARY_PANELS = [
+    ("nrmse", "p_bayesian", "NRMSE (base)", "P(Bayesian)", None),
+    ("nrmse_multimodal", "rre_bayes_oracle", "multimodal NRMSE", "RRE (Bayes oracle)", 1.0),
+    ("nrmse_multimodal", "BCS", "multimodal NRMSE", "BCS", 0.0),
+]
 
 
 def summary_panels(summary: pd.DataFrame, bayesbench: pd.DataFrame) -> list[tuple]:
     """The panels of :func:`summary` that have at least one subject with both numbers."""
     d = summary.merge(bayesbench, on="subject", how="left", suffixes=("", "_bb"))
-    return [p for p in SUMMARY_PANELS if p[0] in d and p[1] in d
-            and (np.isfinite(d[p[0]].astype(float)) & np.isfinite(d[p[1]].astype(float))).any()]  # fmt: skip
+    return [
+        p
+        for p in SUMMARY_PANELS
+        if p[0] in d
+        and p[1] in d
+        and (np.isfinite(d[p[0]].astype(float)) & np.isfinite(d[p[1]].astype(float))).any()
+    ]
 
 
 def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=None):
@@ -268,9 +290,15 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
     x = np.arange(len(d))
     for k, (col, label, alpha) in enumerate(parts):
         pos = x + (k - (len(parts) - 1) / 2) * width
-        ax.bar(pos, d[col], width, label=label,
-               color=[matplotlib.colors.to_rgba(colors[s], alpha) for s in d["subject"]],
-               edgecolor="k", lw=0.5 if col == "S" else 0)  # fmt: skip
+        ax.bar(
+            pos,
+            d[col],
+            width,
+            label=label,
+            color=[matplotlib.colors.to_rgba(colors[s], alpha) for s in d["subject"]],
+            edgecolor="k",
+            lw=0.5 if col == "S" else 0,
+        )
         if f"{col}_lo" in d:  # the interval where it is, not clipped around the point
             ax.vlines(pos, d[f"{col}_lo"], d[f"{col}_hi"], color="k", lw=1.2)
             ax.plot(pos, d[f"{col}_mean"], "o", color="k", ms=2.5, ls="none")
@@ -278,14 +306,21 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
         ax.plot(x + 1.5 * width, d["S_p"], "D", mfc="white", mec="k", ms=4, ls="none")
     ax.set_xticks(x, d["subject"], rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("score")
-    ax.set_title("BayesBench: S = (A + E + C) / 3" if has_s else "BayesBench parts (no S without C)",
-                 fontsize=9)  # fmt: skip
+    ax.set_title(
+        "BayesBench: S = (A + E + C) / 3" if has_s else "BayesBench parts (no S without C)",
+        fontsize=9,
+    )
     # neutral swatches: the bars take each subject's colour, lighter for the parts
-    handles = [Patch(facecolor=(0.3, 0.3, 0.3, a), edgecolor="k", lw=0.5 if c == "S" else 0, label=lab)
-               for c, lab, a in parts]  # fmt: skip
+    handles = [
+        Patch(facecolor=(0.3, 0.3, 0.3, a), edgecolor="k", lw=0.5 if c == "S" else 0, label=lab)
+        for c, lab, a in parts
+    ]
     if any(f"{c}_lo" in d for c, _, _ in parts):
-        handles.append(Line2D([], [], color="k", marker="o", ms=2.5, lw=1.2,
-                              label="bootstrap mean, 68% interval"))  # fmt: skip
+        handles.append(
+            Line2D(
+                [], [], color="k", marker="o", ms=2.5, lw=1.2, label="bootstrap mean, 68% interval"
+            )
+        )
     if has_s and "S_p" in d and d["S_p"].notna().any():
         handles.append(
             Line2D([], [], marker="D", mfc="white", mec="k", ls="none", label="S_p (robust)")
@@ -338,8 +373,12 @@ def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="bas
     curve, serial search as a falling (or, for errors, rising) one.
     """
     fig, (ax,) = _axes(ax)
-    d = acc[(acc["subject"] == subject) & (acc["task"] == task) & (acc["answer"] == answer)
-            & (acc["ablation"] == ablation)]  # fmt: skip
+    d = acc[
+        (acc["subject"] == subject)
+        & (acc["task"] == task)
+        & (acc["answer"] == answer)
+        & (acc["ablation"] == ablation)
+    ]
     y, lo, hi = (
         ("accuracy", "acc_lo", "acc_hi")
         if answer == "cell"
@@ -354,8 +393,17 @@ def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="bas
             conds
         )
         err = np.vstack([g[y] - g[lo], g[hi] - g[y]]).clip(0)  # NaN (no interval): no bar
-        ax.errorbar(x, g[y], yerr=np.nan_to_num(err), fmt="o-", ms=3, lw=1, capsize=2,
-                    color=f"C{i}", label=cond)  # fmt: skip
+        ax.errorbar(
+            x,
+            g[y],
+            yerr=np.nan_to_num(err),
+            fmt="o-",
+            ms=3,
+            lw=1,
+            capsize=2,
+            color=f"C{i}",
+            label=cond,
+        )
     if answer == "cell":
         ax.axhline(0.25, ls=":", color="0.5", lw=1)
         ax.set_ylim(0, 1.02)
@@ -380,8 +428,14 @@ def search_bias(bias: pd.DataFrame, subject, task, answer="cell", ax=None):
     for r in d.itertuples(index=False):
         i, j = (int(v) - 1 for v in r.cell.split(","))
         grid[i, j] = r.selected
-        ax.text(j, i, f"{r.selected:.2f}\nP {r.precision:.2f}\nR {r.recall:.2f}",
-                ha="center", va="center", fontsize=8)  # fmt: skip
+        ax.text(
+            j,
+            i,
+            f"{r.selected:.2f}\nP {r.precision:.2f}\nR {r.recall:.2f}",
+            ha="center",
+            va="center",
+            fontsize=8,
+        )
     ax.imshow(grid, cmap="Blues", vmin=0, vmax=0.5)
     ax.set_xticks([0, 1], ["col 1", "col 2"])
     ax.set_yticks([0, 1], ["row 1", "row 2"])

@@ -49,8 +49,14 @@ def field_bars(table: pd.DataFrame, panels=FIELD_PANELS, title: str = "") -> Fig
             ax.bar(x, vals, width, color=cmap[k % 10], label=cond)
             if BASELINE in d.index and np.isfinite(d.loc[BASELINE, col]):
                 base = float(d.loc[BASELINE, col])
-                ax.hlines(base, x[0] - width / 2, x[-1] + width / 2, colors="k", linestyles="--",
-                          label="random baseline" if k == 0 else None)  # fmt: skip
+                ax.hlines(
+                    base,
+                    x[0] - width / 2,
+                    x[-1] + width / 2,
+                    colors="k",
+                    linestyles="--",
+                    label="random baseline" if k == 0 else None,
+                )
         ax.set_title(name, fontsize=9)
         ax.set_xticks(np.arange(len(subjects)), subjects, rotation=30, ha="right", fontsize=8)
         ax.set_ylim(0, 1)
@@ -82,12 +88,26 @@ def hvs_sections(res, trials: pd.DataFrame, out: Path, save, table_html):
         table_html(table[cols]),
     ]
     sections = [
-        ("HVSBench-style: accuracy per field",
-         f"Accuracy per field, per subject and condition; dashed: the random baseline. {label}.",
-         [save(field_bars(table, FIELD_PANELS, f"HVSBench-style: {label}"), out / "figures" / "hvs_fields.png")]),
-        ("HVSBench-style: scanpath prediction",
-         f"MultiMatch direction and position similarity of predicted scanpaths (Q9 free-viewing, Q12 "
-         f"search) to the human ones; dashed: another image's human scanpath. {label}.",
-         [save(field_bars(table, SCANPATH_PANELS, f"HVSBench-style: {label}"), out / "figures" / "hvs_scanpaths.png")]),
-    ]  # fmt: skip
+        (
+            "HVSBench-style: accuracy per field",
+            f"Accuracy per field, per subject and condition; dashed: the random baseline. {label}.",
+            [
+                save(
+                    field_bars(table, FIELD_PANELS, f"HVSBench-style: {label}"),
+                    out / "figures" / "hvs_fields.png",
+                )
+            ],
+        ),
+        (
+            "HVSBench-style: scanpath prediction",
+            f"MultiMatch direction and position similarity of predicted scanpaths (Q9 free-viewing, Q12 "
+            f"search) to the human ones; dashed: another image's human scanpath. {label}.",
+            [
+                save(
+                    field_bars(table, SCANPATH_PANELS, f"HVSBench-style: {label}"),
+                    out / "figures" / "hvs_scanpaths.png",
+                )
+            ],
+        ),
+    ]
     return head, sections

@@ -210,8 +210,13 @@ class HvsTask(Task):
             rec = records[i]
             rep = seen.get(i, 0)
             seen[i] = rep + 1
-            params = {"record": rec, "questions": list(types), "question_seed": seed,
-                      "repeat": rep, "source": rec["source"]}  # fmt: skip
+            params = {
+                "record": rec,
+                "questions": list(types),
+                "question_seed": seed,
+                "repeat": rep,
+                "source": rec["source"],
+            }
             out.append(
                 Stimulus(self.name, float(rec["qtype"][1:]), "", params, prompt=rec["prompt"])
             )

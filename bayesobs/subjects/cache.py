@@ -48,8 +48,11 @@ class ResponseCache:
         records, _ = self.log.read()
         # an empty text without a finish_reason is an entry of an older version, which cached
         # error bodies as blank answers: never replayed
-        self.entries = {r["key"]: r for r in records if "key" in r and isinstance(r.get("text"), str)
-                        and (r["text"] or "finish_reason" in r)}  # fmt: skip
+        self.entries = {
+            r["key"]: r
+            for r in records
+            if "key" in r and isinstance(r.get("text"), str) and (r["text"] or "finish_reason" in r)
+        }
 
     def get(self, key: str) -> dict | None:
         """The cached entry of a key, or None."""

@@ -33,8 +33,15 @@ def _image(png: bytes) -> np.ndarray:
 
 
 def _seed(seed: int, kind: str, meta: dict) -> int:
-    ident = (seed, kind, meta["session"], meta["run"], meta["condition"], meta["modality"],
-             meta["trial"])  # fmt: skip
+    ident = (
+        seed,
+        kind,
+        meta["session"],
+        meta["run"],
+        meta["condition"],
+        meta["modality"],
+        meta["trial"],
+    )
     return int.from_bytes(hashlib.sha256(repr(ident).encode()).digest()[:4], "little")
 
 
@@ -50,8 +57,13 @@ def reply(kind: str, request: Request, seed: int = 0) -> str:
     meta = request.meta
     png = request.turns[-1].png
     image = _image(png) if png is not None and kind != "random" else None
-    return answer(kind, meta["question"], image=image, seed=_seed(seed, kind, meta),
-                  context=meta.get("hvs_context"))  # fmt: skip
+    return answer(
+        kind,
+        meta["question"],
+        image=image,
+        seed=_seed(seed, kind, meta),
+        context=meta.get("hvs_context"),
+    )
 
 
 class HvsSubject:

@@ -182,8 +182,12 @@ class OpenAIChatSubject:
         o = self.options
         # a task that lets the model reason sets its own reply budget (Request.max_tokens)
         max_tokens = request.max_tokens if request.max_tokens is not None else o.max_tokens
-        body = {"model": o.model, "messages": to_messages(request), "temperature": o.temperature,
-                "max_tokens": max_tokens}  # fmt: skip
+        body = {
+            "model": o.model,
+            "messages": to_messages(request),
+            "temperature": o.temperature,
+            "max_tokens": max_tokens,
+        }
         if o.reasoning_effort:
             body["reasoning_effort"] = o.reasoning_effort
         return body
@@ -203,9 +207,14 @@ class OpenAIChatSubject:
         body = self.payload(request)
         key = self.cache_key(body, request) if self.cache is not None else None
         if key is not None and (hit := self.cache.get(key)) is not None:
-            return Reply(text=hit["text"], usage=hit.get("usage"), cached=True, attempts=0,
-                         finish_reason=hit.get("finish_reason"),
-                         cached_from=hit.get("folder") or "an earlier run")  # fmt: skip
+            return Reply(
+                text=hit["text"],
+                usage=hit.get("usage"),
+                cached=True,
+                attempts=0,
+                finish_reason=hit.get("finish_reason"),
+                cached_from=hit.get("folder") or "an earlier run",
+            )
         attempt = 0
         while True:
             attempt += 1
@@ -226,8 +235,15 @@ class OpenAIChatSubject:
                 openai.NotFoundError,
             ) as exc:
                 raise FatalSubjectError(self._redact(f"{type(exc).__name__}: {exc}")) from None
-            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                    openai.APIConnectionError, openai.ConflictError, TimeoutError, EmptyReply) as exc:  # fmt: skip
+            except (
+                openai.RateLimitError,
+                openai.InternalServerError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+                openai.ConflictError,
+                TimeoutError,
+                EmptyReply,
+            ) as exc:
                 if isinstance(exc, TimeoutError):
                     what = f"time-out: no complete reply within {self.options.timeout_s:g} s"
                 elif isinstance(exc, EmptyReply):
@@ -253,10 +269,17 @@ class OpenAIChatSubject:
                 ) from None
             latency = time.perf_counter() - t0
             if key is not None:
-                self.cache.put(key, text, usage, finish_reason=finish, folder=self.folder,
-                               endpoint=self.endpoint)  # fmt: skip
-            return Reply(text=text, latency_s=latency, usage=usage, attempts=attempt,
-                         finish_reason=finish)  # fmt: skip
+                self.cache.put(
+                    key,
+                    text,
+                    usage,
+                    finish_reason=finish,
+                    folder=self.folder,
+                    endpoint=self.endpoint,
+                )
+            return Reply(
+                text=text, latency_s=latency, usage=usage, attempts=attempt, finish_reason=finish
+            )
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

@@ -50,12 +50,15 @@ MAX_BODY = 4096  # bytes of a request body: an answer is a few dozen
 MAX_ANSWER = 32  # characters of a typed answer ("0.4275", "12,5" ...)
 MAX_RT_MS = 24 * 3600 * 1000  # a client response time above a day is not one
 SECURITY_HEADERS = [
-    (b"content-security-policy", b"default-src 'self'; img-src 'self'; style-src 'self'; "
-     b"script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; img-src 'self'; style-src 'self'; "
+        b"script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
-]  # fmt: skip
+]
 STIM_RE = re.compile(r"^[0-9a-f]{20}\.png$")
 # plausible answers per task (the runner's parser uses the same ranges): anything else is refused
 ANSWER_RANGE = {
@@ -110,9 +113,17 @@ class ParticipantServer:
     """State and request handlers of one experiment folder."""
 
     def __init__(
-        self, spec_path, out, modalities=None, conditions=None, trials=None, token=None, ami=None,
-        order="counterbalanced", minutes=None,
-    ):  # fmt: skip
+        self,
+        spec_path,
+        out,
+        modalities=None,
+        conditions=None,
+        trials=None,
+        token=None,
+        ami=None,
+        order="counterbalanced",
+        minutes=None,
+    ):
         spec = load_spec(spec_path)
         numeric_only(spec)
         self.spec = spec
@@ -120,16 +131,26 @@ class ParticipantServer:
             spec, ["sim:linear"], modalities, conditions, trials, 1, ami=ami
         )  # subject replaced per pid
         task = sessions[0].task
-        practice = task.generate(np.random.default_rng(spec["seed"] + 7919), *map(float, spec["sessions"][0]["range"]), 1,
-                                 spec.get("options", {}))[0]  # fmt: skip
+        practice = task.generate(
+            np.random.default_rng(spec["seed"] + 7919),
+            *map(float, spec["sessions"][0]["range"]),
+            1,
+            spec.get("options", {}),
+        )[0]
         self.study = Study(spec, sessions, practice)  # row 0: the spec's order
         self.order = check_order(order)
         self.minutes = check_minutes(minutes)
         self.rows = latin_rows(sessions) if self.order == "counterbalanced" else 1
-        record = {"command": "serve", "spec": spec, "modalities": modalities, "conditions": conditions,
-                  "trials": trials, "subjects": "participants",
-                  # fixed order: the record of folders served before counterbalancing, which resume
-                  **({"order": self.order} if self.order != "fixed" else {})}  # fmt: skip
+        record = {
+            "command": "serve",
+            "spec": spec,
+            "modalities": modalities,
+            "conditions": conditions,
+            "trials": trials,
+            "subjects": "participants",
+            # fixed order: the record of folders served before counterbalancing, which resume
+            **({"order": self.order} if self.order != "fixed" else {}),
+        }
         self.store = ExperimentStore(out, record)
         self.folder = Path(out)
         secret_file = self.folder / ".server_secret"
@@ -215,13 +236,23 @@ class ParticipantServer:
         lo, hi = ANSWER_RANGE[sess.task.name]
         self.served_at.setdefault((pid, done), time.monotonic())
         return {
-            "finished": False, "done": done, "total": total, "id": done,
+            "finished": False,
+            "done": done,
+            "total": total,
+            "id": done,
             "text": stim.text if sess.modality in ("text", "multimodal") else None,
-            "image": self.image_url(sess, stim, blur) if sess.modality in ("image", "multimodal") else None,
-            "instruction": instruction, "unit": sess.task.unit, "min": lo, "max": hi,
-            "wrap": sess.task.name in WRAP_TEXT, "block": block, "blocks": len(study.sessions),
+            "image": self.image_url(sess, stim, blur)
+            if sess.modality in ("image", "multimodal")
+            else None,
+            "instruction": instruction,
+            "unit": sess.task.unit,
+            "min": lo,
+            "max": hi,
+            "wrap": sess.task.name in WRAP_TEXT,
+            "block": block,
+            "blocks": len(study.sessions),
             "images": [_url(x) for x in images] if isinstance(images, (list, tuple)) else None,
-        }  # fmt: skip
+        }
 
     # ------------------------------------------------------------ handlers
     async def about(self, request: Request) -> Response:
@@ -262,20 +293,36 @@ class ParticipantServer:
                     pid = "P" + secrets.token_hex(5)
             if pid in self.keys:
                 if current != pid:
-                    return JSONResponse({"error": f"participant {pid} is already taking part in another browser"},
-                                        status_code=403)  # fmt: skip
+                    return JSONResponse(
+                        {"error": f"participant {pid} is already taking part in another browser"},
+                        status_code=403,
+                    )
                 key = request.cookies["bo_key"]
             else:
                 key = secrets.token_urlsafe(24)
                 row = len(self.keys) % self.rows  # the next row of the Latin square
                 order = self.study.ordered(row).order
                 self.participants.append(
-                            {"event": "join", "pid": pid, "key_sha256": _hash(key), "time_utc": utc_now(),
-                             **order, "order": self.order})  # fmt: skip
+                    {
+                        "event": "join",
+                        "pid": pid,
+                        "key_sha256": _hash(key),
+                        "time_utc": utc_now(),
+                        **order,
+                        "order": self.order,
+                    }
+                )
                 self.keys[pid] = _hash(key)
                 self.rows_of[pid] = row
-        resp = JSONResponse({"pid": pid, "done": self.progress.get(pid, 0), "total": self.study_of(pid).total,
-                             "practiced": pid in self.practiced, "task": self.study.sessions[0].task.instruction})  # fmt: skip
+        resp = JSONResponse(
+            {
+                "pid": pid,
+                "done": self.progress.get(pid, 0),
+                "total": self.study_of(pid).total,
+                "practiced": pid in self.practiced,
+                "task": self.study.sessions[0].task.instruction,
+            }
+        )
         for name, value in (("bo_pid", pid), ("bo_key", key)):
             resp.set_cookie(
                 name, value, httponly=True, samesite="strict", max_age=60 * 60 * 24 * 30
@@ -291,9 +338,16 @@ class ParticipantServer:
         stim = self.study.practice
         if request.method == "GET":
             lo, hi = ANSWER_RANGE[sess.task.name]
-            return JSONResponse({"text": stim.text if sess.modality != "image" else None,
-                                 "image": self.image_url(sess, stim, 0.0) if sess.modality != "text" else None,
-                                 "instruction": sess.task.instruction, "unit": sess.task.unit, "min": lo, "max": hi})  # fmt: skip
+            return JSONResponse(
+                {
+                    "text": stim.text if sess.modality != "image" else None,
+                    "image": self.image_url(sess, stim, 0.0) if sess.modality != "text" else None,
+                    "instruction": sess.task.instruction,
+                    "unit": sess.task.unit,
+                    "min": lo,
+                    "max": hi,
+                }
+            )
         body = await _json(request)
         if isinstance(body, Response):
             return body
@@ -341,8 +395,9 @@ class ParticipantServer:
         if body is None or not isinstance(body.get("id"), int):
             return JSONResponse({"error": "missing trial id"}, status_code=400)
         rt = body.get("rt_ms")
-        if rt is not None and not (isinstance(rt, (int, float)) and not isinstance(rt, bool)
-                                   and 0 <= rt <= MAX_RT_MS):  # fmt: skip
+        if rt is not None and not (
+            isinstance(rt, (int, float)) and not isinstance(rt, bool) and 0 <= rt <= MAX_RT_MS
+        ):
             return JSONResponse(
                 {"error": "rt_ms must be a number of milliseconds"}, status_code=400
             )
@@ -364,18 +419,37 @@ class ParticipantServer:
             blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
             served = self.served_at.pop((pid, expected), None)
             rec = {
-                "subject": pid, "task": sess.task.name, "modality": sess.modality, "condition": sess.cond.name,
-                "session": sess.session, "run": sess.run, "trial": t, "seed": sess.seed,
-                "paradigm": sess.task.paradigm, "stimulus": stim.value, "response": value, "raw_response": str(body.get("response")), "valid": True,
-                "range_low": sess.range[0], "range_high": sess.range[1], "blur_sigma": blur,
-                "context_window": None, "stimulus_id": stim.key(),
+                "subject": pid,
+                "task": sess.task.name,
+                "modality": sess.modality,
+                "condition": sess.cond.name,
+                "session": sess.session,
+                "run": sess.run,
+                "trial": t,
+                "seed": sess.seed,
+                "paradigm": sess.task.paradigm,
+                "stimulus": stim.value,
+                "response": value,
+                "raw_response": str(body.get("response")),
+                "valid": True,
+                "range_low": sess.range[0],
+                "range_high": sess.range[1],
+                "blur_sigma": blur,
+                "context_window": None,
+                "stimulus_id": stim.key(),
                 "image": self.image_url(sess, stim, blur)[1:] if sess.modality != "text" else None,
-                **({"images": list(stim.params["images"])} if isinstance(stim.params.get("images"), (list, tuple)) else {}),
+                **(
+                    {"images": list(stim.params["images"])}
+                    if isinstance(stim.params.get("images"), (list, tuple))
+                    else {}
+                ),
                 "latency_s": round(time.monotonic() - served, 4) if served is not None else None,
                 "rt_client_s": round(float(rt) / 1000, 4) if rt is not None else None,
-                "block_position": block, "counterbalance": (study.order or {}).get("counterbalance", 0),
-                "source": "human", "timestamp": utc_now(),
-            }  # fmt: skip
+                "block_position": block,
+                "counterbalance": (study.order or {}).get("counterbalance", 0),
+                "source": "human",
+                "timestamp": utc_now(),
+            }
             self.store.append(rec)
             self.progress[pid] = expected + 1
         return JSONResponse(self.trial_payload(pid))
@@ -406,11 +480,13 @@ class ParticipantServer:
             for p in sorted(self.keys)
         )
         tok = html.escape(self.token)
-        page = (f"<!doctype html><meta charset=utf-8><title>experimenter</title><link rel=stylesheet href=/assets/style.css>"
-                f"<main><h1>Participants</h1><p>{len(self.keys)} joined · {len(self.store.done)} trials logged · "
-                f"<a href='/experimenter/trials.csv?token={tok}'>download trials (CSV)</a></p>"
-                f"<table><tr><th>participant</th><th>trials</th><th>order row</th><th>practice</th><th>last seen (UTC)</th><th>completion code</th></tr>"
-                f"{rows}</table></main>")  # fmt: skip
+        page = (
+            f"<!doctype html><meta charset=utf-8><title>experimenter</title><link rel=stylesheet href=/assets/style.css>"
+            f"<main><h1>Participants</h1><p>{len(self.keys)} joined · {len(self.store.done)} trials logged · "
+            f"<a href='/experimenter/trials.csv?token={tok}'>download trials (CSV)</a></p>"
+            f"<table><tr><th>participant</th><th>trials</th><th>order row</th><th>practice</th><th>last seen (UTC)</th><th>completion code</th></tr>"
+            f"{rows}</table></main>"
+        )
         return HTMLResponse(page)
 
     async def trials_csv(self, request: Request) -> Response:
@@ -419,8 +495,11 @@ class ParticipantServer:
             return JSONResponse({"error": "experimenter token required"}, status_code=403)
         buf = io.StringIO()
         pd.DataFrame(list(self.store.done.values())).to_csv(buf, index=False)
-        return Response(buf.getvalue(), media_type="text/csv",
-                        headers={"content-disposition": "attachment; filename=trials.csv"})  # fmt: skip
+        return Response(
+            buf.getvalue(),
+            media_type="text/csv",
+            headers={"content-disposition": "attachment; filename=trials.csv"},
+        )
 
     def app(self) -> Starlette:
         """The Starlette application with every route, wrapped in :class:`SecurityHeaders`."""

@@ -50,8 +50,12 @@ PLATFORMS = ("jatos", "pavlovia", "cognition", "prolific", "local")
 PROLIFIC_RETURN = "https://app.prolific.com/submissions/complete?cc="
 PAVLOVIA_PLUGIN = "jspsych-pavlovia.js"
 
-JSPSYCH = {"jspsych": "^8.3.0", "@jspsych/plugin-survey-html-form": "^2.1.0",
-           "@jspsych/plugin-html-button-response": "^2.1.0", "@jspsych/plugin-call-function": "^2.1.0"}  # fmt: skip
+JSPSYCH = {
+    "jspsych": "^8.3.0",
+    "@jspsych/plugin-survey-html-form": "^2.1.0",
+    "@jspsych/plugin-html-button-response": "^2.1.0",
+    "@jspsych/plugin-call-function": "^2.1.0",
+}
 DATAPIPE = {"@jspsych-contrib/plugin-pipe": "^0.5.0"}
 LIBS = {  # dist/lib name: file in node_modules
     "jspsych.js": "jspsych/dist/index.browser.min.js",
@@ -244,10 +248,21 @@ if (CONFIG.platform === "prolific" && ORDERS.length > 1 && !params.has("cb")) {
 """
 
 
-def export_jspsych(spec_path, out, modalities=None, conditions=None, trials=None, ami=None,
-                   platform: str = "local", order: str = "counterbalanced", break_every: int | None = None,
-                   completion_code: str | None = None, prolific_code: str | None = None,
-                   datapipe_id: str | None = None, minutes: float | None = None) -> Path:  # fmt: skip
+def export_jspsych(
+    spec_path,
+    out,
+    modalities=None,
+    conditions=None,
+    trials=None,
+    ami=None,
+    platform: str = "local",
+    order: str = "counterbalanced",
+    break_every: int | None = None,
+    completion_code: str | None = None,
+    prolific_code: str | None = None,
+    datapipe_id: str | None = None,
+    minutes: float | None = None,
+) -> Path:
     """Write the experiment folder for ``platform``; returns it.
 
     Parameters
@@ -296,10 +311,21 @@ def export_jspsych(spec_path, out, modalities=None, conditions=None, trials=None
     n_trials = sum(len(s.stimuli) for s in sessions)
     stated = minutes is not None
     minutes = math.ceil(minutes) if stated else estimate_minutes(n_trials)
-    record = provenance(command="export jspsych", spec=spec, modalities=modalities, conditions=conditions,
-                        trials=trials, platform=platform, order=order, break_every=break_every,
-                        completion_code=code, prolific_code=prolific_code, datapipe_id=datapipe_id,
-                        minutes=minutes, minutes_stated=stated)  # fmt: skip
+    record = provenance(
+        command="export jspsych",
+        spec=spec,
+        modalities=modalities,
+        conditions=conditions,
+        trials=trials,
+        platform=platform,
+        order=order,
+        break_every=break_every,
+        completion_code=code,
+        prolific_code=prolific_code,
+        datapipe_id=datapipe_id,
+        minutes=minutes,
+        minutes_stated=stated,
+    )
 
     def image(sess, stim, blur):
         return save_png(out, sess.task.render_png(stim, blur))
@@ -311,16 +337,34 @@ def export_jspsych(spec_path, out, modalities=None, conditions=None, trials=None
         items = []
         for t, stim in enumerate(sess.stimuli):
             blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
-            items.append({
-                "instruction": human_instruction(sess, t), "unit": task.unit, "min": lo, "max": hi,
-                "wrap": task.name in WRAP_TEXT,
-                "text": stim.text if sess.modality in ("text", "multimodal") else None,
-                "image": image(sess, stim, blur) if sess.modality in ("image", "multimodal") else None,
-                "data": {"bayesobs_trial": True, "paradigm": task.paradigm, "task": task.name, "modality": sess.modality,
-                         "condition": sess.cond.name, "session": sess.session, "run": sess.run, "trial": t,
-                         "stimulus": stim.value, "range_low": sess.range[0], "range_high": sess.range[1],
-                         "blur_sigma": blur, "stimulus_id": stim.key()},
-            })  # fmt: skip
+            items.append(
+                {
+                    "instruction": human_instruction(sess, t),
+                    "unit": task.unit,
+                    "min": lo,
+                    "max": hi,
+                    "wrap": task.name in WRAP_TEXT,
+                    "text": stim.text if sess.modality in ("text", "multimodal") else None,
+                    "image": image(sess, stim, blur)
+                    if sess.modality in ("image", "multimodal")
+                    else None,
+                    "data": {
+                        "bayesobs_trial": True,
+                        "paradigm": task.paradigm,
+                        "task": task.name,
+                        "modality": sess.modality,
+                        "condition": sess.cond.name,
+                        "session": sess.session,
+                        "run": sess.run,
+                        "trial": t,
+                        "stimulus": stim.value,
+                        "range_low": sess.range[0],
+                        "range_high": sess.range[1],
+                        "blur_sigma": blur,
+                        "stimulus_id": stim.key(),
+                    },
+                }
+            )
         blocks.append(items)
     index = {id(s): i for i, s in enumerate(sessions)}
     orders = []
@@ -333,35 +377,64 @@ def export_jspsych(spec_path, out, modalities=None, conditions=None, trials=None
     pstim = task.generate(
         np.random.default_rng(spec["seed"] + 7919), *first.range, 1, spec.get("options", {})
     )[0]
-    practice = {"instruction": task.instruction, "unit": task.unit, "min": lo, "max": hi,
-                "wrap": task.name in WRAP_TEXT,
-                "text": pstim.text if first.modality != "image" else None,
-                "image": image(first, pstim, 0.0) if first.modality != "text" else None,
-                "data": {"bayesobs_practice": True}}  # fmt: skip
+    practice = {
+        "instruction": task.instruction,
+        "unit": task.unit,
+        "min": lo,
+        "max": hi,
+        "wrap": task.name in WRAP_TEXT,
+        "text": pstim.text if first.modality != "image" else None,
+        "image": image(first, pstim, 0.0) if first.modality != "text" else None,
+        "data": {"bayesobs_practice": True},
+    }
     deps = {**JSPSYCH, **(DATAPIPE if platform == "prolific" else {})}
     libs = {**LIBS, **(PIPE_LIB if platform == "prolific" else {})}
-    pkg = {"name": f"bayesobs-{task.name.replace('_', '-')}", "private": True, "version": "1.0.0",
-           "description": f"bayesobs {task.name} experiment for jsPsych 8 on {platform}",
-           "scripts": {"build": "node build.mjs"}, "dependencies": deps}  # fmt: skip
+    pkg = {
+        "name": f"bayesobs-{task.name.replace('_', '-')}",
+        "private": True,
+        "version": "1.0.0",
+        "description": f"bayesobs {task.name} experiment for jsPsych 8 on {platform}",
+        "scripts": {"build": "node build.mjs"},
+        "dependencies": deps,
+    }
     (out / "package.json").write_text(json.dumps(pkg, indent=2) + "\n")
-    (out / "build.mjs").write_text(BUILD.format(libs=json.dumps(libs, indent=2),
-                                                pavlovia=json.dumps(platform == "pavlovia"),
-                                                plugin=PAVLOVIA_PLUGIN))  # fmt: skip
+    (out / "build.mjs").write_text(
+        BUILD.format(
+            libs=json.dumps(libs, indent=2),
+            pavlovia=json.dumps(platform == "pavlovia"),
+            plugin=PAVLOVIA_PLUGIN,
+        )
+    )
     scripts = [f"lib/{n}" for n in libs if n.endswith(".js")]
     if platform == "pavlovia":
         scripts.append(f"lib/{PAVLOVIA_PLUGIN}")
     if platform == "jatos":
         scripts.insert(0, "jatos.js")  # served by JATOS itself, beside the study's files
-    (out / "index.html").write_text(INDEX.format(
-        title=f"{task.name} estimation",
-        scripts="\n".join(f'<script src="{s}"></script>' for s in scripts)))  # fmt: skip
-    config = {"platform": platform, "order": order, "minutes": minutes, "break_every": break_every,
-              "completion_code": code, "prolific_code": prolific_code,
-              "prolific_return": PROLIFIC_RETURN, "datapipe_id": datapipe_id}  # fmt: skip
+    (out / "index.html").write_text(
+        INDEX.format(
+            title=f"{task.name} estimation",
+            scripts="\n".join(f'<script src="{s}"></script>' for s in scripts),
+        )
+    )
+    config = {
+        "platform": platform,
+        "order": order,
+        "minutes": minutes,
+        "break_every": break_every,
+        "completion_code": code,
+        "prolific_code": prolific_code,
+        "prolific_return": PROLIFIC_RETURN,
+        "datapipe_id": datapipe_id,
+    }
     js = EXPERIMENT
-    for key, value in (("__TASK__", task.name), ("__PLATFORM__", platform),
-                       ("__CONFIG__", json.dumps(config)), ("__BLOCKS__", json.dumps(blocks, indent=1)),
-                       ("__ORDERS__", json.dumps(orders)), ("__PRACTICE__", json.dumps(practice))):  # fmt: skip
+    for key, value in (
+        ("__TASK__", task.name),
+        ("__PLATFORM__", platform),
+        ("__CONFIG__", json.dumps(config)),
+        ("__BLOCKS__", json.dumps(blocks, indent=1)),
+        ("__ORDERS__", json.dumps(orders)),
+        ("__PRACTICE__", json.dumps(practice)),
+    ):
         js = js.replace(key, value)
     (out / "experiment.js").write_text(js)
     return out

@@ -53,8 +53,12 @@ def block_order(sessions: list, row: int) -> tuple[list, dict]:
     plan_index = {id(s): i for i, s in enumerate(sessions)}
 
     def key(s):
-        return (type_order.index(s.session), s.run, plan_index[id(s)] // len(mods),
-                mod_order.index(s.modality))  # fmt: skip
+        return (
+            type_order.index(s.session),
+            s.run,
+            plan_index[id(s)] // len(mods),
+            mod_order.index(s.modality),
+        )
 
     ordered = sorted(sessions, key=key)
     record = {"counterbalance": row, "session_order": type_order, "modality_order": mod_order}
