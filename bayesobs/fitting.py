@@ -38,6 +38,7 @@ import scipy.sparse as sp
 
 from .bootstrap import run_draws, unit_draws
 from .observers.models import LOG_EPS_FRACTION
+from .observers.scale import cell_moments, model_scale
 from .observers.variants import FACTORS, VARIANTS
 from .trials import CELL_KEYS
 
@@ -252,24 +253,12 @@ def dataset_matrix(
 # ------------------------------------------------------------ statistics
 def _transformed(runs: RunTable, cells: pd.DataFrame, log: bool):
     """Centred ``z``, ``u`` (0 where not applicable), observed mask, Jacobian."""
-    obs = runs.present & ~np.isnan(runs.y)
     eps = cells["eps"].to_numpy()[runs.cell][:, None]
-    if log:
-        ok = (cells["log_skipped"].to_numpy() == "")[runs.cell][:, None]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            z = np.where(runs.present & ok, np.log(np.where(ok, runs.x + eps, 1.0)), 0.0)
-            u = np.where(obs & ok, np.log(np.where(obs & ok, runs.y + eps, 1.0)), 0.0)
-        jac = u  # log(y + eps), before centring
-        jac_run = np.where(obs, jac, 0.0).sum(1)
-    else:
-        z = np.where(runs.present, runs.x, 0.0)
-        u = np.where(obs, runs.y, 0.0)
-        jac_run = np.zeros(len(z))
+    ok = (cells["log_skipped"].to_numpy() == "")[runs.cell][:, None]
+    z, u, obs, jac = model_scale(runs.x, runs.y, runs.present, eps, log, ok)
+    jac_run = jac.sum(1)
     # Per-cell centring constant: mean of z over all trials of the cell.
-    n_cells = len(cells)
-    tot = np.bincount(runs.cell, weights=z.sum(1), minlength=n_cells)
-    cnt = np.bincount(runs.cell, weights=runs.present.sum(1), minlength=n_cells)
-    centre = (tot / cnt)[runs.cell][:, None]
+    centre = cell_moments(z, runs.present, runs.cell, len(cells))[0][runs.cell][:, None]
     z = np.where(runs.present, z - centre, 0.0)
     u = np.where(obs, u - centre, 0.0)
     return z, u, obs, jac_run, centre[:, 0]

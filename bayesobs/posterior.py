@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .observers.models import mean_padded
+from .observers.scale import cell_moments, model_scale
 from .observers.variants import VARIANTS, Variant, get_variant
 from .trials import CELL_KEYS
 
@@ -61,20 +62,13 @@ def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
     from .fitting import build_runs
 
     cells, runs = build_runs(trials)
-    x, y, present = runs.x, runs.y, runs.present
-    obs = present & ~np.isnan(y)
+    present = runs.present
     eps = cells["eps"].to_numpy()[runs.cell][:, None]
-    if variant.log:
-        if (cells["log_skipped"] != "").any():
-            raise ValueError(f"{variant.name}: not applicable ({cells['log_skipped'].iloc[0]})")
-        z = np.where(present, np.log(np.where(present, x + eps, 1.0)), 0.0)
-        u = np.where(obs, np.log(np.where(obs, y + eps, 1.0)), 0.0)
-        jac = np.where(obs, u, 0.0)
-    else:
-        z, u, jac = np.where(present, x, 0.0), np.where(obs, y, 0.0), np.zeros_like(x)
+    if variant.log and (cells["log_skipped"] != "").any():
+        raise ValueError(f"{variant.name}: not applicable ({cells['log_skipped'].iloc[0]})")
+    z, u, obs, jac = model_scale(runs.x, runs.y, present, eps, variant.log)
     S = len(cells)
-    c = np.array([z[(runs.cell == k)][present[runs.cell == k]].mean() for k in range(S)])
-    s = np.array([z[(runs.cell == k)][present[runs.cell == k]].std() for k in range(S)])
+    c, s = cell_moments(z, present, runs.cell, S)
     s = np.where(s > 0, s, 1.0)
     cr, sr = c[runs.cell][:, None], s[runs.cell][:, None]
     zs = np.where(present, (z - cr) / sr, 0.0)
@@ -444,13 +438,9 @@ def prepare_cells(trials: pd.DataFrame, variant: Variant) -> list[tuple[tuple, D
         pres, ob = pres[:, :T], obs_all[rows, :T]
         xr, yr = x[rows, :T], y[rows, :T]
         eps = cells.at[k, "eps"]
-        if variant.log:
-            z = np.where(pres, np.log(np.where(pres, xr + eps, 1.0)), 0.0)
-            u = np.where(ob, np.log(np.where(ob, yr + eps, 1.0)), 0.0)
-            jac = np.where(ob, u, 0.0)
-        else:
-            z, u, jac = np.where(pres, xr, 0.0), np.where(ob, yr, 0.0), np.zeros_like(xr)
-        c, sd = z[pres].mean(), z[pres].std()
+        z, u, ob, jac = model_scale(xr, yr, pres, eps, variant.log)
+        mean, sdev = cell_moments(z, pres, np.zeros(len(rows), dtype=np.int64), 1)
+        c, sd = float(mean[0]), float(sdev[0])
         sd = sd if sd > 0 else 1.0
         zs = np.where(pres, (z - c) / sd, 0.0)
         us = np.where(ob, (u - c) / sd, 0.0)

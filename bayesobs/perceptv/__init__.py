@@ -140,7 +140,8 @@ def trial_seed(seed: int, domain: str, size: int, index: int) -> np.random.SeedS
 def make_trial(domain: str, size: int, seed, **options) -> Trial:
     """Generate one trial of ``domain`` at problem ``size`` (1..20) from an int seed,
     a :class:`numpy.random.SeedSequence` or a Generator (one draw).  ``options``
-    go to the generator (e.g. ``counting_locations(equal_counts=True)``)."""
+    go to the generator (e.g. ``counting_locations(equal_counts=True)``).
+    """
     try:
         dom = DOMAINS[domain]
     except KeyError:
@@ -177,7 +178,8 @@ def protocol(
     seed: int = 0,
 ) -> Iterator[tuple[str, int, np.random.SeedSequence]]:
     """``(domain, size, seed)`` for every item of a stratified protocol (exactly
-    ``per_size`` items per size and domain); the full set is 30 x 20 x 10 = 6,000."""
+    ``per_size`` items per size and domain); the full set is 30 x 20 x 10 = 6,000.
+    """
     for d in domains_ or tuple(DOMAINS):
         for s in sizes:
             for i in range(per_size):

@@ -90,7 +90,7 @@ def blobs(mask: np.ndarray, min_px: int = 20) -> list[dict]:
 
 
 def shape_kind(mask: np.ndarray) -> str:
-    """circle / triangle / square / pentagon from the filled area over the bounding box."""
+    """Circle / triangle / square / pentagon from the filled area over the bounding box."""
     filled = ndimage.binary_fill_holes(mask)
     ratio = filled.sum() / filled.size
     if ratio < 0.6:
@@ -137,7 +137,7 @@ def read_number(
 
 
 def grid_lines(arr: np.ndarray) -> tuple[list[float], list[float]]:
-    """x and y positions of the long black grid lines."""
+    """X and y positions of the long black grid lines."""
     black = colour_mask(arr, (0, 0, 0))
     xs = line_positions(black.sum(axis=0), 0.5 * arr.shape[0] * 0.8)
     ys = line_positions(black.sum(axis=1), 0.5 * arr.shape[1] * 0.8)
