@@ -9,6 +9,8 @@ reason, so a steering condition shows its steering text to people too.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .ablations import system_prompt
 
 NO_REASONING = " Do not explain or reason. Only output the final answer."
@@ -37,3 +39,25 @@ def human_instruction(sess, t: int) -> str:
     if text.startswith(role):
         text = text[len(role) :]
     return text.replace(NO_REASONING, "")
+
+
+def human_plan(spec: dict, modalities=None, conditions=None, trials=None, ami=None) -> list:
+    """The session runs a person does (one run each), as the runner plans them for a model.
+
+    The web app and the jsPsych export both use this, so a person sees the
+    stimuli, order and blur a model sees (``subject`` is ``"human"``; the web
+    app replaces it by each participant's id).
+    """
+    from .runner import HUMAN, plan
+
+    return plan(spec, [HUMAN], modalities, conditions, trials, 1, ami=ami)
+
+
+def practice_stimulus(spec: dict, sess):
+    """The practice trial of a human study: one stimulus of the task, never logged.
+
+    Drawn from the task by its own generator in the first session's range,
+    seeded by the spec's seed (the same practice in ``serve`` and the export).
+    """
+    rng = np.random.default_rng(spec["seed"] + 7919)
+    return sess.task.generate(rng, *map(float, sess.range), 1, spec.get("options", {}))[0]

@@ -288,6 +288,9 @@ class Session:
         return (self.subject, self.task.name, self.modality, self.cond.name, self.session, self.run)
 
 
+HUMAN = "human"  # the participant of a human study's plan (bayesobs.presentation.human_plan)
+
+
 def _seed(*parts) -> int:
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "little")
 
@@ -319,7 +322,8 @@ def plan(
     if any(c.hint for c in cond_objs) and not task.hints:  # the field hints of task hvs
         raise BayesobsInputError(f"task {task.name} has no hints: condition hint is for task hvs")
     for s in subjects:
-        parse_subject(s)
+        if s != HUMAN:  # a person in the web app or a jsPsych export: no subject object
+            parse_subject(s)
     out = []
     for sess in spec["sessions"]:
         low, high = map(float, sess["range"])

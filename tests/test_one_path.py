@@ -284,3 +284,19 @@ def test_library_fit_outputs_are_the_cli_outputs(tmp_path):
         assert (tmp_path / "lib" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), (
             name
         )
+
+
+def test_serve_and_export_practice_the_same_stimulus_of_the_task(tmp_path):
+    """One human plan and one practice trial, drawn from the task, for serve and the export."""
+    from bayesobs.web.app import ParticipantServer
+
+    out = tmp_path / "exp"
+    assert (
+        main(["export", "jspsych", "tasks/line_ratio.toml", "--out", str(out), "--trials", "2"])
+        == 0
+    )
+    js = (out / "experiment.js").read_text()
+    practice = json.loads(re.search(r"const PRACTICE = (\{.*?\});\n", js).group(1))
+    server = ParticipantServer("tasks/line_ratio.toml", tmp_path / "serve", trials=2)
+    assert practice["text"] == server.study.practice.text
+    assert {s.subject for s in server.study.sessions} == {"human"}  # no stand-in model subject

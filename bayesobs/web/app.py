@@ -29,16 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import numpy as np
 import pandas as pd
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ..presentation import human_instruction
+from ..presentation import human_instruction, human_plan, practice_stimulus
 from ..provenance import utc_now
-from ..runner import Session, load_spec, numeric_only, plan
+from ..runner import Session, load_spec, numeric_only
 from ..stimuli import TASKS
 from ..store import AppendLog, ExperimentStore
 from .study import block_order, check_minutes, check_order, estimate_minutes, latin_rows
@@ -127,16 +126,8 @@ class ParticipantServer:
         spec = load_spec(spec_path)
         numeric_only(spec)
         self.spec = spec
-        sessions = plan(
-            spec, ["sim:linear"], modalities, conditions, trials, 1, ami=ami
-        )  # subject replaced per pid
-        task = sessions[0].task
-        practice = task.generate(
-            np.random.default_rng(spec["seed"] + 7919),
-            *map(float, spec["sessions"][0]["range"]),
-            1,
-            spec.get("options", {}),
-        )[0]
+        sessions = human_plan(spec, modalities, conditions, trials, ami)  # subject: each pid
+        practice = practice_stimulus(spec, sessions[0])
         self.study = Study(spec, sessions, practice)  # row 0: the spec's order
         self.order = check_order(order)
         self.minutes = check_minutes(minutes)

@@ -36,12 +36,10 @@ import math
 import secrets
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import BayesobsInputError
-from ..presentation import human_instruction
+from ..presentation import human_instruction, human_plan, practice_stimulus
 from ..provenance import provenance
-from ..runner import load_spec, numeric_only, plan
+from ..runner import load_spec, numeric_only
 from ..store import save_png
 from .app import ANSWER_RANGE, WRAP_TEXT
 from .study import block_order, check_minutes, check_order, estimate_minutes, latin_rows
@@ -304,7 +302,7 @@ def export_jspsych(
             raise BayesobsInputError(f"{name} takes letters, digits, - and _, not {code!r}")
     spec = load_spec(spec_path)
     numeric_only(spec)
-    sessions = plan(spec, ["sim:linear"], modalities, conditions, trials, 1, ami=ami)
+    sessions = human_plan(spec, modalities, conditions, trials, ami)
     code = completion_code or prolific_code or secrets.token_hex(4).upper()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -374,9 +372,7 @@ def export_jspsych(
     record["orders"] = orders
     (out / "bayesobs_manifest.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     first = sessions[0]
-    pstim = task.generate(
-        np.random.default_rng(spec["seed"] + 7919), *first.range, 1, spec.get("options", {})
-    )[0]
+    pstim = practice_stimulus(spec, first)
     practice = {
         "instruction": task.instruction,
         "unit": task.unit,
