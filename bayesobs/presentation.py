@@ -61,3 +61,24 @@ def practice_stimulus(spec: dict, sess):
     """
     rng = np.random.default_rng(spec["seed"] + 7919)
     return sess.task.generate(rng, *map(float, sess.range), 1, spec.get("options", {}))[0]
+
+
+def stimulus_text(sess, stim, t: int) -> str | None:
+    """The text a subject reads on trial ``t``: the text rendering and the question.
+
+    ``None`` in the image modality unless the stimulus carries a question
+    (``stim.prompt``, shown in every modality).  Under ``noise_text`` the
+    rendering is degraded, seeded by the run and the trial, so a model and
+    a person see the same smudges.  The runner, the web app and the jsPsych
+    export all show this.
+    """
+    from .ablations import degrade_text
+    from .runner import _seed
+
+    text = stim.text if sess.modality in ("text", "multimodal") else None
+    if text is not None and sess.cond.text_noise > 0:
+        rng = np.random.default_rng(_seed(sess.seed, "noise_text", t, stim.key()))
+        text = degrade_text(text, sess.cond.text_noise, rng)
+    if stim.prompt:  # a question that goes with the stimulus in every modality
+        text = stim.prompt if text is None else f"{text}\n\n{stim.prompt}"
+    return text

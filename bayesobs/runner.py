@@ -29,10 +29,10 @@ from .ablations import (
     Condition,
     blur_schedule,
     condition,
-    degrade_text,
     system_prompt,
 )
 from .errors import BayesobsInputError
+from .presentation import stimulus_text
 from .provenance import utc_now
 from .stimuli import TASKS, Stimulus, Task, get_task
 from .stimuli.distributions import check_distribution, label, prior_mean
@@ -391,13 +391,7 @@ class Runner:
         self._png: OrderedDict[tuple, bytes] = OrderedDict()  # (task, stimulus, blur) -> PNG
 
     def _turn(self, sess: Session, stim: Stimulus, blur: float, t: int = 0) -> Turn:
-        text = stim.text if sess.modality in ("text", "multimodal") else None
-        if text is not None and sess.cond.text_noise > 0:
-            # seeded by the run and trial: the same degraded text in every modality and subject
-            rng = np.random.default_rng(_seed(sess.seed, "noise_text", t, stim.key()))
-            text = degrade_text(text, sess.cond.text_noise, rng)
-        if stim.prompt:  # a question that goes with the stimulus in every modality
-            text = stim.prompt if text is None else f"{text}\n\n{stim.prompt}"
+        text = stimulus_text(sess, stim, t)  # the same text a person is shown
         pngs: tuple[bytes, ...] = ()
         if sess.modality in ("image", "multimodal"):
             # the same stimulus recurs across modalities and conditions: render it once

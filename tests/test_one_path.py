@@ -300,3 +300,25 @@ def test_serve_and_export_practice_the_same_stimulus_of_the_task(tmp_path):
     server = ParticipantServer("tasks/line_ratio.toml", tmp_path / "serve", trials=2)
     assert practice["text"] == server.study.practice.text
     assert {s.subject for s in server.study.sessions} == {"human"}  # no stand-in model subject
+
+
+def test_a_person_reads_the_degraded_text_a_model_reads(tmp_path):
+    """noise_text: the export shows the very smudged text the runner sent (one stimulus_text)."""
+    out = tmp_path / "exp"
+    common = ["--condition", "noise_text", "--modality", "text", "--trials", "2"]
+    assert main(["export", "jspsych", "tasks/line_ratio.toml", "--out", str(out), *common]) == 0
+    js = (out / "experiment.js").read_text()
+    blocks = json.loads(re.search(r"const BLOCKS = (\[.*?\n\]);", js, re.S).group(1))
+    shown = {it["text"] for block in blocks for it in block}
+    run = tmp_path / "run"
+    assert (
+        main(
+            ["run", "tasks/line_ratio.toml", "--subject", "sim:linear", "--out", str(run), *common]
+        )
+        == 0
+    )
+    sent = {
+        json.loads(line)["stimulus_text"]
+        for line in (run / "trials.jsonl").read_text().splitlines()
+    }
+    assert shown == sent and any("~" in t for t in shown)  # smudged, and the same smudges

@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ..presentation import human_instruction, human_plan, practice_stimulus
+from ..presentation import human_instruction, human_plan, practice_stimulus, stimulus_text
 from ..provenance import utc_now
 from ..runner import Session, load_spec, numeric_only
 from ..stimuli import TASKS
@@ -231,7 +231,7 @@ class ParticipantServer:
             "done": done,
             "total": total,
             "id": done,
-            "text": stim.text if sess.modality in ("text", "multimodal") else None,
+            "text": stimulus_text(sess, stim, t),
             "image": self.image_url(sess, stim, blur)
             if sess.modality in ("image", "multimodal")
             else None,

@@ -37,7 +37,7 @@ import secrets
 from pathlib import Path
 
 from ..errors import BayesobsInputError
-from ..presentation import human_instruction, human_plan, practice_stimulus
+from ..presentation import human_instruction, human_plan, practice_stimulus, stimulus_text
 from ..provenance import provenance
 from ..runner import load_spec, numeric_only
 from ..store import save_png
@@ -342,7 +342,7 @@ def export_jspsych(
                     "min": lo,
                     "max": hi,
                     "wrap": task.name in WRAP_TEXT,
-                    "text": stim.text if sess.modality in ("text", "multimodal") else None,
+                    "text": stimulus_text(sess, stim, t),
                     "image": image(sess, stim, blur)
                     if sess.modality in ("image", "multimodal")
                     else None,
