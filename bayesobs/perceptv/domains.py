@@ -32,6 +32,8 @@ from .common import (
 
 
 class Drawn(NamedTuple):
+    """A generator's output: images, gold answer, accept set and metadata."""
+
     images: tuple[Image.Image, ...]
     answer: str
     meta: dict[str, Any]
@@ -450,8 +452,11 @@ def coords(cells) -> str:
 
 
 def locate_circles_colour(size: int, rng: np.random.Generator) -> Drawn:
-    """Labelled 6 x 6 grid (0-based, 100 px cells, 40 px margin): ``size`` green circles and
-    ``min(size, 36 - size)`` red/blue/purple/yellow circles elsewhere. Gold: the green cells."""
+    """Draw a ``locate_circles_colour`` trial.
+
+    Labelled 6 x 6 grid (0-based, 100 px cells, 40 px margin): ``size`` green circles and
+    ``min(size, 36 - size)`` red/blue/purple/yellow circles elsewhere. Gold: the green cells.
+    """
     n_other = min(size, 36 - size)
     cells = [(int(c) // 6, int(c) % 6) for c in rng.choice(36, size + n_other, replace=False)]
     cols = ["green"] * size + [DISTRACTOR_COLOURS[int(k)] for k in rng.integers(0, 4, n_other)]
@@ -480,8 +485,11 @@ def locate_circles_shape(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def circle_boxes(size: int, rng: np.random.Generator) -> Drawn:
-    """1600 x 800, a vertical blue line at x 800; ``2 size`` red circles r 30, ``L`` U{0..2 size}
-    on the left.  Gold: circles to move so both sides are equal, ``|L - R| / 2 = |L - size|``."""
+    """Draw a ``circle_boxes`` trial.
+
+    1600 x 800, a vertical blue line at x 800; ``2 size`` red circles r 30, ``L`` U{0..2 size}
+    on the left.  Gold: circles to move so both sides are equal, ``|L - R| / 2 = |L - size|``.
+    """
     left = int(rng.integers(0, 2 * size + 1))
     lo = place_discs(rng, [30] * left, (4, 4, 792, 796), gap=6)
     hi = place_discs(rng, [30] * (2 * size - left), (808, 4, 1596, 796), gap=6)
@@ -503,8 +511,11 @@ IDENTIFY = {
 
 
 def identifying_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """``size`` rows (100 px, a black line under each) of one shape: Circle blue, Triangle red,
-    Diamond green, Pentagon cyan, Hexagon magenta.  Gold: the names, top to bottom."""
+    """Draw a ``identifying_shapes`` trial.
+
+    ``size`` rows (100 px, a black line under each) of one shape: Circle blue, Triangle red,
+    Diamond green, Pentagon cyan, Hexagon magenta.  Gold: the names, top to bottom.
+    """
     names = list(IDENTIFY)
     kinds = [names[int(k)] for k in rng.integers(0, 5, size)]
     img, d = canvas(ROW_W, ROW_H * size)
@@ -530,9 +541,12 @@ def safe_cells(crosses) -> list[tuple[int, int]]:
 
 
 def cross_and_knots(size: int, rng: np.random.Generator) -> Drawn:
-    """6 x 6 grid (100 px cells, 10 px margin): ``size`` cells hold a black X, the others their
+    """Draw a ``cross_and_knots`` trial.
+
+    6 x 6 grid (100 px cells, 10 px margin): ``size`` cells hold a black X, the others their
     label ``(row,col)``.  Correct: any safe cell (``accept``), or ``none`` if there is none;
-    the canonical answer is the first safe cell in reading order."""
+    the canonical answer is the first safe cell in reading order.
+    """
     cells = [(int(c) // 6, int(c) % 6) for c in rng.choice(36, size, replace=False)]
     side = 2 * KNOT_MARGIN + GRID_N * KNOT_CELL
     img, d = canvas(side, side)
@@ -559,9 +573,12 @@ SORT_SCALE = 40.0  # px per radius unit
 
 
 def sort_circles(size: int, rng: np.random.Generator) -> Drawn:
-    """1000 x 800: ``size`` black circles, radii U(.3, 2) at least .05 apart (40 px per unit),
+    """Draw a ``sort_circles`` trial.
+
+    1000 x 800: ``size`` black circles, radii U(.3, 2) at least .05 apart (40 px per unit),
     each labelled in white at its centre with 1..size (random order).  Gold: labels smallest
-    to largest."""
+    to largest.
+    """
     room = 2.0 - 0.3 - 0.05 * (size - 1)
     z = np.sort(rng.uniform(0, room, size))
     radii = (0.3 + z + 0.05 * np.arange(size))[rng.permutation(size)]
@@ -597,8 +614,11 @@ def draw_legend(d, width: int) -> None:
 
 
 def layered_colours(size: int, rng: np.random.Generator) -> Drawn:
-    """Legend, then ``size`` concentric filled circles (radii from .9 to .05 of 400 px, evenly
-    spaced) in distinct palette colours, drawn outside in.  Gold: colours inside to outside."""
+    """Draw a ``layered_colours`` trial.
+
+    Legend, then ``size`` concentric filled circles (radii from .9 to .05 of 400 px, evenly
+    spaced) in distinct palette colours, drawn outside in.  Gold: colours inside to outside.
+    """
     names = [list(PALETTE20)[int(k)] for k in rng.choice(20, size, replace=False)]
     radii = np.linspace(0.9, 0.05, size) if size > 1 else np.array([0.9])
     img, d = canvas(800, LEGEND_H + 800)
@@ -614,8 +634,11 @@ def layered_colours(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def colours_present(size: int, rng: np.random.Generator) -> Drawn:
-    """Legend, then ``size`` shapes (r 40, circle/triangle/square/pentagon) in distinct palette
-    colours on white.  Gold: 20 yes/no in the legend's (the prompt's) colour order."""
+    """Draw a ``colours_present`` trial.
+
+    Legend, then ``size`` shapes (r 40, circle/triangle/square/pentagon) in distinct palette
+    colours on white.  Gold: 20 yes/no in the legend's (the prompt's) colour order.
+    """
     picked = sorted(int(k) for k in rng.choice(20, size, replace=False))
     names = list(PALETTE20)
     kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
@@ -636,9 +659,12 @@ def colours_present(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
-    """A procedural stand-in for the authors' background photos: a smooth random colour field
+    """Draw a ``background`` trial.
+
+    A procedural stand-in for the authors' background photos: a smooth random colour field
     (an 8 x 6 grid of random colours, bilinearly upsampled, plus fine noise), every channel in
-    40..215, so no pixel equals a pure drawing colour."""
+    40..215, so no pixel equals a pure drawing colour.
+    """
     coarse = rng.integers(60, 196, (6, 8, 3)).astype(np.uint8)
     field = np.asarray(Image.fromarray(coarse).resize((w, h), Image.BILINEAR)).astype(np.int16)
     field += rng.integers(-20, 21, (h, w, 3), dtype=np.int16)
@@ -650,8 +676,11 @@ def background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
 
 
 def list_shapes(size: int, rng: np.random.Generator, photo: bool = True) -> Drawn:
-    """2000 x 1500: ``size`` shapes (r 75; circle/triangle/square/pentagon) in red, green or
-    blue over a procedural background (``photo=False``: white).  Gold: the set of shape types."""
+    """Draw a ``list_shapes`` trial.
+
+    2000 x 1500: ``size`` shapes (r 75; circle/triangle/square/pentagon) in red, green or
+    blue over a procedural background (``photo=False``: white).  Gold: the set of shape types.
+    """
     kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
     cols = [(RED, GREEN, BLUE)[int(k)] for k in rng.integers(0, 3, size)]
     discs = _place_shapes(rng, [75] * size, kinds, (4, 4, 1996, 1496), gap=12)
@@ -668,9 +697,12 @@ def list_shapes(size: int, rng: np.random.Generator, photo: bool = True) -> Draw
 
 
 def list_colours(size: int, rng: np.random.Generator, photo: bool = True) -> Drawn:
-    """Legend, then 2000 x 1500 of procedural background (``photo=False``: white) with ``size``
+    """Draw a ``list_colours`` trial.
+
+    Legend, then 2000 x 1500 of procedural background (``photo=False``: white) with ``size``
     shapes (r 90; circle/triangle/square/pentagon) in distinct palette colours.
-    Gold: the set of colours."""
+    Gold: the set of colours.
+    """
     names = [list(PALETTE20)[int(k)] for k in rng.choice(20, size, replace=False)]
     kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
     discs = _place_shapes(rng, [90] * size, kinds, (4, 4, 1996, 1496), gap=16)
@@ -694,10 +726,13 @@ LAYER_MIN_R = 24.0
 
 
 def layered_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """1800 x 1800: ``size`` nested filled shapes (circle, diamond, hexagon, octagon; no circle
+    """Draw a ``layered_shapes`` trial.
+
+    1800 x 1800: ``size`` nested filled shapes (circle, diamond, hexagon, octagon; no circle
     directly inside a circle), the outermost of circumradius 800 px, each inscribed in the one
     around it (circumradius = the outer shape's inradius), in distinct random RGB colours.
-    Sequences whose innermost shape would be under 24 px are redrawn.  Gold: inside to outside."""
+    Sequences whose innermost shape would be under 24 px are redrawn.  Gold: inside to outside.
+    """
     while True:
         kinds = []
         for _ in range(size):
@@ -770,10 +805,13 @@ def _self_avoiding(rng, length: int) -> list[tuple[int, int]]:
 
 
 def grid_path(size: int, rng: np.random.Generator) -> Drawn:
-    """6 x 6 grid (130 px cells, 10 px margin, 800 px): every cell holds a circle, triangle or
+    """Draw a ``grid_path`` trial.
+
+    6 x 6 grid (130 px cells, 10 px margin, 800 px): every cell holds a circle, triangle or
     square (r 25) in a random colour; a black line with arrowheads at the cell borders joins the
     ``size`` cells of a self-avoiding path, ``S`` (top-left corner) marks its first cell and
-    ``E`` (bottom-right corner) its last.  Gold: the shapes along the path, S to E."""
+    ``E`` (bottom-right corner) its last.  Gold: the shapes along the path, S to E.
+    """
     path = _self_avoiding(rng, size)
     kinds = [[SHAPES3[int(k)] for k in row] for row in rng.integers(0, 3, (6, 6))]
     cols = [
@@ -815,10 +853,13 @@ MAZE_N, MAZE_CELL = 11, 40
 
 
 def maze_solving(size: int, rng: np.random.Generator) -> Drawn:
-    """11 x 11 maze of 40 px cells (black walls), carved by a randomised depth-first search from
+    """Draw a ``maze_solving`` trial.
+
+    11 x 11 maze of 40 px cells (black walls), carved by a randomised depth-first search from
     the top-left room; open cells are numbered in carve order (S = 0), the start shows ``S``,
     the cell numbered ``size`` shows ``E``, the others their numbers.  Gold: the shortest (in a
-    carved maze the only) path, ``"s 3 4 e"``; the numbers in place of S or E are accepted too."""
+    carved maze the only) path, ``"s 3 4 e"``; the numbers in place of S or E are accepted too.
+    """
     num = -np.ones((MAZE_N, MAZE_N), int)
     num[1, 1] = 0
     count, stack = 1, [(1, 1)]
@@ -900,12 +941,15 @@ def _clear_pairs(nodes: np.ndarray, pairs) -> np.ndarray:
 
 
 def graph_counting(size: int, rng: np.random.Generator) -> Drawn:
-    """800 x 800: ``size`` blue nodes (r 15) and E ~ U{size-1 .. min(C(size,2), size+5)} black
+    """Draw a ``graph_counting`` trial.
+
+    800 x 800: ``size`` blue nodes (r 15) and E ~ U{size-1 .. min(C(size,2), size+5)} black
     edges between random distinct pairs (the graph may be disconnected).  Nodes are placed at
     random, at least 40 px apart (not a spring layout); edges join only pairs whose segment
     passes no other node within 18 px, and layouts where a non-edge is drawn over by other
     edges are redrawn.
-    Gold: ``"nodes edges"``."""
+    Gold: ``"nodes edges"``.
+    """
     hi = min(comb(size, 2), size + 5)
     n_edges = int(rng.integers(size - 1, hi + 1)) if size > 1 else 0
     pairs = [(i, j) for i in range(size) for j in range(i + 1, size)]
@@ -955,9 +999,12 @@ NUMBERED_COLOURS = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray"
 
 
 def numbered_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """1200 x 900: ``2 size`` light-coloured shapes (r 32), ``size`` of them circles, the rest
+    """Draw a ``numbered_shapes`` trial.
+
+    1200 x 900: ``2 size`` light-coloured shapes (r 32), ``size`` of them circles, the rest
     triangles/squares/pentagons, each with a black number 1..2 size (random order) at its
-    centre.  Gold: the circles' numbers, sorted as strings (the authors' order)."""
+    centre.  Gold: the circles' numbers, sorted as strings (the authors' order).
+    """
     kinds = ["circle"] * size + [
         ("triangle", "square", "pentagon")[int(k)] for k in rng.integers(0, 3, size)
     ]

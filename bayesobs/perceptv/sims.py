@@ -44,10 +44,12 @@ _EIGHT = np.ones((3, 3), bool)
 
 
 def rgb_array(img) -> np.ndarray:
+    """The image as an RGB uint8 array."""
     return np.asarray(img.convert("RGB"))
 
 
 def colour_mask(arr: np.ndarray, colour) -> np.ndarray:
+    """Pixels exactly of ``colour``."""
     return np.all(arr == np.asarray(colour, np.uint8), axis=-1)
 
 
@@ -58,6 +60,7 @@ def packed(arr: np.ndarray) -> np.ndarray:
 
 
 def pack(colour) -> int:
+    """An RGB colour packed into one int."""
     r, g, b = colour
     return (int(r) << 16) | (int(g) << 8) | int(b)
 
@@ -90,7 +93,7 @@ def blobs(mask: np.ndarray, min_px: int = 20) -> list[dict]:
 
 
 def shape_kind(mask: np.ndarray) -> str:
-    """circle / triangle / square / pentagon from the filled area over the bounding box."""
+    """Circle / triangle / square / pentagon from the filled area over the bounding box."""
     filled = ndimage.binary_fill_holes(mask)
     ratio = filled.sum() / filled.size
     if ratio < 0.6:
@@ -137,7 +140,7 @@ def read_number(
 
 
 def grid_lines(arr: np.ndarray) -> tuple[list[float], list[float]]:
-    """x and y positions of the long black grid lines."""
+    """X and y positions of the long black grid lines."""
     black = colour_mask(arr, (0, 0, 0))
     xs = line_positions(black.sum(axis=0), 0.5 * arr.shape[0] * 0.8)
     ys = line_positions(black.sum(axis=1), 0.5 * arr.shape[1] * 0.8)
@@ -145,6 +148,7 @@ def grid_lines(arr: np.ndarray) -> tuple[list[float], list[float]]:
 
 
 def cell_of(x: float, y: float, xs, ys) -> tuple[int, int]:
+    """The (row, column) grid cell of a point from the grid line positions."""
     return int(np.searchsorted(ys, y)) - 1, int(np.searchsorted(xs, x)) - 1
 
 
