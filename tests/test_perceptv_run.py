@@ -49,12 +49,14 @@ def wide(tmp_path_factory):
 def test_small_protocol_sweep_score_report(tmp_path):
     out = tmp_path / "small"
     spec = ROOT / "tasks" / "percept_v_small.toml"
-    assert _sweep(spec, out) == 0
+    subjects = (*SUBJECTS, "sim:random")  # sim:random answers percept_v as the guesser
+    assert _sweep(spec, out, subjects) == 0
     log = (out / "trials.jsonl").read_bytes()
-    assert _sweep(spec, out) == 0  # resumed: nothing new, the log unchanged
+    assert _sweep(spec, out, subjects) == 0  # resumed: nothing new, the log unchanged
     assert (out / "trials.jsonl").read_bytes() == log
     rows = _rows(out)
-    assert set(rows["subject"]) == set(SUBJECTS)
+    assert set(rows["subject"]) == set(subjects)
+    assert rows.query("subject == 'sim:random'")["valid"].astype(bool).all()
     assert {"domain", "answer_type", "skills", "valid", "chance", "trial_seed"} <= set(rows)
     assert (rows["problem_size"] == rows["trial_seed"].map(size_of_seed)).all()
     assert rows["problem_size"].between(1, 4).all()
