@@ -296,4 +296,40 @@ def perception_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "perception_effects": effects_table(t),
         "perception_f1": f1_table(t),
         "perception_chain": chain_table(t),
+        **perceptv_scores(trials),
+    }
+
+
+def perceptv_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The Percept-V tables of the ``percept_v`` rows (none if there are none).
+
+    ``perceptv_domains``, ``perceptv_skills`` and ``perceptv_formats`` from
+    :mod:`bayesobs.perceptv.score`; an invalid reply counts as wrong.
+    """
+    if "task" not in trials.columns:
+        return {}
+    t = trials[trials["task"].astype(str) == "percept_v"]
+    if t.empty:
+        return {}
+    from .perceptv import score as pscore
+
+    rows = pd.DataFrame(
+        {
+            "subject": t["subject"].astype(str).to_numpy(),
+            "domain": t["domain"].astype(str).to_numpy(),
+            "problem_size": t["problem_size"].astype(int).to_numpy(),
+            "answer_type": t["answer_type"].astype(str).to_numpy(),
+            "correct": pd.to_numeric(t["correct"], errors="coerce")
+            .fillna(0)
+            .astype(int)
+            .to_numpy(),
+            "valid": t["valid"].astype(bool).astype(int).to_numpy(),
+            "chance": pd.to_numeric(t["chance"], errors="coerce").to_numpy(),
+        }
+    )
+    domains = pscore.domain_table(rows)
+    return {
+        "perceptv_domains": domains,
+        "perceptv_skills": pscore.skill_table(domains),
+        "perceptv_formats": pscore.format_table(rows),
     }

@@ -628,6 +628,7 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
     from .subjects.cache import ResponseCache, default_cache_dir
     from .subjects.hvs_sim import HVS_KINDS, HvsSubject
     from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
+    from .subjects.perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
     from .subjects.search_sim import SEARCH_KINDS, SearchSubject
     from .subjects.sim import SimSubject
     from .subjects.tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
@@ -648,6 +649,8 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
             kind_cls = (
                 TunnelSubject
                 if rest in TUNNEL_KINDS
+                else PerceptVSubject
+                if rest in PERCEPTV_KINDS
                 else HvsSubject
                 if rest in HVS_KINDS
                 else SearchSubject

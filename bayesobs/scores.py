@@ -192,7 +192,7 @@ def accuracy_table(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0) -> p
 
 # ------------------------------------------------------------------ results
 _PERCEPTION = ("perception", "perception_size", "perception_effects", "perception_f1",
-               "perception_chain")  # fmt: skip
+               "perception_chain", "perceptv_domains", "perceptv_skills", "perceptv_formats")  # fmt: skip
 
 
 class Scores(NamedTuple):
@@ -226,6 +226,10 @@ class Scores(NamedTuple):
     perception_effects: pd.DataFrame | None = None
     perception_f1: pd.DataFrame | None = None
     perception_chain: pd.DataFrame | None = None
+    # Percept-V (task percept_v, bayesobs.perceptv.score): per domain, per skill, format errors
+    perceptv_domains: pd.DataFrame | None = None
+    perceptv_skills: pd.DataFrame | None = None
+    perceptv_formats: pd.DataFrame | None = None
 
     def to_folder(self, out, trials: pd.DataFrame | None = None) -> list[str]:
         """Write every computed table as ``out/NAME.csv``; returns the names written.

@@ -11,7 +11,7 @@ images per size, seed) as ``(domain, size, seed)`` triples.
 :mod:`.parse` reads replies, :mod:`.sims` holds simulated subjects that look
 at the pixels, :mod:`.score` turns a trial table into the paper's tables,
 :mod:`.plots` draws them and :mod:`.published` holds the paper's numbers.
-Runner, CLI and score-folder integration are not part of this package.
+The runner task is :mod:`bayesobs.stimuli.perceptv` (``percept_v``).
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ class Domain:
 
     @property
     def prompt(self) -> str:
+        """The domain's prompt."""
         return prompt(self.name)
 
 
@@ -138,7 +139,9 @@ def trial_seed(seed: int, domain: str, size: int, index: int) -> np.random.SeedS
 
 
 def make_trial(domain: str, size: int, seed, **options) -> Trial:
-    """Generate one trial of ``domain`` at problem ``size`` (1..20) from an int seed,
+    """Generate one trial.
+
+    Generate one trial of ``domain`` at problem ``size`` (1..20) from an int seed,
     a :class:`numpy.random.SeedSequence` or a Generator (one draw).  ``options``
     go to the generator (e.g. ``counting_locations(equal_counts=True)``).
     """
@@ -177,7 +180,9 @@ def protocol(
     per_size: int = IMAGES_PER_SIZE,
     seed: int = 0,
 ) -> Iterator[tuple[str, int, np.random.SeedSequence]]:
-    """``(domain, size, seed)`` for every item of a stratified protocol (exactly
+    """The items of a stratified protocol.
+
+    ``(domain, size, seed)`` for every item of a stratified protocol (exactly
     ``per_size`` items per size and domain); the full set is 30 x 20 x 10 = 6,000.
     """
     for d in domains_ or tuple(DOMAINS):

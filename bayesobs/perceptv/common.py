@@ -106,6 +106,7 @@ class Trial:
 
     @property
     def task(self) -> str:
+        """The task name (``percept_v``)."""
         return "percept_v"
 
     def is_correct(self, value: str | None) -> bool:
@@ -201,6 +202,7 @@ def place_discs(
 
 
 def canvas(w: int, h: int, colour=WHITE) -> tuple[Image.Image, ImageDraw.ImageDraw]:
+    """A blank image and its drawing context."""
     img = Image.new("RGB", (w, h), colour)
     return img, ImageDraw.Draw(img)
 

@@ -32,6 +32,8 @@ from .common import (
 
 
 class Drawn(NamedTuple):
+    """A generator's output: images, gold answer, accept set and metadata."""
+
     images: tuple[Image.Image, ...]
     answer: str
     meta: dict[str, Any]
@@ -450,7 +452,9 @@ def coords(cells) -> str:
 
 
 def locate_circles_colour(size: int, rng: np.random.Generator) -> Drawn:
-    """Labelled 6 x 6 grid (0-based, 100 px cells, 40 px margin): ``size`` green circles and
+    """Draw a ``locate_circles_colour`` trial.
+
+    Labelled 6 x 6 grid (0-based, 100 px cells, 40 px margin): ``size`` green circles and
     ``min(size, 36 - size)`` red/blue/purple/yellow circles elsewhere. Gold: the green cells.
     """
     n_other = min(size, 36 - size)
@@ -481,7 +485,9 @@ def locate_circles_shape(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def circle_boxes(size: int, rng: np.random.Generator) -> Drawn:
-    """1600 x 800, a vertical blue line at x 800; ``2 size`` red circles r 30, ``L`` U{0..2 size}
+    """Draw a ``circle_boxes`` trial.
+
+    1600 x 800, a vertical blue line at x 800; ``2 size`` red circles r 30, ``L`` U{0..2 size}
     on the left.  Gold: circles to move so both sides are equal, ``|L - R| / 2 = |L - size|``.
     """
     left = int(rng.integers(0, 2 * size + 1))
@@ -505,7 +511,9 @@ IDENTIFY = {
 
 
 def identifying_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """``size`` rows (100 px, a black line under each) of one shape: Circle blue, Triangle red,
+    """Draw a ``identifying_shapes`` trial.
+
+    ``size`` rows (100 px, a black line under each) of one shape: Circle blue, Triangle red,
     Diamond green, Pentagon cyan, Hexagon magenta.  Gold: the names, top to bottom.
     """
     names = list(IDENTIFY)
@@ -533,7 +541,9 @@ def safe_cells(crosses) -> list[tuple[int, int]]:
 
 
 def cross_and_knots(size: int, rng: np.random.Generator) -> Drawn:
-    """6 x 6 grid (100 px cells, 10 px margin): ``size`` cells hold a black X, the others their
+    """Draw a ``cross_and_knots`` trial.
+
+    6 x 6 grid (100 px cells, 10 px margin): ``size`` cells hold a black X, the others their
     label ``(row,col)``.  Correct: any safe cell (``accept``), or ``none`` if there is none;
     the canonical answer is the first safe cell in reading order.
     """
@@ -563,7 +573,9 @@ SORT_SCALE = 40.0  # px per radius unit
 
 
 def sort_circles(size: int, rng: np.random.Generator) -> Drawn:
-    """1000 x 800: ``size`` black circles, radii U(.3, 2) at least .05 apart (40 px per unit),
+    """Draw a ``sort_circles`` trial.
+
+    1000 x 800: ``size`` black circles, radii U(.3, 2) at least .05 apart (40 px per unit),
     each labelled in white at its centre with 1..size (random order).  Gold: labels smallest
     to largest.
     """
@@ -602,7 +614,9 @@ def draw_legend(d, width: int) -> None:
 
 
 def layered_colours(size: int, rng: np.random.Generator) -> Drawn:
-    """Legend, then ``size`` concentric filled circles (radii from .9 to .05 of 400 px, evenly
+    """Draw a ``layered_colours`` trial.
+
+    Legend, then ``size`` concentric filled circles (radii from .9 to .05 of 400 px, evenly
     spaced) in distinct palette colours, drawn outside in.  Gold: colours inside to outside.
     """
     names = [list(PALETTE20)[int(k)] for k in rng.choice(20, size, replace=False)]
@@ -620,7 +634,9 @@ def layered_colours(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def colours_present(size: int, rng: np.random.Generator) -> Drawn:
-    """Legend, then ``size`` shapes (r 40, circle/triangle/square/pentagon) in distinct palette
+    """Draw a ``colours_present`` trial.
+
+    Legend, then ``size`` shapes (r 40, circle/triangle/square/pentagon) in distinct palette
     colours on white.  Gold: 20 yes/no in the legend's (the prompt's) colour order.
     """
     picked = sorted(int(k) for k in rng.choice(20, size, replace=False))
@@ -643,7 +659,9 @@ def colours_present(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
-    """A procedural stand-in for the authors' background photos: a smooth random colour field
+    """Draw a ``background`` trial.
+
+    A procedural stand-in for the authors' background photos: a smooth random colour field
     (an 8 x 6 grid of random colours, bilinearly upsampled, plus fine noise), every channel in
     40..215, so no pixel equals a pure drawing colour.
     """
@@ -658,7 +676,9 @@ def background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
 
 
 def list_shapes(size: int, rng: np.random.Generator, photo: bool = True) -> Drawn:
-    """2000 x 1500: ``size`` shapes (r 75; circle/triangle/square/pentagon) in red, green or
+    """Draw a ``list_shapes`` trial.
+
+    2000 x 1500: ``size`` shapes (r 75; circle/triangle/square/pentagon) in red, green or
     blue over a procedural background (``photo=False``: white).  Gold: the set of shape types.
     """
     kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
@@ -677,7 +697,9 @@ def list_shapes(size: int, rng: np.random.Generator, photo: bool = True) -> Draw
 
 
 def list_colours(size: int, rng: np.random.Generator, photo: bool = True) -> Drawn:
-    """Legend, then 2000 x 1500 of procedural background (``photo=False``: white) with ``size``
+    """Draw a ``list_colours`` trial.
+
+    Legend, then 2000 x 1500 of procedural background (``photo=False``: white) with ``size``
     shapes (r 90; circle/triangle/square/pentagon) in distinct palette colours.
     Gold: the set of colours.
     """
@@ -704,7 +726,9 @@ LAYER_MIN_R = 24.0
 
 
 def layered_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """1800 x 1800: ``size`` nested filled shapes (circle, diamond, hexagon, octagon; no circle
+    """Draw a ``layered_shapes`` trial.
+
+    1800 x 1800: ``size`` nested filled shapes (circle, diamond, hexagon, octagon; no circle
     directly inside a circle), the outermost of circumradius 800 px, each inscribed in the one
     around it (circumradius = the outer shape's inradius), in distinct random RGB colours.
     Sequences whose innermost shape would be under 24 px are redrawn.  Gold: inside to outside.
@@ -781,7 +805,9 @@ def _self_avoiding(rng, length: int) -> list[tuple[int, int]]:
 
 
 def grid_path(size: int, rng: np.random.Generator) -> Drawn:
-    """6 x 6 grid (130 px cells, 10 px margin, 800 px): every cell holds a circle, triangle or
+    """Draw a ``grid_path`` trial.
+
+    6 x 6 grid (130 px cells, 10 px margin, 800 px): every cell holds a circle, triangle or
     square (r 25) in a random colour; a black line with arrowheads at the cell borders joins the
     ``size`` cells of a self-avoiding path, ``S`` (top-left corner) marks its first cell and
     ``E`` (bottom-right corner) its last.  Gold: the shapes along the path, S to E.
@@ -827,7 +853,9 @@ MAZE_N, MAZE_CELL = 11, 40
 
 
 def maze_solving(size: int, rng: np.random.Generator) -> Drawn:
-    """11 x 11 maze of 40 px cells (black walls), carved by a randomised depth-first search from
+    """Draw a ``maze_solving`` trial.
+
+    11 x 11 maze of 40 px cells (black walls), carved by a randomised depth-first search from
     the top-left room; open cells are numbered in carve order (S = 0), the start shows ``S``,
     the cell numbered ``size`` shows ``E``, the others their numbers.  Gold: the shortest (in a
     carved maze the only) path, ``"s 3 4 e"``; the numbers in place of S or E are accepted too.
@@ -913,7 +941,9 @@ def _clear_pairs(nodes: np.ndarray, pairs) -> np.ndarray:
 
 
 def graph_counting(size: int, rng: np.random.Generator) -> Drawn:
-    """800 x 800: ``size`` blue nodes (r 15) and E ~ U{size-1 .. min(C(size,2), size+5)} black
+    """Draw a ``graph_counting`` trial.
+
+    800 x 800: ``size`` blue nodes (r 15) and E ~ U{size-1 .. min(C(size,2), size+5)} black
     edges between random distinct pairs (the graph may be disconnected).  Nodes are placed at
     random, at least 40 px apart (not a spring layout); edges join only pairs whose segment
     passes no other node within 18 px, and layouts where a non-edge is drawn over by other
@@ -969,7 +999,9 @@ NUMBERED_COLOURS = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray"
 
 
 def numbered_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """1200 x 900: ``2 size`` light-coloured shapes (r 32), ``size`` of them circles, the rest
+    """Draw a ``numbered_shapes`` trial.
+
+    1200 x 900: ``2 size`` light-coloured shapes (r 32), ``size`` of them circles, the rest
     triangles/squares/pentagons, each with a black number 1..2 size (random order) at its
     centre.  Gold: the circles' numbers, sorted as strings (the authors' order).
     """

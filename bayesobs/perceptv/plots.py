@@ -43,7 +43,9 @@ def plot_accuracy_vs_size(sizes: pd.DataFrame, domains=None, subject=None, ax=No
 
 
 def plot_skills(skills: pd.DataFrame, references=published.MODELS, ax=None):
-    """Bars of each subject's skill scores (from :func:`score.skill_table`), with the published
+    """Bars of each subject's skill scores against the published models.
+
+    Bars of each subject's skill scores (from :func:`score.skill_table`), with the published
     models' Table 3 skill scores as reference markers.
     """
     fig, ax = _axes(ax, (8, 4.5))

@@ -44,10 +44,12 @@ _EIGHT = np.ones((3, 3), bool)
 
 
 def rgb_array(img) -> np.ndarray:
+    """The image as an RGB uint8 array."""
     return np.asarray(img.convert("RGB"))
 
 
 def colour_mask(arr: np.ndarray, colour) -> np.ndarray:
+    """Pixels exactly of ``colour``."""
     return np.all(arr == np.asarray(colour, np.uint8), axis=-1)
 
 
@@ -58,6 +60,7 @@ def packed(arr: np.ndarray) -> np.ndarray:
 
 
 def pack(colour) -> int:
+    """An RGB colour packed into one int."""
     r, g, b = colour
     return (int(r) << 16) | (int(g) << 8) | int(b)
 
@@ -145,6 +148,7 @@ def grid_lines(arr: np.ndarray) -> tuple[list[float], list[float]]:
 
 
 def cell_of(x: float, y: float, xs, ys) -> tuple[int, int]:
+    """The (row, column) grid cell of a point from the grid line positions."""
     return int(np.searchsorted(ys, y)) - 1, int(np.searchsorted(xs, x)) - 1
 
 

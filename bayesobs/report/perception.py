@@ -252,4 +252,32 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
         head += ["<h2>Perception tasks: covariate effects</h2>",
                  f"<p>{html.escape('Logistic regressions of correctness (perception_effects.csv).')}</p>",
                  table_html(eff[eff["task"] == "circuits"])]  # fmt: skip
+    sections += perceptv_sections(res, figs, save)
     return head, sections
+
+
+def perceptv_sections(res, figs: Path, save) -> list[tuple]:
+    """Percept-V figures: accuracy against size per domain and subject, skills vs published models."""
+    from ..perceptv import plots
+
+    size = res.perception_size
+    out = []
+    if size is not None and len(size) and (size["task"] == "percept_v").any():
+        s = size[size["task"] == "percept_v"].rename(columns={"variant": "domain"})
+        s = s.assign(accuracy=100 * s["accuracy"])
+        imgs = []
+        for k, subject in enumerate(dict.fromkeys(s["subject"])):
+            fig = plots.plot_accuracy_vs_size(s, subject=subject)
+            fig.axes[0].set_title(str(subject))
+            imgs.append(save(fig, figs / f"perceptv_size_{k}.png"))
+        out.append(("Percept-V: accuracy against problem size",
+                    "Accuracy (%) per domain against problem size, one panel per subject.", imgs))  # fmt: skip
+    skills = res.perceptv_skills
+    if skills is not None and len(skills):
+        fig = plots.plot_skills(skills)
+        out.append(("Percept-V: skills",
+                    "Skill scores (mean accuracy of each skill's Table 1 domains) per subject; "
+                    "markers: the published models (Table 3). A partial run gives partial means "
+                    "(perceptv_skills.csv: n_domains of n_tagged).",
+                    [save(fig, figs / "perceptv_skills.png")]))  # fmt: skip
+    return out

@@ -10,6 +10,7 @@ from .lines import LineRatio, MarkerLocation
 from .maze import MazeDistance
 from .numerosity import Numerosity
 from .perception import PerceptionTask
+from .perceptv import PerceptV
 from .search import CircleSizes, LightPriors, SearchTask, TwoAmongFive
 from .tunnel import Circuits, ObjectReid, ScavengerHunt
 
@@ -26,6 +27,7 @@ TASKS: dict[str, type[Task]] = {
     "object_reid": ObjectReid,
     "scavenger_hunt": ScavengerHunt,
     "circuits": Circuits,
+    "percept_v": PerceptV,
 }
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from ..errors import BayesobsInputError
 from .base import FatalSubjectError, Reply, Request, SubjectError, Turn
 from .hvs_sim import HVS_KINDS, HvsSubject
+from .perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
 from .search_sim import SEARCH_KINDS, SearchSubject
 from .sim import KINDS, SimSubject
 from .tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
 
-SIM_KINDS = KINDS + SEARCH_KINDS + TUNNEL_KINDS + HVS_KINDS
+SIM_KINDS = KINDS + SEARCH_KINDS + TUNNEL_KINDS + HVS_KINDS + PERCEPTV_KINDS
 
 
 def parse_subject(spec: str) -> tuple[str, str]:
@@ -30,6 +31,7 @@ __all__ = [
     "SIM_KINDS",
     "FatalSubjectError",
     "HvsSubject",
+    "PerceptVSubject",
     "RandomSubject",
     "Reply",
     "Request",

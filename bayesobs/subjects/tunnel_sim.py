@@ -135,6 +135,10 @@ class RandomSubject:
             return self._search.answer(request)
         if task in TUNNEL_TASKS:
             return self._tunnel.answer(request)
+        if task == "percept_v":  # the guesser: a valid answer drawn from the domain's prior
+            from .perceptv_sim import reply as perceptv_reply
+
+            return perceptv_reply("guesser", request, self.seed)
         if request.session_range is None:
             raise FatalSubjectError(f"sim:random has no answer format for task {task}")
         low, high = request.session_range  # a magnitude task: a uniform number in the range
