@@ -47,13 +47,37 @@ from .errors import BayesobsInputError
 
 KEYS = ["subject", "task", "variant", "modality", "condition"]
 Z95 = float(stats.norm.ppf(0.975))
-ACCURACY_COLUMNS = KEYS + ["n", "n_correct", "accuracy", "lo", "hi", "se", "chance",
-                           "invalid_rate", "p_above_chance"]  # fmt: skip
+ACCURACY_COLUMNS = KEYS + [
+    "n",
+    "n_correct",
+    "accuracy",
+    "lo",
+    "hi",
+    "se",
+    "chance",
+    "invalid_rate",
+    "p_above_chance",
+]
 EFFECT_COLUMNS = KEYS + ["model", "covariate", "n", "coef", "se", "z", "p", "intercept", "note"]
 F1_COLUMNS = KEYS + ["class", "support", "predicted", "precision", "recall", "f1"]
-CHAIN_COLUMNS = ["subject", "task", "modality", "condition", "L", "n", "accuracy", "lo", "hi",
-                 "final_step_error", "final_step_n", "step_error", "predicted", "predicted_lo",
-                 "predicted_hi", "within"]  # fmt: skip
+CHAIN_COLUMNS = [
+    "subject",
+    "task",
+    "modality",
+    "condition",
+    "L",
+    "n",
+    "accuracy",
+    "lo",
+    "hi",
+    "final_step_error",
+    "final_step_n",
+    "step_error",
+    "predicted",
+    "predicted_lo",
+    "predicted_hi",
+    "within",
+]
 
 
 def is_perception(trials: pd.DataFrame) -> pd.Series:
@@ -88,8 +112,13 @@ def perception_table(trials: pd.DataFrame) -> pd.DataFrame:
     t = trials[is_perception(trials)].copy()
     if t.empty:
         raise BayesobsInputError("no perception trials (paradigm = perception)")
-    for col, default in (("subject", "subject"), ("task", "task"), ("variant", "all"),
-                         ("modality", "image"), ("condition", "base")):  # fmt: skip
+    for col, default in (
+        ("subject", "subject"),
+        ("task", "task"),
+        ("variant", "all"),
+        ("modality", "image"),
+        ("condition", "base"),
+    ):
         if col not in t.columns:
             t[col] = default
         t[col] = t[col].fillna(default).astype(str)
@@ -104,8 +133,12 @@ def perception_table(trials: pd.DataFrame) -> pd.DataFrame:
 
 def _accuracy(t: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     g = t.groupby(keys, sort=True, dropna=False)
-    out = g.agg(n=("hit", "size"), n_correct=("hit", "sum"), chance=("chance", "mean"),
-                n_valid=("valid", "sum")).reset_index()  # fmt: skip
+    out = g.agg(
+        n=("hit", "size"),
+        n_correct=("hit", "sum"),
+        chance=("chance", "mean"),
+        n_valid=("valid", "sum"),
+    ).reset_index()
     n, k = out["n"].to_numpy(float), out["n_correct"].to_numpy(float)
     out["accuracy"] = k / n
     out["lo"], out["hi"] = wilson(k, n)
@@ -159,8 +192,18 @@ def logistic(y: np.ndarray, x: np.ndarray) -> list[dict]:
     k = x.shape[1]
     ok = np.isfinite(x).all(axis=1)
     y, x = y[ok], x[ok]
-    out = [{"n": len(y), "coef": np.nan, "se": np.nan, "z": np.nan, "p": np.nan,
-            "intercept": np.nan, "note": ""} for _ in range(k)]  # fmt: skip
+    out = [
+        {
+            "n": len(y),
+            "coef": np.nan,
+            "se": np.nan,
+            "z": np.nan,
+            "p": np.nan,
+            "intercept": np.nan,
+            "note": "",
+        }
+        for _ in range(k)
+    ]
 
     def refuse(note):
         for o in out:
@@ -185,9 +228,14 @@ def logistic(y: np.ndarray, x: np.ndarray) -> list[dict]:
             return refuse(f"no fit: {exc}")
     note = "" if fit.mle_retvals.get("converged", True) else "did not converge"
     for j, o in enumerate(out):
-        o.update(coef=float(fit.params[j + 1]), se=float(fit.bse[j + 1]),
-                 z=float(fit.tvalues[j + 1]), p=float(fit.pvalues[j + 1]),
-                 intercept=float(fit.params[0]), note=note)  # fmt: skip
+        o.update(
+            coef=float(fit.params[j + 1]),
+            se=float(fit.bse[j + 1]),
+            z=float(fit.tvalues[j + 1]),
+            p=float(fit.pvalues[j + 1]),
+            intercept=float(fit.params[0]),
+            note=note,
+        )
     return out
 
 
@@ -232,9 +280,17 @@ def f1_table(t: pd.DataFrame) -> pd.DataFrame:
             precision = tp / predicted if predicted else np.nan
             recall = tp / support if support else np.nan
             f1 = 2 * tp / (support + predicted) if support + predicted else np.nan
-            rows.append(dict(zip(KEYS, key, strict=True)) | {"class": cls, "support": support,
-                        "predicted": predicted, "precision": precision, "recall": recall,
-                        "f1": f1})  # fmt: skip
+            rows.append(
+                dict(zip(KEYS, key, strict=True))
+                | {
+                    "class": cls,
+                    "support": support,
+                    "predicted": predicted,
+                    "precision": precision,
+                    "recall": recall,
+                    "f1": f1,
+                }
+            )
     return pd.DataFrame(rows, columns=F1_COLUMNS)
 
 

@@ -346,8 +346,23 @@ def plan(
                 blur = blur_schedule(c, len(stimuli), spec.get("ablations"))
                 for m in mods:
                     for subj in subjects:
-                        out.append(Session(subj, task, m, c, sess["name"], r, (low, high), seq, blur, seed,
-                                           spec.get("ablations") or {}, dist, mean))  # fmt: skip
+                        out.append(
+                            Session(
+                                subj,
+                                task,
+                                m,
+                                c,
+                                sess["name"],
+                                r,
+                                (low, high),
+                                seq,
+                                blur,
+                                seed,
+                                spec.get("ablations") or {},
+                                dist,
+                                mean,
+                            )
+                        )
     return out
 
 
@@ -419,8 +434,13 @@ class Runner:
             else:
                 turns.append(Turn("user", text=d.text, png=pngs[0] if pngs else None))
             turns.append(Turn("assistant", text=d.answer))
-            logged.append({"text": d.text, "images": [self.store.save_png(p) for p in pngs],
-                           "answer": d.answer})  # fmt: skip
+            logged.append(
+                {
+                    "text": d.text,
+                    "images": [self.store.save_png(p) for p in pngs],
+                    "answer": d.answer,
+                }
+            )
         return tuple(turns), logged
 
     def _extra_images(self, user: Turn, demo_log: list[dict]) -> dict:
@@ -481,8 +501,12 @@ class Runner:
                     )
                 except SubjectError as exc:
                     if not isinstance(exc, FatalSubjectError):  # logged so; redone on resume
-                        self.store.log_run(event="trial_failed", session="/".join(map(str, sess.key)),
-                                           trial=t, error=str(exc))  # fmt: skip
+                        self.store.log_run(
+                            event="trial_failed",
+                            session="/".join(map(str, sess.key)),
+                            trial=t,
+                            error=str(exc),
+                        )
                     raise
                 answer = sess.task.record(
                     stim, reply.text, truncated=reply.finish_reason == "length"
@@ -594,9 +618,16 @@ def estimate(sessions: list[Session], done: dict) -> dict[str, int]:
 
 
 # ---------------------------------------------------------------- entry points
-def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None, api_key: str | None = None,
-                  cache_dir: str | Path | None = None, use_cache: bool = True,
-                  cache_scope: str = "global", folder: str | Path | None = None) -> dict[str, Any]:  # fmt: skip
+def make_subjects(
+    names: list[str],
+    sim_seed: int = 0,
+    chat: dict | None = None,
+    api_key: str | None = None,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    cache_scope: str = "global",
+    folder: str | Path | None = None,
+) -> dict[str, Any]:
     """Subject objects by name (validated before any call is made).
 
     Parameters
@@ -662,8 +693,13 @@ def make_subjects(names: list[str], sim_seed: int = 0, chat: dict | None = None,
             if cache is None and use_cache:
                 cache = ResponseCache(cache_dir or default_cache_dir())
             opts = ChatOptions(model=rest, **(chat or {}))
-            out[name] = OpenAIChatSubject(opts, api_key=api_key, cache=cache, folder=where,
-                                          cache_scope=where if cache_scope == "folder" else "global")  # fmt: skip
+            out[name] = OpenAIChatSubject(
+                opts,
+                api_key=api_key,
+                cache=cache,
+                folder=where,
+                cache_scope=where if cache_scope == "folder" else "global",
+            )
     return out
 
 
@@ -711,8 +747,13 @@ def _run_async(make_coro):
         return pool.submit(lambda: asyncio.run(make_coro())).result()
 
 
-def execute(sessions: list[Session], store: ExperimentStore, subjects: dict, concurrency: int = 16,
-            progress: bool = True) -> RunReport:  # fmt: skip
+def execute(
+    sessions: list[Session],
+    store: ExperimentStore,
+    subjects: dict,
+    concurrency: int = 16,
+    progress: bool = True,
+) -> RunReport:
     """Run sessions into ``store``; logs the invocation in ``runs.jsonl``."""
     store.log_run(event="start", sessions=len(sessions))
     runner = Runner(store, subjects, concurrency=concurrency, progress=progress)
@@ -735,9 +776,16 @@ def execute(sessions: list[Session], store: ExperimentStore, subjects: dict, con
         except LogWriteError:
             pass  # the disk that stopped the run cannot take the note either
         raise
-    store.log_run(event="end", logged=report.done, resumed=report.skipped, cached=report.cached,
-                  cached_from=dict(report.cached_from), unparsed=report.unparsed,
-                  failed_sessions=report.failed_sessions, seconds=round(report.seconds, 3))  # fmt: skip
+    store.log_run(
+        event="end",
+        logged=report.done,
+        resumed=report.skipped,
+        cached=report.cached,
+        cached_from=dict(report.cached_from),
+        unparsed=report.unparsed,
+        failed_sessions=report.failed_sessions,
+        seconds=round(report.seconds, 3),
+    )
     return report
 
 
@@ -814,8 +862,13 @@ def run_task(
     ami = str(ami) if ami else None
     hvs = str(hvs) if hvs else None
     sessions = plan(spec, subjects, modalities, conditions, trials, runs, ami=ami, hvs=hvs)
-    settings = {"command": "run", "modalities": modalities, "conditions": conditions,
-                "trials": trials, "runs": runs}  # fmt: skip
+    settings = {
+        "command": "run",
+        "modalities": modalities,
+        "conditions": conditions,
+        "trials": trials,
+        "runs": runs,
+    }
     return start([spec], sessions, subjects, out, settings, ami=ami, hvs=hvs, **options)
 
 

@@ -129,17 +129,22 @@ def _degenerate_missing(trials: pd.DataFrame, B: int) -> tuple[pd.DataFrame, lis
             total = trials[list(CELL_KEYS)].drop_duplicates().groupby(["subject", "task"]).size()
             for (subject, task), g in few.groupby(["subject", "task"], sort=True):
                 rows.append(
-                    (subject, task, f"bootstrap: {len(g)} of {total[(subject, task)]} cells",
-                     FEW_RUNS_REASON)
-                )  # fmt: skip
+                    (
+                        subject,
+                        task,
+                        f"bootstrap: {len(g)} of {total[(subject, task)]} cells",
+                        FEW_RUNS_REASON,
+                    )
+                )
     return const, rows
 
 
 def _cell_mask(cells: pd.DataFrame, subset: pd.DataFrame) -> np.ndarray:
     """Boolean mask of the rows of ``cells`` whose cell keys appear in ``subset``."""
     keys = set(subset[list(CELL_KEYS)].itertuples(index=False, name=None))
-    return np.array([k in keys for k in cells[list(CELL_KEYS)].itertuples(index=False, name=None)],
-                    dtype=bool)  # fmt: skip
+    return np.array(
+        [k in keys for k in cells[list(CELL_KEYS)].itertuples(index=False, name=None)], dtype=bool
+    )
 
 
 def _align(cells: pd.DataFrame, other: pd.DataFrame, values: np.ndarray) -> np.ndarray:
@@ -191,8 +196,16 @@ def accuracy_table(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0) -> p
 
 
 # ------------------------------------------------------------------ results
-_PERCEPTION = ("perception", "perception_size", "perception_effects", "perception_f1",
-               "perception_chain", "perceptv_domains", "perceptv_skills", "perceptv_formats")  # fmt: skip
+_PERCEPTION = (
+    "perception",
+    "perception_size",
+    "perception_effects",
+    "perception_f1",
+    "perception_chain",
+    "perceptv_domains",
+    "perceptv_skills",
+    "perceptv_formats",
+)
 
 
 class Scores(NamedTuple):
@@ -287,9 +300,14 @@ def _write_scored_trials(trials: pd.DataFrame, path) -> None:
     t = trials.copy()
     for col in [c for c in t.columns if pd.api.types.is_object_dtype(t[c].dtype)]:
         t[col] = t[col].map(
-            lambda v: v if v is None or isinstance(v, str) or (isinstance(v, float) and v != v)
-            else _json.dumps(v) if isinstance(v, (list, dict)) else str(v)
-        )  # fmt: skip
+            lambda v: (
+                v
+                if v is None or isinstance(v, str) or (isinstance(v, float) and v != v)
+                else _json.dumps(v)
+                if isinstance(v, (list, dict))
+                else str(v)
+            )
+        )
     tmp = path.with_name(path.name + ".part")
     t.to_parquet(tmp, index=False)
     tmp.replace(path)
@@ -349,8 +367,21 @@ def _composite(
             BCS_p = np.full(R, np.nan)
         C_p = (BCS_p + BCS_MAX) / (2 * BCS_MAX)
         S_p = (A + E + C_p) / 3
-        rows.append((subject, {"A": A, "E": E, "C": C, "S": S, "BCS": BCS,
-                               "BCS_p": BCS_p, "C_p": C_p, "S_p": S_p}))  # fmt: skip
+        rows.append(
+            (
+                subject,
+                {
+                    "A": A,
+                    "E": E,
+                    "C": C,
+                    "S": S,
+                    "BCS": BCS,
+                    "BCS_p": BCS_p,
+                    "C_p": C_p,
+                    "S_p": S_p,
+                },
+            )
+        )
     out = pd.DataFrame({"subject": [r[0] for r in rows]})
     for name in SUMMARY:
         out[name] = [r[1][name][0] for r in rows]
@@ -401,8 +432,17 @@ def _subject_summary(subjects, cells, nrmse, p_bayes, cue_groups, cue_vals, B) -
     names = ("nrmse", "p_bayesian", "rre_bayes_oracle", "nrmse_multimodal")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # subjects without a piece: NaN
-        per = {n: np.array([np.nanmean(r[1][n], axis=0) if n in r[1] and len(r[1][n]) else np.full(1 + B, np.nan)
-                            for r in rows]) for n in names}  # fmt: skip
+        per = {
+            n: np.array(
+                [
+                    np.nanmean(r[1][n], axis=0)
+                    if n in r[1] and len(r[1][n])
+                    else np.full(1 + B, np.nan)
+                    for r in rows
+                ]
+            )
+            for n in names
+        }
     for n in names:
         out[n] = per[n][:, 0]
     if B:
@@ -482,8 +522,11 @@ def score(
         found = found | hvs_rows
     if found.all():
         # no magnitude trials: those tables are empty; search/perception ones absent unless found
-        empty = {name: pd.DataFrame() for name in Scores._fields
-                 if name not in ("search", "search_accuracy", "search_bias", "hvs", *_PERCEPTION)}  # fmt: skip
+        empty = {
+            name: pd.DataFrame()
+            for name in Scores._fields
+            if name not in ("search", "search_accuracy", "search_bias", "hvs", *_PERCEPTION)
+        }
         return Scores(**{**empty, **extra})
     res = _magnitude_scores(
         trials[~found], bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse

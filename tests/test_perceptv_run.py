@@ -37,8 +37,13 @@ def wide(tmp_path_factory):
     root = tmp_path_factory.mktemp("pv")
     lines = ['task = "percept_v"', "seed = 18", "trials = 40", 'modalities = ["image"]']
     for d in DOMAINS:
-        lines += ["[[sessions]]", f'name = "{d}"', "range = [1, 20]", f'variant = "{d}"',
-                  "stratified = true"]  # fmt: skip
+        lines += [
+            "[[sessions]]",
+            f'name = "{d}"',
+            "range = [1, 20]",
+            f'variant = "{d}"',
+            "stratified = true",
+        ]
     spec = root / "wide.toml"
     spec.write_text("\n".join(lines) + "\n")
     out = root / "run"
@@ -63,11 +68,20 @@ def test_small_protocol_sweep_score_report(tmp_path):
     scores = tmp_path / "scores"
     assert main(["score", str(out), "--out", str(scores)]) == 0
     cols = {
-        "perceptv_domains": ["subject", "domain", "answer_type", "skills", "counting", "n",
-                             "accuracy", "format_errors", "chance"],
+        "perceptv_domains": [
+            "subject",
+            "domain",
+            "answer_type",
+            "skills",
+            "counting",
+            "n",
+            "accuracy",
+            "format_errors",
+            "chance",
+        ],
         "perceptv_skills": ["subject", "skill", "accuracy", "n_domains", "n_tagged"],
         "perceptv_formats": ["subject", "answer_type", "n", "format_errors"],
-    }  # fmt: skip
+    }
     for name, c in cols.items():
         assert list(pd.read_csv(scores / f"{name}.csv").columns) == c
     assert (scores / "perception.csv").exists()
@@ -109,8 +123,10 @@ def test_logged_trial_regenerates():
 
 def test_unknown_domain_fails_before_any_call(tmp_path, capsys):
     spec = tmp_path / "bad.toml"
-    spec.write_text('task = "percept_v"\nseed = 1\ntrials = 2\n[[sessions]]\nname = "a"\n'
-                    'range = [1, 20]\nvariant = "counting_sheep"\n')  # fmt: skip
+    spec.write_text(
+        'task = "percept_v"\nseed = 1\ntrials = 2\n[[sessions]]\nname = "a"\n'
+        'range = [1, 20]\nvariant = "counting_sheep"\n'
+    )
     out = tmp_path / "o"
     assert _sweep(spec, out, ("sim:perceiver",)) == 2
     assert "percept_v: unknown variant 'counting_sheep'" in capsys.readouterr().err

@@ -161,31 +161,45 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         head += head_p
         sections += sections_p
     prov = provenance(command="report", inputs=[str(p) for p in paths])
-    body = [f"<h1>bayesobs report</h1><p class=m>{len(trials)} trials · {len(subjects)} subject(s) · "
-            f"created {html.escape(prov['created_utc'])}</p>", *head]  # fmt: skip
+    body = [
+        f"<h1>bayesobs report</h1><p class=m>{len(trials)} trials · {len(subjects)} subject(s) · "
+        f"created {html.escape(prov['created_utc'])}</p>",
+        *head,
+    ]
     for title, caption, imgs in sections:
         body.append(f"<h2>{html.escape(title)}</h2><p>{html.escape(caption)}</p>")
         body += [
             f'<a href="{src}"><img src="{src}" alt="{html.escape(title)}"></a>' for src in imgs
         ]
     if notes:  # what the data cannot support, one line each, instead of empty panels
-        body.append("<h2>Left out</h2><ul class=m>"
-                    + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")  # fmt: skip
+        body.append(
+            "<h2>Left out</h2><ul class=m>"
+            + "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+            + "</ul>"
+        )
     body += tail  # long tables after the figures
     if res.missing is not None and not res.missing.empty:
         body += ["<h2>Not computed</h2>", _table_html(res.missing)]
     links = " · ".join(f'<a href="tables/{n}.csv">{n}.csv</a>' for n in written)
-    body += ["<h2>Tables</h2>", f"<p>{links}</p>", "<h2>Provenance</h2>",
-             f"<pre>{html.escape(json.dumps({'report': prov, 'inputs': manifests}, indent=2, default=str))}</pre>"]  # fmt: skip
-    style = ("body{font:14px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
-             "img{max-width:100%;border:1px solid #ddd;margin:.4em 0}table.t{border-collapse:collapse;font-size:12px}"
-             ".t td,.t th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}.m{color:#666}"
-             "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em}"
-             "dl.legend{font-size:12px}dl.legend dt{font-weight:600;float:left;clear:left;width:4em}"
-             "dl.legend dd{margin-left:4.5em}ul.warn{color:#a33}")  # fmt: skip
-    page = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>bayesobs report</title>"
-            f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{style}</style></head>"
-            f"<body>{''.join(body)}</body></html>")  # fmt: skip
+    body += [
+        "<h2>Tables</h2>",
+        f"<p>{links}</p>",
+        "<h2>Provenance</h2>",
+        f"<pre>{html.escape(json.dumps({'report': prov, 'inputs': manifests}, indent=2, default=str))}</pre>",
+    ]
+    style = (
+        "body{font:14px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
+        "img{max-width:100%;border:1px solid #ddd;margin:.4em 0}table.t{border-collapse:collapse;font-size:12px}"
+        ".t td,.t th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}.m{color:#666}"
+        "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em}"
+        "dl.legend{font-size:12px}dl.legend dt{font-weight:600;float:left;clear:left;width:4em}"
+        "dl.legend dd{margin-left:4.5em}ul.warn{color:#a33}"
+    )
+    page = (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>bayesobs report</title>"
+        f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{style}</style></head>"
+        f"<body>{''.join(body)}</body></html>"
+    )
     index = out / "index.html"
     index.write_text(page)
     return index
@@ -207,10 +221,13 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
         "p_bonferroni",
         "logistic_slope",
     ]
-    tail = ["<h2>Visual search: set-size effect</h2>",
-            "<p>Point-biserial r of correctness with the number of distractors (Bonferroni-corrected p "
-            "across the whole table) and the logistic slope per distractor; base condition. Pop-out: "
-            "r near 0; serial search: r clearly negative.</p>", _table_html(base[cols])]  # fmt: skip
+    tail = [
+        "<h2>Visual search: set-size effect</h2>",
+        "<p>Point-biserial r of correctness with the number of distractors (Bonferroni-corrected p "
+        "across the whole table) and the logistic slope per distractor; base condition. Pop-out: "
+        "r near 0; serial search: r clearly negative.</p>",
+        _table_html(base[cols]),
+    ]
     sections = []
     ablation = "base" if (acc["ablation"] == "base").any() else acc["ablation"].iloc[0]
     for task in sorted(acc["task"].unique()):
@@ -222,11 +239,16 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
         for i, subj in enumerate(subjects):
             for j, answer in enumerate(answers):
                 F.search_curves(acc, subj, task, answer, ablation, ax=axs[i, j])
-        sections.append((f"Visual search: {task}", "Accuracy (cell answers, dotted: chance) and coordinate "
-                         "error (point answers, dotted: a refusal's 566 px) against the number of distractors, "
-                         f"per search condition ({ablation}); bars are 95% intervals (Wilson for accuracy, "
-                         "bootstrap of the mean for errors, so both stay within their bounds).",
-                         [_save(fig, out / "figures" / f"search_{task}.png")]))  # fmt: skip
+        sections.append(
+            (
+                f"Visual search: {task}",
+                "Accuracy (cell answers, dotted: chance) and coordinate "
+                "error (point answers, dotted: a refusal's 566 px) against the number of distractors, "
+                f"per search condition ({ablation}); bars are 95% intervals (Wilson for accuracy, "
+                "bootstrap of the mean for errors, so both stay within their bounds).",
+                [_save(fig, out / "figures" / f"search_{task}.png")],
+            )
+        )
     pairs = bias[bias["answer"] == "cell"][["subject", "task"]].drop_duplicates()
     if len(pairs):
         tasks = sorted(pairs["task"].unique())
@@ -236,9 +258,14 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
         for i, subj in enumerate(subjects):
             for j, task in enumerate(tasks):
                 F.search_bias(bias, subj, task, "cell", ax=axs[i, j])
-        sections.append(("Visual search: response bias", "How often each cell was chosen (cell answers), "
-                         "with its precision (P) and recall (R), and the rate of invalid answers.",
-                         [_save(fig, out / "figures" / "search_bias.png")]))  # fmt: skip
+        sections.append(
+            (
+                "Visual search: response bias",
+                "How often each cell was chosen (cell answers), "
+                "with its precision (P) and recall (R), and the rate of invalid answers.",
+                [_save(fig, out / "figures" / "search_bias.png")],
+            )
+        )
     return sections, tail
 
 
@@ -272,8 +299,14 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
                 axs[i, j].set_axis_off()
                 continue
             F.regression_to_the_mean(pred, s, t, m, ax=axs[i, j], color=colors[s])
-    sections.append(("Responses against stimuli", "Base condition; lines are the static-Bayes fits per session "
-                     "(regression to each session's mean).", [_save(fig, out / "figures" / "fig1_regression.png")]))  # fmt: skip
+    sections.append(
+        (
+            "Responses against stimuli",
+            "Base condition; lines are the static-Bayes fits per session "
+            "(regression to each session's mean).",
+            [_save(fig, out / "figures" / "fig1_regression.png")],
+        )
+    )
     # 2. trajectories
     fig = Figure(figsize=(6.5, 2.9 * len(subjects)), layout="constrained")
     axs = fig.subplots(len(subjects), 1, squeeze=False)
@@ -283,8 +316,14 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
             axs[i, 0].set_axis_off()
             continue
         F.trajectory(pred, s, t, cells_for(s, t), ax=axs[i, 0], color=colors[s])
-    sections.append(("Trial-by-trial responses", "One session run of the base condition against the fitted "
-                     "sequential (Kalman) observer.", [_save(fig, out / "figures" / "fig2_trajectory.png")]))  # fmt: skip
+    sections.append(
+        (
+            "Trial-by-trial responses",
+            "One session run of the base condition against the fitted "
+            "sequential (Kalman) observer.",
+            [_save(fig, out / "figures" / "fig2_trajectory.png")],
+        )
+    )
     # 3. steering and noise
     imgs = []
     for s in subjects:
@@ -295,9 +334,15 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
         if fig is not None:  # None: only base, nothing to compare with
             imgs.append(_save(fig, out / "figures" / f"fig3_steering_{len(imgs)}.png"))
     if imgs:
-        sections.append(("Steering and noise", "A: mean squared error split into bias² and variance under "
-                         "steering; B: evidence for sequential updating; C: the image weight implied by the "
-                         "linear cue-combination fit under blur (68% bootstrap intervals).", imgs))  # fmt: skip
+        sections.append(
+            (
+                "Steering and noise",
+                "A: mean squared error split into bias² and variance under "
+                "steering; B: evidence for sequential updating; C: the image weight implied by the "
+                "linear cue-combination fit under blur (68% bootstrap intervals).",
+                imgs,
+            )
+        )
     # 4. cue-combination fits
     if not cue_pred.empty:
         groups = cue_pred[["subject", "task"]].drop_duplicates()
@@ -312,20 +357,34 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
             ax = axs[srow[s], tcol[t]]
             ax.set_axis_on()
             F.cue_fits(cue_pred, s, t, ax=ax)
-        sections.append(("Cue combination", "Multimodal responses against out-of-fold predictions from the "
-                         "text and image responses (base condition).", [_save(fig, out / "figures" / "fig4_cue.png")]))  # fmt: skip
+        sections.append(
+            (
+                "Cue combination",
+                "Multimodal responses against out-of-fold predictions from the "
+                "text and image responses (base condition).",
+                [_save(fig, out / "figures" / "fig4_cue.png")],
+            )
+        )
     # 5. summary and 6. BayesBench
     imgs = []
-    for name, fig in (("fig5_summary", F.summary(res.summary, res.bayesbench, colors=colors)),
-                      ("fig6_bayesbench", F.bayesbench_scores(res.bayesbench, colors=colors))):  # fmt: skip
+    for name, fig in (
+        ("fig5_summary", F.summary(res.summary, res.bayesbench, colors=colors)),
+        ("fig6_bayesbench", F.bayesbench_scores(res.bayesbench, colors=colors)),
+    ):
         if fig is not None:
             imgs.append(_save(fig, out / "figures" / f"{name}.png"))
     if _has_bcs(res.bcs_tasks):
         imgs.append(_save(F.bcs_table(res.bcs_tasks), out / "figures" / "fig6_bcs_table.png"))
-    sections.append(("Summary", "Evidence, efficiency and consistency against accuracy; the BayesBench score "
-                     "and its parts (bars: full-data estimates; lines: 68% bootstrap intervals with the "
-                     "bootstrap mean as a dot, which need not contain the bar; diamonds: S_p); BCS per task "
-                     "(68% bootstrap intervals).", imgs))  # fmt: skip
+    sections.append(
+        (
+            "Summary",
+            "Evidence, efficiency and consistency against accuracy; the BayesBench score "
+            "and its parts (bars: full-data estimates; lines: 68% bootstrap intervals with the "
+            "bootstrap mean as a dot, which need not contain the bar; diamonds: S_p); BCS per task "
+            "(68% bootstrap intervals).",
+            imgs,
+        )
+    )
 
     head = _leaderboard_html(res.bayesbench, res.missing)
     head += _sequential_controls_html(res)
@@ -366,14 +425,20 @@ def support_notes(trials: pd.DataFrame, res: Scores) -> list[str]:
     mods = set(trials["modality"])
     notes = []
     if not conds & {*F.STEER[1:], *F.NOISE[1:]}:
-        notes.append("Steering and noise: the trials hold only "
-                     f"{', '.join(sorted(conds))} (no steer_* or noise_* condition to compare with base).")  # fmt: skip
+        notes.append(
+            "Steering and noise: the trials hold only "
+            f"{', '.join(sorted(conds))} (no steer_* or noise_* condition to compare with base)."
+        )
     if not _has_bcs(res.bcs_tasks):
-        notes.append("BCS and consistency C (so the score S): they compare fits under ablation "
-                     "conditions with base, and these trials have none.")  # fmt: skip
+        notes.append(
+            "BCS and consistency C (so the score S): they compare fits under ablation "
+            "conditions with base, and these trials have none."
+        )
     if not {"text", "image", "multimodal"} <= mods:
-        notes.append(f"Cue combination and efficiency E: they need text, image and multimodal trials; "
-                     f"these have {', '.join(sorted(mods))}.")  # fmt: skip
+        notes.append(
+            f"Cue combination and efficiency E: they need text, image and multimodal trials; "
+            f"these have {', '.join(sorted(mods))}."
+        )
     return notes
 
 

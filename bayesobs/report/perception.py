@@ -96,8 +96,13 @@ def accuracy_by_variant(
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
     ax.set_title(f"{TASK_TITLES.get(task, task)} ({modality})", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.12, 1), title="dotted: chance",
-              title_fontsize=7)  # fmt: skip
+    ax.legend(
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.12, 1),
+        title="dotted: chance",
+        title_fontsize=7,
+    )
     return fig
 
 
@@ -132,8 +137,7 @@ def chain_accuracy(chain: pd.DataFrame, modality: str = "image", ax=None) -> Fig
         err = np.clip(
             np.vstack([acc - g["lo"].to_numpy(float), g["hi"].to_numpy(float) - acc]), 0, None
         )
-        ax.errorbar(L, acc, yerr=err, color=colors[s], marker="o",
-                    capsize=3, label=f"{s} observed")  # fmt: skip
+        ax.errorbar(L, acc, yerr=err, color=colors[s], marker="o", capsize=3, label=f"{s} observed")
         if g["predicted"].notna().any():
             ax.plot(L, g["predicted"], color=colors[s], ls="--", label=f"{s} (1-e)^L")
             ax.fill_between(L, g["predicted_lo"], g["predicted_hi"], color=colors[s], alpha=0.15)
@@ -147,22 +151,35 @@ def chain_accuracy(chain: pd.DataFrame, modality: str = "image", ax=None) -> Fig
 
 
 def effect_coefficients(
-    effects: pd.DataFrame, covariate: str, task: str = "circuits",
-    paper: pd.DataFrame | None = None, ax=None,
-) -> Figure:  # fmt: skip
+    effects: pd.DataFrame,
+    covariate: str,
+    task: str = "circuits",
+    paper: pd.DataFrame | None = None,
+    ax=None,
+) -> Figure:
     """Log-odds coefficient of a covariate (+-1.96 SE) per subject and variant, beside the paper's."""
     fig, (ax,) = _axes(ax, size=(5.6, 3.6))
-    t = effects[(effects["task"] == task) & (effects["covariate"] == covariate)
-                & (effects["model"] == "univariate")]  # fmt: skip
+    t = effects[
+        (effects["task"] == task)
+        & (effects["covariate"] == covariate)
+        & (effects["model"] == "univariate")
+    ]
     t = t[t["modality"] == "image"] if (t["modality"] == "image").any() else t
     rows = list(t.itertuples(index=False))
     colors = subject_colors([r.subject for r in rows])
     for i, r in enumerate(rows):
         if np.isfinite(r.coef):
-            ax.errorbar(r.coef, i, xerr=1.96 * r.se if np.isfinite(r.se) else None, fmt="o",
-                        color=colors[r.subject], capsize=3)  # fmt: skip
-    labels = [f"{r.subject} {r.variant}" + ("" if np.isfinite(r.coef) else f" ({r.note})")
-              for r in rows]  # fmt: skip
+            ax.errorbar(
+                r.coef,
+                i,
+                xerr=1.96 * r.se if np.isfinite(r.se) else None,
+                fmt="o",
+                color=colors[r.subject],
+                capsize=3,
+            )
+    labels = [
+        f"{r.subject} {r.variant}" + ("" if np.isfinite(r.coef) else f" ({r.note})") for r in rows
+    ]
     metric = {"distance_px": "log_odds_distance", "crossings": "log_odds_crossings"}.get(covariate)
     if paper is not None and metric is not None:
         p = paper[paper["metric"] == metric]
@@ -185,8 +202,13 @@ def accuracy_by_size(size: pd.DataFrame, task: str, modality: str = "image", ax=
     markers = dict(zip(dict.fromkeys(t["variant"]), "osD^v<>", strict=False))
     for (s, v), g in t.groupby(["subject", "variant"], sort=True):
         g = g.sort_values("problem_size")
-        ax.plot(g["problem_size"], g["accuracy"], color=colors[s], marker=markers.get(v, "o"),
-                label=f"{s} {v}")  # fmt: skip
+        ax.plot(
+            g["problem_size"],
+            g["accuracy"],
+            color=colors[s],
+            marker=markers.get(v, "o"),
+            label=f"{s} {v}",
+        )
         ax.plot(g["problem_size"], g["chance"], color="#777777", ls=":", lw=0.8)
     ax.set_xlabel("problem size")
     ax.set_ylabel("accuracy")
@@ -203,10 +225,12 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
     builder's helpers; returns ``(head, sections)`` like its other parts.
     """
     acc = res.perception
-    head = ["<h2>Perception tasks: accuracy</h2>",
-            "<p>Accuracy with 95% Wilson intervals; an invalid reply counts as wrong "
-            "(invalid_rate). p_above_chance: exact one-sided binomial test.</p>",
-            table_html(acc)]  # fmt: skip
+    head = [
+        "<h2>Perception tasks: accuracy</h2>",
+        "<p>Accuracy with 95% Wilson intervals; an invalid reply counts as wrong "
+        "(invalid_rate). p_above_chance: exact one-sided binomial test.</p>",
+        table_html(acc),
+    ]
     sections = []
     figs = out / "figures"
     for task in dict.fromkeys(acc["task"]):
@@ -219,39 +243,72 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
                 if refs is not None
                 else ""
             )
-            sections.append((f"{TASK_TITLES.get(task, task)} ({modality})",
-                             f"Accuracy per variant and subject.{note}", [src]))  # fmt: skip
+            sections.append(
+                (
+                    f"{TASK_TITLES.get(task, task)} ({modality})",
+                    f"Accuracy per variant and subject.{note}",
+                    [src],
+                )
+            )
         size = res.perception_size
         if size is not None and len(size) and (size["task"] == task).any():
             fig = accuracy_by_size(size, task)
-            sections.append((f"{TASK_TITLES.get(task, task)}: problem size",
-                             "Accuracy by problem size (dotted: chance).",
-                             [save(fig, figs / f"perception_size_{task}.png")]))  # fmt: skip
+            sections.append(
+                (
+                    f"{TASK_TITLES.get(task, task)}: problem size",
+                    "Accuracy by problem size (dotted: chance).",
+                    [save(fig, figs / f"perception_size_{task}.png")],
+                )
+            )
     f1 = res.perception_f1
     if f1 is not None and len(f1):
         for task in dict.fromkeys(f1["task"]):
-            sections.append(("Per-class F1", "F1 of yes and of no (the paper's Fig. 3).",
-                             [save(f1_by_class(f1, task), figs / f"perception_f1_{task}.png")]))  # fmt: skip
+            sections.append(
+                (
+                    "Per-class F1",
+                    "F1 of yes and of no (the paper's Fig. 3).",
+                    [save(f1_by_class(f1, task), figs / f"perception_f1_{task}.png")],
+                )
+            )
     chain = res.perception_chain
     if chain is not None and len(chain):
-        imgs = [save(chain_accuracy(chain, m), figs / f"perception_chain_{m}.png")
-                for m in dict.fromkeys(chain["modality"])]  # fmt: skip
-        sections.append(("Scavenger hunt: compounding error",
-                         "Observed accuracy per chain length L against (1 - e)^L, e the decomposed "
-                         "variant's final-step error (band: e's 95% interval).", imgs))  # fmt: skip
+        imgs = [
+            save(chain_accuracy(chain, m), figs / f"perception_chain_{m}.png")
+            for m in dict.fromkeys(chain["modality"])
+        ]
+        sections.append(
+            (
+                "Scavenger hunt: compounding error",
+                "Observed accuracy per chain length L against (1 - e)^L, e the decomposed "
+                "variant's final-step error (band: e's 95% interval).",
+                imgs,
+            )
+        )
     eff = res.perception_effects
     if eff is not None and len(eff) and (eff["task"] == "circuits").any():
         paper = published_table2()
-        imgs = [save(effect_coefficients(eff, cov, "circuits", paper),
-                     figs / f"perception_effect_{cov}.png")
-                for cov in ("distance_px", "crossings") if (eff["covariate"] == cov).any()]  # fmt: skip
-        sections.append(("Circuits: Table 2 regressions",
-                         "Univariate logistic regressions of correctness on port distance and on "
-                         "crossings (log-odds, bars: 95% Wald intervals); squares: the paper's "
-                         "Table 2.", imgs))  # fmt: skip
-        head += ["<h2>Perception tasks: covariate effects</h2>",
-                 f"<p>{html.escape('Logistic regressions of correctness (perception_effects.csv).')}</p>",
-                 table_html(eff[eff["task"] == "circuits"])]  # fmt: skip
+        imgs = [
+            save(
+                effect_coefficients(eff, cov, "circuits", paper),
+                figs / f"perception_effect_{cov}.png",
+            )
+            for cov in ("distance_px", "crossings")
+            if (eff["covariate"] == cov).any()
+        ]
+        sections.append(
+            (
+                "Circuits: Table 2 regressions",
+                "Univariate logistic regressions of correctness on port distance and on "
+                "crossings (log-odds, bars: 95% Wald intervals); squares: the paper's "
+                "Table 2.",
+                imgs,
+            )
+        )
+        head += [
+            "<h2>Perception tasks: covariate effects</h2>",
+            f"<p>{html.escape('Logistic regressions of correctness (perception_effects.csv).')}</p>",
+            table_html(eff[eff["task"] == "circuits"]),
+        ]
     sections += perceptv_sections(res, figs, save)
     return head, sections
 
@@ -270,14 +327,23 @@ def perceptv_sections(res, figs: Path, save) -> list[tuple]:
             fig = plots.plot_accuracy_vs_size(s, subject=subject)
             fig.axes[0].set_title(str(subject))
             imgs.append(save(fig, figs / f"perceptv_size_{k}.png"))
-        out.append(("Percept-V: accuracy against problem size",
-                    "Accuracy (%) per domain against problem size, one panel per subject.", imgs))  # fmt: skip
+        out.append(
+            (
+                "Percept-V: accuracy against problem size",
+                "Accuracy (%) per domain against problem size, one panel per subject.",
+                imgs,
+            )
+        )
     skills = res.perceptv_skills
     if skills is not None and len(skills):
         fig = plots.plot_skills(skills)
-        out.append(("Percept-V: skills",
-                    "Skill scores (mean accuracy of each skill's Table 1 domains) per subject; "
-                    "markers: the published models (Table 3). A partial run gives partial means "
-                    "(perceptv_skills.csv: n_domains of n_tagged).",
-                    [save(fig, figs / "perceptv_skills.png")]))  # fmt: skip
+        out.append(
+            (
+                "Percept-V: skills",
+                "Skill scores (mean accuracy of each skill's Table 1 domains) per subject; "
+                "markers: the published models (Table 3). A partial run gives partial means "
+                "(perceptv_skills.csv: n_domains of n_tagged).",
+                [save(fig, figs / "perceptv_skills.png")],
+            )
+        )
     return out

@@ -85,8 +85,15 @@ class ObjectReid(TunnelTask):
     variants = reid.VARIANTS
     default_variant = "standard"
     max_tokens = reid.MAX_TOKENS
-    columns = ("n_shapes", "positive", "n_changed", "n_distractors", "rotation_deg", "scale",
-               "change_px")  # fmt: skip
+    columns = (
+        "n_shapes",
+        "positive",
+        "n_changed",
+        "n_distractors",
+        "rotation_deg",
+        "scale",
+        "change_px",
+    )
     covariates = ("n_distractors", "scale")
 
     def sizes(self, variant):
@@ -135,10 +142,16 @@ class ScavengerHunt(TunnelTask):
         base = {"variant": variant, "seed": seed, "n_images": 1, "n_demos": len(demos)}
         cols = self._columns(trial.meta)
         if variant != "decomposed":
-            stim = self.stimulus(trial.meta["L"], trial.text, trial.prompt, **base,
-                                 gold=trial.answer, format=trial.answer_format,
-                                 chance=self._chance(trial),
-                                 columns={**cols, "step": None, "n_steps": 1})  # fmt: skip
+            stim = self.stimulus(
+                trial.meta["L"],
+                trial.text,
+                trial.prompt,
+                **base,
+                gold=trial.answer,
+                format=trial.answer_format,
+                chance=self._chance(trial),
+                columns={**cols, "step": None, "n_steps": 1},
+            )
             return [Question(stim, images, demos)]
         m = trial.meta
         out = []
@@ -147,9 +160,16 @@ class ScavengerHunt(TunnelTask):
             zip(m["step_prompts"], m["step_answers"], m["step_formats"], strict=True)
         ):
             chance = 1 / len(hunt.COLOURS) if fmt == "hunt_colour" else 1 / len(hunt.PAIRS)
-            stim = self.stimulus(trial.meta["L"], trial.text, prompt, **base, gold=gold,
-                                 format=fmt, chance=chance,
-                                 columns={**cols, "step": k + 1, "n_steps": n_steps})  # fmt: skip
+            stim = self.stimulus(
+                trial.meta["L"],
+                trial.text,
+                prompt,
+                **base,
+                gold=gold,
+                format=fmt,
+                chance=chance,
+                columns={**cols, "step": k + 1, "n_steps": n_steps},
+            )
             out.append(Question(stim, images, demos))
         return out
 
@@ -161,8 +181,18 @@ class Circuits(TunnelTask):
     variants = circuits.COLOUR_MODES
     default_variant = "standard"
     max_tokens = circuits.MAX_TOKENS
-    columns = ("colour_mode", "query_port", "distance_px", "path_length", "crossings",
-               "crossings_earlier", "wire_colour", "n_components", "n_wires", "n_clutter")  # fmt: skip
+    columns = (
+        "colour_mode",
+        "query_port",
+        "distance_px",
+        "path_length",
+        "crossings",
+        "crossings_earlier",
+        "wire_colour",
+        "n_components",
+        "n_wires",
+        "n_clutter",
+    )
     covariates = ("distance_px", "crossings", "path_length")
     joint_covariates = ("distance_px", "crossings")  # which one explains the errors
 

@@ -21,8 +21,16 @@ PERCEPTV_KINDS = tuple(sims.SIMS)
 
 
 def _rng(seed: int, kind: str, meta: dict) -> np.random.Generator:
-    ident = (seed, kind, meta.get("session"), meta.get("run"), meta.get("condition"),
-             meta.get("modality"), meta.get("trial"), meta.get("perceptv_seed"))  # fmt: skip
+    ident = (
+        seed,
+        kind,
+        meta.get("session"),
+        meta.get("run"),
+        meta.get("condition"),
+        meta.get("modality"),
+        meta.get("trial"),
+        meta.get("perceptv_seed"),
+    )
     digest = hashlib.sha256(repr(ident).encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 

@@ -43,8 +43,16 @@ _ROW = re.compile(r"^(\d+) \| (\d+) \| (\w+) \| (\w+) \| (\w+ \w+)$", re.M)
 
 
 def _rng(seed: int, kind: str, meta: dict) -> np.random.Generator:
-    ident = (seed, kind, meta.get("task"), meta.get("session"), meta.get("run"),
-             meta.get("condition"), meta.get("modality"), meta.get("trial"))  # fmt: skip
+    ident = (
+        seed,
+        kind,
+        meta.get("task"),
+        meta.get("session"),
+        meta.get("run"),
+        meta.get("condition"),
+        meta.get("modality"),
+        meta.get("trial"),
+    )
     digest = hashlib.sha256(repr(ident).encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
@@ -68,8 +76,16 @@ def trial_of(request: Request) -> Trial:
         cells = grid_from_text(text)
         if cells is not None:
             images = (hunt.render(cells),)
-    return Trial(task=meta["task"], variant="", images=images, prompt=text, demos=(), answer="",
-                 answer_format="", max_tokens=0)  # fmt: skip
+    return Trial(
+        task=meta["task"],
+        variant="",
+        images=images,
+        prompt=text,
+        demos=(),
+        answer="",
+        answer_format="",
+        max_tokens=0,
+    )
 
 
 class TunnelSubject:
