@@ -7,7 +7,7 @@ import pandas as pd
 from .bootstrap import check_resample
 from .evidence import evidence_table
 from .fitting import fit_batch, fits_table
-from .trials import CELL_KEYS, normalize_trials
+from .trials import CELL_KEYS, PERCEPTION_MARKERS, SEARCH_MARKERS, normalize_trials, paradigm_rows
 
 
 def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -23,10 +23,10 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         When every trial is a visual-search trial.
     """
     from .errors import BayesobsInputError
-    from .perception import is_perception
-    from .search import is_search
 
-    found = is_search(trials) | is_perception(trials)
+    found = paradigm_rows(trials, "search", SEARCH_MARKERS) | paradigm_rows(
+        trials, "perception", PERCEPTION_MARKERS
+    )
     if found.all():
         raise BayesobsInputError(
             "these are visual-search trials or perception trials (correct answers, not magnitudes): "

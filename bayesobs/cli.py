@@ -19,8 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import BayesobsInputError
-from .subjects.base import FatalSubjectError
+from .errors import BayesobsInputError, FatalSubjectError
 
 
 def _add_trial_options(p: argparse.ArgumentParser) -> None:

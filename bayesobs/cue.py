@@ -197,8 +197,9 @@ def paired_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     paired = paired[complete & ~bad]
     if len(bad_groups):
         paired = paired[~paired[list(GROUP)].apply(tuple, axis=1).isin(bad_groups)]
+    present = set(map(tuple, paired[list(GROUP)].drop_duplicates().to_numpy().tolist()))
     for g in ok_groups:
-        if g not in bad_groups and not (paired[list(GROUP)] == list(g)).all(axis=1).any():
+        if g not in bad_groups and tuple(g) not in present:
             missing.append((*g, "no trial has all three responses observed"))
     return paired.reset_index(drop=True), pd.DataFrame(missing, columns=[*GROUP, "reason"])
 
@@ -209,15 +210,17 @@ def cue_batch(
     seed: int = 0,
     non_oracle: str = "response",
     resample: str = "pooled",
+    paired: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray], pd.DataFrame]:
     """Cue-combination quantities of every group and bootstrap replicate.
 
     ``trials`` must carry a ``baseline`` column (see
     :func:`bayesobs.scores.with_baseline`).  Returns the groups, a dict of
     ``(groups, 1 + B)`` arrays and the table of groups left out.
-    ``resample`` is the bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
+    ``resample`` is the bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`);
+    ``paired`` is :func:`paired_trials` of ``trials`` when the caller has it.
     """
-    paired, missing = paired_trials(trials)
+    paired, missing = paired_trials(trials) if paired is None else paired
     B = int(bootstrap)
     if paired.empty:
         return pd.DataFrame(columns=list(GROUP)), {}, missing
@@ -330,9 +333,9 @@ def _probe_skip_reason(g: pd.DataFrame) -> str:
     return ""
 
 
-def _probe(trials: pd.DataFrame, seed: int, conditions, folds: int):
+def _probe(trials: pd.DataFrame, seed: int, conditions, folds: int, paired=None):
     """Out-of-fold predictions of every probe-able group, and ``missing.csv`` rows of the others."""
-    paired, _ = paired_trials(trials)
+    paired, _ = paired_trials(trials) if paired is None else paired
     paired = paired[paired["condition"].isin(conditions)]
     parts, skipped = [], []
     for (subject, task, condition), g in paired.groupby(
@@ -384,15 +387,16 @@ def _r2_table(pred: pd.DataFrame) -> pd.DataFrame:
 
 
 def cue_probe(
-    trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5
+    trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5, paired=None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`cue_probe_table` and the ``missing.csv`` rows of the groups it left out.
 
     A group whose text, image or multimodal responses are constant over its
     paired trials has no R² to report (and nothing to calibrate): it gets a
     row with component ``cue probe CONDITION`` and reason ``constant responses``.
+    ``paired`` is :func:`paired_trials` of ``trials`` when the caller has it.
     """
-    pred, skipped = _probe(trials, seed, conditions, folds)
+    pred, skipped = _probe(trials, seed, conditions, folds, paired)
     return _r2_table(pred), skipped
 
 

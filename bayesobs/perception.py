@@ -38,15 +38,16 @@ modality x condition (``condition`` is the runner's ablation, ``base``):
 from __future__ import annotations
 
 import warnings
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .errors import BayesobsInputError
+from .trials import PERCEPTION_MARKERS, paradigm_rows
 
 KEYS = ["subject", "task", "variant", "modality", "condition"]
-Z95 = float(stats.norm.ppf(0.975))
+Z95 = NormalDist().inv_cdf(0.975)
 ACCURACY_COLUMNS = KEYS + [
     "n",
     "n_correct",
@@ -86,14 +87,7 @@ def is_perception(trials: pd.DataFrame) -> pd.Series:
     Rows without a stated paradigm are perception trials when they hold
     ``problem_size`` and ``gold`` (a human data file in the same layout).
     """
-    if {"problem_size", "gold"} <= set(trials.columns):
-        guessed = trials["problem_size"].notna() & trials["gold"].notna()
-    else:
-        guessed = pd.Series(False, index=trials.index)
-    if "paradigm" not in trials.columns:
-        return guessed.astype(bool)
-    stated = trials["paradigm"]
-    return (stated == "perception").where(stated.notna(), guessed).astype(bool)
+    return paradigm_rows(trials, "perception", PERCEPTION_MARKERS)
 
 
 def wilson(k, n, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
@@ -144,8 +138,10 @@ def _accuracy(t: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     out["lo"], out["hi"] = wilson(k, n)
     out["se"] = np.sqrt(out["accuracy"] * (1 - out["accuracy"]) / n)
     out["invalid_rate"] = 1 - out["n_valid"] / n
+    from scipy.stats import binomtest  # imported here: `bayesobs fit` loads this module
+
     out["p_above_chance"] = [
-        float(stats.binomtest(int(kk), int(nn), float(c), alternative="greater").pvalue)
+        float(binomtest(int(kk), int(nn), float(c), alternative="greater").pvalue)
         if np.isfinite(c) and 0 < c < 1
         else np.nan
         for kk, nn, c in zip(k, n, out["chance"], strict=True)

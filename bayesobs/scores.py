@@ -46,11 +46,20 @@ from .cue import (  # the cue probe lives beside the cue code; re-exported here
     cue_predictions,  # noqa: F401
     cue_probe,
     cue_probe_table,  # noqa: F401
+    paired_trials,
 )
 from .evidence import factor_evidence_array
 from .observers.variants import FACTORS, VARIANT_NAMES
 from .parse import invalid_reply_rows
-from .trials import CELL_KEYS, RUN_KEYS, normalize_trials, write_csv
+from .trials import (
+    CELL_KEYS,
+    PERCEPTION_MARKERS,
+    RUN_KEYS,
+    SEARCH_MARKERS,
+    normalize_trials,
+    paradigm_rows,
+    write_csv,
+)
 
 NRMSE_MAX = 2.0
 SUMMARY = ("A", "E", "C", "S", "BCS")
@@ -502,17 +511,22 @@ def score(
         ``hvs``) by :func:`bayesobs.hvs.logged.hvs_scores` into ``hvs``; the
         other tables come from the magnitude trials.
     """
-    from .perception import is_perception, perception_scores
-    from .search import is_search, search_scores
-
     check_resample(resample)
     trials = normalize_trials(trials)
-    # perception rows (paradigm = perception) go to bayesobs.perception, search rows to search
-    perceived = is_perception(trials)
-    extra = perception_scores(trials[perceived]) if perceived.any() else {}
+    # perception rows (paradigm = perception) go to bayesobs.perception, search rows to
+    # bayesobs.search (imported only then: they load scipy.stats)
+    perceived = paradigm_rows(trials, "perception", PERCEPTION_MARKERS)
+    extra = {}
+    if perceived.any():
+        from .perception import perception_scores
+
+        extra = perception_scores(trials[perceived])
     trials = trials[~perceived]
-    found = is_search(trials)
-    extra.update(search_scores(trials[found]) if found.any() else {})
+    found = paradigm_rows(trials, "search", SEARCH_MARKERS)
+    if found.any():
+        from .search import search_scores
+
+        extra.update(search_scores(trials[found]))
     from .hvs.logged import hvs_scores, is_hvs
 
     hvs_rows = is_hvs(trials)  # HVSBench-style questions (paradigm hvs): hvs.csv
@@ -561,7 +575,8 @@ def _magnitude_scores(
         w_prior[_cell_mask(batch.cells, const)] = np.nan
     acc_cells, nrmse = accuracy_batch(trials, B, seed, resample)
     accuracy = _replicated(acc_cells.copy(), "nrmse", nrmse)
-    cue_groups, cue_vals, cue_missing = cue_batch(trials, B, seed, non_oracle, resample)
+    paired = paired_trials(trials)  # once, for the cue combination and the probe
+    cue_groups, cue_vals, cue_missing = cue_batch(trials, B, seed, non_oracle, resample, paired)
     cue = cue_frame(cue_groups, cue_vals)
     bcs_rows, bcs_vals, bcs_missing = bcs_batch(batch.cells, w_prior)
     bcs = bcs_rows[["subject", "task", "ablation"]].copy()
@@ -603,7 +618,9 @@ def _magnitude_scores(
                 "own w_prior (see fits.csv), the paper's score needs one per cell",
             )
         )
-    probe_table, probe_skipped = cue_probe(trials, seed) if probe else (pd.DataFrame(), None)
+    probe_table, probe_skipped = (
+        cue_probe(trials, seed, paired=paired) if probe else (pd.DataFrame(), None)
+    )
     if probe_skipped is not None:
         missing += [tuple(r) for r in probe_skipped.itertuples(index=False)]
     subjects = sorted(trials["subject"].unique())

@@ -31,6 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from .errors import BayesobsInputError
+from .trials import SEARCH_MARKERS, paradigm_rows
 
 CELLS = ("1,1", "1,2", "2,1", "2,2")
 KEYS = ["subject", "task", "condition", "ablation", "answer", "modality"]
@@ -55,14 +56,7 @@ def is_search(trials: pd.DataFrame) -> pd.Series:
     in; rows without it (human CSVs, older logs) are search trials when they
     have ``set_size`` and ``correct``.
     """
-    if {"set_size", "correct"} <= set(trials.columns):
-        guessed = trials["set_size"].notna() & trials["correct"].notna()
-    else:
-        guessed = pd.Series(False, index=trials.index)
-    if "paradigm" not in trials.columns:
-        return guessed
-    stated = trials["paradigm"]
-    return (stated == "search").where(stated.notna(), guessed).astype(bool)
+    return paradigm_rows(trials, "search", SEARCH_MARKERS)
 
 
 def search_table(trials: pd.DataFrame) -> pd.DataFrame:

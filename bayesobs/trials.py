@@ -29,6 +29,9 @@ from .jsonl import read_records
 CELL_KEYS: tuple[str, ...] = ("subject", "task", "modality", "condition")
 RUN_KEYS: tuple[str, ...] = CELL_KEYS + ("session", "run")
 TRIAL_KEYS: tuple[str, ...] = RUN_KEYS + ("trial",)
+# the columns that mark a row without a ``paradigm`` as a search or a perception trial
+SEARCH_MARKERS: tuple[str, ...] = ("set_size", "correct")
+PERCEPTION_MARKERS: tuple[str, ...] = ("problem_size", "gold")
 REQUIRED: tuple[str, ...] = ("stimulus", "response")
 DEFAULTS: dict[str, object] = {
     "subject": "subject",
@@ -70,6 +73,23 @@ _MISSING_TOKENS = {"", "nan", "na", "n/a", "null", "none"}
 
 
 # --------------------------------------------------------------------- reading
+def paradigm_rows(trials: pd.DataFrame, paradigm: str, columns: Sequence[str]) -> pd.Series:
+    """Which rows belong to ``paradigm`` (``search``, ``perception``).
+
+    A ``paradigm`` column (written by the runner) decides where it is filled
+    in; rows without it (human CSVs, older logs) belong to the paradigm when
+    they fill in every one of ``columns`` (e.g. ``set_size`` and ``correct``).
+    """
+    if set(columns) <= set(trials.columns):
+        guessed = trials[list(columns)].notna().all(axis=1)
+    else:
+        guessed = pd.Series(False, index=trials.index)
+    if "paradigm" not in trials.columns:
+        return guessed.astype(bool)
+    stated = trials["paradigm"]
+    return (stated == paradigm).where(stated.notna(), guessed).astype(bool)
+
+
 def _read_jsonl(path: Path, torn_ok: bool = False) -> pd.DataFrame:
     """Records of a JSONL file; ``torn_ok`` skips unparseable lines with a warning.
 

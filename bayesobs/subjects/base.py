@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import FatalSubjectError, SubjectError
+
+__all__ = ["FatalSubjectError", "Reply", "Request", "SubjectError", "Turn"]
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -54,11 +58,3 @@ class Reply:
     attempts: int = 1
     finish_reason: str | None = None  # "length": cut off by max_tokens
     cached_from: str | None = None  # the folder a cached reply was first logged for
-
-
-class SubjectError(RuntimeError):
-    """A subject could not answer (after retries); the trial is not logged."""
-
-
-class FatalSubjectError(SubjectError):
-    """An error no retry can fix (bad key, unknown model): stop the run."""
