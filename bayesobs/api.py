@@ -130,12 +130,13 @@ def predictions(
 __all__ = ["evidence_table", "fit", "predictions"]
 
 
-def write_fit(trials: pd.DataFrame, batch, out) -> dict:
+def write_fit(trials: pd.DataFrame, batch, out, manifest: dict | None = None) -> dict:
     """Write the maximum-likelihood fit outputs of ``batch`` into folder ``out``.
 
     ``fits.csv``, ``evidence.csv``, ``cells.csv`` and ``controls.csv`` (the
-    anchoring control, METHOD §12), each atomically; what ``bayesobs fit``
-    writes, callable from a notebook.
+    anchoring control, METHOD §12), each atomically, and ``fit_manifest.json``
+    (provenance, the options in ``manifest`` and the counts returned here);
+    what ``bayesobs fit`` writes, callable from a notebook.
 
     Parameters
     ----------
@@ -145,6 +146,9 @@ def write_fit(trials: pd.DataFrame, batch, out) -> dict:
         :func:`bayesobs.fitting.fit_batch` of those trials.
     out : path
         The output folder (created).
+    manifest : dict, optional
+        Options to record in ``fit_manifest.json`` beside the provenance
+        (inputs, mapping, bootstrap, seed...; the CLI passes its own).
 
     Returns
     -------
@@ -166,7 +170,7 @@ def write_fit(trials: pd.DataFrame, batch, out) -> dict:
     write_csv(batch.cells, out / "cells.csv")
     write_csv(controls_table(fit_controls(trials), fits), out / "controls.csv")
     cells = batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
-    return {
+    summary = {
         "n_cells": len(cells),
         "n_trials": int(cells["n_trials"].sum()),
         "n_missing": int(cells["n_missing"].sum()),
@@ -174,3 +178,8 @@ def write_fit(trials: pd.DataFrame, batch, out) -> dict:
         "n_constant": int(cells["constant"].sum()),
         "levels": list(batch.cells.attrs.get("levels") or []),
     }
+    from .provenance import write_manifest
+
+    counts = {k: summary[k] for k in ("n_cells", "n_trials", "n_missing")}
+    write_manifest(out / "fit_manifest.json", "fit", **{**(manifest or {}), **counts})
+    return summary

@@ -102,12 +102,9 @@ def _read(args):
     )
 
 
-def _trial_record(args, command: str, **extra) -> dict:
-    """Provenance of a command that reads trials: inputs and the trial options."""
-    from .provenance import provenance
-
-    return provenance(
-        command=command,
+def _trial_options(args, **extra) -> dict:
+    """The options of a command that reads trials, for its manifest: inputs and trial options."""
+    return dict(
         inputs=[str(p) for p in args.trials],
         map=args.map,
         where=args.where,
@@ -190,22 +187,14 @@ def cmd_fit(args) -> int:
         lapse=args.lapse,
         resample=args.resample,
     )
-    summary = write_fit(trials, batch, args.out)
+    options = _trial_options(args, seconds=round(time.perf_counter() - t0, 3))
+    summary = write_fit(trials, batch, args.out, manifest=options)
     n_missing, n_trials = summary["n_missing"], summary["n_trials"]
     skipped_log, n_constant, levels = (
         summary["log_skipped"],
         summary["n_constant"],
         summary["levels"],
     )
-    record = _trial_record(
-        args,
-        "fit",
-        n_cells=summary["n_cells"],
-        n_trials=n_trials,
-        n_missing=n_missing,
-        seconds=round(time.perf_counter() - t0, 3),
-    )
-    (args.out / "fit_manifest.json").write_text(json.dumps(record, indent=2) + "\n")
     if args.method == "posterior":
         _fit_posterior(args, trials, fits_table(batch), args.out)
     print(
@@ -258,16 +247,10 @@ def cmd_score(args) -> int:
         interleaved=args.interleaved,
         lapse=args.lapse,
     )
-    written = result.to_folder(args.out, trials=trials)
-    record = _trial_record(
-        args,
-        "score",
-        non_oracle=args.non_oracle,
-        n_trials=len(trials),
-        n_missing=int(trials["response"].isna().sum()),
-        seconds=round(time.perf_counter() - t0, 3),
+    options = _trial_options(
+        args, non_oracle=args.non_oracle, seconds=round(time.perf_counter() - t0, 3)
     )
-    (args.out / "score_manifest.json").write_text(json.dumps(record, indent=2) + "\n")
+    written = result.to_folder(args.out, trials=trials, manifest=options)
     if len(result.bayesbench.columns):
         interval = (
             f"bootstrap B={args.bootstrap}, {args.resample} resampling, 68% intervals"

@@ -64,3 +64,32 @@ def provenance(**extra) -> dict:
         "versions": versions(),
         **extra,
     }
+
+
+def write_manifest(path: str | Path, command: str, **fields) -> Path:
+    """Write ``provenance(command=command, **fields)`` to ``path`` atomically, as strict JSON.
+
+    The one writer of ``fit_manifest.json`` and ``score_manifest.json``, for
+    the CLI and for notebooks alike.  Non-finite floats become ``null`` (no
+    ``NaN``/``Infinity`` in a file other languages read); paths become text.
+    """
+    import json
+    import math
+
+    def clean(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        if isinstance(v, Path):
+            return str(v)
+        return v
+
+    path = Path(path)
+    record = clean(provenance(command=command, **fields))
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(record, indent=2, allow_nan=False, default=str) + "\n")
+    tmp.replace(path)
+    return path

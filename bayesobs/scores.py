@@ -253,13 +253,17 @@ class Scores(NamedTuple):
     perceptv_skills: pd.DataFrame | None = None
     perceptv_formats: pd.DataFrame | None = None
 
-    def to_folder(self, out, trials: pd.DataFrame | None = None) -> list[str]:
+    def to_folder(
+        self, out, trials: pd.DataFrame | None = None, manifest: dict | None = None
+    ) -> list[str]:
         """Write every computed table as ``out/NAME.csv``; returns the names written.
 
         Each file is written atomically (:func:`bayesobs.trials.write_csv`).  With
         ``trials`` (the table that was scored, after any mapping and filtering),
         the folder also keeps it as ``out/trials.parquet``, so ``bayesobs report``
         rebuilds the figures from the folder alone, from any working directory.
+        ``score_manifest.json`` records the provenance, the options given in
+        ``manifest`` (bootstrap, seed, inputs...) and the trial counts.
         """
         from pathlib import Path
 
@@ -273,6 +277,12 @@ class Scores(NamedTuple):
         if trials is not None:
             _write_scored_trials(trials, out / SCORED_TRIALS)
             written.append(SCORED_TRIALS)
+        from .provenance import write_manifest
+
+        counts = {}
+        if trials is not None:
+            counts = {"n_trials": len(trials), "n_missing": int(trials["response"].isna().sum())}
+        write_manifest(out / "score_manifest.json", "score", **{**(manifest or {}), **counts})
         return written
 
     @classmethod
