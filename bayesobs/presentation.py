@@ -63,14 +63,14 @@ def practice_stimulus(spec: dict, sess):
     return sess.task.generate(rng, *map(float, sess.range), 1, spec.get("options", {}))[0]
 
 
-def stimulus_text(sess, stim, t: int) -> str | None:
-    """The text a subject reads on trial ``t``: the text rendering and the question.
+def stimulus_parts(sess, stim, t: int) -> tuple[str | None, str | None]:
+    """The two texts of trial ``t``: the stimulus rendering and the question.
 
-    ``None`` in the image modality unless the stimulus carries a question
-    (``stim.prompt``, shown in every modality).  Under ``noise_text`` the
-    rendering is degraded, seeded by the run and the trial, so a model and
-    a person see the same smudges.  The runner, the web app and the jsPsych
-    export all show this.
+    The rendering is ``None`` in the image modality; under ``noise_text`` it
+    is degraded, seeded by the run and the trial, so a model and a person
+    see the same smudges.  The question (``stim.prompt``: search and
+    perception tasks) goes with the stimulus in every modality.  The web app
+    lays the two out apart (a question wraps, a rendering never does).
     """
     from .ablations import degrade_text
     from .runner import _seed
@@ -79,6 +79,34 @@ def stimulus_text(sess, stim, t: int) -> str | None:
     if text is not None and sess.cond.text_noise > 0:
         rng = np.random.default_rng(_seed(sess.seed, "noise_text", t, stim.key()))
         text = degrade_text(text, sess.cond.text_noise, rng)
-    if stim.prompt:  # a question that goes with the stimulus in every modality
-        text = stim.prompt if text is None else f"{text}\n\n{stim.prompt}"
+    return text, (stim.prompt or None)
+
+
+def stimulus_text(sess, stim, t: int) -> str | None:
+    """The text a subject reads on trial ``t``: the rendering, a blank line, the question.
+
+    See :func:`stimulus_parts`.  The runner sends this to a model; the web
+    app and the jsPsych export show the same two parts.
+    """
+    text, question = stimulus_parts(sess, stim, t)
+    if question:
+        text = question if text is None else f"{text}\n\n{question}"
     return text
+
+
+def trial_blur(sess, t: int) -> float:
+    """The Gaussian blur (pixels) of trial ``t``'s image: the run's schedule; 0 in the text modality."""
+    return float(sess.blur[t]) if sess.modality != "text" else 0.0
+
+
+def stimulus_images(sess, stim, blur: float) -> tuple[bytes, ...]:
+    """The PNG images a subject sees with a stimulus, in order, at ``blur``.
+
+    None in the text modality; in the image and multimodal modalities the
+    task's rendering (one image for the magnitude and search tasks, two for
+    object re-identification).  The runner, the web app and the jsPsych
+    export all show these.
+    """
+    if sess.modality not in ("image", "multimodal"):
+        return ()
+    return tuple(sess.task.render_pngs(stim, blur))

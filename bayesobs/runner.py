@@ -32,7 +32,7 @@ from .ablations import (
     system_prompt,
 )
 from .errors import BayesobsInputError
-from .presentation import stimulus_text
+from .presentation import stimulus_images, stimulus_text, trial_blur
 from .provenance import utc_now
 from .stimuli import TASKS, Stimulus, Task, get_task
 from .stimuli.distributions import check_distribution, label, prior_mean
@@ -224,15 +224,6 @@ def load_protocol(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def numeric_only(spec: dict) -> None:
-    """Refuse a task whose answers are not numbers (the human web app and jsPsych export)."""
-    if TASKS[spec["task"]].record is not Task.record:
-        raise BayesobsInputError(
-            f"task {spec['task']} takes cell or point answers; the participant app and the jsPsych "
-            "export take numeric answers only (visual-search tasks run on models and simulated subjects)"
-        )
-
-
 def load_spec_checks(spec: dict, where: str) -> None:
     """Conditions and modalities of a spec exist and fit the task."""
     for c in spec.get("conditions", ["base"]):
@@ -413,7 +404,7 @@ class Runner:
             key = (sess.task.name, stim.key(), blur)
             pngs = self._png.get(key)
             if pngs is None:
-                pngs = self._png[key] = tuple(sess.task.render_pngs(stim, blur))
+                pngs = self._png[key] = stimulus_images(sess, stim, blur)
                 if len(self._png) > 4096:
                     self._png.popitem(last=False)
             else:
@@ -464,7 +455,7 @@ class Runner:
         history: list[tuple[Turn, Turn, int]] = []
         previous: list[float] = []
         for t, stim in enumerate(sess.stimuli):
-            blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
+            blur = trial_blur(sess, t)
             user = self._turn(sess, stim, blur, t)
             window = history[-sess.cond.context :] if sess.cond.context else []
             key = (*sess.key[:6], t)

@@ -507,7 +507,9 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
 def test_a_trial_with_several_images_shows_them_all_in_order(tmp_path, browser):
     server = ParticipantServer(SPEC, tmp_path / "exp", ["image"], ["base"], 2, order="fixed")
     sess = server.study.sessions[0]
-    stored = [server.image_url(sess, s, 0.0)[1:] for s in sess.stimuli[:2]]  # stimuli/<hash>.png
+    stored = [
+        server.image_urls(sess, s, 0.0)[0][1:] for s in sess.stimuli[:2]
+    ]  # stimuli/<hash>.png
     sess.stimuli[0].params["images"] = stored[
         ::-1
     ]  # as a stimulus with several pictures carries them
@@ -524,6 +526,9 @@ def test_a_trial_with_several_images_shows_them_all_in_order(tmp_path, browser):
         assert [imgs.nth(i).get_attribute("src") for i in range(imgs.count())] == [
             "/" + s for s in stored[::-1]
         ]
+        page.wait_for_function(  # every image loads (waits while the machine is busy)
+            "[...document.querySelectorAll('#stim-imgs img')].every(i => i.complete)"
+        )
         assert page.evaluate(
             "[...document.querySelectorAll('#stim-imgs img')].every(i => i.naturalWidth > 0)"
         )
@@ -535,3 +540,85 @@ def test_a_trial_with_several_images_shows_them_all_in_order(tmp_path, browser):
             page.locator("#stim-img").is_visible() and page.locator("#stim-imgs img").count() == 0
         )
     assert _rows(tmp_path / "exp")[0]["images"] == stored[::-1]
+
+
+# ---------------------------------------------------------------- worded answers (perception)
+def test_a_person_answers_object_reidentification_with_two_images(tmp_path, browser):
+    """serve takes worded answers: two images a trial, the task's parser, `correct` logged, scored."""
+    spec = ROOT / "tasks" / "object_reid.toml"
+    server = ParticipantServer(spec, tmp_path / "exp", trials=2, order="fixed")
+    with running(server) as url:
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(f"{url}/?pid=reid")
+        page.get_by_role("button", name="I agree").click()
+        page.get_by_role("button", name="Start the practice trial").click()
+        page.wait_for_selector("#stim-imgs img >> nth=1")
+        assert page.locator("#stim-imgs img").count() == 2  # both images, in order
+        assert page.locator("#answer-label").inner_text() == "Your answer"
+        page.fill("input[name=response]", "perhaps")  # not a yes/no answer: asked again
+        page.keyboard.press("Enter")
+        page.wait_for_selector("text=please answer as the question asks")
+        page.fill("input[name=response]", "yes")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("text=the correct answer was")
+        page.get_by_role("button", name="Start the study").click()
+        for i in range(6):
+            page.wait_for_selector(f"text=Trial {i + 1} of 6")
+            assert page.locator("#stim-imgs img").count() == 2
+            page.fill("input[name=response]", "yes" if i % 2 else "{no}")  # braces optional
+            page.keyboard.press("Enter")
+        page.wait_for_selector("#thanks:not([hidden])")
+    rows = _rows(tmp_path / "exp")
+    assert len(rows) == 6 and {r["paradigm"] for r in rows} == {"perception"}
+    for r in rows:
+        assert r["valid"] is True and len(r["images"]) == 2 and r["image"] == r["images"][0]
+        assert all((tmp_path / "exp" / p).exists() for p in r["images"])
+        assert r["correct"] == int(r["response_value"] == r["gold"])  # the runner's scoring
+    assert sorted(r["response_value"] for r in rows) == ["no"] * 3 + ["yes"] * 3
+    assert main(["score", str(tmp_path / "exp"), "--out", str(tmp_path / "scores")]) == 0
+    import pandas as pd
+
+    acc = pd.read_csv(tmp_path / "scores" / "perception.csv")
+    assert set(acc["subject"]) == {"reid"} and acc["n"].sum() == 6
+
+
+def test_the_export_refuses_worded_answers_and_points_to_serve(tmp_path, capsys):
+    out = tmp_path / "x"
+    assert main(["export", "jspsych", "tasks/object_reid.toml", "--out", str(out)]) == 2
+    assert "bayesobs serve" in capsys.readouterr().err
+
+
+def _right_answer(task, stim) -> str:
+    """What a person who knows the answer types (search: the target's cell or point)."""
+    from bayesobs.web.app import _gold_text
+
+    p = stim.params
+    if task.paradigm == "search":
+        return p["target_cell"] if p["answer"] == "cell" else f"{p['x'][0]}, {p['y'][0]}"
+    return _gold_text(task.record(stim, None)["gold"])  # bare: no braces, no COUNT: key
+
+
+@pytest.mark.parametrize(
+    "spec", ["two_among_five", "scavenger_hunt", "circuits", "percept_v_small"]
+)
+def test_worded_answers_are_read_by_the_runners_parser(tmp_path, spec):
+    """Right answers typed by a person score correct on every worded task, through the HTTP API."""
+    trials = None if spec == "percept_v_small" else 2  # percept_v_small: 40 in all
+    server = ParticipantServer(
+        ROOT / "tasks" / f"{spec}.toml", tmp_path / "e", trials=trials, order="fixed"
+    )
+    study = server.study_of("p1")
+    with running(server) as url, httpx.Client(base_url=url) as c:
+        assert c.post("/api/start", json={"consent": True, "pid": "p1"}).status_code == 200
+        t = c.get("/api/next").json()
+        assert t["answer"] == "text" and (t["image"] or t["images"])
+        n = 0
+        while not t["finished"] and n < 12:
+            sess, i, _ = study.trial(t["id"])
+            r = c.post("/api/answer", json={"id": t["id"], "response": "@@"})
+            assert r.status_code == 400  # unreadable: refused, nothing logged
+            said = _right_answer(sess.task, sess.stimuli[i])
+            t = c.post("/api/answer", json={"id": t["id"], "response": said}).json()
+            n += 1
+    rows = _rows(tmp_path / "e")
+    assert len(rows) == n and all(r["valid"] and r["correct"] == 1 for r in rows), rows[:2]

@@ -322,3 +322,45 @@ def test_a_person_reads_the_degraded_text_a_model_reads(tmp_path):
         for line in (run / "trials.jsonl").read_text().splitlines()
     }
     assert shown == sent and any("~" in t for t in shown)  # smudged, and the same smudges
+
+
+def test_a_person_sees_the_blurred_images_a_model_sees(tmp_path):
+    """noise_gradual: the export's images are the runner's, byte for byte (one stimulus_images)."""
+    out = tmp_path / "exp"
+    common = ["--condition", "noise_gradual", "--modality", "image", "--trials", "3"]
+    assert main(["export", "jspsych", "tasks/line_ratio.toml", "--out", str(out), *common]) == 0
+    js = (out / "experiment.js").read_text()
+    blocks = json.loads(re.search(r"const BLOCKS = (\[.*?\n\]);", js, re.S).group(1))
+    shown = [(out / it["image"]).read_bytes() for block in blocks for it in block]
+    run = tmp_path / "run"
+    assert (
+        main(
+            ["run", "tasks/line_ratio.toml", "--subject", "sim:linear", "--out", str(run), *common]
+        )
+        == 0
+    )
+    rows = [json.loads(line) for line in (run / "trials.jsonl").read_text().splitlines()]
+    sent = [(run / r["image"]).read_bytes() for r in rows]
+    assert len(shown) == 9 and len({r["blur_sigma"] for r in rows}) == 3  # 3 sessions x 3 blurs
+    assert sorted(shown) == sorted(sent)  # the export counterbalances the block order
+    assert len(set(sent)) == 9  # each stimulus at its own blur: nine different images
+
+
+def test_library_writes_the_manifests_the_cli_writes(tmp_path):
+    """fit_manifest.json / score_manifest.json come from the library (strict JSON, provenance)."""
+    from bayesobs.api import magnitude_trials, write_fit
+    from bayesobs.fitting import fit_batch
+    from bayesobs.synthetic import simulated_trials
+    from bayesobs.trials import normalize_trials
+
+    table, _ = magnitude_trials(
+        normalize_trials(simulated_trials(n_subjects=1, trials_per_session=20, seed=3))
+    )
+    write_fit(table, fit_batch(table), tmp_path / "fit", manifest={"bootstrap": 0, "x": np.nan})
+    man = json.loads((tmp_path / "fit" / "fit_manifest.json").read_text())
+    assert man["command"] == "fit" and man["n_trials"] == len(table) and man["x"] is None
+    assert man["git_revision"] is None or len(man["git_revision"]) >= 40
+    scores = bayesobs.score(table, probe=False)
+    scores.to_folder(tmp_path / "score", trials=table, manifest={"seed": 0})
+    man = json.loads((tmp_path / "score" / "score_manifest.json").read_text())
+    assert man["command"] == "score" and man["seed"] == 0 and man["n_trials"] == len(table)

@@ -90,6 +90,16 @@ class Task:
             out["invalid_reason"] = reason
         return out
 
+    def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
+        """Readings of a person's typed answer, tried in order by :meth:`record`.
+
+        A person types the bare answer (``yes``, ``C3``); the format a model
+        is asked for (braces, ``COUNT:x``, ``Cell (i,j)``) is optional.  The
+        web app logs the first reading :meth:`record` accepts.  Default: as
+        typed, then in braces.
+        """
+        return (text, "{" + text + "}")
+
     def demos(self, stim: Stimulus, modality: str) -> tuple[Demo, ...]:
         """Few-shot demonstrations shown before the trial, with their correct answers.
 

@@ -71,6 +71,16 @@ class PerceptV(PerceptionTask):
         )
         return [Question(stim, images, ())]
 
+    def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
+        """As typed, then in the domain's answer format (``4`` -> ``COUNT:4``)."""
+        from ..perceptv.parse import FORMATTERS
+
+        try:
+            formatted = FORMATTERS[stim.params["format"]](text.strip())
+        except (KeyError, ValueError):  # e.g. too few values for a keyed format
+            return (text,)
+        return (text, formatted)
+
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict[str, Any]:
         """Score a reply: right when its parsed value is in the trial's accept set."""
         row = super().record(stim, reply, truncated)

@@ -262,6 +262,11 @@ class SearchTask(Task):
         """Item positions and features of one display with ``k`` distractors."""
         raise NotImplementedError
 
+    def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
+        """As typed, then ``Cell (text)`` (a cell answer) or ``(text)`` (a point)."""
+        bare = text.strip().strip("()")
+        return (text, f"Cell ({bare})" if stim.params["answer"] == "cell" else f"({bare})")
+
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict:
         """Score a reply: the named cell or point against the target, ``correct`` 1/0."""
         # the answer leads the reply ('Cell (i,j)' or '(x, y)'), so a truncated note does not matter

@@ -35,10 +35,17 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ..presentation import human_instruction, human_plan, practice_stimulus, stimulus_text
+from ..presentation import (
+    human_instruction,
+    human_plan,
+    practice_stimulus,
+    stimulus_images,
+    stimulus_parts,
+    trial_blur,
+)
 from ..provenance import utc_now
-from ..runner import Session, load_spec, numeric_only
-from ..stimuli import TASKS
+from ..runner import Session, load_spec
+from ..stimuli import TASKS, Task
 from ..store import AppendLog, ExperimentStore
 from .study import block_order, check_minutes, check_order, estimate_minutes, latin_rows
 
@@ -47,6 +54,7 @@ WRAP_TEXT = ("maze_distance", "duration")  # prose may wrap; ASCII line stimuli 
 PID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # never "..", never a path
 MAX_BODY = 4096  # bytes of a request body: an answer is a few dozen
 MAX_ANSWER = 32  # characters of a typed answer ("0.4275", "12,5" ...)
+MAX_TEXT_ANSWER = 200  # characters of a typed worded answer (a label, a cell, a list of colours)
 MAX_RT_MS = 24 * 3600 * 1000  # a client response time above a day is not one
 SECURITY_HEADERS = [
     (
@@ -124,7 +132,6 @@ class ParticipantServer:
         minutes=None,
     ):
         spec = load_spec(spec_path)
-        numeric_only(spec)
         self.spec = spec
         sessions = human_plan(spec, modalities, conditions, trials, ami)  # subject: each pid
         practice = practice_stimulus(spec, sessions[0])
@@ -200,12 +207,65 @@ class ParticipantServer:
             return None
         return pid if hmac.compare_digest(self.keys[pid], _hash(key)) else None
 
-    def image_url(self, sess: Session, stim, blur: float) -> str:
-        """The URL of a stimulus image at this blur, rendered once and stored by content."""
-        k = (stim.key(), blur)
+    def image_urls(self, sess: Session, stim, blur: float) -> list[str]:
+        """The URLs of a trial's images at this blur (none in the text modality), stored by content."""
+        k = (sess.task.name, stim.key(), blur, sess.modality in ("image", "multimodal"))
         if k not in self._png:
-            self._png[k] = self.store.save_png(sess.task.render_png(stim, blur))
-        return "/" + self._png[k]
+            self._png[k] = ["/" + self.store.save_png(p) for p in stimulus_images(sess, stim, blur)]
+        return self._png[k]
+
+    def shown(self, sess: Session, stim, blur: float) -> dict:
+        """``image`` (one image) or ``images`` (several, in order) of a trial's payload."""
+        urls = self.image_urls(sess, stim, blur)
+        images = stim.params.get("images") if isinstance(stim.params, dict) else None
+        if len(urls) > 1:
+            return {"image": None, "images": urls}
+        if isinstance(images, (list, tuple)):  # stored images named by the stimulus
+            return {"image": urls[0] if urls else None, "images": [_url(x) for x in images]}
+        return {"image": urls[0] if urls else None, "images": None}
+
+    def logged_images(self, sess: Session, stim, blur: float) -> dict:
+        """The log's ``image`` (the first stored image) and, for several, ``images`` columns."""
+        urls = [u[1:] for u in self.image_urls(sess, stim, blur)]
+        out: dict = {"image": urls[0] if urls else None}
+        if len(urls) > 1:
+            out["images"] = urls
+        elif isinstance(stim.params.get("images"), (list, tuple)):
+            out["images"] = list(stim.params["images"])
+        return out
+
+    def check_answer(self, body, sess, stim) -> dict | Response:
+        """The typed answer as the log's answer columns, or a 400 response saying why.
+
+        Tasks with numeric answers take a plain number in the task's range
+        (``response``, ``valid``); tasks with worded answers (search cells,
+        perception words, labels and lists) read the text with the task's own
+        parser, the one the runner uses on a model's reply, in each of the
+        task's readings of a typed answer (``Task.human_replies``: a person
+        need not type the braces or keys a model is asked for).
+        """
+        if body is None:
+            return JSONResponse({"error": "send JSON"}, status_code=400)
+        if not worded(sess.task):
+            value = self.check_value(body, sess)
+            if isinstance(value, Response):
+                return value
+            return {"response": value, "valid": True}
+        text = str(body.get("response", "")).strip()
+        if not text:
+            return JSONResponse({"error": "please type an answer"}, status_code=400)
+        if len(text) > MAX_TEXT_ANSWER:
+            return JSONResponse(
+                {"error": f"answers are at most {MAX_TEXT_ANSWER} characters"}, status_code=400
+            )
+        for reply in sess.task.human_replies(stim, text):
+            answer = sess.task.record(stim, reply)
+            if answer.get("valid"):
+                return answer
+        return JSONResponse(
+            {"error": "please answer as the question asks (see the instruction above)"},
+            status_code=400,
+        )
 
     def trial_payload(self, pid: str) -> dict:
         """What the page needs for the participant's next trial (or that the study is done)."""
@@ -221,28 +281,25 @@ class ParticipantServer:
             }
         sess, t, block = study.trial(done)
         stim = sess.stimuli[t]
-        blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
+        blur = trial_blur(sess, t)
         instruction = human_instruction(sess, t)
-        images = stim.params.get("images") if isinstance(stim.params, dict) else None
-        lo, hi = ANSWER_RANGE[sess.task.name]
+        lo, hi = ANSWER_RANGE.get(sess.task.name, (None, None))
         self.served_at.setdefault((pid, done), time.monotonic())
         return {
             "finished": False,
             "done": done,
             "total": total,
             "id": done,
-            "text": stimulus_text(sess, stim, t),
-            "image": self.image_url(sess, stim, blur)
-            if sess.modality in ("image", "multimodal")
-            else None,
+            **dict(zip(("text", "question"), stimulus_parts(sess, stim, t), strict=True)),
+            **self.shown(sess, stim, blur),
             "instruction": instruction,
             "unit": sess.task.unit,
+            "answer": "text" if worded(sess.task) else "number",
             "min": lo,
             "max": hi,
             "wrap": sess.task.name in WRAP_TEXT,
             "block": block,
             "blocks": len(study.sessions),
-            "images": [_url(x) for x in images] if isinstance(images, (list, tuple)) else None,
         }
 
     # ------------------------------------------------------------ handlers
@@ -328,13 +385,15 @@ class ParticipantServer:
         sess = self.study_of(pid).sessions[0]  # the modality of the participant's first block
         stim = self.study.practice
         if request.method == "GET":
-            lo, hi = ANSWER_RANGE[sess.task.name]
+            lo, hi = ANSWER_RANGE.get(sess.task.name, (None, None))
             return JSONResponse(
                 {
-                    "text": stim.text if sess.modality != "image" else None,
-                    "image": self.image_url(sess, stim, 0.0) if sess.modality != "text" else None,
+                    "text": stim.text if sess.modality != "image" else None,  # never smudged
+                    "question": stim.prompt or None,
+                    **self.shown(sess, stim, 0.0),
                     "instruction": sess.task.instruction,
                     "unit": sess.task.unit,
+                    "answer": "text" if worded(sess.task) else "number",
                     "min": lo,
                     "max": hi,
                 }
@@ -342,15 +401,17 @@ class ParticipantServer:
         body = await _json(request)
         if isinstance(body, Response):
             return body
-        err = self.check_value(body, sess)
-        if isinstance(err, Response):
-            return err
+        answer = self.check_answer(body, sess, stim)
+        if isinstance(answer, Response):
+            return answer
         async with self.lock:
             if pid not in self.practiced:
                 self.participants.append(
                     {"event": "practice_done", "pid": pid, "time_utc": utc_now()},
                 )
                 self.practiced.add(pid)
+        if worded(sess.task):
+            return JSONResponse({"ok": True, "correct_answer": _gold_text(answer.get("gold"))})
         return JSONResponse({"ok": True, "true_value": stim.value})
 
     def check_value(self, body, sess) -> float | Response:
@@ -403,11 +464,11 @@ class ParticipantServer:
             if expected >= study.total:
                 return JSONResponse({"error": "all trials are done"}, status_code=409)
             sess, t, block = study.trial(expected)
-            value = self.check_value(body, sess)
-            if isinstance(value, Response):
-                return value
             stim = sess.stimuli[t]
-            blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
+            answer = self.check_answer(body, sess, stim)
+            if isinstance(answer, Response):
+                return answer
+            blur = trial_blur(sess, t)
             served = self.served_at.pop((pid, expected), None)
             rec = {
                 "subject": pid,
@@ -420,26 +481,22 @@ class ParticipantServer:
                 "seed": sess.seed,
                 "paradigm": sess.task.paradigm,
                 "stimulus": stim.value,
-                "response": value,
+                "response": answer.pop("response"),
                 "raw_response": str(body.get("response")),
-                "valid": True,
+                "valid": answer.pop("valid"),
                 "range_low": sess.range[0],
                 "range_high": sess.range[1],
                 "blur_sigma": blur,
                 "context_window": None,
                 "stimulus_id": stim.key(),
-                "image": self.image_url(sess, stim, blur)[1:] if sess.modality != "text" else None,
-                **(
-                    {"images": list(stim.params["images"])}
-                    if isinstance(stim.params.get("images"), (list, tuple))
-                    else {}
-                ),
+                **self.logged_images(sess, stim, blur),
                 "latency_s": round(time.monotonic() - served, 4) if served is not None else None,
                 "rt_client_s": round(float(rt) / 1000, 4) if rt is not None else None,
                 "block_position": block,
                 "counterbalance": (study.order or {}).get("counterbalance", 0),
                 "source": "human",
                 "timestamp": utc_now(),
+                **answer,  # a worded task's own columns (correct, gold, ...), as the runner logs
             }
             self.store.append(rec)
             self.progress[pid] = expected + 1
@@ -526,6 +583,19 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def worded(task) -> bool:
+    """Whether a task's answers are words, cells or lists (its own parser), not a plain number."""
+    cls = task if isinstance(task, type) else type(task)
+    return cls.record is not Task.record
+
+
+def _gold_text(gold) -> str:
+    """A correct answer as a person reads it (a list joined by commas)."""
+    if isinstance(gold, (list, tuple)):
+        return ", ".join(map(str, gold))
+    return "" if gold is None else str(gold)
 
 
 def _url(path: str) -> str:

@@ -37,11 +37,19 @@ import secrets
 from pathlib import Path
 
 from ..errors import BayesobsInputError
-from ..presentation import human_instruction, human_plan, practice_stimulus, stimulus_text
+from ..presentation import (
+    human_instruction,
+    human_plan,
+    practice_stimulus,
+    stimulus_images,
+    stimulus_text,
+    trial_blur,
+)
 from ..provenance import provenance
-from ..runner import load_spec, numeric_only
+from ..runner import load_spec
+from ..stimuli import TASKS
 from ..store import save_png
-from .app import ANSWER_RANGE, WRAP_TEXT
+from .app import ANSWER_RANGE, WRAP_TEXT, worded
 from .study import block_order, check_minutes, check_order, estimate_minutes, latin_rows
 
 PLATFORMS = ("jatos", "pavlovia", "cognition", "prolific", "local")
@@ -301,7 +309,12 @@ def export_jspsych(
         ):
             raise BayesobsInputError(f"{name} takes letters, digits, - and _, not {code!r}")
     spec = load_spec(spec_path)
-    numeric_only(spec)
+    if worded(TASKS[spec["task"]]):
+        raise BayesobsInputError(
+            f"task {spec['task']} takes worded answers (cells, words, lists); the jsPsych export "
+            "takes numbers only: run it with `bayesobs serve`, which reads such answers with "
+            "the task's own parser"
+        )
     sessions = human_plan(spec, modalities, conditions, trials, ami)
     code = completion_code or prolific_code or secrets.token_hex(4).upper()
     out = Path(out)
@@ -326,7 +339,8 @@ def export_jspsych(
     )
 
     def image(sess, stim, blur):
-        return save_png(out, sess.task.render_png(stim, blur))
+        shown = stimulus_images(sess, stim, blur)  # callers ask only where images are shown
+        return save_png(out, shown[0])
 
     task = sessions[0].task
     lo, hi = ANSWER_RANGE[task.name]
@@ -334,7 +348,7 @@ def export_jspsych(
     for sess in sessions:
         items = []
         for t, stim in enumerate(sess.stimuli):
-            blur = float(sess.blur[t]) if sess.modality != "text" else 0.0
+            blur = trial_blur(sess, t)
             items.append(
                 {
                     "instruction": human_instruction(sess, t),

@@ -23,6 +23,9 @@ function render(t) {
   current = t;
   $("instruction").textContent = t.instruction;
   $("unit").textContent = t.unit ? `(${t.unit})` : "";
+  const worded = t.answer === "text";  // a word, a cell or a list: read by the task's parser
+  $("answer-label").textContent = worded ? "Your answer" : "Your estimate";
+  $("response").setAttribute("inputmode", worded ? "text" : "decimal");
   const pre = $("stim-text");
   pre.hidden = !t.text;
   pre.replaceChildren();
@@ -36,6 +39,8 @@ function render(t) {
     });
   } else pre.textContent = t.text || "";
   pre.classList.toggle("wrap", !!t.wrap);
+  $("question").hidden = !t.question;  // a question wraps; the rendering above never does
+  $("question").textContent = t.question || "";
   const images = t.images || (t.image ? [t.image] : []);
   $("stim-img").hidden = images.length !== 1 || !!t.images;
   if (!$("stim-img").hidden) $("stim-img").src = images[0];
@@ -104,11 +109,15 @@ async function nextTrial() {
 async function submit(ev) {
   ev.preventDefault();
   const text = $("response").value;
-  if (!NUMBER.test(text)) { $("error").textContent = "Please enter a number, e.g. 0.42"; return; }
-  const value = parseFloat(text.replace(",", "."));
-  if (value < current.min || value > current.max) {
-    $("error").textContent = `Please enter a number between ${current.min} and ${current.max}`;
-    return;
+  if (current.answer === "text") {
+    if (!text.trim()) { $("error").textContent = "Please type an answer"; return; }
+  } else {
+    if (!NUMBER.test(text)) { $("error").textContent = "Please enter a number, e.g. 0.42"; return; }
+    const value = parseFloat(text.replace(",", "."));
+    if (value < current.min || value > current.max) {
+      $("error").textContent = `Please enter a number between ${current.min} and ${current.max}`;
+      return;
+    }
   }
   $("submit").disabled = true;
   const rt = Math.round(performance.now() - shownAt);
@@ -116,7 +125,10 @@ async function submit(ev) {
     if (mode === "practice") {
       const r = await api("/api/practice", {response: text, rt_ms: rt});
       if (!r.ok) { $("error").textContent = r.data.error; return; }
-      $("practice-feedback").textContent = `You answered ${text}; the true value was ${Math.round(r.data.true_value * 1000) / 1000}. In the study you will not be told the answers.`;
+      const truth = r.data.correct_answer !== undefined
+        ? `the correct answer was ${r.data.correct_answer}`
+        : `the true value was ${Math.round(r.data.true_value * 1000) / 1000}`;
+      $("practice-feedback").textContent = `You answered ${text}; ${truth}. In the study you will not be told the answers.`;
       show("practice-done");
       return;
     }
