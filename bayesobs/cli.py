@@ -119,12 +119,6 @@ def _trial_options(args, **extra) -> dict:
     )
 
 
-def _write_csv(df, path: Path) -> None:
-    from .trials import write_csv
-
-    write_csv(df, path)
-
-
 def _fit_posterior(args, trials, fits, out: Path) -> None:
     """``fit --method posterior``: the library writes the outputs; here they are printed."""
     from .posterior import write_outputs
@@ -442,7 +436,7 @@ def _number_list(text: str, what: str, kind=float) -> list:
 
 def cmd_design(args) -> int:
     """``bayesobs design``: model recovery and power of a protocol before any run."""
-    from .design import confusion_figure, design, power_figure
+    from .design import design, write_design
 
     trials = _number_list(args.trials, "--trials", int) if args.trials else None
     if trials is not None and any(t < 2 for t in trials):
@@ -459,13 +453,7 @@ def cmd_design(args) -> int:
         shifts=shifts,
         bootstrap=args.bootstrap,
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, table in res.items():
-        _write_csv(table, args.out / f"{name}.csv")
-    (args.out / "figures").mkdir(exist_ok=True)
-    confusion_figure(res["confusion"]).savefig(args.out / "figures" / "confusion.png", dpi=110)
-    if len(res["power"]):
-        power_figure(res["power"]).savefig(args.out / "figures" / "power.png", dpi=110)
+    write_design(res, args.out)
     print(design_summary(res["summary"]))
     total = float(res["timing"]["seconds"].iloc[-1])
     print(

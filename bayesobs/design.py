@@ -619,3 +619,32 @@ def power_figure(power: pd.DataFrame, ax=None):
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=6, ncol=2)
     return fig
+
+
+def write_design(res: dict, out) -> list[str]:
+    """Write :func:`design`'s tables as ``out/NAME.csv`` and its figures under ``out/figures``.
+
+    What ``bayesobs design`` writes, callable from a notebook; each table
+    atomically (:func:`bayesobs.trials.write_csv`).  Returns the files
+    written, relative to ``out``.
+    """
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    from .trials import write_csv
+
+    out = Path(out)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, table in res.items():
+        write_csv(table, out / f"{name}.csv")
+        written.append(f"{name}.csv")
+    figures = [("confusion", confusion_figure(res["confusion"]))]
+    if len(res["power"]):
+        figures.append(("power", power_figure(res["power"])))
+    for name, fig in figures:
+        fig.savefig(out / "figures" / f"{name}.png", dpi=110)
+        plt.close(fig)
+        written.append(f"figures/{name}.png")
+    return written
