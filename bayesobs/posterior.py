@@ -548,21 +548,33 @@ def _fit_batch_job(job) -> list:
     return _finish_job(job, _dispatch_job(job))
 
 
-def _run_batch_jobs(jobs, scheduler=None) -> list:
+def _sunk(results: list, sink) -> list:
+    """``results`` with each InferenceData replaced by ``sink((*key, variant), idata)``."""
+    if sink is None:
+        return results
+    return [
+        (key, name, idata if idata is None else sink((*key, name), idata), *rest)
+        for key, name, idata, *rest in results
+    ]
+
+
+def _run_batch_jobs(jobs, scheduler=None, sink=None) -> list:
     """Every batched task, on the Dask cluster at ``scheduler`` or here.
 
     Here, the next slice is dispatched (JAX computes asynchronously) before
-    the summaries of the current one are made, so that the two overlap.
+    the summaries of the current one are made, so that the two overlap, and
+    each slice's results go through ``sink`` as soon as they are made.
     """
     from .distributed import map_tasks, scheduler_address
 
     if scheduler_address(scheduler) is not None:
-        return [r for part in map_tasks(_fit_batch_job, jobs, scheduler=scheduler) for r in part]
+        parts = map_tasks(_fit_batch_job, jobs, scheduler=scheduler)
+        return [r for part in parts for r in _sunk(part, sink)]
     out, pending = [], None
     for job in [*jobs, None]:
         nxt = None if job is None else (job, _dispatch_job(job))
         if pending is not None:
-            out += _finish_job(*pending)
+            out += _sunk(_finish_job(*pending), sink)
         pending = nxt
     return out
 
@@ -609,6 +621,7 @@ def fit_posterior(
     workers: int | None = None,
     batched: bool = True,
     scheduler: str | None = None,
+    sink=None,
 ):
     """Posterior fits of every variant; returns ``(summary, loo, idatas, notes)``.
 
@@ -626,6 +639,12 @@ def fit_posterior(
     ``min(2, os.cpu_count())``; 1 runs in this process).  Failed sampler
     diagnostics (each with its threshold) and observations with Pareto
     ``k > 0.7`` are returned in ``notes`` and raised as ``RuntimeWarning``.
+
+    ``sink(key, idata)``, if given, receives each fit's InferenceData as soon
+    as its batch is done (``key`` is the cell key plus the variant) and
+    returns what ``idatas`` keeps: :func:`write_outputs` writes each to disk
+    there and keeps only the posterior draws, so memory does not grow with
+    the pointwise log-likelihoods of every cell.
     """
     import os
 
@@ -637,7 +656,7 @@ def fit_posterior(
     if batched and not hierarchical:
         jobs, skipped, order = batch_jobs(trials, names, chains, warmup, draws, seed)
         results = [(k, n, None, [], None, note) for k, n, note in skipped]
-        results += _run_batch_jobs(jobs, scheduler)
+        results += _run_batch_jobs(jobs, scheduler, sink)
         rank = {n: i for i, n in enumerate(names)}
         results.sort(key=lambda r: (order[r[0]], rank[r[1]]))  # as the per-cell path orders them
     else:
@@ -659,6 +678,7 @@ def fit_posterior(
                 results = list(pool.map(_fit_one, jobs))
         else:
             results = [_fit_one(j) for j in jobs]
+        results = _sunk(results, sink)
     rows, loo_rows, idatas, notes = [], [], {}, []
     for key, name, idata, r, loo_row, note in results:
         if note:
@@ -799,6 +819,13 @@ def write_outputs(
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "posterior").mkdir(exist_ok=True)
+    import arviz as az
+
+    def sink(key, idata):  # written as each batch finishes; the draws alone stay in memory
+        idata.to_netcdf(out / "posterior" / ("__".join(map(str, key)).replace("/", "_") + ".nc"))
+        return az.InferenceData(posterior=idata.posterior)
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz announces its refactor on import
         # failed diagnostics and high Pareto k come back as notes (returned to the caller)
@@ -814,14 +841,12 @@ def write_outputs(
             draws=draws,
             seed=seed,
             progress=progress,
+            sink=sink,
         )
     keys = ["task", "modality", "condition"] if hierarchical else list(CELL_KEYS)
     if not hierarchical and len(loo):
         loo = loo.merge(fits[[*keys, "variant", "aic"]], on=[*keys, "variant"], how="left")
         loo["delta_aic"] = loo["aic"] - loo.groupby(keys)["aic"].transform("min")
-    (out / "posterior").mkdir(exist_ok=True)
-    for key, idata in idatas.items():
-        idata.to_netcdf(out / "posterior" / ("__".join(map(str, key)).replace("/", "_") + ".nc"))
     _csv(summary, out / "posterior.csv")
     _csv(loo, out / "loo.csv")
     rows = []
