@@ -555,6 +555,8 @@ def test_a_person_answers_object_reidentification_with_two_images(tmp_path, brow
         page.wait_for_selector("#stim-imgs img >> nth=1")
         assert page.locator("#stim-imgs img").count() == 2  # both images, in order
         assert page.locator("#answer-label").inner_text() == "Your answer"
+        question = page.locator("#question").inner_text()  # no reply to demos a person never saw
+        assert question.startswith("The first image shows") and "{yes}" in question
         page.fill("input[name=response]", "perhaps")  # not a yes/no answer: asked again
         page.keyboard.press("Enter")
         page.wait_for_selector("text=please answer as the question asks")

@@ -90,6 +90,15 @@ class Task:
             out["invalid_reason"] = reason
         return out
 
+    def human_question(self, stim: Stimulus) -> str | None:
+        """The question a person reads with the stimulus (the web app shows no few-shot demos).
+
+        Default: the model's question (``stim.prompt``).  A task whose
+        question answers its demonstrations (object re-identification's
+        "Yes, that is correct.") drops that part for a person.
+        """
+        return stim.prompt or None
+
     def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
         """Readings of a person's typed answer, tried in order by :meth:`record`.
 

@@ -110,6 +110,10 @@ class ObjectReid(TunnelTask):
         # the test turn follows the two demonstrations: "Yes, that is correct. " + the question
         return reid.TEST_PREFIX + reid.base_prompt(trial.variant)
 
+    def human_question(self, stim):
+        """The question without the reply to the demonstrations a person is not shown."""
+        return stim.prompt.removeprefix(reid.TEST_PREFIX) if stim.prompt else None
+
 
 class ScavengerHunt(TunnelTask):
     """Scavenger hunt: follow the labels for L steps and name the colour reached."""

@@ -290,7 +290,8 @@ class ParticipantServer:
             "done": done,
             "total": total,
             "id": done,
-            **dict(zip(("text", "question"), stimulus_parts(sess, stim, t), strict=True)),
+            "text": stimulus_parts(sess, stim, t)[0],
+            "question": sess.task.human_question(stim),  # no demos for people: see Task
             **self.shown(sess, stim, blur),
             "instruction": instruction,
             "unit": sess.task.unit,
@@ -389,7 +390,7 @@ class ParticipantServer:
             return JSONResponse(
                 {
                     "text": stim.text if sess.modality != "image" else None,  # never smudged
-                    "question": stim.prompt or None,
+                    "question": sess.task.human_question(stim),
                     **self.shown(sess, stim, 0.0),
                     "instruction": sess.task.instruction,
                     "unit": sess.task.unit,
