@@ -1,4 +1,4 @@
-"""The one JSONL reader: the runner's logs, experiment folders and trial files.
+"""The one JSONL reader (the runner's logs, experiment folders, trial files) and strict JSON.
 
 A log written append-only may end in a line torn by a killed writer; the
 runner and the analyses skip such lines (and say how many), while a trial
@@ -8,7 +8,9 @@ file given by a user must be whole (an error names the line).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 from .errors import BayesobsInputError
 
@@ -66,3 +68,14 @@ def read_records(path: str | Path, strict: bool = False) -> tuple[list[dict], li
         records.append(rec)
         lines.append(i)
     return records, lines, torn
+
+
+def finite(v: Any) -> Any:
+    """``v`` with every NaN or infinite float (at any depth) as ``None``: strict JSON for other languages."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [finite(x) for x in v]
+    return v

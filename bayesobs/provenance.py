@@ -74,21 +74,11 @@ def write_manifest(path: str | Path, command: str, **fields) -> Path:
     ``NaN``/``Infinity`` in a file other languages read); paths become text.
     """
     import json
-    import math
 
-    def clean(v):
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        if isinstance(v, dict):
-            return {k: clean(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [clean(x) for x in v]
-        if isinstance(v, Path):
-            return str(v)
-        return v
+    from .jsonl import finite
 
     path = Path(path)
-    record = clean(provenance(command=command, **fields))
+    record = finite(provenance(command=command, **fields))
     tmp = path.with_name(path.name + ".part")
     tmp.write_text(json.dumps(record, indent=2, allow_nan=False, default=str) + "\n")
     tmp.replace(path)

@@ -23,7 +23,6 @@ import errno
 import fcntl
 import hashlib
 import json
-import math
 import os
 import socket
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BayesobsInputError
-from .jsonl import read_records
+from .jsonl import finite, read_records
 from .provenance import FORMAT_VERSION, provenance, utc_now
 from .trials import TRIAL_KEYS
 
@@ -44,23 +43,12 @@ class LogWriteError(BayesobsInputError):
     """A log or folder could not be written (full disk, read-only folder); what was logged is kept."""
 
 
-def _finite(v: Any) -> Any:
-    """``v`` with every NaN or infinite float (at any depth) as ``None``."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_finite(x) for x in v]
-    return v
-
-
 def _dumps(rec: dict) -> bytes:
     """One strict-JSON line: NaN and infinities are written as null (other languages read the log)."""
     try:
         text = json.dumps(rec, separators=(",", ":"), allow_nan=False)
     except ValueError:
-        text = json.dumps(_finite(rec), separators=(",", ":"), allow_nan=False)
+        text = json.dumps(finite(rec), separators=(",", ":"), allow_nan=False)
     return (text + "\n").encode()
 
 
