@@ -7,7 +7,7 @@ import pandas as pd
 from .bootstrap import check_resample
 from .evidence import evidence_table
 from .fitting import fit_batch, fits_table
-from .trials import CELL_KEYS, PERCEPTION_MARKERS, SEARCH_MARKERS, normalize_trials, paradigm_rows
+from .trials import CELL_KEYS, normalize_trials, paradigm_rows
 
 
 def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -24,9 +24,7 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """
     from .errors import BayesobsInputError
 
-    found = paradigm_rows(trials, "search", SEARCH_MARKERS) | paradigm_rows(
-        trials, "perception", PERCEPTION_MARKERS
-    )
+    found = paradigm_rows(trials, "search") | paradigm_rows(trials, "perception")
     if found.all():
         raise BayesobsInputError(
             "these are visual-search trials or perception trials (correct answers, not magnitudes): "

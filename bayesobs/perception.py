@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesobsInputError
-from .trials import PERCEPTION_MARKERS, paradigm_rows
+from .trials import paradigm_rows
 
 KEYS = ["subject", "task", "variant", "modality", "condition"]
 Z95 = NormalDist().inv_cdf(0.975)
@@ -87,7 +87,7 @@ def is_perception(trials: pd.DataFrame) -> pd.Series:
     Rows without a stated paradigm are perception trials when they hold
     ``problem_size`` and ``gold`` (a human data file in the same layout).
     """
-    return paradigm_rows(trials, "perception", PERCEPTION_MARKERS)
+    return paradigm_rows(trials, "perception")
 
 
 def wilson(k, n, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:

@@ -53,9 +53,7 @@ from .observers.variants import FACTORS, VARIANT_NAMES
 from .parse import invalid_reply_rows
 from .trials import (
     CELL_KEYS,
-    PERCEPTION_MARKERS,
     RUN_KEYS,
-    SEARCH_MARKERS,
     normalize_trials,
     paradigm_rows,
     write_csv,
@@ -525,14 +523,14 @@ def score(
     trials = normalize_trials(trials)
     # perception rows (paradigm = perception) go to bayesobs.perception, search rows to
     # bayesobs.search (imported only then: they load scipy.stats)
-    perceived = paradigm_rows(trials, "perception", PERCEPTION_MARKERS)
+    perceived = paradigm_rows(trials, "perception")
     extra = {}
     if perceived.any():
         from .perception import perception_scores
 
         extra = perception_scores(trials[perceived])
     trials = trials[~perceived]
-    found = paradigm_rows(trials, "search", SEARCH_MARKERS)
+    found = paradigm_rows(trials, "search")
     if found.any():
         from .search import search_scores
 

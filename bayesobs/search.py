@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from .errors import BayesobsInputError
-from .trials import SEARCH_MARKERS, paradigm_rows
+from .trials import paradigm_rows
 
 CELLS = ("1,1", "1,2", "2,1", "2,2")
 KEYS = ["subject", "task", "condition", "ablation", "answer", "modality"]
@@ -56,7 +56,7 @@ def is_search(trials: pd.DataFrame) -> pd.Series:
     in; rows without it (human CSVs, older logs) are search trials when they
     have ``set_size`` and ``correct``.
     """
-    return paradigm_rows(trials, "search", SEARCH_MARKERS)
+    return paradigm_rows(trials, "search")
 
 
 def search_table(trials: pd.DataFrame) -> pd.DataFrame:

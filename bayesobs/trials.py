@@ -29,9 +29,12 @@ from .jsonl import read_records
 CELL_KEYS: tuple[str, ...] = ("subject", "task", "modality", "condition")
 RUN_KEYS: tuple[str, ...] = CELL_KEYS + ("session", "run")
 TRIAL_KEYS: tuple[str, ...] = RUN_KEYS + ("trial",)
-# the columns that mark a row without a ``paradigm`` as a search or a perception trial
-SEARCH_MARKERS: tuple[str, ...] = ("set_size", "correct")
-PERCEPTION_MARKERS: tuple[str, ...] = ("problem_size", "gold")
+# the columns that mark a row without a ``paradigm`` as a trial of that paradigm
+# (human CSVs, older logs); a paradigm not listed is known only by its ``paradigm`` value
+PARADIGM_MARKERS: dict[str, tuple[str, ...]] = {
+    "search": ("set_size", "correct"),
+    "perception": ("problem_size", "gold"),
+}
 REQUIRED: tuple[str, ...] = ("stimulus", "response")
 DEFAULTS: dict[str, object] = {
     "subject": "subject",
@@ -73,15 +76,17 @@ _MISSING_TOKENS = {"", "nan", "na", "n/a", "null", "none"}
 
 
 # --------------------------------------------------------------------- reading
-def paradigm_rows(trials: pd.DataFrame, paradigm: str, columns: Sequence[str]) -> pd.Series:
-    """Which rows belong to ``paradigm`` (``search``, ``perception``).
+def paradigm_rows(trials: pd.DataFrame, paradigm: str) -> pd.Series:
+    """Which rows belong to ``paradigm`` (``search``, ``perception``, ``hvs``...).
 
     A ``paradigm`` column (written by the runner) decides where it is filled
     in; rows without it (human CSVs, older logs) belong to the paradigm when
-    they fill in every one of ``columns`` (e.g. ``set_size`` and ``correct``).
+    they fill in every one of its :data:`PARADIGM_MARKERS` (e.g.
+    ``set_size`` and ``correct`` for search).
     """
-    if set(columns) <= set(trials.columns):
-        guessed = trials[list(columns)].notna().all(axis=1)
+    markers = PARADIGM_MARKERS.get(paradigm, ())
+    if markers and set(markers) <= set(trials.columns):
+        guessed = trials[list(markers)].notna().all(axis=1)
     else:
         guessed = pd.Series(False, index=trials.index)
     if "paradigm" not in trials.columns:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..trials import paradigm_rows
 from .fixture import FIXTURE_NOTE
 from .metrics import LABEL, TABLE_COLUMNS, hvs_table
 
@@ -29,9 +30,7 @@ CHANCE = {f"chance_{c}": c for c in SCORE_COLUMNS}
 
 def is_hvs(trials: pd.DataFrame) -> pd.Series:
     """Which rows are HVSBench-style trials (``paradigm == "hvs"``, as the runner writes)."""
-    if "paradigm" not in trials.columns:
-        return pd.Series(False, index=trials.index)
-    return (trials["paradigm"] == "hvs").fillna(False).astype(bool)
+    return paradigm_rows(trials, "hvs")
 
 
 def _label(data) -> str:
