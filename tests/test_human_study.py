@@ -507,9 +507,7 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
 def test_a_trial_with_several_images_shows_them_all_in_order(tmp_path, browser):
     server = ParticipantServer(SPEC, tmp_path / "exp", ["image"], ["base"], 2, order="fixed")
     sess = server.study.sessions[0]
-    stored = [
-        server.image_urls(sess, s, 0.0)[0][1:] for s in sess.stimuli[:2]
-    ]  # stimuli/<hash>.png
+    stored = [server.images(sess, s, 0.0)["image"] for s in sess.stimuli[:2]]  # stimuli/<hash>.png
     sess.stimuli[0].params["images"] = stored[
         ::-1
     ]  # as a stimulus with several pictures carries them

@@ -207,32 +207,27 @@ class ParticipantServer:
             return None
         return pid if hmac.compare_digest(self.keys[pid], _hash(key)) else None
 
-    def image_urls(self, sess: Session, stim, blur: float) -> list[str]:
-        """The URLs of a trial's images at this blur (none in the text modality), stored by content."""
-        k = (sess.task.name, stim.key(), blur, sess.modality in ("image", "multimodal"))
+    def images(self, sess: Session, stim, blur: float) -> dict:
+        """A trial's ``image`` (the first stored image) and ``images`` (all, when several).
+
+        Stored paths (``stimuli/<hash>.png``), rendered once per stimulus and
+        blur.  ``images`` is every rendered image in order when the task shows
+        several (object re-identification's two), else the stored images a
+        stimulus names (``params["images"]``), else None.  The log keeps these
+        paths; the page gets them as URLs (:func:`_urls`).
+        """
+        k = (sess.task.name, stim.key(), blur, sess.modality)
         if k not in self._png:
-            self._png[k] = ["/" + self.store.save_png(p) for p in stimulus_images(sess, stim, blur)]
-        return self._png[k]
-
-    def shown(self, sess: Session, stim, blur: float) -> dict:
-        """``image`` (one image) or ``images`` (several, in order) of a trial's payload."""
-        urls = self.image_urls(sess, stim, blur)
-        images = stim.params.get("images") if isinstance(stim.params, dict) else None
-        if len(urls) > 1:
-            return {"image": None, "images": urls}
-        if isinstance(images, (list, tuple)):  # stored images named by the stimulus
-            return {"image": urls[0] if urls else None, "images": [_url(x) for x in images]}
-        return {"image": urls[0] if urls else None, "images": None}
-
-    def logged_images(self, sess: Session, stim, blur: float) -> dict:
-        """The log's ``image`` (the first stored image) and, for several, ``images`` columns."""
-        urls = [u[1:] for u in self.image_urls(sess, stim, blur)]
-        out: dict = {"image": urls[0] if urls else None}
-        if len(urls) > 1:
-            out["images"] = urls
-        elif isinstance(stim.params.get("images"), (list, tuple)):
-            out["images"] = list(stim.params["images"])
-        return out
+            self._png[k] = [self.store.save_png(p) for p in stimulus_images(sess, stim, blur)]
+        paths = self._png[k]
+        named = stim.params.get("images") if isinstance(stim.params, dict) else None
+        if len(paths) > 1:
+            several = list(paths)
+        elif isinstance(named, (list, tuple)):
+            several = list(named)
+        else:
+            several = None
+        return {"image": paths[0] if paths else None, "images": several}
 
     def check_answer(self, body, sess, stim) -> dict | Response:
         """The typed answer as the log's answer columns, or a 400 response saying why.
@@ -292,7 +287,7 @@ class ParticipantServer:
             "id": done,
             "text": stimulus_parts(sess, stim, t)[0],
             "question": sess.task.human_question(stim),  # no demos for people: see Task
-            **self.shown(sess, stim, blur),
+            **_urls(self.images(sess, stim, blur)),
             "instruction": instruction,
             "unit": sess.task.unit,
             "answer": "text" if worded(sess.task) else "number",
@@ -391,7 +386,7 @@ class ParticipantServer:
                 {
                     "text": stim.text if sess.modality != "image" else None,  # never smudged
                     "question": sess.task.human_question(stim),
-                    **self.shown(sess, stim, 0.0),
+                    **_urls(self.images(sess, stim, 0.0)),
                     "instruction": sess.task.instruction,
                     "unit": sess.task.unit,
                     "answer": "text" if worded(sess.task) else "number",
@@ -470,6 +465,7 @@ class ParticipantServer:
             if isinstance(answer, Response):
                 return answer
             blur = trial_blur(sess, t)
+            shown = self.images(sess, stim, blur)  # logged: image always, images when several
             served = self.served_at.pop((pid, expected), None)
             rec = {
                 "subject": pid,
@@ -490,7 +486,7 @@ class ParticipantServer:
                 "blur_sigma": blur,
                 "context_window": None,
                 "stimulus_id": stim.key(),
-                **self.logged_images(sess, stim, blur),
+                **{k: v for k, v in shown.items() if k == "image" or v is not None},
                 "latency_s": round(time.monotonic() - served, 4) if served is not None else None,
                 "rt_client_s": round(float(rt) / 1000, 4) if rt is not None else None,
                 "block_position": block,
@@ -597,6 +593,15 @@ def _gold_text(gold) -> str:
     if isinstance(gold, (list, tuple)):
         return ", ".join(map(str, gold))
     return "" if gold is None else str(gold)
+
+
+def _urls(shown: dict) -> dict:
+    """:meth:`ParticipantServer.images` with every stored path as this server's URL."""
+    image, images = shown["image"], shown["images"]
+    return {
+        "image": _url(image) if image else None,
+        "images": [_url(x) for x in images] if images is not None else None,
+    }
 
 
 def _url(path: str) -> str:
