@@ -67,6 +67,13 @@ def _complete(url: str, pid: str) -> None:
             t = c.post("/api/answer", json={"id": t["id"], "response": "0.5"}).json()
 
 
+def _practice(page, url: str, pid: str) -> None:
+    """A participant opens the study page, agrees and starts the practice trial."""
+    page.goto(f"{url}/?pid={pid}")
+    page.get_by_role("button", name="I agree").click()
+    page.get_by_role("button", name="Start the practice trial").click()
+
+
 # ---------------------------------------------------------------- item 2: block order
 def test_serve_counterbalances_block_order_with_a_latin_square(tmp_path):
     server = ParticipantServer(SPEC, tmp_path / "exp", trials=1)  # 3 modalities x 3 session types
@@ -180,9 +187,7 @@ def test_line_stimulus_is_never_clipped_and_keeps_its_ratio(tmp_path, browser, s
     fonts = []
     with running(server) as url:
         page = browser.new_page(viewport={"width": size[0], "height": size[1]})
-        page.goto(f"{url}/?pid=phone")
-        page.get_by_role("button", name="I agree").click()
-        page.get_by_role("button", name="Start the practice trial").click()
+        _practice(page, url, "phone")
         page.fill("input[name=response]", "0.5")
         page.keyboard.press("Enter")
         page.get_by_role("button", name="Start the study").click()
@@ -207,9 +212,7 @@ def test_too_narrow_a_screen_is_refused_with_a_message(tmp_path, browser):
     server = ParticipantServer(SPEC, tmp_path / "exp", ["text"], ["base"], 2, order="fixed")
     with running(server) as url:
         page = browser.new_page(viewport={"width": 200, "height": 600})
-        page.goto(f"{url}/?pid=tiny")
-        page.get_by_role("button", name="I agree").click()
-        page.get_by_role("button", name="Start the practice trial").click()
+        _practice(page, url, "tiny")
         page.wait_for_selector("#too-small:not([hidden])")
         assert "too narrow" in page.locator("#too-small").inner_text()
         assert page.locator("#submit").is_disabled() and not page.locator("#stim-text").is_visible()
@@ -513,9 +516,7 @@ def test_a_trial_with_several_images_shows_them_all_in_order(tmp_path, browser):
     ]  # as a stimulus with several pictures carries them
     with running(server) as url:
         page = browser.new_page()
-        page.goto(f"{url}/?pid=multi")
-        page.get_by_role("button", name="I agree").click()
-        page.get_by_role("button", name="Start the practice trial").click()
+        _practice(page, url, "multi")
         page.fill("input[name=response]", "0.5")
         page.keyboard.press("Enter")
         page.get_by_role("button", name="Start the study").click()
@@ -547,9 +548,7 @@ def test_a_person_answers_object_reidentification_with_two_images(tmp_path, brow
     server = ParticipantServer(spec, tmp_path / "exp", trials=2, order="fixed")
     with running(server) as url:
         page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.goto(f"{url}/?pid=reid")
-        page.get_by_role("button", name="I agree").click()
-        page.get_by_role("button", name="Start the practice trial").click()
+        _practice(page, url, "reid")
         page.wait_for_selector("#stim-imgs img >> nth=1")
         assert page.locator("#stim-imgs img").count() == 2  # both images, in order
         assert page.locator("#answer-label").inner_text() == "Your answer"

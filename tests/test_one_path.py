@@ -302,45 +302,34 @@ def test_serve_and_export_practice_the_same_stimulus_of_the_task(tmp_path):
     assert {s.subject for s in server.study.sessions} == {"human"}  # no stand-in model subject
 
 
-def test_a_person_reads_the_degraded_text_a_model_reads(tmp_path):
-    """noise_text: the export shows the very smudged text the runner sent (one stimulus_text)."""
+def _exported_and_run(tmp_path, options):
+    """The line_ratio trials the jsPsych export shows and the rows the runner logs, same options."""
     out = tmp_path / "exp"
-    common = ["--condition", "noise_text", "--modality", "text", "--trials", "2"]
-    assert main(["export", "jspsych", "tasks/line_ratio.toml", "--out", str(out), *common]) == 0
+    assert main(["export", "jspsych", "tasks/line_ratio.toml", "--out", str(out), *options]) == 0
     js = (out / "experiment.js").read_text()
     blocks = json.loads(re.search(r"const BLOCKS = (\[.*?\n\]);", js, re.S).group(1))
-    shown = {it["text"] for block in blocks for it in block}
     run = tmp_path / "run"
-    assert (
-        main(
-            ["run", "tasks/line_ratio.toml", "--subject", "sim:linear", "--out", str(run), *common]
-        )
-        == 0
-    )
-    sent = {
-        json.loads(line)["stimulus_text"]
-        for line in (run / "trials.jsonl").read_text().splitlines()
-    }
+    argv = ["run", "tasks/line_ratio.toml", "--subject", "sim:linear", "--out", str(run)]
+    assert main([*argv, *options]) == 0
+    rows = [json.loads(line) for line in (run / "trials.jsonl").read_text().splitlines()]
+    return [it for block in blocks for it in block], rows
+
+
+def test_a_person_reads_the_degraded_text_a_model_reads(tmp_path):
+    """noise_text: the export shows the very smudged text the runner sent (one stimulus_text)."""
+    common = ["--condition", "noise_text", "--modality", "text", "--trials", "2"]
+    items, rows = _exported_and_run(tmp_path, common)
+    shown = {it["text"] for it in items}
+    sent = {r["stimulus_text"] for r in rows}
     assert shown == sent and any("~" in t for t in shown)  # smudged, and the same smudges
 
 
 def test_a_person_sees_the_blurred_images_a_model_sees(tmp_path):
     """noise_gradual: the export's images are the runner's, byte for byte (one stimulus_images)."""
-    out = tmp_path / "exp"
     common = ["--condition", "noise_gradual", "--modality", "image", "--trials", "3"]
-    assert main(["export", "jspsych", "tasks/line_ratio.toml", "--out", str(out), *common]) == 0
-    js = (out / "experiment.js").read_text()
-    blocks = json.loads(re.search(r"const BLOCKS = (\[.*?\n\]);", js, re.S).group(1))
-    shown = [(out / it["image"]).read_bytes() for block in blocks for it in block]
-    run = tmp_path / "run"
-    assert (
-        main(
-            ["run", "tasks/line_ratio.toml", "--subject", "sim:linear", "--out", str(run), *common]
-        )
-        == 0
-    )
-    rows = [json.loads(line) for line in (run / "trials.jsonl").read_text().splitlines()]
-    sent = [(run / r["image"]).read_bytes() for r in rows]
+    items, rows = _exported_and_run(tmp_path, common)
+    shown = [(tmp_path / "exp" / it["image"]).read_bytes() for it in items]
+    sent = [(tmp_path / "run" / r["image"]).read_bytes() for r in rows]
     assert len(shown) == 9 and len({r["blur_sigma"] for r in rows}) == 3  # 3 sessions x 3 blurs
     assert sorted(shown) == sorted(sent)  # the export counterbalances the block order
     assert len(set(sent)) == 9  # each stimulus at its own blur: nine different images
