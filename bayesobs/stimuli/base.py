@@ -90,6 +90,11 @@ class Task:
             out["invalid_reason"] = reason
         return out
 
+    @classmethod
+    def worded(cls) -> bool:
+        """Whether answers are words, cells or lists read by the task's own :meth:`record`, not a plain number."""
+        return cls.record is not Task.record
+
     def human_question(self, stim: Stimulus) -> str | None:
         """The question a person reads with the stimulus (the web app shows no few-shot demos).
 

@@ -45,7 +45,7 @@ from ..presentation import (
 )
 from ..provenance import utc_now
 from ..runner import Session, load_spec
-from ..stimuli import TASKS, Task
+from ..stimuli import TASKS
 from ..store import AppendLog, ExperimentStore
 from .study import block_order, check_minutes, check_order, estimate_minutes, latin_rows
 
@@ -241,7 +241,7 @@ class ParticipantServer:
         """
         if body is None:
             return JSONResponse({"error": "send JSON"}, status_code=400)
-        if not worded(sess.task):
+        if not sess.task.worded():
             value = self.check_value(body, sess)
             if isinstance(value, Response):
                 return value
@@ -290,7 +290,7 @@ class ParticipantServer:
             **_urls(self.images(sess, stim, blur)),
             "instruction": instruction,
             "unit": sess.task.unit,
-            "answer": "text" if worded(sess.task) else "number",
+            "answer": "text" if sess.task.worded() else "number",
             "min": lo,
             "max": hi,
             "wrap": sess.task.name in WRAP_TEXT,
@@ -389,7 +389,7 @@ class ParticipantServer:
                     **_urls(self.images(sess, stim, 0.0)),
                     "instruction": sess.task.instruction,
                     "unit": sess.task.unit,
-                    "answer": "text" if worded(sess.task) else "number",
+                    "answer": "text" if sess.task.worded() else "number",
                     "min": lo,
                     "max": hi,
                 }
@@ -406,7 +406,7 @@ class ParticipantServer:
                     {"event": "practice_done", "pid": pid, "time_utc": utc_now()},
                 )
                 self.practiced.add(pid)
-        if worded(sess.task):
+        if sess.task.worded():
             return JSONResponse({"ok": True, "correct_answer": _gold_text(answer.get("gold"))})
         return JSONResponse({"ok": True, "true_value": stim.value})
 
@@ -580,12 +580,6 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
-
-
-def worded(task) -> bool:
-    """Whether a task's answers are words, cells or lists (its own parser), not a plain number."""
-    cls = task if isinstance(task, type) else type(task)
-    return cls.record is not Task.record
 
 
 def _gold_text(gold) -> str:

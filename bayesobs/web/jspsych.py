@@ -49,7 +49,7 @@ from ..provenance import provenance
 from ..runner import load_spec
 from ..stimuli import TASKS
 from ..store import save_png
-from .app import ANSWER_RANGE, WRAP_TEXT, worded
+from .app import ANSWER_RANGE, WRAP_TEXT
 from .study import block_order, check_minutes, check_order, estimate_minutes, latin_rows
 
 PLATFORMS = ("jatos", "pavlovia", "cognition", "prolific", "local")
@@ -309,7 +309,7 @@ def export_jspsych(
         ):
             raise BayesobsInputError(f"{name} takes letters, digits, - and _, not {code!r}")
     spec = load_spec(spec_path)
-    if worded(TASKS[spec["task"]]):
+    if TASKS[spec["task"]].worded():
         raise BayesobsInputError(
             f"task {spec['task']} takes worded answers (cells, words, lists); the jsPsych export "
             "takes numbers only: run it with `bayesobs serve`, which reads such answers with "
