@@ -226,6 +226,7 @@ def leaderboard(bayesbench, missing=None) -> str:
 
 def cmd_score(args) -> int:
     """``bayesobs score``: accuracy, BCS, cue combination and the BayesBench composite."""
+    from .leaderboard import wrap
     from .scores import score
 
     t0 = time.perf_counter()
@@ -254,63 +255,96 @@ def cmd_score(args) -> int:
         print(f"BayesBench leaderboard ({interval})")
         print(leaderboard(result.bayesbench, result.missing))
     if len(result.missing):
+        print()
         print(
-            f"\n{len(result.missing)} piece(s) could not be computed or need care "
-            f"(see {args.out}/missing.csv):"
+            wrap(
+                f"{len(result.missing)} piece(s) could not be computed or need care "
+                f"(see {args.out}/missing.csv):"
+            )
         )
         # one line per reason, so a degenerate subject does not flood the terminal
         for reason, g in result.missing.groupby("reason", sort=False):
             first = g.iloc[0]
             where = "/".join(str(x) for x in (first.subject, first.task) if x)
             more = f" (and {len(g) - 1} more)" if len(g) > 1 else ""
-            print(f"  {reason}: {where}: {first.component}{more}")
+            print(wrap(f"  {reason}: {where}: {first.component}{more}"))
     if result.search is not None:
+        print()
         print(
-            "\nVisual search: accuracy and set-size effect (r: point-biserial, Bonferroni p; "
-            f"every ablation and answer mode in {args.out}/search.csv)"
+            wrap(
+                "Visual search: accuracy and set-size effect (r: point-biserial, Bonferroni p; "
+                f"every ablation and answer mode in {args.out}/search.csv)"
+            )
         )
         print(search_summary(result.search))
     if result.hvs is not None and len(result.hvs.columns):  # task hvs: HVSBench-style
         from .hvs.logged import hvs_summary
 
-        print(f"\nHVSBench-style questions (accuracy; all columns in {args.out}/hvs.csv)")
+        print()
+        print(wrap(f"HVSBench-style questions (accuracy; all columns in {args.out}/hvs.csv)"))
         print(hvs_summary(result.hvs))
     if result.perception is not None:
+        print()
         print(
-            "\nPerception tasks: accuracy (95% Wilson interval) against chance "
-            f"(every table in {args.out}/perception*.csv)"
+            wrap(
+                "Perception tasks: accuracy (95% Wilson interval) against chance "
+                f"(every table in {args.out}/perception*.csv)"
+            )
         )
         print(perception_summary(result.perception))
-    print(f"\ntables -> {args.out}/ ({', '.join(written)})")
+    print()
+    print(wrap(f"tables -> {args.out}/ ({', '.join(written)})"))
     return 0
 
 
 def perception_summary(table) -> str:
-    """Plain-text digest of perception.csv, one line per subject x task x variant x modality."""
-    lines = []
-    for r in table.itertuples(index=False):
-        inv = f"  invalid {r.invalid_rate:.0%}" if r.invalid_rate else ""
-        lines.append(
-            f"  {r.subject:<14} {r.task:<15} {r.variant:<14} {r.modality:<10} {r.condition:<8} "
-            f"acc {r.accuracy:.2f} [{r.lo:.2f}, {r.hi:.2f}]  chance {r.chance:.2f}  n {r.n}{inv}"
-        )
-    return "\n".join(lines)
+    """Plain-text digest of perception.csv, one line per subject x task x variant x modality.
+
+    Fits :data:`~bayesobs.leaderboard.WIDTH` columns: a column with one value
+    throughout is said once above the rows.
+    """
+    import pandas as pd
+
+    from .leaderboard import text_table
+
+    rows = [
+        {
+            "subject": r.subject,
+            "task": r.task,
+            "variant": r.variant,
+            "modality": r.modality,
+            "condition": r.condition,
+            "accuracy [95%]": f"{r.accuracy:.2f} [{r.lo:.2f}, {r.hi:.2f}]",
+            "chance": f"{r.chance:.2f}",
+            "n": str(r.n),
+            "invalid": f"{r.invalid_rate:.0%}",
+        }
+        for r in table.itertuples(index=False)
+    ]
+    return text_table(pd.DataFrame(rows))
 
 
 def search_summary(search) -> str:
     """Plain-text digest of search.csv: base ablation and cell answers where present (all rows are in the file)."""
+    import pandas as pd
+
+    from .leaderboard import text_table
     from .search import prefer
 
     t = prefer(prefer(search, "ablation", "base"), "answer", "cell")
-    lines = []
-    for r in t.itertuples(index=False):
-        p = "n/a" if r.p_bonferroni != r.p_bonferroni else f"{r.p_bonferroni:.2g}"
-        rr = "n/a" if r.r != r.r else f"{r.r:+.2f}"
-        lines.append(
-            f"  {r.subject:<16} {r.task:<15} {r.condition:<25} {r.answer:<6} "
-            f"acc {r.accuracy:.2f}  r {rr:>5}  p {p}"
-        )
-    return "\n".join(lines)
+    rows = [
+        {
+            "subject": r.subject,
+            "task": r.task,
+            "condition": r.condition,
+            "answer": r.answer,
+            "accuracy": f"{r.accuracy:.2f}",
+            "r": "n/a" if r.r != r.r else f"{r.r:+.2f}",
+            "p": "n/a" if r.p_bonferroni != r.p_bonferroni else f"{r.p_bonferroni:.2g}",
+        }
+        for r in t.itertuples(index=False)
+    ]
+    return text_table(pd.DataFrame(rows))
 
 
 def cmd_rescore(args) -> int:

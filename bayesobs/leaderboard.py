@@ -10,6 +10,8 @@ session type), from the rows of ``missing.csv``.
 from __future__ import annotations
 
 import math
+import re
+import textwrap
 
 import pandas as pd
 
@@ -49,12 +51,81 @@ INTERVAL_NOTE = (
     "runs per type)."
 )
 NO_BOOTSTRAP_NOTE = "S_p and BCS_p need bootstrap replicates (--bootstrap B > 0)."
+#: the terminal leaderboard, its notes and warnings fit this many columns
+WIDTH = 100
+#: longest subject name shown in the terminal (longer ones are cut in the middle)
+SUBJECT_WIDTH = 30
+# what each number needs, for the line that says why a column is left out
+NEEDS: dict[str, str] = {
+    "A": "needs base-condition trials",
+    "E": "needs base-condition text, image and multimodal trials",
+    "S": "needs A, E and C",
+    "S_p": "needs A, E and BCS_p",
+    "C": "needs the BCS",
+    "BCS": "needs base and ablation fits of the multimodal tasks",
+    "BCS_p": "needs the BCS and bootstrap replicates",
+}
 
 
 def _num(val, digits: int) -> str:
     if val is None or (isinstance(val, float) and math.isnan(val)):
         return "n/a"
     return f"{val:.{digits}f}"
+
+
+def natural_key(value) -> tuple:
+    """Sort key that orders ``"2"`` before ``"10"`` and ``"p2"`` before ``"p10"``."""
+    parts = re.split(r"(\d+)", str(value))
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in parts if p)
+
+
+def shown_metrics(bayesbench: pd.DataFrame) -> list[tuple[str, int]]:
+    """The :data:`METRICS` that at least one subject has (point or bootstrap mean)."""
+    shown = []
+    for name, digits in METRICS:
+        cols = [c for c in (name, f"{name}_mean") if c in bayesbench]
+        if cols and bayesbench[cols].notna().to_numpy().any():
+            shown.append((name, digits))
+    return shown
+
+
+def left_out(bayesbench: pd.DataFrame, missing: pd.DataFrame | None = None) -> list[str]:
+    """One line naming the leaderboard columns that no subject has, each with its reason.
+
+    The reason is the most frequent one ``missing.csv`` gives for that number
+    (component ``A``, ``E``, ``C``...), else what the number needs
+    (:data:`NEEDS`).  Empty when every column is shown.
+    """
+    shown = {n for n, _ in shown_metrics(bayesbench)}
+    gone = [n for n, _ in METRICS if n not in shown]
+    if not gone:
+        return []
+    reasons: dict[str, list[str]] = {}
+    m = None
+    if missing is not None and len(missing) and {"component", "reason"} <= set(missing.columns):
+        m = missing.astype({"component": str, "reason": str})
+    for name in gone:
+        why = None
+        if m is not None:
+            hit = m.loc[m["component"] == name, "reason"]
+            if len(hit):
+                why = hit.value_counts().index[0]
+        if why is None:
+            if name in ("S_p", "BCS_p") and "S_mean" not in bayesbench:
+                why = "need bootstrap replicates (--bootstrap B > 0)"
+            else:
+                why = NEEDS.get(name, "not computed")
+        reasons.setdefault(why, []).append(name)
+    parts = "; ".join(f"{', '.join(names)} ({why})" for why, names in reasons.items())
+    return [f"left out, no subject has them: {parts}"]
+
+
+def _short(name: str, width: int = SUBJECT_WIDTH) -> str:
+    """``name`` cut in the middle to ``width`` characters."""
+    if len(name) <= width:
+        return name
+    keep = width - 1
+    return name[: (keep + 1) // 2] + "…" + name[len(name) - keep // 2 :]
 
 
 def _outside(row, name: str) -> bool:
@@ -79,7 +150,7 @@ def subject_flags(missing: pd.DataFrame | None) -> list[str]:
         return lines
     m = missing.fillna("").astype({"subject": str, "component": str, "reason": str})
     fits = m[(m["reason"] == CONSTANT_REASON) & m["component"].str.startswith("fits ")]
-    for subject, g in fits.groupby("subject", sort=True):
+    for subject, g in sorted(fits.groupby("subject"), key=lambda kv: natural_key(kv[0])):
         base = int(g["component"].str.endswith(" base").sum())
         lines.append(
             f"{subject}: {CONSTANT_REASON} in {base} base cell(s) ({len(g)} cell(s) in all): "
@@ -89,7 +160,7 @@ def subject_flags(missing: pd.DataFrame | None) -> list[str]:
     few = m[m["reason"] == FEW_RUNS_REASON]
     if len(few):
         n = few["component"].str.extract(r"(\d+) of \d+").astype(float).sum()
-        subjects = sorted(few["subject"].unique())
+        subjects = sorted(few["subject"].unique(), key=natural_key)
         names = ", ".join(subjects[:4]) + (
             f" and {len(subjects) - 4} more" if len(subjects) > 4 else ""
         )
@@ -103,18 +174,28 @@ def subject_flags(missing: pd.DataFrame | None) -> list[str]:
 def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Header and rows (strings) of the leaderboard, best ``S`` first.
 
-    Each number gets its point estimate and, with replicates, a column
-    ``mean [lo, hi]``; ``*`` marks a point estimate outside its interval.
+    Each number that some subject has (:func:`shown_metrics`) gets its point
+    estimate and, with replicates, a column ``mean [lo, hi]``; ``*`` marks a
+    point estimate outside its interval.  Ties (and subjects without ``S``)
+    are in natural order of their ids (``2`` before ``10``).
     """
-    rows = bayesbench.sort_values("S", ascending=False, na_position="last")
+    order = sorted(
+        range(len(bayesbench)),
+        key=lambda i: (
+            _sort_score(bayesbench["S"].iloc[i] if "S" in bayesbench else None),
+            natural_key(bayesbench["subject"].iloc[i]),
+        ),
+    )
+    rows = bayesbench.iloc[order]
     boot = "S_mean" in bayesbench
+    metrics = shown_metrics(bayesbench)
     header = ["rank", "subject"]
-    for name, _ in METRICS:
+    for name, _ in metrics:
         header += [name, f"{name} mean [68%]"] if boot else [name]
     lines = []
     for i, (_, r) in enumerate(rows.iterrows()):
         line = [str(i + 1), str(r["subject"])]
-        for name, d in METRICS:
+        for name, d in metrics:
             point = _num(r.get(name), d) + ("*" if _outside(r, name) else "")
             line.append(point)
             if boot:
@@ -128,15 +209,120 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return header, lines
 
 
-def leaderboard_text(bayesbench: pd.DataFrame, missing: pd.DataFrame | None = None) -> str:
-    """Plain-text leaderboard: the table, the interval note and the subjects' flags."""
-    header, lines = board(bayesbench)
-    widths = [max(len(x) for x in col) for col in zip(header, *lines, strict=True)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    out = [fmt.format(*header), *(fmt.format(*ln) for ln in lines)]
-    out.append(f"note: {INTERVAL_NOTE}" if "S_mean" in bayesbench else f"note: {NO_BOOTSTRAP_NOTE}")
-    out += [f"warning: {line} (see missing.csv)" for line in subject_flags(missing)]
+def _sort_score(val) -> tuple:
+    """Best S first, subjects without S last."""
+    if val is None or val != val:
+        return (1, 0.0)
+    return (0, -float(val))
+
+
+def _blocks(header: list[str], lines: list[list[str]], width: int) -> list[list[str]]:
+    """The table as text blocks no wider than ``width``; each repeats rank and subject.
+
+    The point estimates come first, side by side, then the bootstrap
+    intervals in as many blocks as they need.
+    """
+    cols = list(zip(header, *lines, strict=True))
+    cols[1] = tuple(_short(x) for x in cols[1])
+    widths = [max(len(x) for x in col) for col in cols]
+    # the point estimates side by side first, then the intervals
+    points = [j for j in range(2, len(cols)) if not header[j].endswith(" mean [68%]")]
+    groups = [points] + [[j] for j in range(2, len(cols)) if j not in points]
+    key_w = widths[0] + 2 + widths[1]
+    blocks: list[list[int]] = []
+    current: list[int] = []
+    used = key_w
+    for k, g in enumerate(groups):
+        add = sum(widths[j] + 2 for j in g)
+        if current and (k == 1 or used + add > width):
+            blocks.append(current)
+            current, used = [], key_w
+        current += g
+        used += add
+    blocks.append(current)
+    out = []
+    for block in blocks:
+        idx = [0, 1, *block]
+        text = []
+        for row in range(len(lines) + 1):
+            cells = [cols[j][row].ljust(widths[j]) for j in idx]
+            text.append("  ".join(cells).rstrip())
+        out.append(text)
+    return out
+
+
+def wrap(line: str, width: int = WIDTH) -> str:
+    """``line`` wrapped to ``width`` columns, continuation lines indented by two."""
+    return textwrap.fill(line, width=width, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def text_table(table: pd.DataFrame, width: int = WIDTH, indent: int = 2) -> str:
+    """A table of strings as aligned text no wider than ``width``.
+
+    Columns with one value in every row are said once above the table
+    (``condition: base``) instead of repeated; the longest cells are cut in
+    the middle until the rows fit.
+    """
+    table = table.astype(str)
+    same = [c for c in table.columns if len(table) > 1 and table[c].nunique() == 1]
+    shown = table.drop(columns=same)
+    cols = {c: [str(c), *shown[c]] for c in shown.columns}
+    widths = {c: max(len(x) for x in v) for c, v in cols.items()}
+
+    def total() -> int:
+        return indent + sum(widths.values()) + 2 * max(len(widths) - 1, 0)
+
+    while widths and total() > width:  # cut the widest column, never below 8
+        c = max(widths, key=widths.get)
+        if widths[c] <= 8:
+            break
+        widths[c] -= 1
+    pad = " " * indent
+    out = []
+    if same:
+        out.append(wrap(pad + ", ".join(f"{c}: {table[c].iloc[0]}" for c in same), width))
+    for row in range(len(shown) + 1):
+        cells = [_short(cols[c][row], widths[c]).ljust(widths[c]) for c in shown.columns]
+        out.append((pad + "  ".join(cells)).rstrip())
     return "\n".join(out)
 
 
-__all__ = ["LEGEND", "METRICS", "board", "leaderboard_text", "subject_flags"]
+def leaderboard_text(
+    bayesbench: pd.DataFrame, missing: pd.DataFrame | None = None, width: int = WIDTH
+) -> str:
+    """Plain-text leaderboard that fits ``width`` columns.
+
+    The point estimates, then the bootstrap means and intervals in blocks
+    that repeat rank and subject, one line naming the columns no subject has and why, the
+    interval note and the subjects' flags, each wrapped to ``width``.
+    """
+    header, lines = board(bayesbench)
+    out: list[str] = []
+    if len(header) > 2:
+        for i, block in enumerate(_blocks(header, lines, width)):
+            if i:
+                out.append("")
+            out += block
+    else:
+        out.append(f"no BayesBench number for any of the {len(lines)} subject(s)")
+    out += [wrap(f"note: {line}", width) for line in left_out(bayesbench, missing)]
+    if len(header) > 2:
+        note = INTERVAL_NOTE if "S_mean" in bayesbench else NO_BOOTSTRAP_NOTE
+        out.append(wrap(f"note: {note}", width))
+    out += [wrap(f"warning: {line} (see missing.csv)", width) for line in subject_flags(missing)]
+    return "\n".join(out)
+
+
+__all__ = [
+    "LEGEND",
+    "METRICS",
+    "WIDTH",
+    "board",
+    "leaderboard_text",
+    "left_out",
+    "natural_key",
+    "shown_metrics",
+    "subject_flags",
+    "text_table",
+    "wrap",
+]

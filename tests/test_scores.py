@@ -524,11 +524,16 @@ def test_leaderboard_shows_point_estimate_bootstrap_mean_interval_and_why():
     }
     text = leaderboard(pd.DataFrame([row]))
     lines = text.splitlines()
-    header = lines[0].split("  ")
-    assert [h.strip() for h in header if h.strip()][:4] == ["rank", "subject", "S", "S mean [68%]"]
-    assert "0.915*" in lines[1] and "0.870 [0.845, 0.900]" in lines[1]
-    assert "9.0*" in lines[1] and "4.8 [3.0, 7.0]" in lines[1]
-    assert "2.5 [1.0, 4.0]" in lines[1] and "0.780" in lines[1]
-    assert "0.800 " in lines[1] and "0.800*" not in lines[1]  # inside its interval: no mark
-    assert lines[2] == f"note: {INTERVAL_NOTE}"
+    assert max(map(len, lines)) <= 100
+    # the point estimates side by side, then the bootstrap intervals in blocks
+    assert lines[0].split() == ["rank", "subject", "S", "A", "E", "C", "BCS", "S_p", "BCS_p"]
+    row1 = ["1", "m", "0.915*", "0.800", "0.950", "0.700", "9.0*", "0.780", "2.5"]
+    assert lines[1].split() == row1  # * only where the point is outside its interval
+    assert lines[2] == ""
+    blocks = "\n".join(lines[3:])
+    assert "S mean [68%]" in lines[3] and "0.870 [0.845, 0.900]" in lines[4]
+    assert "4.8 [3.0, 7.0]" in blocks and "2.5 [1.0, 4.0]" in blocks
+    assert all(ln.startswith("1 ") for ln in lines[3:] if ln and ln[0].isdigit())
+    note = " ".join(ln.strip() for ln in lines if ln.startswith(("note:", "  ")))
+    assert note == f"note: {INTERVAL_NOTE}"
     assert "sums of signs" in INTERVAL_NOTE or "add up signs" in INTERVAL_NOTE

@@ -1,0 +1,129 @@
+"""The terminal leaderboard on data nobody here prepared: order, width, left-out columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesobs.cli import main
+from bayesobs.leaderboard import (
+    WIDTH,
+    board,
+    leaderboard_text,
+    left_out,
+    natural_key,
+    text_table,
+)
+
+NUMBERS = ("A", "E", "C", "S", "BCS", "BCS_p", "C_p", "S_p")
+
+
+def _bayesbench(subjects, values=None, boot=True):
+    """A bayesbench.csv-like table: every number n/a unless given in ``values``."""
+    rows = []
+    for s in subjects:
+        row = {"subject": s}
+        for k in NUMBERS:
+            v = (values or {}).get(s, {}).get(k, np.nan)
+            row[k] = v
+            if boot:
+                row[f"{k}_mean"], row[f"{k}_lo"], row[f"{k}_hi"] = v, v - 0.01, v + 0.01
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_natural_key_orders_numbers_as_numbers():
+    ids = ["10", "2", "1", "p10", "p2", "P1", "sim:b"]
+    assert sorted(ids, key=natural_key) == ["1", "2", "10", "P1", "p2", "p10", "sim:b"]
+
+
+def test_human_data_without_bayesbench_numbers_is_one_line_per_fact_not_rows_of_na():
+    """The issue: 14 rows of n/a ranked 1, 10, 11, ..., 2 in lines of 220+ characters."""
+    subjects = [str(i) for i in range(1, 15)]
+    bb = _bayesbench(subjects)
+    missing = pd.DataFrame(
+        [
+            {"subject": s, "task": "", "component": "A", "reason": "no base-condition trials"}
+            for s in subjects
+        ]
+    )
+    text = leaderboard_text(bb, missing)
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= WIDTH
+    assert "n/a" not in text
+    assert lines[0] == "no BayesBench number for any of the 14 subject(s)"
+    said = " ".join(lines)
+    assert "A (no base-condition trials)" in said
+    for name in ("S", "E", "C", "BCS", "S_p", "BCS_p"):
+        assert f" {name} (" in said or f"{name} (" in said
+
+
+def test_columns_no_subject_has_are_left_out_and_ranks_tie_in_natural_order():
+    vals = {
+        "10": {"A": 0.9},
+        "2": {"A": 0.7},
+        "1": {"A": 0.8},
+    }
+    bb = _bayesbench(["10", "2", "1", "3"], vals)
+    header, rows = board(bb)
+    assert header == ["rank", "subject", "A", "A mean [68%]"]
+    # no S anywhere: every subject ties on S and is listed in natural order
+    assert [r[1] for r in rows] == ["1", "2", "3", "10"]
+    lines = left_out(bb)
+    assert len(lines) == 1 and lines[0].startswith("left out, no subject has them: ")
+    assert "S (needs A, E and C)" in lines[0] and "A (" not in lines[0]
+
+
+def test_rank_is_by_s_then_natural_order():
+    vals = {s: {k: 0.5 for k in NUMBERS} for s in ("2", "10", "1")}
+    vals["10"]["S"] = 0.9
+    _, rows = board(_bayesbench(["2", "10", "1"], vals))
+    assert [r[1] for r in rows] == ["10", "1", "2"]
+    assert [r[0] for r in rows] == ["1", "2", "3"]
+
+
+def test_long_names_and_every_number_fit_100_columns():
+    vals = {s: {k: 0.5 for k in NUMBERS} for s in ("a" * 60, "sim:bayesian")}
+    text = leaderboard_text(_bayesbench(list(vals), vals))
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= WIDTH
+    # every number and interval is still there, the long name cut in the middle
+    for name in ("S", "A", "E", "C", "BCS", "S_p", "BCS_p"):
+        assert f"{name} mean [68%]" in text
+    assert "aaaa…aaaa" in text
+
+
+def test_text_table_says_constant_columns_once_and_fits():
+    t = pd.DataFrame(
+        {
+            "subject": ["sim:perceiver", "sim:guesser"],
+            "task": ["percept_v", "percept_v"],
+            "variant": ["x" * 80, "short"],
+            "accuracy": ["0.91", "0.10"],
+        }
+    )
+    text = text_table(t)
+    lines = text.splitlines()
+    assert lines[0].strip() == "task: percept_v"
+    assert max(map(len, lines)) <= WIDTH
+    assert "sim:perceiver" in text and "0.91" in text
+
+
+@pytest.mark.parametrize("bootstrap", ["0", "5"])
+def test_score_of_the_readme_human_recipe_fits_100_columns(
+    shared_data, tmp_path, capsys, bootstrap
+):
+    """Glasauer & Shi through `bayesobs score` as the README maps it: readable terminal output."""
+    csv = shared_data / "glasauer_shi_2021_vierordt" / "rep_randwalk_table.csv"
+    args = ["score", str(csv), "--out", str(tmp_path / "s"), "--bootstrap", bootstrap]
+    args += ["--map", "stimulus=dur", "--map", "response=repDur", "--map", "subject=NSub"]
+    args += ["--map", "trial=NT", "--map", "condition=RandLevel", "--missing-where", "valid == 0"]
+    assert main([*args, "--no-probe"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= WIDTH, max(lines, key=len)
+    assert "n/a  n/a" not in out
+    assert "no BayesBench number for any of the 14 subject(s)" in out
+    if bootstrap != "0":  # subjects named in natural order
+        assert "(1, 2, 3, 4 and 10 more)" in out
