@@ -52,6 +52,15 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         help="name every field of the CSV input(s) and ignore their header line, for files "
         "whose header names fewer fields than the rows hold (a ragged CSV is otherwise an error)",
     )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="exclusion rule NAME OP NUMBER, repeatable: a participant measure such as "
+        '"catch_error_rate > 0.2" removes that participant, a trial column such as '
+        '"rt_ms < 200" each trial; catch trials are never fitted; written to exclusions.csv',
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder")
     p.add_argument(
         "--bootstrap",
@@ -88,18 +97,43 @@ def _progress(args) -> bool:
 
 
 def _read(args):
-    """Validate the trial options and read the trials."""
-    from .trials import parse_mapping, read_trials
+    """Validate the trial options, read the trials and apply ``--exclude``.
+
+    Returns the kept trials and the exclusions table (``None`` when the data
+    hold no catch trials and no rule was given: no ``exclusions.csv``).
+    """
+    from .exclusions import exclude, parse_rule, summary
+    from .trials import catch_rows, parse_mapping, read_trials
 
     if getattr(args, "bootstrap", 0) < 0:
         raise BayesobsInputError("--bootstrap must be 0 or more")
-    return read_trials(
+    rules = [parse_rule(r) for r in args.exclude]  # refused before any reading
+    trials = read_trials(
         args.trials,
         mapping=parse_mapping(args.map),
         where=args.where,
         missing_where=args.missing_where,
         columns=args.columns.split(",") if args.columns else None,
+        keep_catch=True,
     )
+    if not rules and not catch_rows(trials).any():
+        return trials, None
+    kept, table = exclude(trials, rules)
+    from .leaderboard import wrap
+
+    print(wrap(summary(table)))
+    return kept, table
+
+
+def _write_exclusions(table, out: Path) -> list[str]:
+    """Write ``exclusions.csv`` into ``out`` when there is an exclusions table."""
+    if table is None:
+        return []
+    from .trials import write_csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(table, out / "exclusions.csv")
+    return ["exclusions"]
 
 
 def _trial_options(args, **extra) -> dict:
@@ -110,6 +144,7 @@ def _trial_options(args, **extra) -> dict:
         where=args.where,
         missing_where=args.missing_where,
         columns=args.columns,
+        exclude=args.exclude,
         interleaved=args.interleaved,
         lapse=args.lapse,
         bootstrap=args.bootstrap,
@@ -164,7 +199,7 @@ def cmd_fit(args) -> int:
             "use the maximum-likelihood fits for those"
         )
     t0 = time.perf_counter()
-    trials = _read(args)
+    trials, exclusions = _read(args)
     from .api import magnitude_trials
 
     trials, left_out = magnitude_trials(trials)
@@ -183,6 +218,7 @@ def cmd_fit(args) -> int:
     )
     options = _trial_options(args, seconds=round(time.perf_counter() - t0, 3))
     summary = write_fit(trials, batch, args.out, manifest=options)
+    _write_exclusions(exclusions, args.out)
     n_missing, n_trials = summary["n_missing"], summary["n_trials"]
     skipped_log, n_constant, levels = (
         summary["log_skipped"],
@@ -207,6 +243,7 @@ def cmd_fit(args) -> int:
             else ""
         )
         + f" -> {args.out}/fits.csv, {args.out}/evidence.csv"
+        + (f", {args.out}/exclusions.csv" if exclusions is not None else "")
     )
     return 0
 
@@ -230,7 +267,7 @@ def cmd_score(args) -> int:
     from .scores import score
 
     t0 = time.perf_counter()
-    trials = _read(args)
+    trials, exclusions = _read(args)
     result = score(
         trials,
         bootstrap=args.bootstrap,
@@ -246,6 +283,7 @@ def cmd_score(args) -> int:
         args, non_oracle=args.non_oracle, seconds=round(time.perf_counter() - t0, 3)
     )
     written = result.to_folder(args.out, trials=trials, manifest=options)
+    written += _write_exclusions(exclusions, args.out)
     if len(result.bayesbench.columns):
         interval = (
             f"bootstrap B={args.bootstrap}, {args.resample} resampling, 68% intervals"

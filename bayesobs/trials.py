@@ -76,6 +76,24 @@ _MISSING_TOKENS = {"", "nan", "na", "n/a", "null", "none"}
 
 
 # --------------------------------------------------------------------- reading
+#: the spellings of a true ``catch`` or ``correct`` value in files (JSON true, CSV text)
+TRUE_WORDS = frozenset({"true", "1", "1.0", "yes"})
+
+
+def catch_rows(trials: pd.DataFrame) -> np.ndarray:
+    """Which rows are catch (attention-check) trials: a true ``catch`` column.
+
+    JSON ``true``, 1 or the words of :data:`TRUE_WORDS` in a CSV count;
+    a missing value does not.
+    """
+    if "catch" not in trials.columns:
+        return np.zeros(len(trials), dtype=bool)
+    c = trials["catch"]
+    if pd.api.types.is_bool_dtype(c):
+        return c.to_numpy(dtype=bool)
+    return c.map(lambda v: v == v and str(v).strip().lower() in TRUE_WORDS).to_numpy(bool)
+
+
 def paradigm_rows(trials: pd.DataFrame, paradigm: str) -> pd.Series:
     """Which rows belong to ``paradigm`` (``search``, ``perception``, ``hvs``...).
 
@@ -527,6 +545,7 @@ def normalize_trials(
     where: str | None = None,
     missing_where: str | None = None,
     source: str = "<table>",
+    keep_catch: bool = False,
 ) -> pd.DataFrame:
     """Validate a trial table and return it in canonical form.
 
@@ -543,6 +562,10 @@ def normalize_trials(
         term) where this expression is true, e.g. ``"valid == 0"``.
     source : str
         Name used in error messages when ``df`` has no ``_source`` column.
+    keep_catch : bool
+        Keep catch trials (a true ``catch`` column), for
+        :func:`bayesobs.exclusions.exclude`; by default they are removed, as
+        they are never fitted or scored.
 
     Returns
     -------
@@ -567,6 +590,11 @@ def normalize_trials(
         df = df.loc[_filter(df, where, "--where")].reset_index(drop=True)
         if len(df) == 0:
             raise BayesobsInputError(f"--where {where!r}: no trials left")
+    if not keep_catch and "catch" in df.columns:
+        # attention-check trials are never fitted or scored (bayesobs.exclusions)
+        df = df.loc[~catch_rows(df)].reset_index(drop=True)
+        if len(df) == 0:
+            raise BayesobsInputError(f"{source}: only catch trials")
     srcs = ", ".join(str(v) for v in df[_SRC].unique())  # not a string per row
     # a visual-search table (set_size, correct) is complete without stimulus/response
     for col, search_col in (("stimulus", "set_size"), ("response", "correct")):
@@ -638,6 +666,7 @@ def read_trials(
     where: str | None = None,
     missing_where: str | None = None,
     columns: Sequence[str] | None = None,
+    keep_catch: bool = False,
 ) -> pd.DataFrame:
     """Read one or many trial files (CSV, TSV, Parquet, JSONL, experiment folders).
 
@@ -659,7 +688,9 @@ def read_trials(
     else:
         df = frames[0]
     del frames
-    return normalize_trials(df, mapping=mapping, where=where, missing_where=missing_where)
+    return normalize_trials(
+        df, mapping=mapping, where=where, missing_where=missing_where, keep_catch=keep_catch
+    )
 
 
 def write_trials(df: pd.DataFrame, path: str | Path) -> Path:
