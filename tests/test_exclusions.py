@@ -17,7 +17,7 @@ from bayesobs.exclusions import exclude, parse_rule, participant_measures
 def _study(seed=0):
     """Four participants (static observers), response times, and catch trials.
 
-    Participant 3 fails most catch trials; every participant has a few
+    Participant 3 fails most catch trials, participant 2 one of four; every participant has a few
     anticipations (rt_ms < 200).  Catch trials carry ``catch`` and ``correct``
     as the web app logs them, with their own trial numbers.
     """
@@ -36,7 +36,9 @@ def _study(seed=0):
                 "trial": [100, 101, 102, 103],
                 "rt_ms": 900.0,
                 "catch": True,
-                "correct": [True, True, False, True] if s != "3" else [False, False, False, True],
+                "correct": {"3": [False, False, False, True], "2": [True, True, False, True]}.get(
+                    s, [True] * 4
+                ),
             }
         )
         frames += [cell, catch]
@@ -72,7 +74,8 @@ def test_participant_measures_against_a_hand_count():
     df = _study()
     m = participant_measures(df).set_index("subject")
     assert m.loc["3", "catch_error_rate"] == pytest.approx(0.75)
-    assert m.loc["1", "catch_error_rate"] == pytest.approx(0.25)
+    assert m.loc["2", "catch_error_rate"] == pytest.approx(0.25)
+    assert m.loc["1", "catch_error_rate"] == 0
     assert m.loc["10", "catch_trials"] == 4 and m.loc["10", "trials"] == 120
     fast = df[(df["subject"] == "2") & (df["catch"] != True)]  # noqa: E712
     assert m.loc["2", "median_rt_ms"] == pytest.approx(fast["rt_ms"].median())
@@ -172,3 +175,23 @@ def test_exclude_keeps_a_trial_excluded_by_two_rules_counted_once():
     n300 = int(((t["rt_ms"] < 300) & (t["catch"] != True)).sum())  # noqa: E712
     assert table.loc[table["rule"] == "rt_ms < 200", "trials"].sum() == n200
     assert table.loc[table["rule"] == "rt_ms < 300", "trials"].sum() == n300 - n200
+
+
+def test_the_readme_exclusion_command_runs_as_printed(tmp_path, monkeypatch):
+    """The README's `--exclude` example, copied from the README, on a folder of trials."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"```\n(bayesobs score study/ [^\n]*--exclude[^\n]*)\n```", readme)
+    assert block, "the README's --exclude example is gone"
+    argv = shlex.split(block.group(1))
+    (tmp_path / "study").mkdir()
+    with open(tmp_path / "study" / "trials.jsonl", "w") as f:
+        for rec in _study().to_dict(orient="records"):
+            f.write(json.dumps(rec) + "\n")
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv[1:], "--no-probe", "--no-progress"]) == 0
+    table = pd.read_csv(tmp_path / "scores" / "exclusions.csv", dtype={"subject": str})
+    assert {"catch_error_rate > 0.2", "rt_ms < 200"} <= set(table["rule"])
