@@ -322,6 +322,7 @@ def test_a_full_disk_answers_json_503_logs_one_line_and_loses_nothing(
     _, url, folder = served
     with httpx.Client(base_url=url) as c:
         c.post("/api/start", json={"consent": True, "pid": "d"})
+        assert c.get("/api/next").json()["id"] == 0  # served: its answer time is measured
         real = bayesobs.store.append_line
 
         def full(path, rec):
