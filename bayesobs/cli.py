@@ -427,6 +427,8 @@ def cmd_serve(args) -> int:
         ami=str(args.ami) if args.ami else None,
         order=args.order,
         minutes=args.minutes,
+        catch_every=args.catch_every,
+        hosts=[*(args.allow_host or []), args.host],
     )
     base = f"http://{args.host}:{args.port}"
     print(f"participants: {base}/   (or {base}/?pid=ID)")
@@ -460,6 +462,7 @@ def cmd_export(args) -> int:
         prolific_code=args.prolific_code,
         datapipe_id=args.datapipe,
         minutes=args.minutes,
+        catch_every=args.catch_every,
     )
     manifest = json.loads((out / "bayesobs_manifest.json").read_text())
     print(
@@ -765,6 +768,13 @@ def _add_stimulus_options(p: argparse.ArgumentParser) -> None:
         type=float,
         help="duration stated on the consent page (default: estimated from the number of trials)",
     )
+    p.add_argument(
+        "--catch-every",
+        type=int,
+        metavar="N",
+        help="an attention-check (catch) trial after every N trials, logged with catch = true "
+        "and never fitted (a number to type as stated, or the only item of a picture to tap)",
+    )
 
 
 def _add_scheduler_option(p) -> None:
@@ -914,6 +924,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     _add_stimulus_options(p)
     p.add_argument("--token", help="experimenter page token (default: random, printed)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="repeatable: a host name participants reach the server by (besides --host, "
+        "localhost and IP addresses), e.g. the name of a reverse proxy; other Host headers "
+        "are refused (DNS rebinding)",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("export", help="export a task as a self-contained jsPsych 8 experiment")

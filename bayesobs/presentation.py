@@ -4,7 +4,9 @@ The runner sends a model the system prompt of :func:`bayesobs.ablations.system_p
 (role, steering, the task's instruction, "Do not explain or reason ..."); a
 person in the web app (``bayesobs serve``) or in the jsPsych export sees the
 same prompt without the model's role line and without the instruction not to
-reason, so a steering condition shows its steering text to people too.
+reason, with the task's instruction in a person's words
+(``Task.person_text``), so a steering condition shows its steering text to
+people too.
 """
 
 from __future__ import annotations
@@ -31,14 +33,18 @@ def human_instruction(sess, t: int) -> str:
     -------
     str
         The trial's system prompt less the role sentence and the
-        no-reasoning sentence.
+        no-reasoning sentence, with the task's instruction in a person's
+        words (``Task.person_text``: the perception tasks' "You may reason
+        step by step ..." and the search tasks' "Answer in exactly the
+        format ..." are a model's).
     """
     previous = [s.value for s in sess.stimuli[:t]]
     text = system_prompt(sess.task, sess.cond, previous, sess.range, sess.options)
     role = f"You are a {sess.task.role}. "
     if text.startswith(role):
         text = text[len(role) :]
-    return text.replace(NO_REASONING, "")
+    text = text.replace(NO_REASONING, "")
+    return text.replace(sess.task.instruction, sess.task.person_text())
 
 
 def human_plan(spec: dict, modalities=None, conditions=None, trials=None, ami=None) -> list:

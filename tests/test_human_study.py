@@ -6,6 +6,7 @@ The browser tests drive Debian's chromium through Playwright, as a participant m
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -553,7 +554,8 @@ def test_a_person_answers_object_reidentification_with_two_images(tmp_path, brow
         assert page.locator("#stim-imgs img").count() == 2  # both images, in order
         assert page.locator("#answer-label").inner_text() == "Your answer"
         question = page.locator("#question").inner_text()  # no reply to demos a person never saw
-        assert question.startswith("The first image shows") and "{yes}" in question
+        assert question.startswith("The first image shows") and "Type yes or no." in question
+        assert "{" not in question and "curly" not in question  # a model's format, not a person's
         page.fill("input[name=response]", "perhaps")  # not a yes/no answer: asked again
         page.keyboard.press("Enter")
         page.wait_for_selector("text=please answer as the question asks")
@@ -587,14 +589,12 @@ def test_the_export_refuses_worded_answers_and_points_to_serve(tmp_path, capsys)
     assert "bayesobs serve" in capsys.readouterr().err
 
 
-def _right_answer(task, stim) -> str:
-    """What a person who knows the answer types (search: the target's cell or point)."""
-    from bayesobs.web.app import _gold_text
-
+def _right_answer(task, stim) -> dict:
+    """What a person who knows the answer sends (search: a tap on the target, on a 345-px image)."""
     p = stim.params
     if task.paradigm == "search":
-        return p["target_cell"] if p["answer"] == "cell" else f"{p['x'][0]}, {p['y'][0]}"
-    return _gold_text(task.record(stim, None)["gold"])  # bare: no braces, no COUNT: key
+        return {"x": p["x"][0], "y": p["y"][0], "display_w": 345, "display_h": 345}
+    return {"response": task.human_answer(stim)}  # bare: no braces, no COUNT: key
 
 
 @pytest.mark.parametrize(
@@ -610,14 +610,52 @@ def test_worded_answers_are_read_by_the_runners_parser(tmp_path, spec):
     with running(server) as url, httpx.Client(base_url=url) as c:
         assert c.post("/api/start", json={"consent": True, "pid": "p1"}).status_code == 200
         t = c.get("/api/next").json()
-        assert t["answer"] == "text" and (t["image"] or t["images"])
+        assert t["answer"] in ("text", "tap") and (t["image"] or t["images"])
         n = 0
         while not t["finished"] and n < 12:
             sess, i, _ = study.trial(t["id"])
             r = c.post("/api/answer", json={"id": t["id"], "response": "@@"})
             assert r.status_code == 400  # unreadable: refused, nothing logged
             said = _right_answer(sess.task, sess.stimuli[i])
-            t = c.post("/api/answer", json={"id": t["id"], "response": said}).json()
+            t = c.post("/api/answer", json={"id": t["id"], **said}).json()
             n += 1
     rows = _rows(tmp_path / "e")
     assert len(rows) == n and all(r["valid"] and r["correct"] == 1 for r in rows), rows[:2]
+
+
+def test_export_catch_trials_reach_the_data_with_catch_and_correct(node_modules, browser, tmp_path):
+    """--catch-every: a check after every N trials, in the data with catch, correct and the subject."""
+    import subprocess
+
+    exp = tmp_path / "catch"
+    args = ["export", "jspsych", str(SPEC), "--out", str(exp), "--trials", "2"]
+    args += ["--modality", "text", "--platform", "cognition", "--catch-every", "3"]
+    assert main(args) == 0
+    (exp / "node_modules").symlink_to(node_modules)
+    subprocess.run([NPM, "run", "build"], cwd=exp, check=True, capture_output=True)
+    httpd = _serve_dir(exp / "dist")
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/index.html?pid=js1")
+        assert "7 answers" in page.locator("#jspsych-content").inner_text()
+        page.get_by_role("button", name="I agree").click()
+        page.get_by_role("button", name="Start the practice trial").click()
+        page.fill("input[name=response]", "0.5")
+        page.get_by_role("button", name="Continue").click()
+        page.get_by_role("button", name="Start the study").click()
+        for _ in range(7):
+            page.wait_for_selector("input[name=response]")
+            asked = page.locator("#jspsych-content").inner_text()
+            m = re.search(r"please type (\S+) as your answer", asked, re.I)
+            page.fill("input[name=response]", m.group(1) if m else "0.5")
+            page.get_by_role("button", name="Continue").click()
+        page.wait_for_selector("#bo-code")
+        (tmp_path / "data.json").write_text(page.evaluate("window.jsPsych.data.get().json()"))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    data = [d for d in json.loads((tmp_path / "data.json").read_text()) if d.get("bayesobs_trial")]
+    assert len(data) == 7 and {d["subject"] for d in data} == {"js1"}
+    (check,) = [d for d in data if d.get("catch")]
+    assert data.index(check) == 3 and check["correct"] is True and check["trial"] == -1
+    assert check["response_value"] == check["stimulus"] and 0 < check["stimulus"] < 1

@@ -173,9 +173,9 @@ def test_bad_requests_are_refused_and_write_nothing(server, tmp_path, clients):
             assert r.status_code == 404 and "key_sha256" not in r.text, path
         assert a.get("/experimenter").status_code == 403
         assert a.get("/experimenter/trials.csv?token=wrong").status_code == 403
-        csv = a.get("/experimenter/trials.csv?token=secret-token")
-        assert csv.status_code == 200 and "bob" in csv.text
-        assert "bob" in a.get("/experimenter?token=secret-token").text
+        csv = a.get("/experimenter/trials.csv?token=secret-token", follow_redirects=True)
+        assert csv.status_code == 200 and "bob" in csv.text  # the token, then its cookie
+        assert "bob" in a.get("/experimenter").text
         assert a.get(t["image"]).headers["content-type"] == "image/png"
     rows = _rows(tmp_path / "exp")
     assert len(rows) == 1 and rows[0]["response"] == 0.25 and rows[0]["subject"] == "bob"

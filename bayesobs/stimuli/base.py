@@ -68,6 +68,13 @@ class Task:
     # reply budget is ``max_tokens`` (None: the subject's own, e.g. ``--max-tokens``)
     allow_reasoning: ClassVar[bool] = False
     max_tokens: ClassVar[int | None] = None
+    # What a person is told (``serve`` and the jsPsych export); a model's prompts never use these.
+    # ``person_task`` completes "In this study you will ..." on the consent page;
+    # ``person_instruction`` replaces ``instruction`` for a person (None: it suits a person as is);
+    # ``seconds_per_answer`` is the assumed time a person takes per answer before any is measured.
+    person_task: ClassVar[str] = "answer questions about pictures and short texts"
+    person_instruction: ClassVar[str | None] = None
+    seconds_per_answer: ClassVar[float] = 8.0
 
     def generate(
         self, rng: np.random.Generator, low: float, high: float, n: int, options: dict
@@ -103,6 +110,23 @@ class Task:
         "Yes, that is correct.") drops that part for a person.
         """
         return stim.prompt or None
+
+    @classmethod
+    def person_text(cls) -> str:
+        """The task's instruction as a person reads it (``person_instruction``, else ``instruction``)."""
+        return cls.person_instruction or cls.instruction
+
+    def human_answer(self, stim: Stimulus) -> str:
+        """The correct answer as a person reads it (the practice trial's feedback).
+
+        Default: the true value, to three decimals, with the unit.
+        """
+        value = f"{round(float(stim.value), 3):g}"
+        return f"{value} {self.unit}" if self.unit else value
+
+    def tap_area(self, stim: Stimulus) -> tuple[int, int] | None:
+        """``(width, height)`` in pixels of the image a person taps to answer; None: answers are typed."""
+        return None
 
     def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
         """Readings of a person's typed answer, tried in order by :meth:`record`.

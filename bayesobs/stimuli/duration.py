@@ -154,6 +154,11 @@ class Duration(Task):
 
     name = "duration"
     role = "dialogue duration estimator"
+    person_task = (
+        "read short extracts of meeting conversations and estimate how many seconds each took "
+        "to say"
+    )
+    seconds_per_answer = 20.0  # an extract is read before it is judged
     instruction = (
         "Estimate how long, in seconds, this extract of a meeting conversation lasted when "
         "spoken, as a decimal number."

@@ -37,6 +37,10 @@ class LineRatio(Task):
     name = "line_ratio"
     role = "line-length ratio estimator"
     instruction = "Estimate the ratio of the shorter line to the longer line as a decimal number between 0 and 1."
+    person_task = (
+        "see two lines and estimate how long the shorter one is compared with the longer one "
+        "(a number between 0 and 1)"
+    )
     fraction = True
     answer_range = (0.0, 1.0)
     width, height = 420, 180
@@ -78,6 +82,10 @@ class MarkerLocation(Task):
 
     name = "marker_location"
     role = "marker location estimator"
+    person_task = (
+        "see a line with a marker on it and estimate where along the line the marker is "
+        "(0 at the left end, 1 at the right end)"
+    )
     instruction = (
         "Estimate the position of the marker along the line as a decimal number between "
         "0 (left end) and 1 (right end)."

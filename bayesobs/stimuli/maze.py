@@ -70,6 +70,10 @@ class MazeDistance(Task):
 
     name = "maze_distance"
     role = "maze distance estimator"
+    person_task = (
+        "see a path drawn on a grid and estimate the straight-line distance between its start "
+        "and its end, in grid units"
+    )
     instruction = (
         "Estimate the straight-line distance between the start (green) and the end (red) "
         "of the path, in grid units, as a decimal number."

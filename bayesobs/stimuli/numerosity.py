@@ -24,6 +24,7 @@ class Numerosity(Task):
 
     name = "numerosity"
     role = "dot counter"
+    person_task = "see pictures of dots and estimate how many dots each shows"
     instruction = "Estimate how many dots there are, as a whole number."
     unit = "dots"
     answer_range = (0.0, 1000.0)

@@ -75,6 +75,11 @@ class PerceptionTask(Task):
         "You may reason step by step before answering; end with the final answer in exactly "
         "the format the question asks for."
     )
+    person_instruction = (
+        "Look carefully at the picture (or pictures) and answer the question below it. There is "
+        "no time limit."
+    )
+    seconds_per_answer = 20.0  # a picture to study and a short answer to type
     variants: ClassVar[tuple[str, ...]]
     default_variant: ClassVar[str]
     option_keys: ClassVar[tuple[str, ...]] = ("variant", "stratified")
@@ -192,6 +197,11 @@ class PerceptionTask(Task):
             words = prompt if modality == "image" or text is None else f"{text}\n\n{prompt}"
             out.append(Demo(words, images if modality != "text" else (), answer))
         return tuple(out)
+
+    def human_answer(self, stim: Stimulus) -> str:
+        """The trial's gold answer as a person types it (a list joined by commas)."""
+        gold = stim.params["gold"]
+        return ", ".join(map(str, gold)) if isinstance(gold, (list, tuple)) else str(gold)
 
     # ---- scoring
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict[str, Any]:

@@ -203,10 +203,16 @@ class SearchTask(Task):
     modalities: ClassVar[tuple[str, ...]] = ("image",)
     paradigm: ClassVar[str] = "search"
     role = "visual search participant"
+    person_task = "look at pictures of many items and tap the one that is different"
     conditions: ClassVar[tuple[str, ...]]
     default_condition: ClassVar[str]
     instruction = "Answer in exactly the format the question asks for."
     what: ClassVar[str]  # noun phrase of the target, for the questions
+    person_instruction = (
+        "Find the item the question describes and tap (or click) it on the picture, then press "
+        "Submit."
+    )
+    seconds_per_answer = 6.0  # one look and one tap
 
     option_keys: ClassVar[tuple[str, ...]] = ("search", "answer", "border_margin")
 
@@ -261,6 +267,35 @@ class SearchTask(Task):
     def layout(self, rng, k: int, search: str, margin: float, options: dict) -> dict:
         """Item positions and features of one display with ``k`` distractors."""
         raise NotImplementedError
+
+    def tap_area(self, stim: Stimulus) -> tuple[int, int]:
+        """The 400 x 400 image is tapped: a person answers a cell or a point by tapping the target."""
+        return (SIZE, SIZE)
+
+    def person_target(self, stim: Stimulus) -> str:
+        """The question a person reads: what the target is and that it is tapped."""
+        raise NotImplementedError
+
+    def human_question(self, stim: Stimulus) -> str:
+        """What the target is, and how it is answered (a tap; a cell answer is the quarter tapped)."""
+        how = "Tap it."
+        if stim.params["answer"] == "cell":
+            how = "Tap it: the quarter of the picture you tap in is your answer."
+        return f"{self.person_target(stim)} {how}"
+
+    def human_answer(self, stim: Stimulus) -> str:
+        """The target's quarter of the picture (cell answers) or the ringed target (points)."""
+        if stim.params["answer"] == "cell":
+            row, col = stim.params["target_cell"].split(",")
+            where = ("top" if row == "1" else "bottom") + "-" + ("left" if col == "1" else "right")
+            return f"the {where} quarter of the picture (the target is ringed in green)"
+        return "the centre of the item ringed in green"
+
+    def tap_reply(self, stim: Stimulus, x: float, y: float) -> str:
+        """The reply a tap at image pixel ``(x, y)`` gives: its cell, or the point itself."""
+        if stim.params["answer"] == "cell":
+            return f"Cell ({cell_of(x, y)})"
+        return f"({x:g}, {y:g})"
 
     def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
         """As typed, then ``Cell (text)`` (a cell answer) or ``(text)`` (a point)."""
@@ -325,6 +360,7 @@ class CircleSizes(SearchTask):
     """One larger circle among same-coloured circles of radius 20 px (0-49 distractors)."""
 
     name = "circle_sizes"
+    person_task = "see pictures of circles and tap the one circle that is larger than the others"
     conditions = ("small", "medium", "large")
     default_condition = "large"
 
@@ -349,6 +385,10 @@ class CircleSizes(SearchTask):
             return _cell_question("the larger circle", items)
         return _coords_question("the larger circle", items)
 
+    def person_target(self, stim):
+        """One circle is larger than the others."""
+        return "One of the circles is larger than all the others. Find the larger circle."
+
     def draw(self, stim):
         """The circles drawn on a white field."""
         img = canvas(SIZE, SIZE)
@@ -362,6 +402,7 @@ class TwoAmongFive(SearchTask):
     """A rotated 2 among 5s (or a 5 among 2s), 0-99 distractors, three colour conditions."""
 
     name = "two_among_five"
+    person_task = "see pictures of the digits 2 and 5 and tap the one digit that is the odd one out"
     conditions = ("disjunctive", "shape_conjunctive", "shape_colour_conjunctive")
     default_condition = "disjunctive"
     option_keys = ("search", "answer", "border_margin", "target")
@@ -417,6 +458,17 @@ class TwoAmongFive(SearchTask):
             return _cell_question(what, items)
         return _coords_question(what, items)
 
+    def person_target(self, stim):
+        """The odd digit: named by colour and shape in the conjunction condition."""
+        target, colour = stim.params["digit"][0], stim.params["colour"][0]
+        other = "5" if target == "2" else "2"
+        if stim.params["search"] == "shape_colour_conjunctive":
+            return (
+                f"The picture shows 2s and 5s in several colours. Find the {colour} {target} "
+                "(there is only one)."
+            )
+        return f"All the digits are {other}s except one, which is a {target}. Find that {target}."
+
     def draw(self, stim):
         """The digits drawn in their colours and rotations."""
         img = canvas(SIZE, SIZE)
@@ -430,6 +482,9 @@ class LightPriors(SearchTask):
     """Shaded discs lit from one direction; the target is lit from the opposite one (2-17 distractors)."""
 
     name = "light_priors"
+    person_task = (
+        "see pictures of shaded balls and tap the one ball that is lit from the other side"
+    )
     conditions = ("top", "bottom", "left", "right")
     default_condition = "top"
 
@@ -457,6 +512,13 @@ class LightPriors(SearchTask):
                 "this oppositely lit sphere", items, "the sphere lit from the opposite direction"
             )
         return _coords_question("the oppositely lit sphere", items)
+
+    def person_target(self, stim):
+        """One sphere is lit from the opposite side."""
+        return (
+            "The balls are all lit from the same side, except one, which is lit from the opposite "
+            "side. Find that ball."
+        )
 
     def draw(self, stim):
         """The shaded spheres drawn on their grey disc on black."""

@@ -16,6 +16,7 @@ are the library's (the paper's appendix A and the authors' code).
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import ClassVar
 
@@ -23,6 +24,15 @@ from .. import tunnel
 from ..tunnel import circuits, hunt, reid
 from ..tunnel import parse as tparse
 from .perception import PerceptionTask, Question, jsonable, png_bytes
+
+# the model's answer formats, in a person's words (the braces a model must type are optional)
+_YES_NO = re.compile(r"Respond with \{yes\} or \{no\}(?: \(inside the curly brackets\))?\.")
+_BRACED = re.compile(r"Answer with (.+?) in curly braces, e\.?g\.? \{(.+?)\}\.")
+
+
+def person_question(prompt: str) -> str:
+    """A Tunnel Vision question with its answer format in a person's words (no braces)."""
+    return _BRACED.sub(r"Type \1, e.g. \2.", _YES_NO.sub("Type yes or no.", prompt))
 
 
 @lru_cache(maxsize=32)
@@ -77,11 +87,17 @@ class TunnelTask(PerceptionTask):
     def _prompt(self, trial) -> str:
         return trial.prompt
 
+    def human_question(self, stim):
+        """The question with its answer format in a person's words (:func:`person_question`)."""
+        return person_question(stim.prompt) if stim.prompt else None
+
 
 class ObjectReid(TunnelTask):
     """Object re-identification: is the object of image 1 the same object in image 2."""
 
     name = "object_reid"
+    person_task = "see two pictures of shapes and say whether the object in the first picture appears in the second (yes or no)"
+    seconds_per_answer = 15.0
     variants = reid.VARIANTS
     default_variant = "standard"
     max_tokens = reid.MAX_TOKENS
@@ -112,13 +128,15 @@ class ObjectReid(TunnelTask):
 
     def human_question(self, stim):
         """The question without the reply to the demonstrations a person is not shown."""
-        return stim.prompt.removeprefix(reid.TEST_PREFIX) if stim.prompt else None
+        return person_question(stim.prompt.removeprefix(reid.TEST_PREFIX)) if stim.prompt else None
 
 
 class ScavengerHunt(TunnelTask):
     """Scavenger hunt: follow the labels for L steps and name the colour reached."""
 
     name = "scavenger_hunt"
+    person_task = "follow labels from shape to shape in a grid and name the colour you end on"
+    seconds_per_answer = 30.0
     modalities = ("image", "text", "multimodal")
     variants = hunt.VARIANTS
     default_variant = "L3"
@@ -182,6 +200,8 @@ class Circuits(TunnelTask):
     """Circuit connections: the component the wire from a breadboard port reaches."""
 
     name = "circuits"
+    person_task = "follow a wire in a drawing of a circuit and name the component it leads to"
+    seconds_per_answer = 25.0
     variants = circuits.COLOUR_MODES
     default_variant = "standard"
     max_tokens = circuits.MAX_TOKENS

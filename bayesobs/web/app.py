@@ -15,11 +15,14 @@ files are served only by content-hash name from the experiment's own folder.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import hmac
 import html
 import io
+import ipaddress
 import json
+import logging
 import math
 import re
 import secrets
@@ -29,10 +32,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
 import pandas as pd
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Route
 
 from ..presentation import (
@@ -46,10 +56,30 @@ from ..presentation import (
 from ..provenance import utc_now
 from ..runner import Session, load_spec
 from ..stimuli import TASKS
-from ..store import AppendLog, ExperimentStore
-from .study import block_order, check_minutes, check_order, estimate_minutes, latin_rows
+from ..store import AppendLog, ExperimentStore, LogWriteError
+from .study import (
+    CATCH_RANGE,
+    CATCH_SEED,
+    CATCH_TAP_RADII,
+    block_order,
+    catch_plan,
+    catch_value,
+    check_catch_every,
+    check_minutes,
+    check_order,
+    estimate_minutes,
+    latin_rows,
+    minutes_text,
+)
 
+LOG = logging.getLogger("bayesobs.web")
 STATIC = Path(__file__).resolve().parent / "static"
+LOOPBACK_NAMES = frozenset({"localhost"})  # besides IP addresses, which are always accepted
+MAX_DISPLAY_PX = 20000  # a displayed image size above this is not one
+CATCH_INSTRUCTION = (
+    "Attention check: this trial checks that you are reading the instructions. Please do exactly "
+    "what it says."
+)
 WRAP_TEXT = ("maze_distance", "duration")  # prose may wrap; ASCII line stimuli must not
 PID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # never "..", never a path
 MAX_BODY = 4096  # bytes of a request body: an answer is a few dozen
@@ -81,16 +111,35 @@ class Study:
     sessions: list[Session]  # one participant's sessions (blocks), in order
     practice: object  # a stimulus shown once, not logged
     order: dict | None = None  # the counterbalancing row and its session/modality orders
+    catch_every: int | None = (
+        None  # a catch trial after every N trials (see :func:`.study.catch_plan`)
+    )
 
     def ordered(self, row: int) -> Study:
         """The same study with its blocks in Latin-square row ``row`` (see :mod:`.study`)."""
         sessions, record = block_order(self.sessions, row)
-        return Study(self.spec, sessions, self.practice, record)
+        return Study(self.spec, sessions, self.practice, record, self.catch_every)
+
+    @property
+    def trials(self) -> int:
+        """Trials of the task in one participant's study (catch trials not counted)."""
+        return sum(len(s.stimuli) for s in self.sessions)
 
     @property
     def total(self) -> int:
-        """Trials in one participant's study."""
-        return sum(len(s.stimuli) for s in self.sessions)
+        """Answers in one participant's study: the trials and the catch trials."""
+        return len(self.sequence())
+
+    def sequence(self) -> list[tuple[str, int]]:
+        """The participant's answers in order: ``("trial", i)`` and ``("catch", k)``."""
+        return catch_plan(self.trials, self.catch_every)
+
+    def where(self, index: int) -> tuple[Session, int, int]:
+        """Session, trial and block of answer ``index`` (a catch trial: those of the trial before it)."""
+        kind, i = self.sequence()[index]
+        if kind == "catch":
+            i = [j for k, j in self.sequence()[:index] if k == "trial"][-1]
+        return self.trial(i)
 
     def trial(self, index: int) -> tuple[Session, int, int]:
         """Session, trial within it and block position of the participant's trial ``index``."""
@@ -130,14 +179,20 @@ class ParticipantServer:
         ami=None,
         order="counterbalanced",
         minutes=None,
+        catch_every=None,
+        hosts=(),
     ):
+        self.order = check_order(order)
+        self.minutes = check_minutes(minutes)
+        self.catch_every = check_catch_every(catch_every)
+        self.hosts = {h.strip().lower().rstrip(".") for h in hosts or ()} | LOOPBACK_NAMES
         spec = load_spec(spec_path)
         self.spec = spec
         sessions = human_plan(spec, modalities, conditions, trials, ami)  # subject: each pid
         practice = practice_stimulus(spec, sessions[0])
-        self.study = Study(spec, sessions, practice)  # row 0: the spec's order
-        self.order = check_order(order)
-        self.minutes = check_minutes(minutes)
+        # row 0: the spec's order
+        self.study = Study(spec, sessions, practice, catch_every=self.catch_every)
+        self.task = sessions[0].task  # one task per spec
         self.rows = latin_rows(sessions) if self.order == "counterbalanced" else 1
         record = {
             "command": "serve",
@@ -148,6 +203,7 @@ class ParticipantServer:
             "subjects": "participants",
             # fixed order: the record of folders served before counterbalancing, which resume
             **({"order": self.order} if self.order != "fixed" else {}),
+            **({"catch_every": self.catch_every} if self.catch_every else {}),
         }
         self.store = ExperimentStore(out, record)
         self.folder = Path(out)
@@ -177,6 +233,7 @@ class ParticipantServer:
             self.progress[key[0]] = self.progress.get(key[0], 0) + 1
         self.served_at: dict[tuple[str, int], float] = {}
         self._png: dict[tuple, str] = {}
+        self._catch: dict[int, object] = {}
 
     # ------------------------------------------------------------ helpers
     def study_of(self, pid: str) -> Study:
@@ -194,11 +251,27 @@ class ParticipantServer:
         if len(lat) >= 20:
             med = statistics.median(lat)
             return estimate_minutes(self.study.total, med), f"median answer time so far {med:.0f} s"
-        return estimate_minutes(self.study.total), "estimated from the number of trials"
+        guess = self.task.seconds_per_answer
+        return (
+            estimate_minutes(self.study.total, guess),
+            f"estimated from the number of trials ({guess:g} s each)",
+        )
 
     def completion_code(self, pid: str) -> str:
         """The participant's completion code (an HMAC of the pid: checkable, not guessable)."""
         return hmac.new(self.secret.encode(), pid.encode(), hashlib.sha256).hexdigest()[:10].upper()
+
+    def catch_stimulus(self, k: int):
+        """Catch trial ``k`` of a tapped task: the task's own display with one item alone.
+
+        Drawn by the task's generator with no distractors, asking for a point
+        (the tap is scored by its distance to the item), seeded by the spec's
+        seed and ``k`` (every participant sees the same catch trials).
+        """
+        if k not in self._catch:
+            rng = np.random.default_rng([int(self.spec["seed"]) + CATCH_SEED, int(k)])
+            self._catch[k] = self.task.generate(rng, 0.0, 0.0, 1, {"answer": "coords"})[0]
+        return self._catch[k]
 
     def who(self, request: Request) -> str | None:
         """The pid of the request's signed-in participant, or ``None``."""
@@ -241,11 +314,18 @@ class ParticipantServer:
         """
         if body is None:
             return JSONResponse({"error": "send JSON"}, status_code=400)
+        area = sess.task.tap_area(stim)
+        if area is not None:
+            tap = check_tap(body, area)
+            if isinstance(tap, Response):
+                return tap
+            reply = sess.task.tap_reply(stim, tap["tap_x"], tap["tap_y"])
+            return {**sess.task.record(stim, reply), **tap, "raw_response": reply}
         if not sess.task.worded():
             value = self.check_value(body, sess)
             if isinstance(value, Response):
                 return value
-            return {"response": value, "valid": True}
+            return {"response": value, "valid": True, "raw_response": str(body.get("response"))}
         text = str(body.get("response", "")).strip()
         if not text:
             return JSONResponse({"error": "please type an answer"}, status_code=400)
@@ -256,7 +336,7 @@ class ParticipantServer:
         for reply in sess.task.human_replies(stim, text):
             answer = sess.task.record(stim, reply)
             if answer.get("valid"):
-                return answer
+                return {**answer, "raw_response": str(body.get("response"))}
         return JSONResponse(
             {"error": "please answer as the question asks (see the instruction above)"},
             status_code=400,
@@ -274,35 +354,100 @@ class ParticipantServer:
                 "total": total,
                 "code": self.completion_code(pid),
             }
-        sess, t, block = study.trial(done)
+        self.served_at.setdefault((pid, done), time.monotonic())
+        kind, k = study.sequence()[done]
+        sess, t, block = study.where(done)
+        head = {"finished": False, "done": done, "total": total, "id": done, "block": block}
+        head["blocks"] = len(study.sessions)
+        if kind == "catch":
+            return {**head, **self.catch_payload(sess, k)}
         stim = sess.stimuli[t]
         blur = trial_blur(sess, t)
-        instruction = human_instruction(sess, t)
-        lo, hi = ANSWER_RANGE.get(sess.task.name, (None, None))
-        self.served_at.setdefault((pid, done), time.monotonic())
         return {
-            "finished": False,
-            "done": done,
-            "total": total,
-            "id": done,
+            **head,
             "text": stimulus_parts(sess, stim, t)[0],
             "question": sess.task.human_question(stim),  # no demos for people: see Task
             **_urls(self.images(sess, stim, blur)),
-            "instruction": instruction,
-            "unit": sess.task.unit,
-            "answer": "text" if sess.task.worded() else "number",
+            "instruction": human_instruction(sess, t),
+            **answer_kind(sess.task, stim),
+            "wrap": sess.task.name in WRAP_TEXT,
+        }
+
+    def catch_payload(self, sess: Session, k: int) -> dict:
+        """The page's catch trial ``k``: one item to tap, or a number to type as stated."""
+        out = {"catch": True, "instruction": CATCH_INSTRUCTION, "text": None, "wrap": False}
+        if self.task.tap_area(self.study.practice) is not None:
+            stim = self.catch_stimulus(k)
+            shown = self.images(sess, stim, 0.0)
+            question = "There is only one item in this picture. Tap it."
+            return {**out, "question": question, **_urls(shown), **answer_kind(self.task, stim)}
+        value, _ = catch_value(self.spec["seed"], k, ANSWER_RANGE.get(self.task.name))
+        lo, hi = ANSWER_RANGE.get(self.task.name, CATCH_RANGE)
+        question = f"Please type {value:g} as your answer to this one (it is not an estimate)."
+        return {
+            **out,
+            "question": question,
+            "image": None,
+            "images": None,
+            "answer": "number",
+            "unit": "",
             "min": lo,
             "max": hi,
-            "wrap": sess.task.name in WRAP_TEXT,
-            "block": block,
-            "blocks": len(study.sessions),
+        }
+
+    def check_catch(self, body, sess: Session, k: int) -> dict | Response:
+        """Catch trial ``k``'s answer as log columns (``correct`` True/False), or a 400 response."""
+        if body is None:
+            return JSONResponse({"error": "send JSON"}, status_code=400)
+        if self.task.tap_area(self.study.practice) is not None:
+            stim = self.catch_stimulus(k)
+            tap = check_tap(body, self.task.tap_area(stim))
+            if isinstance(tap, Response):
+                return tap
+            reply = f"({tap['tap_x']:g}, {tap['tap_y']:g})"
+            row = self.task.record(stim, reply)
+            correct = row["error_px"] <= CATCH_TAP_RADII * stim.params["target_radius"]
+            shown = self.images(sess, stim, 0.0)
+            return {
+                **row,
+                **tap,
+                **{n: v for n, v in shown.items() if n == "image" or v is not None},
+                "stimulus": stim.value,
+                "stimulus_id": stim.key(),
+                "response": float(correct),
+                "raw_response": reply,
+                "valid": True,
+                "correct": bool(correct),
+            }
+        value, tolerance = catch_value(self.spec["seed"], k, ANSWER_RANGE.get(self.task.name))
+        lo, hi = ANSWER_RANGE.get(self.task.name, CATCH_RANGE)
+        typed = parse_answer(str(body.get("response", "")))
+        if typed is None or not lo <= typed <= hi:
+            return JSONResponse(
+                {"error": f"please enter a number between {lo:g} and {hi:g}"}, status_code=400
+            )
+        return {
+            "stimulus": value,
+            "response": typed,
+            "raw_response": str(body.get("response")),
+            "valid": True,
+            "correct": abs(typed - value) <= tolerance + 1e-9,
+            "catch_tolerance": tolerance,
         }
 
     # ------------------------------------------------------------ handlers
     async def about(self, request: Request) -> Response:
         """What the consent page states: number of trials and expected duration."""
         minutes, basis = self.expected_minutes()
-        return JSONResponse({"trials": self.study.total, "minutes": minutes, "basis": basis})
+        return JSONResponse(
+            {
+                "trials": self.study.total,
+                "minutes": minutes,
+                "duration": minutes_text(minutes),
+                "basis": basis,
+                "task": self.task.person_task,
+            }
+        )
 
     async def index(self, request: Request) -> Response:
         """``GET /``: the participant page."""
@@ -364,7 +509,8 @@ class ParticipantServer:
                 "done": self.progress.get(pid, 0),
                 "total": self.study_of(pid).total,
                 "practiced": pid in self.practiced,
-                "task": self.study.sessions[0].task.instruction,
+                "task": self.task.person_text(),
+                "how": self.how_to_answer(),
             }
         )
         for name, value in (("bo_pid", pid), ("bo_key", key)):
@@ -372,6 +518,22 @@ class ParticipantServer:
                 name, value, httponly=True, samesite="strict", max_age=60 * 60 * 24 * 30
             )
         return resp
+
+    def how_to_answer(self) -> str:
+        """The instructions page's sentence on how an answer is given (and on catch trials)."""
+        kind = answer_kind(self.task, self.study.practice)["answer"]
+        how = {
+            "number": "Type your estimate as a number and press Enter or the Submit button.",
+            "text": "Type your answer as the question asks and press Enter or the Submit button.",
+            "tap": "Tap (or click) the picture where your answer is: a ring marks your tap, and "
+            "you can tap again to move it. Then press Submit.",
+        }[kind]
+        if self.catch_every:
+            how += (
+                " Now and then an attention check asks you to type a given number or to tap the "
+                "only item in a picture: please do exactly what it says."
+            )
+        return how
 
     async def practice(self, request: Request) -> Response:
         """``GET/POST /api/practice``: the practice trial, with feedback (never logged)."""
@@ -381,17 +543,13 @@ class ParticipantServer:
         sess = self.study_of(pid).sessions[0]  # the modality of the participant's first block
         stim = self.study.practice
         if request.method == "GET":
-            lo, hi = ANSWER_RANGE.get(sess.task.name, (None, None))
             return JSONResponse(
                 {
                     "text": stim.text if sess.modality != "image" else None,  # never smudged
                     "question": sess.task.human_question(stim),
                     **_urls(self.images(sess, stim, 0.0)),
-                    "instruction": sess.task.instruction,
-                    "unit": sess.task.unit,
-                    "answer": "text" if sess.task.worded() else "number",
-                    "min": lo,
-                    "max": hi,
+                    "instruction": sess.task.person_text(),
+                    **answer_kind(sess.task, stim),
                 }
             )
         body = await _json(request)
@@ -406,9 +564,13 @@ class ParticipantServer:
                     {"event": "practice_done", "pid": pid, "time_utc": utc_now()},
                 )
                 self.practiced.add(pid)
-        if sess.task.worded():
-            return JSONResponse({"ok": True, "correct_answer": _gold_text(answer.get("gold"))})
-        return JSONResponse({"ok": True, "true_value": stim.value})
+        feedback = {"ok": True, "correct_answer": sess.task.human_answer(stim)}
+        if not sess.task.worded():
+            feedback["true_value"] = stim.value
+        if sess.task.tap_area(stim) is not None:  # the page rings the target on the image
+            p = stim.params
+            feedback["mark"] = {"x": p["x"][0], "y": p["y"][0], "r": p["target_radius"]}
+        return JSONResponse(feedback)
 
     def check_value(self, body, sess) -> float | Response:
         """The answer in ``body`` as a number in the task's range, or a 400 response saying why."""
@@ -440,8 +602,8 @@ class ParticipantServer:
         body = await _json(request)
         if isinstance(body, Response):
             return body
-        if body is None or not isinstance(body.get("id"), int):
-            return JSONResponse({"error": "missing trial id"}, status_code=400)
+        if body is None or type(body.get("id")) is not int:  # True is an int in Python
+            return JSONResponse({"error": "missing trial id (a whole number)"}, status_code=400)
         rt = body.get("rt_ms")
         if rt is not None and not (
             isinstance(rt, (int, float)) and not isinstance(rt, bool) and 0 <= rt <= MAX_RT_MS
@@ -459,14 +621,26 @@ class ParticipantServer:
                 )
             if expected >= study.total:
                 return JSONResponse({"error": "all trials are done"}, status_code=409)
-            sess, t, block = study.trial(expected)
-            stim = sess.stimuli[t]
-            answer = self.check_answer(body, sess, stim)
-            if isinstance(answer, Response):
-                return answer
-            blur = trial_blur(sess, t)
-            shown = self.images(sess, stim, blur)  # logged: image always, images when several
-            served = self.served_at.pop((pid, expected), None)
+            kind, k = study.sequence()[expected]
+            sess, t, block = study.where(expected)
+            if kind == "catch":
+                answer = self.check_catch(body, sess, k)
+                if isinstance(answer, Response):
+                    return answer
+                first = {"trial": -(k + 1), "catch": True, "catch_index": k}
+                first.update(stimulus=answer.pop("stimulus"), blur_sigma=0.0)
+                first.update(stimulus_id=answer.pop("stimulus_id", None))
+            else:
+                stim = sess.stimuli[t]
+                answer = self.check_answer(body, sess, stim)
+                if isinstance(answer, Response):
+                    return answer
+                blur = trial_blur(sess, t)
+                shown = self.images(sess, stim, blur)  # logged: image always, images when several
+                first = {"trial": t, "stimulus": stim.value, "blur_sigma": blur}
+                first["stimulus_id"] = stim.key()
+                first.update({n: v for n, v in shown.items() if n == "image" or v is not None})
+            served = self.served_at.get((pid, expected))
             rec = {
                 "subject": pid,
                 "task": sess.task.name,
@@ -474,28 +648,28 @@ class ParticipantServer:
                 "condition": sess.cond.name,
                 "session": sess.session,
                 "run": sess.run,
-                "trial": t,
+                "trial": first.pop("trial"),
                 "seed": sess.seed,
                 "paradigm": sess.task.paradigm,
-                "stimulus": stim.value,
+                "stimulus": first.pop("stimulus"),
                 "response": answer.pop("response"),
-                "raw_response": str(body.get("response")),
+                "raw_response": answer.pop("raw_response"),
                 "valid": answer.pop("valid"),
                 "range_low": sess.range[0],
                 "range_high": sess.range[1],
-                "blur_sigma": blur,
+                "blur_sigma": first.pop("blur_sigma"),
                 "context_window": None,
-                "stimulus_id": stim.key(),
-                **{k: v for k, v in shown.items() if k == "image" or v is not None},
+                **first,  # stimulus_id, image(s); a catch trial's catch and catch_index
                 "latency_s": round(time.monotonic() - served, 4) if served is not None else None,
                 "rt_client_s": round(float(rt) / 1000, 4) if rt is not None else None,
                 "block_position": block,
                 "counterbalance": (study.order or {}).get("counterbalance", 0),
                 "source": "human",
                 "timestamp": utc_now(),
-                **answer,  # a worded task's own columns (correct, gold, ...), as the runner logs
+                **answer,  # the task's own columns (correct, gold, tap_x, ...), as the runner logs
             }
-            self.store.append(rec)
+            self.store.append(rec)  # a full disk raises here: nothing counted, the page may retry
+            self.served_at.pop((pid, expected), None)
             self.progress[pid] = expected + 1
         return JSONResponse(self.trial_payload(pid))
 
@@ -509,13 +683,42 @@ class ParticipantServer:
             return JSONResponse({"error": "not found"}, status_code=404)
         return FileResponse(path, media_type="image/png")
 
-    def _authorised(self, request: Request) -> bool:
-        given = request.query_params.get("token", "").encode("utf-8", "surrogateescape")
-        return hmac.compare_digest(given, self.token.encode())
+    def experimenter_cookie(self) -> str:
+        """The experimenter cookie's value: an HMAC of the token (the token itself never is one)."""
+        return hmac.new(
+            self.secret.encode(), b"experimenter:" + self.token.encode(), "sha256"
+        ).hexdigest()
+
+    def _authorised(self, request: Request) -> bool | Response:
+        """True for the experimenter's cookie; a redirect setting it for a right ``?token=``.
+
+        The token in the printed link is used once: the answer sets an
+        HttpOnly, SameSite=Strict cookie and sends the browser to the same
+        page without the token (so it leaves the address bar and history).
+        """
+        if "token" in request.query_params:
+            given = request.query_params["token"].encode("utf-8", "surrogateescape")
+            if not hmac.compare_digest(given, self.token.encode()):
+                return False
+            resp = RedirectResponse(request.url.path, status_code=303)
+            resp.set_cookie(
+                "bo_exp",
+                self.experimenter_cookie(),
+                httponly=True,
+                samesite="strict",
+                path="/experimenter",
+                max_age=60 * 60 * 12,
+            )
+            return resp
+        cookie = request.cookies.get("bo_exp", "").encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(cookie, self.experimenter_cookie().encode())
 
     async def experimenter(self, request: Request) -> Response:
-        """``GET /experimenter``: progress per participant (token required)."""
-        if not self._authorised(request):
+        """``GET /experimenter``: progress per participant (token or its cookie required)."""
+        ok = self._authorised(request)
+        if isinstance(ok, Response):
+            return ok
+        if not ok:
             return HTMLResponse("<h1>403</h1><p>experimenter token required</p>", status_code=403)
         rows = "".join(
             f"<tr><td>{html.escape(p)}</td><td>{self.progress.get(p, 0)} / {self.study.total}</td>"
@@ -524,19 +727,21 @@ class ParticipantServer:
             f"<td>{self.completion_code(p) if self.progress.get(p, 0) >= self.study.total else ''}</td></tr>"
             for p in sorted(self.keys)
         )
-        tok = html.escape(self.token)
         page = (
             f"<!doctype html><meta charset=utf-8><title>experimenter</title><link rel=stylesheet href=/assets/style.css>"
             f"<main><h1>Participants</h1><p>{len(self.keys)} joined · {len(self.store.done)} trials logged · "
-            f"<a href='/experimenter/trials.csv?token={tok}'>download trials (CSV)</a></p>"
+            f"<a href='/experimenter/trials.csv'>download trials (CSV)</a></p>"
             f"<table><tr><th>participant</th><th>trials</th><th>order row</th><th>practice</th><th>last seen (UTC)</th><th>completion code</th></tr>"
             f"{rows}</table></main>"
         )
         return HTMLResponse(page)
 
     async def trials_csv(self, request: Request) -> Response:
-        """``GET /experimenter/trials.csv``: the logged trials as CSV (token required)."""
-        if not self._authorised(request):
+        """``GET /experimenter/trials.csv``: the logged trials as CSV (token or its cookie required)."""
+        ok = self._authorised(request)
+        if isinstance(ok, Response):
+            return ok
+        if not ok:
             return JSONResponse({"error": "experimenter token required"}, status_code=403)
         buf = io.StringIO()
         pd.DataFrame(list(self.store.done.values())).to_csv(buf, index=False)
@@ -560,17 +765,25 @@ class ParticipantServer:
             Route("/experimenter", self.experimenter),
             Route("/experimenter/trials.csv", self.trials_csv),
         ]
-        return SecurityHeaders(Starlette(routes=routes))
+        handlers = {OSError: cannot_write, LogWriteError: cannot_write}
+        return SecurityHeaders(Starlette(routes=routes, exception_handlers=handlers), self.hosts)
 
 
 class SecurityHeaders:
-    """ASGI wrapper: CSP, no framing, no sniffing, no referrer on every response."""
+    """ASGI wrapper: only the served host names; CSP, no framing, no sniffing, no referrer.
 
-    def __init__(self, app):
+    A request whose ``Host`` is neither an IP address nor one of ``hosts``
+    (``localhost`` and the names given with ``--allow-host``) is answered
+    421 without reaching the app: a DNS-rebinding page, which reaches the
+    server under the attacker's own name, cannot start participants.
+    """
+
+    def __init__(self, app, hosts=None):
         self.app = app
+        self.hosts = hosts
 
     async def __call__(self, scope, receive, send):
-        """Add the security headers to every HTTP response."""
+        """Check the Host header, then add the security headers to every HTTP response."""
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
 
@@ -579,14 +792,105 @@ class SecurityHeaders:
                 message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
             await send(message)
 
+        if self.hosts is not None:
+            host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+            if not host_allowed(host, self.hosts):
+                refused = JSONResponse(
+                    {
+                        "error": f"unknown host name {host[:100]!r}: this server answers only its own"
+                    },
+                    status_code=421,
+                )
+                return await refused(scope, receive, send_with_headers)
         await self.app(scope, receive, send_with_headers)
 
 
-def _gold_text(gold) -> str:
-    """A correct answer as a person reads it (a list joined by commas)."""
-    if isinstance(gold, (list, tuple)):
-        return ", ".join(map(str, gold))
-    return "" if gold is None else str(gold)
+def host_allowed(host: str, names: set[str]) -> bool:
+    """Whether a ``Host`` header names this server: an IP address, or one of ``names``.
+
+    An IP address cannot come from a DNS-rebinding page (it reaches the
+    server under a name it controls), so every IP literal is accepted.
+    """
+    host = host.strip().lower()
+    if host.startswith("["):  # [v6] or [v6]:port
+        name = host[1 : host.find("]")] if "]" in host else host
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    name = name.rstrip(".")
+    if not name:
+        return False
+    if name in names:
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+async def cannot_write(request: Request, exc: Exception) -> Response:
+    """A log write that failed (a full disk): one log line and a JSON 503 the page may retry.
+
+    Nothing was counted (the store appends before it counts), so the same
+    answer sent again is logged once.
+    """
+    disk = getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in str(exc)
+    what = "the disk is full" if disk else (getattr(exc, "strerror", None) or type(exc).__name__)
+    LOG.error("cannot save: %s (%s %s)", what, request.method, request.url.path)
+    msg = "the server cannot save answers right now" + (" (its disk is full)" if disk else "")
+    return JSONResponse(
+        {"error": msg + "; please try again in a moment", "retry": True},
+        status_code=503,
+        headers={"retry-after": "30"},
+    )
+
+
+def check_tap(body: dict, area: tuple[int, int]) -> dict | Response:
+    """A tap's image-pixel point and the displayed size, as log columns, or a 400 response.
+
+    ``x``, ``y``: the tap in the image's own pixels (the page scales the
+    displayed point by ``naturalWidth / displayed width``); ``display_w``,
+    ``display_h``: the size the image was shown at, in CSS pixels.
+    """
+    keys = ("x", "y", "display_w", "display_h")
+    vals = [body.get(k) for k in keys]
+    if not all(_finite(v) for v in vals):
+        return JSONResponse(
+            {"error": "tap (or click) the picture to answer; positions are not typed"},
+            status_code=400,
+        )
+    x, y, dw, dh = map(float, vals)
+    if not (0 <= x <= area[0] and 0 <= y <= area[1]):
+        return JSONResponse({"error": "the tap is outside the picture"}, status_code=400)
+    if not (0 < dw <= MAX_DISPLAY_PX and 0 < dh <= MAX_DISPLAY_PX):
+        return JSONResponse({"error": "display size out of range"}, status_code=400)
+    return {
+        "tap_x": round(x, 2),
+        "tap_y": round(y, 2),
+        "display_w": round(dw, 2),
+        "display_h": round(dh, 2),
+    }
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def answer_kind(task, stim) -> dict:
+    """How the page takes the answer: ``tap`` (with the image's size), ``text`` or ``number``."""
+    area = task.tap_area(stim)
+    if area is not None:
+        return {
+            "answer": "tap",
+            "tap_w": area[0],
+            "tap_h": area[1],
+            "unit": "",
+            "min": None,
+            "max": None,
+        }
+    lo, hi = ANSWER_RANGE.get(task.name, (None, None))
+    kind = "text" if task.worded() else "number"
+    return {"answer": kind, "unit": task.unit, "min": lo, "max": hi}
 
 
 def _urls(shown: dict) -> dict:

@@ -49,8 +49,17 @@ from ..provenance import provenance
 from ..runner import load_spec
 from ..stimuli import TASKS
 from ..store import save_png
-from .app import ANSWER_RANGE, WRAP_TEXT
-from .study import block_order, check_minutes, check_order, estimate_minutes, latin_rows
+from .app import ANSWER_RANGE, CATCH_INSTRUCTION, WRAP_TEXT
+from .study import (
+    block_order,
+    catch_plan,
+    catch_value,
+    check_catch_every,
+    check_minutes,
+    check_order,
+    estimate_minutes,
+    latin_rows,
+)
 
 PLATFORMS = ("jatos", "pavlovia", "cognition", "prolific", "local")
 PROLIFIC_RETURN = "https://app.prolific.com/submissions/complete?cc="
@@ -183,6 +192,14 @@ function build(jsPsych, subject, counter) {
   const trials = [];
   order.blocks.forEach((b, position) => BLOCKS[b].forEach((t) => trials.push({...t, data: {...t.data, block_position: position}})));
   let answered = 0;
+  const answers = trials.length + CONFIG.catch.length;  // the catch trials count as answers
+  // catch trial k, after trial t: a number to type as stated, logged in t's block with catch = true
+  function catchTrial(c, k, t) {
+    return {instruction: `${CONFIG.catch_instruction} ${c.question}`, unit: "", min: t.min, max: t.max,
+            wrap: false, text: null, image: null,
+            data: {...t.data, trial: -(k + 1), catch: true, catch_index: k, stimulus: c.value,
+                   blur_sigma: 0, stimulus_id: null, catch_tolerance: c.tolerance}};
+  }
   function question(t, counted) {
     return {
       type: jsPsychSurveyHtmlForm,
@@ -194,20 +211,27 @@ function build(jsPsych, subject, counter) {
       on_load: fitText,
       on_finish: (d) => {
         d.response_value = parseFloat(d.response.response);
-        if (counted) jsPsych.progressBar.progress = ++answered / trials.length;
+        if (d.catch) d.correct = Math.abs(d.response_value - d.stimulus) <= d.catch_tolerance + 1e-9;
+        if (counted) jsPsych.progressBar.progress = ++answered / answers;
       },
     };
   }
   const button = (stimulus, label) => ({type: jsPsychHtmlButtonResponse, stimulus, choices: [label]});
   const timeline = [];
   if (CONFIG.platform === "pavlovia") timeline.push({type: jsPsychPavlovia, command: "init"});
-  timeline.push(button(`<p>You will estimate quantities in pictures and short texts: ${trials.length} answers, about ${CONFIG.minutes} minutes in all. ` +
+  const minutes = `about ${CONFIG.minutes} minute${CONFIG.minutes === 1 ? "" : "s"}`;
+  timeline.push(button(`<p>In this study you will ${esc(CONFIG.task_summary)}: ${answers} answers, ${minutes} in all. ` +
     "Your answers are stored with a participant code, not your name. You may stop at any time by closing this page.</p>", "I agree"));
-  timeline.push(button(`<p>${esc(PRACTICE.instruction)}</p><p>Type your answer as a number and press Continue.</p>`, "Start the practice trial"));
+  const checks = CONFIG.catch.length ? " Now and then an attention check asks you to type a given number: please type exactly that number." : "";
+  timeline.push(button(`<p>${esc(PRACTICE.instruction)}</p><p>Type your answer as a number and press Continue.${checks}</p>`, "Start the practice trial"));
   timeline.push(question(PRACTICE, false));
   timeline.push(button("<p>That was the practice trial.</p>", "Start the study"));
   trials.forEach((t, i) => {
     timeline.push(question(t, true));
+    if (CONFIG.catch_every && (i + 1) % CONFIG.catch_every === 0 && i + 1 < trials.length) {
+      const k = (i + 1) / CONFIG.catch_every - 1;
+      timeline.push(question(catchTrial(CONFIG.catch[k], k, t), true));
+    }
     if (CONFIG.break_every && (i + 1) % CONFIG.break_every === 0 && i + 1 < trials.length)
       timeline.push(button(`<p>Time for a short break: ${i + 1} of ${trials.length} answers done.</p><p>Continue when you are ready.</p>`, "Continue"));
   });
@@ -268,6 +292,7 @@ def export_jspsych(
     prolific_code: str | None = None,
     datapipe_id: str | None = None,
     minutes: float | None = None,
+    catch_every: int | None = None,
 ) -> Path:
     """Write the experiment folder for ``platform``; returns it.
 
@@ -289,6 +314,10 @@ def export_jspsych(
         DataPipe experiment id (``platform="prolific"``: where the data are saved).
     minutes : float, optional
         Duration stated on the consent page (default: estimated from the number of trials).
+    catch_every : int, optional
+        An attention-check trial after every ``catch_every`` trials (never after the last):
+        "please type X", X drawn by :func:`.study.catch_value`; its jsPsych data carry
+        ``catch = true``, ``stimulus = X`` and ``correct`` (within ``catch_tolerance``).
     """
     if platform not in PLATFORMS:
         raise BayesobsInputError(
@@ -296,6 +325,7 @@ def export_jspsych(
         )
     check_order(order)
     check_minutes(minutes)
+    check_catch_every(catch_every)
     if break_every is not None and break_every < 1:
         raise BayesobsInputError(f"--break-every must be at least 1, not {break_every}")
     if platform == "prolific" and not datapipe_id:
@@ -319,9 +349,18 @@ def export_jspsych(
     code = completion_code or prolific_code or secrets.token_hex(4).upper()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "stimuli").mkdir(exist_ok=True)  # the build copies it, even when no image is shown
     n_trials = sum(len(s.stimuli) for s in sessions)
+    task = sessions[0].task
+    checks = []
+    for kind, k in catch_plan(n_trials, catch_every):
+        if kind == "catch":
+            value, tolerance = catch_value(spec["seed"], k, ANSWER_RANGE[task.name])
+            question = f"Please type {value:g} as your answer to this one (it is not an estimate)."
+            checks.append({"value": value, "tolerance": tolerance, "question": question})
     stated = minutes is not None
-    minutes = math.ceil(minutes) if stated else estimate_minutes(n_trials)
+    answers = n_trials + len(checks)
+    minutes = math.ceil(minutes) if stated else estimate_minutes(answers, task.seconds_per_answer)
     record = provenance(
         command="export jspsych",
         spec=spec,
@@ -336,13 +375,13 @@ def export_jspsych(
         datapipe_id=datapipe_id,
         minutes=minutes,
         minutes_stated=stated,
+        **({"catch_every": catch_every} if catch_every else {}),
     )
 
     def image(sess, stim, blur):
         shown = stimulus_images(sess, stim, blur)  # callers ask only where images are shown
         return save_png(out, shown[0])
 
-    task = sessions[0].task
     lo, hi = ANSWER_RANGE[task.name]
     blocks = []
     for sess in sessions:
@@ -388,7 +427,7 @@ def export_jspsych(
     first = sessions[0]
     pstim = practice_stimulus(spec, first)
     practice = {
-        "instruction": task.instruction,
+        "instruction": task.person_text(),
         "unit": task.unit,
         "min": lo,
         "max": hi,
@@ -435,6 +474,10 @@ def export_jspsych(
         "prolific_code": prolific_code,
         "prolific_return": PROLIFIC_RETURN,
         "datapipe_id": datapipe_id,
+        "task_summary": task.person_task,
+        "catch_every": catch_every,
+        "catch": checks,
+        "catch_instruction": CATCH_INSTRUCTION,
     }
     js = EXPERIMENT
     for key, value in (

@@ -15,13 +15,25 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import BayesobsInputError
 
 ORDERS = ("counterbalanced", "fixed")
-# Seconds per answer assumed before any participant has answered: a typed
-# estimate after looking at one stimulus.  Once 20 answers are logged, ``serve``
-# uses their median instead; ``--minutes`` states the duration outright.
+# Seconds per answer assumed before any participant has answered, when the task
+# states none (``Task.seconds_per_answer``: 8 s for a typed estimate after one
+# look, 6 s for a tap, 15-30 s for a perception question).  Once 20 answers are
+# logged, ``serve`` uses their median instead; ``--minutes`` states the duration.
 SECONDS_PER_TRIAL_GUESS = 8.0
+# Catch trials (``--catch-every N``).  A typed-answer task's catch trial states
+# its answer ("please type 0.3"): ``correct`` when the typed number is within
+# CATCH_TOLERANCE of the answer range's width of it.  A tapped task's catch
+# trial shows one item alone: ``correct`` when the tap is within
+# CATCH_TAP_RADII of the item's radius of its centre.
+CATCH_TOLERANCE = 0.01
+CATCH_TAP_RADII = 2.0
+CATCH_RANGE = (0.0, 10.0)  # answers of a catch trial on a task whose answers are not numbers
+CATCH_SEED = 104729  # added to the spec's seed: the catch trials' own random stream
 
 
 def _rotate(items: list, k: int) -> list:
@@ -77,6 +89,51 @@ def estimate_minutes(n_trials: int, seconds_per_trial: float | None = None) -> i
     s = SECONDS_PER_TRIAL_GUESS if seconds_per_trial is None else float(seconds_per_trial)
     minutes = max(1, math.ceil(n_trials * s / 60))
     return minutes if minutes <= 10 else 5 * math.ceil(minutes / 5)
+
+
+def minutes_text(minutes: int) -> str:
+    """``"about 1 minute"``, ``"about 5 minutes"``: the consent page's duration."""
+    return f"about {minutes} minute{'' if minutes == 1 else 's'}"
+
+
+def check_catch_every(n) -> int | None:
+    """``--catch-every N``: None (no catch trials) or a whole number of at least 1."""
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise BayesobsInputError(f"--catch-every must be a whole number of at least 1, not {n!r}")
+    return n
+
+
+def catch_plan(n_trials: int, every: int | None) -> list[tuple[str, int]]:
+    """A participant's answers in order: ``("trial", i)``, with ``("catch", k)`` after every ``every``.
+
+    A catch trial follows trials ``every``, ``2 every``, ... but never the
+    last trial (the study ends on a trial of the task).
+    """
+    out: list[tuple[str, int]] = []
+    k = 0
+    for i in range(n_trials):
+        out.append(("trial", i))
+        if every and (i + 1) % every == 0 and i + 1 < n_trials:
+            out.append(("catch", k))
+            k += 1
+    return out
+
+
+def catch_value(seed: int, k: int, answer_range) -> tuple[float, float]:
+    """The number catch trial ``k`` asks a person to type, and the tolerance of a right answer.
+
+    A round value (a tenth of the range, or a whole number on wider ranges)
+    between 10 % and 90 % of ``answer_range`` (:data:`CATCH_RANGE` for tasks
+    whose answers are not numbers), drawn from the spec's ``seed``; the
+    tolerance is :data:`CATCH_TOLERANCE` of the range's width.
+    """
+    lo, hi = map(float, answer_range or CATCH_RANGE)
+    rng = np.random.default_rng([int(seed) + CATCH_SEED, int(k)])
+    value = lo + (hi - lo) * int(rng.integers(1, 10)) / 10
+    value = round(value, 1) if hi - lo <= 1 else float(round(value))
+    return value, CATCH_TOLERANCE * (hi - lo)
 
 
 def check_minutes(minutes) -> float | None:

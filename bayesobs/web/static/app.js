@@ -7,6 +7,34 @@ const MIN_FONT_PX = 7;  // below this a stimulus is not shown: the participant i
 let mode = "practice";
 let current = null;
 let shownAt = 0;
+let tap = null;  // the tapped point {x, y} in image pixels, with the displayed size
+
+// A point of an image's own pixels -> CSS pixels inside its .tapbox (for a ring drawn there).
+function place(ring, img, x, y, diameter) {
+  const sx = img.clientWidth / img.naturalWidth, sy = img.clientHeight / img.naturalHeight;
+  ring.style.left = `${img.offsetLeft + img.clientLeft + x * sx}px`;
+  ring.style.top = `${img.offsetTop + img.clientTop + y * sy}px`;
+  if (diameter) { ring.style.width = `${diameter * sx}px`; ring.style.height = `${diameter * sy}px`; }
+  ring.hidden = false;
+}
+
+// A tap or click on the stimulus: the point in the image's own pixels (scaled from the size it
+// is shown at: naturalWidth / displayed width), sent with the displayed size.
+function onTap(ev) {
+  if (!current || current.answer !== "tap") return;
+  const img = $("stim-img");
+  if (!img.complete || !img.naturalWidth) return;  // not loaded yet: nothing to scale by
+  const box = img.getBoundingClientRect();
+  const w = img.clientWidth, h = img.clientHeight;
+  const px = ev.clientX - box.left - img.clientLeft, py = ev.clientY - box.top - img.clientTop;
+  const clamp = (v, hi) => Math.min(Math.max(v, 0), hi);
+  const x = clamp(px * img.naturalWidth / w, img.naturalWidth);
+  const y = clamp(py * img.naturalHeight / h, img.naturalHeight);
+  tap = {x: Math.round(x * 10) / 10, y: Math.round(y * 10) / 10, display_w: w, display_h: h};
+  place($("tap-mark"), img, tap.x, tap.y);
+  $("submit").disabled = false;
+  $("error").textContent = "";
+}
 
 function show(id) {
   for (const s of document.querySelectorAll("main > section")) s.hidden = s.id !== id;
@@ -24,8 +52,14 @@ function render(t) {
   $("instruction").textContent = t.instruction;
   $("unit").textContent = t.unit ? `(${t.unit})` : "";
   const worded = t.answer === "text";  // a word, a cell or a list: read by the task's parser
+  const tapped = t.answer === "tap";  // a position: tapped on the picture, never typed
   $("answer-label").textContent = worded ? "Your answer" : "Your estimate";
   $("response").setAttribute("inputmode", worded ? "text" : "decimal");
+  $("response").hidden = $("response-label").hidden = tapped;
+  $("tap-hint").hidden = !tapped;
+  $("stim-img").classList.toggle("tap", tapped);
+  $("tap-mark").hidden = true;
+  tap = null;
   const pre = $("stim-text");
   pre.hidden = !t.text;
   pre.replaceChildren();
@@ -62,7 +96,8 @@ function render(t) {
   $("response").value = "";
   show("trial");
   fitText();
-  $("response").focus();
+  if (tapped) $("submit").disabled = true;  // until the picture is tapped
+  else $("response").focus();
   shownAt = performance.now();
 }
 
@@ -89,7 +124,7 @@ function fitText() {
   $("stim-box").hidden = !ok;
   $("too-small").hidden = ok;
   $("response").disabled = !ok;
-  $("submit").disabled = !ok;
+  $("submit").disabled = !ok || (current && current.answer === "tap" && !tap);
   return ok;
 }
 
@@ -109,7 +144,9 @@ async function nextTrial() {
 async function submit(ev) {
   ev.preventDefault();
   const text = $("response").value;
-  if (current.answer === "text") {
+  if (current.answer === "tap") {
+    if (!tap) { $("error").textContent = "Please tap the picture"; return; }
+  } else if (current.answer === "text") {
     if (!text.trim()) { $("error").textContent = "Please type an answer"; return; }
   } else {
     if (!NUMBER.test(text)) { $("error").textContent = "Please enter a number, e.g. 0.42"; return; }
@@ -121,25 +158,41 @@ async function submit(ev) {
   }
   $("submit").disabled = true;
   const rt = Math.round(performance.now() - shownAt);
+  const answer = current.answer === "tap" ? {...tap} : {response: text};
   try {
     if (mode === "practice") {
-      const r = await api("/api/practice", {response: text, rt_ms: rt});
+      const r = await api("/api/practice", {...answer, rt_ms: rt});
       if (!r.ok) { $("error").textContent = r.data.error; return; }
-      const truth = r.data.correct_answer !== undefined
-        ? `the correct answer was ${r.data.correct_answer}`
-        : `the true value was ${Math.round(r.data.true_value * 1000) / 1000}`;
-      $("practice-feedback").textContent = `You answered ${text}; ${truth}. In the study you will not be told the answers.`;
+      const said = current.answer === "tap" ? "Your tap is marked in red" : `You answered ${text}`;
+      $("practice-feedback").textContent =
+        `${said}; the correct answer was ${r.data.correct_answer}. In the study you will not be told the answers.`;
       show("practice-done");
+      showMark(r.data.mark, tap);
       return;
     }
-    const r = await api("/api/answer", {id: current.id, response: text, rt_ms: rt});
+    const r = await api("/api/answer", {id: current.id, ...answer, rt_ms: rt});
     if (r.status === 409) return nextTrial();  // answered elsewhere (another tab): move on
     if (!r.ok) { $("error").textContent = r.data.error; return; }
     if (r.data.finished) return finish(r.data.code);
     render(r.data);
   } finally {
-    $("submit").disabled = $("response").disabled;  // stays off while the screen is too narrow
+    // stays off while the screen is too narrow, and until a tap on a tapped task
+    $("submit").disabled = $("response").disabled || (current.answer === "tap" && !tap);
   }
+}
+
+// After a tapped practice trial: the picture again, the target ringed in green, the tap in red.
+function showMark(mark, you) {
+  $("practice-box").hidden = !mark;
+  if (!mark) return;
+  const img = $("practice-img");
+  const draw = () => {
+    place($("practice-mark"), img, mark.x, mark.y, mark.r * 2.6);
+    if (you) place($("practice-tap"), img, you.x, you.y);
+  };
+  img.onload = draw;
+  img.src = current.image;
+  if (img.complete && img.naturalWidth) draw();
 }
 
 async function startPractice() {
@@ -153,6 +206,7 @@ async function agree() {
   const r = await api("/api/start", {consent: true, pid: $("pid").value.trim()});
   if (!r.ok) { $("consent-error").textContent = r.data.error; return; }
   $("task-instruction").textContent = r.data.task;
+  $("how").textContent = r.data.how;
   if (r.data.practiced) return nextTrial();
   show("instructions");
 }
@@ -161,21 +215,27 @@ async function boot() {
   window.addEventListener("resize", () => { if (current && !$("trial").hidden) fitText(); });
   api("/api/study").then((r) => {
     if (!r.ok) return;
+    $("task-summary").textContent = r.data.task;
     $("n-trials").textContent = r.data.trials;
-    $("minutes").textContent = r.data.minutes;
+    $("duration").textContent = r.data.duration;
   });
   $("pid").value = new URLSearchParams(location.search).get("pid") || "";
   $("agree").addEventListener("click", agree);
   $("begin").addEventListener("click", startPractice);
   $("go").addEventListener("click", nextTrial);
   $("answer-form").addEventListener("submit", submit);
+  $("stim-img").addEventListener("click", onTap);
   const r = await api("/api/next");
   if (r.status === 401) return show("consent");
   if (!r.ok) return show("consent");
   if (r.data.finished) return finish(r.data.code);
   // a returning participant: continue (practice first if it was never done)
   const s = await api("/api/start", {consent: true});
-  if (s.ok && !s.data.practiced) { $("task-instruction").textContent = s.data.task; return show("instructions"); }
+  if (s.ok && !s.data.practiced) {
+    $("task-instruction").textContent = s.data.task;
+    $("how").textContent = s.data.how;
+    return show("instructions");
+  }
   mode = "trials";
   render(r.data);
 }
