@@ -118,8 +118,12 @@ def _read(args):
     )
     if not rules and not catch_rows(trials).any():
         return trials, None
-    kept, table = exclude(trials, rules)
     from .leaderboard import wrap
+    from .trials import normalize_trials
+
+    kept, table = exclude(trials, rules)
+    # number the trials of each run again without the catch trials between them
+    kept = normalize_trials(kept)
 
     print(wrap(summary(table)))
     return kept, table

@@ -195,3 +195,48 @@ def test_the_readme_exclusion_command_runs_as_printed(tmp_path, monkeypatch):
     assert main([*argv[1:], "--no-probe", "--no-progress"]) == 0
     table = pd.read_csv(tmp_path / "scores" / "exclusions.csv", dtype={"subject": str})
     assert {"catch_error_rate > 0.2", "rt_ms < 200"} <= set(table["rule"])
+
+
+def test_a_served_study_with_catch_trials_is_scored_with_its_exclusions(tmp_path):
+    """serve --catch-every, two people (one fails the checks), then score --exclude."""
+    import re
+    from pathlib import Path
+
+    import httpx
+
+    from bayesobs.web import ParticipantServer, running
+
+    spec = Path(__file__).resolve().parents[1] / "tasks" / "line_ratio.toml"
+    folder = tmp_path / "e"
+    server = ParticipantServer(spec, folder, ["text"], ["base"], 4, catch_every=3)
+    rng = np.random.default_rng(1)
+    with running(server) as url, httpx.Client(base_url=url) as c:
+        for pid, attentive in (("p1", True), ("p2", False)):
+            c.cookies.clear()
+            c.post("/api/start", json={"consent": True, "pid": pid})
+            t = c.get("/api/next").json()
+            while not t["finished"]:
+                if t.get("catch"):
+                    said = re.search(r"type (\S+?) ", t["question"]).group(1)
+                    said = said if attentive else "0.99"
+                else:
+                    said = f"{rng.uniform(0.1, 0.9):.3f}"
+                t = c.post("/api/answer", json={"id": t["id"], "response": said}).json()
+    rows = [json.loads(x) for x in (folder / "trials.jsonl").read_text().splitlines()]
+    n_catch = sum(bool(r.get("catch")) for r in rows)
+    assert n_catch >= 4
+    out = tmp_path / "s"
+    args = ["score", str(folder), "--out", str(out), "--no-probe", "--no-progress"]
+    assert main([*args, "--exclude", "catch_error_rate > 0.2"]) == 0
+    table = pd.read_csv(out / "exclusions.csv")
+    part = table[table["level"] == "participant"]
+    assert part["subject"].tolist() == ["p2"] and part["value"].iloc[0] == 1.0
+    assert table.loc[table["level"] == "catch", "trials"].sum() == n_catch
+    scored = pd.read_parquet(out / SCORED)
+    assert set(scored["subject"]) == {"p1"} and "catch" not in scored.columns
+    # each run numbered 0, 1, 2... again, in the order the person answered
+    for _, run in scored.groupby(["session", "run"]):
+        assert run["trial"].tolist() == list(range(len(run)))
+
+
+SCORED = "trials.parquet"
