@@ -275,64 +275,69 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
     pred = predictions(trials, res.fits)
     bv = bias_variance(trials)
     cue_pred = cue_predictions(trials, seed)
-    subjects = sorted(trials["subject"].unique())
     tasks = [t for t in (*VISUAL, "duration", "numerosity") if t in set(trials["task"])]
     sections: list[tuple[str, str, list[str]]] = []
     notes = support_notes(trials, res)
+    levels = "level" in pred
 
-    def cells_for(subject, task):
-        d = trials[
-            (trials["subject"] == subject)
-            & (trials["task"] == task)
-            & (trials["condition"] == "base")
+    # 1. regression to the mean: per task, the subjects as small multiples
+    panels = F.response_panels(pred)
+    conds = {(p["task"], p["modality"]): [] for p in panels}
+    for p in panels:
+        conds[(p["task"], p["modality"])].append(p["condition"])
+    for k, p in enumerate(panels):
+        fig = F.responses_grid(pred, **p, colors=colors)
+        every = set(pred[(pred["task"] == p["task"]) & (pred["modality"] == p["modality"])]["condition"])
+        which = _condition_note(p["condition"], conds[(p["task"], p["modality"])], len(every))
+        sections.append(
+            (
+                f"Responses against stimuli: {p['task']} ({p['modality']}, {p['condition']})",
+                f"{which} Lines are the static-Bayes fits per session"
+                + (" and level (one fit per level of the interleaved column)" if levels else "")
+                + " (regression to each session's mean); one panel per subject, shared axes.",
+                [_save(fig, out / "figures" / f"fig1_regression_{k}.png")],
+            )
+        )
+    # 2. trajectories: one panel per subject, its first task drawn above
+    first = {}
+    for p in panels:
+        d = pred[
+            (pred["task"] == p["task"])
+            & (pred["modality"] == p["modality"])
+            & (pred["condition"] == p["condition"])
         ]
-        mods = set(d["modality"])
-        return next((m for m in ("multimodal", "image", "text") if m in mods), None)
-
-    # 1. regression to the mean
-    fig = Figure(figsize=(3.6 * len(tasks), 3.2 * len(subjects)), layout="constrained")
-    axs = fig.subplots(len(subjects), len(tasks), squeeze=False)
-    for i, s in enumerate(subjects):
-        for j, t in enumerate(tasks):
-            m = cells_for(s, t)
-            if m is None:
-                axs[i, j].set_axis_off()
-                continue
-            F.regression_to_the_mean(pred, s, t, m, ax=axs[i, j], color=colors[s])
-    sections.append(
-        (
-            "Responses against stimuli",
-            "Base condition; lines are the static-Bayes fits per session "
-            "(regression to each session's mean).",
-            [_save(fig, out / "figures" / "fig1_regression.png")],
+        for s in d["subject"].unique():
+            first.setdefault(s, (s, p["task"], p["modality"], p["condition"]))
+    if first:
+        cells = [first[s] for s in sorted(first, key=F.natural_key)]
+        fig = F.trajectory_grid(pred, cells, colors=colors)
+        sections.append(
+            (
+                "Trial-by-trial responses",
+                "One session run per subject (its first task and condition drawn above) "
+                "against the fitted sequential (Kalman) observer.",
+                [_save(fig, out / "figures" / "fig2_trajectory.png")],
+            )
         )
-    )
-    # 2. trajectories
-    fig = Figure(figsize=(6.5, 2.9 * len(subjects)), layout="constrained")
-    axs = fig.subplots(len(subjects), 1, squeeze=False)
-    for i, s in enumerate(subjects):
-        t = next((t for t in tasks if cells_for(s, t)), None)
-        if t is None:
-            axs[i, 0].set_axis_off()
-            continue
-        F.trajectory(pred, s, t, cells_for(s, t), ax=axs[i, 0], color=colors[s])
-    sections.append(
-        (
-            "Trial-by-trial responses",
-            "One session run of the base condition against the fitted "
-            "sequential (Kalman) observer.",
-            [_save(fig, out / "figures" / "fig2_trajectory.png")],
-        )
-    )
+    else:
+        notes.append("Trial-by-trial responses: no cell to draw.")
     # 3. steering and noise
     imgs = []
-    for s in subjects:
-        t = next((t for t in VISUAL if t in tasks and cells_for(s, t) == "multimodal"), None)
+    multimodal = set(
+        map(tuple, trials.loc[trials["modality"] == "multimodal", ["subject", "task"]].to_numpy())
+    )
+    for s in sorted(trials["subject"].unique(), key=F.natural_key):
+        t = next((t for t in VISUAL if t in tasks and (s, t) in multimodal), None)
         if t is None or res.cue.empty:
             continue
         fig = F.steering(bv, res.evidence, res.cue, s, t, color=colors[s])
         if fig is not None:  # None: only base, nothing to compare with
             imgs.append(_save(fig, out / "figures" / f"fig3_steering_{len(imgs)}.png"))
+    if not imgs and not any(n.startswith("Steering and noise") for n in notes):
+        notes.append(
+            "Steering and noise: no subject has multimodal trials under a steer_* or noise_* "
+            "condition beside base."
+        )
     if imgs:
         sections.append(
             (
@@ -344,6 +349,11 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
             )
         )
     # 4. cue-combination fits
+    if cue_pred.empty and not any(n.startswith("Cue combination") for n in notes):
+        notes.append(
+            "Cue combination: no base-condition trials pair text, image and multimodal answers "
+            "to one stimulus."
+        )
     if not cue_pred.empty:
         groups = cue_pred[["subject", "task"]].drop_duplicates()
         ncol = groups["task"].nunique()
@@ -375,16 +385,23 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
             imgs.append(_save(fig, out / "figures" / f"{name}.png"))
     if _has_bcs(res.bcs_tasks):
         imgs.append(_save(F.bcs_table(res.bcs_tasks), out / "figures" / "fig6_bcs_table.png"))
-    sections.append(
-        (
-            "Summary",
-            "Evidence, efficiency and consistency against accuracy; the BayesBench score "
-            "and its parts (bars: full-data estimates; lines: 68% bootstrap intervals with the "
-            "bootstrap mean as a dot, which need not contain the bar; diamonds: S_p); BCS per task "
-            "(68% bootstrap intervals).",
-            imgs,
+    if not imgs:
+        notes.append(
+            "Summary: no subject has both an accuracy and an evidence, efficiency or "
+            "consistency number to draw."
         )
-    )
+    else:
+        sections.append(
+            (
+                "Summary",
+                "Evidence, efficiency and consistency against accuracy; the BayesBench score "
+                "and its parts (bars: full-data estimates; lines: 68% bootstrap intervals with "
+                "the bootstrap mean as a dot, which need not contain the bar; diamonds: S_p; "
+                "hatched: a number the leaderboard flags); BCS per task (68% bootstrap "
+                "intervals; n/a where the leaderboard has none).",
+                imgs,
+            )
+        )
 
     head = _leaderboard_html(res.bayesbench, res.missing)
     head += _sequential_controls_html(res)
@@ -410,6 +427,16 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
                 ),
             ]
     return head, sections, notes
+
+
+def _condition_note(condition: str, drawn: list[str], total: int) -> str:
+    """Which condition a grid of responses shows, and why (one sentence)."""
+    if condition == "base":
+        return "Base condition."
+    shown = "each condition gets its own panels" if len(drawn) == total else (
+        f"the first {len(drawn)} of its {total} conditions get panels"
+    )
+    return f"Condition {condition}: these trials have no base condition, so {shown}."
 
 
 def _has_bcs(bcs_tasks: pd.DataFrame | None) -> bool:
