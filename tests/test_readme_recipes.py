@@ -172,7 +172,7 @@ def test_readme_recipe_runs_fit_score_report(recipe, shared_data, tmp_path, caps
 def test_readme_library_snippet_runs(tmp_path, monkeypatch):
     (tmp_path / "tasks").symlink_to(ROOT / "tasks")  # the snippet names tasks/ from the repo root
     monkeypatch.chdir(tmp_path)
-    exec(compile(library_snippet(), "README.md (Library)", "exec"), {})  # noqa: S102
+    exec(compile(library_snippet(), "README.md (Library)", "exec"), {})  # the README is ours
     page = (tmp_path / "report" / "index.html").read_text()
     assert re.search(r'src="figures/fig1_[^"]+\.png"', page)
     assert (tmp_path / "scores" / "bayesbench.csv").exists()

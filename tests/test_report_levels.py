@@ -39,9 +39,13 @@ def test_level_predictions_reproduce_the_joint_fit(variant):
     assert set(lev) == {"coh=0.3", "coh=0.7"}
     eps = log_epsilon(x)
     log = get_variant(variant).log
-    u, m = (np.log(y + eps), np.log(pred[f"pred_{variant}"].to_numpy() + eps)) if log else (
-        y,
-        pred[f"pred_{variant}"].to_numpy(),
+    u, m = (
+        (np.log(y + eps), np.log(pred[f"pred_{variant}"].to_numpy() + eps))
+        if log
+        else (
+            y,
+            pred[f"pred_{variant}"].to_numpy(),
+        )
     )
     sigma = np.array([params[v]["sigma"] for v in lev])
     ll = stats.norm.logpdf(u, m, sigma).sum() - (np.log(y + eps).sum() if log else 0.0)
@@ -52,8 +56,10 @@ def test_one_level_is_the_plain_prediction():
     df = _interleaved()
     run = df["session"].to_numpy()
     x = df["stimulus"].to_numpy()
-    for variant, p in (("kalman_gain", {"rho": 0.3, "sigma": 0.1, "g": 0.9, "delta": 0.05}),
-                       ("kalman_log", {"rho": np.inf, "sigma": 0.1})):
+    for variant, p in (
+        ("kalman_gain", {"rho": 0.3, "sigma": 0.1, "g": 0.9, "delta": 0.05}),
+        ("kalman_log", {"rho": np.inf, "sigma": 0.1}),
+    ):
         got = level_predictions(variant, {"a": p}, x, run, np.array(["a"] * len(x)))
         np.testing.assert_allclose(got, predict_response(variant, p, x, run), rtol=1e-9)
 

@@ -77,7 +77,9 @@ def regression_to_the_mean(
         c = matplotlib.colors.to_rgba(color, alpha=shade)
         ax.scatter(g["stimulus"], g["response"], s=9, color=c, alpha=0.45, lw=0)
         line = g.sort_values("stimulus")
-        name = key[-1] if len(keys) > 1 and one_session else " · ".join(map(str, np.atleast_1d(key)))
+        name = (
+            key[-1] if len(keys) > 1 and one_session else " · ".join(map(str, np.atleast_1d(key)))
+        )
         ax.plot(
             line["stimulus"],
             line["pred_static"],
@@ -195,7 +197,9 @@ def responses_grid(pred: pd.DataFrame, task, modality, condition="base", colors=
     colors = colors or subject_colors(pred["subject"])
     fig, axs = small_multiples(len(subjects), ncols)
     for ax, s in zip(axs, subjects, strict=True):
-        regression_to_the_mean(d, s, task, modality, condition, ax=ax, color=colors[s], legend=False)
+        regression_to_the_mean(
+            d, s, task, modality, condition, ax=ax, color=colors[s], legend=False
+        )
         ax.set_title(str(s), fontsize=8)
     outer_labels(axs, ncols)
     handles, labels = axs[0].get_legend_handles_labels()

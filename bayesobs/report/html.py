@@ -103,10 +103,40 @@ def _save(fig: Figure, path: Path) -> str:
     return f"figures/{path.name}"
 
 
+FOLD_ROWS = 12  # a longer table or list is folded under a one-line summary
+
+
 def _table_html(df: pd.DataFrame, digits: int = 3) -> str:
-    return df.to_html(
+    """A table in its own horizontal scroll box (the page itself never scrolls sideways)."""
+    table = df.to_html(
         index=False, float_format=lambda v: f"{v:.{digits}f}", border=0, classes="t", na_rep="n/a"
     )
+    return f"<div class=scroll>{table}</div>"
+
+
+def folded(summary: str, inner: str, n: int, limit: int = FOLD_ROWS) -> str:
+    """``inner`` as is when it has at most ``limit`` rows, else folded under ``summary``."""
+    if n <= limit:
+        return inner
+    return f"<details><summary>{html.escape(summary)}</summary>{inner}</details>"
+
+
+STYLE = (
+    "*{box-sizing:border-box}"
+    "body{font:14px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;"
+    "color:#222;overflow-wrap:anywhere}"
+    "img{max-width:100%;height:auto;border:1px solid #ddd;margin:.4em 0}"
+    ".scroll{overflow-x:auto;max-width:100%}"
+    "table.t{border-collapse:collapse;font-size:12px}"
+    ".t td,.t th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right;"
+    "overflow-wrap:normal}.m{color:#666}"
+    "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em;"
+    "white-space:pre-wrap;overflow-wrap:anywhere}"
+    "dl.legend{font-size:12px}dl.legend dt{font-weight:600;float:left;clear:left;width:4em}"
+    "dl.legend dd{margin-left:4.5em}ul.warn{color:#a33}"
+    "details{margin:.5em 0}summary{cursor:pointer;color:#345}"
+    "@media (max-width:600px){body{margin:1em auto;padding:0 .6em}h1{font-size:1.5em}}"
+)
 
 
 def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str = "pooled") -> Path:
@@ -179,7 +209,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         )
     body += tail  # long tables after the figures
     if res.missing is not None and not res.missing.empty:
-        body += ["<h2>Not computed</h2>", _table_html(res.missing)]
+        body += ["<h2>Not computed</h2>", *_missing_html(res.missing)]
     links = " · ".join(f'<a href="tables/{n}.csv">{n}.csv</a>' for n in written)
     body += [
         "<h2>Tables</h2>",
@@ -187,17 +217,9 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         "<h2>Provenance</h2>",
         f"<pre>{html.escape(json.dumps({'report': prov, 'inputs': manifests}, indent=2, default=str))}</pre>",
     ]
-    style = (
-        "body{font:14px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
-        "img{max-width:100%;border:1px solid #ddd;margin:.4em 0}table.t{border-collapse:collapse;font-size:12px}"
-        ".t td,.t th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}.m{color:#666}"
-        "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em}"
-        "dl.legend{font-size:12px}dl.legend dt{font-weight:600;float:left;clear:left;width:4em}"
-        "dl.legend dd{margin-left:4.5em}ul.warn{color:#a33}"
-    )
     page = (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>bayesobs report</title>"
-        f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{style}</style></head>"
+        f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{STYLE}</style></head>"
         f"<body>{''.join(body)}</body></html>"
     )
     index = out / "index.html"
@@ -226,7 +248,7 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
         "<p>Point-biserial r of correctness with the number of distractors (Bonferroni-corrected p "
         "across the whole table) and the logistic slope per distractor; base condition. Pop-out: "
         "r near 0; serial search: r clearly negative.</p>",
-        _table_html(base[cols]),
+        folded(f"All {len(base)} rows", _table_html(base[cols]), len(base)),
     ]
     sections = []
     ablation = "base" if (acc["ablation"] == "base").any() else acc["ablation"].iloc[0]
@@ -287,7 +309,9 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
         conds[(p["task"], p["modality"])].append(p["condition"])
     for k, p in enumerate(panels):
         fig = F.responses_grid(pred, **p, colors=colors)
-        every = set(pred[(pred["task"] == p["task"]) & (pred["modality"] == p["modality"])]["condition"])
+        every = set(
+            pred[(pred["task"] == p["task"]) & (pred["modality"] == p["modality"])]["condition"]
+        )
         which = _condition_note(p["condition"], conds[(p["task"], p["modality"])], len(every))
         sections.append(
             (
@@ -433,8 +457,10 @@ def _condition_note(condition: str, drawn: list[str], total: int) -> str:
     """Which condition a grid of responses shows, and why (one sentence)."""
     if condition == "base":
         return "Base condition."
-    shown = "each condition gets its own panels" if len(drawn) == total else (
-        f"the first {len(drawn)} of its {total} conditions get panels"
+    shown = (
+        "each condition gets its own panels"
+        if len(drawn) == total
+        else (f"the first {len(drawn)} of its {total} conditions get panels")
     )
     return f"Condition {condition}: these trials have no base condition, so {shown}."
 
@@ -490,7 +516,7 @@ def sequential_control_table(evidence: pd.DataFrame) -> pd.DataFrame:
 
 
 def _sequential_controls_html(res: Scores) -> list[str]:
-    """The in-context-learning control (base vs context_none) and anchoring lines."""
+    """The in-context-learning control (base vs context_none) and anchoring lines (folded)."""
     from ..controls import anchoring_lines
 
     out = []
@@ -500,13 +526,53 @@ def _sequential_controls_html(res: Scores) -> list[str]:
             "<h2>In-context learning control</h2>",
             "<p>P(sequential) with the rolling context (base) beside every trial shown alone "
             "(context_none).</p>",
-            _table_html(table, 2),
+            folded(f"All {len(table)} cells", _table_html(table, 2), len(table)),
         ]
+    hits = anchoring_hits(res.controls)
     lines = anchoring_lines(res.controls)
     if lines:
         items = "".join(f"<li>{html.escape(x)}</li>" for x in lines)
-        out.append(f"<h2>Anchoring control</h2><ul class=warn>{items}</ul>")
+        out += [
+            "<h2>Anchoring control</h2>",
+            f"<p>{len(lines)} cell(s) where a control that copies part of the previous answer "
+            "beats every Kalman observer by AIC: their sequential evidence may be anchoring, "
+            "not updating.</p>",
+            _table_html(anchoring_summary(hits), 1),
+            folded(f"All {len(lines)} cells", f"<ul class=warn>{items}</ul>", len(lines), 0),
+        ]
     return out
+
+
+def anchoring_hits(controls: pd.DataFrame | None) -> pd.DataFrame:
+    """The rows of ``controls.csv`` where a control beats every Kalman observer by AIC."""
+    if controls is None or controls.empty or "delta_aic_kalman" not in controls:
+        return pd.DataFrame(columns=["subject", "control", "delta_aic_kalman"])
+    return controls[controls["delta_aic_kalman"] < 0]
+
+
+def anchoring_summary(hits: pd.DataFrame) -> pd.DataFrame:
+    """Per subject and control: how many cells it wins and its largest AIC margin."""
+    g = hits.groupby(["subject", "control"], sort=False)["delta_aic_kalman"]
+    t = pd.DataFrame({"cells": g.size(), "largest AIC margin": -g.min()}).reset_index()
+    return t.sort_values(["subject", "control"], key=_natural_order).reset_index(drop=True)
+
+
+def _natural_order(col: pd.Series) -> pd.Series:
+    return col.map(F.natural_key)
+
+
+def _missing_html(missing: pd.DataFrame) -> list[str]:
+    """``missing.csv`` as counts per reason and component, the full table folded."""
+    m = missing.fillna("")
+    counts = (
+        m.groupby(["reason"], sort=True)
+        .agg(rows=("reason", "size"), subjects=("subject", "nunique"))
+        .reset_index()
+    )
+    return [
+        _table_html(counts),
+        folded(f"All {len(m)} rows (missing.csv)", _table_html(m), len(m), 0),
+    ]
 
 
 def _leaderboard_html(bayesbench: pd.DataFrame, missing: pd.DataFrame | None) -> list[str]:
@@ -519,7 +585,7 @@ def _leaderboard_html(bayesbench: pd.DataFrame, missing: pd.DataFrame | None) ->
     )
     out = [
         "<h2>Leaderboard</h2>",
-        table.to_html(index=False, border=0, classes="t", escape=True),
+        f"<div class=scroll>{table.to_html(index=False, border=0, classes='t', escape=True)}</div>",
         f"<p class=m>{html.escape(note)}</p>",
         f"<dl class=legend>{legend}</dl>",
     ]
