@@ -393,8 +393,11 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
     return fig
 
 
-def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
+def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=None):
     """The BayesBench score with its A, E, C breakdown and 68% intervals (paper Fig. 9).
+
+    ``caveats``: ``{subject: parts}`` (e.g. ``{"s1": {"E"}}``) of numbers the
+    leaderboard flags; their bars are hatched, and the legend says so.
 
     Bars are the full-data point estimates.  With bootstrap columns, each bar
     gets a black line from ``_lo`` to ``_hi`` with a dot at the bootstrap
@@ -413,6 +416,7 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
     if not parts:
         return None
     has_s = any(c == "S" for c, _, _ in parts)
+    caveats = caveats or {}
     fig, (ax,) = _axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
     colors = colors or subject_colors(d["subject"])
     width = 0.2
@@ -427,6 +431,7 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
             color=[matplotlib.colors.to_rgba(colors[s], alpha) for s in d["subject"]],
             edgecolor="k",
             lw=0.5 if col == "S" else 0,
+            hatch=[("////" if col in caveats.get(s, ()) else None) for s in d["subject"]],
         )
         if f"{col}_lo" in d:  # the interval where it is, not clipped around the point
             ax.vlines(pos, d[f"{col}_lo"], d[f"{col}_hi"], color="k", lw=1.2)
@@ -454,16 +459,34 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
         handles.append(
             Line2D([], [], marker="D", mfc="white", mec="k", ls="none", label="S_p (robust)")
         )
+    flagged = {p for s in d["subject"] for p in caveats.get(s, ())} & {c for c, _, _ in parts}
+    if flagged:
+        handles.append(
+            Patch(
+                facecolor="white",
+                edgecolor="k",
+                hatch="////",
+                lw=0.5,
+                label=f"{', '.join(sorted(flagged))}: flagged (see the leaderboard)",
+            )
+        )
     ax.legend(
         handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False
     )
     return fig
 
 
-def bcs_table(bcs_tasks: pd.DataFrame, ax=None):
-    """Per-task BCS as bootstrap means, subjects by tasks (paper Table 4)."""
+def bcs_table(bcs_tasks: pd.DataFrame, ax=None, na=None):
+    """Per-task BCS as bootstrap means, subjects by tasks (paper Table 4).
+
+    ``na``: a subjects-by-tasks boolean frame (as the pivot of ``bcs_tasks``)
+    of cells whose BCS is not available (e.g. constant responders): they are
+    left blank with the text ``n/a``, never drawn as a value.
+    """
     col = "bcs_mean" if "bcs_mean" in bcs_tasks else "bcs"
     t = bcs_tasks.pivot(index="subject", columns="task", values=col)
+    if na is not None:
+        t = t.mask(na.reindex(index=t.index, columns=t.columns, fill_value=False).astype(bool))
     fig, (ax,) = _axes(ax, size=(1.6 * t.shape[1] + 2, 0.45 * t.shape[0] + 1.2))
     im = ax.imshow(t.to_numpy(dtype=float), cmap="RdBu", vmin=-5, vmax=5, aspect="auto")
     ax.set_xticks(range(t.shape[1]), t.columns, fontsize=8)
@@ -471,6 +494,8 @@ def bcs_table(bcs_tasks: pd.DataFrame, ax=None):
     for (i, j), v in np.ndenumerate(t.to_numpy(dtype=float)):
         if np.isfinite(v):
             ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8)
+        else:
+            ax.text(j, i, "n/a", ha="center", va="center", fontsize=8, color="0.45")
     fig.colorbar(im, ax=ax, label="BCS per task (−5 … 5)")
     ax.set_title("BCS by task" + (" (bootstrap means)" if col == "bcs_mean" else ""), fontsize=9)
     return fig

@@ -21,7 +21,15 @@ from ..errors import BayesobsInputError
 from ..hvs.logged import is_hvs
 from ..perception import is_perception
 from ..provenance import provenance
-from ..scores import SCORED_TRIALS, Scores, bias_variance, cue_predictions, score, with_baseline
+from ..scores import (
+    CONSTANT_REASON,
+    SCORED_TRIALS,
+    Scores,
+    bias_variance,
+    cue_predictions,
+    score,
+    with_baseline,
+)
 from ..search import is_search, prefer
 from ..trials import normalize_trials, parse_mapping, read_trials
 from . import figures as F
@@ -401,14 +409,18 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
         )
     # 5. summary and 6. BayesBench
     imgs = []
+    na = bcs_not_available(res)
+    caveats = {s: {"E"} for s in constant_subjects(res.missing)}
     for name, fig in (
         ("fig5_summary", F.summary(res.summary, res.bayesbench, colors=colors)),
-        ("fig6_bayesbench", F.bayesbench_scores(res.bayesbench, colors=colors)),
+        ("fig6_bayesbench", F.bayesbench_scores(res.bayesbench, colors=colors, caveats=caveats)),
     ):
         if fig is not None:
             imgs.append(_save(fig, out / "figures" / f"{name}.png"))
     if _has_bcs(res.bcs_tasks):
-        imgs.append(_save(F.bcs_table(res.bcs_tasks), out / "figures" / "fig6_bcs_table.png"))
+        imgs.append(
+            _save(F.bcs_table(res.bcs_tasks, na=na), out / "figures" / "fig6_bcs_table.png")
+        )
     if not imgs:
         notes.append(
             "Summary: no subject has both an accuracy and an evidence, efficiency or "
@@ -433,23 +445,18 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
         col = "bcs_mean" if "bcs_mean" in res.bcs_tasks else "bcs"
         head += [
             "<h2>BCS per task</h2>",
-            _table_html(
-                res.bcs_tasks.pivot(index="subject", columns="task", values=col)
-                .rename_axis(columns=None)
-                .reset_index(),
-                1,
-            ),
+            _table_html(bcs_pivot(res.bcs_tasks, col, na), 1),
         ]
         if "bcs_p" in res.bcs_tasks and res.bcs_tasks["bcs_p"].notna().any():
             head += [
                 "<p>Robust BCS per task (sum of s_p, METHOD section 9):</p>",
-                _table_html(
-                    res.bcs_tasks.pivot(index="subject", columns="task", values="bcs_p")
-                    .rename_axis(columns=None)
-                    .reset_index(),
-                    2,
-                ),
+                _table_html(bcs_pivot(res.bcs_tasks, "bcs_p", na), 2),
             ]
+        if na.to_numpy().any():
+            head.append(
+                "<p class=m>n/a: no BCS for that subject and task (constant responses or no "
+                "w_prior under any ablation; the leaderboard's BCS is n/a for the same reason).</p>"
+            )
     return head, sections, notes
 
 
@@ -463,6 +470,51 @@ def _condition_note(condition: str, drawn: list[str], total: int) -> str:
         else (f"the first {len(drawn)} of its {total} conditions get panels")
     )
     return f"Condition {condition}: these trials have no base condition, so {shown}."
+
+
+def bcs_not_available(res: Scores) -> pd.DataFrame:
+    """Subjects by tasks: True where the per-task BCS is not a number one may read.
+
+    A task whose every sign ``s`` in ``bcs.csv`` is missing (constant
+    responses, no ``w_prior``), or a subject whose BCS the leaderboard shows as
+    n/a: ``bcs_tasks.csv`` may hold 0.0 there (a sum of nothing), which the
+    report never draws as a value.
+    """
+    t = res.bcs_tasks
+    if t is None or t.empty:
+        return pd.DataFrame(dtype=bool)
+    grid = t.pivot(index="subject", columns="task", values="subject").notna() & False
+    bcs = res.bcs
+    if bcs is not None and not bcs.empty and "s" in bcs:
+        finite = bcs.assign(ok=bcs["s"].notna()).groupby(["subject", "task"])["ok"].any()
+        have = finite.unstack("task").reindex(index=grid.index, columns=grid.columns)
+        grid |= ~have.fillna(False).astype(bool)
+    bb = res.bayesbench
+    if bb is not None and "BCS" in bb:
+        gone = set(bb.loc[bb["BCS"].isna(), "subject"])
+        grid.loc[grid.index.isin(gone), :] = True
+    return grid
+
+
+def bcs_pivot(bcs_tasks: pd.DataFrame, col: str, na: pd.DataFrame) -> pd.DataFrame:
+    """Subjects by tasks of ``col`` with the cells of ``na`` as missing (shown as n/a)."""
+    t = bcs_tasks.pivot(index="subject", columns="task", values=col)
+    if len(na):
+        t = t.mask(na.reindex(index=t.index, columns=t.columns, fill_value=False).astype(bool))
+    return t.rename_axis(columns=None).reset_index()
+
+
+def constant_subjects(missing: pd.DataFrame | None) -> list[str]:
+    """Subjects with constant base cells: the leaderboard's caveat on their E applies."""
+    if missing is None or missing.empty or "reason" not in missing:
+        return []
+    m = missing.fillna("").astype(str)
+    rows = m[
+        (m["reason"] == CONSTANT_REASON)
+        & m["component"].str.startswith("fits ")
+        & m["component"].str.endswith(" base")
+    ]
+    return sorted(rows["subject"].unique())
 
 
 def _has_bcs(bcs_tasks: pd.DataFrame | None) -> bool:
