@@ -118,8 +118,8 @@ def test_report_from_a_run_folder_is_offline_and_complete(run, tmp_path, capsys)
     assert "<link" not in page and "<script" not in page  # no external assets of any kind
     for r in refs:
         assert (out / r).exists(), r
+    assert "figures/fig1_regression_0.png" in page  # one grid of subjects per task
     for fig in (
-        "fig1_regression",
         "fig2_trajectory",
         "fig4_cue",
         "fig5_summary",
@@ -281,7 +281,7 @@ def test_report_leaves_out_what_base_only_data_cannot_support(base_only, tmp_pat
     page = (tmp_path / "rep" / "index.html").read_text()
     figs = {p.name for p in (tmp_path / "rep" / "figures").iterdir()}
     assert not any(f.startswith(("fig3_steering", "fig6_bcs_table")) for f in figs)
-    assert {"fig1_regression.png", "fig5_summary.png", "fig6_bayesbench.png"} <= figs
+    assert {"fig1_regression_0.png", "fig5_summary.png", "fig6_bayesbench.png"} <= figs
     left = page[page.index("<h2>Left out</h2>") :]
     assert "Steering and noise: the trials hold only base" in left
     assert "BCS and consistency C" in left and "<h2>BCS per task</h2>" not in page

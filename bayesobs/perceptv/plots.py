@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from . import published
 from .published import SKILLS
 
 
 def _axes(ax, figsize):
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=figsize)
-        return fig, ax
+    if ax is None:  # no pyplot: no global figure state
+        fig = Figure(figsize=figsize, layout="constrained")
+        return fig, fig.subplots()
     return ax.figure, ax
 
 
@@ -38,7 +37,7 @@ def plot_accuracy_vs_size(sizes: pd.DataFrame, domains=None, subject=None, ax=No
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(-2, 102)
     ax.set_xticks(range(1, 21, 2))
-    ax.legend(fontsize=6, ncol=2, frameon=False)
+    ax.legend(fontsize=6, ncol=2, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
 
@@ -70,8 +69,9 @@ def plot_skills(skills: pd.DataFrame, references=published.MODELS, ax=None):
             label=f"{model} (published)",
             zorder=3,
         )
-    ax.set_xticks(x, [s.replace("_", "\n") for s in keys], fontsize=7)
+    # upright labels: long skill names never run into each other
+    ax.set_xticks(x, [s.replace("_", " ") for s in keys], fontsize=7, rotation=90)
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 102)
-    ax.legend(fontsize=6, ncol=2, frameon=False)
+    ax.legend(fontsize=6, ncol=1, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig

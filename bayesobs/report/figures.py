@@ -8,6 +8,8 @@ matplotlib's object-oriented API and change no global state.
 
 from __future__ import annotations
 
+import re
+
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -54,39 +56,56 @@ def _cell(df, subject, task, modality=None, condition=None):
 
 
 def regression_to_the_mean(
-    pred: pd.DataFrame, subject, task, modality, condition="base", ax=None, color=None
+    pred: pd.DataFrame, subject, task, modality, condition="base", ax=None, color=None, legend=True
 ):
     """Responses vs stimulus per session with the static-Bayes fit lines (paper Fig. 1).
 
     ``pred``: trials with ``pred_static`` (:func:`bayesobs.api.predictions`).
+    Interleaved fits (a ``level`` column) get one set of points and one fit
+    line per level and session.
     """
     fig, (ax,) = _axes(ax)
     d = _cell(pred, subject, task, modality, condition)
     color = color or "C0"
-    lo = min(d["stimulus"].min(), d["response"].min())
-    hi = max(d["stimulus"].max(), d["response"].max())
+    lo, hi = d["stimulus"].min(), d["stimulus"].max()  # over the stimuli: outliers stay points
     ax.plot([lo, hi], [lo, hi], ls="--", lw=0.8, color="0.6", label="identity")
-    shades = np.linspace(0.35, 1.0, max(1, d["session"].nunique()))
-    for shade, (sess, g) in zip(shades, d.groupby("session", sort=False), strict=False):
+    keys = ["session", "level"] if "level" in d and d["level"].notna().any() else ["session"]
+    groups = list(d.groupby(keys, sort=False))
+    shades = np.linspace(0.35, 1.0, max(1, len(groups)))
+    one_session = d["session"].nunique() == 1
+    for k, (shade, (key, g)) in enumerate(zip(shades, groups, strict=False)):
         c = matplotlib.colors.to_rgba(color, alpha=shade)
         ax.scatter(g["stimulus"], g["response"], s=9, color=c, alpha=0.45, lw=0)
         line = g.sort_values("stimulus")
+        name = (
+            key[-1] if len(keys) > 1 and one_session else " · ".join(map(str, np.atleast_1d(key)))
+        )
         ax.plot(
             line["stimulus"],
             line["pred_static"],
             color=c,
             lw=1.8,
-            label=f"{sess}: static-Bayes fit",
+            ls="-" if k % 2 == 0 or len(keys) == 1 else "-.",
+            label=f"{name}: static-Bayes fit",
         )
     ax.set_xlabel(f"stimulus: {UNITS.get(task, 'value')}")
     ax.set_ylabel(f"response: {UNITS.get(task, 'value')}")
     ax.set_title(f"{subject} · {task} · {modality}", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    if legend:
+        ax.legend(fontsize=7, loc="upper left", frameon=False)
     return fig
 
 
 def trajectory(
-    pred: pd.DataFrame, subject, task, modality, condition="base", session=None, ax=None, color=None
+    pred: pd.DataFrame,
+    subject,
+    task,
+    modality,
+    condition="base",
+    session=None,
+    ax=None,
+    color=None,
+    legend=True,
 ):
     """Responses over trials against the sequential (Kalman) prediction (paper Figs. 3–4)."""
     fig, (ax,) = _axes(ax, size=(6, 3.2))
@@ -101,9 +120,119 @@ def trajectory(
     ax.set_xlabel("trial")
     ax.set_ylabel(UNITS.get(task, "value"))
     ax.set_title(f"{subject} · {task} · {modality} · {session} session", fontsize=9)
-    ax.legend(
-        fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False
-    )  # outside the data
+    if legend:  # outside the data
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
+
+def natural_key(value) -> tuple:
+    """Sort key that puts ``S2`` before ``S10`` and ``2`` before ``10``."""
+    parts = re.split(r"(\d+)", str(value))
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def small_multiples(n: int, ncols: int = 4, panel=(2.7, 2.3), sharex=True, sharey=True):
+    """A figure of ``n`` small panels in rows of ``ncols`` (shared axes); returns ``(fig, axes)``.
+
+    Panels past ``n`` in the last row are switched off.
+    """
+    ncols = max(1, min(n, ncols))
+    nrows = -(-n // ncols)
+    fig = Figure(figsize=(panel[0] * ncols, panel[1] * nrows + 0.5), layout="constrained")
+    axs = fig.subplots(nrows, ncols, squeeze=False, sharex=sharex, sharey=sharey)
+    for ax in axs.flat[n:]:
+        ax.set_axis_off()
+    for i, ax in enumerate(axs.flat[:n]):  # tick labels where no panel sits below
+        ax.xaxis.set_tick_params(labelbottom=i + ncols >= n)
+    return fig, list(axs.flat[:n])
+
+
+def outer_labels(axes: list, ncols: int) -> None:
+    """Keep axis labels on the bottom panels and the first column of a small-multiples grid."""
+    n = len(axes)
+    ncols = max(1, min(n, ncols))
+    for i, ax in enumerate(axes):
+        if i + ncols < n:
+            ax.set_xlabel("")
+        if i % ncols:
+            ax.set_ylabel("")
+
+
+MODALITY_ORDER = ("multimodal", "image", "text")
+MAX_CONDITIONS = 4  # without a base condition, the first few conditions get panels
+
+
+def response_panels(pred: pd.DataFrame) -> list[dict]:
+    """The ``task, modality, condition`` of each grid of responses the report draws.
+
+    Tasks under the data's own names (known tasks first); per task the
+    richest modality present (multimodal, image, text, else the first), and
+    the ``base`` condition where there is one, else each condition (the
+    first :data:`MAX_CONDITIONS`, in natural order).
+    """
+    known = [t for t in UNITS if t in set(pred["task"])]
+    tasks = known + sorted(set(pred["task"]) - set(known), key=natural_key)
+    out = []
+    for task in tasks:
+        d = pred[pred["task"] == task]
+        mods = set(d["modality"])
+        modality = next((m for m in MODALITY_ORDER if m in mods), None)
+        modality = modality or sorted(mods, key=natural_key)[0]
+        conds = sorted(set(d[d["modality"] == modality]["condition"]), key=natural_key)
+        for condition in ["base"] if "base" in conds else conds[:MAX_CONDITIONS]:
+            out.append({"task": task, "modality": modality, "condition": condition})
+    return out
+
+
+def responses_grid(pred: pd.DataFrame, task, modality, condition="base", colors=None, ncols=4):
+    """Responses against stimuli of every subject of a cell type, as small multiples.
+
+    One panel per subject (shared axes), :func:`regression_to_the_mean` in
+    each, one legend for the figure (the shades are sessions or levels).
+    """
+    d = pred[
+        (pred["task"] == task) & (pred["modality"] == modality) & (pred["condition"] == condition)
+    ]
+    subjects = sorted(d["subject"].unique(), key=natural_key)
+    colors = colors or subject_colors(pred["subject"])
+    fig, axs = small_multiples(len(subjects), ncols)
+    for ax, s in zip(axs, subjects, strict=True):
+        regression_to_the_mean(
+            d, s, task, modality, condition, ax=ax, color=colors[s], legend=False
+        )
+        ax.set_title(str(s), fontsize=8)
+    outer_labels(axs, ncols)
+    handles, labels = axs[0].get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        loc="outside upper center",
+        ncols=4,
+        fontsize=7,
+        frameon=False,
+        title=f"{task} · {modality} · condition {condition}",
+        title_fontsize=8,
+    )
+    return fig
+
+
+def trajectory_grid(pred: pd.DataFrame, panels: list[tuple], colors=None, ncols=None):
+    """Trial-by-trial responses (:func:`trajectory`) of several subjects as small multiples.
+
+    ``panels``: ``(subject, task, modality, condition)`` per panel; the y axes
+    are shared when every panel is of one task; ``ncols`` defaults to 2, or 3
+    beyond six panels.
+    """
+    colors = colors or subject_colors(pred["subject"])
+    ncols = ncols or (2 if len(panels) <= 6 else 3)
+    one_task = len({p[1] for p in panels}) == 1
+    fig, axs = small_multiples(len(panels), ncols, panel=(3.6, 2.2), sharey=one_task)
+    for ax, (s, t, m, c) in zip(axs, panels, strict=True):
+        trajectory(pred, s, t, m, c, ax=ax, color=colors[s], legend=False)
+        ax.set_title(f"{s}" if one_task else f"{s} · {t}", fontsize=8)
+    outer_labels(axs, ncols)
+    handles, labels = axs[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=7, frameon=False)
     return fig
 
 
@@ -264,8 +393,11 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
     return fig
 
 
-def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
+def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=None):
     """The BayesBench score with its A, E, C breakdown and 68% intervals (paper Fig. 9).
+
+    ``caveats``: ``{subject: parts}`` (e.g. ``{"s1": {"E"}}``) of numbers the
+    leaderboard flags; their bars are hatched, and the legend says so.
 
     Bars are the full-data point estimates.  With bootstrap columns, each bar
     gets a black line from ``_lo`` to ``_hi`` with a dot at the bootstrap
@@ -284,6 +416,7 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
     if not parts:
         return None
     has_s = any(c == "S" for c, _, _ in parts)
+    caveats = caveats or {}
     fig, (ax,) = _axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
     colors = colors or subject_colors(d["subject"])
     width = 0.2
@@ -298,6 +431,7 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
             color=[matplotlib.colors.to_rgba(colors[s], alpha) for s in d["subject"]],
             edgecolor="k",
             lw=0.5 if col == "S" else 0,
+            hatch=[("////" if col in caveats.get(s, ()) else None) for s in d["subject"]],
         )
         if f"{col}_lo" in d:  # the interval where it is, not clipped around the point
             ax.vlines(pos, d[f"{col}_lo"], d[f"{col}_hi"], color="k", lw=1.2)
@@ -325,16 +459,34 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None):
         handles.append(
             Line2D([], [], marker="D", mfc="white", mec="k", ls="none", label="S_p (robust)")
         )
+    flagged = {p for s in d["subject"] for p in caveats.get(s, ())} & {c for c, _, _ in parts}
+    if flagged:
+        handles.append(
+            Patch(
+                facecolor="white",
+                edgecolor="k",
+                hatch="////",
+                lw=0.5,
+                label=f"{', '.join(sorted(flagged))}: flagged (see the leaderboard)",
+            )
+        )
     ax.legend(
         handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False
     )
     return fig
 
 
-def bcs_table(bcs_tasks: pd.DataFrame, ax=None):
-    """Per-task BCS as bootstrap means, subjects by tasks (paper Table 4)."""
+def bcs_table(bcs_tasks: pd.DataFrame, ax=None, na=None):
+    """Per-task BCS as bootstrap means, subjects by tasks (paper Table 4).
+
+    ``na``: a subjects-by-tasks boolean frame (as the pivot of ``bcs_tasks``)
+    of cells whose BCS is not available (e.g. constant responders): they are
+    left blank with the text ``n/a``, never drawn as a value.
+    """
     col = "bcs_mean" if "bcs_mean" in bcs_tasks else "bcs"
     t = bcs_tasks.pivot(index="subject", columns="task", values=col)
+    if na is not None:
+        t = t.mask(na.reindex(index=t.index, columns=t.columns, fill_value=False).astype(bool))
     fig, (ax,) = _axes(ax, size=(1.6 * t.shape[1] + 2, 0.45 * t.shape[0] + 1.2))
     im = ax.imshow(t.to_numpy(dtype=float), cmap="RdBu", vmin=-5, vmax=5, aspect="auto")
     ax.set_xticks(range(t.shape[1]), t.columns, fontsize=8)
@@ -342,6 +494,8 @@ def bcs_table(bcs_tasks: pd.DataFrame, ax=None):
     for (i, j), v in np.ndenumerate(t.to_numpy(dtype=float)):
         if np.isfinite(v):
             ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8)
+        else:
+            ax.text(j, i, "n/a", ha="center", va="center", fontsize=8, color="0.45")
     fig.colorbar(im, ax=ax, label="BCS per task (−5 … 5)")
     ax.set_title("BCS by task" + (" (bootstrap means)" if col == "bcs_mean" else ""), fontsize=9)
     return fig

@@ -21,7 +21,15 @@ from ..errors import BayesobsInputError
 from ..hvs.logged import is_hvs
 from ..perception import is_perception
 from ..provenance import provenance
-from ..scores import SCORED_TRIALS, Scores, bias_variance, cue_predictions, score, with_baseline
+from ..scores import (
+    CONSTANT_REASON,
+    SCORED_TRIALS,
+    Scores,
+    bias_variance,
+    cue_predictions,
+    score,
+    with_baseline,
+)
 from ..search import is_search, prefer
 from ..trials import normalize_trials, parse_mapping, read_trials
 from . import figures as F
@@ -103,10 +111,40 @@ def _save(fig: Figure, path: Path) -> str:
     return f"figures/{path.name}"
 
 
+FOLD_ROWS = 12  # a longer table or list is folded under a one-line summary
+
+
 def _table_html(df: pd.DataFrame, digits: int = 3) -> str:
-    return df.to_html(
+    """A table in its own horizontal scroll box (the page itself never scrolls sideways)."""
+    table = df.to_html(
         index=False, float_format=lambda v: f"{v:.{digits}f}", border=0, classes="t", na_rep="n/a"
     )
+    return f"<div class=scroll>{table}</div>"
+
+
+def folded(summary: str, inner: str, n: int, limit: int = FOLD_ROWS) -> str:
+    """``inner`` as is when it has at most ``limit`` rows, else folded under ``summary``."""
+    if n <= limit:
+        return inner
+    return f"<details><summary>{html.escape(summary)}</summary>{inner}</details>"
+
+
+STYLE = (
+    "*{box-sizing:border-box}"
+    "body{font:14px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;"
+    "color:#222;overflow-wrap:anywhere}"
+    "img{max-width:100%;height:auto;border:1px solid #ddd;margin:.4em 0}"
+    ".scroll{overflow-x:auto;max-width:100%}"
+    "table.t{border-collapse:collapse;font-size:12px}"
+    ".t td,.t th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right;"
+    "overflow-wrap:normal}.m{color:#666}"
+    "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em;"
+    "white-space:pre-wrap;overflow-wrap:anywhere}"
+    "dl.legend{font-size:12px}dl.legend dt{font-weight:600;float:left;clear:left;width:4em}"
+    "dl.legend dd{margin-left:4.5em}ul.warn{color:#a33}"
+    "details{margin:.5em 0}summary{cursor:pointer;color:#345}"
+    "@media (max-width:600px){body{margin:1em auto;padding:0 .6em}h1{font-size:1.5em}}"
+)
 
 
 def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str = "pooled") -> Path:
@@ -179,7 +217,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         )
     body += tail  # long tables after the figures
     if res.missing is not None and not res.missing.empty:
-        body += ["<h2>Not computed</h2>", _table_html(res.missing)]
+        body += ["<h2>Not computed</h2>", *_missing_html(res.missing)]
     links = " · ".join(f'<a href="tables/{n}.csv">{n}.csv</a>' for n in written)
     body += [
         "<h2>Tables</h2>",
@@ -187,17 +225,9 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         "<h2>Provenance</h2>",
         f"<pre>{html.escape(json.dumps({'report': prov, 'inputs': manifests}, indent=2, default=str))}</pre>",
     ]
-    style = (
-        "body{font:14px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
-        "img{max-width:100%;border:1px solid #ddd;margin:.4em 0}table.t{border-collapse:collapse;font-size:12px}"
-        ".t td,.t th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}.m{color:#666}"
-        "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px;max-height:30em}"
-        "dl.legend{font-size:12px}dl.legend dt{font-weight:600;float:left;clear:left;width:4em}"
-        "dl.legend dd{margin-left:4.5em}ul.warn{color:#a33}"
-    )
     page = (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>bayesobs report</title>"
-        f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{style}</style></head>"
+        f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{STYLE}</style></head>"
         f"<body>{''.join(body)}</body></html>"
     )
     index = out / "index.html"
@@ -226,7 +256,7 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
         "<p>Point-biserial r of correctness with the number of distractors (Bonferroni-corrected p "
         "across the whole table) and the logistic slope per distractor; base condition. Pop-out: "
         "r near 0; serial search: r clearly negative.</p>",
-        _table_html(base[cols]),
+        folded(f"All {len(base)} rows", _table_html(base[cols]), len(base)),
     ]
     sections = []
     ablation = "base" if (acc["ablation"] == "base").any() else acc["ablation"].iloc[0]
@@ -275,64 +305,71 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
     pred = predictions(trials, res.fits)
     bv = bias_variance(trials)
     cue_pred = cue_predictions(trials, seed)
-    subjects = sorted(trials["subject"].unique())
     tasks = [t for t in (*VISUAL, "duration", "numerosity") if t in set(trials["task"])]
     sections: list[tuple[str, str, list[str]]] = []
     notes = support_notes(trials, res)
+    levels = "level" in pred
 
-    def cells_for(subject, task):
-        d = trials[
-            (trials["subject"] == subject)
-            & (trials["task"] == task)
-            & (trials["condition"] == "base")
+    # 1. regression to the mean: per task, the subjects as small multiples
+    panels = F.response_panels(pred)
+    conds = {(p["task"], p["modality"]): [] for p in panels}
+    for p in panels:
+        conds[(p["task"], p["modality"])].append(p["condition"])
+    for k, p in enumerate(panels):
+        fig = F.responses_grid(pred, **p, colors=colors)
+        every = set(
+            pred[(pred["task"] == p["task"]) & (pred["modality"] == p["modality"])]["condition"]
+        )
+        which = _condition_note(p["condition"], conds[(p["task"], p["modality"])], len(every))
+        sections.append(
+            (
+                f"Responses against stimuli: {p['task']} ({p['modality']}, {p['condition']})",
+                f"{which} Lines are the static-Bayes fits per session"
+                + (" and level (one fit per level of the interleaved column)" if levels else "")
+                + " (regression to each session's mean); one panel per subject, shared axes.",
+                [_save(fig, out / "figures" / f"fig1_regression_{k}.png")],
+            )
+        )
+    # 2. trajectories: one panel per subject, its first task drawn above
+    first = {}
+    for p in panels:
+        d = pred[
+            (pred["task"] == p["task"])
+            & (pred["modality"] == p["modality"])
+            & (pred["condition"] == p["condition"])
         ]
-        mods = set(d["modality"])
-        return next((m for m in ("multimodal", "image", "text") if m in mods), None)
-
-    # 1. regression to the mean
-    fig = Figure(figsize=(3.6 * len(tasks), 3.2 * len(subjects)), layout="constrained")
-    axs = fig.subplots(len(subjects), len(tasks), squeeze=False)
-    for i, s in enumerate(subjects):
-        for j, t in enumerate(tasks):
-            m = cells_for(s, t)
-            if m is None:
-                axs[i, j].set_axis_off()
-                continue
-            F.regression_to_the_mean(pred, s, t, m, ax=axs[i, j], color=colors[s])
-    sections.append(
-        (
-            "Responses against stimuli",
-            "Base condition; lines are the static-Bayes fits per session "
-            "(regression to each session's mean).",
-            [_save(fig, out / "figures" / "fig1_regression.png")],
+        for s in d["subject"].unique():
+            first.setdefault(s, (s, p["task"], p["modality"], p["condition"]))
+    if first:
+        cells = [first[s] for s in sorted(first, key=F.natural_key)]
+        fig = F.trajectory_grid(pred, cells, colors=colors)
+        sections.append(
+            (
+                "Trial-by-trial responses",
+                "One session run per subject (its first task and condition drawn above) "
+                "against the fitted sequential (Kalman) observer.",
+                [_save(fig, out / "figures" / "fig2_trajectory.png")],
+            )
         )
-    )
-    # 2. trajectories
-    fig = Figure(figsize=(6.5, 2.9 * len(subjects)), layout="constrained")
-    axs = fig.subplots(len(subjects), 1, squeeze=False)
-    for i, s in enumerate(subjects):
-        t = next((t for t in tasks if cells_for(s, t)), None)
-        if t is None:
-            axs[i, 0].set_axis_off()
-            continue
-        F.trajectory(pred, s, t, cells_for(s, t), ax=axs[i, 0], color=colors[s])
-    sections.append(
-        (
-            "Trial-by-trial responses",
-            "One session run of the base condition against the fitted "
-            "sequential (Kalman) observer.",
-            [_save(fig, out / "figures" / "fig2_trajectory.png")],
-        )
-    )
+    else:
+        notes.append("Trial-by-trial responses: no cell to draw.")
     # 3. steering and noise
     imgs = []
-    for s in subjects:
-        t = next((t for t in VISUAL if t in tasks and cells_for(s, t) == "multimodal"), None)
+    multimodal = set(
+        map(tuple, trials.loc[trials["modality"] == "multimodal", ["subject", "task"]].to_numpy())
+    )
+    for s in sorted(trials["subject"].unique(), key=F.natural_key):
+        t = next((t for t in VISUAL if t in tasks and (s, t) in multimodal), None)
         if t is None or res.cue.empty:
             continue
         fig = F.steering(bv, res.evidence, res.cue, s, t, color=colors[s])
         if fig is not None:  # None: only base, nothing to compare with
             imgs.append(_save(fig, out / "figures" / f"fig3_steering_{len(imgs)}.png"))
+    if not imgs and not any(n.startswith("Steering and noise") for n in notes):
+        notes.append(
+            "Steering and noise: no subject has multimodal trials under a steer_* or noise_* "
+            "condition beside base."
+        )
     if imgs:
         sections.append(
             (
@@ -344,6 +381,11 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
             )
         )
     # 4. cue-combination fits
+    if cue_pred.empty and not any(n.startswith("Cue combination") for n in notes):
+        notes.append(
+            "Cue combination: no base-condition trials pair text, image and multimodal answers "
+            "to one stimulus."
+        )
     if not cue_pred.empty:
         groups = cue_pred[["subject", "task"]].drop_duplicates()
         ncol = groups["task"].nunique()
@@ -367,24 +409,35 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
         )
     # 5. summary and 6. BayesBench
     imgs = []
+    na = bcs_not_available(res)
+    caveats = {s: {"E"} for s in constant_subjects(res.missing)}
     for name, fig in (
         ("fig5_summary", F.summary(res.summary, res.bayesbench, colors=colors)),
-        ("fig6_bayesbench", F.bayesbench_scores(res.bayesbench, colors=colors)),
+        ("fig6_bayesbench", F.bayesbench_scores(res.bayesbench, colors=colors, caveats=caveats)),
     ):
         if fig is not None:
             imgs.append(_save(fig, out / "figures" / f"{name}.png"))
     if _has_bcs(res.bcs_tasks):
-        imgs.append(_save(F.bcs_table(res.bcs_tasks), out / "figures" / "fig6_bcs_table.png"))
-    sections.append(
-        (
-            "Summary",
-            "Evidence, efficiency and consistency against accuracy; the BayesBench score "
-            "and its parts (bars: full-data estimates; lines: 68% bootstrap intervals with the "
-            "bootstrap mean as a dot, which need not contain the bar; diamonds: S_p); BCS per task "
-            "(68% bootstrap intervals).",
-            imgs,
+        imgs.append(
+            _save(F.bcs_table(res.bcs_tasks, na=na), out / "figures" / "fig6_bcs_table.png")
         )
-    )
+    if not imgs:
+        notes.append(
+            "Summary: no subject has both an accuracy and an evidence, efficiency or "
+            "consistency number to draw."
+        )
+    else:
+        sections.append(
+            (
+                "Summary",
+                "Evidence, efficiency and consistency against accuracy; the BayesBench score "
+                "and its parts (bars: full-data estimates; lines: 68% bootstrap intervals with "
+                "the bootstrap mean as a dot, which need not contain the bar; diamonds: S_p; "
+                "hatched: a number the leaderboard flags); BCS per task (68% bootstrap "
+                "intervals; n/a where the leaderboard has none).",
+                imgs,
+            )
+        )
 
     head = _leaderboard_html(res.bayesbench, res.missing)
     head += _sequential_controls_html(res)
@@ -392,24 +445,76 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
         col = "bcs_mean" if "bcs_mean" in res.bcs_tasks else "bcs"
         head += [
             "<h2>BCS per task</h2>",
-            _table_html(
-                res.bcs_tasks.pivot(index="subject", columns="task", values=col)
-                .rename_axis(columns=None)
-                .reset_index(),
-                1,
-            ),
+            _table_html(bcs_pivot(res.bcs_tasks, col, na), 1),
         ]
         if "bcs_p" in res.bcs_tasks and res.bcs_tasks["bcs_p"].notna().any():
             head += [
                 "<p>Robust BCS per task (sum of s_p, METHOD section 9):</p>",
-                _table_html(
-                    res.bcs_tasks.pivot(index="subject", columns="task", values="bcs_p")
-                    .rename_axis(columns=None)
-                    .reset_index(),
-                    2,
-                ),
+                _table_html(bcs_pivot(res.bcs_tasks, "bcs_p", na), 2),
             ]
+        if na.to_numpy().any():
+            head.append(
+                "<p class=m>n/a: no BCS for that subject and task (constant responses or no "
+                "w_prior under any ablation; the leaderboard's BCS is n/a for the same reason).</p>"
+            )
     return head, sections, notes
+
+
+def _condition_note(condition: str, drawn: list[str], total: int) -> str:
+    """Which condition a grid of responses shows, and why (one sentence)."""
+    if condition == "base":
+        return "Base condition."
+    shown = (
+        "each condition gets its own panels"
+        if len(drawn) == total
+        else (f"the first {len(drawn)} of its {total} conditions get panels")
+    )
+    return f"Condition {condition}: these trials have no base condition, so {shown}."
+
+
+def bcs_not_available(res: Scores) -> pd.DataFrame:
+    """Subjects by tasks: True where the per-task BCS is not a number one may read.
+
+    A task whose every sign ``s`` in ``bcs.csv`` is missing (constant
+    responses, no ``w_prior``), or a subject whose BCS the leaderboard shows as
+    n/a: ``bcs_tasks.csv`` may hold 0.0 there (a sum of nothing), which the
+    report never draws as a value.
+    """
+    t = res.bcs_tasks
+    if t is None or t.empty:
+        return pd.DataFrame(dtype=bool)
+    grid = t.pivot(index="subject", columns="task", values="subject").notna() & False
+    bcs = res.bcs
+    if bcs is not None and not bcs.empty and "s" in bcs:
+        finite = bcs.assign(ok=bcs["s"].notna()).groupby(["subject", "task"])["ok"].any()
+        have = finite.unstack("task").reindex(index=grid.index, columns=grid.columns)
+        grid |= ~have.fillna(False).astype(bool)
+    bb = res.bayesbench
+    if bb is not None and "BCS" in bb:
+        gone = set(bb.loc[bb["BCS"].isna(), "subject"])
+        grid.loc[grid.index.isin(gone), :] = True
+    return grid
+
+
+def bcs_pivot(bcs_tasks: pd.DataFrame, col: str, na: pd.DataFrame) -> pd.DataFrame:
+    """Subjects by tasks of ``col`` with the cells of ``na`` as missing (shown as n/a)."""
+    t = bcs_tasks.pivot(index="subject", columns="task", values=col)
+    if len(na):
+        t = t.mask(na.reindex(index=t.index, columns=t.columns, fill_value=False).astype(bool))
+    return t.rename_axis(columns=None).reset_index()
+
+
+def constant_subjects(missing: pd.DataFrame | None) -> list[str]:
+    """Subjects with constant base cells: the leaderboard's caveat on their E applies."""
+    if missing is None or missing.empty or "reason" not in missing:
+        return []
+    m = missing.fillna("").astype(str)
+    rows = m[
+        (m["reason"] == CONSTANT_REASON)
+        & m["component"].str.startswith("fits ")
+        & m["component"].str.endswith(" base")
+    ]
+    return sorted(rows["subject"].unique())
 
 
 def _has_bcs(bcs_tasks: pd.DataFrame | None) -> bool:
@@ -463,7 +568,7 @@ def sequential_control_table(evidence: pd.DataFrame) -> pd.DataFrame:
 
 
 def _sequential_controls_html(res: Scores) -> list[str]:
-    """The in-context-learning control (base vs context_none) and anchoring lines."""
+    """The in-context-learning control (base vs context_none) and anchoring lines (folded)."""
     from ..controls import anchoring_lines
 
     out = []
@@ -473,13 +578,53 @@ def _sequential_controls_html(res: Scores) -> list[str]:
             "<h2>In-context learning control</h2>",
             "<p>P(sequential) with the rolling context (base) beside every trial shown alone "
             "(context_none).</p>",
-            _table_html(table, 2),
+            folded(f"All {len(table)} cells", _table_html(table, 2), len(table)),
         ]
+    hits = anchoring_hits(res.controls)
     lines = anchoring_lines(res.controls)
     if lines:
         items = "".join(f"<li>{html.escape(x)}</li>" for x in lines)
-        out.append(f"<h2>Anchoring control</h2><ul class=warn>{items}</ul>")
+        out += [
+            "<h2>Anchoring control</h2>",
+            f"<p>{len(lines)} cell(s) where a control that copies part of the previous answer "
+            "beats every Kalman observer by AIC: their sequential evidence may be anchoring, "
+            "not updating.</p>",
+            _table_html(anchoring_summary(hits), 1),
+            folded(f"All {len(lines)} cells", f"<ul class=warn>{items}</ul>", len(lines), 0),
+        ]
     return out
+
+
+def anchoring_hits(controls: pd.DataFrame | None) -> pd.DataFrame:
+    """The rows of ``controls.csv`` where a control beats every Kalman observer by AIC."""
+    if controls is None or controls.empty or "delta_aic_kalman" not in controls:
+        return pd.DataFrame(columns=["subject", "control", "delta_aic_kalman"])
+    return controls[controls["delta_aic_kalman"] < 0]
+
+
+def anchoring_summary(hits: pd.DataFrame) -> pd.DataFrame:
+    """Per subject and control: how many cells it wins and its largest AIC margin."""
+    g = hits.groupby(["subject", "control"], sort=False)["delta_aic_kalman"]
+    t = pd.DataFrame({"cells": g.size(), "largest AIC margin": -g.min()}).reset_index()
+    return t.sort_values(["subject", "control"], key=_natural_order).reset_index(drop=True)
+
+
+def _natural_order(col: pd.Series) -> pd.Series:
+    return col.map(F.natural_key)
+
+
+def _missing_html(missing: pd.DataFrame) -> list[str]:
+    """``missing.csv`` as counts per reason and component, the full table folded."""
+    m = missing.fillna("")
+    counts = (
+        m.groupby(["reason"], sort=True)
+        .agg(rows=("reason", "size"), subjects=("subject", "nunique"))
+        .reset_index()
+    )
+    return [
+        _table_html(counts),
+        folded(f"All {len(m)} rows (missing.csv)", _table_html(m), len(m), 0),
+    ]
 
 
 def _leaderboard_html(bayesbench: pd.DataFrame, missing: pd.DataFrame | None) -> list[str]:
@@ -492,7 +637,7 @@ def _leaderboard_html(bayesbench: pd.DataFrame, missing: pd.DataFrame | None) ->
     )
     out = [
         "<h2>Leaderboard</h2>",
-        table.to_html(index=False, border=0, classes="t", escape=True),
+        f"<div class=scroll>{table.to_html(index=False, border=0, classes='t', escape=True)}</div>",
         f"<p class=m>{html.escape(note)}</p>",
         f"<dl class=legend>{legend}</dl>",
     ]

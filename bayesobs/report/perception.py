@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from .figures import _axes, subject_colors
 
@@ -64,10 +65,10 @@ def accuracy_by_variant(
     ax=None,
 ) -> Figure:
     """Accuracy per variant and subject (95% Wilson bars) with chance, human and model lines."""
-    fig, (ax,) = _axes(ax, size=(6.0, 3.6))
     t = table[(table["task"] == task) & (table["modality"] == modality)]
     t = t[t["condition"] == "base"] if (t["condition"] == "base").any() else t
     variants = list(dict.fromkeys(t["variant"]))
+    fig, (ax,) = _axes(ax, size=(max(7.2, 3.6 + 0.45 * len(variants)), 3.6))
     subjects = sorted(t["subject"].unique())
     colors = subject_colors(subjects)
     width = 0.8 / max(len(subjects), 1)
@@ -84,26 +85,46 @@ def accuracy_by_variant(
         own = t[t["variant"] == v]["chance"]
         if len(own):  # the trials' own chance level
             ax.hlines(own.mean(), j - 0.45, j + 0.45, color="#777777", ls=":", lw=1.2)
-    if refs is not None and not refs.empty:
+    handles, _ = ax.get_legend_handles_labels()
+    if refs is not None and not refs.empty:  # each reference in the legend, none on the plot
+        shown = refs[refs["variant"].isin([*variants, "all"]) & (refs["who"] != "chance")]
+        styles = reference_styles(list(dict.fromkeys(shown["who"])))
         for j, v in enumerate(variants):
-            for r in refs[refs["variant"].isin([v, "all"])].itertuples(index=False):
-                if r.who == "chance":
-                    continue
-                color, ls = _REF_STYLE.get(r.who, ("#e76f51", "-."))
+            for r in shown[shown["variant"].isin([v, "all"])].itertuples(index=False):
+                color, ls = styles[r.who]
                 ax.hlines(r.value, j - 0.45, j + 0.45, color=color, ls=ls, lw=1.4)
-                ax.annotate(r.who, (j + 0.45, r.value), fontsize=6, va="center", color=color)
-    ax.set_xticks(np.arange(len(variants)), variants)
+        handles += [
+            Line2D([], [], color=c, ls=ls, lw=1.4, label=f"paper: {who}" if ls == "-." else who)
+            for who, (c, ls) in styles.items()
+        ]
+    upright = len(variants) > 4 or max(map(len, map(str, variants)), default=0) > 14
+    ax.set_xticks(np.arange(len(variants)), variants, fontsize=8, rotation=90 if upright else 0)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
     ax.set_title(f"{TASK_TITLES.get(task, task)} ({modality})", fontsize=10)
     ax.legend(
+        handles=handles,
         fontsize=7,
         loc="upper left",
-        bbox_to_anchor=(1.12, 1),
+        bbox_to_anchor=(1.02, 1),
+        frameon=False,
         title="dotted: chance",
         title_fontsize=7,
     )
     return fig
+
+
+def reference_styles(who: list[str]) -> dict[str, tuple]:
+    """Colour and line style of each published reference line (human dashed, models dash-dot)."""
+    palette = ["#e76f51", "#8e44ad", "#b5838d", "#e9c46a", "#6d597a", "#f4a261", "#264653"]
+    out, k = {}, 0
+    for w in who:
+        if w in _REF_STYLE:
+            out[w] = _REF_STYLE[w]
+        else:
+            out[w] = (palette[k % len(palette)], "-.")
+            k += 1
+    return out
 
 
 def f1_by_class(f1: pd.DataFrame, task: str = "object_reid", ax=None) -> Figure:
@@ -251,6 +272,8 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
                 )
             )
         size = res.perception_size
+        if task == "percept_v":  # its own section, per domain and subject (perceptv_sections)
+            size = None
         if size is not None and len(size) and (size["task"] == task).any():
             fig = accuracy_by_size(size, task)
             sections.append(
