@@ -237,6 +237,12 @@ def test_a_served_study_with_catch_trials_is_scored_with_its_exclusions(tmp_path
     # each run numbered 0, 1, 2... again, in the order the person answered
     for _, run in scored.groupby(["session", "run"]):
         assert run["trial"].tolist() == list(range(len(run)))
+    # the report states the exclusions
+    assert main(["report", str(out), "--out", str(tmp_path / "r")]) == 0
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "<h2>Exclusions</h2>" in page
+    assert "catch_error_rate &gt; 0.2: 1 participant(s) (p2)" in page
+    assert (tmp_path / "r" / "tables" / "exclusions.csv").exists()
 
 
 SCORED = "trials.parquet"

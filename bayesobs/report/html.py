@@ -199,9 +199,14 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         head += head_p
         sections += sections_p
     prov = provenance(command="report", inputs=[str(p) for p in paths])
+    excluded = _exclusions(paths)
+    if excluded is not None:
+        excluded.to_csv(out / "tables" / "exclusions.csv", index=False)
+        written.append("exclusions")
     body = [
         f"<h1>bayesobs report</h1><p class=m>{len(trials)} trials · {len(subjects)} subject(s) · "
         f"created {html.escape(prov['created_utc'])}</p>",
+        *_exclusions_html(excluded),
         *head,
     ]
     for title, caption, imgs in sections:
@@ -627,6 +632,31 @@ def _missing_html(missing: pd.DataFrame) -> list[str]:
     ]
 
 
+def _exclusions(paths: list[Path]) -> pd.DataFrame | None:
+    """The ``exclusions.csv`` of the score folders among ``paths`` (``None`` if none has one)."""
+    found = [p / "exclusions.csv" for p in paths if (p / "exclusions.csv").is_file()]
+    if not found:
+        return None
+    return pd.concat(
+        [pd.read_csv(f, dtype={"subject": str, "rule": str, "level": str}) for f in found],
+        ignore_index=True,
+    )
+
+
+def _exclusions_html(table: pd.DataFrame | None) -> list[str]:
+    """What was excluded before scoring (catch trials, ``--exclude`` rules), and by which rule."""
+    if table is None:
+        return []
+    from ..exclusions import summary
+
+    inner = _table_html(table)
+    return [
+        "<h2>Exclusions</h2>",
+        f"<p>{html.escape(summary(table))} (applied before every number below; exclusions.csv)</p>",
+        folded(f"every exclusion ({len(table)} rows)", inner, len(table)),
+    ]
+
+
 def _leaderboard_html(bayesbench: pd.DataFrame, missing: pd.DataFrame | None) -> list[str]:
     """Leaderboard table (point estimate beside bootstrap mean and interval), legend, flags."""
     header, rows = LB.board(bayesbench)
@@ -635,9 +665,11 @@ def _leaderboard_html(bayesbench: pd.DataFrame, missing: pd.DataFrame | None) ->
     legend = "".join(
         f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in LB.LEGEND.items()
     )
+    gone = "".join(f"<p class=m>{html.escape(x)}</p>" for x in LB.left_out(bayesbench, missing))
     out = [
         "<h2>Leaderboard</h2>",
         f"<div class=scroll>{table.to_html(index=False, border=0, classes='t', escape=True)}</div>",
+        gone,
         f"<p class=m>{html.escape(note)}</p>",
         f"<dl class=legend>{legend}</dl>",
     ]
