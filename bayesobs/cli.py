@@ -341,6 +341,15 @@ def cmd_report(args) -> int:
 
 def cmd_serve(args) -> int:
     """``bayesobs serve``: the web app for human participants."""
+    from .store import lock_folder
+
+    # the folder's one writer for the server's whole life: no run, sweep, rescore or second
+    # server writes beside the participants
+    with lock_folder(args.out, "serve"):
+        return _serve(args)
+
+
+def _serve(args) -> int:
     import uvicorn
 
     from .web import ParticipantServer
