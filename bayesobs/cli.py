@@ -496,7 +496,17 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)"
     )
-    p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never logged")
+    p.add_argument(
+        "--api-key",
+        help="API key (default: $OPENAI_API_KEY); never logged, but visible to other users in "
+        "`ps`: prefer $OPENAI_API_KEY or --api-key-file",
+    )
+    p.add_argument(
+        "--api-key-file",
+        type=Path,
+        metavar="PATH",
+        help="read the API key from this file (surrounding whitespace stripped); never logged",
+    )
     p.add_argument(
         "--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)"
     )
@@ -518,6 +528,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         type=int,
         default=12,
         help="attempts per request on 429/5xx/time-out (default 12)",
+    )
+    p.add_argument(
+        "--max-wait",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="total seconds one trial's request may wait between attempts (default 600); past "
+        "it the trial fails and is redone on resume. Retry-After values over 120 s are ignored",
     )
     p.add_argument(
         "--cache",
@@ -564,6 +582,10 @@ def _check_run_options(args) -> None:
         raise BayesobsInputError(f"--max-tokens must be at least 1, not {args.max_tokens}")
     if args.max_attempts < 1:
         raise BayesobsInputError(f"--max-attempts must be at least 1, not {args.max_attempts}")
+    if not (math.isfinite(args.max_wait) and args.max_wait >= 0):
+        raise BayesobsInputError(
+            f"--max-wait must be a finite number of seconds >= 0, not {args.max_wait}"
+        )
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise BayesobsInputError(
             f"--timeout must be a positive number of seconds, not {args.timeout}"
@@ -576,6 +598,24 @@ def _check_run_options(args) -> None:
         raise BayesobsInputError(f"--out {args.out} is a file, not a folder")
 
 
+def _api_key(args) -> str | None:
+    """The key of ``--api-key-file`` (stripped) or ``--api-key``; None: ``$OPENAI_API_KEY``."""
+    if args.api_key_file is None:
+        return args.api_key
+    if args.api_key is not None:
+        raise BayesobsInputError("give --api-key or --api-key-file, not both")
+    try:
+        key = args.api_key_file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a text file"
+        raise BayesobsInputError(
+            f"--api-key-file {args.api_key_file}: cannot read ({why})"
+        ) from None
+    if not key:
+        raise BayesobsInputError(f"--api-key-file {args.api_key_file} is empty")
+    return key
+
+
 def _run_options(args) -> dict:
     """The options ``run`` and ``sweep`` pass to :func:`bayesobs.runner.start`."""
     chat = {
@@ -585,10 +625,11 @@ def _run_options(args) -> dict:
         "base_url": args.base_url,
         "timeout_s": args.timeout,
         "max_attempts": args.max_attempts,
+        "max_wait_s": args.max_wait,
     }
     return {
         "sim_seed": args.sim_seed,
-        "api_key": args.api_key,
+        "api_key": _api_key(args),
         "cache_dir": args.cache,
         "use_cache": not args.no_cache,
         "cache_scope": args.cache_scope,
