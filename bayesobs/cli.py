@@ -654,6 +654,14 @@ def _print_report(args, report) -> int:
             f"note: the torn last line of {args.out / name} was cut (kept in {name}.torn){redo}",
             file=sys.stderr,
         )
+    if lines := report.unreadable_lines:
+        which = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+        print(
+            f"note: {args.out / 'trials.jsonl'}: skipped {len(lines)} unreadable "
+            f"line{'s' if len(lines) > 1 else ''} (line{'s' if len(lines) > 1 else ''} {which}); "
+            "the trial(s) they held are run again",
+            file=sys.stderr,
+        )
     here = str(Path(args.out).resolve())
     sources = ", ".join(
         f"{n} from {'this folder' if src == here else src}"
