@@ -341,8 +341,10 @@ def cmd_report(args) -> int:
 
 def cmd_serve(args) -> int:
     """``bayesobs serve``: the web app for human participants."""
+    from .runner import load_spec
     from .store import lock_folder
 
+    load_spec(args.spec)  # a bad spec is refused before the folder is made
     # the folder's one writer for the server's whole life: no run, sweep, rescore or second
     # server writes beside the participants
     with lock_folder(args.out, "serve"):
