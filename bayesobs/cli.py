@@ -417,6 +417,17 @@ def cmd_report(args) -> int:
 
 def cmd_serve(args) -> int:
     """``bayesobs serve``: the web app for human participants."""
+    from .runner import load_spec
+    from .store import lock_folder
+
+    load_spec(args.spec)  # a bad spec is refused before the folder is made
+    # the folder's one writer for the server's whole life: no run, sweep, rescore or second
+    # server writes beside the participants
+    with lock_folder(args.out, "serve"):
+        return _serve(args)
+
+
+def _serve(args) -> int:
     import uvicorn
 
     from .web import ParticipantServer
@@ -566,7 +577,17 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)"
     )
-    p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never logged")
+    p.add_argument(
+        "--api-key",
+        help="API key (default: $OPENAI_API_KEY); never logged, but visible to other users in "
+        "`ps`: prefer $OPENAI_API_KEY or --api-key-file",
+    )
+    p.add_argument(
+        "--api-key-file",
+        type=Path,
+        metavar="PATH",
+        help="read the API key from this file (surrounding whitespace stripped); never logged",
+    )
     p.add_argument(
         "--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)"
     )
@@ -588,6 +609,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         type=int,
         default=12,
         help="attempts per request on 429/5xx/time-out (default 12)",
+    )
+    p.add_argument(
+        "--max-wait",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="total seconds one trial's request may wait between attempts (default 600); past "
+        "it the trial fails and is redone on resume. Retry-After values over 120 s are ignored",
     )
     p.add_argument(
         "--cache",
@@ -634,6 +663,10 @@ def _check_run_options(args) -> None:
         raise BayesobsInputError(f"--max-tokens must be at least 1, not {args.max_tokens}")
     if args.max_attempts < 1:
         raise BayesobsInputError(f"--max-attempts must be at least 1, not {args.max_attempts}")
+    if not (math.isfinite(args.max_wait) and args.max_wait >= 0):
+        raise BayesobsInputError(
+            f"--max-wait must be a finite number of seconds >= 0, not {args.max_wait}"
+        )
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise BayesobsInputError(
             f"--timeout must be a positive number of seconds, not {args.timeout}"
@@ -646,6 +679,24 @@ def _check_run_options(args) -> None:
         raise BayesobsInputError(f"--out {args.out} is a file, not a folder")
 
 
+def _api_key(args) -> str | None:
+    """The key of ``--api-key-file`` (stripped) or ``--api-key``; None: ``$OPENAI_API_KEY``."""
+    if args.api_key_file is None:
+        return args.api_key
+    if args.api_key is not None:
+        raise BayesobsInputError("give --api-key or --api-key-file, not both")
+    try:
+        key = args.api_key_file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a text file"
+        raise BayesobsInputError(
+            f"--api-key-file {args.api_key_file}: cannot read ({why})"
+        ) from None
+    if not key:
+        raise BayesobsInputError(f"--api-key-file {args.api_key_file} is empty")
+    return key
+
+
 def _run_options(args) -> dict:
     """The options ``run`` and ``sweep`` pass to :func:`bayesobs.runner.start`."""
     chat = {
@@ -655,10 +706,11 @@ def _run_options(args) -> dict:
         "base_url": args.base_url,
         "timeout_s": args.timeout,
         "max_attempts": args.max_attempts,
+        "max_wait_s": args.max_wait,
     }
     return {
         "sim_seed": args.sim_seed,
-        "api_key": args.api_key,
+        "api_key": _api_key(args),
         "cache_dir": args.cache,
         "use_cache": not args.no_cache,
         "cache_scope": args.cache_scope,
@@ -681,6 +733,14 @@ def _print_report(args, report) -> int:
         redo = "; that trial is redone" if name == "trials.jsonl" else ""
         print(
             f"note: the torn last line of {args.out / name} was cut (kept in {name}.torn){redo}",
+            file=sys.stderr,
+        )
+    if lines := report.unreadable_lines:
+        which = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+        print(
+            f"note: {args.out / 'trials.jsonl'}: skipped {len(lines)} unreadable "
+            f"line{'s' if len(lines) > 1 else ''} (line{'s' if len(lines) > 1 else ''} {which}); "
+            "the trial(s) they held are run again",
             file=sys.stderr,
         )
     here = str(Path(args.out).resolve())

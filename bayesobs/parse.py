@@ -1,41 +1,67 @@
-"""Reading a number out of a subject's reply, or saying why there is none.
+r"""Reading a number out of a subject's reply, or saying why there is none.
 
 Rules, in order (:func:`read_answer`):
 
-1. A number after an answer cue ("the answer is", "estimate:", "final
-   answer", "=", "≈") wins over every other number, earlier or later
-   (``"The answer is 0.45. Confidence: 80%"`` is 0.45); of several cued
-   numbers the last one counts.
-2. A reply cut off by ``max_tokens`` (``finish_reason = "length"``) without
+1. A negated number ("not 0.3", "isn't 0.3", "rather than 0.3", "instead
+   of 0.3") is never the answer.
+2. A *labelled* answer wins over every other number, earlier or later: a
+   number after "answer" ("Answer:", "the answer is", "final answer:",
+   ``"answer": 0.45``) or inside braces (``{0.45}``, ``\boxed{0.45}``).
+   ``"Answer: 0.45. (An estimate of 0.3 would be too low.)"`` is 0.45.
+3. Otherwise a number after another answer cue ("estimate", "guess",
+   "result", "=", "≈") wins (``"The ratio is 12/30 = 0.4"`` is 0.4).
+   Of several numbers of the winning kind the last one counts (a revision).
+   A winner followed by an alternative (``"Answer: 0.3 or 0.45"``) is
+   ambiguous.
+4. A reply cut off by ``max_tokens`` (``finish_reason = "length"``) without
    such a cued answer is invalid: its last number may be a premise, not the
    answer.
-3. Otherwise a reply whose numbers all agree is that number; among
+5. Otherwise a reply whose numbers all agree is that number; among
    different numbers the last one after a weaker cue ("is", "about", ":")
    counts; different numbers without any cue are ambiguous.
-4. A range (``0.4-0.5``, ``0.4 to 0.5``) is ambiguous.
-5. A value outside the task's answer range (after percent handling) is invalid.
+6. A range (``0.4-0.5``, ``0.4 to 0.5``) is ambiguous.
+7. A value outside the task's answer range (after percent handling) is invalid.
 
 Fractions ``a/b`` are divided; ``mm:ss`` durations are converted to
 seconds; a percentage is divided by 100 where the task's answer is a
 fraction; ``0,5`` and ``0,500`` are decimal commas, ``1,500`` a thousands
 separator.  Every invalid reading comes with a short reason (logged in the
 trial row as ``invalid_reason``); the raw reply is always kept.
+
+Reading takes time linear in the reply's length (cues are looked for in a
+fixed window before each number), and a reply longer than
+:data:`MAX_READ_CHARS` characters is read from its first and last
+``MAX_READ_CHARS / 2`` characters only, where answers stand: an 8,000-number
+reply reads in a few tens of milliseconds, so parsing never stalls the
+runner's or the web app's event loop.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
+
+MAX_READ_CHARS = 20_000  # longer replies: the first and last 10,000 characters are read
+_WINDOW = 64  # characters before a number in which its cue is looked for (cues are shorter)
 
 _UNUM = r"(?:\d+(?:[.,]\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
 _NUM = rf"[-+]?{_UNUM}"
 _TOKEN = re.compile(
     rf"(?P<mmss>\b\d{{1,2}}:\d{{2}}\b)|(?P<frac>{_NUM}\s*/\s*{_NUM})|(?P<num>{_NUM})(?P<pct>\s*%|\s*percent\b)?"
 )
-# an answer cue: the number that follows is the answer
+# a labelled answer: the number that follows is the answer, whatever else the reply says
+_LABEL = re.compile(r"\banswer\b[^\d\n.;!?]{0,30}$", re.I)
+# another answer cue: the number that follows is the answer unless one is labelled
 _STRONG = re.compile(
-    r"(?:\b(?:answer|estimate[ds]?|estimation|guess|result)\b[^\d\n.;!?]{0,30}|[=≈]\s*)$", re.I
+    r"(?:\b(?:estimate[ds]?|estimation|guess|result)\b[^\d\n.;!?]{0,30}|[=≈]\s*)$", re.I
 )
+_NEGATED = re.compile(
+    r"(?:\b(?:not|never|rather than|instead of|other than)|n't)\s+"
+    r"(?:(?:exactly|quite|just|equal to|be)\s+)?$",
+    re.I,
+)
+_ALTERNATIVE = re.compile(rf"\s*,?\s*(?:or|and)\s+{_NUM}", re.I)
 _CUE = re.compile(r"(answer|estimate[ds]?|approximately|about|roughly|around|is|=|:|≈|~)\s*$", re.I)
 _RANGE = re.compile(rf"(?<![\w.]){_UNUM}\s*(?:%\s*)?(?:-|–|—|\bto\b)\s*{_UNUM}(?![\w.])", re.I)
 _THOUSANDS = re.compile(r"(?<![\d.,])([1-9]\d{0,2})((?:,\d{3})+)(?![\d,])")
@@ -69,10 +95,33 @@ def _value(m: re.Match, fraction: bool) -> float:
     return v
 
 
+def bounded(reply: str, limit: int = MAX_READ_CHARS) -> str:
+    """The part of a reply that is read: all of it, or its first and last ``limit / 2`` characters.
+
+    The two ends are cut at whitespace (no number is split) and joined by a
+    line break (no cue reaches across it).
+    """
+    if len(reply) <= limit:
+        return reply
+    half = limit // 2
+    head, tail = reply[:half], reply[-half:]
+    cut = max(head.rfind(" "), head.rfind("\n"))
+    head = head[:cut] if cut > 0 else head
+    cut = min((i for i in (tail.find(" "), tail.find("\n")) if i >= 0), default=0)
+    return head + "\n" + tail[cut:]
+
+
 def _normalize(reply: str) -> str:
-    text = reply.replace("\u2212", "-").strip()
+    text = bounded(reply).replace("\u2212", "-").strip()
     # 1,500 is fifteen hundred; 0,500 is a decimal comma (one half)
     return _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
+
+
+def _braced(text: str, m: re.Match) -> bool:
+    r"""The number stands alone in braces: ``{0.45}``, ``\boxed{ 0.45 }``."""
+    return text[max(0, m.start() - 8) : m.start()].rstrip().endswith("{") and text[
+        m.end() : m.end() + 8
+    ].lstrip().startswith("}")
 
 
 def read_answer(
@@ -105,20 +154,31 @@ def read_answer(
     if not reply or not reply.strip():
         return math.nan, "empty reply"
     text = _normalize(reply)
-    matches = list(_TOKEN.finditer(text))
-    if not matches:
+    found = list(_TOKEN.finditer(text))
+    if not found:
         word = re.fullmatch(r"\W*(\w+)\W*", text.lower())
         if word and word.group(1) in _WORDS and not truncated:
             return _check(float(_WORDS[word.group(1)]), answer_range)
         return math.nan, ("cut off by max_tokens before an answer" if truncated else "no number")
+    before = {id(m): text[max(0, m.start() - _WINDOW) : m.start()] for m in found}
+    matches = [m for m in found if not _NEGATED.search(before[id(m)])]
+    if not matches:
+        return math.nan, (
+            "cut off by max_tokens before an answer" if truncated else "no number but negated ones"
+        )
     ranges = [r.span() for r in _RANGE.finditer(text)]
+    starts = [a for a, _ in ranges]
 
     def in_range(m: re.Match) -> bool:
-        return any(a <= m.start() < b or a < m.end() <= b for a, b in ranges)
+        i = bisect.bisect_left(starts, m.end()) - 1  # the last range starting before m ends
+        return any(a <= m.start() < b or a < m.end() <= b for a, b in ranges[max(0, i - 1) : i + 1])
 
-    strong = [m for m in matches if _STRONG.search(text[: m.start()])]
+    labelled = [m for m in matches if _LABEL.search(before[id(m)]) or _braced(text, m)]
+    strong = labelled or [m for m in matches if _STRONG.search(before[id(m)])]
     if strong:
         chosen = strong[-1]
+        if alt := _ALTERNATIVE.match(text, chosen.end()):
+            return math.nan, f"ambiguous: alternatives ({chosen.group(0)}{alt.group(0)})"
     elif truncated:
         return math.nan, "cut off by max_tokens before an answer"
     else:
@@ -126,7 +186,7 @@ def read_answer(
         if len(values) == 1:
             chosen = matches[-1]
         else:
-            weak = [m for m in matches if _CUE.search(text[: m.start()])]
+            weak = [m for m in matches if _CUE.search(before[id(m)])]
             if weak and not in_range(weak[-1]):
                 chosen = weak[-1]
             elif any(in_range(m) for m in matches):

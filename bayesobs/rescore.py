@@ -11,6 +11,7 @@ file of its own that ``fit`` and ``score`` read like any trial file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -94,7 +95,9 @@ def rescore_folder(folder: str | Path, out: str | Path | None = None) -> pd.Data
         An experiment folder (``manifest.json`` and ``trials.jsonl``).
     out : path, optional
         Where to write the rescored trials (JSONL, CSV or Parquet by suffix);
-        ``trials.jsonl`` itself is never rewritten.
+        ``trials.jsonl`` itself is never rewritten.  A target inside the
+        folder (the default) is written holding the folder's lock, so a
+        folder another command is writing is refused (exit 2, naming it).
 
     Returns
     -------
@@ -102,16 +105,20 @@ def rescore_folder(folder: str | Path, out: str | Path | None = None) -> pd.Data
         The rescored trials, with ``response_logged`` (what the log says) and
         ``rescored_changed``.
     """
-    from .store import read_jsonl
-    from .trials import write_trials
+    from . import trials
+    from .store import FolderLock, read_jsonl
 
     folder = Path(folder)
-    records, _ = read_jsonl(folder / "trials.jsonl")
-    if not records:
-        raise BayesobsInputError(f"{folder}: no logged trials to rescore")
-    table = rescore_records(records, _sessions(folder))
     target = Path(out) if out is not None else folder / "rescored.jsonl"
     if target.resolve() == (folder / "trials.jsonl").resolve():
         raise BayesobsInputError("rescore never rewrites trials.jsonl; choose another --out")
-    write_trials(table, target)
+    # writing into the folder makes rescore one of its writers: it holds the folder's lock,
+    # so it never runs beside a run, sweep or server of that folder (nor another rescore)
+    writes_here = folder.is_dir() and target.resolve().is_relative_to(folder.resolve())
+    with FolderLock(folder, "rescore") if writes_here else contextlib.nullcontext():
+        records, _ = read_jsonl(folder / "trials.jsonl")
+        if not records:
+            raise BayesobsInputError(f"{folder}: no logged trials to rescore")
+        table = rescore_records(records, _sessions(folder))
+        trials.write_trials(table, target)
     return table

@@ -18,6 +18,7 @@ import sys
 import time
 import tomllib
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -372,6 +373,9 @@ class RunReport:
     failed_sessions: list[str] = field(default_factory=list)
     seconds: float = 0.0
     torn_logs: list[str] = field(default_factory=list)  # logs whose torn tail was cut on open
+    # 1-based numbers of unreadable (corrupt) lines of trials.jsonl skipped on resume: their
+    # trials are run again
+    unreadable_lines: list[int] = field(default_factory=list)
     dry_run: dict | None = None  # with dry_run=True: calls to make, tokens, trials already logged
 
 
@@ -449,25 +453,42 @@ class Runner:
             out["demos"] = demo_log
         return out
 
+    def _later(self, sess: Session, stim: Stimulus, blur: float, t: int) -> Callable[[], Turn]:
+        """A trial's user turn, rendered on first use and then kept.
+
+        A resumed trial's turn is needed only in the context window of a
+        trial still to run, so resuming a complete folder renders nothing.
+        """
+        turn: Turn | None = None
+
+        def get() -> Turn:
+            nonlocal turn
+            if turn is None:
+                turn = self._turn(sess, stim, blur, t)
+            return turn
+
+        return get
+
     async def run_session(self, sess: Session, bar) -> None:
         """Run one session's trials in order, skipping those already logged."""
         subject = self.subjects[sess.subject]
-        history: list[tuple[Turn, Turn, int]] = []
+        history: list[tuple[Callable[[], Turn], Turn, int]] = []
         previous: list[float] = []
         for t, stim in enumerate(sess.stimuli):
             blur = trial_blur(sess, t)
-            user = self._turn(sess, stim, blur, t)
+            later = self._later(sess, stim, blur, t)
             window = history[-sess.cond.context :] if sess.cond.context else []
             key = (*sess.key[:6], t)
             rec = self.store.done.get(key)
             if rec is None:
+                user = later()
                 system = system_prompt(sess.task, sess.cond, previous, sess.range, sess.options)
                 if extra := sess.task.system_extra(stim, sess.cond):  # hvs: the hint condition
                     system = f"{system} {extra}"
                 # few-shot demonstrations (with their correct answers) come first, then the
                 # rolling context of the subject's own answers, then the trial
                 demo_turns, demo_log = self._demo_turns(sess, stim)
-                turns = demo_turns + tuple(x for u, a, _ in window for x in (u, a)) + (user,)
+                turns = demo_turns + tuple(x for u, a, _ in window for x in (u(), a)) + (user,)
                 meta = dict(
                     zip(
                         ("subject", "task", "modality", "condition", "session", "run"),
@@ -542,7 +563,7 @@ class Runner:
                     bar.update(1)
             else:
                 self.report.skipped += 1
-            history.append((user, Turn("assistant", text=rec["raw_response"]), t))
+            history.append((later, Turn("assistant", text=rec["raw_response"]), t))
             previous.append(stim.value)
 
     async def run(self, sessions: list[Session]) -> RunReport:
@@ -683,6 +704,12 @@ def make_subjects(
         else:
             if cache is None and use_cache:
                 cache = ResponseCache(cache_dir or default_cache_dir())
+                if cache.unreadable:
+                    print(
+                        f"note: {cache.path}: skipped {cache.unreadable} unreadable line(s) "
+                        "(left by a writer killed mid-record); those replies are not replayed",
+                        file=sys.stderr,
+                    )
             opts = ChatOptions(model=rest, **(chat or {}))
             out[name] = OpenAIChatSubject(
                 opts,
@@ -826,9 +853,10 @@ def start(
         folder=out,
     )
     with ExperimentStore(out, record, lock=True) as store:
-        torn = list(store.torn_logs)
+        torn, unreadable = list(store.torn_logs), list(store.unreadable_lines)
         report = execute(sessions, store, objs, concurrency=concurrency, progress=progress)
     report.torn_logs = torn
+    report.unreadable_lines = unreadable
     return report
 
 

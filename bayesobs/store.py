@@ -13,8 +13,15 @@ Nothing is rewritten in place.  Every append-only log (``trials.jsonl``,
 written through one :class:`AppendLog`: each record is a single ``write``
 under an exclusive ``flock``, a write cut short (a full disk) is undone at
 once, and on open a torn last line (a SIGKILL or power loss mid-write) is cut
-back to the last complete line and kept in ``<log>.torn``.  One run at a
-time holds a folder (:class:`FolderLock`).
+back to the last complete line and kept in ``<log>.torn``.  A writer that
+already holds a log open (a run sharing the response cache with one that was
+killed) checks the file's last byte under the lock and starts a new line if
+it is not a newline, so its record is never glued onto the fragment; the
+fragment stays on a line of its own, which readers skip and count.
+
+One writer at a time holds a folder (:class:`FolderLock`): ``run``,
+``sweep``, ``serve`` (for the server's lifetime) and ``rescore`` (while it
+writes into the folder); a second one is refused naming the holder.
 """
 
 from __future__ import annotations
@@ -132,18 +139,23 @@ class AppendLog:
 def append_line(path: str | Path, rec: dict) -> None:
     """Append one JSON line with a single write under an exclusive ``flock``.
 
-    A write cut short (a full disk) is undone, so the log never ends in a
-    fragment; the error is raised as :class:`LogWriteError`.
+    If the log does not end in a newline (another writer was killed
+    mid-record after this one opened the log), the record starts on a new
+    line, leaving the fragment on a line of its own.  A write cut short (a
+    full disk) is undone, so the log never ends in a fragment; the error is
+    raised as :class:`LogWriteError`.
     """
     path = Path(path)
     data = _dumps(rec)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
         raise _write_error(path, exc) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # a killed writer's torn fragment: never glue onto it
         try:
             written = os.write(fd, data)
             if written != len(data):
@@ -164,6 +176,14 @@ def read_jsonl(path: Path) -> tuple[list[dict], int]:
     return records, torn
 
 
+def unreadable_lines(path: Path) -> list[int]:
+    """1-based numbers of the non-blank lines of a JSONL log that are not JSON objects."""
+    _, lines, _ = read_records(path)
+    good = set(lines)
+    raw = Path(path).read_bytes().split(b"\n") if Path(path).exists() else []
+    return [i for i, x in enumerate(raw, start=1) if x.strip() and i not in good]
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -175,19 +195,25 @@ def _pid_alive(pid: int) -> bool:
 
 
 class FolderLock:
-    """An exclusive lock on an experiment folder for a run's lifetime.
+    """An exclusive lock on an experiment folder for a writer's lifetime.
 
-    ``DIR/.lock`` holds the holder's pid, host and start time.  The lock is
-    an ``flock`` on that file, so the kernel frees it when the holder dies;
-    a lock file left by a dead process is reclaimed with a note on stderr.
+    ``DIR/.lock`` holds the holder's pid, host, command and start time.  The
+    lock is an ``flock`` on that file, so the kernel frees it when the holder
+    dies; a lock file left by a dead process is reclaimed with a note on
+    stderr.  Every writer of a folder holds it (``run``, ``sweep``, ``serve``,
+    ``rescore``); a second one is refused with one line naming the first.
+    Use as a context manager or call :meth:`release`.
 
     Parameters
     ----------
     folder : Path
         The experiment folder (must exist).
+    command : str, optional
+        What holds the folder (``"run"``, ``"serve"`` ...), named to a
+        writer that is refused.
     """
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, command: str | None = None):
         self.path = Path(folder) / ".lock"
         self.reclaimed: dict | None = None
         try:
@@ -199,14 +225,8 @@ class FolderLock:
         except BlockingIOError:
             holder = self._holder()
             os.close(self.fd)
-            who = (
-                f"pid {holder.get('pid')} on {holder.get('host')} (since {holder.get('since')})"
-                if holder
-                else "another process"
-            )
-            raise BayesobsInputError(
-                f"{folder} is in use by {who}; wait for that run to finish or use another --out folder"
-            ) from None
+            self.fd = -1
+            raise BayesobsInputError(f"{folder} is in use by {holder_text(holder)}") from None
         old = self._holder()
         if old:
             self.reclaimed = old
@@ -217,6 +237,8 @@ class FolderLock:
                 file=sys.stderr,
             )
         me = {"pid": os.getpid(), "host": socket.gethostname(), "since": utc_now()}
+        if command:
+            me["command"] = command
         try:
             os.ftruncate(self.fd, 0)
             os.pwrite(self.fd, json.dumps(me).encode(), 0)
@@ -242,6 +264,47 @@ class FolderLock:
             pass
         os.close(self.fd)  # closing frees the flock
         self.fd = -1
+
+    def __enter__(self) -> FolderLock:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def holder_text(holder: dict) -> str:
+    """Who holds a folder, from its lock record, and what to do (one line)."""
+    if not holder:
+        return "another process; wait for it to finish or use another folder"
+    what = f"bayesobs {holder['command']}, " if holder.get("command") else ""
+    return (
+        f"pid {holder.get('pid')} on {holder.get('host')} ({what}since {holder.get('since')}); "
+        "wait for it to finish or use another folder"
+    )
+
+
+def writable_folder(folder: str | Path) -> Path:
+    """Create an experiment folder if needed; refuse a file or a read-only folder (one line)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise BayesobsInputError(f"{folder} is a file, not a folder; choose another --out")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _write_error(folder, exc) from None
+    if not os.access(folder, os.W_OK):
+        raise LogWriteError(f"cannot write {folder}: the folder is read-only")
+    return folder
+
+
+def lock_folder(folder: str | Path, command: str) -> FolderLock:
+    """Create ``folder`` if needed and hold its :class:`FolderLock` for ``command``.
+
+    ``bayesobs serve`` holds it for the server's lifetime, so no run, sweep,
+    rescore or second server writes into a folder that participants are
+    answering in.
+    """
+    return FolderLock(writable_folder(folder), command)
 
 
 def _identity(experiment: Any) -> Any:
@@ -301,16 +364,12 @@ class ExperimentStore:
         self.trials_path = self.folder / "trials.jsonl"
         self.stimuli = self.folder / "stimuli"
         self.manifest = self.folder / "manifest.json"
-        if self.folder.exists() and not self.folder.is_dir():
-            raise BayesobsInputError(f"{self.folder} is a file, not a folder; choose another --out")
+        writable_folder(self.folder)
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
             self.stimuli.mkdir(exist_ok=True)
         except OSError as exc:
             raise _write_error(self.folder, exc) from None
-        if not os.access(self.folder, os.W_OK):
-            raise LogWriteError(f"cannot write {self.folder}: the folder is read-only")
-        self._lock = FolderLock(self.folder) if lock else None
+        self._lock = FolderLock(self.folder, experiment.get("command")) if lock else None
         try:
             self._check_manifest()
             self._trials = AppendLog(self.trials_path)
@@ -319,6 +378,8 @@ class ExperimentStore:
             self.close()
             raise
         records, self.unreadable = self._trials.read()
+        # 1-based numbers of the lines skipped (a corrupt middle line): said on resume
+        self.unreadable_lines = unreadable_lines(self.trials_path) if self.unreadable else []
         self.done = {tuple(r[k] for k in TRIAL_ID): r for r in records}
         self.torn = 1 if self._trials.torn else 0  # a torn last line was cut: that trial is redone
         self.torn_logs = [log.path.name for log in (self._trials, self._runs) if log.torn]

@@ -38,14 +38,22 @@ def request_key(payload: dict, identity: dict) -> str:
 
 
 class ResponseCache:
-    """``responses.jsonl`` in a cache folder, loaded once and appended to."""
+    """``responses.jsonl`` in a cache folder, loaded once and appended to.
+
+    Several runs may share one cache: each record is appended under a lock on
+    a line of its own (:func:`bayesobs.store.append_line`), so a run that
+    outlives a killed one never glues its record onto the fragment the killed
+    one left; :attr:`unreadable` counts such fragments (skipped).
+    """
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / "responses.jsonl"
         self.log = AppendLog(self.path)
-        records, _ = self.log.read()
+        # lines that are not records: fragments of writers killed mid-record while another
+        # run held the cache (each left on a line of its own by the appender); skipped
+        records, self.unreadable = self.log.read()
         # an empty text without a finish_reason is an entry of an older version, which cached
         # error bodies as blank answers: never replayed
         self.entries = {

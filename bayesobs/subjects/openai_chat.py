@@ -1,15 +1,27 @@
 """``openai:<model>``: any OpenAI-compatible chat API through the official SDK.
 
 Images go as base64 PNG data URLs.  The SDK's own retries are off; this
-module retries 429s (honouring ``Retry-After``), 5xx answers, time-outs and
-connection errors with capped exponential backoff and jitter, generous
-enough for day-long sweeps.  A 200 reply that holds no answer (an
-``{"error": ...}`` body, no or empty ``choices``, ``content: null``,
-truncated JSON, an HTML page) is retried the same way and never cached.
-``timeout_s`` bounds each whole request, however slowly the server trickles.  Requests that can never succeed (401, 403, 404)
-stop the run at once.  The API key is read from the option or
-``OPENAI_API_KEY`` and never written anywhere: not to the manifest, the trial
-log, the cache or an error message.
+module retries 429s, 5xx answers, time-outs and connection errors with
+capped exponential backoff and jitter (:func:`backoff`), generous enough for
+day-long sweeps.  A ``Retry-After`` of up to :data:`MAX_RETRY_AFTER_S`
+seconds is honoured; a larger, negative or unreadable one (a date in 2099,
+``1e20``, ``soon``) is ignored in favour of the backoff schedule
+(:func:`retry_after`).  The total wait of one request is bounded by
+``max_wait_s`` (``--max-wait``, default 600 s): a retry that would wait
+past it gives up, and the trial fails like one whose attempts ran out (it is
+logged in ``runs.jsonl`` and redone on resume, never logged as an answer).
+A 200 reply that holds no answer (an ``{"error": ...}`` body, no or empty
+``choices``, ``content: null``, truncated JSON, an HTML page) is retried the
+same way and never cached.  ``timeout_s`` bounds each whole request,
+however slowly the server trickles.  Requests that can never succeed (401,
+403, 404) stop the run at once.
+
+The API key is read from the option (``--api-key-file`` or ``--api-key``)
+or ``OPENAI_API_KEY`` and never written anywhere: not to the manifest, the
+trial log, the cache or an error message.  A server that echoes the key in a
+reply or an error (a proxy's debug page) has it replaced by ``[redacted]``
+wherever the text is kept (:func:`redact`): ``raw_response``, the cache,
+``runs.jsonl`` and stderr.
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ import asyncio
 import base64
 import email.utils
 import json
+import math
 import os
 import random
 import time
@@ -44,6 +57,7 @@ class ChatOptions:
     max_attempts: int = 12
     backoff_s: float = 1.0
     backoff_cap_s: float = 300.0
+    max_wait_s: float = 600.0  # total seconds one request may wait between its attempts
 
     def public(self) -> dict:
         """Every option (the key is not an option, so nothing secret)."""
@@ -73,7 +87,22 @@ def to_messages(request: Request) -> list[dict]:
     return msgs
 
 
-def _retry_after(exc: Exception) -> float | None:
+MAX_RETRY_AFTER_S = 120.0  # a longer Retry-After is not believed: the backoff schedule is used
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 8  # shorter "keys" (a local server's placeholder) are not secrets
+
+
+def retry_after(exc: Exception) -> float | None:
+    """The wait a failed request's ``Retry-After`` header asks for, if it is to be believed.
+
+    Returns
+    -------
+    float or None
+        Seconds (a past HTTP date is 0); None when the header is absent,
+        unreadable (``soon``, ``nan``), negative or beyond
+        :data:`MAX_RETRY_AFTER_S` (``1e20``, a date in 2099): the caller then
+        follows its backoff schedule.
+    """
     resp = getattr(exc, "response", None)
     if resp is None:
         return None
@@ -82,14 +111,39 @@ def _retry_after(exc: Exception) -> float | None:
         return None
     try:
         delay = float(value)
-        return max(0.0, delay) if delay == delay and delay != float("inf") else None
     except ValueError:
-        pass
-    try:  # an HTTP date
-        when = email.utils.parsedate_to_datetime(value)
-    except (ValueError, TypeError, IndexError, OverflowError):
-        return None  # unreadable ("soon"): fall back to backoff
-    return max(0.0, when.timestamp() - time.time()) if when else None
+        try:  # an HTTP date
+            when = email.utils.parsedate_to_datetime(value)
+        except (ValueError, TypeError, IndexError, OverflowError):
+            return None  # unreadable ("soon"): fall back to backoff
+        if when is None:
+            return None
+        delay = max(0.0, when.timestamp() - time.time())
+    if not math.isfinite(delay) or not 0 <= delay <= MAX_RETRY_AFTER_S:
+        return None
+    return delay
+
+
+def backoff(attempt: int, base_s: float, cap_s: float) -> float:
+    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``base * 2**(attempt-1)``, capped, jittered to 50-100 %."""
+    return min(cap_s, base_s * 2 ** min(attempt - 1, 64)) * random.uniform(0.5, 1.0)
+
+
+async def pause(seconds: float) -> None:
+    """Wait between attempts (one place, so tests can count the waits instead of sleeping)."""
+    await asyncio.sleep(seconds)
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``[redacted]``.
+
+    Keys shorter than :data:`MIN_SECRET_CHARS` are left alone: they are no
+    secrets (``not-needed`` for a local server is not passed here) and
+    replacing them would garble replies.
+    """
+    if not secret or len(secret) < MIN_SECRET_CHARS or not isinstance(text, str):
+        return text
+    return text.replace(secret, REDACTED)
 
 
 class EmptyReply(Exception):
@@ -159,11 +213,13 @@ class OpenAIChatSubject:
         self.name = f"openai:{options.model}"
         base_url = options.base_url or os.environ.get("OPENAI_BASE_URL")
         key = api_key or os.environ.get("OPENAI_API_KEY")
+        self._secret = key  # redacted wherever a reply or an error is kept
         if not key:
             if base_url is None:
-                raise FatalSubjectError("no API key: set OPENAI_API_KEY or pass --api-key")
+                raise FatalSubjectError(
+                    "no API key: set OPENAI_API_KEY or pass --api-key-file (or --api-key)"
+                )
             key = "not-needed"  # local servers (vLLM, Ollama, LM Studio) ignore it
-        self._secret = key
         self.base_url = base_url
         self.client = openai.AsyncOpenAI(
             api_key=key, base_url=base_url, max_retries=0, timeout=options.timeout_s
@@ -175,7 +231,7 @@ class OpenAIChatSubject:
         self.endpoint = str(self.client.base_url).rstrip("/")
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+        return redact(text, self._secret)
 
     def payload(self, request: Request) -> dict:
         """The chat-completion request body of a request (the task's ``max_tokens`` if it sets one)."""
@@ -216,6 +272,7 @@ class OpenAIChatSubject:
                 cached_from=hit.get("folder") or "an earlier run",
             )
         attempt = 0
+        waited = 0.0  # seconds slept between attempts, bounded by max_wait_s
         while True:
             attempt += 1
             t0 = time.perf_counter()
@@ -255,19 +312,27 @@ class OpenAIChatSubject:
                     raise SubjectError(
                         self._redact(f"gave up after {attempt} attempts: {what}")
                     ) from None
-                delay = _retry_after(exc)
+                delay = retry_after(exc)
                 if delay is None:
-                    delay = min(
-                        self.options.backoff_cap_s, self.options.backoff_s * 2 ** (attempt - 1)
-                    )
-                    delay *= random.uniform(0.5, 1.0)
-                await asyncio.sleep(min(delay, self.options.backoff_cap_s))
+                    delay = backoff(attempt, self.options.backoff_s, self.options.backoff_cap_s)
+                delay = min(delay, self.options.backoff_cap_s)
+                if waited + delay > self.options.max_wait_s:
+                    raise SubjectError(
+                        self._redact(
+                            f"gave up after {attempt} attempts and {waited:.0f} s of waiting "
+                            f"(the next wait of {delay:.0f} s would pass --max-wait "
+                            f"{self.options.max_wait_s:g}): {what}"
+                        )
+                    ) from None
+                await pause(delay)
+                waited += delay
                 continue
             except openai.APIStatusError as exc:  # other 4xx: this request cannot succeed
                 raise SubjectError(
                     self._redact(f"{type(exc).__name__} ({exc.status_code}): {exc}")
                 ) from None
             latency = time.perf_counter() - t0
+            text = self._redact(text)  # a key echoed by the server is kept nowhere
             if key is not None:
                 self.cache.put(
                     key,
