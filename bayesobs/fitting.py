@@ -360,9 +360,10 @@ def _rss_kalman(G, s1, s2, s3):
         cmu = s3 - s1 * su / n
         vu = suu - su * su / n
         g = np.where(vmu > 1e-14 * np.maximum(s2, 1e-300), cmu / vmu, 0.0)
-    g = np.maximum(g, 0.0)
-    rss_g = vu - 2 * g * cmu + g * g * vmu
-    delta = (su - g * s1) / n
+        g = np.maximum(g, 0.0)
+        rss_g = vu - 2 * g * cmu + g * g * vmu
+        # n = 0: a bootstrap draw of runs without one response (NaN, as in _closed_forms)
+        delta = (su - g * s1) / n
     return rss_k, rss_g, g, delta
 
 

@@ -278,3 +278,27 @@ def test_two_million_rows_fit_in_under_a_gigabyte(tmp_path):
     assert proc.returncode == 0, proc.stderr
     peak_mib = int(proc.stdout.split("peak_kib")[-1]) / 1024
     assert peak_mib < 1024, f"peak {peak_mib:.0f} MiB"
+
+
+def test_bootstrap_draws_of_runs_without_any_response_do_not_fail(tmp_path):
+    """A real model left two of three runs unanswered: some pooled draws hold no response.
+
+    Seen with SmolLM2-135M through llama.cpp (`make test-model`): `score` stopped
+    with a RuntimeWarning (0/0) in the Kalman moments.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from bayesobs.cli import main
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for s, (lo, hi) in enumerate(((0.1, 0.5), (0.3, 0.7), (0.5, 0.9))):
+        x = rng.uniform(lo, hi, 8)
+        y = x + rng.normal(0, 0.05, 8) if s == 0 else np.full(8, np.nan)
+        rows.append(pd.DataFrame({"session": f"s{s}", "stimulus": x, "response": y}))
+    pd.concat(rows).to_csv(tmp_path / "t.csv", index=False)
+    out = tmp_path / "o"
+    assert main(["fit", str(tmp_path / "t.csv"), "--out", str(out), "--bootstrap", "30"]) == 0
+    ev = pd.read_csv(out / "evidence.csv")
+    assert ev["p"].notna().all()
