@@ -117,6 +117,9 @@ def test_a_reasoning_budget_too_small_is_budget_exhausted_too(tmp_path):
         assert _run(srv.url, out, "--reasoning-effort", "low", "--reasoning-budget", "100") == 0
     assert {b.get("max_completion_tokens") for b in srv.requests} == {164}
     assert {r["invalid_reason"] for r in _rows(out)} == {"budget_exhausted"}
+    assert main(["rescore", str(out)]) == 0  # reading the replies again keeps the reason
+    rescored = [json.loads(x) for x in (out / "rescored.jsonl").read_text().splitlines()]
+    assert {r["invalid_reason"] for r in rescored} == {"budget_exhausted"}
 
 
 def test_a_refused_max_tokens_gets_max_completion_tokens_on_the_retry_once(tmp_path, capsys):
