@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from .errors import BayesobsInputError, FatalSubjectError
+from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
 
 
 def _add_trial_options(p: argparse.ArgumentParser) -> None:
@@ -599,6 +600,21 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--reasoning-effort", help='e.g. "minimal" or "none" where the API supports it')
     p.add_argument(
+        "--reasoning-budget",
+        type=int,
+        default=DEFAULT_REASONING_BUDGET,
+        metavar="N",
+        help=f"with --reasoning-effort (other than none): tokens of hidden reasoning added to "
+        f"the reply budget (default {DEFAULT_REASONING_BUDGET})",
+    )
+    p.add_argument(
+        "--token-param",
+        choices=TOKEN_PARAMS,
+        default="auto",
+        help="how the reply budget is sent: auto (default: max_completion_tokens, switching to "
+        "max_tokens for a server that refuses it or overruns it), max_completion_tokens, max_tokens",
+    )
+    p.add_argument(
         "--timeout",
         type=float,
         default=120.0,
@@ -661,6 +677,11 @@ def _check_run_options(args) -> None:
         raise BayesobsInputError(f"--concurrency must be at least 1, not {args.concurrency}")
     if args.max_tokens < 1:
         raise BayesobsInputError(f"--max-tokens must be at least 1, not {args.max_tokens}")
+    if not 0 <= args.reasoning_budget <= MAX_REASONING_BUDGET:
+        raise BayesobsInputError(
+            f"--reasoning-budget must be a whole number of tokens in 0..{MAX_REASONING_BUDGET:,}, "
+            f"not {args.reasoning_budget}"
+        )
     if args.max_attempts < 1:
         raise BayesobsInputError(f"--max-attempts must be at least 1, not {args.max_attempts}")
     if not (math.isfinite(args.max_wait) and args.max_wait >= 0):
@@ -703,6 +724,8 @@ def _run_options(args) -> dict:
         "temperature": args.temperature,
         "max_tokens": args.max_tokens,
         "reasoning_effort": args.reasoning_effort,
+        "reasoning_budget": args.reasoning_budget,
+        "token_param": args.token_param,
         "base_url": args.base_url,
         "timeout_s": args.timeout,
         "max_attempts": args.max_attempts,
@@ -726,7 +749,13 @@ def _print_report(args, report) -> int:
         d = report.dry_run
         print(
             f"dry run: {d['sessions']} session run(s), {d['calls']} call(s) to make ({d['logged']} trial(s) already logged in "
-            f"{args.out}), about {d['input_tokens']:,} input tokens"
+            f"{args.out}), about {d['input_tokens']:,} input tokens, at most "
+            f"{d['output_tokens']:,} output tokens"
+            + (
+                f" (each reply's budget includes {d['reasoning_budget']:,} reasoning tokens)"
+                if d["reasoning_budget"]
+                else ""
+            )
         )
         return 0
     for name in report.torn_logs:

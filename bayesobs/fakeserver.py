@@ -7,6 +7,30 @@ For tests, benchmarks and offline dry runs of a pipeline: it listens on
 tests a raw body, a ``finish_reason`` or a byte-by-byte trickle).  The
 default script answers ``"0.5"`` at once.  A client that hangs up is not an
 error (no traceback).
+
+Modes (:data:`MODES`, ``--mode`` of ``python -m bayesobs.fakeserver``) imitate
+servers the runner must cope with:
+
+``constant``
+    Every request is answered with the reply text.
+``reasoning``
+    Like OpenAI's reasoning models (the o-series, GPT-5): ``max_tokens`` is
+    refused with HTTP 400 (``code: unsupported_parameter``, ``param:
+    max_tokens``) and a ``temperature`` other than 1 likewise
+    (``code: unsupported_value``), in OpenAI's error JSON shape.  Each reply
+    spends ``reasoning_tokens`` hidden tokens before its visible answer,
+    reported in ``usage.completion_tokens_details.reasoning_tokens`` (and
+    ``usage.prompt_tokens_details.cached_tokens``); a ``max_completion_tokens``
+    budget too small for both returns empty content with ``finish_reason:
+    "length"``, the budget all spent on reasoning.
+``llamacpp``
+    Like llama.cpp's server (llama-cpp-python 0.3.36): ``max_tokens`` is
+    honoured, ``max_completion_tokens`` silently ignored, so the reply runs on
+    to the context limit (``finish_reason: "length"``, thousands of tokens).
+``legacy``
+    Like servers (and older Azure API versions) that know only ``max_tokens``:
+    ``max_completion_tokens`` is refused with HTTP 400 naming it in the message
+    only (``param: null``).
 """
 
 from __future__ import annotations
@@ -38,6 +62,7 @@ class Answer:
     body: dict | bytes | None = None
     content_type: str = "application/json"
     trickle_s: float = 0.0
+    usage: dict | None = None  # replaces the default usage of a 200 reply
 
 
 Script = Callable[[dict, int], Answer]
@@ -56,6 +81,137 @@ class _QuietServer(ThreadingHTTPServer):
 def constant(text: str = "0.5") -> Script:
     """A script that answers every request with ``text``."""
     return lambda body, n: Answer(text)
+
+
+def openai_error(message: str, param: str | None, code: str | None, status: int = 400) -> Answer:
+    """An error reply in OpenAI's documented shape (``{"error": {message, type, param, code}}``)."""
+    err = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+    return Answer(None, status=status, body={"error": err})
+
+
+def prompt_tokens(body: dict) -> int:
+    """A rough prompt-token count of a request body (4 characters a token)."""
+    return max(1, len(json.dumps(body.get("messages", []))) // 4)
+
+
+def _usage(prompt: int, completion: int, reasoning: int, cached: int) -> dict:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": reasoning,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def reasoning(
+    text: str = "0.5", reasoning_tokens: int | Callable[[dict], int] = 200, cached_tokens: int = 0
+) -> Script:
+    """A script that answers like OpenAI's reasoning models (see the module's ``reasoning`` mode).
+
+    Parameters
+    ----------
+    text : str
+        The visible answer.
+    reasoning_tokens : int or callable
+        Hidden reasoning tokens each reply spends before its answer (a
+        function of the request body: some questions take more thought).
+    cached_tokens : int
+        Reported as ``prompt_tokens_details.cached_tokens`` (at most the prompt).
+    """
+
+    def script(body: dict, n: int) -> Answer:
+        if "max_tokens" in body:
+            return openai_error(
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                "max_tokens",
+                "unsupported_parameter",
+            )
+        if "temperature" in body and body["temperature"] != 1:
+            return openai_error(
+                f"Unsupported value: 'temperature' does not support {body['temperature']} with "
+                "this model. Only the default (1) value is supported.",
+                "temperature",
+                "unsupported_value",
+            )
+        prompt = prompt_tokens(body)
+        cached = min(cached_tokens, prompt)
+        visible = max(1, len(text) // 4)
+        thought = reasoning_tokens(body) if callable(reasoning_tokens) else reasoning_tokens
+        budget = body.get("max_completion_tokens")
+        if budget is not None and budget < thought + visible:  # all spent on reasoning
+            return Answer("", finish_reason="length", usage=_usage(prompt, budget, budget, cached))
+        used = thought + visible
+        return Answer(text, usage=_usage(prompt, used, thought, cached))
+
+    return script
+
+
+LLAMACPP_CONTEXT = 4096  # tokens: where an unbounded llama.cpp reply stops
+
+
+def llamacpp(text: str = "0.5") -> Script:
+    """A script that answers like llama.cpp's server: ``max_completion_tokens`` is ignored.
+
+    With ``max_tokens`` the reply is ``text`` within that budget; without it
+    the reply runs on to the context limit (:data:`LLAMACPP_CONTEXT`).
+    """
+
+    def script(body: dict, n: int) -> Answer:
+        prompt = prompt_tokens(body)
+        visible = max(1, len(text) // 4)
+        limit = body.get("max_tokens")
+        if limit is not None:
+            used = min(visible, limit)
+            return Answer(
+                text if used == visible else "",
+                finish_reason="stop" if used == visible else "length",
+                usage={
+                    "prompt_tokens": prompt,
+                    "completion_tokens": used,
+                    "total_tokens": prompt + used,
+                },
+            )
+        used = max(1, LLAMACPP_CONTEXT - prompt)
+        rambling = text + " " + "and then, considering it again, " * (used // 8)
+        return Answer(
+            rambling,
+            finish_reason="length",
+            usage={
+                "prompt_tokens": prompt,
+                "completion_tokens": used,
+                "total_tokens": prompt + used,
+            },
+        )
+
+    return script
+
+
+def legacy(text: str = "0.5") -> Script:
+    """A script for a server that knows only ``max_tokens`` (refuses ``max_completion_tokens``)."""
+
+    def script(body: dict, n: int) -> Answer:
+        if "max_completion_tokens" in body:
+            return openai_error(
+                "Unrecognized request argument supplied: max_completion_tokens", None, None
+            )
+        return Answer(text)
+
+    return script
+
+
+MODES: dict[str, Callable[[str], Script]] = {
+    "constant": constant,
+    "reasoning": reasoning,
+    "llamacpp": llamacpp,
+    "legacy": legacy,
+}
 
 
 class FakeChatServer:
@@ -118,7 +274,8 @@ class FakeChatServer:
                                 "message": {"role": "assistant", "content": ans.text},
                             }
                         ],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+                        "usage": ans.usage
+                        or {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
                     }
                 else:
                     payload = {
@@ -167,7 +324,9 @@ class FakeChatServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bayesobs.fakeserver [--reply TEXT] [--host H] [--port P]``: serve until interrupted.
+    """``python -m bayesobs.fakeserver [--reply TEXT] [--mode M] [--host H] [--port P]``: serve.
+
+    Serves until interrupted; ``--mode`` is one of :data:`MODES`.
 
     Prints the URL first.  A port in use is one line on stderr and exit status 2.
     """
@@ -175,6 +334,12 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description="A local OpenAI-compatible chat server (127.0.0.1).")
     ap.add_argument("--reply", default="0.5", help="the reply to every request (default 0.5)")
+    ap.add_argument(
+        "--mode",
+        choices=tuple(MODES),
+        default="constant",
+        help="how to answer (default constant; reasoning, llamacpp, legacy: see the module doc)",
+    )
     ap.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     ap.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
     args = ap.parse_args(argv)
@@ -182,7 +347,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fakeserver: error: --port must be in 0..65535, not {args.port}", file=sys.stderr)
         return 2
     try:
-        server = FakeChatServer(constant(args.reply), record=False, host=args.host, port=args.port)
+        server = FakeChatServer(
+            MODES[args.mode](args.reply), record=False, host=args.host, port=args.port
+        )
     except OSError as exc:
         print(
             f"fakeserver: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import BayesobsInputError
+from .reasoning import BUDGET_EXHAUSTED, budget_exhausted
 from .trials import RUN_KEYS
 
 # columns a task's record() may (re)write; stale ones are cleared first
@@ -73,6 +74,10 @@ def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.Da
         answer = sess.task.record(
             stim, rec.get("raw_response"), truncated=rec.get("finish_reason") == "length"
         )
+        if budget_exhausted(
+            rec.get("raw_response"), rec.get("finish_reason"), rec.get("reasoning_tokens")
+        ):
+            answer["valid"], answer["invalid_reason"] = False, BUDGET_EXHAUSTED
         if not answer["valid"]:
             answer.setdefault("invalid_reason", "no answer in the asked format")
         new = {k: v for k, v in rec.items() if k not in SCORED}

@@ -35,6 +35,7 @@ from .ablations import (
 from .errors import BayesobsInputError
 from .presentation import stimulus_images, stimulus_text, trial_blur
 from .provenance import utc_now
+from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
 from .stimuli import TASKS, Stimulus, Task, get_task
 from .stimuli.distributions import check_distribution, label, prior_mean
 from .store import ExperimentStore, LogWriteError
@@ -399,6 +400,7 @@ class Runner:
         self.progress = progress
         self.report = RunReport()
         self._png: OrderedDict[tuple, bytes] = OrderedDict()  # (task, stimulus, blur) -> PNG
+        self._reported: dict[str, int] = {}  # subject -> request changes reported
 
     def _turn(self, sess: Session, stim: Stimulus, blur: float, t: int = 0) -> Turn:
         text = stimulus_text(sess, stim, t)  # the same text a person is shown
@@ -469,6 +471,20 @@ class Runner:
 
         return get
 
+    def _adaptations(self, name: str, subject) -> None:
+        """Report a subject's new request choices: one terminal line and a runs.jsonl event each.
+
+        The manifest (written with the first trial) holds the choices then in force.
+        """
+        changes = getattr(subject, "adaptations", None)
+        if changes is None:
+            return
+        self.store.requests[name] = subject.summary()
+        for change in changes[self._reported.get(name, 0) :]:
+            print(f"note: {name}: {change['note']}", file=sys.stderr)
+            self.store.log_run(event="request_adapted", **change)
+        self._reported[name] = len(changes)
+
     async def run_session(self, sess: Session, bar) -> None:
         """Run one session's trials in order, skipping those already logged."""
         subject = self.subjects[sess.subject]
@@ -511,7 +527,9 @@ class Runner:
                             session_range=sess.range,
                         )
                     )
+                    self._adaptations(sess.subject, subject)
                 except SubjectError as exc:
+                    self._adaptations(sess.subject, subject)
                     if not isinstance(exc, FatalSubjectError):  # logged so; redone on resume
                         self.store.log_run(
                             event="trial_failed",
@@ -523,6 +541,10 @@ class Runner:
                 answer = sess.task.record(
                     stim, reply.text, truncated=reply.finish_reason == "length"
                 )
+                extra = reply.extra or {}
+                if budget_exhausted(reply.text, reply.finish_reason, extra.get("reasoning_tokens")):
+                    answer["valid"] = False  # not a reply without a number: no reply at all
+                    answer["invalid_reason"] = BUDGET_EXHAUSTED
                 if not answer["valid"]:
                     answer.setdefault("invalid_reason", "no answer in the asked format")
                 rec = {
@@ -550,6 +572,7 @@ class Runner:
                     "cached": reply.cached,
                     "attempts": reply.attempts,
                     "finish_reason": reply.finish_reason,
+                    **extra,  # API subjects: token_param, temperature_effective, token counts
                     "timestamp": utc_now(),
                     **answer,  # task-specific columns (e.g. a search trial's cells and error)
                 }
@@ -608,14 +631,23 @@ class Runner:
         return self.report
 
 
-def estimate(sessions: list[Session], done: dict) -> dict[str, int]:
-    """Calls still to make and a rough input-token count (for ``--dry-run``)."""
-    calls = tokens = 0
+def estimate(sessions: list[Session], done: dict, chat: dict | None = None) -> dict[str, int]:
+    """Calls still to make, a rough input-token count and the output budget (for ``--dry-run``).
+
+    ``output_tokens`` is the most the replies may spend: each call's reply
+    budget (the task's, else ``max_tokens``) plus, with ``reasoning_effort``,
+    the reasoning budget (:func:`bayesobs.reasoning.reasoning_budget`).
+    """
+    opts = chat_identity(chat, every=True)
+    extra = reasoning_budget(opts["reasoning_effort"], opts["reasoning_budget"])
+    calls = tokens = output = 0
     for s in sessions:
+        budget = (s.task.max_tokens or opts["max_tokens"]) + extra
         for t, stim in enumerate(s.stimuli):
             if (*s.key, t) in done:
                 continue
             calls += 1
+            output += budget
             k = min(t, s.cond.context)
             n_images = int(stim.params.get("n_images", 1))  # a perception trial may show two
             per_turn = (
@@ -626,7 +658,12 @@ def estimate(sessions: list[Session], done: dict) -> dict[str, int]:
             # few-shot demonstrations are about one trial each (and a short answer)
             n_demos = int(stim.params.get("n_demos", 0))
             tokens += 60 + (k + 1 + n_demos) * per_turn + (k + n_demos) * 4
-    return {"calls": calls, "input_tokens": tokens}
+    return {
+        "calls": calls,
+        "input_tokens": tokens,
+        "output_tokens": output,
+        "reasoning_budget": extra,
+    }
 
 
 # ---------------------------------------------------------------- entry points
@@ -724,17 +761,24 @@ def make_subjects(
 CHAT_IDENTITY = ("temperature", "max_tokens", "reasoning_effort", "base_url")
 
 
-def chat_identity(chat: dict | None) -> dict:
+def chat_identity(chat: dict | None, every: bool = False) -> dict:
     """The chat options that decide the replies, with the defaults filled in.
 
     The CLI and :func:`sweep` both record this, so a folder started by one is
     resumed by the other with the same settings (time-outs and retries do not
-    change what is asked, so they are left out).
+    change what is asked, so they are left out).  ``token_param`` is recorded
+    when it is not ``auto`` and ``reasoning_budget`` when a reasoning effort
+    adds it (so folders of earlier versions resume); ``every`` gives both always.
     """
     from .subjects.openai_chat import ChatOptions
 
     opts = ChatOptions(model="", **{k: v for k, v in (chat or {}).items() if v is not None})
-    return {k: getattr(opts, k) for k in CHAT_IDENTITY}
+    out = {k: getattr(opts, k) for k in CHAT_IDENTITY}
+    if every or opts.token_param != "auto":
+        out["token_param"] = opts.token_param
+    if every or reasoning_budget(opts.reasoning_effort, opts.reasoning_budget):
+        out["reasoning_budget"] = opts.reasoning_budget
+    return out
 
 
 def experiment_record(specs: list[dict], subjects: list[str], **settings) -> dict:
@@ -840,7 +884,11 @@ def start(
     if dry_run:
         done = {tuple(r[k] for k in TRIAL_ID) for r in read_jsonl(Path(out) / "trials.jsonl")[0]}
         return RunReport(
-            dry_run={**estimate(sessions, done), "logged": len(done), "sessions": len(sessions)}
+            dry_run={
+                **estimate(sessions, done, chat),
+                "logged": len(done),
+                "sessions": len(sessions),
+            }
         )
     objs = make_subjects(
         subjects,

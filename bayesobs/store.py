@@ -364,6 +364,7 @@ class ExperimentStore:
         self.trials_path = self.folder / "trials.jsonl"
         self.stimuli = self.folder / "stimuli"
         self.manifest = self.folder / "manifest.json"
+        self.requests: dict[str, dict] = {}  # API subject -> request choices (manifest "requests")
         writable_folder(self.folder)
         try:
             self.stimuli.mkdir(exist_ok=True)
@@ -415,7 +416,10 @@ class ExperimentStore:
             return
         tmp = self.manifest.with_suffix(".json.part")
         try:
-            tmp.write_text(json.dumps(provenance(experiment=self.experiment), indent=2) + "\n")
+            # the request choices of API subjects, found out by the run (not compared on resume)
+            notes = {"requests": self.requests} if self.requests else {}
+            record = provenance(experiment=self.experiment, **notes)
+            tmp.write_text(json.dumps(record, indent=2) + "\n")
             tmp.replace(self.manifest)
         except OSError as exc:
             raise _write_error(self.manifest, exc) from None

@@ -10,6 +10,11 @@ Usage::
    that answers at once (bayesobs.fakeserver), 16 concurrent sessions, the
    three visual tasks in multimodal form (images and 10-trial rolling context
    in every request): trials per second.
+3. Reasoning-model overhead: ``openai:fake`` against the local server in its
+   ``reasoning`` mode (refuses ``max_tokens`` and ``temperature``, reports
+   reasoning and cached tokens), ``--reasoning-effort low``, line_ratio in
+   text: the runner's CPU milliseconds per trial (the server runs in its own
+   process), which issue 27 bounds at 5 ms.
 """
 
 from __future__ import annotations
@@ -108,8 +113,44 @@ def main() -> int:
         f"API runner, 16 concurrent sessions, multimodal with images: {calls} trials in {wall:.1f} s "
         f"= {calls / wall:.0f} trials/s"
     )
+    result.update(reasoning_overhead(args.out / "run-reasoning"))
     (args.out / "bench_run.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
+
+
+def reasoning_overhead(out: Path) -> dict:
+    """The runner's CPU time per trial against a reasoning-model server (its own process)."""
+    shutil.rmtree(out, ignore_errors=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bayesobs.fakeserver", "--mode", "reasoning"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    url = server.stdout.readline().strip()
+    argv = ["run", "line_ratio", "--subject", "openai:fake", "--modality", "text", "--runs", "2"]
+    for c in ("base", "steer_numeric", "noise_gradual"):
+        argv += ["--condition", c]
+    argv += ["--out", str(out), "--base-url", url, "--api-key", "k", "--no-cache"]
+    argv += ["--reasoning-effort", "low", "--concurrency", "16", "--no-progress"]
+    try:
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        code = cli(argv)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    finally:
+        server.terminate()
+        server.wait()
+    rows = [json.loads(x) for x in (out / "trials.jsonl").open()]
+    assert code == 0 and all(r["valid"] and r["reasoning_tokens"] for r in rows)
+    ms = 1000 * cpu / len(rows)
+    print(
+        f"reasoning-model server, 16 concurrent sessions, text: {len(rows)} trials in {wall:.1f} s; "
+        f"runner CPU {ms:.2f} ms per trial (bound: 5 ms)"
+    )
+    return {
+        "reasoning_trials": len(rows),
+        "reasoning_trials_per_s": round(len(rows) / wall, 1),
+        "reasoning_runner_cpu_ms_per_trial": round(ms, 2),
+    }
 
 
 if __name__ == "__main__":

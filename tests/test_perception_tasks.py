@@ -111,8 +111,8 @@ def test_several_images_one_part_each_in_order_and_in_the_cache_key():
     other = Request("sys", (Turn("user", text="q", png=a, images=(a, c)),), {"trial": 0})
     body, body2 = subj.payload(req), subj.payload(other)
     assert subj.cache_key(body, req) != subj.cache_key(body2, other)
-    assert body["max_tokens"] == 64  # the subject's budget unless the task sets one
-    assert subj.payload(Request("sys", req.turns, {}, max_tokens=30))["max_tokens"] == 30
+    assert body["max_completion_tokens"] == 64  # the subject's budget unless the task sets one
+    assert subj.payload(Request("sys", req.turns, {}, max_tokens=30))["max_completion_tokens"] == 30
 
 
 # ------------------------------------------------------------------ generation and options
@@ -527,7 +527,7 @@ def test_openai_subject_gets_two_images_and_the_demos_in_order(tmp_path):
     rows = _rows(tmp_path / "o")
     body = requests[0]
     row = rows[(rows.session == "standard")].iloc[0]
-    assert body["max_tokens"] == 30
+    assert body["max_completion_tokens"] == 30
     msgs = body["messages"]
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert NO_REASONING not in msgs[0]["content"]

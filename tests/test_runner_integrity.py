@@ -277,7 +277,9 @@ def test_tricky_replies_are_logged_invalid_with_reasons_and_counted_in_missing_c
 
     with FakeChatServer(script) as srv:
         assert _run(tmp_path, srv.url, out, trials="4") == 0
-        assert all(b["max_tokens"] == 64 for b in srv.requests)  # room for an answer and a note
+        assert all(
+            b["max_completion_tokens"] == 64 for b in srv.requests
+        )  # room for an answer and a note
     rows = pd.DataFrame(_rows(out)).sort_values(["session", "trial"])
     by = rows.groupby("trial")
     assert by["valid"].apply(list).to_dict() == {

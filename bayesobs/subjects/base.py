@@ -58,3 +58,6 @@ class Reply:
     attempts: int = 1
     finish_reason: str | None = None  # "length": cut off by max_tokens
     cached_from: str | None = None  # the folder a cached reply was first logged for
+    # optional trial-row columns of API subjects (token_param, temperature_effective,
+    # reasoning_tokens, cached_tokens); None for simulated subjects
+    extra: dict[str, Any] | None = None

@@ -16,6 +16,26 @@ same way and never cached.  ``timeout_s`` bounds each whole request,
 however slowly the server trickles.  Requests that can never succeed (401,
 403, 404) stop the run at once.
 
+Reasoning models.  The reply budget goes as ``max_completion_tokens``
+(OpenAI's parameter, accepted by every current OpenAI model) or
+``max_tokens`` (what many other servers know): ``token_param``
+(``--token-param``) ``"auto"`` (the default) starts with
+``max_completion_tokens``.  A server that refuses the one sent with HTTP 400
+naming it gets the other on the retry, once; a server that silently ignores
+it (llama.cpp's answers ``max_completion_tokens: 5`` with thousands of tokens)
+is caught in ``"auto"`` by checking each reply's ``usage.completion_tokens``
+against the budget sent: that reply is discarded and the trial asked again
+with the other parameter.  A refused sampling parameter (``temperature``,
+``top_p``: HTTP 400 naming it) is dropped on the retry, once.  Each choice is
+remembered for the run (:attr:`OpenAIChatSubject.adaptations`, which the
+runner reports in the terminal, ``runs.jsonl`` and the manifest), and until
+the first request has come back the subject's requests go one at a time, so
+a run of 16 concurrent sessions pays one refusal, not 16 (a failing first
+request releases the others at once).  With
+``reasoning_effort`` (other than ``"none"``) the visible-answer budget is
+*added* to ``reasoning_budget`` (:data:`DEFAULT_REASONING_BUDGET`) instead of
+being all the model may spend.
+
 The API key is read from the option (``--api-key-file`` or ``--api-key``)
 or ``OPENAI_API_KEY`` and never written anywhere: not to the manifest, the
 trial log, the cache or an error message.  A server that echoes the key in a
@@ -33,6 +53,7 @@ import json
 import math
 import os
 import random
+import re
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -40,8 +61,11 @@ from functools import lru_cache
 import httpx
 import openai
 
+from ..reasoning import DEFAULT_REASONING_BUDGET, TOKEN_PARAMS, reasoning_budget
 from .base import FatalSubjectError, Reply, Request, SubjectError
 from .cache import ResponseCache, request_key
+
+SAMPLING_PARAMS = ("temperature", "top_p")  # dropped, once, when a server refuses them
 
 
 @dataclass
@@ -53,6 +77,8 @@ class ChatOptions:
     temperature: float = 0.7
     max_tokens: int = 64  # room for a number and a short note; search answers lead their reply
     reasoning_effort: str | None = None  # e.g. "minimal" or "none" where the API supports it
+    reasoning_budget: int = DEFAULT_REASONING_BUDGET  # added to the reply budget with an effort
+    token_param: str = "auto"  # "auto", "max_tokens" or "max_completion_tokens"
     timeout_s: float = 120.0
     max_attempts: int = 12
     backoff_s: float = 1.0
@@ -146,16 +172,36 @@ def redact(text: str, secret: str | None) -> str:
     return text.replace(secret, REDACTED)
 
 
+def _other(param: str) -> str:
+    return "max_tokens" if param == "max_completion_tokens" else "max_completion_tokens"
+
+
 class EmptyReply(Exception):
     """A 200 reply without an answer; retried like a 5xx, never cached."""
 
 
-def reply_of(raw: bytes) -> tuple[str, str | None, dict | None]:
-    """Text, ``finish_reason`` and usage of a chat completion body.
+def token_details(usage: dict) -> dict:
+    """``reasoning_tokens`` and ``cached_tokens`` of a reply's usage, where the API reports them."""
+    out = {}
+    for outer, key in (
+        ("completion_tokens_details", "reasoning_tokens"),
+        ("prompt_tokens_details", "cached_tokens"),
+    ):
+        inner = usage.get(outer)
+        value = inner.get(key) if isinstance(inner, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[key] = value
+    return out
 
-    Raises :class:`EmptyReply` (with the reason) for a body that holds no
-    answer: not JSON, an ``error`` object, no or empty ``choices``, no
-    message or ``content: null``.
+
+def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
+    """Text, ``finish_reason``, usage and token details of a chat completion body.
+
+    The details are :func:`token_details` (empty where not reported).  A
+    ``content: null`` cut off by the budget (``finish_reason: "length"``) is
+    the empty reply it is.  Raises :class:`EmptyReply` (with the reason) for
+    a body that holds no answer: not JSON, an ``error`` object, no or empty
+    ``choices``, no message or ``content: null``.
     """
     try:
         body = json.loads(raw)
@@ -174,14 +220,40 @@ def reply_of(raw: bytes) -> tuple[str, str | None, dict | None]:
     choice = choices[0] if isinstance(choices[0], dict) else {}
     message = choice.get("message")
     content = message.get("content") if isinstance(message, dict) else None
+    finish = choice.get("finish_reason")
+    if content is None and isinstance(message, dict) and finish == "length":
+        content = ""  # the whole budget went before a visible word (reasoning)
     if not isinstance(content, str):
         raise EmptyReply("no message content" if content is None else "content is not text")
-    usage = body.get("usage")
-    if isinstance(usage, dict):
-        usage = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens")}
-    else:
-        usage = None
-    return content, choice.get("finish_reason"), usage
+    raw_usage = body.get("usage")
+    usage = details = None
+    if isinstance(raw_usage, dict):
+        usage = {k: raw_usage.get(k) for k in ("prompt_tokens", "completion_tokens")}
+        details = token_details(raw_usage)
+    return content, finish, usage, details or {}
+
+
+def refused_param(exc: Exception, sent: dict) -> str | None:
+    """The request parameter an HTTP 400 refuses, if it names one that was sent.
+
+    OpenAI's errors name it in ``param`` (``unsupported_parameter``,
+    ``unsupported_value``); other servers only in the message
+    (``Unrecognized request argument supplied: max_completion_tokens``).
+    """
+    candidates = [k for k in (*TOKEN_PARAMS[1:], *SAMPLING_PARAMS) if k in sent]
+    param = getattr(exc, "param", None)
+    if param in candidates:
+        return param
+    message = str(getattr(exc, "message", "") or exc)
+    # the first one named: "'max_tokens' is not supported ... Use 'max_completion_tokens'"
+    named = [(message.find(k), k) for k in candidates if re.search(rf"\b{k}\b", message)]
+    return min(named)[1] if named else None
+
+
+def server_default(exc: Exception) -> float | None:
+    """The default value a refusal names (``Only the default (1) value is supported``), if any."""
+    m = re.search(r"default \((-?\d+(?:\.\d+)?)\)", str(getattr(exc, "message", "") or exc))
+    return float(m.group(1)) if m else None
 
 
 class OpenAIChatSubject:
@@ -229,24 +301,151 @@ class OpenAIChatSubject:
         self.cache_scope = cache_scope
         self.folder = folder  # the experiment folder, recorded with each cached reply
         self.endpoint = str(self.client.base_url).rstrip("/")
+        if options.token_param not in TOKEN_PARAMS:
+            raise FatalSubjectError(
+                f"token parameter must be one of {', '.join(TOKEN_PARAMS)}, not {options.token_param!r}"
+            )
+        # what the server takes, found out during the run and remembered for it
+        self.token_param = (
+            "max_completion_tokens" if options.token_param == "auto" else options.token_param
+        )
+        self.refused: set[str] = set()  # token parameters the server refused (HTTP 400)
+        self.dropped: dict[str, float | None] = {}  # refused sampling parameter -> server default
+        self.adaptations: list[dict] = []  # each change, for the terminal, runs.jsonl, manifest
+        self.settled = False  # a first request has come back: the others need not wait
+        self._overrun_switched = False
+        self._probe: asyncio.Lock | None = None
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secret)
 
-    def payload(self, request: Request) -> dict:
-        """The chat-completion request body of a request (the task's ``max_tokens`` if it sets one)."""
+    def budget(self, request: Request) -> int:
+        """The reply budget: the visible answer's, plus the reasoning budget with an effort."""
         o = self.options
         # a task that lets the model reason sets its own reply budget (Request.max_tokens)
-        max_tokens = request.max_tokens if request.max_tokens is not None else o.max_tokens
-        body = {
-            "model": o.model,
-            "messages": to_messages(request),
-            "temperature": o.temperature,
-            "max_tokens": max_tokens,
-        }
+        visible = request.max_tokens if request.max_tokens is not None else o.max_tokens
+        return visible + reasoning_budget(o.reasoning_effort, o.reasoning_budget)
+
+    def payload(self, request: Request) -> dict:
+        """The chat-completion request body of a request, as the server takes it now.
+
+        The budget (:meth:`budget`) goes as the run's token parameter; a
+        sampling parameter the server refused is left out.
+        """
+        o = self.options
+        body: dict = {"model": o.model, "messages": to_messages(request)}
+        if "temperature" not in self.dropped:
+            body["temperature"] = o.temperature
+        body[self.token_param] = self.budget(request)
         if o.reasoning_effort:
             body["reasoning_effort"] = o.reasoning_effort
         return body
+
+    @property
+    def temperature_effective(self) -> float | None:
+        """The temperature replies are sampled at (a refused one: the server's default, if named)."""
+        if "temperature" in self.dropped:
+            return self.dropped["temperature"]
+        return self.options.temperature
+
+    def summary(self) -> dict:
+        """The run's request choices, for the manifest."""
+        o = self.options
+        return {
+            "token_param_option": o.token_param,
+            "token_param": self.token_param,
+            "dropped": sorted(self.dropped),
+            "temperature_effective": self.temperature_effective,
+            "reasoning_budget": reasoning_budget(o.reasoning_effort, o.reasoning_budget) or None,
+        }
+
+    def _columns(self, body: dict, details: dict) -> dict:
+        param = next((k for k in TOKEN_PARAMS[1:] if k in body), None)
+        temperature = body.get("temperature", self.temperature_effective)
+        return {"token_param": param, "temperature_effective": temperature, **details}
+
+    def _adapt(self, record: dict) -> None:
+        self.adaptations.append({"subject": self.name, **record})
+
+    def _refusal(self, param: str, exc: Exception) -> None:
+        """Remember a parameter the server refused (HTTP 400) for the rest of the run."""
+        if param in SAMPLING_PARAMS:
+            if param in self.dropped:
+                return  # a concurrent request found out first
+            self.dropped[param] = default = server_default(exc)
+            value = getattr(self.options, param, None)
+            applies = (
+                f"the server's default, {default:g},"
+                if default is not None
+                else "the server's default"
+            )
+            self._adapt(
+                {
+                    "dropped": param,
+                    "temperature_effective": self.temperature_effective,
+                    "note": f"the server refused {param} {value:g} (HTTP 400): left out for the "
+                    f"rest of the run ({applies} applies; logged as temperature_effective)",
+                }
+            )
+            return
+        self.refused.add(param)
+        if self.token_param != param:
+            return
+        self.token_param = other = _other(param)
+        self._adapt(
+            {
+                "token_param": other,
+                "refused": param,
+                "note": f"the server refused {param} (HTTP 400): the reply budget goes as {other} "
+                "for the rest of the run",
+            }
+        )
+
+    def _overrun(self, param: str, used: int, budget: int) -> bool:
+        """A reply overran the budget sent: switch to the other token parameter (once a run).
+
+        Returns whether the trial is asked again: after the switch, or when
+        a concurrent request switched already.
+        """
+        other = _other(param)
+        if self.token_param != param:
+            return True
+        if self._overrun_switched or other in self.refused:
+            return False
+        self._overrun_switched = True
+        self.token_param = other
+        self._adapt(
+            {
+                "token_param": other,
+                "ignored": param,
+                "completion_tokens": used,
+                "budget": budget,
+                "note": f"a reply overran its budget ({used} completion tokens for {param} "
+                f"{budget}): the server ignores {param}, so the budget goes as {other} for the "
+                "rest of the run (that trial was asked again)",
+            }
+        )
+        return True
+
+    def _replay(self, body: dict, request: Request) -> tuple[str | None, Reply | None]:
+        """The cache key of a body and the cached reply, if any."""
+        if self.cache is None:
+            return None, None
+        key = self.cache_key(body, request)
+        hit = self.cache.get(key)
+        if hit is None:
+            return key, None
+        details = {k: hit[k] for k in ("reasoning_tokens", "cached_tokens") if k in hit}
+        reply = Reply(
+            text=hit["text"],
+            usage=hit.get("usage"),
+            cached=True,
+            attempts=0,
+            finish_reason=hit.get("finish_reason"),
+            cached_from=hit.get("folder") or "an earlier run",
+            extra=self._columns(body, details),
+        )
+        return key, reply
 
     def cache_key(self, body: dict, request: Request) -> str:
         """Everything that determines the reply: endpoint, request body, trial identity, scope."""
@@ -259,18 +458,32 @@ class OpenAIChatSubject:
         )
 
     async def complete(self, request: Request) -> Reply:
-        """Ask the model (or replay the cache), retrying transient failures."""
+        """Ask the model (or replay the cache), retrying transient failures.
+
+        Until a first request has come back from the server (settling the
+        run's request choices: token parameter, refused sampling parameters)
+        requests go one at a time.
+        """
+        if not self.settled:
+            if self._probe is None:
+                self._probe = asyncio.Lock()
+            async with self._probe:
+                if not self.settled:  # else settled while this one waited: go on at once
+                    try:
+                        reply = await self._complete(request)
+                    except BaseException:
+                        self.settled = True  # a failing server: the others need not queue
+                        raise
+                    self.settled = not reply.cached
+                    return reply
+        return await self._complete(request)
+
+    async def _complete(self, request: Request) -> Reply:
         body = self.payload(request)
-        key = self.cache_key(body, request) if self.cache is not None else None
-        if key is not None and (hit := self.cache.get(key)) is not None:
-            return Reply(
-                text=hit["text"],
-                usage=hit.get("usage"),
-                cached=True,
-                attempts=0,
-                finish_reason=hit.get("finish_reason"),
-                cached_from=hit.get("folder") or "an earlier run",
-            )
+        key, hit = self._replay(body, request)
+        if hit is not None:
+            return hit
+        retried: set[str] = set()  # what this request already changed: each once
         attempt = 0
         waited = 0.0  # seconds slept between attempts, bounded by max_wait_s
         while True:
@@ -285,7 +498,7 @@ class OpenAIChatSubject:
                     resp = await self.client.post(
                         "/chat/completions", body=body, cast_to=httpx.Response
                     )
-                text, finish, usage = reply_of(resp.content)
+                text, finish, usage, details = reply_of(resp.content)
             except (
                 openai.AuthenticationError,
                 openai.PermissionDeniedError,
@@ -327,11 +540,39 @@ class OpenAIChatSubject:
                 await pause(delay)
                 waited += delay
                 continue
+            except openai.BadRequestError as exc:
+                param = refused_param(exc, body)
+                if param is None or param in retried:  # this request cannot succeed
+                    raise SubjectError(
+                        self._redact(f"{type(exc).__name__} ({exc.status_code}): {exc}")
+                    ) from None
+                retried.add(param)  # the retry goes without it, once
+                self._refusal(param, exc)
+                body = self.payload(request)
+                key, hit = self._replay(body, request)
+                if hit is not None:
+                    return hit
+                continue
             except openai.APIStatusError as exc:  # other 4xx: this request cannot succeed
                 raise SubjectError(
                     self._redact(f"{type(exc).__name__} ({exc.status_code}): {exc}")
                 ) from None
             latency = time.perf_counter() - t0
+            param = next(k for k in TOKEN_PARAMS[1:] if k in body)
+            used = (usage or {}).get("completion_tokens")
+            if (
+                self.options.token_param == "auto"
+                and "overrun" not in retried
+                and isinstance(used, int)
+                and used > body[param]
+                and self._overrun(param, used, body[param])
+            ):  # the server ignored the budget: this reply is not kept, the trial asked again
+                retried.add("overrun")
+                body = self.payload(request)
+                key, hit = self._replay(body, request)
+                if hit is not None:
+                    return hit
+                continue
             text = self._redact(text)  # a key echoed by the server is kept nowhere
             if key is not None:
                 self.cache.put(
@@ -341,9 +582,15 @@ class OpenAIChatSubject:
                     finish_reason=finish,
                     folder=self.folder,
                     endpoint=self.endpoint,
+                    **details,
                 )
             return Reply(
-                text=text, latency_s=latency, usage=usage, attempts=attempt, finish_reason=finish
+                text=text,
+                latency_s=latency,
+                usage=usage,
+                attempts=attempt,
+                finish_reason=finish,
+                extra=self._columns(body, details),
             )
 
     async def aclose(self) -> None:
