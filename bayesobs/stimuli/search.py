@@ -325,6 +325,7 @@ class CircleSizes(SearchTask):
     """One larger circle among same-coloured circles of radius 20 px (0-49 distractors)."""
 
     name = "circle_sizes"
+    value_range = (0.0, 49.0)  # distractors: the paper's largest display
     conditions = ("small", "medium", "large")
     default_condition = "large"
 
@@ -362,6 +363,7 @@ class TwoAmongFive(SearchTask):
     """A rotated 2 among 5s (or a 5 among 2s), 0-99 distractors, three colour conditions."""
 
     name = "two_among_five"
+    value_range = (0.0, 99.0)  # distractors: the paper's largest display
     conditions = ("disjunctive", "shape_conjunctive", "shape_colour_conjunctive")
     default_condition = "disjunctive"
     option_keys = ("search", "answer", "border_margin", "target")
@@ -430,6 +432,7 @@ class LightPriors(SearchTask):
     """Shaded discs lit from one direction; the target is lit from the opposite one (2-17 distractors)."""
 
     name = "light_priors"
+    value_range = (0.0, 17.0)  # distractors: the paper's largest display
     conditions = ("top", "bottom", "left", "right")
     default_condition = "top"
 
