@@ -35,7 +35,7 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NEW=OLD",
-        help="take column NEW from column (or pandas expression) OLD; repeatable, "
+        help="take column NEW from column (or expression, never run as Python) OLD; repeatable, "
         "e.g. --map stimulus=dur --map response=repDur --map subject=NSub --map run=NB",
     )
     p.add_argument(

@@ -727,5 +727,5 @@ def evaluate(expr: Expr | str, frame: pd.DataFrame):
     except (TypeError, ValueError, OverflowError, ZeroDivisionError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ExpressionError(
-            tree.text, None, f"cannot be computed on this table ({reason})"
+            tree.text, None, f"not computable on these columns ({reason})"
         ) from None

@@ -569,11 +569,13 @@ def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None) -> pd.Dat
         try:
             out[new] = evaluate(old, df)
         except ExpressionError as exc:
-            raise exc.named(
-                f"--map {new}={old}:",
-                reason=f"{exc.reason}; {old!r} is neither a column nor a valid expression "
-                f"(columns: {_columns_shown(df)})",
-            ) from None
+            reason = exc.reason
+            if reason.startswith("no column named"):
+                reason += (
+                    f", so {old!r} is neither a column nor a valid expression "
+                    f"(columns: {_columns_shown(df)})"
+                )
+            raise exc.named(f"--map {new}={old}:", reason=reason) from None
     return out
 
 
@@ -598,7 +600,9 @@ def _filter(df: pd.DataFrame, expr: str, what: str) -> np.ndarray:
     try:
         mask = evaluate(expr, df)
     except ExpressionError as exc:
-        reason = f"{exc.reason}; columns: {_columns_shown(df)}"
+        reason = exc.reason
+        if reason.startswith("no column named"):
+            reason += f" (columns: {_columns_shown(df)})"
         raise exc.named(what, lead="cannot evaluate: ", reason=reason) from None
     if not isinstance(mask, pd.Series):
         raise ExpressionError(

@@ -187,8 +187,8 @@ def test_length_and_depth_are_bounded():
         ("stimulus and valid", "needs true/false"),
         ("~valid", "needs true/false"),
         ("log(name)", "holds text"),
-        ("TrialType < 'Time' and stimulus > 1 or name > 2", "cannot be computed"),
-        ("round(stimulus, 1.5)", "cannot be computed"),
+        ("TrialType < 'Time' and stimulus > 1 or name > 2", "not computable"),
+        ("round(stimulus, 1.5)", "not computable"),
     ],
 )
 def test_what_the_values_do_not_support_is_one_error(frame, text, words):
