@@ -39,6 +39,7 @@ Expressions are at most :data:`MAX_LENGTH` characters and nest at most
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -608,6 +609,16 @@ _COMPARE = {
 }
 
 
+_SERIES_COMPARE = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
 def _as_float_if_int(v):
     """Integer powers can overflow silently or refuse negative exponents: use floats."""
     if isinstance(v, pd.Series) and pd.api.types.is_integer_dtype(v):
@@ -619,14 +630,7 @@ def _as_float_if_int(v):
 
 def _compare(op: str, a, b, e: Expr):
     if isinstance(a, pd.Series) or isinstance(b, pd.Series):
-        fn = {
-            "==": lambda x, y: x == y,
-            "!=": lambda x, y: x != y,
-            "<": lambda x, y: x < y,
-            "<=": lambda x, y: x <= y,
-            ">": lambda x, y: x > y,
-            ">=": lambda x, y: x >= y,
-        }[op]
+        fn = _SERIES_COMPARE[op]
         if not isinstance(a, pd.Series):  # keep the column on the left: pandas' own rules
             flipped = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op)
             return _compare(flipped, b, a, e)
