@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -35,7 +36,7 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NEW=OLD",
-        help="take column NEW from column (or pandas expression) OLD; repeatable, "
+        help="take column NEW from column (or expression, never run as Python) OLD; repeatable, "
         "e.g. --map stimulus=dur --map response=repDur --map subject=NSub --map run=NB",
     )
     p.add_argument(
@@ -418,6 +419,8 @@ def cmd_report(args) -> int:
 
 def cmd_serve(args) -> int:
     """``bayesobs serve``: the web app for human participants."""
+    if not 1 <= args.port <= 65535:
+        raise BayesobsInputError(f"--port must be a port number from 1 to 65535, not {args.port}")
     from .runner import load_spec
     from .store import lock_folder
 
@@ -698,6 +701,33 @@ def _check_run_options(args) -> None:
         )
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise BayesobsInputError(f"--out {args.out} is a file, not a folder")
+    if args.base_url is not None:
+        check_base_url(args.base_url, "--base-url")
+    elif any(str(s).startswith("openai:") for s in args.subject) and os.environ.get(
+        "OPENAI_BASE_URL"
+    ):
+        check_base_url(os.environ["OPENAI_BASE_URL"], "$OPENAI_BASE_URL")
+
+
+def check_base_url(url: str, what: str) -> str:
+    """``url`` if it is an http(s) URL with a host; otherwise one clear error.
+
+    A malformed endpoint (``ht!tp:/x``) would otherwise be tried and retried
+    as if the network were down.
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        scheme, host, _ = parts.scheme.lower(), parts.hostname, parts.port  # a bad port raises
+    except ValueError:
+        scheme, host = "", None
+    if scheme not in ("http", "https") or not host:
+        raise BayesobsInputError(
+            f"{what} {url!r} is not an http:// or https:// URL with a host, "
+            "e.g. https://api.openai.com/v1 or http://localhost:8000/v1"
+        )
+    return url
 
 
 def _api_key(args) -> str | None:

@@ -83,3 +83,30 @@ def write_manifest(path: str | Path, command: str, **fields) -> Path:
     tmp.write_text(json.dumps(record, indent=2, allow_nan=False, default=str) + "\n")
     tmp.replace(path)
     return path
+
+
+def read_manifest(path: str | Path) -> dict:
+    """A manifest (``manifest.json``, ``score_manifest.json``...) as a dict.
+
+    Raises
+    ------
+    BayesobsInputError
+        One line naming the file when it is not readable, not JSON, or not a
+        JSON object (a list, a number, null).
+    """
+    import json
+
+    from .errors import BayesobsInputError
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BayesobsInputError(f"{path}: not a manifest (not valid JSON: {reason})") from None
+    if not isinstance(data, dict):
+        kind = {list: "an array", str: "a string", bool: "true/false", type(None): "null"}.get(
+            type(data), "a number"
+        )
+        raise BayesobsInputError(f"{path}: not a manifest (a JSON object was expected, not {kind})")
+    return data

@@ -12,12 +12,12 @@ file of its own that ``fit`` and ``score`` read like any trial file.
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from .errors import BayesobsInputError
+from .provenance import read_manifest
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted
 from .trials import RUN_KEYS
 
@@ -34,10 +34,11 @@ def _sessions(folder: Path) -> dict[tuple, object]:
         raise BayesobsInputError(
             f"{folder}: no manifest.json, so the experiment cannot be re-planned"
         )
-    try:
-        exp = json.loads(man.read_text())["experiment"]
-    except (ValueError, KeyError) as exc:
-        raise BayesobsInputError(f"{man}: not an experiment manifest ({exc})") from None
+    exp = read_manifest(man).get("experiment")
+    if not isinstance(exp, dict) or not isinstance(exp.get("specs"), list):
+        raise BayesobsInputError(
+            f"{man}: not an experiment manifest (no 'experiment' with its specs)"
+        )
     out = {}
     for spec in exp["specs"]:
         sessions = plan(

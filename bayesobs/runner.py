@@ -185,6 +185,55 @@ def check_spec_values(spec: dict, where: str) -> None:
         raise BayesobsInputError(f"{where}: {exc}") from None
 
 
+def _names(value, what: str) -> list[str]:
+    """A non-empty list of texts (``modalities``, ``conditions``), or one clear error."""
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise BayesobsInputError(
+            f'{what} must be a non-empty list of names, e.g. ["text"], not {value!r}'
+        )
+    return value
+
+
+def check_task_values(spec: dict, where: str) -> None:
+    """A spec's values against what its task can show.
+
+    Each session range must lie within the task's ``value_range`` (a ratio
+    task shows values from 0 to 1; numerosity at most 576 dots on its grid;
+    search tasks as many distractors as their display holds), and each option
+    the task bounds (``min_chars``/``max_chars``: the longest line its image
+    holds) within ``option_bounds``; ``modalities`` and ``conditions`` are
+    non-empty lists of names.
+
+    Raises
+    ------
+    BayesobsInputError
+        One line naming the file, the key and the allowed bounds.
+    """
+    task = TASKS[spec["task"]]
+    try:
+        for key in ("modalities", "conditions"):
+            if key in spec:
+                _names(spec[key], key)
+        if task.value_range is not None:
+            lo, hi = task.value_range
+            for i, sess in enumerate(spec["sessions"]):
+                low, high = sess["range"]
+                if low < lo or high > hi:
+                    raise BayesobsInputError(
+                        f"sessions[{i}] range [{low:g}, {high:g}] goes beyond the values task "
+                        f"{task.name} can show, [{lo:g}, {hi:g}]"
+                    )
+        opts = spec.get("options", {})
+        for key, (lo, hi) in task.option_bounds.items():
+            if key in opts and not lo <= opts[key] <= hi:
+                raise BayesobsInputError(
+                    f"options.{key} = {opts[key]!r} is outside [{lo:g}, {hi:g}] for task "
+                    f"{task.name} ({task.option_notes.get(key, 'its allowed values')})"
+                )
+    except BayesobsInputError as exc:
+        raise BayesobsInputError(f"{where}: {exc}") from None
+
+
 def load_spec(name: str | Path) -> dict[str, Any]:
     """Load and validate a task spec (TOML); errors name the file and key."""
     path = find_spec(name)
@@ -200,6 +249,7 @@ def load_spec(name: str | Path) -> dict[str, Any]:
             f"{path}: unknown task {spec['task']!r}; choose from {', '.join(TASKS)}"
         )
     check_spec_values(spec, str(path))
+    check_task_values(spec, str(path))
     load_spec_checks(spec, str(path))
     spec["_path"] = str(path)
     return spec
@@ -213,14 +263,31 @@ def load_protocol(path: str | Path) -> list[dict[str, Any]]:
         if "task" in proto:  # a single task spec is a one-experiment protocol
             return [{"spec": load_spec(path)}]
         raise BayesobsInputError(f"{path}: no [[experiment]] tables")
+    experiments = proto["experiment"]
+    if not isinstance(experiments, list) or not experiments:
+        raise BayesobsInputError(
+            f"{path}: 'experiment' must be [[experiment]] tables (each with spec = \"FILE.toml\"), "
+            f"not {experiments!r}"
+        )
     out = []
-    for i, exp in enumerate(proto["experiment"]):
+    for i, exp in enumerate(experiments):
+        if not isinstance(exp, dict):
+            raise BayesobsInputError(
+                f'{path}: experiment[{i}] must be a table with spec = "FILE.toml", not {exp!r}'
+            )
         if "spec" not in exp:
             raise BayesobsInputError(f"{path}: experiment[{i}] has no 'spec'")
+        if not isinstance(exp["spec"], str) or not exp["spec"].strip():
+            raise BayesobsInputError(
+                f"{path}: experiment[{i}] spec must name a spec file, not {exp['spec']!r}"
+            )
         spec = load_spec(path.parent / exp["spec"])
         for key in ("modalities", "conditions"):
             if key in exp:
-                spec[key] = exp[key]
+                try:
+                    spec[key] = _names(exp[key], key)
+                except BayesobsInputError as exc:
+                    raise BayesobsInputError(f"{path}: experiment[{i}]: {exc}") from None
         load_spec_checks(spec, f"{path}: experiment[{i}]")
         out.append({"spec": spec})
     return out

@@ -38,7 +38,7 @@ from typing import Any
 
 from .errors import BayesobsInputError
 from .jsonl import finite, read_records
-from .provenance import FORMAT_VERSION, provenance, utc_now
+from .provenance import FORMAT_VERSION, provenance, read_manifest, utc_now
 from .trials import TRIAL_KEYS
 
 TRIAL_ID = TRIAL_KEYS  # a trial's identity in the log: the trial table's key
@@ -387,10 +387,7 @@ class ExperimentStore:
 
     def _check_manifest(self) -> None:
         if self.manifest.exists():
-            try:
-                old = json.loads(self.manifest.read_text())
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise BayesobsInputError(f"{self.manifest}: not valid JSON ({exc})") from None
+            old = read_manifest(self.manifest)  # a JSON object, or one clear error
             if old.get("format_version") != FORMAT_VERSION:
                 raise BayesobsInputError(
                     f"{self.manifest}: format version {old.get('format_version')} is not {FORMAT_VERSION}"

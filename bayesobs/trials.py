@@ -8,7 +8,12 @@ column is kept and ignored by the analyses.
 
 A missing response (empty, NaN) is a missing trial: the row is kept (the
 observer still saw the stimulus) and excluded from likelihoods.  Everything
-else that is not a number is an error naming the file, row and column.
+else that is not a number is an error naming the file, row and column, and so
+is a number beyond :data:`MAX_MAGNITUDE` (the fits square and multiply values:
+1e308 would overflow them) or an infinity.
+
+``--map``, ``--where`` and ``--missing-where`` expressions are read by
+:mod:`bayesobs.expr`, never evaluated as Python.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from .errors import BayesobsInputError
+from .expr import ExpressionError, evaluate
 from .jsonl import read_records
 
 CELL_KEYS: tuple[str, ...] = ("subject", "task", "modality", "condition")
@@ -69,6 +75,10 @@ CONDITIONS: tuple[str, ...] = (
     "context_reversed",
     "context_none",
 )
+
+# the largest magnitude a stimulus, response or range bound may have: the fits take sums of
+# fourth powers, which stay finite up to here; no measurement comes near it
+MAX_MAGNITUDE = 1e50
 
 _SRC = "_source"
 _ROW = "_row"
@@ -247,6 +257,53 @@ def _csv_columns(reader) -> dict[str, object]:
     return out
 
 
+def _check_text(path: Path, head_bytes: int = 1 << 16) -> None:
+    """Refuse a file whose start is binary (NUL bytes) or not UTF-8 text: one clear error."""
+    import codecs
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as fh:
+            head = fh.read(head_bytes)
+    except (OSError, EOFError) as exc:
+        raise BayesobsInputError(f"{path}: cannot read: {exc}") from None
+    if b"\x00" in head:
+        raise BayesobsInputError(f"{path}: not a text file (binary data), so not a CSV")
+    try:  # a character cut at the end of the sample is not an error
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+
+
+def _not_utf8(path: Path, exc: UnicodeDecodeError | None = None) -> BayesobsInputError:
+    at = f" (byte 0x{exc.object[exc.start]:02x})" if exc is not None else ""
+    return BayesobsInputError(
+        f"{path}: not UTF-8 text{at}: binary data, or text in another encoding "
+        "(save it as UTF-8 CSV)"
+    )
+
+
+class _Unraisable:
+    """Collects the errors a callback raised inside pyarrow (printed as "Exception ignored")."""
+
+    def __init__(self):
+        self.errors: list[BaseException] = []
+
+    def __enter__(self):
+        import sys
+
+        self._saved = sys.unraisablehook
+        sys.unraisablehook = lambda u: self.errors.append(u.exc_value)
+        return self
+
+    def __exit__(self, *exc):
+        import sys
+
+        sys.unraisablehook = self._saved
+        return False
+
+
 def _read_csv_strict(
     path: Path, sep: str, columns: Sequence[str] | None = None
 ) -> tuple[pd.DataFrame, np.ndarray]:
@@ -259,11 +316,10 @@ def _read_csv_strict(
     text is held as categories until typed, so a 2-million-row file stays
     well under a gigabyte.  Columns are typed as before: wholly numeric
     columns (missing tokens aside) become numbers, others stripped text.
-    Returns the frame and each row's line number.
+    Returns the frame and each row's line number.  A file that is not UTF-8
+    text is one clear error (a NUL byte or bad UTF-8 in its first 64 KiB is
+    found before parsing; one further down, while parsing).
     """
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
     if columns is not None:
         columns = [str(c).strip() for c in columns]
         if len(set(columns)) != len(columns) or not all(columns):
@@ -275,6 +331,22 @@ def _read_csv_strict(
     def on_invalid(row):
         invalid.append(row)
         return "error" if len(invalid) > 1 else "skip"
+
+    _check_text(path)
+    with _Unraisable() as caught:
+        try:
+            return _read_csv_blocks(path, sep, columns, invalid, on_invalid)
+        finally:
+            # pyarrow hands a row it cannot split to on_invalid; a row that is not UTF-8
+            # fails before the call, inside pyarrow, and would be printed as "Exception ignored"
+            if any(isinstance(e, UnicodeDecodeError) for e in caught.errors):
+                raise _not_utf8(path) from None
+
+
+def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
+    """The body of :func:`_read_csv_strict`: pyarrow's streamed reader, block by block."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
 
     as_text: dict[str, pa.DataType] = {}
     while True:
@@ -448,6 +520,14 @@ def _numeric(df: pd.DataFrame, col: str, allow_missing: bool) -> pd.Series:
     if np.isinf(vals).any():
         i = int(np.flatnonzero(np.isinf(vals))[0])
         raise BayesobsInputError(f"{_where(df, i)}, column {col!r}: value is infinite")
+    with np.errstate(invalid="ignore"):
+        huge = np.abs(vals) > MAX_MAGNITUDE
+    if huge.any():
+        i = int(np.flatnonzero(huge)[0])
+        raise BayesobsInputError(
+            f"{_where(df, i)}, column {col!r}: {vals[i]:g} is beyond the largest magnitude "
+            f"accepted, {MAX_MAGNITUDE:g} (its square would overflow the fits)"
+        )
     if not allow_missing and missing.any():
         i = int(np.flatnonzero(missing)[0])
         raise BayesobsInputError(f"{_where(df, i)}, column {col!r}: value is missing")
@@ -488,9 +568,10 @@ def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None) -> pd.Dat
 
     ``OLD`` is a column name, ``@file`` (the name of the file the row came
     from, for exports with one file per participant) or, if no column has
-    that name, a pandas expression over the columns (e.g.
-    ``response=keyDuration/1000``).  The
-    source columns are kept, so a row filter may name either.
+    that name, an expression over the columns (e.g.
+    ``response=keyDuration/1000``; see :mod:`bayesobs.expr`: never
+    evaluated as Python).  A quoted constant (``task='numerosity'``) fills
+    every row.  The source columns are kept, so a row filter may name either.
     """
     if not mapping:
         return df
@@ -504,14 +585,21 @@ def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None) -> pd.Dat
             out[new] = df[old]
             continue
         try:
-            out[new] = df.eval(old)
-        except Exception as exc:
-            cols = ", ".join(map(str, df.columns[:20]))
-            raise BayesobsInputError(
-                f"--map {new}={old}: {old!r} is neither a column nor a valid expression "
-                f"({type(exc).__name__}: {exc}); columns: {cols}"
-            ) from None
+            out[new] = evaluate(old, df)
+        except ExpressionError as exc:
+            reason = exc.reason
+            if reason.startswith("no column named"):
+                reason += (
+                    f", so {old!r} is neither a column nor a valid expression "
+                    f"(columns: {_columns_shown(df)})"
+                )
+            raise exc.named(f"--map {new}={old}:", reason=reason) from None
     return out
+
+
+def _columns_shown(df: pd.DataFrame, most: int = 20) -> str:
+    cols = [str(c) for c in df.columns if not str(c).startswith("_")]
+    return ", ".join(cols[:most]) + (f", ... ({len(cols)} in all)" if len(cols) > most else "")
 
 
 def parse_mapping(items: Iterable[str] | None) -> dict[str, str]:
@@ -526,17 +614,27 @@ def parse_mapping(items: Iterable[str] | None) -> dict[str, str]:
 
 
 def _filter(df: pd.DataFrame, expr: str, what: str) -> np.ndarray:
+    """The rows where ``expr`` holds: a true/false value per row, or one clear error."""
     try:
-        mask = df.eval(expr)
-    except Exception as exc:
-        cols = ", ".join(str(c) for c in df.columns if not str(c).startswith("_"))
-        raise BayesobsInputError(
-            f"{what} {expr!r}: cannot evaluate ({type(exc).__name__}: {exc}); columns: {cols}"
-        ) from None
-    mask = np.asarray(mask)
-    if mask.dtype != bool:
-        raise BayesobsInputError(f"{what} {expr!r}: is not a true/false condition")
-    return mask
+        mask = evaluate(expr, df)
+    except ExpressionError as exc:
+        reason = exc.reason
+        if reason.startswith("no column named"):
+            reason += f" (columns: {_columns_shown(df)})"
+        raise exc.named(what, lead="cannot evaluate: ", reason=reason) from None
+    if not isinstance(mask, pd.Series):
+        raise ExpressionError(
+            expr,
+            None,
+            "is not a condition on each row (it names no column, so it is the same "
+            f'for every row: {_plain(mask)!r}); e.g. {what} "valid == 1"',
+            what,
+        )
+    if not pd.api.types.is_bool_dtype(mask):
+        raise ExpressionError(
+            expr, None, "is not a true/false condition (compare it, e.g. x == 1)", what
+        )
+    return mask.to_numpy(dtype=bool)
 
 
 def normalize_trials(

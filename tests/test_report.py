@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
@@ -238,12 +239,21 @@ def test_report_rebuilds_mapped_trials_from_the_score_folder_anywhere(tmp_path, 
     assert main(["report", str(lab / "scores"), "--out", "rep"]) == 0
     page = (elsewhere / "rep" / "index.html").read_text()
     assert f"<p class=m>{kept} trials · 2 subject(s)" in page  # mapped and filtered, as scored
-    # a score folder from before trials.parquet: the manifest's inputs and options are used
+    # a score folder from before trials.parquet: its recorded --where is not evaluated again
     (lab / "scores" / "trials.parquet").unlink()
-    assert main(["report", str(lab / "scores"), "--out", "rep2"]) == 0
+    assert main(["report", str(lab / "scores"), "--out", "rep2"]) == 2
+    assert not (elsewhere / "rep2" / "index.html").exists()
+    # plain renames are applied: the manifest's inputs are read again, unfiltered
+    man = lab / "scores" / "score_manifest.json"
+    record = json.loads(man.read_text())
+    del record["where"]
+    man.write_text(json.dumps(record))
+    assert main(["report", str(lab / "scores"), "--out", "rep3"]) == 0
+    n_all = len(pd.read_csv(lab / "raw.csv"))
+    assert n_all > kept
     assert (
-        f"<p class=m>{kept} trials · 2 subject(s)"
-        in (elsewhere / "rep2" / "index.html").read_text()
+        f"<p class=m>{n_all} trials · 2 subject(s)"
+        in (elsewhere / "rep3" / "index.html").read_text()
     )
 
 

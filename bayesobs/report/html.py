@@ -44,18 +44,22 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]
     """Trials, reusable scores and the manifests found among the inputs.
 
     A score folder gives its own scored trials (``trials.parquet``, written by
-    ``bayesobs score``).  An older score folder without them gives the inputs its
-    manifest names, read with the options it records (``--map``, ``--where``,
-    ``--missing-where``, ``--columns``); a relative input is looked up from the
-    working directory, then from the score folder.
+    ``bayesobs score``); the expressions its manifest records are never
+    evaluated again.  An older score folder without them gives the inputs its
+    manifest names only where it records no ``--map`` expression, ``--where``
+    or ``--missing-where`` (see :func:`_manifest_trials`); a relative input is
+    looked up from the working directory, then from the score folder.  A
+    manifest that is not a JSON object is one clear error.
     """
+    from ..provenance import read_manifest
+
     scores, frames, trial_paths, manifests = None, [], [], []
     for p in paths:
         found = Scores.from_folder(p) if p.is_dir() else None
         if found is not None:
             scores = found
             man = p / "score_manifest.json"
-            m = json.loads(man.read_text()) if man.exists() else {}
+            m = read_manifest(man) if man.exists() else {}
             if m:
                 manifests.append({"source": str(man), **m})
             if (p / SCORED_TRIALS).exists():
@@ -70,12 +74,8 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]
         else:
             trial_paths.append(p)
             if (p / "manifest.json").exists():
-                manifests.append(
-                    {
-                        "source": str(p / "manifest.json"),
-                        **json.loads((p / "manifest.json").read_text()),
-                    }
-                )
+                m = read_manifest(p / "manifest.json")
+                manifests.append({"source": str(p / "manifest.json"), **m})
     if trial_paths:
         frames.append(read_trials(trial_paths))
     if not frames:
@@ -85,25 +85,49 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]
 
 
 def _manifest_trials(folder: Path, m: dict) -> pd.DataFrame:
-    """The trials a score manifest names, read again with the options it records."""
+    """The trials a score manifest names, read again: only where that evaluates nothing.
+
+    A folder may come from anyone, so the expressions its manifest records
+    (``--map NEW=EXPR``, ``--where``, ``--missing-where``) are not evaluated
+    on the reader's machine: such a folder without its ``trials.parquet`` is
+    an error asking for ``bayesobs score`` to be run again.  Plain renames
+    (``--map NEW=COLUMN``, ``@file``) and ``--columns`` are applied.
+    """
+    import re
+
+    where = f"{folder}/score_manifest.json"
+    plain = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|@file")
+
+    def texts(key: str) -> list[str]:
+        v = m.get(key) or []
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise BayesobsInputError(f"{where}: {key!r} must be a list of texts")
+        return v
+
+    mapping = parse_mapping(texts("map"))
+    recorded = [f"--map {k}={v}" for k, v in mapping.items() if not plain.fullmatch(v)]
+    recorded += [f"--{k.replace('_', '-')}" for k in ("where", "missing_where") if m.get(k)]
+    if recorded:
+        raise BayesobsInputError(
+            f"{folder}: score folder without its trials ({SCORED_TRIALS}), and its manifest records "
+            f"expressions ({', '.join(recorded)}) that report does not evaluate from a folder: "
+            f"run bayesobs score again, which keeps {SCORED_TRIALS} in the folder"
+        )
+    columns = m.get("columns")
+    if columns is not None and not isinstance(columns, str):
+        raise BayesobsInputError(f"{where}: 'columns' must be text")
     inputs = []
-    for x in m["inputs"]:
+    for x in texts("inputs"):
         x = Path(x)
         if not x.is_absolute() and not x.exists():  # scored elsewhere: try the folder and up
             x = next((a / x for a in (folder, *folder.resolve().parents) if (a / x).exists()), x)
         if not x.exists():
             raise BayesobsInputError(
-                f"{folder}/score_manifest.json names {x}, which is not there (neither from here nor "
+                f"{where} names {x}, which is not there (neither from here nor "
                 f"from {folder} or above it); run bayesobs score again to keep the trials in the folder"
             )
         inputs.append(x)
-    return read_trials(
-        inputs,
-        mapping=parse_mapping(m.get("map") or []),
-        where=m.get("where"),
-        missing_where=m.get("missing_where"),
-        columns=m["columns"].split(",") if m.get("columns") else None,
-    )
+    return read_trials(inputs, mapping=mapping, columns=columns.split(",") if columns else None)
 
 
 def _save(fig: Figure, path: Path) -> str:

@@ -62,6 +62,11 @@ class Task:
     answer_range: ClassVar[tuple[float, float] | None] = (
         None  # plausible answers; others are invalid
     )
+    # the stimulus values the task can show: a spec's session ranges must lie within (None: any)
+    value_range: ClassVar[tuple[float, float] | None] = None
+    # bounds of numeric options (e.g. line lengths the image holds), and why, for messages
+    option_bounds: ClassVar[dict[str, tuple[float, float]]] = {}
+    option_notes: ClassVar[dict[str, str]] = {}
     modalities: ClassVar[tuple[str, ...]] = ("text", "image", "multimodal")
     paradigm: ClassVar[str] = "magnitude"  # routes the analyses (trial column ``paradigm``)
     # reasoning allowed: the system prompt leaves out "Do not explain or reason ..." and the

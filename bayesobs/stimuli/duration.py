@@ -165,6 +165,7 @@ class Duration(Task):
     )
     unit = "seconds"
     answer_range = (0.0, 600.0)
+    value_range = answer_range  # a longer extract would be read as an invalid answer
     modalities = ("text",)
 
     def __init__(self, ami: str | Path | None = None):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from .base import Stimulus, Task, canvas, hline
@@ -43,7 +45,16 @@ class LineRatio(Task):
     )
     fraction = True
     answer_range = (0.0, 1.0)
+    value_range = (0.0, 1.0)
     width, height = 420, 180
+    # lines are drawn PX_PER_CHAR px per character from x = 15: 67 characters reach the edge
+    option_bounds: ClassVar[dict[str, tuple[float, float]]] = {
+        "min_chars": (2, 67),
+        "max_chars": (2, 67),
+    }
+    option_notes: ClassVar[dict[str, str]] = dict.fromkeys(
+        option_bounds, "the longest line the 420-px image holds is 67 characters"
+    )
 
     def generate(self, rng, low, high, n, options):
         """``n`` line pairs whose short/long length ratio lies in ``[low, high]`` (whole characters)."""
@@ -92,7 +103,16 @@ class MarkerLocation(Task):
     )
     fraction = True
     answer_range = (0.0, 1.0)
+    value_range = (0.0, 1.0)
     width, height = 440, 120
+    # the line is drawn PX_PER_CHAR px per character from x = 20: 71 characters reach the edge
+    option_bounds: ClassVar[dict[str, tuple[float, float]]] = {
+        "min_chars": (2, 71),
+        "max_chars": (2, 71),
+    }
+    option_notes: ClassVar[dict[str, str]] = dict.fromkeys(
+        option_bounds, "the longest line the 440-px image holds is 71 characters"
+    )
 
     def generate(self, rng, low, high, n, options):
         """``n`` lines with a marker whose relative position lies in ``[low, high]`` (whole characters)."""

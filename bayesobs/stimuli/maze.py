@@ -80,6 +80,8 @@ class MazeDistance(Task):
     )
     unit = "units"
     answer_range = (0.0, 100.0)
+    # 3 to 8 runs of 1-4 units, turning at each: at most 16 units across and 16 up
+    value_range = (0.0, math.hypot(16, 16))
     size = 520
 
     def generate(self, rng, low, high, n, options):

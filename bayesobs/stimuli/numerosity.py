@@ -28,6 +28,7 @@ class Numerosity(Task):
     instruction = "Estimate how many dots there are, as a whole number."
     unit = "dots"
     answer_range = (0.0, 1000.0)
+    value_range = (1.0, float(GRID * GRID))  # one dot per cell of the 24 x 24 grid
 
     def generate(self, rng, low, high, n, options):
         """``n`` dot sets, counts log-uniform in ``[low, high]``, one dot per distinct grid cell."""

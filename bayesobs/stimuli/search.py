@@ -361,6 +361,7 @@ class CircleSizes(SearchTask):
 
     name = "circle_sizes"
     person_task = "see pictures of circles and tap the one circle that is larger than the others"
+    value_range = (0.0, 49.0)  # distractors: the paper's largest display
     conditions = ("small", "medium", "large")
     default_condition = "large"
 
@@ -403,6 +404,7 @@ class TwoAmongFive(SearchTask):
 
     name = "two_among_five"
     person_task = "see pictures of the digits 2 and 5 and tap the one digit that is the odd one out"
+    value_range = (0.0, 99.0)  # distractors: the paper's largest display
     conditions = ("disjunctive", "shape_conjunctive", "shape_colour_conjunctive")
     default_condition = "disjunctive"
     option_keys = ("search", "answer", "border_margin", "target")
@@ -485,6 +487,7 @@ class LightPriors(SearchTask):
     person_task = (
         "see pictures of shaded balls and tap the one ball that is lit from the other side"
     )
+    value_range = (0.0, 17.0)  # distractors: the paper's largest display
     conditions = ("top", "bottom", "left", "right")
     default_condition = "top"
 
