@@ -342,7 +342,10 @@ def _composite(
         a_task = []
         for task, idx in acc_cells[sel].groupby("task").groups.items():
             score = np.clip(1 - nrmse[list(idx)] / NRMSE_MAX, 0, 1)
-            a_task.append(np.nanmean(score, axis=0) if len(idx) else np.full(R, np.nan))
+            with warnings.catch_warnings():
+                # a replicate drawing only runs without a response: NaN, as in bootstrap.interval
+                warnings.simplefilter("ignore", RuntimeWarning)
+                a_task.append(np.nanmean(score, axis=0) if len(idx) else np.full(R, np.nan))
             del task
         A = np.mean(a_task, axis=0) if a_task else np.full(R, np.nan)
         if not a_task:

@@ -302,3 +302,8 @@ def test_bootstrap_draws_of_runs_without_any_response_do_not_fail(tmp_path):
     assert main(["fit", str(tmp_path / "t.csv"), "--out", str(out), "--bootstrap", "30"]) == 0
     ev = pd.read_csv(out / "evidence.csv")
     assert ev["p"].notna().all()
+    scores = tmp_path / "s"
+    args = ["score", str(tmp_path / "t.csv"), "--out", str(scores), "--bootstrap", "30"]
+    assert main([*args, "--no-probe"]) == 0
+    acc = pd.read_csv(scores / "bayesbench.csv")
+    assert acc["A"].notna().all()
