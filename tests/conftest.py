@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,19 @@ import pytest
 # One tolerance for comparisons with an independent reference.
 RTOL = 1e-9
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# Debian's Chromium for the browser tests (Playwright's executable_path; .ci/run installs it),
+# started as this machine allows: no sandbox as root, no background connections (no network)
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(autouse=True)

@@ -13,23 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import CHROMIUM, CHROMIUM_ARGS
 
 from bayesobs.cli import main
 from bayesobs.web import ParticipantServer, running
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "tasks" / "line_ratio.toml"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _strict_json(line: str):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CHROMIUM, CHROMIUM_ARGS
 
 import bayesobs
 from bayesobs.cli import main
@@ -17,8 +17,6 @@ from bayesobs.report.html import bcs_not_available, constant_subjects
 from bayesobs.scores import Scores
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 
 
 @pytest.fixture(scope="module")

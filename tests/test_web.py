@@ -10,23 +10,13 @@ from pathlib import Path
 import httpx
 import pandas as pd
 import pytest
+from conftest import CHROMIUM, CHROMIUM_ARGS
 
 import bayesobs
 from bayesobs.cli import main
 from bayesobs.web import ParticipantServer, running
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
 )

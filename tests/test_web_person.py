@@ -11,11 +11,11 @@ import errno
 import json
 import logging
 import re
-import shutil
 from pathlib import Path
 
 import httpx
 import pytest
+from conftest import CHROMIUM, CHROMIUM_ARGS
 
 import bayesobs.store
 from bayesobs.cli import main
@@ -23,17 +23,6 @@ from bayesobs.web import ParticipantServer, running
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "tasks"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # what a model is told and a person must never read
 MODEL_TEXT = re.compile(
     r"[{}]|step by step|curly|format the question asks|COUNT:|ANSWER:|output|Cell \(i,j\)|"
