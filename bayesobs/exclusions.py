@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesobsInputError
-from .trials import TRUE_WORDS, catch_rows, paradigm_rows
+from .trials import TRUE_WORDS, catch_rows, natural_key, paradigm_rows
 
 #: participant measures a rule may name, with what they are
 PARTICIPANT_MEASURES: dict[str, str] = {
@@ -243,8 +243,6 @@ def summary(table: pd.DataFrame) -> str:
     """One line for the terminal: what was excluded, by which rule."""
     if table.empty:
         return "exclusions: none (no catch trials; no rule held for any participant or trial)"
-    from .leaderboard import natural_key
-
     parts = []
     for (rule, level), g in table.groupby(["rule", "level"], sort=False):
         n, k = int(g["trials"].sum()), len(g)

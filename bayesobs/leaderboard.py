@@ -10,12 +10,12 @@ session type), from the rows of ``missing.csv``.
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 
 import pandas as pd
 
 from .scores import CONSTANT_REASON, FEW_RUNS_REASON
+from .trials import natural_key
 
 # (column, digits) in the order shown: the paper's numbers, then METHOD §9's.
 METRICS: tuple[tuple[str, int], ...] = (
@@ -71,12 +71,6 @@ def _num(val, digits: int) -> str:
     if val is None or (isinstance(val, float) and math.isnan(val)):
         return "n/a"
     return f"{val:.{digits}f}"
-
-
-def natural_key(value) -> tuple:
-    """Sort key that orders ``"2"`` before ``"10"`` and ``"p2"`` before ``"p10"``."""
-    parts = re.split(r"(\d+)", str(value))
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in parts if p)
 
 
 def shown_metrics(bayesbench: pd.DataFrame) -> list[tuple[str, int]]:
@@ -320,7 +314,6 @@ __all__ = [
     "board",
     "leaderboard_text",
     "left_out",
-    "natural_key",
     "shown_metrics",
     "subject_flags",
     "text_table",

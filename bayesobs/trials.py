@@ -86,6 +86,12 @@ _MISSING_TOKENS = {"", "nan", "na", "n/a", "null", "none"}
 
 
 # --------------------------------------------------------------------- reading
+def natural_key(value) -> tuple:
+    """Sort key for ids: ``"2"`` before ``"10"``, ``"p2"`` before ``"P10"`` (case folded)."""
+    parts = re.split(r"(\d+)", str(value))
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in parts if p)
+
+
 #: the spellings of a true ``catch`` or ``correct`` value in files (JSON true, CSV text)
 TRUE_WORDS = frozenset({"true", "1", "1.0", "yes"})
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import CHROMIUM, CHROMIUM_ARGS
+from conftest import chromium_browser
 
 from bayesobs.cli import main
 from bayesobs.web import ParticipantServer, running
@@ -40,14 +40,8 @@ def _log(folder: Path, name: str) -> list[dict]:
 
 @pytest.fixture
 def browser():
-    if CHROMIUM is None:
-        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium_browser() as b:
         yield b
-        b.close()
 
 
 def _complete(url: str, pid: str) -> None:

@@ -12,9 +12,9 @@ from bayesobs.leaderboard import (
     board,
     leaderboard_text,
     left_out,
-    natural_key,
     text_table,
 )
+from bayesobs.trials import natural_key
 
 NUMBERS = ("A", "E", "C", "S", "BCS", "BCS_p", "C_p", "S_p")
 

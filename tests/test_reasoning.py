@@ -34,25 +34,7 @@ def _events(folder: Path, kind: str) -> list[dict]:
 
 
 def _run(url: str, out: Path, *extra: str, trials: str = "2", command: str = "run") -> int:
-    target = ["run", SPEC, "--modality", "text"] if command == "run" else ["sweep", command]
-    return main(
-        [
-            *target,
-            "--subject",
-            "openai:o-fake",
-            "--base-url",
-            url,
-            "--api-key",
-            "k",
-            "--trials",
-            trials,
-            "--out",
-            str(out),
-            "--no-progress",
-            "--no-cache",
-            *extra,
-        ]
-    )
+    return main([*_argv_of(url, out, trials=trials, command=command), *extra])
 
 
 def _notes(err: str) -> list[str]:
@@ -195,12 +177,10 @@ def test_the_cache_key_is_the_effective_request(tmp_path):
     assert {r["temperature_effective"] for r in rows} == {1.0}
 
 
-def _argv_of(url: str, out: Path) -> list[str]:
+def _argv_of(url: str, out: Path, trials: str = "2", command: str = "run") -> list[str]:
+    target = ["run", SPEC, "--modality", "text"] if command == "run" else ["sweep", command]
     return [
-        "run",
-        SPEC,
-        "--modality",
-        "text",
+        *target,
         "--subject",
         "openai:o-fake",
         "--base-url",
@@ -208,7 +188,7 @@ def _argv_of(url: str, out: Path) -> list[str]:
         "--api-key",
         "k",
         "--trials",
-        "2",
+        trials,
         "--out",
         str(out),
         "--no-progress",

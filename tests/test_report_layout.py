@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import CHROMIUM, CHROMIUM_ARGS
+from conftest import CHROMIUM, chromium_browser
 
 import bayesobs
 from bayesobs.cli import main
@@ -91,18 +91,12 @@ def test_long_lists_are_folded_under_a_summary(demo):
 
 
 def _scroll_width(path: Path, width: int = 390) -> tuple[int, int]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = b.new_page(viewport={"width": width, "height": 844})
-            page.goto(path.resolve().as_uri())
-            return page.evaluate(
-                "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
-            )
-        finally:
-            b.close()
+    with chromium_browser() as b:
+        page = b.new_page(viewport={"width": width, "height": 844})
+        page.goto(path.resolve().as_uri())
+        return page.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+        )
 
 
 @pytest.fixture

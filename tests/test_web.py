@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pandas as pd
 import pytest
-from conftest import CHROMIUM, CHROMIUM_ARGS
+from conftest import CHROMIUM, chromium_browser
 
 import bayesobs
 from bayesobs.cli import main
@@ -49,14 +49,8 @@ def clients():
 
 @pytest.fixture
 def browser():
-    if CHROMIUM is None:
-        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium_browser() as b:
         yield b
-        b.close()
 
 
 @needs_chromium

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import CHROMIUM, CHROMIUM_ARGS
+from conftest import chromium_browser
 
 import bayesobs.store
 from bayesobs.cli import main
@@ -38,14 +38,8 @@ def _rows(folder: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def browser():
-    if CHROMIUM is None:
-        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium_browser() as b:
         yield b
-        b.close()
 
 
 # ---------------------------------------------------------------- a person's text

@@ -8,14 +8,14 @@ matplotlib's object-oriented API and change no global state.
 
 from __future__ import annotations
 
-import re
-
 import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+
+from ..trials import natural_key
 
 UNITS = {
     "line_ratio": "length ratio",
@@ -123,12 +123,6 @@ def trajectory(
     if legend:  # outside the data
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
-
-
-def natural_key(value) -> tuple:
-    """Sort key that puts ``S2`` before ``S10`` and ``2`` before ``10``."""
-    parts = re.split(r"(\d+)", str(value))
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
 
 def small_multiples(n: int, ncols: int = 4, panel=(2.7, 2.3), sharex=True, sharey=True):

@@ -31,7 +31,7 @@ from ..scores import (
     with_baseline,
 )
 from ..search import is_search, prefer
-from ..trials import normalize_trials, parse_mapping, read_trials
+from ..trials import natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
 from .hvs import hvs_sections
 from .perception import perception_sections
@@ -370,7 +370,7 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
         for s in d["subject"].unique():
             first.setdefault(s, (s, p["task"], p["modality"], p["condition"]))
     if first:
-        cells = [first[s] for s in sorted(first, key=F.natural_key)]
+        cells = [first[s] for s in sorted(first, key=natural_key)]
         fig = F.trajectory_grid(pred, cells, colors=colors)
         sections.append(
             (
@@ -387,7 +387,7 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
     multimodal = set(
         map(tuple, trials.loc[trials["modality"] == "multimodal", ["subject", "task"]].to_numpy())
     )
-    for s in sorted(trials["subject"].unique(), key=F.natural_key):
+    for s in sorted(trials["subject"].unique(), key=natural_key):
         t = next((t for t in VISUAL if t in tasks and (s, t) in multimodal), None)
         if t is None or res.cue.empty:
             continue
@@ -639,7 +639,7 @@ def anchoring_summary(hits: pd.DataFrame) -> pd.DataFrame:
 
 
 def _natural_order(col: pd.Series) -> pd.Series:
-    return col.map(F.natural_key)
+    return col.map(natural_key)
 
 
 def _missing_html(missing: pd.DataFrame) -> list[str]:
