@@ -8,6 +8,7 @@ import pandas as pd
 from .bootstrap import check_resample
 from .evidence import evidence_table
 from .fitting import fit_batch, fits_table
+from .logprobs import RESPONSES, use_expected
 from .trials import CELL_KEYS, normalize_trials, paradigm_rows
 
 
@@ -44,6 +45,7 @@ def fit(
     interleaved: str | None = None,
     lapse: bool = False,
     resample: str = "pooled",
+    response: str = "sampled",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fit the ten observer variants to every cell; return ``(fits, evidence)``.
 
@@ -66,6 +68,10 @@ def fit(
         Add a uniform lapse rate to every variant (METHOD §11).
     resample : {"pooled", "stratified"}
         Bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
+    response : {"sampled", "expected"}
+        Fit the answers as written, or the mean of each answer's distribution
+        (``response_expected``, from runs with ``--logprobs``;
+        :func:`bayesobs.logprobs.use_expected`).
 
     Returns
     -------
@@ -85,6 +91,10 @@ def fit(
             stacklevel=2,
         )
     check_resample(resample)
+    if response not in RESPONSES:
+        raise ValueError(f"response must be one of {', '.join(RESPONSES)}, not {response!r}")
+    if response == "expected":
+        trials, _ = use_expected(trials)
     batch = fit_batch(
         trials,
         bootstrap=bootstrap,

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from .errors import BayesobsInputError, FatalSubjectError
+from .logprobs import MAX_TOP_LOGPROBS, RESPONSES, use_expected
 from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
 
 
@@ -212,6 +213,16 @@ def cmd_fit(args) -> int:
     if left_out:
         print(
             f"note: {left_out} visual-search/perception trial(s) left out of the fits (see bayesobs score)"
+        )
+    if args.response == "expected":
+        trials, n_without = use_expected(trials)
+        print(
+            "fitting response_expected, the mean of each answer's distribution (--logprobs)"
+            + (
+                f"; {n_without} trial(s) without one kept in sequence as missing"
+                if n_without
+                else ""
+            )
         )
     batch = fit_batch(
         trials,
@@ -611,6 +622,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         f"the reply budget (default {DEFAULT_REASONING_BUDGET})",
     )
     p.add_argument(
+        "--logprobs",
+        type=int,
+        metavar="K",
+        help=f"ask for the top K (0-{MAX_TOP_LOGPROBS}) alternatives of every reply token and "
+        "log each numeric answer's distribution: response_expected, response_sd, response_mass, "
+        "response_top (docs/method.md); a server without logprobs gets one note, the run goes on",
+    )
+    p.add_argument(
         "--token-param",
         choices=TOKEN_PARAMS,
         default="auto",
@@ -685,6 +704,11 @@ def _check_run_options(args) -> None:
             f"--reasoning-budget must be a whole number of tokens in 0..{MAX_REASONING_BUDGET:,}, "
             f"not {args.reasoning_budget}"
         )
+    if args.logprobs is not None and not 0 <= args.logprobs <= MAX_TOP_LOGPROBS:
+        raise BayesobsInputError(
+            f"--logprobs must be a whole number from 0 to {MAX_TOP_LOGPROBS} (the APIs' limit on "
+            f"top_logprobs), not {args.logprobs}"
+        )
     if args.max_attempts < 1:
         raise BayesobsInputError(f"--max-attempts must be at least 1, not {args.max_attempts}")
     if not (math.isfinite(args.max_wait) and args.max_wait >= 0):
@@ -756,6 +780,7 @@ def _run_options(args) -> dict:
         "reasoning_effort": args.reasoning_effort,
         "reasoning_budget": args.reasoning_budget,
         "token_param": args.token_param,
+        "logprobs": args.logprobs,
         "base_url": args.base_url,
         "timeout_s": args.timeout,
         "max_attempts": args.max_attempts,
@@ -938,6 +963,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--variant",
         action="append",
         help="posterior: fit only these variants (repeatable; default all ten)",
+    )
+    p.add_argument(
+        "--response",
+        choices=RESPONSES,
+        default="sampled",
+        help="sampled (default): the answers as written; expected: the mean of each answer's "
+        "distribution (response_expected, logged by runs with --logprobs)",
     )
     p.add_argument("--chains", type=int, default=4, help="posterior: chains (default 4)")
     p.add_argument(

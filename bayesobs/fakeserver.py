@@ -31,11 +31,16 @@ servers the runner must cope with:
     Like servers (and older Azure API versions) that know only ``max_tokens``:
     ``max_completion_tokens`` is refused with HTTP 400 naming it in the message
     only (``param: null``).
+``logprobs``
+    A request with ``logprobs: true`` gets its reply's tokens (one per
+    character) with ``top_logprobs`` alternatives, in OpenAI's shape
+    (:func:`token_logprobs`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import socket
 import sys
 import threading
@@ -63,6 +68,7 @@ class Answer:
     content_type: str = "application/json"
     trickle_s: float = 0.0
     usage: dict | None = None  # replaces the default usage of a 200 reply
+    logprobs: dict | None = None  # the choice's ``logprobs`` object (``{"content": [...]}``)
 
 
 Script = Callable[[dict, int], Answer]
@@ -206,11 +212,49 @@ def legacy(text: str = "0.5") -> Script:
     return script
 
 
+def token_logprobs(text: str, top: int = 5) -> dict:
+    """A ``logprobs`` object for ``text``, one token per character, in OpenAI's documented shape.
+
+    A digit has its neighbours as alternatives (the sampled digit 0.6, the
+    next 0.2, the one before 0.1, two apart 0.05 each); any other character
+    itself (0.9) and a line break (0.05).  ``top`` alternatives are listed
+    (``top_logprobs``).
+    """
+
+    def entry(tok: str, p: float) -> dict:
+        return {"token": tok, "logprob": math.log(p), "bytes": list(tok.encode())}
+
+    content = []
+    for ch in text:
+        if ch.isdigit():
+            d = int(ch)
+            alts = [(ch, 0.6), (str((d + 1) % 10), 0.2), (str((d - 1) % 10), 0.1)]
+            alts += [(str((d + 2) % 10), 0.05), (str((d - 2) % 10), 0.05)]
+        else:
+            alts = [(ch, 0.9), ("\n" if ch != "\n" else " ", 0.05)]
+        item = entry(ch, alts[0][1])
+        item["top_logprobs"] = [entry(t, p) for t, p in alts[:top]]
+        content.append(item)
+    return {"content": content}
+
+
+def logprobs(text: str = "0.5") -> Script:
+    """A script that answers ``text`` with its tokens' logprobs when asked (:func:`token_logprobs`)."""
+
+    def script(body: dict, n: int) -> Answer:
+        if not body.get("logprobs"):
+            return Answer(text)
+        return Answer(text, logprobs=token_logprobs(text, int(body.get("top_logprobs") or 0)))
+
+    return script
+
+
 MODES: dict[str, Callable[[str], Script]] = {
     "constant": constant,
     "reasoning": reasoning,
     "llamacpp": llamacpp,
     "legacy": legacy,
+    "logprobs": logprobs,
 }
 
 
@@ -272,6 +316,7 @@ class FakeChatServer:
                                 "index": 0,
                                 "finish_reason": ans.finish_reason,
                                 "message": {"role": "assistant", "content": ans.text},
+                                "logprobs": ans.logprobs,
                             }
                         ],
                         "usage": ans.usage

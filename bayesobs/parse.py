@@ -112,9 +112,32 @@ def bounded(reply: str, limit: int = MAX_READ_CHARS) -> str:
 
 
 def _normalize(reply: str) -> str:
-    text = bounded(reply).replace("\u2212", "-").strip()
+    return _normalized(reply)[0]
+
+
+def _normalized(reply: str) -> tuple[str, list[int] | None]:
+    """The text that is read and, where it is the reply itself, each character's index in it.
+
+    The index map is None for a reply longer than :data:`MAX_READ_CHARS`
+    (only its two ends are read).
+    """
+    text = bounded(reply).replace("\u2212", "-")  # one character for one: indices kept
+    lead = len(text) - len(text.lstrip())
+    text = text.strip()
+    index = list(range(lead, lead + len(text))) if len(reply) <= MAX_READ_CHARS else None
     # 1,500 is fifteen hundred; 0,500 is a decimal comma (one half)
-    return _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
+    out, kept, at = [], [], 0
+    for m in _THOUSANDS.finditer(text):
+        out.append(text[at : m.start()])
+        kept.extend(range(at, m.start()))
+        for i in range(m.start(), m.end()):
+            if text[i] != ",":
+                out.append(text[i])
+                kept.append(i)
+        at = m.end()
+    out.append(text[at:])
+    kept.extend(range(at, len(text)))
+    return "".join(out), (None if index is None else [index[i] for i in kept])
 
 
 def _braced(text: str, m: re.Match) -> bool:
@@ -151,20 +174,66 @@ def read_answer(
         Empty when valid; otherwise a short reason such as ``"no number"``,
         ``"ambiguous: a range"`` or ``"out of range: 500 not in [0, 1]"``.
     """
+    value, reason, _ = _read(reply, fraction, answer_range, truncated)
+    return value, reason
+
+
+def answer_span(
+    reply: str | None,
+    fraction: bool = False,
+    answer_range: tuple[float, float] | None = None,
+    truncated: bool = False,
+) -> tuple[int, int] | None:
+    """Where in ``reply`` the number :func:`read_answer` reads as the answer stands.
+
+    Returns
+    -------
+    (start, end) or None
+        Character offsets in ``reply`` itself (``reply[start:end]`` is the
+        number with its ``%`` or fraction bar); None when there is no valid
+        answer, the answer is a word (``five``), or the reply is longer than
+        :data:`MAX_READ_CHARS`.
+    """
+    value, _, found = _read(reply, fraction, answer_range, truncated)
+    if found is None or not math.isfinite(value):
+        return None
+    (start, end), index = found
+    if index is None:
+        return None
+    return index[start], index[end - 1] + 1
+
+
+def _read(
+    reply: str | None,
+    fraction: bool,
+    answer_range: tuple[float, float] | None,
+    truncated: bool,
+) -> tuple[float, str, tuple[tuple[int, int], list[int] | None] | None]:
+    """:func:`read_answer`'s value and reason, and the chosen match's span with the index map."""
     if not reply or not reply.strip():
-        return math.nan, "empty reply"
-    text = _normalize(reply)
+        return math.nan, "empty reply", None
+    text, index = _normalized(reply)
     found = list(_TOKEN.finditer(text))
     if not found:
         word = re.fullmatch(r"\W*(\w+)\W*", text.lower())
         if word and word.group(1) in _WORDS and not truncated:
-            return _check(float(_WORDS[word.group(1)]), answer_range)
-        return math.nan, ("cut off by max_tokens before an answer" if truncated else "no number")
+            return (*_check(float(_WORDS[word.group(1)]), answer_range), None)
+        return (
+            math.nan,
+            ("cut off by max_tokens before an answer" if truncated else "no number"),
+            None,
+        )
     before = {id(m): text[max(0, m.start() - _WINDOW) : m.start()] for m in found}
     matches = [m for m in found if not _NEGATED.search(before[id(m)])]
     if not matches:
-        return math.nan, (
-            "cut off by max_tokens before an answer" if truncated else "no number but negated ones"
+        return (
+            math.nan,
+            (
+                "cut off by max_tokens before an answer"
+                if truncated
+                else "no number but negated ones"
+            ),
+            None,
         )
     ranges = [r.span() for r in _RANGE.finditer(text)]
     starts = [a for a, _ in ranges]
@@ -178,9 +247,9 @@ def read_answer(
     if strong:
         chosen = strong[-1]
         if alt := _ALTERNATIVE.match(text, chosen.end()):
-            return math.nan, f"ambiguous: alternatives ({chosen.group(0)}{alt.group(0)})"
+            return math.nan, f"ambiguous: alternatives ({chosen.group(0)}{alt.group(0)})", None
     elif truncated:
-        return math.nan, "cut off by max_tokens before an answer"
+        return math.nan, "cut off by max_tokens before an answer", None
     else:
         values = {round(_value(m, fraction), 9) for m in matches}
         if len(values) == 1:
@@ -190,12 +259,16 @@ def read_answer(
             if weak and not in_range(weak[-1]):
                 chosen = weak[-1]
             elif any(in_range(m) for m in matches):
-                return math.nan, "ambiguous: a range, not one number"
+                return math.nan, "ambiguous: a range, not one number", None
             else:
-                return math.nan, f"ambiguous: {len(values)} different numbers without an answer cue"
+                return (
+                    math.nan,
+                    f"ambiguous: {len(values)} different numbers without an answer cue",
+                    None,
+                )
     if in_range(chosen):
-        return math.nan, "ambiguous: a range, not one number"
-    return _check(_value(chosen, fraction), answer_range)
+        return math.nan, "ambiguous: a range, not one number", None
+    return (*_check(_value(chosen, fraction), answer_range), (chosen.span(), index))
 
 
 def _check(v: float, answer_range: tuple[float, float] | None) -> tuple[float, str]:

@@ -17,12 +17,14 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import BayesobsInputError
+from .logprobs import COLUMNS as DISTRIBUTION_COLUMNS
+from .logprobs import reply_distribution
 from .provenance import read_manifest
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted
 from .trials import RUN_KEYS
 
 # columns a task's record() may (re)write; stale ones are cleared first
-SCORED = ("response", "valid", "invalid_reason")
+SCORED = ("response", "valid", "invalid_reason", *DISTRIBUTION_COLUMNS, "response_dist_note")
 
 
 def _sessions(folder: Path) -> dict[tuple, object]:
@@ -75,6 +77,16 @@ def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.Da
         answer = sess.task.record(
             stim, rec.get("raw_response"), truncated=rec.get("finish_reason") == "length"
         )
+        if rec.get("logprobs") and not sess.task.worded():  # --logprobs: recomputed, too
+            answer.update(
+                reply_distribution(
+                    rec["logprobs"],
+                    rec.get("raw_response"),
+                    sess.task.fraction,
+                    sess.task.answer_range,
+                    truncated=rec.get("finish_reason") == "length",
+                )
+            )
         if budget_exhausted(
             rec.get("raw_response"), rec.get("finish_reason"), rec.get("reasoning_tokens")
         ):

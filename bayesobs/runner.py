@@ -33,6 +33,7 @@ from .ablations import (
     system_prompt,
 )
 from .errors import BayesobsInputError
+from .logprobs import reply_distribution
 from .presentation import stimulus_images, stimulus_text, trial_blur
 from .provenance import utc_now
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
@@ -609,6 +610,16 @@ class Runner:
                     stim, reply.text, truncated=reply.finish_reason == "length"
                 )
                 extra = reply.extra or {}
+                if "logprobs" in extra and not sess.task.worded():  # --logprobs: numeric answers
+                    answer.update(
+                        reply_distribution(
+                            extra["logprobs"],
+                            reply.text,
+                            sess.task.fraction,
+                            sess.task.answer_range,
+                            truncated=reply.finish_reason == "length",
+                        )
+                    )
                 if budget_exhausted(reply.text, reply.finish_reason, extra.get("reasoning_tokens")):
                     answer["valid"] = False  # not a reply without a number: no reply at all
                     answer["invalid_reason"] = BUDGET_EXHAUSTED
@@ -834,8 +845,9 @@ def chat_identity(chat: dict | None, every: bool = False) -> dict:
     The CLI and :func:`sweep` both record this, so a folder started by one is
     resumed by the other with the same settings (time-outs and retries do not
     change what is asked, so they are left out).  ``token_param`` is recorded
-    when it is not ``auto`` and ``reasoning_budget`` when a reasoning effort
-    adds it (so folders of earlier versions resume); ``every`` gives both always.
+    when it is not ``auto``, ``reasoning_budget`` when a reasoning effort
+    adds it and ``logprobs`` when asked for (so folders of earlier versions
+    resume); ``every`` gives them always.
     """
     from .subjects.openai_chat import ChatOptions
 
@@ -845,6 +857,8 @@ def chat_identity(chat: dict | None, every: bool = False) -> dict:
         out["token_param"] = opts.token_param
     if every or reasoning_budget(opts.reasoning_effort, opts.reasoning_budget):
         out["reasoning_budget"] = opts.reasoning_budget
+    if every or opts.logprobs is not None:
+        out["logprobs"] = opts.logprobs
     return out
 
 

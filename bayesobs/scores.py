@@ -51,6 +51,7 @@ from .cue import (  # the cue probe lives beside the cue code; re-exported here
 from .evidence import factor_evidence_array
 from .observers.variants import FACTORS, VARIANT_NAMES
 from .parse import invalid_reply_rows
+from .spread import answer_spread
 from .trials import (
     CELL_KEYS,
     RUN_KEYS,
@@ -250,6 +251,8 @@ class Scores(NamedTuple):
     perceptv_domains: pd.DataFrame | None = None
     perceptv_skills: pd.DataFrame | None = None
     perceptv_formats: pd.DataFrame | None = None
+    # --logprobs runs: mean within-answer sd beside the best model's residual sd (bayesobs.spread)
+    answer_spread: pd.DataFrame | None = None
 
     def to_folder(
         self, out, trials: pd.DataFrame | None = None, manifest: dict | None = None
@@ -297,7 +300,14 @@ class Scores(NamedTuple):
         for name in cls._fields:
             p = folder / f"{name}.csv"
             tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
-        for name in ("search", "search_accuracy", "search_bias", "hvs", *_PERCEPTION):
+        for name in (
+            "search",
+            "search_accuracy",
+            "search_bias",
+            "hvs",
+            "answer_spread",
+            *_PERCEPTION,
+        ):
             if tables[name].empty and not len(tables[name].columns):
                 tables[name] = None
         for name in ("subject", "task"):  # keys stay text (e.g. subject "007")
@@ -663,4 +673,5 @@ def _magnitude_scores(
         missing=pd.DataFrame(missing, columns=["subject", "task", "component", "reason"]),
         controls=controls_table(fit_controls(trials), fits),
         bcs_extra=bcs_extra,
+        answer_spread=answer_spread(trials, fits) if "response_sd" in trials else None,
     )

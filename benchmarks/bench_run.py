@@ -15,6 +15,9 @@ Usage::
    reasoning and cached tokens), ``--reasoning-effort low``, line_ratio in
    text: the runner's CPU milliseconds per trial (the server runs in its own
    process), which issue 27 bounds at 5 ms.
+4. Logprobs overhead: the same with ``--logprobs 5`` against the server's
+   ``logprobs`` mode (each reply's tokens with 5 alternatives): the runner's
+   CPU milliseconds per trial, answer distributions included (bound: 5 ms).
 """
 
 from __future__ import annotations
@@ -114,15 +117,20 @@ def main() -> int:
         f"= {calls / wall:.0f} trials/s"
     )
     result.update(reasoning_overhead(args.out / "run-reasoning"))
+    result.update(reasoning_overhead(args.out / "run-logprobs", mode="logprobs"))
     (args.out / "bench_run.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
-def reasoning_overhead(out: Path) -> dict:
-    """The runner's CPU time per trial against a reasoning-model server (its own process)."""
+def reasoning_overhead(out: Path, mode: str = "reasoning") -> dict:
+    """The runner's CPU time per trial against a reasoning-model server (its own process).
+
+    ``mode="logprobs"``: against a server that returns each token's top 5
+    alternatives, with ``--logprobs 5`` (answer distributions computed).
+    """
     shutil.rmtree(out, ignore_errors=True)
     server = subprocess.Popen(
-        [sys.executable, "-m", "bayesobs.fakeserver", "--mode", "reasoning"],
+        [sys.executable, "-m", "bayesobs.fakeserver", "--mode", mode, "--reply", "0.62"],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -131,7 +139,11 @@ def reasoning_overhead(out: Path) -> dict:
     for c in ("base", "steer_numeric", "noise_gradual"):
         argv += ["--condition", c]
     argv += ["--out", str(out), "--base-url", url, "--api-key", "k", "--no-cache"]
-    argv += ["--reasoning-effort", "low", "--concurrency", "16", "--no-progress"]
+    if mode == "reasoning":
+        argv += ["--reasoning-effort", "low"]
+    else:
+        argv += ["--logprobs", "5"]
+    argv += ["--concurrency", "16", "--no-progress"]
     try:
         cpu0, t0 = time.process_time(), time.perf_counter()
         code = cli(argv)
@@ -140,16 +152,18 @@ def reasoning_overhead(out: Path) -> dict:
         server.terminate()
         server.wait()
     rows = [json.loads(x) for x in (out / "trials.jsonl").open()]
-    assert code == 0 and all(r["valid"] and r["reasoning_tokens"] for r in rows)
+    check = "reasoning_tokens" if mode == "reasoning" else "response_expected"
+    assert code == 0 and all(r["valid"] and r[check] for r in rows)
     ms = 1000 * cpu / len(rows)
+    what = "reasoning-model server" if mode == "reasoning" else "logprobs server, --logprobs 5"
     print(
-        f"reasoning-model server, 16 concurrent sessions, text: {len(rows)} trials in {wall:.1f} s; "
+        f"{what}, 16 concurrent sessions, text: {len(rows)} trials in {wall:.1f} s; "
         f"runner CPU {ms:.2f} ms per trial (bound: 5 ms)"
     )
     return {
-        "reasoning_trials": len(rows),
-        "reasoning_trials_per_s": round(len(rows) / wall, 1),
-        "reasoning_runner_cpu_ms_per_trial": round(ms, 2),
+        f"{mode}_trials": len(rows),
+        f"{mode}_trials_per_s": round(len(rows) / wall, 1),
+        f"{mode}_runner_cpu_ms_per_trial": round(ms, 2),
     }
 
 

@@ -241,3 +241,49 @@ def test_the_readme_local_model_command_runs(server, tmp_path, monkeypatch):
     assert main([*argv[1:], "--no-progress", "--no-cache"]) == 0
     rows = _rows(tmp_path / "runs" / "smollm2")
     assert len(rows) == 3 * 4 and all(r["raw_response"] for r in rows)
+
+
+def test_answer_distributions_from_the_real_servers_logprobs(server, tmp_path):
+    """--logprobs against llama.cpp: its tokens spell each reply; every answer is weighed."""
+    out = tmp_path / "lp"
+    argv = [
+        "run",
+        str(ROOT / "tasks" / "numerosity.toml"),
+        "--modality",
+        "text",
+        "--subject",
+        "openai:smollm2-135m",
+        "--base-url",
+        server,
+        "--api-key",
+        "local",
+        "--trials",
+        "4",
+        "--logprobs",
+        "5",
+        "--token-param",
+        "max_tokens",
+        "--out",
+        str(out),
+        "--no-cache",
+        "--no-progress",
+    ]
+    assert main(argv) == 0
+    rows = _rows(out)
+    assert len(rows) == 12
+    for r in rows:  # the server's tokens, as logged, spell its reply
+        assert r["logprobs"] and "".join(t[0] for t in r["logprobs"]) == r["raw_response"]
+        # the top 5, and llama.cpp adds the sampled token where it is not among them
+        assert all(len(t[2]) <= 5 or [x for x, _ in t[2]][5:] == [t[0]] for t in r["logprobs"])
+    weighed = [r for r in rows if r["valid"]]
+    assert len(weighed) >= 3, [r["raw_response"] for r in rows]
+    for r in weighed:
+        assert r["response_dist_note"] is None, r["raw_response"]
+        assert 0 < r["response_mass"] <= 1 and r["response_sd"] >= 0
+        top = r["response_top"]
+        assert abs(sum(w for _, w in top) - 1) < 1e-5 or len(top) == 5
+        if len(top) < 5:  # every answer listed: the mean is theirs, computed here
+            mean = sum(v * w for v, w in top)
+            assert r["response_expected"] == pytest.approx(mean, rel=1e-5, abs=1e-6)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["requests"]["openai:smollm2-135m"]["logprobs_effective"] == 5

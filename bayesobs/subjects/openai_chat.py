@@ -61,11 +61,13 @@ from functools import lru_cache
 import httpx
 import openai
 
+from ..logprobs import MAX_TOP_LOGPROBS, compact
 from ..reasoning import DEFAULT_REASONING_BUDGET, TOKEN_PARAMS, reasoning_budget
 from .base import FatalSubjectError, Reply, Request, SubjectError
 from .cache import ResponseCache, request_key
 
 SAMPLING_PARAMS = ("temperature", "top_p")  # dropped, once, when a server refuses them
+LOGPROB_PARAMS = ("logprobs", "top_logprobs")  # --logprobs; dropped together when refused
 
 
 @dataclass
@@ -84,6 +86,7 @@ class ChatOptions:
     backoff_s: float = 1.0
     backoff_cap_s: float = 300.0
     max_wait_s: float = 600.0  # total seconds one request may wait between its attempts
+    logprobs: int | None = None  # --logprobs K: ask for the top K alternatives of each token
 
     def public(self) -> dict:
         """Every option (the key is not an option, so nothing secret)."""
@@ -197,7 +200,9 @@ def token_details(usage: dict) -> dict:
 def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
     """Text, ``finish_reason``, usage and token details of a chat completion body.
 
-    The details are :func:`token_details` (empty where not reported).  A
+    The details are :func:`token_details` (empty where not reported) and,
+    where the reply has them, its tokens' ``logprobs`` in
+    :func:`bayesobs.logprobs.compact` form.  A
     ``content: null`` cut off by the budget (``finish_reason: "length"``) is
     the empty reply it is.  Raises :class:`EmptyReply` (with the reason) for
     a body that holds no answer: not JSON, an ``error`` object, no or empty
@@ -230,7 +235,12 @@ def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
     if isinstance(raw_usage, dict):
         usage = {k: raw_usage.get(k) for k in ("prompt_tokens", "completion_tokens")}
         details = token_details(raw_usage)
-    return content, finish, usage, details or {}
+    details = details or {}
+    lp = choice.get("logprobs")
+    tokens = compact(lp.get("content")) if isinstance(lp, dict) else None
+    if tokens is not None:
+        details["logprobs"] = tokens
+    return content, finish, usage, details
 
 
 def refused_param(exc: Exception, sent: dict) -> str | None:
@@ -240,7 +250,7 @@ def refused_param(exc: Exception, sent: dict) -> str | None:
     ``unsupported_value``); other servers only in the message
     (``Unrecognized request argument supplied: max_completion_tokens``).
     """
-    candidates = [k for k in (*TOKEN_PARAMS[1:], *SAMPLING_PARAMS) if k in sent]
+    candidates = [k for k in (*TOKEN_PARAMS[1:], *SAMPLING_PARAMS, *LOGPROB_PARAMS) if k in sent]
     param = getattr(exc, "param", None)
     if param in candidates:
         return param
@@ -315,6 +325,12 @@ class OpenAIChatSubject:
         self.settled = False  # a first request has come back: the others need not wait
         self._overrun_switched = False
         self._probe: asyncio.Lock | None = None
+        k = options.logprobs
+        if k is not None and (isinstance(k, bool) or not 0 <= k <= MAX_TOP_LOGPROBS):
+            raise FatalSubjectError(
+                f"--logprobs must be an integer from 0 to {MAX_TOP_LOGPROBS} (the APIs' limit), not {k!r}"
+            )
+        self.logprobs_missing = False  # replies came without the logprobs asked for
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secret)
@@ -339,6 +355,9 @@ class OpenAIChatSubject:
         body[self.token_param] = self.budget(request)
         if o.reasoning_effort:
             body["reasoning_effort"] = o.reasoning_effort
+        if o.logprobs is not None and "logprobs" not in self.dropped:
+            body["logprobs"] = True
+            body["top_logprobs"] = o.logprobs
         return body
 
     @property
@@ -357,6 +376,14 @@ class OpenAIChatSubject:
             "dropped": sorted(self.dropped),
             "temperature_effective": self.temperature_effective,
             "reasoning_budget": reasoning_budget(o.reasoning_effort, o.reasoning_budget) or None,
+            "logprobs": o.logprobs,
+            "logprobs_effective": (
+                o.logprobs
+                if o.logprobs is not None
+                and "logprobs" not in self.dropped
+                and not self.logprobs_missing
+                else None
+            ),
         }
 
     def _columns(self, body: dict, details: dict) -> dict:
@@ -369,6 +396,19 @@ class OpenAIChatSubject:
 
     def _refusal(self, param: str, exc: Exception) -> None:
         """Remember a parameter the server refused (HTTP 400) for the rest of the run."""
+        if param in LOGPROB_PARAMS:
+            if "logprobs" in self.dropped:
+                return
+            self.dropped["logprobs"] = None
+            self._adapt(
+                {
+                    "dropped": "logprobs",
+                    "note": f"the server refused {param} (HTTP 400): --logprobs "
+                    f"{self.options.logprobs} is off for the rest of the run, which goes on "
+                    "without answer distributions",
+                }
+            )
+            return
         if param in SAMPLING_PARAMS:
             if param in self.dropped:
                 return  # a concurrent request found out first
@@ -435,7 +475,7 @@ class OpenAIChatSubject:
         hit = self.cache.get(key)
         if hit is None:
             return key, None
-        details = {k: hit[k] for k in ("reasoning_tokens", "cached_tokens") if k in hit}
+        details = {k: hit[k] for k in ("reasoning_tokens", "cached_tokens", "logprobs") if k in hit}
         reply = Reply(
             text=hit["text"],
             usage=hit.get("usage"),
@@ -574,6 +614,16 @@ class OpenAIChatSubject:
                     return hit
                 continue
             text = self._redact(text)  # a key echoed by the server is kept nowhere
+            if "logprobs" in body and "logprobs" not in details and not self.logprobs_missing:
+                self.logprobs_missing = True
+                self._adapt(
+                    {
+                        "logprobs_missing": True,
+                        "note": f"the server returned no logprobs for --logprobs "
+                        f"{self.options.logprobs}: the run goes on without answer distributions "
+                        "for this subject",
+                    }
+                )
             if key is not None:
                 self.cache.put(
                     key,
