@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayesobs.perception import chain_prediction, perception_table, skill_from_accuracy
 from bayesobs.runner import execute, plan
 from bayesobs.store import ExperimentStore
 from bayesobs.subjects import FatalSubjectError, Reply
@@ -148,3 +149,136 @@ def test_a_reversed_condition_keeps_the_steps_of_a_sequence_in_order():
     assert [s.params["seed"] for s in rev[::3]] == [s.params["seed"] for s in stims[::3]][::-1]
     chains = task.generate(np.random.default_rng(0), 2, 4, 3, {"variant": "L3"})
     assert reverse_trials(task, chains) == chains[::-1]  # independent trials: plain reversal
+
+
+# ------------------------------------------------------------------ metrics
+def _hunt_rows(subject, variant, L, hits, chances, **cols):
+    return [
+        {
+            "paradigm": "perception",
+            "subject": subject,
+            "task": "scavenger_hunt",
+            "variant": variant,
+            "modality": "image",
+            "condition": "base",
+            "problem_size": L,
+            "correct": h,
+            "valid": h is not None,
+            "chance": c,
+            "gold": "red",
+            "response_value": "red" if h else "blue",
+            **{k: v[i] if isinstance(v, list) else v for k, v in cols.items()},
+        }
+        for i, (h, c) in enumerate(zip(hits, chances, strict=True))
+    ]
+
+
+def test_per_sequence_accuracy_and_conditional_final_step_error_by_hand():
+    from bayesobs.perception import perception_scores
+
+    ch = [1 / 33, 1 / 33, 1 / 11]
+    rows = []
+    # five puzzles: all right; step 2 wrong; final wrong; step 1 wrong, then invalid and unasked;
+    # a sequence cut short by a stopped run (left out of the sequence metrics)
+    for seed, hits in enumerate(([1, 1, 1], [1, 0, 1], [1, 1, 0], [0, None, None], [1, 1])):
+        rows += _hunt_rows(
+            "a",
+            "decomposed",
+            3,
+            hits,
+            ch[: len(hits)],
+            step=[1, 2, 3][: len(hits)],
+            n_steps=3,
+            trial_seed=seed,
+            session="d",
+            run=0,
+        )
+    acc = perception_scores(pd.DataFrame(rows))["perception"].iloc[0]
+    assert acc.n == 14 and acc.n_correct == 9 and acc.accuracy == pytest.approx(9 / 14)
+    assert acc.sequence_n == 4 and acc.sequence_correct == 1 and acc.sequence_accuracy == 0.25
+    assert acc.final_step_n == 2 and acc.final_step_error == 0.5  # of puzzles 0 and 2
+    assert acc.sequence_chance == pytest.approx(1 / 33 / 33 / 11)
+    # final answer "red" on the gold path in puzzles 0 and 1 (1 got there by a wrong step 2)
+    assert acc.sequence_final_accuracy == 0.5
+
+
+def test_a_random_colour_answerer_is_not_flagged_but_the_plain_product_would_be():
+    from bayesobs.perception import chain_table
+
+    rng = np.random.default_rng(1)
+    g = 1 / 11
+    rows = []
+    for L in (2, 3, 4):
+        rows += _hunt_rows("r", f"L{L}", L, list((rng.random(200) < g).astype(int)), [g] * 200)
+    # reads every label right (steps 1 and 2), guesses every colour at random
+    for seed in range(300):
+        rows += _hunt_rows(
+            "r",
+            "decomposed",
+            3,
+            [1, 1, int(rng.random() < g)],
+            [1 / 33, 1 / 33, g],
+            step=[1, 2, 3],
+            n_steps=3,
+            trial_seed=seed,
+        )
+    chain = chain_table(perception_table(pd.DataFrame(rows)))
+    assert list(chain.L) == [2, 3, 4] and (chain.final_step_n == 300).all()
+    assert chain.step_skill.max() < 0.05  # no skill beyond guessing
+    assert np.allclose(chain.predicted_guess, g, atol=0.02)
+    assert chain.within.all()  # with the guessing term: consistent
+    assert not chain.within_plain.any()  # (1 - e)^L alone: flagged at every L
+
+
+def test_prediction_formula_values():
+    assert skill_from_accuracy(0.94, 1 / 11) == pytest.approx((0.94 - 1 / 11) / (10 / 11))
+    s = float(skill_from_accuracy(0.94, 1 / 11))
+    assert chain_prediction(s, 3, 1 / 11) == pytest.approx(s**3 + (1 - s**3) / 11)
+    assert chain_prediction(0.94, 3, 0) == pytest.approx(0.94**3)  # the paper's 83%
+    assert chain_prediction(0.0, 4, 1 / 11) == pytest.approx(1 / 11)  # a guesser
+    assert skill_from_accuracy(0.02, 1 / 11) == 0  # below chance: no skill, not negative
+
+
+class Chainer:
+    """The library's chainer with a known per-step error (looks at the pixels the runner sends)."""
+
+    def __init__(self, error):
+        self.error = error
+
+    async def complete(self, request):
+        from bayesobs.subjects.tunnel_sim import _rng, trial_of
+        from bayesobs.tunnel import sims
+
+        rng = _rng(0, "chainer", request.meta)
+        return Reply(text=sims.chainer(trial_of(request), rng, error=self.error))
+
+
+@pytest.mark.slow
+def test_a_subject_with_known_step_error_matches_the_predictions(tmp_path):
+    from bayesobs.perception import perception_scores
+
+    E, N = 0.25, 150
+    spec = {
+        "task": "scavenger_hunt",
+        "seed": 5,
+        "trials": N,
+        "modalities": ["image"],
+        "sessions": [
+            {"name": v, "range": [2, 4], "variant": v} for v in ("L2", "L3", "L4", "decomposed")
+        ],
+        "ablations": {"context": 0},
+    }
+    with ExperimentStore(tmp_path / "k", {"command": "test"}, lock=True) as store:
+        execute(plan(spec, ["sim:chainer"]), store, {"sim:chainer": Chainer(E)}, progress=False)
+    lines = (tmp_path / "k" / "trials.jsonl").read_text().splitlines()
+    tables = perception_scores(pd.DataFrame([json.loads(x) for x in lines]))
+    chain = tables["perception_chain"]
+    assert chain.within.all()
+    # the observed chain accuracy against the truth s = 1 - E (g between 1/16 and 1/11)
+    for r in chain.itertuples():
+        truth = chain_prediction(1 - E, r.L, 1 / 13)
+        assert abs(r.accuracy - truth) < 2.5 * np.sqrt(truth * (1 - truth) / r.n) + 0.02
+    dec = tables["perception"].query("variant == 'decomposed'").iloc[0]
+    truth = (1 - E) ** 3  # every step right; a wrong cell is never the right one
+    assert abs(dec.sequence_accuracy - truth) < 2.5 * np.sqrt(truth * (1 - truth) / N)
+    assert abs(dec.final_step_error - E * (1 - 1 / 16)) < 0.12
