@@ -183,7 +183,7 @@ def paper_chance(task: str, variant: str) -> float:
     Tunnel Vision (:func:`bayesobs.tunnel.published.chance`): 0.5, 1/11 and,
     for circuits, 1/7 -- one over the mean number of components (4..10),
     not the mean of 1/n that a random guesser among the components shown
-    achieves (E[1/n] = 0.1600 for n uniform on 4..10; see :func:`mean_inverse`).
+    achieves (E[1/n] = 0.1565 for n uniform on 4..10; see :func:`mean_inverse`).
     """
     from .tunnel.published import REFERENCES
     from .tunnel.published import chance as published_chance

@@ -282,3 +282,37 @@ def test_a_subject_with_known_step_error_matches_the_predictions(tmp_path):
     truth = (1 - E) ** 3  # every step right; a wrong cell is never the right one
     assert abs(dec.sequence_accuracy - truth) < 2.5 * np.sqrt(truth * (1 - truth) / N)
     assert abs(dec.final_step_error - E * (1 - 1 / 16)) < 0.12
+
+
+# ------------------------------------------------------------------ circuits chance (item 12)
+def test_circuits_report_both_chance_levels_with_their_definitions(tmp_path):
+    from fractions import Fraction
+
+    from bayesobs.perception import mean_inverse, perception_scores
+    from bayesobs.subjects.tunnel_sim import TunnelSubject
+    from bayesobs.tunnel import circuits
+
+    low, high = circuits.N_COMPONENTS
+    spec = {
+        "task": "circuits",
+        "seed": 3,
+        "trials": 14,
+        "modalities": ["image"],
+        "options": {"stratified": True},
+        "sessions": [{"name": "s", "range": [low, high], "variant": "single"}],
+        "ablations": {"context": 0},
+    }
+    with ExperimentStore(tmp_path / "c", {"command": "test"}, lock=True) as store:
+        subject = {"sim:random": TunnelSubject("random")}
+        execute(plan(spec, ["sim:random"]), store, subject, progress=False)
+    lines = (tmp_path / "c" / "trials.jsonl").read_text().splitlines()
+    row = perception_scores(pd.DataFrame([json.loads(x) for x in lines]))["perception"].iloc[0]
+    ns = range(low, high + 1)
+    e_inv = sum(Fraction(1, n) for n in ns) / len(ns)  # E[1/n]: a guesser among the n shown
+    inv_e = 1 / (Fraction(sum(ns), len(ns)))  # 1/E[n]: the paper's 1/7
+    assert inv_e == Fraction(1, 7) and float(e_inv) == pytest.approx(0.15652, abs=1e-5)
+    assert row.chance == pytest.approx(float(e_inv), abs=1e-12)  # two trials of each n
+    assert mean_inverse(low, high) == pytest.approx(float(e_inv), abs=1e-12)
+    assert row.chance_paper == pytest.approx(float(inv_e), abs=1e-12)
+    assert np.isfinite(row.p_above_chance) and np.isfinite(row.p_above_chance_paper)
+    assert row.p_above_chance_paper <= row.p_above_chance  # the lower bar is easier to pass
