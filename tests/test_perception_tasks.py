@@ -445,6 +445,10 @@ def test_report_draws_every_perception_figure(scored):
     } <= figs
     page = (root / "report" / "index.html").read_text()
     assert "Circuits: Table 2 regressions" in page and "compounding error" in page
+    # the decomposed hunt beside Table 1 on the same metric; both chance levels, defined
+    assert "against the paper&#x27;s Table 1" in page or "against the paper's Table 1" in page
+    assert "paper: o4-mini" in page and "accuracy_per_sequence" in page
+    assert "chance_paper" in page and "1/7 = 1/E[n]" in page
 
 
 # ------------------------------------------------------------------ the protocol and resuming
