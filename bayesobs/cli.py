@@ -342,7 +342,8 @@ def cmd_score(args) -> int:
         print()
         print(
             wrap(
-                "Perception tasks: accuracy (95% Wilson interval) against chance "
+                "Perception tasks: accuracy per question (95% Wilson interval) against the "
+                "trials' chance (the paper's where it differs; per sequence: every step right) "
                 f"(every table in {args.out}/perception*.csv)"
             )
         )
@@ -358,9 +359,21 @@ def perception_summary(table) -> str:
     Fits :data:`~bayesobs.leaderboard.WIDTH` columns: a column with one value
     throughout is said once above the rows.
     """
+    import math
+
     import pandas as pd
 
     from .leaderboard import text_table
+
+    def chance(r) -> str:  # the trials' own; the paper's beside it where it differs
+        paper = getattr(r, "chance_paper", math.nan)
+        if paper == paper and not math.isclose(paper, r.chance, abs_tol=5e-3):
+            return f"{r.chance:.2f} (paper {paper:.2f})"
+        return f"{r.chance:.2f}"
+
+    def sequence(r) -> str:  # the decomposed hunt: every step right (Table 1's metric)
+        acc = getattr(r, "sequence_accuracy", math.nan)
+        return f"{acc:.2f} of {int(r.sequence_n)}" if acc == acc else ""
 
     rows = [
         {
@@ -370,13 +383,17 @@ def perception_summary(table) -> str:
             "modality": r.modality,
             "condition": r.condition,
             "accuracy [95%]": f"{r.accuracy:.2f} [{r.lo:.2f}, {r.hi:.2f}]",
-            "chance": f"{r.chance:.2f}",
+            "chance": chance(r),
             "n": str(r.n),
             "invalid": f"{r.invalid_rate:.0%}",
+            "per sequence": sequence(r),
         }
         for r in table.itertuples(index=False)
     ]
-    return text_table(pd.DataFrame(rows))
+    out = pd.DataFrame(rows)
+    if not out["per sequence"].astype(bool).any():
+        out = out.drop(columns="per sequence")
+    return text_table(out)
 
 
 def search_summary(search) -> str:

@@ -40,7 +40,7 @@ from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
 from .stimuli import TASKS, Stimulus, Task, get_task
 from .stimuli.distributions import check_distribution, label, prior_mean
 from .store import ExperimentStore, LogWriteError
-from .subjects import FatalSubjectError, Request, SubjectError, Turn, parse_subject
+from .subjects import FatalSubjectError, Reply, Request, SubjectError, Turn, parse_subject
 from .trials import MODALITIES
 
 SPEC_KEYS = {
@@ -402,7 +402,7 @@ def plan(
             dist = label(low, high, options)
             mean = None if dist == "uniform" else prior_mean(low, high, options)
             for c in cond_objs:
-                seq = stimuli[::-1] if c.reverse else stimuli
+                seq = reverse_trials(task, stimuli) if c.reverse else stimuli
                 # len(stimuli): a decomposed trial asks several questions (one stimulus each)
                 blur = blur_schedule(c, len(stimuli), spec.get("ablations"))
                 for m in mods:
@@ -425,6 +425,22 @@ def plan(
                             )
                         )
     return out
+
+
+def reverse_trials(task: Task, stimuli: list[Stimulus]) -> list[Stimulus]:
+    """``stimuli`` in reverse order, each trial asked from its predecessor kept right after it.
+
+    A stimulus for which ``task.follows`` is true is asked from the answer to
+    the one before it (the decomposed scavenger hunt's steps), so a reversed
+    condition reverses whole sequences, not the steps within one.
+    """
+    groups: list[list[Stimulus]] = []
+    for stim in stimuli:
+        if groups and task.follows(stim):
+            groups[-1].append(stim)
+        else:
+            groups.append([stim])
+    return [s for g in reversed(groups) for s in g]
 
 
 # ---------------------------------------------------------------- running
@@ -558,7 +574,13 @@ class Runner:
         subject = self.subjects[sess.subject]
         history: list[tuple[Callable[[], Turn], Turn, int]] = []
         previous: list[float] = []
+        asked: Stimulus | None = None  # the previous trial as asked, and its record
+        last: dict | None = None
         for t, stim in enumerate(sess.stimuli):
+            if asked is not None and last is not None and sess.task.follows(stim):
+                # asked from the subject's own previous answer (from the log on resume)
+                stim = sess.task.follow_up(stim, asked, last)
+            not_asked = stim.params.get("not_asked")
             blur = trial_blur(sess, t)
             later = self._later(sess, stim, blur, t)
             window = history[-sess.cond.context :] if sess.cond.context else []
@@ -586,15 +608,18 @@ class Runner:
                 # a task's extra fields for simulated subjects (hvs: the question); not logged
                 ask = {**meta, **sess.task.request_meta(stim)}
                 try:
-                    reply = await subject.complete(
-                        Request(
-                            system,
-                            turns,
-                            ask,
-                            max_tokens=sess.task.max_tokens,
-                            session_range=sess.range,
+                    if not_asked:  # nothing to start from: logged unasked, no call
+                        reply = Reply(text="")
+                    else:
+                        reply = await subject.complete(
+                            Request(
+                                system,
+                                turns,
+                                ask,
+                                max_tokens=sess.task.max_tokens,
+                                session_range=sess.range,
+                            )
                         )
-                    )
                     self._adaptations(sess.subject, subject)
                 except SubjectError as exc:
                     self._adaptations(sess.subject, subject)
@@ -607,8 +632,17 @@ class Runner:
                         )
                     raise
                 answer = sess.task.record(
-                    stim, reply.text, truncated=reply.finish_reason == "length"
+                    stim,
+                    None if not_asked else reply.text,
+                    truncated=reply.finish_reason == "length",
                 )
+                if not_asked:
+                    answer.update(
+                        response=None,
+                        valid=False,
+                        invalid_reason=f"not asked: {not_asked}",
+                        not_asked=True,
+                    )
                 extra = reply.extra or {}
                 if "logprobs" in extra and not sess.task.worded():  # --logprobs: numeric answers
                     answer.update(
@@ -630,7 +664,7 @@ class Runner:
                     "paradigm": sess.task.paradigm,
                     "stimulus": stim.value,
                     "response": answer.pop("response"),
-                    "raw_response": reply.text,
+                    "raw_response": None if not_asked else reply.text,
                     "valid": answer.pop("valid"),
                     "range_low": sess.range[0],
                     "range_high": sess.range[1],
@@ -659,13 +693,15 @@ class Runner:
                 self.report.cached += reply.cached
                 if reply.cached:
                     self.report.cached_from[reply.cached_from or "an earlier run"] += 1
-                self.report.unparsed += not rec["valid"]
+                self.report.unparsed += not rec["valid"] and not not_asked
                 if bar is not None:
                     bar.update(1)
             else:
                 self.report.skipped += 1
-            history.append((later, Turn("assistant", text=rec["raw_response"]), t))
+            if not not_asked:  # an unasked trial is no turn of the conversation
+                history.append((later, Turn("assistant", text=rec["raw_response"]), t))
             previous.append(stim.value)
+            asked, last = stim, rec
 
     async def run(self, sessions: list[Session]) -> RunReport:
         """Run sessions concurrently (up to ``concurrency``) and return the report."""

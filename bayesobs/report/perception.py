@@ -67,6 +67,7 @@ def accuracy_by_variant(
     """Accuracy per variant and subject (95% Wilson bars) with chance, human and model lines."""
     t = table[(table["task"] == task) & (table["modality"] == modality)]
     t = t[t["condition"] == "base"] if (t["condition"] == "base").any() else t
+    t = per_sequence(t)  # the decomposed hunt on the paper's Table 1 metric
     variants = list(dict.fromkeys(t["variant"]))
     fig, (ax,) = _axes(ax, size=(max(7.2, 3.6 + 0.45 * len(variants)), 3.6))
     subjects = sorted(t["subject"].unique())
@@ -81,11 +82,21 @@ def accuracy_by_variant(
             np.vstack([acc - r["lo"].to_numpy(float), r["hi"].to_numpy(float) - acc]), 0, None
         )
         ax.bar(x, acc, width, yerr=err, color=colors[s], label=s, capsize=2)
+    paper_chance = False
     for j, v in enumerate(variants):
         own = t[t["variant"] == v]["chance"]
         if len(own):  # the trials' own chance level
             ax.hlines(own.mean(), j - 0.45, j + 0.45, color="#777777", ls=":", lw=1.2)
+        theirs = t[t["variant"] == v].get("chance_paper", pd.Series(dtype=float)).dropna()
+        if len(theirs) and not np.isclose(theirs.mean(), own.mean()):  # the paper's, if it differs
+            ax.hlines(theirs.mean(), j - 0.45, j + 0.45, color="#444444", ls=(0, (1, 3)), lw=1.6)
+            paper_chance = True
     handles, _ = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], color="#777777", ls=":", lw=1.2, label="chance of these trials"))
+    if paper_chance:
+        handles.append(
+            Line2D([], [], color="#444444", ls=(0, (1, 3)), lw=1.6, label="chance (paper)")
+        )
     if refs is not None and not refs.empty:  # each reference in the legend, none on the plot
         shown = refs[refs["variant"].isin([*variants, "all"]) & (refs["who"] != "chance")]
         styles = reference_styles(list(dict.fromkeys(shown["who"])))
@@ -98,7 +109,8 @@ def accuracy_by_variant(
             for who, (c, ls) in styles.items()
         ]
     upright = len(variants) > 4 or max(map(len, map(str, variants)), default=0) > 14
-    ax.set_xticks(np.arange(len(variants)), variants, fontsize=8, rotation=90 if upright else 0)
+    ticks = [f"{v}\n(per sequence)" if v == "decomposed" else v for v in variants]
+    ax.set_xticks(np.arange(len(variants)), ticks, fontsize=8, rotation=90 if upright else 0)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
     ax.set_title(f"{TASK_TITLES.get(task, task)} ({modality})", fontsize=10)
@@ -108,10 +120,89 @@ def accuracy_by_variant(
         loc="upper left",
         bbox_to_anchor=(1.02, 1),
         frameon=False,
-        title="dotted: chance",
-        title_fontsize=7,
     )
     return fig
+
+
+def per_sequence(t: pd.DataFrame) -> pd.DataFrame:
+    """Rows of a sequence task (decomposed hunt) with accuracy, interval and chance per sequence.
+
+    The paper's Table 1 reports accuracy over whole three-step sequences:
+    where ``sequence_accuracy`` is there, the figure shows it (and the
+    sequence chance) in place of the per-question numbers.
+    """
+    if "sequence_accuracy" not in t.columns or not t["sequence_accuracy"].notna().any():
+        return t
+    t = t.copy()
+    seq = t["sequence_accuracy"].notna()
+    for a, b in (
+        ("accuracy", "sequence_accuracy"),
+        ("lo", "sequence_lo"),
+        ("hi", "sequence_hi"),
+        ("chance", "sequence_chance"),
+    ):
+        t.loc[seq, a] = t.loc[seq, b]
+    t.loc[seq, "chance_paper"] = np.nan  # the paper states no chance per sequence
+    return t
+
+
+def table1_comparison(acc: pd.DataFrame) -> pd.DataFrame:
+    """The decomposed hunt beside the paper's Table 1, on the same metrics.
+
+    One row per subject (modality, condition) and per published model:
+    ``accuracy_per_question``, ``accuracy_per_sequence`` (every step right),
+    ``final_on_path`` (final colour the gold path's by any path) and
+    ``final_step_error`` (conditional on the first two steps right), in %.
+    """
+    from ..tunnel.published import references
+
+    cols = [
+        "who",
+        "modality",
+        "condition",
+        "n_sequences",
+        "accuracy_per_question",
+        "accuracy_per_sequence",
+        "final_on_path",
+        "final_step_error",
+        "final_step_n",
+    ]
+    rows = []
+    if "sequence_accuracy" in acc.columns:
+        d = acc[(acc["task"] == "scavenger_hunt") & acc["sequence_accuracy"].notna()]
+        for r in d.itertuples(index=False):
+            rows.append(
+                {
+                    "who": r.subject,
+                    "modality": r.modality,
+                    "condition": r.condition,
+                    "n_sequences": int(r.sequence_n),
+                    "accuracy_per_question": 100 * r.accuracy,
+                    "accuracy_per_sequence": 100 * r.sequence_accuracy,
+                    "final_on_path": 100 * r.sequence_final_accuracy,
+                    "final_step_error": 100 * r.final_step_error,
+                    "final_step_n": int(r.final_step_n),
+                }
+            )
+    paper: dict[str, dict] = {}
+    for ref in references("scavenger_hunt", "decomposed"):
+        if ref.variant == "decomposed":
+            paper.setdefault(ref.who, {})[ref.metric] = ref.value
+    for who, m in paper.items():
+        rows.append(
+            {
+                "who": f"paper: {who}",
+                "modality": "image",
+                "condition": "",
+                "n_sequences": 75,
+                "accuracy_per_question": np.nan,
+                "accuracy_per_sequence": m.get("accuracy", np.nan),
+                "final_on_path": np.nan,
+                "final_step_error": m.get("final_step_error", np.nan),
+                "final_step_n": np.nan,
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
 
 
 def reference_styles(who: list[str]) -> dict[str, tuple]:
@@ -159,9 +250,13 @@ def chain_accuracy(chain: pd.DataFrame, modality: str = "image", ax=None) -> Fig
             np.vstack([acc - g["lo"].to_numpy(float), g["hi"].to_numpy(float) - acc]), 0, None
         )
         ax.errorbar(L, acc, yerr=err, color=colors[s], marker="o", capsize=3, label=f"{s} observed")
+        if "predicted_guess" in g.columns and g["predicted_guess"].notna().any():
+            ax.plot(L, g["predicted_guess"], color=colors[s], ls="--", label=f"{s} s^L+(1-s^L)g")
+            ax.fill_between(
+                L, g["predicted_guess_lo"], g["predicted_guess_hi"], color=colors[s], alpha=0.15
+            )
         if g["predicted"].notna().any():
-            ax.plot(L, g["predicted"], color=colors[s], ls="--", label=f"{s} (1-e)^L")
-            ax.fill_between(L, g["predicted_lo"], g["predicted_hi"], color=colors[s], alpha=0.15)
+            ax.plot(L, g["predicted"], color=colors[s], ls=":", label=f"{s} (1-e)^L (paper)")
     ax.axhline(1 / 11, color="#777777", ls=":", lw=1, label="chance (1/11)")
     ax.set_xlabel("chain length L")
     ax.set_ylabel("accuracy")
@@ -248,10 +343,30 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
     acc = res.perception
     head = [
         "<h2>Perception tasks: accuracy</h2>",
-        "<p>Accuracy with 95% Wilson intervals; an invalid reply counts as wrong "
-        "(invalid_rate). p_above_chance: exact one-sided binomial test.</p>",
+        "<p>Accuracy per question with 95% Wilson intervals; an invalid reply counts as "
+        "wrong (invalid_rate). Two chance levels: <i>chance</i> is the mean of the trials' "
+        "own chance (a guess among the options each trial shows: 1/n for a circuit of n "
+        "components, so E[1/n]), <i>chance_paper</i> the level the paper states (circuits: "
+        "1/7 = 1/E[n] for 4 to 10 components, which is below E[1/n] because 1/n is convex); "
+        "p_above_chance and p_above_chance_paper are exact one-sided binomial tests against "
+        "each, and a comparison with the paper uses the paper's. The decomposed scavenger "
+        "hunt adds the paper's Table 1 metrics per three-step sequence (sequence_*: every "
+        "step right; final_step_error: conditional on the first two steps right); its "
+        "figure bar is per sequence.</p>",
         table_html(acc),
     ]
+    table1 = table1_comparison(acc)
+    if (~table1["who"].str.startswith("paper: ")).any():
+        head += [
+            "<h3>Decomposed scavenger hunt against the paper's Table 1</h3>",
+            "<p>Each step asked from the subject's own previous answer (Sec. 4.2). "
+            "accuracy_per_sequence: every step right, the metric the paper names; "
+            "final_on_path: the final colour is the gold path's by any path. The paper's "
+            "weaker rows (e.g. 24% accuracy with an 85% final-step error) are impossible "
+            "if accuracy needs every step right, so compare them with final_on_path too "
+            "(docs/method.md).</p>",
+            table_html(table1),
+        ]
     sections = []
     figs = out / "figures"
     for task in dict.fromkeys(acc["task"]):
@@ -302,8 +417,11 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
         sections.append(
             (
                 "Scavenger hunt: compounding error",
-                "Observed accuracy per chain length L against (1 - e)^L, e the decomposed "
-                "variant's final-step error (band: e's 95% interval).",
+                "Observed accuracy per chain length L against s^L + (1 - s^L) g (dashed, "
+                "band: from e's 95% interval), s = (1 - e - g) / (1 - g) the step skill, "
+                "g = 1/11 a lucky colour, e the decomposed final-step error conditional on "
+                "reaching the final step; dotted: the paper's (1 - e)^L, which leaves out "
+                "guessing and so flags a random answerer.",
                 imgs,
             )
         )

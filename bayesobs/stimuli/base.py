@@ -173,6 +173,27 @@ class Task:
         """Extra request ``meta`` for simulated subjects (default none; never logged or sent)."""
         return {}
 
+    # ---- dependent questions: a trial asked from the subject's answer to the trial before it
+    def follows(self, stim: Stimulus) -> bool:
+        """Whether ``stim`` is asked from the subject's own answer to the trial just before it.
+
+        Default False.  The runner then builds the question with
+        :meth:`follow_up` from that trial's logged record (also on resume,
+        from the log), and keeps such a trial right after the one it follows
+        when a condition reverses the order (``context_reversed``).
+        """
+        return False
+
+    def follow_up(self, stim: Stimulus, previous: Stimulus, record: dict[str, Any]) -> Stimulus:
+        """The stimulus actually asked for planned ``stim``, given the trial before it.
+
+        ``previous`` is that trial's stimulus as asked and ``record`` its
+        logged row (``valid``, ``response_value`` ...).  A returned stimulus
+        whose ``params`` hold ``not_asked`` (a reason) is logged as an
+        invalid trial without calling the subject.  Default: ``stim`` as planned.
+        """
+        return stim
+
 
 def blur(img: np.ndarray, sigma: float) -> np.ndarray:
     """Gaussian blur with standard deviation ``sigma`` pixels (per colour channel)."""

@@ -173,11 +173,13 @@ class PerceptionTask(Task):
 
     # ---- rendering and demonstrations
     def _question(self, stim: Stimulus):
-        if stim.key() not in self._images:  # a stimulus made elsewhere: regenerate its trial
+        # a question built from an earlier answer (follow_up) shows its planned question's images
+        key = stim.params.get("question_of") or stim.key()
+        if key not in self._images:  # a stimulus made elsewhere: regenerate its trial
             for q in self.questions(stim.params["variant"], int(stim.params["seed"])):
                 self._images[q[0].key()] = q[1]
                 self._demos[q[0].key()] = q[2]
-        return self._images[stim.key()], self._demos[stim.key()]
+        return self._images[key], self._demos[key]
 
     def render_pngs(self, stim: Stimulus, blur_sigma: float = 0.0) -> tuple[bytes, ...]:
         """The trial's PNG images, in order (blurred by ``blur_sigma`` px if > 0)."""

@@ -4,8 +4,9 @@
   ``pixel_perfect``; two images per trial and two demonstrations
   (``{yes}``, ``{no}``); problem size: the object's number of shapes.
 * ``scavenger_hunt`` -- chain lengths ``L2`` / ``L3`` / ``L4`` and the
-  ``decomposed`` single-step variant (three questions along the gold path,
-  one stimulus each); problem size: ``L``.  Text and multimodal renderings
+  ``decomposed`` single-step variant (three questions, one stimulus each;
+  as in the paper's Sec. 4.2 each step after the first starts from the
+  subject's own previous answer, :meth:`ScavengerHunt.follow_up`); problem size: ``L``.  Text and multimodal renderings
   (the grid as a text table) extend the paper.
 * ``circuits`` -- wire colours ``standard`` / ``single`` / ``unique``; two
   demonstrations; problem size: the number of components (chance 1/n).
@@ -45,6 +46,12 @@ def _demos(task: str, key) -> tuple:
     else:
         demos = circuits.demos(key)
     return tuple((d.prompt, tuple(png_bytes(i) for i in d.images), d.answer, d.text) for d in demos)
+
+
+@lru_cache(maxsize=256)
+def _hunt_cells(seed: int) -> tuple[dict, ...]:
+    """The cells of the decomposed hunt generated from ``seed``."""
+    return tuple(hunt.make_trial("decomposed", seed, with_demos=False).meta["cells"])
 
 
 class TunnelTask(PerceptionTask):
@@ -190,10 +197,54 @@ class ScavengerHunt(TunnelTask):
                 gold=gold,
                 format=fmt,
                 chance=chance,
-                columns={**cols, "step": k + 1, "n_steps": n_steps},
+                columns={
+                    **cols,
+                    "step": k + 1,
+                    "n_steps": n_steps,
+                    # where this step starts; steps after the first are re-asked from the
+                    # subject's own previous answer (follow_up), graded from there
+                    "step_start": m["chain"][k],
+                    "step_start_from": "gold",
+                    "path_answer": gold,
+                },
             )
             out.append(Question(stim, images, demos))
         return out
+
+    def follows(self, stim):
+        """A decomposed step after the first: asked from the subject's answer to the step before."""
+        cols = stim.params.get("columns") or {}
+        return stim.params.get("variant") == "decomposed" and (cols.get("step") or 1) > 1
+
+    def follow_up(self, stim, previous, record):
+        """The step as the paper asks it: starting where the subject's previous answer said.
+
+        The prompt names the cell of the previous answer (``step_start``,
+        ``step_start_from = "answer"``) and ``gold`` becomes the right answer
+        from there (:func:`bayesobs.tunnel.hunt.step_answer`; None when that
+        cell, or the one its label names, is not on the grid: no answer is
+        right).  ``path_answer`` keeps the gold path's answer.  A previous
+        answer that is unreadable (or itself not asked) leaves nothing to
+        start from: the step is logged ``not_asked`` and scores as wrong.
+        """
+        cols = dict(stim.params["columns"])
+        said = record.get("response_value") if record.get("valid") else None
+        params = {**stim.params, "question_of": stim.key()}
+        cols.update(step_start=said, step_start_from="answer")
+        if not isinstance(said, str):
+            why = f"step {cols['step'] - 1} gave no answer to start from"
+            return self.stimulus(
+                stim.value, stim.text, "", **{**params, "columns": cols, "not_asked": why}
+            )
+        final = stim.params["format"] == "hunt_colour"
+        colour, shape = said.split(" ", 1)
+        gold = hunt.step_answer(_hunt_cells(int(stim.params["seed"])), said, final)
+        return self.stimulus(
+            stim.value,
+            stim.text,
+            hunt.step_prompt((colour, shape), final),
+            **{**params, "gold": gold, "columns": cols},
+        )
 
 
 class Circuits(TunnelTask):

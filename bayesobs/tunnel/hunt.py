@@ -14,7 +14,9 @@ Variants: ``"L2"``, ``"L3"``, ``"L4"`` (chain length; the paper runs
 125 / 200 / 125 trials) and ``"decomposed"`` (L = 3 asked as three
 single-step queries, 75 trials in the paper's Table 1: two intermediate
 steps answered ``{colour shape}`` and a final step answered ``{colour}``;
-the paper does not print these prompts, :func:`step_prompt` is ours).
+each step after the first starts from the model's own previous answer,
+graded by :func:`step_answer`; the paper does not print these prompts,
+:func:`step_prompt` is ours).
 
 Labels are drawn with DejaVu Sans at 9 px, the largest size at which the
 widest label ("magenta triangle", 78 px) fits in a cell; the authors' font
@@ -165,6 +167,21 @@ def step_prompt(start: tuple[str, str], final: bool) -> str:
     )
 
 
+def step_answer(cells: list[dict], start: str, final: bool) -> str | None:
+    """The right answer to one single-step query from cell ``start`` (``"colour shape"``).
+
+    The cell named by ``start``'s label: ``"colour shape"`` for an
+    intermediate step, its colour for the final one; None when ``start`` is
+    not on the grid or its label names a pair that is not (no right answer).
+    """
+    where = {label_text((c["colour"], c["shape"])): c for c in cells}
+    here = where.get(start)
+    there = where.get(here["label"]) if here is not None else None
+    if there is None:
+        return None
+    return there["colour"] if final else label_text((there["colour"], there["shape"]))
+
+
 def worked_answer(chain: list[tuple[str, str]]) -> str:
     """The demo's worked answer: ``We start at the A, and then go to the B, ... {colour}``."""
     parts = [f"We start at the {label_text(chain[0])}"]
@@ -196,7 +213,10 @@ def make_trial(
         ``cells`` (every cell: row, col, shape, colour, label),
         ``colour_counts``, ``most_frequent`` (colours tied for most cells),
         ``n_offgrid_labels``; for ``decomposed`` also ``step_prompts`` (the
-        gold-path prompts), ``step_answers`` and ``step_formats``.
+        gold-path prompts), ``step_answers`` and ``step_formats``.  The paper
+        asks each step after the first from the model's own previous answer
+        (Sec. 4.2): build those with :func:`step_prompt` and grade them with
+        :func:`step_answer` (the runner does, :mod:`bayesobs.stimuli.tunnel`).
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown scavenger_hunt variant {variant!r}; expected one of {VARIANTS}")
