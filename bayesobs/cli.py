@@ -251,7 +251,37 @@ def cmd_fit(args) -> int:
         + f" -> {args.out}/fits.csv, {args.out}/evidence.csv"
         + (f", {args.out}/exclusions.csv" if exclusions is not None else "")
     )
+    from .leaderboard import wrap
+    from .trials import parse_mapping, runs_summary
+
+    print(wrap(runs_summary(trials, parse_mapping(args.map))))
+    for line in summary["evidence_notes"]:
+        print(wrap(f"note: {line}"))
+    for line in fit_bootstrap_warnings(trials, batch.cells, args.bootstrap):
+        print(wrap(f"warning: {line}"), file=sys.stderr)
     return 0
+
+
+def fit_bootstrap_warnings(trials, cells, bootstrap: int) -> list[str]:
+    """``fit --bootstrap`` on cells with too few runs: what ``score`` says, and the empty intervals."""
+    if not bootstrap:
+        return []
+    from .scores import FEW_RUNS_REASON, few_runs_cells
+
+    few = few_runs_cells(trials)
+    if not len(few):
+        return []
+    one = cells.drop_duplicates(["subject", "task", "modality", "condition"])
+    n_one = int((one["n_runs"] < 2).sum())
+    line = (
+        f"{FEW_RUNS_REASON} in {len(few)} of {len(one)} cell(s): the bootstrap intervals rest on "
+        "few distinct resamples (pooled draws mix session types)"
+    )
+    if n_one:
+        line += (
+            f"; {n_one} cell(s) have a single run: p_mean, p_lo, p_hi left empty ({ONE_RUN_NOTE})"
+        )
+    return [line]
 
 
 def leaderboard(bayesbench, missing=None) -> str:

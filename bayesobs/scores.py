@@ -643,7 +643,7 @@ def _magnitude_scores(
     fits = fits_table(level_batch)
     return Scores(
         fits=fits,
-        evidence=evidence_table(level_batch),
+        evidence=evidence_table(level_batch, trials),
         accuracy=accuracy,
         cue=cue,
         bcs=bcs,
