@@ -279,7 +279,8 @@ def fit_bootstrap_warnings(trials, cells, bootstrap: int) -> list[str]:
     )
     if n_one:
         line += (
-            f"; {n_one} cell(s) have a single run: p_mean, p_lo, p_hi left empty ({ONE_RUN_NOTE})"
+            f"; {n_one} cell(s) have a single run, so no resampling: their p_mean, p_lo, p_hi "
+            "are left empty (evidence.csv interval_note)"
         )
     return [line]
 
