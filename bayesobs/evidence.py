@@ -314,6 +314,7 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
         lapse = "lapse" in batch.params and bool(np.isfinite(batch.params["lapse"]).any())
         ref = veridical_rows(trials, batch.cells, lapse=lapse)
         p_ver = factor_evidence_array(batch.aic[:, 0, :], ref)
+        p_ver[~np.isfinite(ref).any(axis=1)] = np.nan  # not computed: no reference
         with np.errstate(invalid="ignore"):
             best10 = np.nanmin(np.where(fitted, batch.aic[:, 0, :], np.nan), axis=1, initial=np.inf)
             best_ref = np.nanmin(np.where(np.isfinite(ref), ref, np.nan), axis=1, initial=np.inf)
