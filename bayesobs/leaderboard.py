@@ -14,7 +14,7 @@ import textwrap
 
 import pandas as pd
 
-from .scores import CONSTANT_REASON, FEW_RUNS_REASON
+from .scores import CONSTANT_REASON, FEW_RUNS_REASON, PERFECT_REASON
 from .trials import natural_key
 
 # (column, digits) in the order shown: the paper's numbers, then METHOD §9's.
@@ -134,7 +134,9 @@ def subject_flags(missing: pd.DataFrame | None) -> list[str]:
     """Warnings about subjects whose numbers can mislead, from ``missing.csv`` rows.
 
     One line per subject with constant cells (reason
-    :data:`~bayesobs.scores.CONSTANT_REASON`, one row per cell), and one line
+    :data:`~bayesobs.scores.CONSTANT_REASON`, one row per cell), one line per
+    subject whose E is 0/0 (reason :data:`~bayesobs.scores.PERFECT_REASON`:
+    exact answers), and one line
     for all subjects with cells that have fewer than 2 runs per session type
     (reason :data:`~bayesobs.scores.FEW_RUNS_REASON`, one row per subject and
     task).
@@ -150,6 +152,12 @@ def subject_flags(missing: pd.DataFrame | None) -> list[str]:
             f"{subject}: {CONSTANT_REASON} in {base} base cell(s) ({len(g)} cell(s) in all): "
             "no evidence and no BCS from them (METHOD section 8); its E compares constant answers and says "
             "nothing about cue combination"
+        )
+    exact = m[(m["reason"] == PERFECT_REASON) & (m["component"] == "E")]
+    for subject in sorted(exact["subject"].unique(), key=natural_key):
+        lines.append(
+            f"{subject}: E and S not computed ({PERFECT_REASON}); it is ranked after every "
+            "subject with S although its answers are exact"
         )
     few = m[m["reason"] == FEW_RUNS_REASON]
     if len(few):

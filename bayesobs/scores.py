@@ -66,6 +66,10 @@ ROBUST = ("BCS_p", "C_p", "S_p")
 # Reasons in missing.csv that the leaderboard and the report turn into flags.
 CONSTANT_REASON = "constant responses"
 FEW_RUNS_REASON = f"fewer than {MIN_RUNS_STRATIFIED} runs per session type"
+PERFECT_REASON = (
+    "RRE is 0/0: the multimodal answers and the Bayesian combination of text and image both have "
+    "zero error (answers equal to the stimuli), so efficiency is undefined"
+)
 
 
 def with_baseline(trials: pd.DataFrame) -> pd.DataFrame:
@@ -359,6 +363,9 @@ def _composite(
         if len(idx):
             e_task = (cue_vals["rre_bayes_oracle"][idx] + cue_vals["rre_bayes_non_oracle"][idx]) / 2
             E = np.mean(e_task, axis=0)
+            if np.isnan(E[0]):  # say why E (and with it S) is not computed
+                exact = (cue_vals["nrmse_multimodal"][idx, 0] == 0).any()
+                missing.append((subject, "", "E", PERFECT_REASON if exact else "an RRE is NaN"))
         else:
             E = np.full(R, np.nan)
             missing.append(
@@ -385,6 +392,8 @@ def _composite(
             )
         else:
             BCS_p = np.full(R, np.nan)
+        if np.isnan(S[0]) and not np.isnan(A[0] + C[0]) and np.isnan(E[0]):
+            missing.append((subject, "", "S", "needs E, which is not computed (see E)"))
         C_p = (BCS_p + BCS_MAX) / (2 * BCS_MAX)
         S_p = (A + E + C_p) / 3
         rows.append(

@@ -127,3 +127,33 @@ def test_score_of_the_readme_human_recipe_fits_100_columns(
     assert "no BayesBench number for any of the 14 subject(s)" in out
     if bootstrap != "0":  # subjects named in natural order
         assert "(1, 2, 3, 4 and 10 more)" in out
+
+
+def test_perfect_observer_is_listed_in_missing_and_flagged(tmp_path, capsys):
+    """Issue 28 item 7: exact answers make every RRE 0/0; say so instead of ranking silently."""
+    from bayesobs.synthetic import simulated_trials
+
+    design = [
+        ("line_ratio", m, c)
+        for m in ("text", "image", "multimodal")
+        for c in ("base", "steer_verbal")
+    ]
+    trials = simulated_trials(n_subjects=2, design=design, seed=3)
+    perfect = trials[trials["subject"] == trials["subject"].iloc[0]].copy()
+    perfect["subject"] = "perfect"
+    perfect["response"] = perfect["stimulus"]
+    pd.concat([trials, perfect]).to_csv(tmp_path / "t.csv", index=False)
+    args = ["score", str(tmp_path / "t.csv"), "--out", str(tmp_path / "s"), "--no-probe"]
+    assert main([*args, "--bootstrap", "4"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    missing = pd.read_csv(tmp_path / "s" / "missing.csv").fillna("")
+    mine = missing[missing["subject"] == "perfect"]
+    assert {"E", "S"} <= set(mine["component"])
+    reason = mine.loc[mine["component"] == "E", "reason"].iat[0]
+    assert "0/0" in reason and "zero error" in reason
+    bb = pd.read_csv(tmp_path / "s" / "bayesbench.csv").set_index("subject")
+    assert np.isnan(bb.loc["perfect", "E"]) and np.isnan(bb.loc["perfect", "S"])
+    assert "warning: perfect: E and S not computed" in out
+    assert "ranked after every subject with S" in out
+    # the others keep their numbers and no such line
+    assert bb.drop(index="perfect")["S"].notna().all()
