@@ -285,7 +285,7 @@ def fit_bootstrap_warnings(trials, cells, bootstrap: int) -> list[str]:
     return [line]
 
 
-def leaderboard(bayesbench, missing=None) -> str:
+def leaderboard(bayesbench, missing=None, resample: str | None = "pooled") -> str:
     """Plain-text leaderboard: subjects by S.
 
     Each number's point estimate beside its bootstrap mean and 68% interval,
@@ -295,7 +295,7 @@ def leaderboard(bayesbench, missing=None) -> str:
     """
     from .leaderboard import leaderboard_text
 
-    return leaderboard_text(bayesbench, missing)
+    return leaderboard_text(bayesbench, missing, resample=resample)
 
 
 def cmd_score(args) -> int:
@@ -323,12 +323,17 @@ def cmd_score(args) -> int:
     written += _write_exclusions(exclusions, args.out)
     if len(result.bayesbench.columns):
         interval = (
-            f"bootstrap B={args.bootstrap}, {args.resample} resampling, 68% intervals"
+            f"bootstrap B={args.bootstrap}, {args.resample} resampling, 68% percentile intervals"
+            + (
+                ", stratified ones beside"
+                if any(c.endswith("_strat_lo") for c in result.bayesbench.columns)
+                else ""
+            )
             if args.bootstrap
             else "no bootstrap"
         )
         print(f"BayesBench leaderboard ({interval})")
-        print(leaderboard(result.bayesbench, result.missing))
+        print(leaderboard(result.bayesbench, result.missing, args.resample))
     if len(result.missing):
         print()
         print(

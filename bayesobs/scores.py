@@ -562,10 +562,41 @@ def score(
             if name not in ("search", "search_accuracy", "search_bias", "hvs", *_PERCEPTION)
         }
         return Scores(**{**empty, **extra})
+    magnitude = trials[~found]
     res = _magnitude_scores(
-        trials[~found], bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse
+        magnitude, bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse
     )
+    if resample == "pooled" and bootstrap > 0 and few_runs_cells(magnitude).empty:
+        # issue 28: every cell can be resampled within its session types, so the
+        # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
+        strat = _magnitude_scores(
+            magnitude,
+            bootstrap,
+            seed,
+            non_oracle,
+            False,
+            progress,
+            "stratified",
+            interleaved,
+            lapse,
+        )
+        res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
     return res._replace(**extra)
+
+
+def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFrame:
+    """``pooled`` with ``NAME_strat_lo``/``NAME_strat_hi`` from a stratified bootstrap's table.
+
+    For each BayesBench number with an interval (``NAME_lo`` in both), after
+    every other column; rows are matched by ``subject``.
+    """
+    out = pooled.copy()
+    other = stratified.set_index("subject")
+    for name in (*SUMMARY, *ROBUST):
+        if f"{name}_lo" in out and f"{name}_lo" in other:
+            for end in ("lo", "hi"):
+                out[f"{name}_strat_{end}"] = out["subject"].map(other[f"{name}_{end}"])
+    return out
 
 
 def _magnitude_scores(
