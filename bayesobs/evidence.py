@@ -341,6 +341,11 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
     return pd.DataFrame(rows)
 
 
+def text_column(col: pd.Series) -> pd.Series:
+    """A text column with ``""`` for missing values (an empty column read from CSV is NaN)."""
+    return col.astype(object).where(col.notna(), "")
+
+
 def _cell_label(row) -> str:
     return "/".join(str(row[k]) for k in CELL_KEYS)
 
@@ -398,7 +403,7 @@ def evidence_notes(evidence: pd.DataFrame) -> list[str]:
             )
         else:
             lines.append("veridical reference not computed (see docs/method.md; e.g. --lapse)")
-    edge = cells[cells["boundary"] != ""]
+    edge = cells[text_column(cells["boundary"]) != ""]
     if len(edge):
         lines.append(
             f"best Bayesian fit on a boundary (w_prior = 0 or 1, rho = 0 or inf) in {len(edge)} "

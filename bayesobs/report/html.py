@@ -639,24 +639,24 @@ def veridical_table(evidence: pd.DataFrame | None) -> pd.DataFrame:
     ``p_veridical``, ``veridical_dAIC`` and ``boundary``; empty when the
     evidence has no veridical reference.
     """
-    from ..evidence import VERIDICAL_THRESHOLD
+    from ..evidence import VERIDICAL_THRESHOLD, text_column
 
     cols = ["p", "p_veridical", "veridical_dAIC", "boundary"]
     if evidence is None or not len(evidence) or "veridical_dAIC" not in evidence:
         return pd.DataFrame()
     ev = evidence[evidence["factor"] == "bayesian"].drop_duplicates(list(CELL_KEYS))
-    flag = (ev["veridical_dAIC"] >= VERIDICAL_THRESHOLD) | (ev["boundary"].fillna("") != "")
+    flag = (ev["veridical_dAIC"] >= VERIDICAL_THRESHOLD) | (text_column(ev["boundary"]) != "")
     return ev.loc[flag, [*CELL_KEYS, *cols]].reset_index(drop=True)
 
 
 def _evidence_notes_html(res: Scores) -> list[str]:
     """The bounds of factor evidence, the veridical reference and boundary fits."""
-    from ..evidence import evidence_notes
+    from ..evidence import evidence_notes, text_column
 
     ev = res.evidence
     if ev is None or not len(ev) or "p_floor" not in ev:
         return []
-    ev = ev.assign(boundary=ev["boundary"].fillna(""))
+    ev = ev.assign(boundary=text_column(ev["boundary"]))
     items = "".join(f"<li>{html.escape(x)}</li>" for x in evidence_notes(ev))
     out = ["<h2>Factor evidence: bounds and the veridical reference</h2>", f"<ul>{items}</ul>"]
     table = veridical_table(ev)
