@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .bootstrap import check_resample
-from .evidence import evidence_table
+from .evidence import evidence_notes, evidence_table
 from .fitting import fit_batch, fits_table
 from .logprobs import RESPONSES, use_expected
 from .trials import CELL_KEYS, normalize_trials, paradigm_rows
@@ -104,7 +104,7 @@ def fit(
         lapse=lapse,
         resample=resample,
     )
-    return fits_table(batch), evidence_table(batch)
+    return fits_table(batch), evidence_table(batch, trials)
 
 
 def predictions(
@@ -239,7 +239,9 @@ def write_fit(trials: pd.DataFrame, batch, out, manifest: dict | None = None) ->
     dict
         ``n_cells``, ``n_trials``, ``n_missing``, ``log_skipped`` (cells whose
         log variants were skipped), ``n_constant`` (cells of constant
-        responses, not fitted) and ``levels`` (interleaved levels, if any).
+        responses, not fitted), ``levels`` (interleaved levels, if any) and
+        ``evidence_notes`` (lines on the evidence: its bounds, the veridical
+        reference, boundary fits; :func:`bayesobs.evidence.evidence_notes`).
     """
     from pathlib import Path
 
@@ -250,7 +252,8 @@ def write_fit(trials: pd.DataFrame, batch, out, manifest: dict | None = None) ->
     out.mkdir(parents=True, exist_ok=True)
     fits = fits_table(batch)
     write_csv(fits, out / "fits.csv")
-    write_csv(evidence_table(batch), out / "evidence.csv")
+    evidence = evidence_table(batch, trials)
+    write_csv(evidence, out / "evidence.csv")
     write_csv(batch.cells, out / "cells.csv")
     write_csv(controls_table(fit_controls(trials), fits), out / "controls.csv")
     cells = batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
@@ -261,6 +264,7 @@ def write_fit(trials: pd.DataFrame, batch, out, manifest: dict | None = None) ->
         "log_skipped": int((cells["log_skipped"] != "").sum()),
         "n_constant": int(cells["constant"].sum()),
         "levels": list(batch.cells.attrs.get("levels") or []),
+        "evidence_notes": evidence_notes(evidence),
     }
     from .provenance import write_manifest
 

@@ -262,10 +262,41 @@ def cmd_fit(args) -> int:
         + f" -> {args.out}/fits.csv, {args.out}/evidence.csv"
         + (f", {args.out}/exclusions.csv" if exclusions is not None else "")
     )
+    from .leaderboard import wrap
+    from .trials import parse_mapping, runs_summary
+
+    print(wrap(runs_summary(trials, parse_mapping(args.map))))
+    for line in summary["evidence_notes"]:
+        print(wrap(f"note: {line}"))
+    for line in fit_bootstrap_warnings(trials, batch.cells, args.bootstrap):
+        print(wrap(f"warning: {line}"), file=sys.stderr)
     return 0
 
 
-def leaderboard(bayesbench, missing=None) -> str:
+def fit_bootstrap_warnings(trials, cells, bootstrap: int) -> list[str]:
+    """``fit --bootstrap`` on cells with too few runs: what ``score`` says, and the empty intervals."""
+    if not bootstrap:
+        return []
+    from .scores import FEW_RUNS_REASON, few_runs_cells
+
+    few = few_runs_cells(trials)
+    if not len(few):
+        return []
+    one = cells.drop_duplicates(["subject", "task", "modality", "condition"])
+    n_one = int((one["n_runs"] < 2).sum())
+    line = (
+        f"{FEW_RUNS_REASON} in {len(few)} of {len(one)} cell(s): the bootstrap intervals rest on "
+        "few distinct resamples (pooled draws mix session types)"
+    )
+    if n_one:
+        line += (
+            f"; {n_one} cell(s) have a single run, so no resampling: their p_mean, p_lo, p_hi "
+            "are left empty (evidence.csv interval_note)"
+        )
+    return [line]
+
+
+def leaderboard(bayesbench, missing=None, resample: str | None = "pooled") -> str:
     """Plain-text leaderboard: subjects by S.
 
     Each number's point estimate beside its bootstrap mean and 68% interval,
@@ -275,7 +306,7 @@ def leaderboard(bayesbench, missing=None) -> str:
     """
     from .leaderboard import leaderboard_text
 
-    return leaderboard_text(bayesbench, missing)
+    return leaderboard_text(bayesbench, missing, resample=resample)
 
 
 def cmd_score(args) -> int:
@@ -303,12 +334,17 @@ def cmd_score(args) -> int:
     written += _write_exclusions(exclusions, args.out)
     if len(result.bayesbench.columns):
         interval = (
-            f"bootstrap B={args.bootstrap}, {args.resample} resampling, 68% intervals"
+            f"bootstrap B={args.bootstrap}, {args.resample} resampling, 68% percentile intervals"
+            + (
+                ", stratified ones beside"
+                if any(c.endswith("_strat_lo") for c in result.bayesbench.columns)
+                else ""
+            )
             if args.bootstrap
             else "no bootstrap"
         )
         print(f"BayesBench leaderboard ({interval})")
-        print(leaderboard(result.bayesbench, result.missing))
+        print(leaderboard(result.bayesbench, result.missing, args.resample))
     if len(result.missing):
         print()
         print(

@@ -14,7 +14,7 @@ import textwrap
 
 import pandas as pd
 
-from .scores import CONSTANT_REASON, FEW_RUNS_REASON
+from .scores import CONSTANT_REASON, FEW_RUNS_REASON, PERFECT_REASON
 from .trials import natural_key
 
 # (column, digits) in the order shown: the paper's numbers, then METHOD §9's.
@@ -43,13 +43,37 @@ LEGEND: dict[str, str] = {
     "observer without a prior scores about 0, a reliable rise +15, a reliable fall -15.",
     "S_p": "(A + E + C_p) / 3 with C_p = (BCS_p + 15) / 30: S with the robust BCS.",
 }
-INTERVAL_NOTE = (
-    "point = full data; mean [lo, hi] = bootstrap mean and 68% interval; * = point outside its "
-    "own interval. They can differ because BCS, C and S add up signs, which shrink under "
-    "resampling, and with one run per session type the pooled bootstrap mixes runs of different "
-    "session types and has only a handful of distinct resamples (--resample stratified needs 2+ "
-    "runs per type)."
-)
+
+
+def interval_note(resample: str | None = "pooled", stratified: bool = False) -> str:
+    """What the leaderboard's intervals are, and why a point can sit outside its own.
+
+    ``resample``: the scheme behind ``mean [lo, hi]`` (``None``: not known,
+    the default pooled unless ``--resample stratified`` was given);
+    ``stratified``: the table also has stratified intervals beside them.
+    """
+    scheme = (
+        f"the {resample} run bootstrap"
+        if resample
+        else "the run bootstrap (pooled unless the scores were made with --resample stratified)"
+    )
+    note = (
+        f"point = full data; mean [lo, hi] = bootstrap mean and 68% percentile interval of "
+        f"{scheme} (METHOD section 7): the spread of the replicates, not a confidence interval; "
+        "* = a point estimate or bootstrap mean outside its interval. They can differ because "
+        "BCS, C and S add up signs, which shrink under resampling, and with one run per session "
+        "type the pooled bootstrap mixes runs of different session types and has only a handful "
+        "of distinct resamples (--resample stratified needs 2+ runs per type)."
+    )
+    if stratified:
+        note += (
+            " strat [lo, hi] = the 68% percentile interval of the stratified run bootstrap "
+            "(runs drawn within each session type), given where every cell has 2+ runs per type."
+        )
+    return note
+
+
+INTERVAL_NOTE = interval_note()
 NO_BOOTSTRAP_NOTE = "S_p and BCS_p need bootstrap replicates (--bootstrap B > 0)."
 #: the terminal leaderboard, its notes and warnings fit this many columns
 WIDTH = 100
@@ -122,8 +146,10 @@ def _short(name: str, width: int = SUBJECT_WIDTH) -> str:
     return name[: (keep + 1) // 2] + "…" + name[len(name) - keep // 2 :]
 
 
-def _outside(row, name: str) -> bool:
-    val, lo, hi = row.get(name), row.get(f"{name}_lo"), row.get(f"{name}_hi")
+def _outside(row, name: str, value: str | None = None, interval: str = "") -> bool:
+    """Whether ``row[value]`` (default ``row[name]``) lies outside ``[name{interval}_lo, _hi]``."""
+    val = row.get(value or name)
+    lo, hi = row.get(f"{name}{interval}_lo"), row.get(f"{name}{interval}_hi")
     if any(v is None or v != v for v in (val, lo, hi)):
         return False
     tol = 1e-12 * max(1.0, abs(val))
@@ -134,7 +160,9 @@ def subject_flags(missing: pd.DataFrame | None) -> list[str]:
     """Warnings about subjects whose numbers can mislead, from ``missing.csv`` rows.
 
     One line per subject with constant cells (reason
-    :data:`~bayesobs.scores.CONSTANT_REASON`, one row per cell), and one line
+    :data:`~bayesobs.scores.CONSTANT_REASON`, one row per cell), one line per
+    subject whose E is 0/0 (reason :data:`~bayesobs.scores.PERFECT_REASON`:
+    exact answers), and one line
     for all subjects with cells that have fewer than 2 runs per session type
     (reason :data:`~bayesobs.scores.FEW_RUNS_REASON`, one row per subject and
     task).
@@ -150,6 +178,12 @@ def subject_flags(missing: pd.DataFrame | None) -> list[str]:
             f"{subject}: {CONSTANT_REASON} in {base} base cell(s) ({len(g)} cell(s) in all): "
             "no evidence and no BCS from them (METHOD section 8); its E compares constant answers and says "
             "nothing about cue combination"
+        )
+    exact = m[(m["reason"] == PERFECT_REASON) & (m["component"] == "E")]
+    for subject in sorted(exact["subject"].unique(), key=natural_key):
+        lines.append(
+            f"{subject}: E and S not computed ({PERFECT_REASON}); it is ranked after every "
+            "subject with S although its answers are exact"
         )
     few = m[m["reason"] == FEW_RUNS_REASON]
     if len(few):
@@ -184,8 +218,11 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     boot = "S_mean" in bayesbench
     metrics = shown_metrics(bayesbench)
     header = ["rank", "subject"]
+    strat = {name for name, _ in metrics if f"{name}_strat_lo" in bayesbench}
     for name, _ in metrics:
         header += [name, f"{name} mean [68%]"] if boot else [name]
+        if name in strat:
+            header.append(f"{name} strat [68%]")
     lines = []
     for i, (_, r) in enumerate(rows.iterrows()):
         line = [str(i + 1), str(r["subject"])]
@@ -194,10 +231,17 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             line.append(point)
             if boot:
                 mean, lo, hi = (r.get(f"{name}_{k}") for k in ("mean", "lo", "hi"))
+                star = "*" if _outside(r, name, f"{name}_mean") else ""
                 line.append(
                     "n/a"
                     if mean is None or mean != mean
-                    else f"{_num(mean, d)} [{_num(lo, d)}, {_num(hi, d)}]"
+                    else f"{_num(mean, d)}{star} [{_num(lo, d)}, {_num(hi, d)}]"
+                )
+            if name in strat:
+                lo, hi = r.get(f"{name}_strat_lo"), r.get(f"{name}_strat_hi")
+                star = "*" if _outside(r, name, name, "_strat") else ""
+                line.append(
+                    "n/a" if lo is None or lo != lo else f"[{_num(lo, d)}, {_num(hi, d)}]{star}"
                 )
         lines.append(line)
     return header, lines
@@ -220,7 +264,7 @@ def _blocks(header: list[str], lines: list[list[str]], width: int) -> list[list[
     cols[1] = tuple(_short(x) for x in cols[1])
     widths = [max(len(x) for x in col) for col in cols]
     # the point estimates side by side first, then the intervals
-    points = [j for j in range(2, len(cols)) if not header[j].endswith(" mean [68%]")]
+    points = [j for j in range(2, len(cols)) if not header[j].endswith(" [68%]")]
     groups = [points] + [[j] for j in range(2, len(cols)) if j not in points]
     key_w = widths[0] + 2 + widths[1]
     blocks: list[list[int]] = []
@@ -282,13 +326,17 @@ def text_table(table: pd.DataFrame, width: int = WIDTH, indent: int = 2) -> str:
 
 
 def leaderboard_text(
-    bayesbench: pd.DataFrame, missing: pd.DataFrame | None = None, width: int = WIDTH
+    bayesbench: pd.DataFrame,
+    missing: pd.DataFrame | None = None,
+    width: int = WIDTH,
+    resample: str | None = "pooled",
 ) -> str:
     """Plain-text leaderboard that fits ``width`` columns.
 
     The point estimates, then the bootstrap means and intervals in blocks
     that repeat rank and subject, one line naming the columns no subject has and why, the
-    interval note and the subjects' flags, each wrapped to ``width``.
+    interval note (:func:`interval_note`; ``resample`` names the scheme) and
+    the subjects' flags, each wrapped to ``width``.
     """
     header, lines = board(bayesbench)
     out: list[str] = []
@@ -301,7 +349,8 @@ def leaderboard_text(
         out.append(f"no BayesBench number for any of the {len(lines)} subject(s)")
     out += [wrap(f"note: {line}", width) for line in left_out(bayesbench, missing)]
     if len(header) > 2:
-        note = INTERVAL_NOTE if "S_mean" in bayesbench else NO_BOOTSTRAP_NOTE
+        strat = any(c.endswith("_strat_lo") for c in bayesbench.columns)
+        note = interval_note(resample, strat) if "S_mean" in bayesbench else NO_BOOTSTRAP_NOTE
         out.append(wrap(f"note: {note}", width))
     out += [wrap(f"warning: {line} (see missing.csv)", width) for line in subject_flags(missing)]
     return "\n".join(out)
@@ -312,6 +361,7 @@ __all__ = [
     "METRICS",
     "WIDTH",
     "board",
+    "interval_note",
     "leaderboard_text",
     "left_out",
     "shown_metrics",

@@ -67,6 +67,10 @@ ROBUST = ("BCS_p", "C_p", "S_p")
 # Reasons in missing.csv that the leaderboard and the report turn into flags.
 CONSTANT_REASON = "constant responses"
 FEW_RUNS_REASON = f"fewer than {MIN_RUNS_STRATIFIED} runs per session type"
+PERFECT_REASON = (
+    "RRE is 0/0: the multimodal answers and the Bayesian combination of text and image both have "
+    "zero error (answers equal to the stimuli), so efficiency is undefined"
+)
 
 
 def with_baseline(trials: pd.DataFrame) -> pd.DataFrame:
@@ -369,6 +373,9 @@ def _composite(
         if len(idx):
             e_task = (cue_vals["rre_bayes_oracle"][idx] + cue_vals["rre_bayes_non_oracle"][idx]) / 2
             E = np.mean(e_task, axis=0)
+            if np.isnan(E[0]):  # say why E (and with it S) is not computed
+                exact = (cue_vals["nrmse_multimodal"][idx, 0] == 0).any()
+                missing.append((subject, "", "E", PERFECT_REASON if exact else "an RRE is NaN"))
         else:
             E = np.full(R, np.nan)
             missing.append(
@@ -395,6 +402,8 @@ def _composite(
             )
         else:
             BCS_p = np.full(R, np.nan)
+        if np.isnan(S[0]) and not np.isnan(A[0] + C[0]) and np.isnan(E[0]):
+            missing.append((subject, "", "S", "needs E, which is not computed (see E)"))
         C_p = (BCS_p + BCS_MAX) / (2 * BCS_MAX)
         S_p = (A + E + C_p) / 3
         rows.append(
@@ -563,10 +572,41 @@ def score(
             if name not in ("search", "search_accuracy", "search_bias", "hvs", *_PERCEPTION)
         }
         return Scores(**{**empty, **extra})
+    magnitude = trials[~found]
     res = _magnitude_scores(
-        trials[~found], bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse
+        magnitude, bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse
     )
+    if resample == "pooled" and bootstrap > 0 and few_runs_cells(magnitude).empty:
+        # issue 28: every cell can be resampled within its session types, so the
+        # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
+        strat = _magnitude_scores(
+            magnitude,
+            bootstrap,
+            seed,
+            non_oracle,
+            False,
+            progress,
+            "stratified",
+            interleaved,
+            lapse,
+        )
+        res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
     return res._replace(**extra)
+
+
+def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFrame:
+    """``pooled`` with ``NAME_strat_lo``/``NAME_strat_hi`` from a stratified bootstrap's table.
+
+    For each BayesBench number with an interval (``NAME_lo`` in both), after
+    every other column; rows are matched by ``subject``.
+    """
+    out = pooled.copy()
+    other = stratified.set_index("subject")
+    for name in (*SUMMARY, *ROBUST):
+        if f"{name}_lo" in out and f"{name}_lo" in other:
+            for end in ("lo", "hi"):
+                out[f"{name}_strat_{end}"] = out["subject"].map(other[f"{name}_{end}"])
+    return out
 
 
 def _magnitude_scores(
@@ -653,7 +693,7 @@ def _magnitude_scores(
     fits = fits_table(level_batch)
     return Scores(
         fits=fits,
-        evidence=evidence_table(level_batch),
+        evidence=evidence_table(level_batch, trials),
         accuracy=accuracy,
         cue=cue,
         bcs=bcs,

@@ -841,3 +841,28 @@ def _json_default(v):
     if isinstance(v, pd.Timestamp):
         return v.isoformat()
     raise TypeError(f"cannot write {type(v).__name__} to JSON")
+
+
+RUN_KEYS: tuple[str, ...] = (*CELL_KEYS, "session", "run")
+
+
+def runs_summary(trials: pd.DataFrame, mapping: Mapping[str, str] | None = None) -> str:
+    """One line: which columns formed session runs, how many runs, trials per run.
+
+    Only the keys that take more than one value are named (the others are
+    constant and split nothing); a key taken from another column by
+    ``mapping`` (``--map run=NB``) is shown with its source, e.g.
+    ``runs: subject (<- NSub) x condition x run (<- NB) -> 56 runs, 40 trials each``.
+    """
+    mapping = mapping or {}
+    if not len(trials):
+        return "runs: none (no trials)"
+    varying = [k for k in RUN_KEYS if k in trials.columns and trials[k].nunique(dropna=False) > 1]
+    named = [f"{k} (<- {mapping[k]})" if k in mapping else k for k in varying]
+    sizes = trials.groupby([k for k in RUN_KEYS if k in trials.columns], sort=False).size()
+    lo, hi = int(sizes.min()), int(sizes.max())
+    each = (
+        f"{lo} trials each" if lo == hi else f"{lo}-{hi} trials each (median {int(sizes.median())})"
+    )
+    keys = " x ".join(named) if named else "one run (no key varies)"
+    return f"runs: {keys} -> {len(sizes)} run(s), {each}"

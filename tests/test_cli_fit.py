@@ -33,6 +33,8 @@ FITS_COLUMNS = [
     "params",
 ]
 EVIDENCE_COLUMNS = ["subject", "task", "modality", "condition", "factor", "p"]
+# issue 28: structural bounds, the best Bayesian fit's boundary, the veridical reference
+EVIDENCE_EXTRA = ["p_floor", "p_ceiling", "boundary", "p_veridical", "veridical_dAIC"]
 
 
 @pytest.fixture
@@ -48,7 +50,7 @@ def test_fit_writes_contract_files(tmp_path, cell, capsys):
     fits = pd.read_csv(tmp_path / "o" / "fits.csv")
     ev = pd.read_csv(tmp_path / "o" / "evidence.csv")
     assert list(fits.columns) == FITS_COLUMNS
-    assert list(ev.columns) == EVIDENCE_COLUMNS
+    assert list(ev.columns) == EVIDENCE_COLUMNS + EVIDENCE_EXTRA
     assert len(fits) == 10 and len(ev) == 4
     for p in fits["params"]:
         assert isinstance(json.loads(p), dict)
@@ -64,7 +66,15 @@ def test_bootstrap_adds_interval_columns(tmp_path, cell):
         == 0
     )
     ev = pd.read_csv(tmp_path / "o" / "evidence.csv")
-    assert list(ev.columns) == [*EVIDENCE_COLUMNS, "p_mean", "p_lo", "p_hi"]
+    assert list(ev.columns) == [
+        *EVIDENCE_COLUMNS,
+        "p_mean",
+        "p_lo",
+        "p_hi",
+        *EVIDENCE_EXTRA,
+        "interval_note",
+    ]
+    assert ev["interval_note"].isna().all()  # three runs: resampled
     # the interval is the 16th/84th percentile of the replicates' evidence (METHOD §7)
     from bayesobs.evidence import factor_evidence_array
     from bayesobs.fitting import fit_batch
@@ -287,3 +297,34 @@ def test_version_flag():
 def test_paths_are_path_objects(tmp_path, cell):
     cell.to_csv(tmp_path / "t.csv", index=False)
     assert len(bayesobs.read_trials(Path(tmp_path / "t.csv"))) == 120
+
+
+def test_bootstrap_of_one_run_cells_leaves_intervals_empty_and_warns(tmp_path, cell, capsys):
+    """Issue 28 item 3: a cell of one run has no resampling, so no interval."""
+    one = cell.assign(session="all", subject="one")  # 120 trials in one sitting
+    pd.concat([one, cell.assign(subject="three")]).to_csv(tmp_path / "t.csv", index=False)
+    out = tmp_path / "o"
+    assert main(["fit", str(tmp_path / "t.csv"), "--out", str(out), "--bootstrap", "6"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "fewer than 2 runs per session type in 2 of 2 cell(s)" in err
+    assert "1 cell(s) have a single run, so no resampling" in err
+    ev = pd.read_csv(out / "evidence.csv")
+    single = ev[ev["subject"] == "one"]
+    assert single[["p_mean", "p_lo", "p_hi"]].isna().all().all()
+    assert single["p"].notna().all()
+    assert single["interval_note"].str.contains("no resampling").all()
+    three = ev[ev["subject"] == "three"]
+    assert three[["p_mean", "p_lo", "p_hi"]].notna().all().all()
+    assert three["interval_note"].isna().all()
+
+
+def test_fit_names_the_columns_that_formed_runs(tmp_path, cell, capsys):
+    """Issue 28 item 10: which columns formed runs, and how many trials each run has."""
+    df = cell.rename(columns={"session": "block"}).assign(person="p1")
+    df.iloc[:50].assign(person="p2").pipe(lambda a: pd.concat([a, df])).to_csv(
+        tmp_path / "t.csv", index=False
+    )
+    args = ["--map", "run=block", "--map", "subject=person", "--out", str(tmp_path / "o")]
+    assert main(["fit", str(tmp_path / "t.csv"), *args]) == 0
+    out = capsys.readouterr().out
+    assert "runs: subject (<- person) x run (<- block) -> 5 run(s), 10-40 trials each" in out

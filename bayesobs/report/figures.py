@@ -355,8 +355,9 @@ def summary_panels(summary: pd.DataFrame, bayesbench: pd.DataFrame) -> list[tupl
 def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=None):
     """Evidence, efficiency and consistency against accuracy, one colour per subject (paper Fig. 8).
 
-    Dots are full-data estimates; lines span the 68% bootstrap intervals where
-    they are (an interval need not contain its point estimate).  Only panels
+    Dots are full-data estimates; lines span the 68% percentile intervals of
+    the run bootstrap where they are (an interval need not contain its point
+    estimate: a ``*`` marks a dot outside its interval).  Only panels
     with data are drawn (e.g. no BCS panel without ablation conditions); None
     when there are none.
     """
@@ -378,6 +379,11 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
                 ax.hlines(row[yc], row[f"{xc}_lo"], row[f"{xc}_hi"], color=color, lw=1)
             if f"{yc}_lo" in d:
                 ax.vlines(row[xc], row[f"{yc}_lo"], row[f"{yc}_hi"], color=color, lw=1)
+            if any(
+                _outside(row[c], row.get(f"{c}_lo", np.nan), row.get(f"{c}_hi", np.nan))
+                for c in (xc, yc)
+            ):  # a point outside its own interval, as the leaderboard stars it
+                ax.annotate("*", (row[xc], row[yc]), xytext=(3, 3), textcoords="offset points")
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
         if ref is not None:
@@ -385,6 +391,30 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
     handles, labels = axs[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", fontsize=7, frameon=False)
     return fig
+
+
+def _outside(val, lo, hi) -> bool:
+    if not all(np.isfinite(v) for v in (val, lo, hi)):
+        return False
+    tol = 1e-12 * max(1.0, abs(val))
+    return bool(val < lo - tol or val > hi + tol)
+
+
+def outside_tops(d: pd.DataFrame, col: str) -> list[float | None]:
+    """Per row, where to draw a ``*``: the point or the bootstrap mean outside its interval.
+
+    The top of the highest of point, mean and interval where one of the two
+    lies outside ``[col_lo, col_hi]``; None elsewhere (and without an interval).
+    """
+    out: list[float | None] = []
+    for _, r in d.iterrows():
+        lo, hi = float(r.get(f"{col}_lo", np.nan)), float(r.get(f"{col}_hi", np.nan))
+        vals = [float(r.get(col, np.nan)), float(r.get(f"{col}_mean", np.nan))]
+        if any(_outside(v, lo, hi) for v in vals):
+            out.append(float(np.nanmax([*vals, hi])))
+        else:
+            out.append(None)
+    return out
 
 
 def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=None):
@@ -396,8 +426,9 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=No
     Bars are the full-data point estimates.  With bootstrap columns, each bar
     gets a black line from ``_lo`` to ``_hi`` with a dot at the bootstrap
     mean, drawn where the interval is (it need not contain the bar's top:
-    sums of signs shrink under resampling), and a white diamond marks ``S_p``
-    (METHOD §9) beside ``S``.
+    sums of signs shrink under resampling), a ``*`` above a bar whose point
+    estimate or bootstrap mean lies outside its interval, and a white
+    diamond marks ``S_p`` (METHOD §9) beside ``S``.
     """
     d = bayesbench.sort_values("S", ascending=False, na_position="last").reset_index(drop=True)
     parts = [
@@ -415,6 +446,7 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=No
     colors = colors or subject_colors(d["subject"])
     width = 0.2
     x = np.arange(len(d))
+    starred = False
     for k, (col, label, alpha) in enumerate(parts):
         pos = x + (k - (len(parts) - 1) / 2) * width
         ax.bar(
@@ -430,6 +462,10 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=No
         if f"{col}_lo" in d:  # the interval where it is, not clipped around the point
             ax.vlines(pos, d[f"{col}_lo"], d[f"{col}_hi"], color="k", lw=1.2)
             ax.plot(pos, d[f"{col}_mean"], "o", color="k", ms=2.5, ls="none")
+            for xi, top in zip(pos, outside_tops(d, col), strict=True):
+                if top is not None:  # the bar or the mean outside its interval
+                    ax.text(xi, top, "*", ha="center", va="bottom", fontsize=9)
+                    starred = True
     if has_s and "S_p" in d and d["S_p"].notna().any():
         ax.plot(x + 1.5 * width, d["S_p"], "D", mfc="white", mec="k", ms=4, ls="none")
     ax.set_xticks(x, d["subject"], rotation=20, ha="right", fontsize=8)
@@ -446,8 +482,18 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=No
     if any(f"{c}_lo" in d for c, _, _ in parts):
         handles.append(
             Line2D(
-                [], [], color="k", marker="o", ms=2.5, lw=1.2, label="bootstrap mean, 68% interval"
+                [],
+                [],
+                color="k",
+                marker="o",
+                ms=2.5,
+                lw=1.2,
+                label="bootstrap mean, 68% percentile\ninterval of the run bootstrap",
             )
+        )
+    if starred:
+        handles.append(
+            Line2D([], [], ls="none", marker="$*$", color="k", label="* bar or mean outside it")
         )
     if has_s and "S_p" in d and d["S_p"].notna().any():
         handles.append(

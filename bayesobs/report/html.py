@@ -31,7 +31,7 @@ from ..scores import (
     with_baseline,
 )
 from ..search import is_search, prefer
-from ..trials import natural_key, normalize_trials, parse_mapping, read_trials
+from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
 from .hvs import hvs_sections
 from .perception import perception_sections
@@ -188,8 +188,11 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     trials, res, manifests = _inputs(paths)
     trials = normalize_trials(trials)
+    scheme = resample
     if res is None:
         res = score(trials, bootstrap=bootstrap, seed=seed, resample=resample)
+    else:  # the scheme the score folder's manifest records, if any
+        scheme = next((m["resample"] for m in manifests if m.get("resample")), None)
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(exist_ok=True)
@@ -210,6 +213,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
             res,
             out,
             seed,
+            scheme,
         )
     if found.any():
         sections_s, tail = _search_sections(res, out, trials, seed)
@@ -328,7 +332,9 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
     return sections, tail
 
 
-def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int):
+def _magnitude_sections(
+    trials: pd.DataFrame, res: Scores, out: Path, seed: int, resample: str | None = "pooled"
+):
     """The BayesBench part: leaderboard, BCS table and the paper's figures."""
     colors = F.subject_colors(trials["subject"])
     pred = predictions(trials, res.fits)
@@ -460,15 +466,17 @@ def _magnitude_sections(trials: pd.DataFrame, res: Scores, out: Path, seed: int)
             (
                 "Summary",
                 "Evidence, efficiency and consistency against accuracy; the BayesBench score "
-                "and its parts (bars: full-data estimates; lines: 68% bootstrap intervals with "
-                "the bootstrap mean as a dot, which need not contain the bar; diamonds: S_p; "
-                "hatched: a number the leaderboard flags); BCS per task (68% bootstrap "
-                "intervals; n/a where the leaderboard has none).",
+                "and its parts (bars: full-data estimates; lines: 68% percentile intervals of "
+                "the run bootstrap, not confidence intervals, with the bootstrap mean as a dot, "
+                "which need not contain the bar; *: a point or mean outside its interval; "
+                "diamonds: S_p; hatched: a number the leaderboard flags); BCS per task (68% "
+                "percentile intervals of the run bootstrap; n/a where the leaderboard has none).",
                 imgs,
             )
         )
 
-    head = _leaderboard_html(res.bayesbench, res.missing)
+    head = _leaderboard_html(res.bayesbench, res.missing, resample)
+    head += _evidence_notes_html(res)
     head += _sequential_controls_html(res)
     if _has_bcs(res.bcs_tasks):
         col = "bcs_mean" if "bcs_mean" in res.bcs_tasks else "bcs"
@@ -624,6 +632,45 @@ def _sequential_controls_html(res: Scores) -> list[str]:
     return out
 
 
+def veridical_table(evidence: pd.DataFrame | None) -> pd.DataFrame:
+    """Cells indistinguishable from the veridical observer or with a boundary Bayesian fit.
+
+    One row per cell (``bayesian`` rows of ``evidence.csv``): ``p``,
+    ``p_veridical``, ``veridical_dAIC`` and ``boundary``; empty when the
+    evidence has no veridical reference.
+    """
+    from ..evidence import VERIDICAL_THRESHOLD, text_column
+
+    cols = ["p", "p_veridical", "veridical_dAIC", "boundary"]
+    if evidence is None or not len(evidence) or "veridical_dAIC" not in evidence:
+        return pd.DataFrame()
+    ev = evidence[evidence["factor"] == "bayesian"].drop_duplicates(list(CELL_KEYS))
+    flag = (ev["veridical_dAIC"] >= VERIDICAL_THRESHOLD) | (text_column(ev["boundary"]) != "")
+    return ev.loc[flag, [*CELL_KEYS, *cols]].reset_index(drop=True)
+
+
+def _evidence_notes_html(res: Scores) -> list[str]:
+    """The bounds of factor evidence, the veridical reference and boundary fits."""
+    from ..evidence import evidence_notes, text_column
+
+    ev = res.evidence
+    if ev is None or not len(ev) or "p_floor" not in ev:
+        return []
+    ev = ev.assign(boundary=text_column(ev["boundary"]))
+    items = "".join(f"<li>{html.escape(x)}</li>" for x in evidence_notes(ev))
+    out = ["<h2>Factor evidence: bounds and the veridical reference</h2>", f"<ul>{items}</ul>"]
+    table = veridical_table(ev)
+    if len(table):
+        out.append(
+            folded(
+                f"{len(table)} flagged cell(s) (P(bayesian) by p and p_veridical)",
+                _table_html(table, 3),
+                len(table),
+            )
+        )
+    return out
+
+
 def anchoring_hits(controls: pd.DataFrame | None) -> pd.DataFrame:
     """The rows of ``controls.csv`` where a control beats every Kalman observer by AIC."""
     if controls is None or controls.empty or "delta_aic_kalman" not in controls:
@@ -681,11 +728,14 @@ def _exclusions_html(table: pd.DataFrame | None) -> list[str]:
     ]
 
 
-def _leaderboard_html(bayesbench: pd.DataFrame, missing: pd.DataFrame | None) -> list[str]:
+def _leaderboard_html(
+    bayesbench: pd.DataFrame, missing: pd.DataFrame | None, resample: str | None = "pooled"
+) -> list[str]:
     """Leaderboard table (point estimate beside bootstrap mean and interval), legend, flags."""
     header, rows = LB.board(bayesbench)
     table = pd.DataFrame(rows, columns=header)
-    note = LB.INTERVAL_NOTE if "S_mean" in bayesbench else LB.NO_BOOTSTRAP_NOTE
+    strat = any(c.endswith("_strat_lo") for c in bayesbench.columns)
+    note = LB.interval_note(resample, strat) if "S_mean" in bayesbench else LB.NO_BOOTSTRAP_NOTE
     legend = "".join(
         f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in LB.LEGEND.items()
     )
