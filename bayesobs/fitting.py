@@ -561,6 +561,7 @@ def _kalman_moments_levels(z, u, obs, lev, rho, L):
 
 def _level_objective(rss, n, floor):
     """``sum_c [n_c log s2_c + RSS_c / s2_c]`` (minus twice the profiled LL, up to constants)."""
+    rss = np.maximum(rss, 0.0)  # a sum of squares: rounding can take it below 0
     with np.errstate(invalid="ignore", divide="ignore"):
         s2 = np.maximum(rss / np.where(n > 0, n, 1.0), floor)
         term = np.where(n > 0, n * np.log(s2) + rss / s2, 0.0)
@@ -696,11 +697,8 @@ def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int):
                     k: np.stack([results[c][base][1][k] for c in range(L)])
                     for k in results[0][base][1]
                 }
-            with np.errstate(invalid="ignore", divide="ignore"):
-                s2 = np.maximum(rss / np.where(n > 0, n, 1), floors)
-                ll_c = np.where(
-                    n > 0, -0.5 * n * np.log(2 * np.pi * s2) - 0.5 * rss / s2 - jacs, 0.0
-                )
+            s2, ll_c = profiled_loglik(rss, n, floors, jacs)
+            ll_c = np.where(n > 0, ll_c, 0.0)
             short = ((n > 0) & (n <= v.k)).any(axis=0)
             few[:, v_j] = short
             fit_ok = ok & ~short & (n.sum(0) > 0)
@@ -713,6 +711,24 @@ def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int):
                     val = val + centre[None, :] * (1.0 - slope)
                 par[name][:, v_j] = np.where(present, val, np.nan).T
     return ll, n_level.sum(1), n_level, par, few
+
+
+def profiled_loglik(rss, n, floor, jac=0.0):
+    """Profiled variance and log-likelihood of a Gaussian fit (METHOD §2, §8).
+
+    ``sigma^2 = max(RSS / n, floor)`` and
+    ``LL = -n/2 log(2 pi sigma^2) - RSS / (2 sigma^2) - jac``.  ``RSS`` is
+    first clipped at 0: computed from sums (``sum u^2 - 2 sum mu u + ...``) an
+    exact fit can come out a rounding error below 0, and a negative RSS under
+    the floor would lift the LL above ``-n/2 log(2 pi floor)``, the most the
+    floor allows.  Every variant's LL goes through here.  Returns
+    ``(sigma^2, LL)``; NaN where ``n = 0``.
+    """
+    rss = np.maximum(rss, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s2 = np.maximum(rss / n, floor)
+        loglik = -0.5 * n * np.log(2 * np.pi * s2) - 0.5 * rss / s2 - jac
+    return s2, loglik
 
 
 def _variance_floor(Gd: np.ndarray, qfloor: np.ndarray) -> np.ndarray:
@@ -770,9 +786,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
                 continue
             base = v.family if v.family == "linear" else v.family + ("_gain" if v.gain else "")
             rss, p = results[base]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                s2 = np.maximum(rss / n, floor)
-                loglik = -0.5 * n * np.log(2 * np.pi * s2) - 0.5 * rss / s2 - jac
+            s2, loglik = profiled_loglik(rss, n, floor, jac)
             fit_ok = ok & (n > v.k)
             ll[:, v_j] = np.where(fit_ok, loglik, np.nan)
             par["sigma"][:, v_j] = np.where(fit_ok, np.sqrt(s2), np.nan)

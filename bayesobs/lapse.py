@@ -173,7 +173,7 @@ def fit_lapse(variant, pairs: _Pairs, log_rho0):
         for _ in range(EM_ITERATIONS):
             state, rss, n = _m_step(variant, pairs, r, state)
             with np.errstate(invalid="ignore", divide="ignore"):
-                sigma2 = np.maximum(rss / np.where(n > 0, n, 1.0), pairs.floor)
+                sigma2 = np.maximum(np.maximum(rss, 0.0) / np.where(n > 0, n, 1.0), pairs.floor)
             m = _mean(variant, pairs, state)
             r, ll = _e_step(pairs, m, sigma2, lam)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -189,7 +189,7 @@ def fit_lapse(variant, pairs: _Pairs, log_rho0):
         # the log-likelihood of the final (state, sigma, lambda)
         state, rss, n = _m_step(variant, pairs, r, state)
         with np.errstate(invalid="ignore", divide="ignore"):
-            sigma2 = np.maximum(rss / np.where(n > 0, n, 1.0), pairs.floor)
+            sigma2 = np.maximum(np.maximum(rss, 0.0) / np.where(n > 0, n, 1.0), pairs.floor)
         _, ll = _e_step(pairs, _mean(variant, pairs, state), sigma2, lam)
         better = ll > best_ll
         best_ll = np.where(better, ll, best_ll)
