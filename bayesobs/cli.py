@@ -205,11 +205,16 @@ def cmd_fit(args) -> int:
             "--method posterior does not model --interleaved levels or --lapse yet; "
             "use the maximum-likelihood fits for those"
         )
+    transfer = _transfer_spec(args)
     t0 = time.perf_counter()
     trials, exclusions = _read(args)
     from .api import magnitude_trials
 
     trials, left_out = magnitude_trials(trials)
+    if transfer:
+        from .transfer import check_conditions
+
+        check_conditions(trials, *transfer)
     if left_out:
         print(
             f"note: {left_out} visual-search/perception trial(s) left out of the fits (see bayesobs score)"
@@ -270,7 +275,33 @@ def cmd_fit(args) -> int:
         print(wrap(f"note: {line}"))
     for line in fit_bootstrap_warnings(trials, batch.cells, args.bootstrap):
         print(wrap(f"warning: {line}"), file=sys.stderr)
+    if transfer:
+        _write_transfer(trials, fits_table(batch), transfer, args.out)
     return 0
+
+
+def _transfer_spec(args) -> tuple[str, str] | None:
+    """``fit --transfer A:B`` checked before any reading: ``(A, B)`` or ``None``."""
+    if not getattr(args, "transfer", None):
+        return None
+    from .transfer import parse_transfer
+
+    if args.interleaved:
+        raise BayesobsInputError(
+            "--transfer with --interleaved: transfer applies one parameter set per cell; "
+            "fit the interleaved levels without --transfer"
+        )
+    return parse_transfer(args.transfer)
+
+
+def _write_transfer(trials, fits, transfer: tuple[str, str], out: Path) -> None:
+    """Write ``transfer.csv`` and print its one-line summary."""
+    from .transfer import transfer_summary, transfer_table
+    from .trials import write_csv
+
+    table = transfer_table(trials, fits, *transfer)
+    write_csv(table, out / "transfer.csv")
+    print(f"{transfer_summary(table, *transfer)} -> {out}/transfer.csv")
 
 
 def fit_bootstrap_warnings(trials, cells, bootstrap: int) -> list[str]:
@@ -1030,6 +1061,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--draws", type=int, default=500, help="posterior: draws per chain (default 500)"
+    )
+    p.add_argument(
+        "--transfer",
+        metavar="A:B",
+        help="cross-condition transfer: apply each variant's parameters fitted on condition A "
+        "to condition B's stimuli; write transfer.csv (predicted vs observed slope, LL on B)",
     )
     _add_scheduler_option(p)
     p.set_defaults(func=cmd_fit)

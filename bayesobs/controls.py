@@ -29,12 +29,12 @@ import numpy as np
 import pandas as pd
 
 from .fitting import (
-    _gram,
     _transformed,
     _variance_floor,
     build_runs,
     dataset_matrix,
     encode_params,
+    gram_stats,
     quantum_floor,
 )
 from .trials import CELL_KEYS
@@ -131,7 +131,7 @@ def fit_controls(
     for j, (_, log) in enumerate(CONTROLS):
         z, u, obs, jac_run, _ = _transformed(runs, cells, log)
         S = np.asarray(W @ anchor_statistics(z, u, obs, runs.present))
-        Gd = np.asarray(W @ _gram(z, u, runs.present, obs))
+        Gd = np.asarray(W @ gram_stats(z, u, runs.present, obs))
         jac = np.asarray(W @ jac_run)
         floor = _variance_floor(Gd, quantum_floor(cells, log)[cell_of])
         n, sdd, sde, see = S.T

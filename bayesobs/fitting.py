@@ -19,6 +19,10 @@ a dataset (a cell, or one bootstrap replicate of it) is a count-weighted sum of
 its runs' statistics, a sparse matrix product.  Only the golden-section
 refinement touches per-replicate Kalman recursions.
 
+With an interleaved column (METHOD §10) the Kalman variants have one
+``rho_c`` per level: a grid over ``[-18, 18]^L``, then a joint projected
+Newton refinement of the grid's best local minima (:func:`newton_levels`).
+
 Numerical care: stimuli and responses are centred by a per-cell constant
 before moments are accumulated (every variant is shift-equivariant), and the
 profiled variance has a floor of ``1e-12`` times the response variance so that
@@ -264,7 +268,12 @@ def _transformed(runs: RunTable, cells: pd.DataFrame, log: bool):
     return z, u, obs, jac_run, centre[:, 0]
 
 
-def _gram(z, u, present, obs) -> np.ndarray:
+def gram_stats(z, u, present, obs) -> np.ndarray:
+    """Gram statistics of ``(z, zbar_r, 1, u)`` of every run: ``(runs, 10)``.
+
+    ``obs`` weights each trial (a mask, or EM responsibilities); ``zbar_r``
+    is the mean of ``z`` over every trial of the run.
+    """
     o = obs.astype(float)
     zb = z.sum(1) / present.sum(1)
     n = o.sum(1)
@@ -348,10 +357,11 @@ def _kalman_moments_blocked(z, u, obs, rho):
     return [np.concatenate(p) for p in zip(*parts, strict=True)]
 
 
-def _rss_kalman(G, s1, s2, s3):
+def rss_kalman(G, s1, s2, s3):
     """RSS of ``kalman`` and ``kalman_gain`` given dataset moments.
 
     ``G``: dataset Gram stats broadcastable to ``s1``'s leading shape.
+    Returns ``(rss_kalman, rss_kalman_gain, g, delta)``.
     """
     n, su, suu = G[..., _N], G[..., _SU], G[..., _SUU]
     rss_k = suu - 2 * s3 + s2
@@ -362,13 +372,17 @@ def _rss_kalman(G, s1, s2, s3):
         g = np.where(vmu > 1e-14 * np.maximum(s2, 1e-300), cmu / vmu, 0.0)
         g = np.maximum(g, 0.0)
         rss_g = vu - 2 * g * cmu + g * g * vmu
-        # n = 0: a bootstrap draw of runs without one response (NaN, as in _closed_forms)
+        # n = 0: a bootstrap draw of runs without one response (NaN, as in closed_forms)
         delta = (su - g * s1) / n
     return rss_k, rss_g, g, delta
 
 
-def _closed_forms(G):
-    """RSS and (centred) parameters of linear, static and static_gain."""
+def closed_forms(G):
+    """RSS and (centred) parameters of linear, static and static_gain.
+
+    ``G``: ``(D, 10)`` dataset Gram statistics (:func:`gram_stats`).  Returns
+    ``{name: (rss, params)}``.
+    """
     n = G[:, _N]
     with np.errstate(invalid="ignore", divide="ignore"):
         mz, mzb, mu_ = G[:, _SZ] / n, G[:, _SZB] / n, G[:, _SU] / n
@@ -448,7 +462,7 @@ def _fit_kalman(W, Gd, z, u, obs):
     theta = np.concatenate([[-np.inf], LOG_RHO_GRID, [np.inf]])
     s1, s2, s3 = _kalman_moments(z, u, obs, np.exp(theta)[:, None])  # (C, R)
     agg = [(W @ s.T) for s in (s1, s2, s3)]  # (D, C)
-    rss_k, rss_g, _, _ = _rss_kalman(Gd[:, None, :], *agg)
+    rss_k, rss_g, _, _ = rss_kalman(Gd[:, None, :], *agg)
     D = W.shape[0]
     coo = W.tocoo()
     d_p, r_p, w_p = coo.row, coo.col, coo.data  # (dataset, run) pairs, by dataset (CSR order)
@@ -486,13 +500,13 @@ def _fit_kalman(W, Gd, z, u, obs):
         pairs, Gd_sel = pairs_of(d_sel), Gd[d_sel]
 
         def evaluate(th):
-            rk, rg, _, _ = _rss_kalman(Gd_sel, *moments_of(pairs, th))
+            rk, rg, _, _ = rss_kalman(Gd_sel, *moments_of(pairs, th))
             return np.where(j_sel == 0, rk, rg)
 
         th_r, f_r = _golden(evaluate, lo[j_sel, d_sel], hi[j_sel, d_sel])
         better = f_r < best_rss[j_sel, d_sel]
         best_theta[j_sel[better], d_sel[better]] = th_r[better]
-    rk, rg, g, delta = _rss_kalman(Gd, *moments_at(best_theta))
+    rk, rg, g, delta = rss_kalman(Gd, *moments_at(best_theta))
     return {
         "kalman": (rk[0], {"rho": np.exp(best_theta[0])}),
         "kalman_gain": (rg[1], {"rho": np.exp(best_theta[1]), "g": g[1], "delta": delta[1]}),
@@ -501,7 +515,12 @@ def _fit_kalman(W, Gd, z, u, obs):
 
 # ------------------------------------------------- interleaved levels (§10)
 LEVEL_GRID_CANDIDATES = 6000  # grid points over the vector of log rho_c
-LEVEL_SWEEPS = 2  # coordinate-wise golden-section sweeps after the grid
+LEVEL_STARTS = 3  # best local minima of the grid refined per (variant, dataset)
+LOG_RHO_BOUND = 18.0  # log rho_c in [-18, 18]; the ends stand for the limits
+NEWTON_ITERATIONS = 60
+NEWTON_H = 2e-3  # finite-difference step in log rho
+NEWTON_RADIUS = 2.0  # first trust radius (largest step per coordinate, log rho)
+LEVEL_BLOCK_COLUMNS = 8192  # (item, run) columns per filter call: bounded memory
 
 
 def level_grid(L: int) -> np.ndarray:
@@ -511,7 +530,7 @@ def level_grid(L: int) -> np.ndarray:
     return np.stack([g.ravel() for g in np.meshgrid(*([axis] * L), indexing="ij")], axis=1)
 
 
-def _kalman_moments_levels(z, u, obs, lev, rho, L):
+def kalman_moments_levels(z, u, obs, lev, rho, L):
     """Per-level ``sum mu``, ``sum mu^2``, ``sum mu u`` of the interleaved filter.
 
     ``z``, ``u``, ``obs``, ``lev``: time-major ``(T, R)``.  ``rho``: ``(..., L)``
@@ -519,12 +538,13 @@ def _kalman_moments_levels(z, u, obs, lev, rho, L):
     recursion (METHOD §10, in units of the process noise):
     ``P-_t = P_{t-1} + 1``, ``K_t = rho_c P-_t / (rho_c P-_t + 1)``,
     ``P_t = P-_t / (rho_c P-_t + 1)``, diffuse start ``K_1 = 1``,
-    ``P_1 = 1 / rho_{c(1)}``.  Returns three arrays ``(L, *lead)``.
+    ``P_1 = 1 / rho_{c(1)}``.  ``obs`` weights each trial's terms: a mask,
+    or EM responsibilities (METHOD §11).  Returns three arrays ``(L, *lead)``.
     """
     rho = np.asarray(rho, dtype=float)
     lead = np.broadcast_shapes(rho.shape[:-1], z.shape[1:])
     T = z.shape[0]
-    masks = [(lev == c) & obs for c in range(L)]
+    masks = [np.where(lev == c, obs, 0) for c in range(L)]
 
     def r_at(t):
         r = np.zeros(lead)
@@ -559,8 +579,9 @@ def _kalman_moments_levels(z, u, obs, lev, rho, L):
     return s1, s2, s3
 
 
-def _level_objective(rss, n, floor):
+def level_objective(rss, n, floor):
     """``sum_c [n_c log s2_c + RSS_c / s2_c]`` (minus twice the profiled LL, up to constants)."""
+    rss = np.maximum(rss, 0.0)  # a sum of squares: rounding can take it below 0
     with np.errstate(invalid="ignore", divide="ignore"):
         s2 = np.maximum(rss / np.where(n > 0, n, 1.0), floor)
         term = np.where(n > 0, n * np.log(s2) + rss / s2, 0.0)
@@ -571,84 +592,241 @@ def _fit_kalman_levels(W, Gds, floors, z, u, obs, lev, L):
     """Profiled ``kalman``/``kalman_gain`` fits with one ``rho_c`` per level.
 
     ``Gds``: ``(L, D, 10)`` dataset Gram statistics per level; ``floors``:
-    ``(L, D)`` variance floors.  Grid over the vector of ``log rho_c`` (both
-    ends per level), then coordinate-wise golden-section refinement.
-    Returns ``{variant: (rss (L, D), params)}`` with ``(L, D)`` parameters.
+    ``(L, D)`` variance floors; ``z``, ``u``, ``obs``, ``lev``: time-major
+    ``(T, runs)``.  The global maximum over the vector of ``log rho_c``
+    (METHOD §2, §10):
+
+    1. a grid over ``[-18, 18]^L`` (:func:`level_grid`, both ends per
+       level), evaluated once per unique run and summed into datasets;
+    2. the :data:`LEVEL_STARTS` best local minima of that grid (points no
+       worse than their axis neighbours) of every (variant, dataset) are
+       refined jointly by a projected, trust-region Newton method on the
+       concentrated objective, with central finite-difference gradient and
+       Hessian (:func:`newton_levels`), vectorised over every start,
+       variant and dataset;
+    3. the best refined point is kept (never worse than the grid's best).
+
+    A coordinate-wise search (golden sections one level at a time) stops
+    short of the joint maximum when the levels' noise ratios interact; the
+    joint Newton step does not.  Returns ``{variant: (rss (L, D), params)}``
+    with ``(L, D)`` parameters.
     """
     D = W.shape[0]
     n = Gds[..., _N]  # (L, D)
     cand = level_grid(L)  # (Q, L)
-    s1, s2, s3 = _kalman_moments_levels(z, u, obs, lev, np.exp(cand)[:, None, :], L)  # (L, Q, R)
+    per = round(len(cand) ** (1.0 / L))
+    s1, s2, s3 = kalman_moments_levels(z, u, obs, lev, np.exp(cand)[:, None, :], L)  # (L, Q, R)
     agg = [np.stack([np.asarray(W @ m[c].T) for c in range(L)]) for m in (s1, s2, s3)]  # (L, D, Q)
-    rk, rg, _, _ = _rss_kalman(Gds[:, :, None, :], *agg)  # (L, D, Q)
+    rk, rg, _, _ = rss_kalman(Gds[:, :, None, :], *agg)  # (L, D, Q)
     fl = floors[:, :, None]
     nn = n[:, :, None]
-    grids = np.stack([_level_objective(rk, nn, fl), _level_objective(rg, nn, fl)])  # (2, D, Q)
-    i = np.argmin(np.where(np.isnan(grids), np.inf, grids), axis=2)  # (2, D)
-    best = cand[i]  # (2, D, L)
-    best_f = np.take_along_axis(grids, i[..., None], axis=2)[..., 0]
-    step = cand[1, -1] - cand[0, -1] if len(cand) > 1 else 1.0
+    grids = np.stack([level_objective(rk, nn, fl), level_objective(rg, nn, fl)])  # (2, D, Q)
+    starts = grid_local_minima(grids, per, L, LEVEL_STARTS)  # (2, D, K), -1 where none
+    j_of, d_of, k_of = np.nonzero(starts >= 0)
+    th0 = cand[starts[j_of, d_of, k_of]]
+    f0 = grids[j_of, d_of, starts[j_of, d_of, k_of]]
+    evaluate = level_evaluator(W, Gds, floors, z, u, obs, lev, L)
 
-    coo = W.tocoo()
-    d_p, r_p, w_p = coo.row, coo.col, coo.data
-    zp, up, op, lp = (np.concatenate([a[:, r_p], a[:, r_p]], axis=1) for a in (z, u, obs, lev))
-    P = len(d_p)
+    def objective(th, items):
+        return evaluate(th, j_of[items], d_of[items])[0]
 
-    def moments_at(th):  # th: (2, D, L) -> per level (L, 2, D)
-        rho = np.exp(np.concatenate([th[0, d_p], th[1, d_p]], axis=0))  # (2P, L)
-        mm = _kalman_moments_levels(zp, up, op, lp, rho, L)
-        out = []
-        for m in mm:  # (L, 2P)
-            out.append(
-                np.stack(
-                    [
-                        np.stack(
-                            [
-                                np.bincount(
-                                    d_p, weights=w_p * m[c, j * P : (j + 1) * P], minlength=D
-                                )
-                                for j in (0, 1)
-                            ]
-                        )
-                        for c in range(L)
-                    ]
-                )
-            )
-        return out  # three arrays (L, 2, D)
-
-    def objective(th):
-        a1, a2, a3 = moments_at(th)
-        rk_, rg_, _, _ = _rss_kalman(Gds[:, None, :, :], a1, a2, a3)  # (L, 2, D)
-        f = np.stack(
-            [_level_objective(rk_[:, 0], n, floors), _level_objective(rg_[:, 1], n, floors)]
-        )
-        return f
-
-    for _ in range(LEVEL_SWEEPS):
-        for c in range(L):
-
-            def evaluate(x, c=c):
-                th = best.copy()
-                th[..., c] = x
-                return objective(th)
-
-            lo = np.clip(best[..., c] - step, -18.0, 18.0)
-            hi = np.clip(best[..., c] + step, -18.0, 18.0)
-            x, f = _golden(evaluate, lo, hi)
-            better = f < best_f
-            best[..., c] = np.where(better, x, best[..., c])
-            best_f = np.where(better, f, best_f)
-    a1, a2, a3 = moments_at(best)
-    rk_, rg_, g, delta = _rss_kalman(Gds[:, None, :, :], a1, a2, a3)  # (L, 2, D)
+    th, f = newton_levels(objective, th0, f0)
+    # the best start of every (variant, dataset)
+    best = np.zeros((2, D, L))
+    best_f = np.full((2, D), np.inf)
+    for k in range(starts.shape[2]):
+        sel = k_of == k
+        j, d = j_of[sel], d_of[sel]
+        better = f[sel] < best_f[j, d]
+        best[j[better], d[better]] = th[sel][better]
+        best_f[j[better], d[better]] = f[sel][better]
+    jj = np.repeat([0, 1], D)
+    dd = np.tile(np.arange(D), 2)
+    _, rss, g, delta = evaluate(best.reshape(2 * D, L), jj, dd)  # (L, 2D)
+    rss, g, delta = (a.reshape(L, 2, D) for a in (rss, g, delta))
     rho = np.exp(np.moveaxis(best, -1, 0))  # (L, 2, D)
     return {
-        "kalman": (rk_[:, 0], {"rho": rho[:, 0]}),
-        "kalman_gain": (rg_[:, 1], {"rho": rho[:, 1], "g": g[:, 1], "delta": delta[:, 1]}),
+        "kalman": (rss[:, 0], {"rho": rho[:, 0]}),
+        "kalman_gain": (rss[:, 1], {"rho": rho[:, 1], "g": g[:, 1], "delta": delta[:, 1]}),
     }
 
 
-def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int):
+def grid_local_minima(values: np.ndarray, per: int, L: int, K: int) -> np.ndarray:
+    """Flat indices of the ``K`` lowest local minima of ``values`` on an ``L``-D grid.
+
+    ``values``: ``(..., per**L)`` in :func:`level_grid` order (NaN counts as
+    ``+inf``).  A local minimum is no higher than either neighbour along
+    every axis; the global minimum always is one.  Returns ``(..., K)``
+    indices, lowest first, ``-1`` where there are fewer than ``K`` finite
+    local minima.
+    """
+    lead = values.shape[:-1]
+    v = np.where(np.isnan(values), np.inf, values).reshape(*lead, *([per] * L))
+    is_min = np.isfinite(v)
+    for ax in range(len(lead), v.ndim):
+        pad = [(0, 0)] * v.ndim
+        pad[ax] = (1, 1)
+        vp = np.pad(v, pad, constant_values=np.inf)
+        is_min &= v <= np.take(vp, np.arange(per), axis=ax)
+        is_min &= v <= np.take(vp, np.arange(2, per + 2), axis=ax)
+    flat = np.where(is_min, v, np.inf).reshape(*lead, -1)
+    order = np.argsort(flat, axis=-1, kind="stable")[..., :K]
+    ok = np.isfinite(np.take_along_axis(flat, order, axis=-1))
+    return np.where(ok, order, -1)
+
+
+def level_evaluator(W, Gds, floors, z, u, obs, lev, L):
+    """``evaluate(th, j, d)``: objective, RSS, ``g``, ``delta`` of items at ``log rho`` vectors.
+
+    Item ``i`` is variant ``j[i]`` (0 ``kalman``, 1 ``kalman_gain``) on
+    dataset ``d[i]`` at ``th[i]`` (``(M, L)``).  Runs through the §10
+    recursion once per (item, run of its dataset) pair, in blocks of
+    :data:`LEVEL_BLOCK_COLUMNS` columns.  Returns ``f (M,)`` and ``(L, M)``
+    arrays of RSS, ``g`` and ``delta``.
+    """
+    D = W.shape[0]
+    coo = W.tocoo()
+    d_p, r_p, w_p = coo.row, coo.col, coo.data  # (dataset, run) pairs, by dataset (CSR order)
+    first = np.searchsorted(d_p, np.arange(D + 1))
+    n = Gds[..., _N]
+
+    def moments(th, d):
+        M = len(d)
+        cnt = first[d + 1] - first[d]
+        out = [np.zeros((L, M)) for _ in range(3)]
+        ends = np.cumsum(cnt)
+        a = 0
+        while a < M:  # a block of items whose pairs fit in LEVEL_BLOCK_COLUMNS columns
+            b = int(np.searchsorted(ends, (ends[a - 1] if a else 0) + LEVEL_BLOCK_COLUMNS, "right"))
+            b = max(b, a + 1)
+            dd, cc = d[a:b], cnt[a:b]
+            item = np.repeat(np.arange(b - a), cc)
+            pos = np.arange(cc.sum()) - np.repeat(np.cumsum(cc) - cc - first[dd], cc)
+            c = r_p[pos]
+            m = kalman_moments_levels(
+                z[:, c], u[:, c], obs[:, c], lev[:, c], np.exp(th[a:b])[item], L
+            )
+            for o, mm in zip(out, m, strict=True):
+                for level in range(L):
+                    o[level, a:b] = np.bincount(item, weights=w_p[pos] * mm[level], minlength=b - a)
+            a = b
+        return out
+
+    def evaluate(th, j, d):
+        s1, s2, s3 = moments(th, d)
+        rk, rg, g, delta = rss_kalman(Gds[:, d, :], s1, s2, s3)  # (L, M)
+        rss = np.where(j == 0, rk, rg)
+        return level_objective(rss, n[:, d], floors[:, d]), rss, g, delta
+
+    return evaluate
+
+
+def _stencil(L: int, h: float) -> np.ndarray:
+    """Offsets of the central-difference gradient and Hessian: ``(1 + 2L + 2L(L-1), L)``."""
+    rows = [np.zeros(L)]
+    eye = np.eye(L) * h
+    for i in range(L):
+        rows += [eye[i], -eye[i]]
+    for i in range(L):
+        for k in range(i + 1, L):
+            rows += [eye[i] + eye[k], eye[i] - eye[k], -eye[i] + eye[k], -eye[i] - eye[k]]
+    return np.array(rows)
+
+
+def _derivatives(fs: np.ndarray, L: int, h: float):
+    """Gradient ``(M, L)`` and Hessian ``(M, L, L)`` from values on :func:`_stencil`."""
+    f0 = fs[0]
+    M = fs.shape[1]
+    grad = np.empty((M, L))
+    hess = np.empty((M, L, L))
+    for i in range(L):
+        fp, fm = fs[1 + 2 * i], fs[2 + 2 * i]
+        grad[:, i] = (fp - fm) / (2 * h)
+        hess[:, i, i] = (fp - 2 * f0 + fm) / (h * h)
+    r = 1 + 2 * L
+    for i in range(L):
+        for k in range(i + 1, L):
+            pp, pm, mp, mm = fs[r : r + 4]
+            hess[:, i, k] = hess[:, k, i] = (pp - pm - mp + mm) / (4 * h * h)
+            r += 4
+    return grad, hess
+
+
+def newton_levels(objective, th0: np.ndarray, f0: np.ndarray, iterations: int = NEWTON_ITERATIONS):
+    """Minimise ``objective`` from every start at once: projected trust-region Newton.
+
+    ``objective(th (M', L), items (M',))`` evaluates items ``items`` at
+    ``th``; ``th0 (M, L)`` are starts in ``[-18, 18]^L`` with values ``f0``.
+    Each iteration: central finite differences give gradient and Hessian;
+    coordinates at a bound whose gradient points outward stay there; the
+    step is Newton's on the others with each Hessian eigenvalue replaced by
+    its absolute value (a saddle or a flat direction gives a descent step,
+    not an ascent), cut to the trust radius; the best of the step and two
+    shorter ones along it is accepted where it lowers the objective (the
+    radius grows), otherwise the radius shrinks.  An item stops when its
+    radius falls below 1e-9 or a step changes it by less than 1e-12.
+    At most ``iterations`` steps (a generalised EM step needs only a few).
+    Returns the final points and values (never worse than the starts).
+    """
+    M, L = th0.shape
+    th = th0.copy()
+    f = np.where(np.isnan(f0), np.inf, f0)
+    radius = np.full(M, NEWTON_RADIUS)
+    active = np.isfinite(f)
+    offsets = _stencil(L, NEWTON_H)
+    fractions = np.array([1.0, 0.25, 1.0 / 16.0])
+    for _ in range(iterations):
+        items = np.flatnonzero(active)
+        if not len(items):
+            break
+        x = th[items]
+        pts = np.clip(x[None] + offsets[:, None], -LOG_RHO_BOUND - 1.0, LOG_RHO_BOUND + 1.0)
+        fs = objective(pts.reshape(-1, L), np.tile(items, len(offsets))).reshape(len(offsets), -1)
+        fs[0] = f[items]
+        grad, hess = _derivatives(fs, L, NEWTON_H)
+        ok = np.isfinite(grad).all(1) & np.isfinite(hess).all((1, 2))
+        grad = np.where(ok[:, None], grad, 0.0)
+        hess = np.where(ok[:, None, None], hess, 0.0)
+        pinned = ((x <= -LOG_RHO_BOUND) & (grad > 0)) | ((x >= LOG_RHO_BOUND) & (grad < 0))
+        grad = np.where(pinned, 0.0, grad)
+        keep = ~pinned[:, :, None] & ~pinned[:, None, :]
+        hess = np.where(keep, hess, 0.0) + np.where(pinned, 1.0, 0.0)[:, :, None] * np.eye(L)
+        e, V = np.linalg.eigh(hess)
+        scale = np.maximum(np.abs(e).max(1, keepdims=True), 1e-300)
+        e = np.maximum(np.abs(e), 1e-8 * scale)
+        step = -np.einsum("mij,mj->mi", V, np.einsum("mji,mj->mi", V, grad) / e)
+        big = np.abs(step).max(1)
+        r = radius[items]
+        step *= np.where(big > r, r / np.where(big > 0, big, 1.0), 1.0)[:, None]
+        trial = np.clip(
+            x[None] + fractions[:, None, None] * step[None], -LOG_RHO_BOUND, LOG_RHO_BOUND
+        )
+        ft = objective(trial.reshape(-1, L), np.tile(items, len(fractions)))
+        ft = np.where(np.isnan(ft), np.inf, ft).reshape(len(fractions), -1)
+        pick = np.argmin(ft, axis=0)
+        f_new = ft[pick, np.arange(len(items))]
+        x_new = trial[pick, np.arange(len(items))]
+        better = f_new < f[items]
+        moved = np.abs(x_new - x).max(1)
+        gain = np.where(better, f[items] - f_new, 0.0)
+        th[items] = np.where(better[:, None], x_new, x)
+        f[items] = np.where(better, f_new, f[items])
+        radius[items] = np.where(
+            better & (pick == 0), np.minimum(2.0 * r, 8.0), np.where(better, r, r / 16.0)
+        )
+        done = (radius[items] < 1e-9) | (
+            better & (gain <= 1e-12 * np.maximum(1.0, np.abs(f[items])))
+        )
+        done |= better & (moved < 1e-10)
+        active[items[done]] = False
+    return th, f
+
+
+def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int, lapse=False):
     """Joint log-likelihoods and per-level parameters (METHOD §10) for one chunk.
+
+    With ``lapse``, every variant is refitted with one lapse rate per cell
+    (:func:`_lapse_levels`).
 
     Returns ``ll (D, V)``, ``n (D,)``, ``n_level (D, L)``, ``params`` with
     ``(D, V, L)`` arrays and ``few (D, V)``: a level has too few responses.
@@ -669,13 +847,13 @@ def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int):
         Gds, jacs, floors, results = [], [], [], []
         for c in range(L):
             oc = obs & (runs.level == c)
-            G = _gram(z, np.where(oc, u, 0.0), runs.present, oc)
+            G = gram_stats(z, np.where(oc, u, 0.0), runs.present, oc)
             Gd = np.asarray(W @ G)
             jac_trial = np.where(oc, u + centre_run[:, None], 0.0) if log else np.zeros_like(u)
             jacs.append(np.asarray(W @ jac_trial.sum(1)))
             floors.append(_variance_floor(Gd, qfloor))
             Gds.append(Gd)
-            results.append(_closed_forms(Gd))
+            results.append(closed_forms(Gd))
         Gds, jacs, floors = np.stack(Gds), np.stack(jacs), np.stack(floors)
         n = Gds[..., _N]  # (L, D)
         n_level = n.T
@@ -696,11 +874,8 @@ def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int):
                     k: np.stack([results[c][base][1][k] for c in range(L)])
                     for k in results[0][base][1]
                 }
-            with np.errstate(invalid="ignore", divide="ignore"):
-                s2 = np.maximum(rss / np.where(n > 0, n, 1), floors)
-                ll_c = np.where(
-                    n > 0, -0.5 * n * np.log(2 * np.pi * s2) - 0.5 * rss / s2 - jacs, 0.0
-                )
+            s2, ll_c = profiled_loglik(rss, n, floors, jacs)
+            ll_c = np.where(n > 0, ll_c, 0.0)
             short = ((n > 0) & (n <= v.k)).any(axis=0)
             few[:, v_j] = short
             fit_ok = ok & ~short & (n.sum(0) > 0)
@@ -712,7 +887,94 @@ def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int):
                     slope = p["w"] if name == "b" else p["g"]
                     val = val + centre[None, :] * (1.0 - slope)
                 par[name][:, v_j] = np.where(present, val, np.nan).T
+        if lapse:
+            jac_trial = np.where(obs, u + centre_run[:, None], 0.0) if log else np.zeros_like(u)
+            _lapse_levels(
+                W, runs, cells, B, L, log, (z, u, obs, jac_trial, floors, centre), ll, par
+            )
     return ll, n_level.sum(1), n_level, par, few
+
+
+def _lapse_levels(W, runs: RunTable, cells, B, L, log, arrays, ll, par) -> None:
+    """Refit the variants of one transform with a lapse rate (METHOD §10 with §11), in place.
+
+    One ``lambda`` per cell (a lapse of attention whatever the level), each
+    level its own observer parameters and ``sigma_c``
+    (:func:`bayesobs.lapse.fit_lapse_levels`).  Where the EM optimum does not
+    beat the no-lapse fit, that fit stays, with ``lapse = 0``.
+    """
+    from .lapse import LevelPairs, fit_lapse_levels
+
+    z, u, obs, jac_trial, floors, centre = arrays
+    D = W.shape[0]
+    pairs = LevelPairs(
+        W,
+        z,
+        u,
+        obs,
+        runs.present,
+        jac_trial,
+        _lapse_uniform(runs, cells, B),
+        floors,
+        D,
+        runs.level,
+        L,
+    )
+    for v_j, v in enumerate(VARIANTS):
+        if v.log != log:
+            continue
+        ok = ~np.isnan(ll[:, v_j])
+        present = ~np.isnan(par["sigma"][:, v_j])  # (D, L)
+        par["lapse"][:, v_j] = np.where(present, 0.0, np.nan)
+        if not ok.any():
+            continue
+        with np.errstate(divide="ignore"):
+            log_rho0 = np.log(np.nan_to_num(par["rho"][:, v_j], nan=1.0))  # (D, L)
+        lam_ll, state, lam = fit_lapse_levels(v, pairs, log_rho0)
+        better = ok & (lam_ll > ll[:, v_j])
+        sel = better[:, None] & present
+        ll[:, v_j] = np.where(better, lam_ll, ll[:, v_j])
+        par["lapse"][:, v_j] = np.where(sel, lam[:, None], par["lapse"][:, v_j])
+        for name in v.param_names:
+            if name == "rho":
+                val = np.exp(state["log_rho"])  # (D, L)
+            else:
+                val = state[name].T  # (D, L)
+                if name in ("b", "delta"):  # undo the centring
+                    slope = state["w" if name == "b" else "g"].T
+                    val = val + centre[:, None] * (1.0 - slope)
+            par[name][:, v_j] = np.where(sel, val, par[name][:, v_j])
+
+
+def _lapse_uniform(runs: RunTable, cells, B) -> np.ndarray:
+    """``1 / (y_max - y_min)`` of every dataset's cell (observed responses; 0 if constant)."""
+    cell_of = np.repeat(np.arange(len(cells)), 1 + B)
+    obs_all = runs.present & ~np.isnan(runs.y)
+    ymin = np.full(len(cells), np.inf)
+    ymax = np.full(len(cells), -np.inf)
+    np.minimum.at(ymin, runs.cell, np.where(obs_all, runs.y, np.inf).min(1))
+    np.maximum.at(ymax, runs.cell, np.where(obs_all, runs.y, -np.inf).max(1))
+    with np.errstate(divide="ignore"):
+        uniform = 1.0 / (ymax - ymin)
+    return np.where(np.isfinite(uniform), uniform, 0.0)[cell_of]
+
+
+def profiled_loglik(rss, n, floor, jac=0.0):
+    """Profiled variance and log-likelihood of a Gaussian fit (METHOD §2, §8).
+
+    ``sigma^2 = max(RSS / n, floor)`` and
+    ``LL = -n/2 log(2 pi sigma^2) - RSS / (2 sigma^2) - jac``.  ``RSS`` is
+    first clipped at 0: computed from sums (``sum u^2 - 2 sum mu u + ...``) an
+    exact fit can come out a rounding error below 0, and a negative RSS under
+    the floor would lift the LL above ``-n/2 log(2 pi floor)``, the most the
+    floor allows.  Every variant's LL goes through here.  Returns
+    ``(sigma^2, LL)``; NaN where ``n = 0``.
+    """
+    rss = np.maximum(rss, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s2 = np.maximum(rss / n, floor)
+        loglik = -0.5 * n * np.log(2 * np.pi * s2) - 0.5 * rss / s2 - jac
+    return s2, loglik
 
 
 def _variance_floor(Gd: np.ndarray, qfloor: np.ndarray) -> np.ndarray:
@@ -750,7 +1012,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
     par = {p: np.full((D, len(VARIANTS)), np.nan) for p in _PARAMS}
     for log in (False, True):
         z, u, obs, jac_run, centre_run = _transformed(runs, cells, log)
-        G = _gram(z, u, runs.present, obs)
+        G = gram_stats(z, u, runs.present, obs)
         Gd = np.asarray(W @ G)
         jac = np.asarray(W @ jac_run)
         # cell centring constant, per dataset
@@ -760,7 +1022,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
         n = Gd[:, _N]
         n_out = n
         floor = _variance_floor(Gd, quantum_floor(cells, log)[cell_of])
-        results = _closed_forms(Gd)
+        results = closed_forms(Gd)
         results.update(_fit_kalman(W, Gd, z.T.copy(), u.T.copy(), obs.T.copy()))
         ok_cell = (cells["log_skipped"].to_numpy() == "") if log else np.ones(len(cells), bool)
         ok_cell = ok_cell & ~cells["constant"].to_numpy(bool)
@@ -770,9 +1032,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
                 continue
             base = v.family if v.family == "linear" else v.family + ("_gain" if v.gain else "")
             rss, p = results[base]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                s2 = np.maximum(rss / n, floor)
-                loglik = -0.5 * n * np.log(2 * np.pi * s2) - 0.5 * rss / s2 - jac
+            s2, loglik = profiled_loglik(rss, n, floor, jac)
             fit_ok = ok & (n > v.k)
             ll[:, v_j] = np.where(fit_ok, loglik, np.nan)
             par["sigma"][:, v_j] = np.where(fit_ok, np.sqrt(s2), np.nan)
@@ -803,19 +1063,12 @@ def _lapse_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, ll, par) -> Non
 
     D = W.shape[0]
     cell_of = np.repeat(np.arange(len(cells)), 1 + B)
-    obs_all = runs.present & ~np.isnan(runs.y)
-    ymin = np.full(len(cells), np.inf)
-    ymax = np.full(len(cells), -np.inf)
-    np.minimum.at(ymin, runs.cell, np.where(obs_all, runs.y, np.inf).min(1))
-    np.maximum.at(ymax, runs.cell, np.where(obs_all, runs.y, -np.inf).max(1))
-    with np.errstate(divide="ignore"):
-        uniform = 1.0 / (ymax - ymin)
-    uniform = np.where(np.isfinite(uniform), uniform, 0.0)[cell_of]
+    uniform = _lapse_uniform(runs, cells, B)
     par["lapse"][:] = np.where(np.isnan(ll), np.nan, 0.0)
     for log in (False, True):
         z, u, obs, _, centre_run = _transformed(runs, cells, log)
         jac_trial = np.where(obs, u + centre_run[:, None], 0.0) if log else np.zeros_like(u)
-        G = np.asarray(W @ _gram(z, u, runs.present, obs))
+        G = np.asarray(W @ gram_stats(z, u, runs.present, obs))
         floor = _variance_floor(G, quantum_floor(cells, log)[cell_of])
         pairs = _Pairs(W, z, u, obs, runs.present, jac_trial, uniform, floor, D)
         centre_cell = np.zeros(len(cells))
@@ -887,15 +1140,8 @@ def fit_batch(
     cells, runs = build_runs(trials, interleaved)
     levels = cells.attrs["levels"]
     if interleaved is not None and len(levels) > 1:
-        if lapse:
-            from .errors import BayesobsInputError
-
-            raise BayesobsInputError(
-                "--lapse with --interleaved of two or more levels is not supported yet: "
-                "fit them separately"
-            )
         return _fit_batch_levels(
-            trials, cells, runs, int(bootstrap), seed, progress, levels, resample
+            trials, cells, runs, int(bootstrap), seed, progress, levels, resample, lapse
         )
     B = int(bootstrap)
     W = dataset_matrix(trials, cells, runs, B, seed, resample)
@@ -969,7 +1215,9 @@ def fit_batch(
     return FitBatch(cells, ll, aic, n, params, skipped, k_rows)
 
 
-def _fit_batch_levels(trials, cells, runs, B, seed, progress, levels, resample) -> FitBatch:
+def _fit_batch_levels(
+    trials, cells, runs, B, seed, progress, levels, resample, lapse=False
+) -> FitBatch:
     """:func:`fit_batch` with an interleaved column of two or more levels."""
     L = len(levels)
     W = dataset_matrix(trials, cells, runs, B, seed, resample)
@@ -1003,7 +1251,7 @@ def _fit_batch_levels(trials, cells, runs, B, seed, progress, levels, resample) 
         )
         sub_W = W[idx[0] * (1 + B) : (idx[-1] + 1) * (1 + B), r0:r1]
         sub_cells = cells.iloc[idx].reset_index(drop=True)
-        c_ll, c_n, c_nl, c_par, c_few = _fit_chunk_levels(sub_W, sub_runs, sub_cells, B, L)
+        c_ll, c_n, c_nl, c_par, c_few = _fit_chunk_levels(sub_W, sub_runs, sub_cells, B, L, lapse)
         ll[idx] = c_ll.reshape(len(idx), 1 + B, V)
         n[idx] = c_n.reshape(len(idx), 1 + B)
         n_level[idx] = c_nl.reshape(len(idx), 1 + B, L)
@@ -1018,7 +1266,8 @@ def _fit_batch_levels(trials, cells, runs, B, seed, progress, levels, resample) 
     cell_rows, level_rows = np.nonzero(n_level[:, 0, :] > 0)
     n_present = (n_level[:, 0, :] > 0).sum(1)
     k_variant = np.array([v.k for v in VARIANTS], dtype=float)
-    k = k_variant[None, :] * n_present[cell_rows, None]
+    # one lapse rate per cell, whatever the level (METHOD §10 with §11)
+    k = k_variant[None, :] * n_present[cell_rows, None] + (1 if lapse else 0)
     ll_rows = ll[cell_rows]
     aic = 2 * k[:, None, :] - 2 * ll_rows
     skipped = np.full((len(cell_rows), V), "", dtype=object)

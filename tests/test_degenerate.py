@@ -307,3 +307,52 @@ def test_bootstrap_draws_of_runs_without_any_response_do_not_fail(tmp_path):
     assert main([*args, "--no-probe"]) == 0
     acc = pd.read_csv(scores / "bayesbench.csv")
     assert acc["A"].notna().all()
+
+
+def _exact_veridical_cell(levels=False):
+    """A veridical observer answering every stimulus exactly (no rounding: quantum 0)."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(0.1, 0.9, 120)
+    df = pd.DataFrame({"session": np.repeat(["a", "b"], 60), "stimulus": x, "response": x.copy()})
+    if levels:
+        df["coh"] = rng.integers(0, 2, 120)
+    return df
+
+
+def _floor_maximum(df, log, level=None):
+    """Closed form of the largest LL the variance floor allows: RSS = 0 at sigma^2 = floor.
+
+    ``floor = 1e-12 * var(u)`` (the response quantum is 0 here), so
+    ``LL_max = -n/2 log(2 pi floor) - sum J`` with ``J = log(y + eps)`` for
+    log variants.  With ``level``, the sum of each level's own maximum.
+    """
+    eps = 1e-3 * df["stimulus"].max()
+    groups = [df] if level is None else [g for _, g in df.groupby(level)]
+    total = 0.0
+    for g in groups:
+        y = g["response"].to_numpy()
+        u = np.log(y + eps) if log else y
+        floor = 1e-12 * u.var()
+        total += -0.5 * len(u) * math.log(2 * math.pi * floor) - (u.sum() if log else 0.0)
+    return total
+
+
+@pytest.mark.parametrize("mode", ["plain", "interleaved", "lapse"])
+def test_exact_veridical_cell_no_variant_beats_the_floor(mode):
+    """Before: kalman and kalman_gain reported LL above the floor's maximum (RSS < 0 by rounding)."""
+    df = _exact_veridical_cell(levels=mode == "interleaved")
+    kw = {"interleaved": "coh"} if mode == "interleaved" else {"lapse": mode == "lapse"}
+    fits, _ = bayesobs.fit(df, **kw)
+    fits = fits.drop_duplicates("variant").set_index("variant")
+    level = "coh" if mode == "interleaved" else None
+    for log in (False, True):
+        top = _floor_maximum(df, log, level)
+        names = [v for v in VARIANT_NAMES if ("_log" in v) == log]
+        for v in names:
+            assert fits.loc[v, "loglik"] <= top + 1e-9 * abs(top), (v, fits.loc[v, "loglik"], top)
+        # the exact fits (linear and the Kalman filter at rho = inf) reach it
+        assert fits.loc["linear_log" if log else "linear", "loglik"] == pytest.approx(top, rel=1e-9)
+        # the filter at rho = inf copies the stimulus; its RSS, from sums, carries a rounding
+        # error of ~1e-16 sum(u^2) against a floor of 1e-12 var(u): within ~1e-4 n of the top
+        k = "kalman_log" if log else "kalman"
+        assert top - 1e-3 * len(df) < fits.loc[k, "loglik"] <= top + 1e-9 * abs(top)
