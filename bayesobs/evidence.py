@@ -305,6 +305,7 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
         else np.asarray(batch.k, dtype=float)
     )
     fitted = np.isfinite(batch.aic[:, 0, :])
+    linear_d = linear_daic(batch.aic[:, 0, :])
     slope_ok = slope_nonnegative(batch)
     floor, ceiling = factor_bounds(k, fitted, slope_ok)
     boundary = bayes_boundary(batch)
@@ -332,13 +333,45 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
                 )
             if has_level:  # METHOD §10: the joint fit's evidence, on each level's row
                 row["level"] = batch.cells["level"].iat[c]
-            row.update(p_floor=floor[c, i], p_ceiling=ceiling[c, i], boundary=boundary[c])
+            row.update(
+                p_floor=floor[c, i],
+                p_ceiling=ceiling[c, i],
+                boundary=boundary[c],
+                linear_dAIC=linear_d[c],
+            )
             if trials is not None:
                 row.update(p_veridical=p_ver[c, i], veridical_dAIC=d_aic[c])
             if B:
                 row["interval_note"] = ONE_RUN_NOTE if one_run is not None and one_run[c] else ""
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+LINEAR_THRESHOLD = 2.0  # linear_dAIC at or below it: the gain evidence is a linear observer's
+_LINEAR = [VARIANT_NAMES.index(n) for n in ("linear", "linear_log")]
+_GAIN = [j for j, v in enumerate(VARIANTS) if v.gain]
+
+
+def linear_daic(aic: np.ndarray) -> np.ndarray:
+    """AIC of the better ``linear`` variant minus AIC of the best gain variant, per cell.
+
+    At or below :data:`LINEAR_THRESHOLD` a plain linear function of the
+    stimulus (no prior) explains the responses as well as the gain variants
+    do (they reach it at ``w_prior = 0`` or ``rho = inf`` with a free slope and
+    offset), so a high ``P(gain)`` says "linear", not "a Bayesian observer
+    with a gain stage" (docs/method.md).  NaN where either side is not fitted.
+    """
+    aic = np.asarray(aic, dtype=float)
+    with np.errstate(invalid="ignore"):
+        lin = np.nanmin(
+            np.where(np.isfinite(aic[..., _LINEAR]), aic[..., _LINEAR], np.nan),
+            axis=-1,
+            initial=np.inf,
+        )
+        gain = np.nanmin(
+            np.where(np.isfinite(aic[..., _GAIN]), aic[..., _GAIN], np.nan), axis=-1, initial=np.inf
+        )
+    return np.where(np.isfinite(lin) & np.isfinite(gain), lin - gain, np.nan)
 
 
 def text_column(col: pd.Series) -> pd.Series:
@@ -403,6 +436,17 @@ def evidence_notes(evidence: pd.DataFrame) -> list[str]:
             )
         else:
             lines.append("veridical reference not computed (see docs/method.md; e.g. --lapse)")
+    if "linear_dAIC" in evidence.columns:
+        gain = evidence[evidence["factor"] == "gain"].drop_duplicates(list(CELL_KEYS))
+        flagged = gain[(gain["p"] > 0.5) & (gain["linear_dAIC"] <= LINEAR_THRESHOLD)]
+        if len(flagged):
+            lines.append(
+                f"P(gain) > 0.5 in {len(flagged)} of {len(gain)} cell(s) where a linear observer "
+                f"(no prior) fits as well: linear_dAIC <= {LINEAR_THRESHOLD:g} (the better linear "
+                "variant's AIC minus the best gain variant's), e.g. "
+                f"{_cell_label(flagged.iloc[0])}; there P(gain) says the answers are a linear "
+                "function of the stimulus, not that a Bayesian observer has a gain stage"
+            )
     edge = cells[text_column(cells["boundary"]) != ""]
     if len(edge):
         lines.append(

@@ -270,3 +270,60 @@ def test_fit_prints_bounds_veridical_flag_and_runs(tmp_path, capsys):
     ev = pd.read_csv(tmp_path / "o" / "evidence.csv")
     for col in ("p_veridical", "veridical_dAIC", "p_floor", "p_ceiling", "boundary"):
         assert col in ev.columns
+
+
+def _linear_or_gain_trials(gain_observer: bool, seed: int = 2) -> pd.DataFrame:
+    """Four subjects, two sessions of different ranges: a linear or a static-gain observer."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in range(4):
+        for sess, (lo, hi) in enumerate(((0.1, 0.5), (0.5, 0.9))):
+            x = rng.uniform(lo, hi, 120)
+            if gain_observer:  # prior at the session's mean, w_prior 0.5, gain 0.8, offset 0.05
+                y = 0.8 * (0.5 * x + 0.5 * (lo + hi) / 2) + 0.05
+            else:  # one line for every session: no prior
+                y = 0.2 + 0.6 * x
+            y = y + rng.normal(0, 0.02, x.size)
+            rows += [
+                dict(
+                    subject=f"s{s}",
+                    task="t",
+                    session=f"r{sess}",
+                    run=0,
+                    trial=i,
+                    stimulus=x[i],
+                    response=y[i],
+                    range_low=lo,
+                    range_high=hi,
+                )
+                for i in range(x.size)
+            ]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("gain_observer", [False, True])
+def test_a_linear_observers_p_gain_is_flagged_and_a_gain_observers_is_not(
+    gain_observer, tmp_path, capsys
+):
+    from bayesobs.evidence import LINEAR_THRESHOLD
+
+    path = tmp_path / "t.csv"
+    _linear_or_gain_trials(gain_observer).to_csv(path, index=False)
+    assert main(["fit", str(path), "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    ev = pd.read_csv(tmp_path / "o" / "evidence.csv")
+    gain = ev[ev["factor"] == "gain"]
+    fits = pd.read_csv(tmp_path / "o" / "fits.csv")
+    for (subject,), g in fits.groupby(["subject"]):  # linear_dAIC recomputed from fits.csv
+        aic = g.set_index("variant")["aic"]
+        want = (
+            aic[["linear", "linear_log"]].min() - aic[[v for v in aic.index if "gain" in v]].min()
+        )
+        assert gain[gain["subject"] == subject]["linear_dAIC"].iat[0] == pytest.approx(want)
+    assert (gain["p"] > 0.5).all()  # both read as "gain" by the paper's evidence
+    if gain_observer:  # a real gain stage: linear cannot follow the prior across sessions
+        assert (gain["linear_dAIC"] > 50).all()
+        assert "where a linear observer (no prior) fits as well" not in out
+    else:
+        assert (gain["linear_dAIC"] <= LINEAR_THRESHOLD).all()
+        assert "P(gain) > 0.5 in 4 of 4 cell(s) where a linear observer" in out
