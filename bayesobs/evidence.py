@@ -362,16 +362,11 @@ def linear_daic(aic: np.ndarray) -> np.ndarray:
     with a gain stage" (docs/method.md).  NaN where either side is not fitted.
     """
     aic = np.asarray(aic, dtype=float)
-    with np.errstate(invalid="ignore"):
-        lin = np.nanmin(
-            np.where(np.isfinite(aic[..., _LINEAR]), aic[..., _LINEAR], np.nan),
-            axis=-1,
-            initial=np.inf,
-        )
-        gain = np.nanmin(
-            np.where(np.isfinite(aic[..., _GAIN]), aic[..., _GAIN], np.nan), axis=-1, initial=np.inf
-        )
-    return np.where(np.isfinite(lin) & np.isfinite(gain), lin - gain, np.nan)
+    fitted = np.isfinite(aic)
+    lin = np.min(np.where(fitted[..., _LINEAR], aic[..., _LINEAR], np.inf), axis=-1)
+    gain = np.min(np.where(fitted[..., _GAIN], aic[..., _GAIN], np.inf), axis=-1)
+    ok = np.isfinite(lin) & np.isfinite(gain)
+    return np.where(ok, lin - np.where(ok, gain, 0.0), np.nan)
 
 
 def text_column(col: pd.Series) -> pd.Series:
