@@ -205,3 +205,17 @@ def test_the_jspsych_export_refuses_questions_built_from_answers(tmp_path, monke
     assert len(err.splitlines()) == 1, err
     assert "previous answer" in err and "bayesobs serve" in err
     assert not (tmp_path / "y" / "experiment.js").exists()
+
+
+def test_a_catch_trial_between_the_steps_changes_nothing(spec, tmp_path):
+    """With an attention check after every trial, step 2 still starts from step 1's answer."""
+    server = ParticipantServer(spec, tmp_path / "e", order="fixed", catch_every=1)
+    with _client(server) as c:
+        c.post("/api/start", json={"consent": True, "pid": "s"})
+        first = c.get("/api/next").json()
+        said = _wrong_cell(first)
+        check = c.post("/api/answer", json={"id": 0, "response": said}).json()
+        assert check["catch"] is True and check["id"] == 1
+        value = re.search(r"type (\S+) as your answer", check["question"]).group(1)
+        second = c.post("/api/answer", json={"id": 1, "response": value}).json()
+    assert second["id"] == 2 and _start(second) == said
