@@ -56,7 +56,7 @@ from ..presentation import (
 from ..provenance import utc_now
 from ..runner import Session, load_spec
 from ..stimuli import TASKS
-from ..store import AppendLog, ExperimentStore, LogWriteError
+from ..store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
 from .study import (
     CATCH_RANGE,
     CATCH_SEED,
@@ -302,6 +302,101 @@ class ParticipantServer:
             several = None
         return {"image": paths[0] if paths else None, "images": several}
 
+    def asked(self, pid: str, sess: Session, t: int):
+        """Trial ``t`` of ``sess`` as participant ``pid`` is asked it.
+
+        A stimulus for which ``task.follows`` is true (a decomposed scavenger
+        hunt's steps after the first) is built, as the runner builds it for a
+        model, with ``task.follow_up`` from the participant's logged record of
+        the trial before it in the same session and that trial as asked.  The
+        records are the store's (``trials.jsonl``, read back when the server
+        restarts), so a restarted server asks exactly the same question.
+        Trials are answered in order, so that record is always logged by the
+        time trial ``t`` is reached.
+        """
+        stim = sess.stimuli[t]
+        if t == 0 or not sess.task.follows(stim):
+            return stim
+        record = self.store.done.get(trial_key(pid, sess, t - 1))
+        if record is None:  # not reached: trial t is served only after t - 1 is logged
+            return stim
+        return sess.task.follow_up(stim, self.asked(pid, sess, t - 1), record)
+
+    def skip_unasked(self, pid: str) -> None:
+        """Log the participant's next trials that have nothing to be asked from, unseen.
+
+        A trial whose :meth:`asked` stimulus holds ``not_asked`` (a reason:
+        the step before it gave no answer to start from) is logged as the
+        runner logs it, invalid with ``not_asked`` and ``invalid_reason``
+        ``"not asked: ..."``, without being shown; the participant goes on
+        to the next trial.  Called with ``self.lock`` held, after each
+        logged answer and before each trial is served (so a server that
+        stopped in between logs the skip on the next request).
+        """
+        study = self.study_of(pid)
+        while (index := self.progress.get(pid, 0)) < study.total:
+            if study.sequence()[index][0] != "trial":
+                return
+            sess, t, block = study.where(index)
+            stim = self.asked(pid, sess, t)
+            why = not_asked(stim)
+            if why is None:
+                return
+            answer = sess.task.record(stim, None)
+            answer.update(
+                response=None,
+                raw_response=None,
+                valid=False,
+                invalid_reason=f"not asked: {why}",
+                not_asked=True,
+            )
+            first = self.trial_columns(sess, t, stim)
+            self.store.append(self.trial_row(pid, study, sess, block, first, answer, None, None))
+            self.progress[pid] = index + 1
+
+    def trial_columns(self, sess: Session, t: int, stim) -> dict:
+        """A task trial's ``trial``, ``stimulus``, ``blur_sigma``, ``stimulus_id`` and image(s)."""
+        blur = trial_blur(sess, t)
+        shown = self.images(sess, stim, blur)  # logged: image always, images when several
+        first = {"trial": t, "stimulus": stim.value, "blur_sigma": blur}
+        first["stimulus_id"] = stim.key()
+        first.update({n: v for n, v in shown.items() if n == "image" or v is not None})
+        return first
+
+    def trial_row(self, pid, study, sess, block, first, answer, served, rt) -> dict:
+        """The trial-table row of one logged answer (``first``, ``answer``: their columns).
+
+        ``served``: when the trial was sent (monotonic seconds, None if
+        unknown or never shown); ``rt``: the page's response time in ms.
+        """
+        return {
+            "subject": pid,
+            "task": sess.task.name,
+            "modality": sess.modality,
+            "condition": sess.cond.name,
+            "session": sess.session,
+            "run": sess.run,
+            "trial": first.pop("trial"),
+            "seed": sess.seed,
+            "paradigm": sess.task.paradigm,
+            "stimulus": first.pop("stimulus"),
+            "response": answer.pop("response"),
+            "raw_response": answer.pop("raw_response"),
+            "valid": answer.pop("valid"),
+            "range_low": sess.range[0],
+            "range_high": sess.range[1],
+            "blur_sigma": first.pop("blur_sigma"),
+            "context_window": None,
+            **first,  # stimulus_id, image(s); a catch trial's catch and catch_index
+            "latency_s": round(time.monotonic() - served, 4) if served is not None else None,
+            "rt_client_s": round(float(rt) / 1000, 4) if rt is not None else None,
+            "block_position": block,
+            "counterbalance": (study.order or {}).get("counterbalance", 0),
+            "source": "human",
+            "timestamp": utc_now(),
+            **answer,  # the task's own columns (correct, gold, tap_x, ...), as the runner logs
+        }
+
     def check_answer(self, body, sess, stim) -> dict | Response:
         """The typed answer as the log's answer columns, or a 400 response saying why.
 
@@ -361,7 +456,7 @@ class ParticipantServer:
         head["blocks"] = len(study.sessions)
         if kind == "catch":
             return {**head, **self.catch_payload(sess, k)}
-        stim = sess.stimuli[t]
+        stim = self.asked(pid, sess, t)  # a dependent step: from the participant's own answer
         blur = trial_blur(sess, t)
         return {
             **head,
@@ -592,6 +687,8 @@ class ParticipantServer:
         if pid is None:
             return _unknown_participant()
         self.last_seen[pid] = utc_now()
+        async with self.lock:
+            self.skip_unasked(pid)  # after a restart between an answer and its skips
         return JSONResponse(self.trial_payload(pid))
 
     async def answer(self, request: Request) -> Response:
@@ -631,46 +728,17 @@ class ParticipantServer:
                 first.update(stimulus=answer.pop("stimulus"), blur_sigma=0.0)
                 first.update(stimulus_id=answer.pop("stimulus_id", None))
             else:
-                stim = sess.stimuli[t]
+                stim = self.asked(pid, sess, t)  # the question shown (see trial_payload)
                 answer = self.check_answer(body, sess, stim)
                 if isinstance(answer, Response):
                     return answer
-                blur = trial_blur(sess, t)
-                shown = self.images(sess, stim, blur)  # logged: image always, images when several
-                first = {"trial": t, "stimulus": stim.value, "blur_sigma": blur}
-                first["stimulus_id"] = stim.key()
-                first.update({n: v for n, v in shown.items() if n == "image" or v is not None})
+                first = self.trial_columns(sess, t, stim)
             served = self.served_at.get((pid, expected))
-            rec = {
-                "subject": pid,
-                "task": sess.task.name,
-                "modality": sess.modality,
-                "condition": sess.cond.name,
-                "session": sess.session,
-                "run": sess.run,
-                "trial": first.pop("trial"),
-                "seed": sess.seed,
-                "paradigm": sess.task.paradigm,
-                "stimulus": first.pop("stimulus"),
-                "response": answer.pop("response"),
-                "raw_response": answer.pop("raw_response"),
-                "valid": answer.pop("valid"),
-                "range_low": sess.range[0],
-                "range_high": sess.range[1],
-                "blur_sigma": first.pop("blur_sigma"),
-                "context_window": None,
-                **first,  # stimulus_id, image(s); a catch trial's catch and catch_index
-                "latency_s": round(time.monotonic() - served, 4) if served is not None else None,
-                "rt_client_s": round(float(rt) / 1000, 4) if rt is not None else None,
-                "block_position": block,
-                "counterbalance": (study.order or {}).get("counterbalance", 0),
-                "source": "human",
-                "timestamp": utc_now(),
-                **answer,  # the task's own columns (correct, gold, tap_x, ...), as the runner logs
-            }
+            rec = self.trial_row(pid, study, sess, block, first, answer, served, rt)
             self.store.append(rec)  # a full disk raises here: nothing counted, the page may retry
             self.served_at.pop((pid, expected), None)
             self.progress[pid] = expected + 1
+            self.skip_unasked(pid)  # a step left with nothing to start from: logged, not shown
         return JSONResponse(self.trial_payload(pid))
 
     async def stimulus(self, request: Request) -> Response:
@@ -870,6 +938,19 @@ def check_tap(body: dict, area: tuple[int, int]) -> dict | Response:
         "display_w": round(dw, 2),
         "display_h": round(dh, 2),
     }
+
+
+def trial_key(pid: str, sess: Session, t: int) -> tuple:
+    """The log key (:data:`bayesobs.store.TRIAL_ID`) of participant ``pid``'s trial ``t`` of ``sess``."""
+    ids = dict(zip(("task", "modality", "condition", "session", "run"), sess.key[1:], strict=True))
+    ids.update(subject=pid, trial=t)
+    return tuple(ids[k] for k in TRIAL_ID)
+
+
+def not_asked(stim) -> str | None:
+    """Why ``stim`` (a ``Task.follow_up`` result) is not asked, or None when it is."""
+    params = stim.params if isinstance(stim.params, dict) else {}
+    return params.get("not_asked") or None
 
 
 def _finite(v) -> bool:

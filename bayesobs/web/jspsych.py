@@ -278,6 +278,20 @@ if (CONFIG.platform === "prolific" && ORDERS.length > 1 && !params.has("cb")) {
 """
 
 
+def dependent_sessions(sessions) -> list[str]:
+    """Names of the sessions with a trial asked from the answer before it (``Task.follows``).
+
+    Such a trial (a decomposed scavenger hunt's later steps) is built on the
+    server from the participant's logged answer (``Task.follow_up``); the
+    static export has no server, so it refuses them (docs/tunnel.md).
+    """
+    out: list[str] = []
+    for sess in sessions:
+        if sess.session not in out and any(sess.task.follows(s) for s in sess.stimuli):
+            out.append(sess.session)
+    return out
+
+
 def export_jspsych(
     spec_path,
     out,
@@ -346,6 +360,12 @@ def export_jspsych(
             "the task's own parser"
         )
     sessions = human_plan(spec, modalities, conditions, trials, ami)
+    if dependent := dependent_sessions(sessions):
+        raise BayesobsInputError(
+            f"task {spec['task']} asks trials of session(s) {', '.join(dependent)} from the "
+            "participant's own previous answer, which this static export cannot build in the "
+            "browser: run it with `bayesobs serve`, which asks them as the runner does"
+        )
     code = completion_code or prolific_code or secrets.token_hex(4).upper()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
