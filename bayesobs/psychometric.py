@@ -86,7 +86,7 @@ COLUMNS = [
     "direction",
     "bootstrap",
 ]
-LEVEL_COLUMNS = [*KEYS, "level", "x", "n", "k", "guess"]
+LEVEL_COLUMNS = [*KEYS, "level", "x", "n", "k", "guess", "accuracy", "lo", "hi"]
 MISSING_COLUMNS = ["subject", "task", "component", "reason"]
 
 
@@ -527,7 +527,8 @@ def psychometric_levels(trials: pd.DataFrame) -> pd.DataFrame:
     Columns :data:`LEVEL_COLUMNS`: the group keys (``paradigm``, ``subject``,
     ``task``, ``variant``, ``modality``, ``condition``, ``answer``), ``level``
     (the level's name: ``set_size`` or ``problem_size``), ``x`` (its value),
-    ``n`` trials, ``k`` right and ``guess`` (the trials' mean chance).  For
+    ``n`` trials, ``k`` right, ``guess`` (the trials' mean chance) and
+    ``accuracy`` with its 95% Wilson interval (``lo``, ``hi``).  For
     visual search ``variant`` is the search condition and ``condition`` the
     runner's (``search.csv`` calls them ``condition`` and ``ablation``);
     ``answer`` is ``cell`` or ``coords`` (empty for the perception tasks).
@@ -546,6 +547,10 @@ def psychometric_levels(trials: pd.DataFrame) -> pd.DataFrame:
     out = g.agg(n=("k", "size"), k=("k", "sum"), guess=("guess", "mean")).reset_index()
     out["n"] = out["n"].astype(int)
     out["k"] = out["k"].astype(int)
+    out["accuracy"] = out["k"] / out["n"]
+    from .search import wilson
+
+    out["lo"], out["hi"] = wilson(out["k"].to_numpy(), out["n"].to_numpy())
     return out[LEVEL_COLUMNS]
 
 
