@@ -257,6 +257,8 @@ class Scores(NamedTuple):
     perceptv_formats: pd.DataFrame | None = None
     # --logprobs runs: mean within-answer sd beside the best model's residual sd (bayesobs.spread)
     answer_spread: pd.DataFrame | None = None
+    # right/wrong paradigms with 3+ levels: psychometric functions (bayesobs.psychometric)
+    psychometric: pd.DataFrame | None = None
 
     def to_folder(
         self, out, trials: pd.DataFrame | None = None, manifest: dict | None = None
@@ -310,6 +312,7 @@ class Scores(NamedTuple):
             "search_bias",
             "hvs",
             "answer_spread",
+            "psychometric",
             *_PERCEPTION,
         ):
             if tables[name].empty and not len(tables[name].columns):
@@ -539,10 +542,15 @@ def score(
         by :func:`bayesobs.search.search_scores` into ``search``,
         ``search_accuracy`` and ``search_bias``; HVSBench-style trials (paradigm
         ``hvs``) by :func:`bayesobs.hvs.logged.hvs_scores` into ``hvs``; the
-        other tables come from the magnitude trials.
+        other tables come from the magnitude trials.  Search and perception
+        trials with 3+ levels also get ``psychometric``
+        (:func:`bayesobs.psychometric.psychometric_scores`).
     """
     check_resample(resample)
     trials = normalize_trials(trials)
+    from .psychometric import psychometric_scores, with_psychometric
+
+    psych = psychometric_scores(trials, seed=seed)  # search and perception levels; missing rows
     # perception rows (paradigm = perception) go to bayesobs.perception, search rows to
     # bayesobs.search (imported only then: they load scipy.stats)
     perceived = paradigm_rows(trials, "perception")
@@ -571,7 +579,7 @@ def score(
             for name in Scores._fields
             if name not in ("search", "search_accuracy", "search_bias", "hvs", *_PERCEPTION)
         }
-        return Scores(**{**empty, **extra})
+        return with_psychometric(Scores(**{**empty, **extra}), *psych)
     magnitude = trials[~found]
     res = _magnitude_scores(
         magnitude, bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse
@@ -591,7 +599,7 @@ def score(
             lapse,
         )
         res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
-    return res._replace(**extra)
+    return with_psychometric(res._replace(**extra), *psych)
 
 
 def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFrame:

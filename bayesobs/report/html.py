@@ -35,6 +35,7 @@ from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, re
 from . import figures as F
 from .hvs import hvs_sections
 from .perception import perception_sections
+from .psychometric import psychometric_sections
 
 TABLES = tuple(Scores._fields)
 VISUAL = ("line_ratio", "marker_location", "maze_distance")
@@ -226,6 +227,10 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         head_p, sections_p = perception_sections(res, out, _save, _table_html)
         head += head_p
         sections += sections_p
+    if res.psychometric is not None and len(res.psychometric):  # fitted curves over the data
+        sections_q, tail_q = psychometric_sections(res, trials, out, _save, _table_html)
+        sections += sections_q
+        tail += tail_q
     prov = provenance(command="report", inputs=[str(p) for p in paths])
     excluded = _exclusions(paths)
     if excluded is not None:

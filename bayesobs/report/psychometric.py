@@ -1,0 +1,141 @@
+"""Report figures of the psychometric functions (``psychometric.csv``) and their section.
+
+The plotting functions take the table of :func:`bayesobs.psychometric.psychometric_table`
+and the per-level counts of :func:`bayesobs.psychometric.psychometric_levels`
+(with their 95% Wilson intervals) and an optional ``ax``; they draw the
+fitted curves over the data and return the figure, fitting nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ..psychometric import KEYS, psi
+
+CURVE_POINTS = 200
+
+
+def group_levels(levels: pd.DataFrame, row) -> pd.DataFrame:
+    """The rows of ``levels`` of the group of ``row`` (a ``psychometric.csv`` row), by level."""
+
+    def text(v) -> str:  # a CSV read back gives NaN for an empty key (e.g. ``answer``)
+        return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+
+    sel = np.ones(len(levels), bool)
+    for k in KEYS:
+        sel &= levels[k].map(text).to_numpy() == text(row[k])
+    return levels[sel].sort_values("x")
+
+
+def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=None) -> Figure:
+    """One fitted psychometric function over its data.
+
+    Points: accuracy per level with 95% Wilson bars; line: the fitted
+    ``guess + (1 - guess - lapse) F``, the guess interpolated between levels
+    where chance depends on the level; dotted: the guess rate; a tick at the
+    threshold.
+    """
+    if ax is None:
+        fig = Figure(figsize=(4.2, 3.2), layout="constrained")
+        ax = fig.subplots()
+    fig = ax.figure
+    d = group_levels(levels, row)
+    x = d["x"].to_numpy(float)
+    acc = d["accuracy"].to_numpy(float)
+    err = np.vstack([acc - d["lo"].to_numpy(float), d["hi"].to_numpy(float) - acc])
+    ax.errorbar(x, acc, yerr=err, fmt="o", ms=3.5, color=color, capsize=2, lw=0.9, label=label)
+    grid = np.linspace(x.min(), x.max(), CURVE_POINTS)
+    guess = np.interp(grid, x, d["guess"].to_numpy(float))
+    curve = psi(
+        grid, row["threshold"], row["width"], row["lapse"], guess, row["sigmoid"], row["direction"]
+    )
+    ax.plot(grid, curve, color=color, lw=1.6, gid="fit")
+    ax.plot(grid, guess, color="#777777", ls=":", lw=1, gid="guess")
+    if x.min() <= row["threshold"] <= x.max():
+        ax.axvline(row["threshold"], color=color, ls="--", lw=0.8, alpha=0.6)
+    ax.set_ylim(-0.02, 1.04)
+    ax.set_xlabel(str(row["level"]).replace("_", " "))
+    ax.set_ylabel("proportion right")
+    return fig
+
+
+def _title(row) -> str:
+    parts = [row[k] for k in ("subject", "variant", "condition", "modality", "answer")]
+    return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
+
+
+def psychometric_grid(table: pd.DataFrame, levels: pd.DataFrame, ncols: int = 4) -> Figure:
+    """One panel per row of ``table`` (a task's groups), the fit's numbers in each title."""
+    n = len(table)
+    ncols = max(1, min(ncols, n))
+    nrows = -(-n // ncols)
+    fig = Figure(figsize=(3.1 * ncols, 2.6 * nrows), layout="constrained")
+    axs = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    for ax, row in zip(axs, table.to_dict("records"), strict=False):
+        psychometric_curve(row, levels, ax=ax)
+        ax.set_title(
+            f"{_title(row)}\nthreshold {row['threshold']:.3g}, lapse {row['lapse']:.2f}",
+            fontsize=7,
+        )
+    for ax in axs[n:]:
+        ax.set_visible(False)
+    return fig
+
+
+def psychometric_sections(res, trials: pd.DataFrame, out: Path, save, table_html):
+    """The report's psychometric part: one figure per paradigm and task, then the table.
+
+    ``save(fig, path) -> src`` and ``table_html(df) -> str`` are the report
+    builder's helpers; returns ``(sections, tail)``.
+    """
+    from ..psychometric import psychometric_levels
+
+    table = res.psychometric
+    levels = psychometric_levels(trials)
+    sections = []
+    for (paradigm, task), t in table.groupby(["paradigm", "task"], sort=True):
+        fig = psychometric_grid(t, levels)
+        sections.append(
+            (
+                f"Psychometric functions: {task}",
+                "Proportion right per level (95% Wilson intervals) with the maximum-likelihood "
+                "psychometric function guess + (1 - guess - lapse) F (cumulative normal, "
+                "decreasing with the level; guess fixed at the task's chance, dotted; dashed: "
+                "the threshold, where F = 0.5).",
+                [save(fig, out / "figures" / f"psychometric_{paradigm}_{task}.png")],
+            )
+        )
+    cols = [
+        "subject",
+        "task",
+        "variant",
+        "condition",
+        "answer",
+        "n_levels",
+        "n_trials",
+        "guess",
+        "threshold",
+        "threshold_lo",
+        "threshold_hi",
+        "width",
+        "lapse",
+        "lapse_lo",
+        "lapse_hi",
+        "deviance",
+        "gof_p",
+        "at_bound",
+    ]
+    tail = [
+        "<h2>Psychometric functions</h2>",
+        "<p>Per group with at least 3 levels (psychometric.csv): threshold (level where F = "
+        "0.5), width (F from 0.95 to 0.05), lapse (bounded to [0, 0.5]), with 95% parametric-"
+        "bootstrap intervals; gof_p compares the deviance with the deviances of data sets drawn "
+        "from the fit; at_bound names estimates at a border. Groups with fewer levels are "
+        "listed under Not computed.</p>",
+        table_html(table[cols]),
+    ]
+    return sections, tail
