@@ -315,18 +315,27 @@ def _kill_cmd(url, proto, out):
 
 
 def test_sigkill_at_random_moments_loses_nothing_and_doubles_nothing(tmp_path):
+    """Killed while batches are submitted, polled and collected; restarted; as if never killed."""
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     proto = _protocol(tmp_path)
     out = tmp_path / "killed"
+    log = out / "batches.jsonl"
     with FakeBatchServer(hashed(), always(Fate(polls=3))) as srv:
         cmd = _kill_cmd(srv.url, proto, out)
         kills = 0
-        for _ in range(4):
+        for _ in range(3):
+            lines = len(log.read_text().splitlines()) if log.exists() else 0
+            wait_for = lines + rng.randint(1, 3)  # a random record of batches.jsonl ...
             proc = subprocess.Popen(
                 cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
-            time.sleep(rng.uniform(1.0, 2.5))  # the CLI starts in about a second
+            deadline = time.time() + 60
+            while proc.poll() is None and time.time() < deadline:
+                if log.exists() and len(log.read_text().splitlines()) >= wait_for:
+                    break
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0.0, 0.3))  # ... and a random moment after it
             if proc.poll() is not None:
                 break
             os.kill(proc.pid, signal.SIGKILL)
