@@ -316,7 +316,7 @@ def _kill_cmd(url, proto, out):
 
 def test_sigkill_at_random_moments_loses_nothing_and_doubles_nothing(tmp_path):
     """Killed while batches are submitted, polled and collected; restarted; as if never killed."""
-    seed = random.randrange(2**32)
+    seed = int.from_bytes(os.urandom(4), "little")  # conftest resets random: a new seed each run
     rng = random.Random(seed)
     proto = _protocol(tmp_path)
     out = tmp_path / "killed"
@@ -350,10 +350,17 @@ def test_sigkill_at_random_moments_loses_nothing_and_doubles_nothing(tmp_path):
     assert kills >= 1, seed
     # no request answered twice: every batch of a killed run was collected, not resubmitted
     assert asked == len(live), (seed, asked, len(live))
+    # no trial in two batches (a batch killed before it was created is no batch)
     recs = _batches(out)
-    submitted = [r for r in recs if r["event"] == "submitting"]
-    ids = [cid for r in submitted for cid in r["ids"]]
+    created = {r["nonce"] for r in recs if r["event"] == "submitted"}
+    ids = [
+        cid
+        for r in recs
+        if r["event"] == "submitting" and r["nonce"] in created
+        for cid in r["ids"]
+    ]
     assert len(ids) == len(set(ids)) == len(live), seed
+    assert len(created) == len(srv.created), seed  # every batch created was logged or found
 
 
 # ------------------------------------------------------------------ plans, options, refusals
