@@ -773,6 +773,20 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--sim-seed", type=int, default=0, help="seed of the simulated subjects (default 0)"
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="ask through OpenAI's Batch API at half the price, in rounds by trial position "
+        "(sessions without a rolling context all in the first); resumable (batches.jsonl)",
+    )
+    p.add_argument(
+        "--poll-max",
+        type=float,
+        default=60.0,  # bayesobs.batch.POLL_MAX_S (not imported here: it loads the SDK)
+        metavar="SECONDS",
+        help="with --batch: the longest wait between polls of a batch (default 60; polling "
+        "starts after 1 s and doubles up to it)",
+    )
 
 
 def _check_run_options(args) -> None:
@@ -807,6 +821,11 @@ def _check_run_options(args) -> None:
         raise BayesobsInputError(
             f"--temperature must be a finite number >= 0, not {args.temperature}"
         )
+    if args.batch:
+        from .batch import check_batch_subjects, check_poll_max
+
+        check_poll_max(args.poll_max)
+        check_batch_subjects(args.subject)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise BayesobsInputError(f"--out {args.out} is a file, not a folder")
     if args.base_url is not None:
@@ -879,6 +898,7 @@ def _run_options(args) -> dict:
         "concurrency": args.concurrency,
         "progress": _progress(args),
         "dry_run": args.dry_run,
+        "batch": {"poll_max": args.poll_max} if args.batch else None,
     }, chat
 
 
@@ -896,6 +916,11 @@ def _print_report(args, report) -> int:
                 else ""
             )
         )
+        if "batch_rounds" in d:
+            print(
+                f"with --batch: {d['batch_rounds']} round(s); batch prices are half the live "
+                f"ones, so about {d['input_tokens'] // 2:,} input tokens' worth is saved"
+            )
         return 0
     for name in report.torn_logs:
         redo = "; that trial is redone" if name == "trials.jsonl" else ""

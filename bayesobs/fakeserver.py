@@ -258,6 +258,35 @@ MODES: dict[str, Callable[[str], Script]] = {
 }
 
 
+def reply_body(ans: Answer, body: dict, n: int) -> dict | bytes:
+    """The body the server sends for an :class:`Answer` to request ``body`` (number ``n``).
+
+    A 200 answer is a chat completion in OpenAI's shape, another status an
+    ``{"error": ...}`` object; ``ans.body`` replaces either.  The local batch
+    server (:mod:`bayesobs.fakebatch`) writes the same bodies into its output
+    and error files.
+    """
+    if ans.body is not None:
+        return ans.body
+    if ans.status == 200:
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": ans.finish_reason,
+                    "message": {"role": "assistant", "content": ans.text},
+                    "logprobs": ans.logprobs,
+                }
+            ],
+            "usage": ans.usage or {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+        }
+    return {"error": {"message": ans.text or "error", "type": "fake", "code": ans.status}}
+
+
 class FakeChatServer:
     """A local OpenAI-compatible chat server on 127.0.0.1 for tests and demos.
 
@@ -303,33 +332,7 @@ class FakeChatServer:
                 ans = server.script(body, n)
                 if ans.delay_s:
                     time.sleep(ans.delay_s)
-                if ans.body is not None:
-                    payload = ans.body
-                elif ans.status == 200:
-                    payload = {
-                        "id": f"chatcmpl-{n}",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body.get("model", "fake"),
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": ans.finish_reason,
-                                "message": {"role": "assistant", "content": ans.text},
-                                "logprobs": ans.logprobs,
-                            }
-                        ],
-                        "usage": ans.usage
-                        or {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
-                    }
-                else:
-                    payload = {
-                        "error": {
-                            "message": ans.text or "error",
-                            "type": "fake",
-                            "code": ans.status,
-                        }
-                    }
+                payload = reply_body(ans, body, n)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(ans.status)

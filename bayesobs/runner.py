@@ -926,6 +926,9 @@ def _run_async(make_coro):
         return pool.submit(lambda: asyncio.run(make_coro())).result()
 
 
+run_async = _run_async  # the public name (bayesobs.batch runs its rounds with it)
+
+
 def execute(
     sessions: list[Session],
     store: ExperimentStore,
@@ -985,26 +988,39 @@ def start(
     progress: bool = False,
     dry_run: bool = False,
     hvs: str | None = None,
+    batch: dict | None = None,
 ) -> RunReport:
     """Run planned sessions into experiment folder ``out``: the one path of ``run`` and ``sweep``.
 
     Builds the experiment record (compared with the folder's manifest on
     resume), the subjects, takes the folder's lock, and logs every trial.
     With ``dry_run`` nothing is called: the report's ``dry_run`` holds the
-    calls still to make and a rough input-token count.
+    calls still to make and a rough input-token count.  With ``batch``
+    (:class:`bayesobs.batch.BatchOptions` fields, e.g. ``{"poll_max": 60}``)
+    the requests go through the provider's Batch API in rounds
+    (:mod:`bayesobs.batch`); the experiment record is the same, so a folder
+    may be resumed with or without it.
     """
     from .store import TRIAL_ID, read_jsonl
+
+    if batch is not None:
+        from .batch import BatchOptions, check_batch_subjects, rounds_needed
+
+        check_batch_subjects(subjects)
+        batch_options = BatchOptions(**batch)
 
     record = experiment_record(specs, subjects, **settings, chat=chat, sim_seed=sim_seed, ami=ami)
     if hvs:  # only then: folders without hvs keep their manifest
         record["hvs"] = hvs
     if dry_run:
         done = {tuple(r[k] for k in TRIAL_ID) for r in read_jsonl(Path(out) / "trials.jsonl")[0]}
+        extra = {"batch_rounds": rounds_needed(sessions, done)} if batch is not None else {}
         return RunReport(
             dry_run={
                 **estimate(sessions, done, chat),
                 "logged": len(done),
                 "sessions": len(sessions),
+                **extra,
             }
         )
     objs = make_subjects(
@@ -1019,7 +1035,12 @@ def start(
     )
     with ExperimentStore(out, record, lock=True) as store:
         torn, unreadable = list(store.torn_logs), list(store.unreadable_lines)
-        report = execute(sessions, store, objs, concurrency=concurrency, progress=progress)
+        if batch is not None:
+            from .batch import execute_batch
+
+            report = execute_batch(sessions, store, objs, batch_options, chat, progress)
+        else:
+            report = execute(sessions, store, objs, concurrency=concurrency, progress=progress)
     report.torn_logs = torn
     report.unreadable_lines = unreadable
     return report
@@ -1045,6 +1066,10 @@ def run_task(
     spec = load_spec(task)
     ami = str(ami) if ami else None
     hvs = str(hvs) if hvs else None
+    if options.get("batch") is not None:  # before planning: one line for a subject without one
+        from .batch import check_batch_subjects
+
+        check_batch_subjects(subjects)
     sessions = plan(spec, subjects, modalities, conditions, trials, runs, ami=ami, hvs=hvs)
     settings = {
         "command": "run",
@@ -1072,6 +1097,7 @@ def sweep(
     use_cache: bool = True,
     dry_run: bool = False,
     hvs: str | Path | None = None,
+    batch: dict | None = None,
     **chat,
 ) -> RunReport:
     """Run a protocol (e.g. ``tasks/bayesbench.toml``) on subjects into folder ``out``.
@@ -1083,11 +1109,16 @@ def sweep(
     ``base_url`` ...) for ``openai:`` subjects; ``api_key`` (never written
     anywhere; default ``$OPENAI_API_KEY``), ``cache_dir``/``use_cache`` as
     ``--cache``/``--no-cache``; ``cache_scope`` is ``"folder"`` (replay cached
-    replies only into ``out``) or ``"global"``.
+    replies only into ``out``) or ``"global"``; ``batch`` as in :func:`start`
+    (``--batch``).
     """
     exps = load_protocol(protocol)
     ami = str(ami) if ami else None
     hvs = str(hvs) if hvs else None
+    if batch is not None:  # before planning: one line for a subject without a batch API
+        from .batch import check_batch_subjects
+
+        check_batch_subjects(subjects)
     sessions = [
         x
         for e in exps
@@ -1111,4 +1142,5 @@ def sweep(
         progress=progress,
         dry_run=dry_run,
         hvs=hvs,
+        batch=batch,
     )
