@@ -5,8 +5,11 @@ sessions may be in flight) starts at :data:`START_LEVEL` and, until the
 first 429, grows by one with every successful call (doubling each round
 of calls, TCP's slow start); after it, by one for every ``level``
 successful calls (one a round: additive increase).  A 429 halves it (at
-least :data:`MIN_LEVEL`; multiplicative decrease) and remembers the halved
-level as the threshold above which growth is additive.  The calls in
+least :data:`MIN_LEVEL`; multiplicative decrease); growth is then again one
+a success up to the *threshold*, one below the level that met the 429, and
+additive beyond it (so the level comes back within a round to just under
+where the server refused, instead of spending half the run below it: plain
+AIMD averages three quarters of the server's capacity).  The calls in
 flight when the level was cut were sent at the old level: their 429s are
 the same congestion, so a 429 of a call that began before the last cut
 (its *epoch* is older) changes nothing.  The level never exceeds
@@ -48,7 +51,7 @@ class AIMD:
 
     maximum: int = DEFAULT_MAX_CONCURRENCY
     level: int = START_LEVEL
-    threshold: float = math.inf  # below it, slow start; from the first 429 on, additive
+    threshold: float = math.inf  # below it one a success; above it one a round (additive)
     epoch: int = 0  # how many cuts so far
     credit: int = 0  # successes since the level last grew (additive phase)
     throttles: int = 0  # 429s reported
@@ -81,8 +84,10 @@ class AIMD:
         self.throttles += 1
         if epoch < self.epoch:  # sent before the last cut: the same congestion
             return False
-        self.level = max(MIN_LEVEL, self.level // 2)
-        self.threshold = self.level
+        before = self.level
+        self.level = max(MIN_LEVEL, before // 2)
+        # back quickly (one a success) to just under the level that met the 429, then additively
+        self.threshold = max(self.level, before - 1)
         self.credit = 0
         self.epoch += 1
         self.cuts += 1
