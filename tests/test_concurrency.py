@@ -118,7 +118,7 @@ def _trials(folder: Path) -> list[dict]:
 
 
 def test_auto_runs_everything_against_a_rate_limited_server(tmp_path, capsys):
-    script = rate_limited(constant("0.5"), rate=60, latency_s=0.01)
+    script = rate_limited(constant("0.5"), rate=60, burst=3, latency_s=0.01)
     out = tmp_path / "o"
     with FakeChatServer(script, record=False) as srv:
         code = main(
@@ -143,6 +143,10 @@ def test_auto_runs_everything_against_a_rate_limited_server(tmp_path, capsys):
                 "auto",
                 "--max-concurrency",
                 "8",
+                # retries wait exactly the retry-after, so a session may lose several races in
+                # a row on a loaded machine: room enough that none gives up
+                "--max-attempts",
+                "100",
             ]
         )
     assert code == 0
@@ -171,3 +175,31 @@ def test_bad_concurrency_is_one_line(tmp_path, capsys, argv, message):
     except SystemExit as exc:  # argparse's own one line
         code = exc.code
     assert code == 2 and message in capsys.readouterr().err
+
+
+def test_the_progress_bar_shows_the_level(tmp_path, capsys):
+    from bayesobs.runner import run_task
+
+    with FakeChatServer(rate_limited(constant("0.5"), rate=100, burst=10)) as srv:
+        report = run_task(
+            "line_ratio",
+            ["openai:m"],
+            tmp_path / "o",
+            modalities=["text"],
+            trials=2,
+            chat={"base_url": srv.url},
+            use_cache=False,
+            concurrency="auto",
+            progress=True,
+        )
+    assert report.done == 6 and report.concurrency["mode"] == "auto"
+    # the bar's postfix: the current level, which grew with each success (no 429 at this rate)
+    level = report.concurrency["final"]
+    assert level == 4 + 6 and "6/6 [" in capsys.readouterr().err.split(f"concurrency {level}")[0]
+
+
+def test_the_ratelimit_server_refuses_absurd_settings(capsys):
+    from bayesobs.fakeserver import main as serve
+
+    assert serve(["--mode", "ratelimit", "--rate", "0"]) == 2
+    assert "--rate must be > 0" in capsys.readouterr().err

@@ -36,6 +36,16 @@ request releases the others at once).  With
 *added* to ``reasoning_budget`` (:data:`DEFAULT_REASONING_BUDGET`) instead of
 being all the model may spend.
 
+Images.  Every image part carries ``detail`` (``--image-detail``: ``auto``,
+OpenAI's own default, unless ``low`` or ``high`` is asked), sent explicitly
+so that cost and perception do not follow a provider's default; each trial
+row logs it as ``image_detail`` (None for a request without an image).
+
+Adaptive concurrency.  With ``--concurrency auto`` the runner sets
+:attr:`OpenAIChatSubject.pacer` (:class:`bayesobs.concurrency.AdaptiveGate`):
+each answered attempt is reported to it as a success, each 429 as a
+throttle, with the pacer's epoch read as the attempt was sent.
+
 The API key is read from the option (``--api-key-file`` or ``--api-key``)
 or ``OPENAI_API_KEY`` and never written anywhere: not to the manifest, the
 trial log, the cache or an error message.  A server that echoes the key in a
