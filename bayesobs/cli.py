@@ -20,7 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+from .concurrency import DEFAULT_MAX_CONCURRENCY
 from .errors import BayesobsInputError, FatalSubjectError
+from .imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
 from .logprobs import MAX_TOP_LOGPROBS, RESPONSES, use_expected
 from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
 
@@ -661,15 +663,50 @@ def design_summary(summary) -> str:
     return "\n".join(lines)
 
 
+def _concurrency(text: str) -> int | str:
+    """``--concurrency``: ``auto`` or a whole number (checked in :func:`_check_run_options`)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number >= 1 or auto, not {text!r}"
+        ) from None
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--subject",
         action="append",
         required=True,
         metavar="SUBJECT",
-        help="sim:bayesian, sim:antibayes, sim:kalman, sim:linear, or openai:MODEL; repeatable",
+        help="sim:bayesian, sim:antibayes, sim:kalman, sim:linear, openai:MODEL (any "
+        "OpenAI-compatible API) or anthropic:MODEL (Claude's Messages API); repeatable",
     )
-    p.add_argument("--concurrency", type=int, default=16, help="sessions run at once (default 16)")
+    p.add_argument(
+        "--concurrency",
+        type=_concurrency,
+        default=16,
+        metavar="N|auto",
+        help="sessions run at once (default 16), or auto: start at 4, grow while calls succeed "
+        "and halve on each burst of 429s (AIMD), up to --max-concurrency",
+    )
+    p.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=DEFAULT_MAX_CONCURRENCY,
+        metavar="N",
+        help=f"with --concurrency auto: the most sessions at once (default {DEFAULT_MAX_CONCURRENCY})",
+    )
+    p.add_argument(
+        "--image-detail",
+        choices=IMAGE_DETAILS,
+        default=DEFAULT_IMAGE_DETAIL,
+        help="OpenAI's detail of every image part, sent explicitly and logged in each trial row "
+        f"(default {DEFAULT_IMAGE_DETAIL}, OpenAI's own default; low: 85 tokens an image; "
+        "anthropic: subjects have no such setting and log None)",
+    )
     p.add_argument(
         "--dry-run", action="store_true", help="print the calls and estimated tokens, call nothing"
     )
@@ -793,8 +830,14 @@ def _check_run_options(args) -> None:
     """Numbers of the run options: one clear line (exit 2) instead of a hang or a traceback."""
     import math
 
-    if args.concurrency < 1:
-        raise BayesobsInputError(f"--concurrency must be at least 1, not {args.concurrency}")
+    if args.concurrency != "auto" and args.concurrency < 1:
+        raise BayesobsInputError(
+            f"--concurrency must be at least 1 or auto, not {args.concurrency}"
+        )
+    if args.max_concurrency < 1:
+        raise BayesobsInputError(
+            f"--max-concurrency must be at least 1, not {args.max_concurrency}"
+        )
     if args.max_tokens < 1:
         raise BayesobsInputError(f"--max-tokens must be at least 1, not {args.max_tokens}")
     if not 0 <= args.reasoning_budget <= MAX_REASONING_BUDGET:
@@ -828,12 +871,21 @@ def _check_run_options(args) -> None:
         check_batch_subjects(args.subject)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise BayesobsInputError(f"--out {args.out} is a file, not a folder")
+    kinds = {str(s).partition(":")[0] for s in args.subject}
     if args.base_url is not None:
         check_base_url(args.base_url, "--base-url")
-    elif any(str(s).startswith("openai:") for s in args.subject) and os.environ.get(
-        "OPENAI_BASE_URL"
+    else:
+        for kind, var in (("openai", "OPENAI_BASE_URL"), ("anthropic", "ANTHROPIC_BASE_URL")):
+            if kind in kinds and os.environ.get(var):
+                check_base_url(os.environ[var], f"${var}")
+    if {"openai", "anthropic"} <= kinds and (
+        args.api_key is not None or args.api_key_file is not None or args.base_url is not None
     ):
-        check_base_url(os.environ["OPENAI_BASE_URL"], "$OPENAI_BASE_URL")
+        raise BayesobsInputError(
+            "openai: and anthropic: subjects in one run take their keys and endpoints from "
+            "OPENAI_API_KEY/OPENAI_BASE_URL and ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL, not from "
+            "--api-key, --api-key-file or --base-url (one of them would go to the wrong API)"
+        )
 
 
 def check_base_url(url: str, what: str) -> str:
@@ -888,6 +940,7 @@ def _run_options(args) -> dict:
         "timeout_s": args.timeout,
         "max_attempts": args.max_attempts,
         "max_wait_s": args.max_wait,
+        "image_detail": args.image_detail,
     }
     return {
         "sim_seed": args.sim_seed,
@@ -896,6 +949,7 @@ def _run_options(args) -> dict:
         "use_cache": not args.no_cache,
         "cache_scope": args.cache_scope,
         "concurrency": args.concurrency,
+        "max_concurrency": args.max_concurrency,
         "progress": _progress(args),
         "dry_run": args.dry_run,
         "batch": {"poll_max": args.poll_max} if args.batch else None,
@@ -946,6 +1000,12 @@ def _print_report(args, report) -> int:
         f"{report.cached} from cache{f' ({sources})' if sources else ''}, {report.unparsed} without a number) "
         f"-> {args.out}/trials.jsonl"
     )
+    if c := report.concurrency:
+        print(
+            f"concurrency auto: ended at {c['final']} session(s) at once (peak {c['peak']}, "
+            f"max {c['max_concurrency']}); {c['throttled']} rate-limited (429) call(s), "
+            f"halved {c['cuts']} time(s)"
+        )
     if report.failed_sessions:
         print(
             f"{len(report.failed_sessions)} session(s) stopped early; run the same command again to resume:",

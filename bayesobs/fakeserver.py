@@ -35,6 +35,22 @@ servers the runner must cope with:
     A request with ``logprobs: true`` gets its reply's tokens (one per
     character) with ``top_logprobs`` alternatives, in OpenAI's shape
     (:func:`token_logprobs`).
+``ratelimit``
+    A token bucket of ``--rate`` requests a second (burst ``--burst``): a
+    request beyond it gets HTTP 429 with a ``retry-after`` header (seconds
+    until the next token) instead of an answer (:func:`rate_limited`); each
+    answer takes ``--latency`` seconds.
+
+Anthropic's Messages API.  ``POST /v1/messages`` (the SDK's path under a
+base URL without ``/v1``: :attr:`FakeChatServer.root`) is answered by the
+same script in the Messages shape: ``content`` blocks (a ``thinking`` block
+first when the answer has one), ``stop_reason`` (``"max_tokens"`` for an
+answer whose ``finish_reason`` is ``"length"``) and ``usage``
+(``input_tokens``, ``output_tokens``, ``cache_read_input_tokens``); an error
+status gets Anthropic's error shape, ``{"type": "error", "error": {"type":
+"overloaded_error", "message": ...}}``, its ``type`` following the status
+(:data:`ANTHROPIC_ERROR_TYPES`).  :func:`messages_reasoning` imitates
+extended thinking.
 """
 
 from __future__ import annotations
@@ -69,6 +85,8 @@ class Answer:
     trickle_s: float = 0.0
     usage: dict | None = None  # replaces the default usage of a 200 reply
     logprobs: dict | None = None  # the choice's ``logprobs`` object (``{"content": [...]}``)
+    thinking: str | None = None  # Messages API: a ``thinking`` block before the text
+    error_type: str | None = None  # Messages API: the error's ``type`` (default: by status)
 
 
 Script = Callable[[dict, int], Answer]
@@ -249,12 +267,161 @@ def logprobs(text: str = "0.5") -> Script:
     return script
 
 
+class TokenBucket:
+    """``rate`` requests a second with bursts of up to ``burst``; thread-safe.
+
+    :meth:`take` returns 0 when a token was free (and takes it), else the
+    seconds until the next one.
+    """
+
+    def __init__(
+        self, rate: float, burst: float = 1.0, clock: Callable[[], float] = time.monotonic
+    ):
+        if not (math.isfinite(rate) and rate > 0 and math.isfinite(burst) and burst >= 1):
+            raise ValueError(f"a token bucket needs rate > 0 and burst >= 1, not {rate}, {burst}")
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.tokens = burst
+        self.stamp = clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> float:
+        """Take a token (0.0), or the seconds until one is free (nothing taken)."""
+        with self._lock:
+            now = self.clock()
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return 0.0
+            return (1 - self.tokens) / self.rate
+
+
+def rate_limited(script: Script, rate: float, burst: float = 1.0, latency_s: float = 0.0) -> Script:
+    """``script`` behind a :class:`TokenBucket` of ``rate`` requests a second.
+
+    A request beyond the rate gets HTTP 429 with ``retry-after`` (the
+    seconds until the next token, to the millisecond) and no answer; an
+    answered request takes ``latency_s`` seconds.  ``script.throttled``
+    counts the 429s sent.
+    """
+    bucket = TokenBucket(rate, burst)
+    counts = {"throttled": 0}
+
+    def limited(body: dict, n: int) -> Answer:
+        wait = bucket.take()
+        if wait > 0:
+            counts["throttled"] += 1
+            return Answer(
+                "rate limit exceeded",
+                status=429,
+                headers={"retry-after": f"{max(wait, 0.001):.3f}"},
+                error_type="rate_limit_error",
+            )
+        ans = script(body, n)
+        if latency_s and not ans.delay_s:
+            ans.delay_s = latency_s
+        return ans
+
+    limited.counts = counts  # type: ignore[attr-defined]
+    return limited
+
+
+def messages_reasoning(text: str = "0.5", thinking_tokens: int = 200) -> Script:
+    """A Messages-API script imitating extended thinking.
+
+    A request with ``thinking: {"type": "enabled", "budget_tokens": N}`` is
+    refused with HTTP 400 (``invalid_request_error``) where the API refuses
+    it: ``N`` under 1024, ``max_tokens`` not above ``N``, or a
+    ``temperature`` other than 1 sent with it.  Otherwise the reply spends
+    ``min(thinking_tokens, N)`` tokens on a ``thinking`` block first; a
+    ``max_tokens`` too small for both ends with ``stop_reason:
+    "max_tokens"`` and no text.
+    """
+
+    def script(body: dict, n: int) -> Answer:
+        thinking = body.get("thinking")
+        budget = body.get("max_tokens")
+        prompt = prompt_tokens(body)
+        visible = max(1, len(text) // 4)
+        if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+            return Answer(text, usage={"input_tokens": prompt, "output_tokens": visible})
+        n_budget = thinking.get("budget_tokens")
+        if not isinstance(n_budget, int) or n_budget < 1024:
+            why = "thinking.budget_tokens: Input should be greater than or equal to 1024"
+            return Answer(why, status=400)
+        if not isinstance(budget, int) or budget <= n_budget:
+            return Answer("`max_tokens` must be greater than `thinking.budget_tokens`", status=400)
+        if "temperature" in body and body["temperature"] != 1:
+            return Answer("`temperature` may only be set to 1 when thinking is enabled", status=400)
+        thought = min(thinking_tokens, n_budget)
+        if budget < thought + visible:  # all spent on thinking
+            return Answer(
+                "",
+                finish_reason="length",
+                thinking="Let me think. " * 4,
+                usage={"input_tokens": prompt, "output_tokens": budget},
+            )
+        return Answer(
+            text,
+            thinking="Let me think. " * 4,
+            usage={"input_tokens": prompt, "output_tokens": thought + visible},
+        )
+
+    return script
+
+
+# Anthropic's error types by status (https://docs.anthropic.com/en/api/errors)
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}  # finish_reason -> stop_reason
+
+
+def messages_payload(ans: Answer, body: dict, n: int) -> dict:
+    """The Messages API's body for an answer: a message, or an error in Anthropic's shape."""
+    if ans.status != 200:
+        kind = ans.error_type or ANTHROPIC_ERROR_TYPES.get(ans.status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": ans.text or "error"}}
+    content = []
+    if ans.thinking is not None:
+        content.append({"type": "thinking", "thinking": ans.thinking, "signature": f"sig-{n}"})
+    if ans.text:
+        content.append({"type": "text", "text": ans.text})
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 2,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        **(ans.usage or {}),
+    }
+    return {
+        "id": f"msg_{n:06d}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake"),
+        "content": content,
+        "stop_reason": STOP_REASONS.get(ans.finish_reason, ans.finish_reason),
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
 MODES: dict[str, Callable[[str], Script]] = {
     "constant": constant,
     "reasoning": reasoning,
     "llamacpp": llamacpp,
     "legacy": legacy,
     "logprobs": logprobs,
+    "ratelimit": constant,  # behind a token bucket (--rate, --burst, --latency)
 }
 
 
@@ -305,6 +472,7 @@ class FakeChatServer:
         self.record = record
         self.requests: list[dict] = []
         self.headers: list[dict] = []
+        self.paths: list[str] = []
         self.count = 0
         self._lock = threading.Lock()
         server = self
@@ -329,10 +497,14 @@ class FakeChatServer:
                     if server.record:
                         server.requests.append(body)
                         server.headers.append(dict(self.headers))
+                        server.paths.append(self.path)
                 ans = server.script(body, n)
                 if ans.delay_s:
                     time.sleep(ans.delay_s)
-                payload = reply_body(ans, body, n)
+                if ans.body is None and self.path.rstrip("/").endswith("/messages"):
+                    payload = messages_payload(ans, body, n)  # Anthropic's Messages API
+                else:
+                    payload = reply_body(ans, body, n)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(ans.status)
@@ -362,6 +534,12 @@ class FakeChatServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
+    @property
+    def root(self) -> str:
+        """The base URL without ``/v1`` (``http://127.0.0.1:PORT``), as Anthropic's SDK takes it."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
     def __enter__(self) -> FakeChatServer:
         self._thread.start()
         return self
@@ -374,7 +552,8 @@ class FakeChatServer:
 def main(argv: list[str] | None = None) -> int:
     """``python -m bayesobs.fakeserver [--reply TEXT] [--mode M] [--host H] [--port P]``: serve.
 
-    Serves until interrupted; ``--mode`` is one of :data:`MODES`.
+    Serves until interrupted; ``--mode`` is one of :data:`MODES`
+    (``ratelimit`` with ``--rate``, ``--burst`` and ``--latency``).
 
     Prints the URL first.  A port in use is one line on stderr and exit status 2.
     """
@@ -390,14 +569,38 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     ap.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    ap.add_argument(
+        "--rate", type=float, default=20.0, help="ratelimit mode: requests a second (default 20)"
+    )
+    ap.add_argument(
+        "--burst", type=float, default=1.0, help="ratelimit mode: bucket size (default 1)"
+    )
+    ap.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        help="ratelimit mode: seconds each answer takes (default 0)",
+    )
     args = ap.parse_args(argv)
     if not 0 <= args.port <= 65535:
         print(f"fakeserver: error: --port must be in 0..65535, not {args.port}", file=sys.stderr)
         return 2
+    script = MODES[args.mode](args.reply)
+    if args.mode == "ratelimit":
+        bad = not (math.isfinite(args.latency) and args.latency >= 0)
+        try:
+            script = rate_limited(script, args.rate, args.burst, 0.0 if bad else args.latency)
+        except ValueError:
+            bad = True
+        if bad:
+            print(
+                "fakeserver: error: --rate must be > 0, --burst >= 1 and --latency >= 0 "
+                f"(finite), not {args.rate}, {args.burst}, {args.latency}",
+                file=sys.stderr,
+            )
+            return 2
     try:
-        server = FakeChatServer(
-            MODES[args.mode](args.reply), record=False, host=args.host, port=args.port
-        )
+        server = FakeChatServer(script, record=False, host=args.host, port=args.port)
     except OSError as exc:
         print(
             f"fakeserver: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",

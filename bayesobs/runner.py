@@ -32,6 +32,7 @@ from .ablations import (
     condition,
     system_prompt,
 )
+from .concurrency import AIMD, DEFAULT_MAX_CONCURRENCY, AdaptiveGate
 from .errors import BayesobsInputError
 from .logprobs import reply_distribution
 from .presentation import stimulus_images, stimulus_text, trial_blur
@@ -55,7 +56,8 @@ SPEC_KEYS = {
     "ablations",
     "description",
 }
-TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail; a rough dry-run estimate
+TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
+API_KINDS = ("openai", "anthropic")  # subjects behind an API (chat options, key, cache)
 
 
 # ---------------------------------------------------------------- specs
@@ -444,6 +446,27 @@ def reverse_trials(task: Task, stimuli: list[Stimulus]) -> list[Stimulus]:
 
 
 # ---------------------------------------------------------------- running
+AUTO = "auto"  # --concurrency auto
+
+
+def check_concurrency(concurrency, max_concurrency) -> None:
+    """``--concurrency`` is a whole number >= 1 or ``auto``; ``--max-concurrency`` a whole number >= 1."""
+    if concurrency != AUTO and (
+        isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+    ):
+        raise BayesobsInputError(
+            f"--concurrency must be a whole number >= 1 or auto, not {concurrency!r}"
+        )
+    if (
+        isinstance(max_concurrency, bool)
+        or not isinstance(max_concurrency, int)
+        or max_concurrency < 1
+    ):
+        raise BayesobsInputError(
+            f"--max-concurrency must be a whole number >= 1, not {max_concurrency!r}"
+        )
+
+
 @dataclass
 class RunReport:
     """What a run did: trials logged, resumed, cached, unparsed, failed sessions, time."""
@@ -462,6 +485,7 @@ class RunReport:
     # trials are run again
     unreadable_lines: list[int] = field(default_factory=list)
     dry_run: dict | None = None  # with dry_run=True: calls to make, tokens, trials already logged
+    concurrency: dict | None = None  # --concurrency auto: the controller's figures (AIMD.summary)
 
 
 class Runner:
@@ -471,16 +495,16 @@ class Runner:
         self,
         store: ExperimentStore,
         subjects: dict[str, Any],
-        concurrency: int = 16,
+        concurrency: int | str = 16,
         progress: bool = True,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ):
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise BayesobsInputError(
-                f"--concurrency must be a whole number >= 1, not {concurrency!r}"
-            )
+        check_concurrency(concurrency, max_concurrency)
         self.store = store
         self.subjects = subjects
         self.concurrency = concurrency
+        # --concurrency auto: sessions in flight follow the API's 429s (bayesobs.concurrency)
+        self.gate = AdaptiveGate(AIMD(max_concurrency)) if concurrency == AUTO else None
         self.progress = progress
         self.report = RunReport()
         self._png: OrderedDict[tuple, bytes] = OrderedDict()  # (task, stimulus, blur) -> PNG
@@ -611,6 +635,8 @@ class Runner:
                     if not_asked:  # nothing to start from: logged unasked, no call
                         reply = Reply(text="")
                     else:
+                        if self.gate is not None:  # --concurrency auto: pause while over the level
+                            await self.gate.checkpoint()
                         reply = await subject.complete(
                             Request(
                                 system,
@@ -695,6 +721,8 @@ class Runner:
                     self.report.cached_from[reply.cached_from or "an earlier run"] += 1
                 self.report.unparsed += not rec["valid"] and not not_asked
                 if bar is not None:
+                    if self.gate is not None:  # the current level beside the count
+                        bar.set_postfix_str(f"concurrency {self.gate.level}", refresh=False)
                     bar.update(1)
             else:
                 self.report.skipped += 1
@@ -714,10 +742,16 @@ class Runner:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=todo, unit="trial", desc="trials", file=sys.stderr)
-        sem = asyncio.Semaphore(self.concurrency)
+        gate = self.gate
+        if gate is not None:
+            for subj in self.subjects.values():
+                if hasattr(subj, "pacer"):  # API subjects report each call's outcome
+                    subj.pacer = gate
+        sem = asyncio.Semaphore(self.concurrency) if gate is None else None
 
         async def guarded(sess):
-            async with sem:
+            # a session's place: a fixed number of them (semaphore) or adaptive (gate)
+            async with sem if gate is None else _GateSlot(gate):
                 try:
                     await self.run_session(sess, bar)
                 except (FatalSubjectError, LogWriteError):
@@ -741,8 +775,23 @@ class Runner:
         finally:
             if bar is not None:
                 bar.close()
+            if gate is not None:
+                self.report.concurrency = gate.policy.summary()
         self.report.seconds = time.perf_counter() - t0
         return self.report
+
+
+class _GateSlot:
+    """``async with``: a session's slot of an :class:`~bayesobs.concurrency.AdaptiveGate`."""
+
+    def __init__(self, gate: AdaptiveGate):
+        self.gate = gate
+
+    async def __aenter__(self):
+        await self.gate.acquire()
+
+    async def __aexit__(self, *exc):
+        self.gate.release()
 
 
 def estimate(sessions: list[Session], done: dict, chat: dict | None = None) -> dict[str, int]:
@@ -755,8 +804,10 @@ def estimate(sessions: list[Session], done: dict, chat: dict | None = None) -> d
     opts = chat_identity(chat, every=True)
     extra = reasoning_budget(opts["reasoning_effort"], opts["reasoning_budget"])
     calls = tokens = output = 0
+    sizes: dict[tuple, int] = {}
     for s in sessions:
         budget = (s.task.max_tokens or opts["max_tokens"]) + extra
+        per_image = session_image_tokens(s, opts["image_detail"], sizes)
         for t, stim in enumerate(s.stimuli):
             if (*s.key, t) in done:
                 continue
@@ -767,7 +818,7 @@ def estimate(sessions: list[Session], done: dict, chat: dict | None = None) -> d
             per_turn = (
                 (len(stim.text) // 4 if s.modality != "image" else 0)
                 + len(stim.prompt) // 4
-                + (n_images * TOKENS_PER_IMAGE if s.modality != "text" else 0)
+                + (n_images * per_image if s.modality != "text" else 0)
             )
             # few-shot demonstrations are about one trial each (and a short answer)
             n_demos = int(stim.params.get("n_demos", 0))
@@ -778,6 +829,27 @@ def estimate(sessions: list[Session], done: dict, chat: dict | None = None) -> d
         "output_tokens": output,
         "reasoning_budget": extra,
     }
+
+
+def session_image_tokens(sess: Session, detail: str, seen: dict[tuple, int]) -> int:
+    """Input tokens of one of a session's images for its subject (:mod:`bayesobs.imagecost`).
+
+    The session's first image is rendered and measured once per task,
+    modality, subject kind and ``detail`` (kept in ``seen``); a text
+    session costs 0, a task that renders no image :data:`TOKENS_PER_IMAGE`.
+    """
+    from .imagecost import image_tokens, png_size
+
+    if sess.modality == "text" or not sess.stimuli:
+        return 0
+    kind = sess.subject.partition(":")[0]
+    key = (sess.task.name, sess.modality, kind, detail)
+    if key not in seen:
+        pngs = stimulus_images(sess, sess.stimuli[0], trial_blur(sess, 0))
+        seen[key] = (
+            image_tokens(sess.subject, *png_size(pngs[0]), detail) if pngs else TOKENS_PER_IMAGE
+        )
+    return seen[key]
 
 
 # ---------------------------------------------------------------- entry points
@@ -796,7 +868,7 @@ def make_subjects(
     Parameters
     ----------
     names : list of str
-        ``sim:<kind>`` or ``openai:<model>``.
+        ``sim:<kind>``, ``openai:<model>`` or ``anthropic:<model>``.
     sim_seed : int
         Seed of the simulated subjects.
     chat : dict, optional
@@ -819,6 +891,7 @@ def make_subjects(
     dict
         Subject objects by name.
     """
+    from .subjects.anthropic_messages import AnthropicSubject
     from .subjects.cache import ResponseCache, default_cache_dir
     from .subjects.hvs_sim import HVS_KINDS, HvsSubject
     from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
@@ -862,7 +935,8 @@ def make_subjects(
                         file=sys.stderr,
                     )
             opts = ChatOptions(model=rest, **(chat or {}))
-            out[name] = OpenAIChatSubject(
+            api_cls = AnthropicSubject if kind == "anthropic" else OpenAIChatSubject
+            out[name] = api_cls(
                 opts,
                 api_key=api_key,
                 cache=cache,
@@ -883,8 +957,9 @@ def chat_identity(chat: dict | None, every: bool = False) -> dict:
     change what is asked, so they are left out).  ``token_param`` is recorded
     when it is not ``auto``, ``reasoning_budget`` when a reasoning effort
     adds it and ``logprobs`` when asked for (so folders of earlier versions
-    resume); ``every`` gives them always.
+    resume), ``image_detail`` when not the default; ``every`` gives them always.
     """
+    from .imagecost import DEFAULT_IMAGE_DETAIL
     from .subjects.openai_chat import ChatOptions
 
     opts = ChatOptions(model="", **{k: v for k, v in (chat or {}).items() if v is not None})
@@ -895,16 +970,19 @@ def chat_identity(chat: dict | None, every: bool = False) -> dict:
         out["reasoning_budget"] = opts.reasoning_budget
     if every or opts.logprobs is not None:
         out["logprobs"] = opts.logprobs
+    if every or opts.image_detail != DEFAULT_IMAGE_DETAIL:
+        out["image_detail"] = opts.image_detail
     return out
 
 
 def experiment_record(specs: list[dict], subjects: list[str], **settings) -> dict:
     """What identifies an experiment folder (stored in the manifest, checked on resume).
 
-    ``chat`` (the options of ``openai:`` subjects) is recorded through
-    :func:`chat_identity`, and only when such a subject takes part.
+    ``chat`` (the options of ``openai:`` and ``anthropic:`` subjects) is
+    recorded through :func:`chat_identity`, and only when such a subject
+    takes part.
     """
-    uses_api = any(str(s).startswith("openai:") for s in subjects)
+    uses_api = any(str(s).partition(":")[0] in API_KINDS for s in subjects)
     chat = settings.pop("chat", None)
     return {
         "specs": [{k: v for k, v in s.items()} for s in specs],
@@ -933,12 +1011,19 @@ def execute(
     sessions: list[Session],
     store: ExperimentStore,
     subjects: dict,
-    concurrency: int = 16,
+    concurrency: int | str = 16,
     progress: bool = True,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
 ) -> RunReport:
-    """Run sessions into ``store``; logs the invocation in ``runs.jsonl``."""
+    """Run sessions into ``store``; logs the invocation in ``runs.jsonl``.
+
+    ``concurrency`` is a number of sessions, or ``"auto"``: adaptive, up to
+    ``max_concurrency`` (:mod:`bayesobs.concurrency`).
+    """
     store.log_run(event="start", sessions=len(sessions))
-    runner = Runner(store, subjects, concurrency=concurrency, progress=progress)
+    runner = Runner(
+        store, subjects, concurrency=concurrency, progress=progress, max_concurrency=max_concurrency
+    )
 
     async def go():
         try:
@@ -967,6 +1052,7 @@ def execute(
         unparsed=report.unparsed,
         failed_sessions=report.failed_sessions,
         seconds=round(report.seconds, 3),
+        **({"concurrency": report.concurrency} if report.concurrency else {}),
     )
     return report
 
@@ -984,11 +1070,12 @@ def start(
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
     cache_scope: str = "folder",
-    concurrency: int = 16,
+    concurrency: int | str = 16,
     progress: bool = False,
     dry_run: bool = False,
     hvs: str | None = None,
     batch: dict | None = None,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
 ) -> RunReport:
     """Run planned sessions into experiment folder ``out``: the one path of ``run`` and ``sweep``.
 
@@ -1040,7 +1127,14 @@ def start(
 
             report = execute_batch(sessions, store, objs, batch_options, chat, progress)
         else:
-            report = execute(sessions, store, objs, concurrency=concurrency, progress=progress)
+            report = execute(
+                sessions,
+                store,
+                objs,
+                concurrency=concurrency,
+                progress=progress,
+                max_concurrency=max_concurrency,
+            )
     report.torn_logs = torn
     report.unreadable_lines = unreadable
     return report
@@ -1088,7 +1182,7 @@ def sweep(
     trials: int | None = None,
     runs: int | None = None,
     ami: str | Path | None = None,
-    concurrency: int = 16,
+    concurrency: int | str = 16,
     progress: bool = False,
     sim_seed: int = 0,
     cache_scope: str = "folder",
@@ -1098,6 +1192,7 @@ def sweep(
     dry_run: bool = False,
     hvs: str | Path | None = None,
     batch: dict | None = None,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     **chat,
 ) -> RunReport:
     """Run a protocol (e.g. ``tasks/bayesbench.toml``) on subjects into folder ``out``.
@@ -1143,4 +1238,5 @@ def sweep(
         dry_run=dry_run,
         hvs=hvs,
         batch=batch,
+        max_concurrency=max_concurrency,
     )

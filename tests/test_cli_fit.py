@@ -34,7 +34,14 @@ FITS_COLUMNS = [
 ]
 EVIDENCE_COLUMNS = ["subject", "task", "modality", "condition", "factor", "p"]
 # issue 28: structural bounds, the best Bayesian fit's boundary, the veridical reference
-EVIDENCE_EXTRA = ["p_floor", "p_ceiling", "boundary", "linear_dAIC", "p_veridical", "veridical_dAIC"]
+EVIDENCE_EXTRA = [
+    "p_floor",
+    "p_ceiling",
+    "boundary",
+    "linear_dAIC",
+    "p_veridical",
+    "veridical_dAIC",
+]
 
 
 @pytest.fixture

@@ -14,7 +14,11 @@ from bayesobs.subjects.sim import TEXT_SD, read_text
 
 @pytest.mark.parametrize(
     "name, expected",
-    [("sim:linear", ("sim", "linear")), ("openai:gpt-4o-mini", ("openai", "gpt-4o-mini"))],
+    [
+        ("sim:linear", ("sim", "linear")),
+        ("openai:gpt-4o-mini", ("openai", "gpt-4o-mini")),
+        ("anthropic:claude-sonnet-4-5", ("anthropic", "claude-sonnet-4-5")),
+    ],
 )
 def test_subject_names(name, expected):
     assert parse_subject(name) == expected
@@ -24,7 +28,8 @@ def test_subject_names(name, expected):
     "name, message",
     [
         ("gpt-4o", "use sim:<kind>"),
-        ("anthropic:claude", "use sim:<kind>"),
+        ("gemini:pro", "use sim:<kind>"),
+        ("anthropic:", "use sim:<kind>"),
         ("sim:", "use sim:<kind>"),
         ("sim:oracle", "unknown simulated subject 'sim:oracle'"),
     ],

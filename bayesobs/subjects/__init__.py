@@ -1,4 +1,4 @@
-"""Who answers: simulated observers and OpenAI-compatible chat models."""
+"""Who answers: simulated observers, OpenAI-compatible chat models and Claude (Messages API)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ SIM_KINDS = KINDS + SEARCH_KINDS + TUNNEL_KINDS + HVS_KINDS + PERCEPTV_KINDS
 def parse_subject(spec: str) -> tuple[str, str]:
     """``"sim:bayesian"`` -> ``("sim", "bayesian")``, validating the form."""
     kind, sep, name = spec.partition(":")
-    if not sep or not name or kind not in ("sim", "openai"):
+    if not sep or not name or kind not in ("sim", "openai", "anthropic"):
         raise BayesobsInputError(
-            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(SIM_KINDS)}) or openai:<model>"
+            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(SIM_KINDS)}), openai:<model> "
+            "or anthropic:<model>"
         )
     if kind == "sim" and name not in SIM_KINDS:
         raise BayesobsInputError(

@@ -36,6 +36,16 @@ request releases the others at once).  With
 *added* to ``reasoning_budget`` (:data:`DEFAULT_REASONING_BUDGET`) instead of
 being all the model may spend.
 
+Images.  Every image part carries ``detail`` (``--image-detail``: ``auto``,
+OpenAI's own default, unless ``low`` or ``high`` is asked), sent explicitly
+so that cost and perception do not follow a provider's default; each trial
+row logs it as ``image_detail`` (None for a request without an image).
+
+Adaptive concurrency.  With ``--concurrency auto`` the runner sets
+:attr:`OpenAIChatSubject.pacer` (:class:`bayesobs.concurrency.AdaptiveGate`):
+each answered attempt is reported to it as a success, each 429 as a
+throttle, with the pacer's epoch read as the attempt was sent.
+
 The API key is read from the option (``--api-key-file`` or ``--api-key``)
 or ``OPENAI_API_KEY`` and never written anywhere: not to the manifest, the
 trial log, the cache or an error message.  A server that echoes the key in a
@@ -61,6 +71,7 @@ from functools import lru_cache
 import httpx
 import openai
 
+from ..imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
 from ..logprobs import MAX_TOP_LOGPROBS, compact
 from ..reasoning import DEFAULT_REASONING_BUDGET, TOKEN_PARAMS, reasoning_budget
 from .base import FatalSubjectError, Reply, Request, SubjectError
@@ -87,6 +98,7 @@ class ChatOptions:
     backoff_cap_s: float = 300.0
     max_wait_s: float = 600.0  # total seconds one request may wait between its attempts
     logprobs: int | None = None  # --logprobs K: ask for the top K alternatives of each token
+    image_detail: str = DEFAULT_IMAGE_DETAIL  # --image-detail: OpenAI's ``detail`` of image parts
 
     def public(self) -> dict:
         """Every option (the key is not an option, so nothing secret)."""
@@ -99,8 +111,8 @@ def data_url(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
-def to_messages(request: Request) -> list[dict]:
-    """Chat messages of a request: system, then user/assistant turns."""
+def to_messages(request: Request, detail: str = DEFAULT_IMAGE_DETAIL) -> list[dict]:
+    """Chat messages of a request: system, then user/assistant turns (images with ``detail``)."""
     msgs: list[dict] = [{"role": "system", "content": request.system}]
     for t in request.turns:
         pngs = t.pngs
@@ -111,9 +123,20 @@ def to_messages(request: Request) -> list[dict]:
         if t.text is not None:
             parts.append({"type": "text", "text": t.text})
         # one image part per image, in the order shown
-        parts += [{"type": "image_url", "image_url": {"url": data_url(p)}} for p in pngs]
+        parts += [
+            {"type": "image_url", "image_url": {"url": data_url(p), "detail": detail}} for p in pngs
+        ]
         msgs.append({"role": "user", "content": parts})
     return msgs
+
+
+def has_images(body: dict) -> bool:
+    """Whether a chat-completion body shows any image (its ``detail`` then applies)."""
+    return any(
+        isinstance(m.get("content"), list)
+        and any(p.get("type") == "image_url" for p in m["content"])
+        for m in body.get("messages", ())
+    )
 
 
 MAX_RETRY_AFTER_S = 120.0  # a longer Retry-After is not believed: the backoff schedule is used
@@ -331,6 +354,11 @@ class OpenAIChatSubject:
                 f"--logprobs must be an integer from 0 to {MAX_TOP_LOGPROBS} (the APIs' limit), not {k!r}"
             )
         self.logprobs_missing = False  # replies came without the logprobs asked for
+        if options.image_detail not in IMAGE_DETAILS:
+            raise FatalSubjectError(
+                f"--image-detail must be one of {', '.join(IMAGE_DETAILS)}, not {options.image_detail!r}"
+            )
+        self.pacer = None  # set by the runner with --concurrency auto (bayesobs.concurrency)
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secret)
@@ -349,7 +377,7 @@ class OpenAIChatSubject:
         sampling parameter the server refused is left out.
         """
         o = self.options
-        body: dict = {"model": o.model, "messages": to_messages(request)}
+        body: dict = {"model": o.model, "messages": to_messages(request, o.image_detail)}
         if "temperature" not in self.dropped:
             body["temperature"] = o.temperature
         body[self.token_param] = self.budget(request)
@@ -377,6 +405,7 @@ class OpenAIChatSubject:
             "temperature_effective": self.temperature_effective,
             "reasoning_budget": reasoning_budget(o.reasoning_effort, o.reasoning_budget) or None,
             "logprobs": o.logprobs,
+            "image_detail": o.image_detail,
             "logprobs_effective": (
                 o.logprobs
                 if o.logprobs is not None
@@ -389,7 +418,12 @@ class OpenAIChatSubject:
     def _columns(self, body: dict, details: dict) -> dict:
         param = next((k for k in TOKEN_PARAMS[1:] if k in body), None)
         temperature = body.get("temperature", self.temperature_effective)
-        return {"token_param": param, "temperature_effective": temperature, **details}
+        return {
+            "token_param": param,
+            "temperature_effective": temperature,
+            "image_detail": self.options.image_detail if has_images(body) else None,
+            **details,
+        }
 
     def _adapt(self, record: dict) -> None:
         self.adaptations.append({"subject": self.name, **record})
@@ -528,6 +562,7 @@ class OpenAIChatSubject:
         waited = 0.0  # seconds slept between attempts, bounded by max_wait_s
         while True:
             attempt += 1
+            epoch = self.pacer.epoch if self.pacer is not None else 0
             t0 = time.perf_counter()
             try:
                 # the SDK's low-level post: the same request and error classes as
@@ -554,6 +589,8 @@ class OpenAIChatSubject:
                 TimeoutError,
                 EmptyReply,
             ) as exc:
+                if isinstance(exc, openai.RateLimitError) and self.pacer is not None:
+                    self.pacer.throttled(epoch)  # --concurrency auto: fewer sessions at once
                 if isinstance(exc, TimeoutError):
                     what = f"time-out: no complete reply within {self.options.timeout_s:g} s"
                 elif isinstance(exc, EmptyReply):
@@ -598,6 +635,8 @@ class OpenAIChatSubject:
                     self._redact(f"{type(exc).__name__} ({exc.status_code}): {exc}")
                 ) from None
             latency = time.perf_counter() - t0
+            if self.pacer is not None:
+                self.pacer.succeeded(epoch)
             param = next(k for k in TOKEN_PARAMS[1:] if k in body)
             used = (usage or {}).get("completion_tokens")
             if (
