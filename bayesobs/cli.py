@@ -6,7 +6,8 @@ would call (``fit``: :func:`bayesobs.fitting.fit_batch` and
 and :meth:`bayesobs.Scores.to_folder`; ``run``/``sweep``:
 :func:`bayesobs.runner.run_task`/:func:`bayesobs.runner.sweep`; ``rescore``:
 :func:`bayesobs.rescore_folder`; ``report``:
-:func:`bayesobs.report.build_report`; ``serve``, ``export``, ``simulate``)
+:func:`bayesobs.report.build_report`; ``compare``:
+:func:`bayesobs.compare.run_compare`; ``serve``, ``export``, ``simulate``)
 and prints a summary.  Bad input exits with status 2 and a one-line message,
 never a traceback.
 """
@@ -511,6 +512,19 @@ def cmd_report(args) -> int:
         args.inputs, args.out, bootstrap=args.bootstrap, seed=args.seed, resample=args.resample
     )
     print(f"report -> {index}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    """``bayesobs compare``: mixed models of per-task scores on model features, across folders."""
+    from .compare import run_compare, summary_text
+    from .leaderboard import wrap
+
+    res = run_compare(args.folders, args.features, args.out, use=args.feature, report=args.report)
+    print(summary_text(res["compare"], res["leaderboard"]))
+    print()
+    names = ", ".join(str(p.relative_to(args.out)) for p in res["written"])
+    print(wrap(f"tables -> {args.out}/ ({names})"))
     return 0
 
 
@@ -1240,6 +1254,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="bootstrap scheme when scores must be computed (default pooled)",
     )
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser(
+        "compare",
+        help="mixed models of per-task scores on model features, and a leaderboard across folders",
+    )
+    p.add_argument(
+        "folders", nargs="+", type=Path, metavar="SCOREDIR", help="`bayesobs score` output folders"
+    )
+    p.add_argument(
+        "--features",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="CSV (or .tsv): `subject` plus one column per model feature (numeric or categorical)",
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    p.add_argument(
+        "--feature",
+        action="append",
+        metavar="COLUMN",
+        help="repeatable: use only these feature columns (default: every column but subject)",
+    )
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="also write the cross-model page DIR/report/index.html",
+    )
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("serve", help="run a task on human participants in the browser")
     p.add_argument(
