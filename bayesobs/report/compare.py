@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from .html import STYLE
 
@@ -35,6 +36,8 @@ def coefficient_figure(table: pd.DataFrame) -> Figure:
         ax.axvline(0, color="0.6", lw=0.8)
         ax.set_title(outcome, fontsize=10)
         ax.set_xlabel("estimate (95% CI)", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.tick_params(axis="x", labelsize=8)
     axes[0].set_yticks(ypos, terms, fontsize=8)
     return fig
 
