@@ -11,6 +11,7 @@ import pytest
 
 from bayesobs.cli import main
 from bayesobs.compare import (
+    OUTCOMES,
     compare_models,
     feature_matrix,
     fit_outcome,
@@ -173,6 +174,22 @@ def test_convergence_warning_is_reported_not_raised():
     result, texts = fit_outcome(y, exog, np.tile(np.arange(n_task), n_subj))
     assert result is not None
     assert any("ConvergenceWarning" in t for t in texts), texts
+    # through compare_models: the text lands in the table's `warning` column
+    long = pd.DataFrame(
+        {"subject": [f"s{i}" for i in subj], "task": np.tile(np.arange(n_task), n_subj)}
+    )
+    long = long.assign(**{o: np.nan for o in OUTCOMES}).astype({"task": str})
+    long["nrmse"] = y
+    feats = pd.DataFrame({"subject": [f"s{i}" for i in range(n_subj)], "x": x})
+    design, terms = feature_matrix(feats, sorted(feats["subject"]))
+    table = compare_models(long, design, terms)
+    nrmse = table[table["outcome"] == "nrmse"]
+    assert nrmse["warning"].str.contains("ConvergenceWarning").all()
+    assert np.isfinite(nrmse["estimate"]).all()
+    skipped = table[table["outcome"] == "bcs"]  # no values: reported, not fitted
+    assert (skipped["warning"] == "no values in any folder").all() and not skipped[
+        "converged"
+    ].any()
 
 
 def test_cli_writes_tables_summary_and_page(planted, tmp_path, capsys):
