@@ -335,3 +335,28 @@ def test_reply_of_maps_the_messages_shape():
     for bad in (b"<html>", b"[]", b'{"type": "error", "error": {"message": "x"}}', b"{}"):
         with pytest.raises(EmptyReply):
             reply_of(bad)
+
+
+def test_the_readme_claude_commands_run_against_the_local_messages_server(
+    tmp_path, monkeypatch, capsys
+):
+    """README "Claude, Gemini, ...": its two `anthropic:` lines, pointed at the local server."""
+    import shlex
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = text[text.index("### Claude, Gemini, image detail and rate limits") :]
+    block = block[block.index("```") + 3 :]
+    block = block[: block.index("```")]
+    lines = [x for x in block.splitlines() if x.startswith("bayesobs ")]
+    assert len(lines) == 2 and all("anthropic:" in x for x in lines)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-local-test-key")
+    with FakeChatServer(lambda b, n: Answer("0.42")) as srv:
+        run, sweep = (shlex.split(x)[1:] for x in lines)
+        assert main([*run, "--trials", "2", "--base-url", srv.root, "--no-progress"]) == 0
+        assert main([*sweep, "--base-url", srv.root, "--no-progress"]) == 0  # --dry-run
+    rows = _trials(tmp_path / "runs" / "claude")
+    assert len(rows) == 2 * 2 * 3 and {r["modality"] for r in rows} == {"text", "image"}
+    assert all(r["response"] == 0.42 for r in rows)
+    assert "input tokens" in capsys.readouterr().out  # the dry run's estimate
+    assert not (tmp_path / "runs" / "bayesbench-claude" / "trials.jsonl").exists()
