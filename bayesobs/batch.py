@@ -482,10 +482,8 @@ class BatchRun:
 
     @staticmethod
     def columns(subject, body: dict, details: dict) -> dict:
-        """The API columns of a row (``token_param``, ``temperature_effective``, token details)."""
-        param = next((k for k in ("max_completion_tokens", "max_tokens") if k in body), None)
-        temperature = body.get("temperature", subject.temperature_effective)
-        return {"token_param": param, "temperature_effective": temperature, **details}
+        """The API columns of a row, as the subject logs them live (its ``columns``)."""
+        return subject.columns(body, details)
 
     def cached(self, subject, request: Request, body: dict) -> Reply | None:
         """The response cache's reply to a request, if it has one."""

@@ -45,6 +45,7 @@ SAME = [
     "usage",
     "token_param",
     "temperature_effective",
+    "image_detail",
 ]
 
 
