@@ -1,4 +1,4 @@
-"""Batch APIs: a run or sweep through OpenAI's Batch API, at half the price, in rounds.
+"""Batch APIs: a run or sweep through OpenAI's Batch API or Anthropic's Message Batches, in rounds.
 
 ``bayesobs run|sweep ... --batch`` asks every trial through the provider's
 batch endpoint instead of one call at a time: the requests of a round are
@@ -42,10 +42,19 @@ asked again when the run is resumed.  Nothing is logged twice
 (:meth:`~bayesobs.store.ExperimentStore.append` refuses a trial already
 logged).
 
-Providers are adapters with three calls (:class:`OpenAIBatches`):
+Providers are adapters (:func:`adapter` picks one per subject) with
+``line(custom_id, body) -> bytes`` (one request as sent),
 ``submit(lines, nonce) -> batch id``, ``status(batch id) ->``
-:class:`BatchState` and ``results(state) -> {custom_id: Outcome}`` (plus
-``find(nonce)``); Anthropic's Message Batches are not wired yet.
+:class:`BatchState` and ``results(state, nonce) -> {custom_id: Outcome}``
+(plus ``find(nonce, intent)``, and their ``max_requests``/``max_bytes``):
+:class:`OpenAIBatches` for ``openai:`` subjects and
+:class:`AnthropicBatches` for ``anthropic:`` subjects, whose requests are
+``{"custom_id", "params"}`` with ``params`` the body the subject sends live
+(:meth:`~bayesobs.subjects.anthropic_messages.AnthropicSubject.payload`),
+sent as one ``client.messages.batches.create`` and read back by the
+subject's own reply reader (:func:`message_outcome`).  Message Batches keep
+no metadata: a batch's ``custom_id`` carry its nonce (:func:`tagged`), and
+one whose id a kill kept from the log is found by its time and size.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A local server that speaks OpenAI's Batch API (and its chat endpoint), for tests and benchmarks.
+"""A local server that speaks OpenAI's Batch API and Anthropic's Message Batches, for tests.
 
 It listens on 127.0.0.1 and implements the documented endpoints and file
 formats of the Batch API:
@@ -21,6 +21,38 @@ formats of the Batch API:
 ``POST /v1/chat/completions``
     answered live by the same script (see :mod:`bayesobs.fakeserver`), so one
     server serves a live run and a batch run the same way.
+
+Anthropic's Message Batches (under :attr:`FakeBatchServer.root`, the base
+URL without ``/v1`` that Anthropic's SDK takes):
+
+``POST /v1/messages``
+    a live Messages API request, answered by the same script
+    (:func:`bayesobs.fakeserver.messages_payload`).
+``POST /v1/messages/batches``
+    ``{"requests": [{"custom_id", "params"}]}``; a ``custom_id`` not matching
+    ``^[a-zA-Z0-9_-]{1,64}$`` or repeated, or a request without ``params``,
+    is refused (HTTP 400, ``invalid_request_error``); returns the batch,
+    ``processing_status: "in_progress"``.
+``GET /v1/messages/batches/{id}``
+    ``in_progress`` for the fate's ``polls`` retrieves (``request_counts``:
+    all ``processing``), then ``ended`` with final counts (``succeeded``,
+    ``errored``, ``canceled``, ``expired``) and ``results_url``.
+``GET /v1/messages/batches/{id}/results``
+    the JSONL of ``{"custom_id", "result": {"type": "succeeded", "message"}}``
+    (or ``errored`` with ``error``, ``canceled``, ``expired``), not in request
+    order; HTTP 400 before the batch has ended.
+``GET /v1/messages/batches``
+    newest first (``limit``, ``after_id``, ``before_id``; ``has_more``,
+    ``first_id``, ``last_id``).
+``POST /v1/messages/batches/{id}/cancel``
+    ``canceling``, then ``ended``: the requests run so far answered, the
+    others ``canceled``.
+
+A Message Batch's ``expired`` fate answers its first ``answered`` requests and
+expires the others; ``failed`` errors every request (``api_error``); a
+request without ``model``, ``max_tokens`` and ``messages`` errors with
+``invalid_request_error``, and a script's answer with another status than 200
+with the Messages API's error type for it.
 
 Each input line is ``{"custom_id", "method": "POST", "url":
 "/v1/chat/completions", "body"}``; a file with a malformed line, a repeated

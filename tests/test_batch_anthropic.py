@@ -322,3 +322,22 @@ def test_sigkill_at_random_moments_loses_nothing_and_doubles_nothing(tmp_path):
     assert asked == len(live), (seed, asked, len(live))  # nothing asked twice
     recs = _batches(out)
     assert len({r["batch_id"] for r in recs if r["event"] == "submitted"}) == created, seed
+
+
+def test_batch_replies_are_cached_and_a_live_resume_replays_them(tmp_path, capsys):
+    out = tmp_path / "o"
+    with FakeBatchServer(hashed()) as srv:
+        argv = _argv(srv, out, "--batch", "--poll-max", "0.01")
+        argv[argv.index("--no-cache")] = "--cache=" + str(tmp_path / "c")
+        assert main(argv) == 0
+        first = {k: r["raw_response"] for k, r in _by_key(out).items()}
+        (out / "trials.jsonl").write_text("")  # as if the trials were never logged
+        argv = _argv(srv, out)
+        argv[argv.index("--no-cache")] = "--cache=" + str(tmp_path / "c")
+        assert main(argv) == 0
+        assert srv.chat_requests == 0 and srv.batch_requests == 9  # every reply from the cache
+        assert main(_argv(srv, tmp_path / "d", "--batch", "--dry-run")) == 0
+    assert "with --batch: 1 round(s)" in capsys.readouterr().out
+    again = _by_key(out)
+    assert {k: r["raw_response"] for k, r in again.items()} == first
+    assert all(r["cached"] for r in again.values())
