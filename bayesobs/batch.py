@@ -1,4 +1,4 @@
-"""Batch APIs: a run or sweep through OpenAI's Batch API, at half the price, in rounds.
+"""Batch APIs: a run or sweep through OpenAI's Batch API or Anthropic's Message Batches, in rounds.
 
 ``bayesobs run|sweep ... --batch`` asks every trial through the provider's
 batch endpoint instead of one call at a time: the requests of a round are
@@ -42,10 +42,19 @@ asked again when the run is resumed.  Nothing is logged twice
 (:meth:`~bayesobs.store.ExperimentStore.append` refuses a trial already
 logged).
 
-Providers are adapters with three calls (:class:`OpenAIBatches`):
+Providers are adapters (:func:`adapter` picks one per subject) with
+``line(custom_id, body) -> bytes`` (one request as sent),
 ``submit(lines, nonce) -> batch id``, ``status(batch id) ->``
-:class:`BatchState` and ``results(state) -> {custom_id: Outcome}`` (plus
-``find(nonce)``); Anthropic's Message Batches are not wired yet.
+:class:`BatchState` and ``results(state, nonce) -> {custom_id: Outcome}``
+(plus ``find(nonce, intent)``, and their ``max_requests``/``max_bytes``):
+:class:`OpenAIBatches` for ``openai:`` subjects and
+:class:`AnthropicBatches` for ``anthropic:`` subjects, whose requests are
+``{"custom_id", "params"}`` with ``params`` the body the subject sends live
+(:meth:`~bayesobs.subjects.anthropic_messages.AnthropicSubject.payload`),
+sent as one ``client.messages.batches.create`` and read back by the
+subject's own reply reader (:func:`message_outcome`).  Message Batches keep
+no metadata: a batch's ``custom_id`` carry its nonce (:func:`tagged`), and
+one whose id a kill kept from the log is found by its time and size.
 """
 
 from __future__ import annotations
@@ -55,6 +64,7 @@ import hashlib
 import io
 import json
 import math
+import re
 import sys
 import time
 import uuid
@@ -63,12 +73,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import anthropic
+import httpx2
 import openai
 
 from .errors import BayesobsInputError
 from .provenance import utc_now
 from .store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Reply, Request, SubjectError
+from .subjects.anthropic_messages import AnthropicSubject
+from .subjects.anthropic_messages import reply_of as messages_reply_of
 from .subjects.openai_chat import EmptyReply, redact, reply_of
 
 ENDPOINT = "/v1/chat/completions"
@@ -78,9 +92,15 @@ POLL_MAX_S = 60.0  # --poll-max default: the longest wait between polls
 MAX_BATCH_REQUESTS = 50_000  # the API's limit per batch
 MAX_BATCH_BYTES = 190 * 2**20  # under the API's 200 MB per input file
 BATCH_LOG = "batches.jsonl"
-TERMINAL = ("completed", "failed", "expired", "cancelled")
+TERMINAL = ("completed", "failed", "expired", "cancelled", "ended")  # OpenAI's, and Anthropic's
 NONCE_KEY = "bayesobs_nonce"  # batch metadata: finds a batch whose id a kill kept from the log
 FIND_LIMIT = 1000  # batches listed when looking for one by its nonce
+ANTHROPIC_MAX_REQUESTS = 100_000  # Message Batches: the API's limit per batch
+ANTHROPIC_MAX_BYTES = 250 * 2**20  # under the API's 256 MB per batch
+CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # Message Batches' custom_id (fullmatch)
+TAG_CHARS = 16  # the nonce's characters that tag a Message Batch's custom_ids
+FIND_SKEW_S = 300.0  # a batch found by its size may be this much older than its log record
+TRANSIENT_TYPES = ("api_error", "overloaded_error", "rate_limit_error", "timeout_error")
 
 
 # ---------------------------------------------------------------- options
@@ -97,17 +117,12 @@ def check_poll_max(value: Any) -> float:
 
 
 def check_batch_subjects(subjects: list[str]) -> None:
-    """Every subject of a ``--batch`` run has a batch API (``openai:``); else one clear error."""
+    """Every subject of a ``--batch`` run has a batch API (``openai:``, ``anthropic:``); else one clear error."""
     for s in subjects:
-        if str(s).startswith("anthropic:"):
+        if not str(s).startswith(("openai:", "anthropic:")):
             raise BayesobsInputError(
-                f"--batch for {s}: Anthropic's Message Batches are not supported yet; "
-                "run it without --batch"
-            )
-        if not str(s).startswith("openai:"):
-            raise BayesobsInputError(
-                f"--batch sends requests through OpenAI's Batch API, which {s} does not have; "
-                "run it without --batch"
+                f"--batch sends requests through OpenAI's Batch API or Anthropic's Message "
+                f"Batches, which {s} does not have; run it without --batch"
             )
 
 
@@ -252,6 +267,7 @@ class BatchState:
     output_file_id: str | None = None
     error_file_id: str | None = None
     errors: str = ""
+    results_url: str | None = None
 
 
 class OpenAIBatches:
@@ -264,9 +280,17 @@ class OpenAIBatches:
         for these few calls.
     """
 
+    max_requests = MAX_BATCH_REQUESTS
+    max_bytes = MAX_BATCH_BYTES
+
     def __init__(self, subject):
         self.client = subject.client.with_options(max_retries=5, timeout=600.0)
         self.secret = subject.client.api_key
+
+    @staticmethod
+    def line(cid: str, body: dict) -> bytes:
+        """One line of the input file (:func:`input_line`)."""
+        return input_line(cid, body)
 
     async def call(self, what: str, coro):
         """Await an SDK call; an API error stops the run in one line (the key redacted)."""
@@ -321,7 +345,7 @@ class OpenAIBatches:
             errors,
         )
 
-    async def results(self, state: BatchState) -> dict[str, Outcome]:
+    async def results(self, state: BatchState, nonce: str | None = None) -> dict[str, Outcome]:
         """``custom_id`` -> :class:`Outcome` of an ended batch (output and error files)."""
         out: dict[str, Outcome] = {}
         for fid in (state.error_file_id, state.output_file_id):  # outputs win
@@ -332,7 +356,7 @@ class OpenAIBatches:
                 out.update(read_results(resp.content, state.id))
         return out
 
-    async def find(self, nonce: str) -> str | None:
+    async def find(self, nonce: str, intent: dict | None = None) -> str | None:
         """The id of a batch created with this nonce (its id never logged), if any."""
         seen = 0
         page = await self.call("listing batches", self.client.batches.list(limit=100))
@@ -344,6 +368,227 @@ class OpenAIBatches:
             if not page.has_next_page() or seen >= FIND_LIMIT:
                 return None
             page = await self.call("listing batches", page.get_next_page())
+
+
+# ---------------------------------------------------------------- Anthropic's Message Batches
+def message_request(cid: str, body: dict) -> bytes:
+    """One request of a Message Batch, ``{"custom_id", "params"}``, as a JSON line."""
+    return (json.dumps({"custom_id": cid, "params": body}, separators=(",", ":")) + "\n").encode()
+
+
+def tagged(cid: str, nonce: str) -> str:
+    """The ``custom_id`` sent in a Message Batch: the trial's, tagged with the batch's nonce.
+
+    Message Batches keep no metadata, so the tag is what shows that a result
+    belongs to the batch this run created (a batch found again by its size
+    after a kill, :meth:`AnthropicBatches.find`).  It matches the API's
+    ``^[a-zA-Z0-9_-]{1,64}$``.
+    """
+    wire = f"{cid}_{nonce[:TAG_CHARS]}"
+    if not CUSTOM_ID.fullmatch(wire):
+        raise ValueError(f"custom_id {wire!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
+    return wire
+
+
+def message_outcome(result: Any, batch_id: str | None = None) -> Outcome:
+    """The :class:`Outcome` of one Message Batch result (Anthropic's documented shape).
+
+    ``succeeded`` with a message that holds an answer is ``ok`` (read by the
+    ``anthropic:`` subject's own :func:`~bayesobs.subjects.anthropic_messages.reply_of`);
+    a message without one, ``errored`` with a transient error type
+    (:data:`TRANSIENT_TYPES`), ``canceled`` and ``expired`` are ``retry``;
+    another error type (``invalid_request_error``: the request cannot
+    succeed) is ``fatal``.
+    """
+    result = result if isinstance(result, dict) else {}
+    kind = result.get("type")
+    if kind == "succeeded":
+        try:
+            text, finish, usage, details = messages_reply_of(
+                json.dumps(result.get("message")).encode()
+            )
+        except EmptyReply as exc:
+            return Outcome("retry", message=f"reply without an answer: {exc}", batch_id=batch_id)
+        return Outcome("ok", "", text, finish, usage, details, batch_id)
+    if kind == "errored":
+        outer = result.get("error") if isinstance(result.get("error"), dict) else {}
+        err = outer.get("error") if isinstance(outer.get("error"), dict) else outer
+        etype = err.get("type")
+        what = f"errored, {etype or 'error'}: {str(err.get('message') or '')[:300]}"
+        fatal = isinstance(etype, str) and etype not in TRANSIENT_TYPES
+        return Outcome("fatal" if fatal else "retry", message=what, batch_id=batch_id)
+    return Outcome("retry", message=f"{kind or 'no result'}: not run", batch_id=batch_id)
+
+
+def read_message_results(
+    data: bytes, batch_id: str | None = None, nonce: str | None = None
+) -> dict[str, Outcome]:
+    """``custom_id`` -> :class:`Outcome` of a Message Batch's results (JSONL).
+
+    A tagged ``custom_id`` (:func:`tagged`) is read back as the trial's; with
+    ``nonce``, a result whose tag is another batch's is left out.
+    Unreadable lines are skipped.
+    """
+    out = {}
+    for raw in data.split(b"\n"):
+        try:
+            line = json.loads(raw) if raw.strip() else None
+        except ValueError:
+            continue
+        if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+            continue
+        cid, _, tag = line["custom_id"].rpartition("_")
+        if not cid or (nonce is not None and tag != nonce[:TAG_CHARS]):
+            continue
+        out[cid] = message_outcome(line.get("result"), batch_id)
+    return out
+
+
+def parse_time(value: Any) -> float | None:
+    """Seconds since the epoch of an RFC 3339 time (a string or a datetime), else None."""
+    import datetime as dt
+
+    if isinstance(value, dt.datetime):
+        t = value
+    elif isinstance(value, str):
+        try:
+            t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    else:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.UTC)
+    return t.timestamp()
+
+
+class AnthropicBatches:
+    """Anthropic's Message Batches through the official SDK, for one ``anthropic:`` subject.
+
+    A batch is ``client.messages.batches.create(requests=[{custom_id,
+    params}])``, each ``params`` exactly the body the subject sends live
+    (:meth:`~bayesobs.subjects.anthropic_messages.AnthropicSubject.payload`);
+    ``processing_status`` goes ``in_progress`` (or ``canceling``) ->
+    ``ended``, when ``request_counts`` (``processing``, ``succeeded``,
+    ``errored``, ``canceled``, ``expired``) are final and the JSONL at
+    ``results_url`` holds one ``{custom_id, result}`` per request.
+
+    Parameters
+    ----------
+    subject : AnthropicSubject
+        Its client (endpoint and key) is used, with the SDK's own retries on
+        for these few calls.
+    """
+
+    max_requests = ANTHROPIC_MAX_REQUESTS
+    max_bytes = ANTHROPIC_MAX_BYTES
+
+    def __init__(self, subject):
+        self.client = subject.client.with_options(max_retries=5, timeout=600.0)
+        self.secret = subject.client.api_key
+
+    @staticmethod
+    def line(cid: str, body: dict) -> bytes:
+        """One request of a batch (:func:`message_request`)."""
+        return message_request(cid, body)
+
+    async def call(self, what: str, coro):
+        """Await an SDK call; an API error stops the run in one line (the key redacted)."""
+        try:
+            return await coro
+        except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
+            status = getattr(exc, "status_code", None)
+            hint = (
+                f" (does {self.client.base_url} have Message Batches? run without --batch)"
+                if status in (404, 405)
+                else ""
+            )
+            text = f"Message Batches: {what} failed: {type(exc).__name__}"
+            text += f" ({status})" if status else ""
+            raise FatalSubjectError(redact(f"{text}: {exc}{hint}", self.secret)) from None
+
+    async def submit(self, lines: list[bytes], nonce: str) -> str:
+        """Create the batch, its ``custom_id`` tagged with the nonce; returns its id."""
+        requests = []
+        for raw in lines:
+            rec = json.loads(raw)
+            requests.append({"custom_id": tagged(rec["custom_id"], nonce), "params": rec["params"]})
+        b = await self.call(
+            "creating the batch", self.client.messages.batches.create(requests=requests)
+        )
+        return b.id
+
+    @staticmethod
+    def state(b) -> BatchState:
+        """A :class:`BatchState` of a Message Batch object."""
+        c = b.request_counts
+        failed = {"errored": c.errored, "canceled": c.canceled, "expired": c.expired}
+        return BatchState(
+            b.id,
+            b.processing_status,
+            c.processing + c.succeeded + sum(failed.values()),
+            c.succeeded,
+            sum(failed.values()),
+            errors=", ".join(f"{n} {k}" for k, n in failed.items() if n),
+            results_url=b.results_url,
+        )
+
+    async def status(self, batch_id: str) -> BatchState:
+        """Retrieve a batch."""
+        b = await self.call(f"polling {batch_id}", self.client.messages.batches.retrieve(batch_id))
+        return self.state(b)
+
+    async def results(self, state: BatchState, nonce: str | None = None) -> dict[str, Outcome]:
+        """``custom_id`` -> :class:`Outcome` of an ended batch (its ``results_url``)."""
+        if not state.results_url:
+            return {}
+        resp = await self.call(
+            f"downloading the results of {state.id}",
+            self.client.get(
+                state.results_url,
+                cast_to=httpx2.Response,
+                options={"headers": {"Accept": "application/binary"}},
+            ),
+        )
+        return read_message_results(resp.content, state.id, nonce)
+
+    async def find(self, nonce: str, intent: dict | None = None) -> str | None:
+        """The id of the batch of a ``submitting`` record whose id never reached the log, if any.
+
+        Message Batches keep no metadata: the batch is the oldest one created
+        since the record (less :data:`FIND_SKEW_S`), with as many requests,
+        whose id is not already in the log (``intent["known_ids"]``).  Its
+        results are read only under the nonce's tag, so a wrong guess asks
+        its trials again but logs nothing wrong.
+        """
+        intent = intent or {}
+        since = parse_time(intent.get("time_utc"))
+        size = intent.get("requests")
+        if since is None or not isinstance(size, int):
+            return None
+        since -= FIND_SKEW_S
+        known = set(intent.get("known_ids") or ())
+        found = None
+        seen = 0
+        page = await self.call("listing batches", self.client.messages.batches.list(limit=100))
+        while True:
+            for b in page.data:  # newest first
+                created = parse_time(b.created_at)
+                if created is not None and created < since:
+                    return found
+                if b.id not in known and self.state(b).total == size:
+                    found = b.id
+            seen += len(page.data)
+            if not page.has_next_page() or seen >= FIND_LIMIT:
+                return found
+            page = await self.call("listing batches", page.get_next_page())
+
+
+def adapter(subject):
+    """The batch API of a subject: :class:`AnthropicBatches` or :class:`OpenAIBatches`."""
+    if isinstance(subject, AnthropicSubject):
+        return AnthropicBatches(subject)
+    return OpenAIBatches(subject)
 
 
 # ---------------------------------------------------------------- the engine
@@ -365,6 +610,7 @@ class Submitted:
     subject: str
     ids: dict[str, tuple]
     state: BatchState | None = None
+    nonce: str | None = None
 
 
 class ShadowStore:
@@ -441,7 +687,7 @@ class BatchRun:
         self.options = options
         self.progress = progress
         self.log = AppendLog(store.folder / BATCH_LOG)
-        self.providers = {name: OpenAIBatches(s) for name, s in subjects.items()}
+        self.providers = {name: adapter(s) for name, s in subjects.items()}
         self.results: dict[tuple, Outcome] = {}
         self.failures: Counter = Counter()  # trial -> batches it failed in (this run)
         self.inflight: dict[str, Submitted] = {}
@@ -482,10 +728,8 @@ class BatchRun:
 
     @staticmethod
     def columns(subject, body: dict, details: dict) -> dict:
-        """The API columns of a row (``token_param``, ``temperature_effective``, token details)."""
-        param = next((k for k in ("max_completion_tokens", "max_tokens") if k in body), None)
-        temperature = body.get("temperature", subject.temperature_effective)
-        return {"token_param": param, "temperature_effective": temperature, **details}
+        """The API columns of a row, as the subject logs them live (its ``columns``)."""
+        return subject.columns(body, details)
 
     def cached(self, subject, request: Request, body: dict) -> Reply | None:
         """The response cache's reply to a request, if it has one."""
@@ -516,6 +760,7 @@ class BatchRun:
         intents = {r["nonce"]: r for r in records if r.get("event") == "submitting"}
         ids = {r["nonce"]: r["batch_id"] for r in records if r.get("event") == "submitted"}
         ended = {r["batch_id"] for r in records if r.get("event") == "ended"}
+        known = set(ids.values())
         for nonce, rec in intents.items():
             self.round = max(self.round, int(rec.get("round", 0)))
             name = rec.get("subject")
@@ -526,14 +771,17 @@ class BatchRun:
                 continue
             bid = ids.get(nonce)
             if bid is None:
-                bid = await self.providers[name].find(nonce)
+                bid = await self.providers[name].find(nonce, {**rec, "known_ids": sorted(known)})
                 if bid is None:
                     continue  # never created: its trials are asked again
+                known.add(bid)
                 self.note(event="submitted", nonce=nonce, batch_id=bid, round=rec["round"])
-            sub = Submitted(bid, int(rec["round"]), name, keys)
+            sub = Submitted(bid, int(rec["round"]), name, keys, nonce=nonce)
             if bid in ended:  # collect its replies again (errors were handled then)
-                state = await self.providers[name].status(bid)
-                self.absorb(sub, state, await self.providers[name].results(state), errors=False)
+                provider = self.providers[name]
+                state = await provider.status(bid)
+                outs = await provider.results(state, nonce)
+                self.absorb(sub, state, outs, errors=False)
             else:
                 self.inflight[bid] = sub
 
@@ -590,10 +838,12 @@ class BatchRun:
             return
         self.round += 1
         for name, reqs in by_subject.items():
-            lines = [input_line(cid, body) for cid, (_, body) in reqs.items()]
+            provider = self.providers[name]
+            lines = [provider.line(cid, body) for cid, (_, body) in reqs.items()]
             cids = list(reqs)
             start = 0
-            for part in chunks(lines, self.options.max_requests, self.options.max_bytes):
+            most = min(self.options.max_requests, provider.max_requests)
+            for part in chunks(lines, most, min(self.options.max_bytes, provider.max_bytes)):
                 ids = {cid: reqs[cid][0] for cid in cids[start : start + len(part)]}
                 start += len(part)
                 nonce = uuid.uuid4().hex
@@ -605,9 +855,9 @@ class BatchRun:
                     requests=len(part),
                     ids={cid: list(k) for cid, k in ids.items()},
                 )
-                bid = await self.providers[name].submit(part, nonce)
+                bid = await provider.submit(part, nonce)
                 self.note(event="submitted", nonce=nonce, batch_id=bid, round=self.round)
-                self.inflight[bid] = Submitted(bid, self.round, name, ids)
+                self.inflight[bid] = Submitted(bid, self.round, name, ids, nonce=nonce)
                 self.submitted += 1
 
     def absorb(
@@ -654,7 +904,7 @@ class BatchRun:
                 sub.state = states[bid] = state = await provider.status(bid)
                 if state.status not in TERMINAL:
                     continue
-                outs = await provider.results(state)
+                outs = await provider.results(state, sub.nonce)
                 retry, fatal = self.absorb(sub, state, outs)
                 self.note(
                     event="ended",

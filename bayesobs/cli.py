@@ -827,7 +827,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--batch",
         action="store_true",
-        help="ask through OpenAI's Batch API at half the price, in rounds by trial position "
+        help="ask through OpenAI's Batch API (anthropic: subjects: Anthropic's Message "
+        "Batches) at half the price, in rounds by trial position "
         "(sessions without a rolling context all in the first); resumable (batches.jsonl)",
     )
     p.add_argument(

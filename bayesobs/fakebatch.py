@@ -1,4 +1,4 @@
-"""A local server that speaks OpenAI's Batch API (and its chat endpoint), for tests and benchmarks.
+"""A local server that speaks OpenAI's Batch API and Anthropic's Message Batches, for tests.
 
 It listens on 127.0.0.1 and implements the documented endpoints and file
 formats of the Batch API:
@@ -22,6 +22,38 @@ formats of the Batch API:
     answered live by the same script (see :mod:`bayesobs.fakeserver`), so one
     server serves a live run and a batch run the same way.
 
+Anthropic's Message Batches (under :attr:`FakeBatchServer.root`, the base
+URL without ``/v1`` that Anthropic's SDK takes):
+
+``POST /v1/messages``
+    a live Messages API request, answered by the same script
+    (:func:`bayesobs.fakeserver.messages_payload`).
+``POST /v1/messages/batches``
+    ``{"requests": [{"custom_id", "params"}]}``; a ``custom_id`` not matching
+    ``^[a-zA-Z0-9_-]{1,64}$`` or repeated, or a request without ``params``,
+    is refused (HTTP 400, ``invalid_request_error``); returns the batch,
+    ``processing_status: "in_progress"``.
+``GET /v1/messages/batches/{id}``
+    ``in_progress`` for the fate's ``polls`` retrieves (``request_counts``:
+    all ``processing``), then ``ended`` with final counts (``succeeded``,
+    ``errored``, ``canceled``, ``expired``) and ``results_url``.
+``GET /v1/messages/batches/{id}/results``
+    the JSONL of ``{"custom_id", "result": {"type": "succeeded", "message"}}``
+    (or ``errored`` with ``error``, ``canceled``, ``expired``), not in request
+    order; HTTP 400 before the batch has ended.
+``GET /v1/messages/batches``
+    newest first (``limit``, ``after_id``, ``before_id``; ``has_more``,
+    ``first_id``, ``last_id``).
+``POST /v1/messages/batches/{id}/cancel``
+    ``canceling``, then ``ended``: the requests run so far answered, the
+    others ``canceled``.
+
+A Message Batch's ``expired`` fate answers its first ``answered`` requests and
+expires the others; ``failed`` errors every request (``api_error``); a
+request without ``model``, ``max_tokens`` and ``messages`` errors with
+``invalid_request_error``, and a script's answer with another status than 200
+with the Messages API's error type for it.
+
 Each input line is ``{"custom_id", "method": "POST", "url":
 "/v1/chat/completions", "body"}``; a file with a malformed line, a repeated
 ``custom_id``, another endpoint or two models fails validation (``status:
@@ -42,11 +74,13 @@ answer with a status other than 200 is an error line.
 
 from __future__ import annotations
 
+import datetime as dt
 import email.parser
 import email.policy
 import hashlib
 import itertools
 import json
+import re
 import sys
 import threading
 import time
@@ -55,11 +89,21 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from .fakeserver import Answer, Script, constant, reply_body
+from .fakeserver import (
+    ANTHROPIC_ERROR_TYPES,
+    Answer,
+    Script,
+    constant,
+    messages_payload,
+    reply_body,
+)
 
 ENDPOINT = "/v1/chat/completions"
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
 CANCELLED_MESSAGE = "This request could not be executed before the batch was cancelled."
+MESSAGES = "/v1/messages"
+CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # Message Batches' custom_id
+JSON = "application/json"
 
 
 @dataclass(frozen=True)
@@ -120,6 +164,30 @@ def _error(message: str, status: int = 400, code: str | None = None) -> tuple[in
     return status, {
         "error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}
     }
+
+
+def _anthropic_error(message: str, status: int = 400) -> tuple[int, dict]:
+    kind = ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+    return status, {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _errored(kind: str, message: str) -> dict:
+    """An ``errored`` Message Batch result (the error response of the Messages API)."""
+    return {
+        "type": "errored",
+        "error": {"type": "error", "error": {"type": kind, "message": message}},
+    }
+
+
+def _counts(**n: int) -> dict:
+    """A Message Batch's ``request_counts``."""
+    keys = ("processing", "succeeded", "errored", "canceled", "expired")
+    return {k: n.get(k, 0) for k in keys}
+
+
+def rfc3339(t: float) -> str:
+    """An RFC 3339 UTC time of seconds since the epoch."""
+    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def multipart_fields(content_type: str, data: bytes) -> dict[str, tuple[str | None, bytes]]:
@@ -243,6 +311,8 @@ class FakeBatchServer:
                 path = urlsplit(self.path).path
                 if path == ENDPOINT:
                     status, payload = server.chat(data)
+                elif path == MESSAGES:
+                    status, payload = server.messages(data)
                 else:
                     with server._lock:
                         status, payload = server.post(
@@ -275,13 +345,23 @@ class FakeBatchServer:
                 return _error("no file in the upload")
             purpose = fields.get("purpose", (None, b""))[1].decode()
             return 200, self.add_file(fields["file"][1], fields["file"][0] or "upload", purpose)
+        parts = path.strip("/").split("/")
+        if parts[:3] == ["v1", "messages", "batches"]:
+            if len(parts) == 3:
+                try:
+                    req = json.loads(data)
+                except ValueError:
+                    return _anthropic_error("body is not JSON")
+                return self.create_messages(req if isinstance(req, dict) else {})
+            if len(parts) == 5 and parts[4] == "cancel":
+                return self.cancel_messages(parts[3])
+            return _anthropic_error(f"no route POST {path}", 404)
         if path == "/v1/batches":
             try:
                 req = json.loads(data)
             except ValueError:
                 return _error("body is not JSON")
             return self.create(req if isinstance(req, dict) else {})
-        parts = path.strip("/").split("/")
         if len(parts) == 4 and parts[:2] == ["v1", "batches"] and parts[3] == "cancel":
             b = self.batches.get(parts[2])
             if b is None:
@@ -293,8 +373,10 @@ class FakeBatchServer:
         return _error(f"no route POST {path}", 404)
 
     def get(self, path: str, query: dict) -> tuple[int, dict | bytes, str]:
-        """``GET`` of files, their content, a batch, the list of batches."""
+        """``GET`` of files, their content, a batch, the list of batches (of both APIs)."""
         parts = path.strip("/").split("/")
+        if parts[:3] == ["v1", "messages", "batches"]:
+            return self.get_messages(parts, query)
         if parts[:2] == ["v1", "files"] and len(parts) in (3, 4):
             fid = parts[2]
             if fid not in self.files:
@@ -476,12 +558,169 @@ class FakeBatchServer:
         b["output_file_id"] = store(out, "output")
         b["error_file_id"] = store(err, "error")
 
+    # ------------------------------------------------------------ Anthropic's Message Batches
+    def messages(self, data: bytes) -> tuple[int, dict | bytes]:
+        """A live Messages API request (``POST /v1/messages``), answered by the script."""
+        try:
+            body = json.loads(data or b"{}")
+        except ValueError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        with self._lock:
+            n = next(self._n)
+            self.chat_requests += 1
+        ans = self.script(body, n)
+        return ans.status, ans.body if ans.body is not None else messages_payload(ans, body, n)
+
+    def create_messages(self, req: dict) -> tuple[int, dict]:
+        """``POST /v1/messages/batches``: a new Message Batch, ``in_progress``."""
+        requests = req.get("requests")
+        if not isinstance(requests, list) or not requests:
+            return _anthropic_error("requests: a non-empty list is required")
+        seen: set[str] = set()
+        for i, r in enumerate(requests):
+            cid = r.get("custom_id") if isinstance(r, dict) else None
+            if not isinstance(cid, str) or not CUSTOM_ID.fullmatch(cid):
+                return _anthropic_error(
+                    f"requests.{i}.custom_id: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+                )
+            if cid in seen:
+                return _anthropic_error(f"requests.{i}.custom_id: duplicate custom_id {cid!r}")
+            if not isinstance(r.get("params"), dict):
+                return _anthropic_error(f"requests.{i}.params: Field required")
+            seen.add(cid)
+        n = len(self.created)
+        bid = f"msgbatch_{n + 1:06d}"
+        now = time.time()
+        self.batches[bid] = {
+            "id": bid,
+            "type": "message_batch",
+            "processing_status": "in_progress",
+            "request_counts": _counts(processing=len(requests)),
+            "ended_at": None,
+            "created_at": rfc3339(now),
+            "expires_at": rfc3339(now + 86400),
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": None,
+            "_fate": self.fate(n),
+            "_polls": 0,
+            "_run": 0,  # requests run so far (a cancelled batch keeps their results)
+            "_requests": requests,
+        }
+        self.created.append(bid)
+        return 200, self.public(self.batches[bid])
+
+    def advance_messages(self, b: dict) -> None:
+        """One retrieve's worth of progress of a Message Batch."""
+        fate: Fate = b["_fate"]
+        total = len(b["_requests"])
+        if b["processing_status"] == "in_progress":
+            b["_polls"] += 1
+            if b["_polls"] <= fate.polls:
+                b["_run"] = total * b["_polls"] // (fate.polls + 1)
+                return
+            if fate.outcome == "expired" and fate.answered is not None:
+                b["_run"] = fate.answered
+            else:
+                b["_run"] = total
+            self.end_messages(b, "expired" if fate.outcome == "expired" else None)
+        elif b["processing_status"] == "canceling":
+            self.end_messages(b, "canceled")
+
+    def end_messages(self, b: dict, unrun: str | None) -> None:
+        """End a Message Batch: its first ``_run`` requests answered, the others ``unrun``."""
+        fate: Fate = b["_fate"]
+        lines = []
+        counts = _counts()
+        for i, r in enumerate(b["_requests"]):
+            if unrun is not None and i >= b["_run"]:
+                result = {"type": unrun}
+            elif fate.outcome == "failed":
+                result = _errored("api_error", "Internal server error")
+            else:
+                result = self.run_message(r["params"])
+            counts[result["type"]] += 1
+            lines.append({"custom_id": r["custom_id"], "result": result})
+        lines.reverse()  # results are not in request order (as documented)
+        b["_results"] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+        b.update(
+            processing_status="ended",
+            request_counts=counts,
+            ended_at=rfc3339(time.time()),
+            results_url=f"{self.root}/v1/messages/batches/{b['id']}/results",
+        )
+
+    def run_message(self, params: dict) -> dict:
+        """The result of one request of a Message Batch: the script's answer, or an error."""
+        if (
+            not isinstance(params.get("model"), str)
+            or not isinstance(params.get("max_tokens"), int)
+            or not isinstance(params.get("messages"), list)
+        ):
+            return _errored("invalid_request_error", "model, max_tokens and messages are required")
+        n = next(self._n)
+        self.batch_requests += 1
+        ans = self.script(params, n)
+        if ans.status != 200:
+            kind = ans.error_type or ANTHROPIC_ERROR_TYPES.get(ans.status, "api_error")
+            return _errored(kind, ans.text or "error")
+        message = ans.body if ans.body is not None else messages_payload(ans, params, n)
+        return {"type": "succeeded", "message": message}
+
+    def get_messages(self, parts: list[str], query: dict) -> tuple[int, dict | bytes, str]:
+        """``GET /v1/messages/batches[/{id}[/results]]``."""
+        if len(parts) == 3:  # the list, newest first
+            try:
+                limit = int(query.get("limit", ["20"])[0])
+            except ValueError:
+                limit = 0
+            if not 1 <= limit <= 1000:
+                return (*_anthropic_error("limit: must be in 1..1000"), JSON)
+            ids = [i for i in self.created[::-1] if i.startswith("msgbatch_")]
+            if "after_id" in query and query["after_id"][0] in ids:
+                ids = ids[ids.index(query["after_id"][0]) + 1 :]
+            elif "before_id" in query and query["before_id"][0] in ids:
+                ids = ids[: ids.index(query["before_id"][0])][-limit:]
+            page = [self.public(self.batches[i]) for i in ids[:limit]]
+            body = {
+                "data": page,
+                "has_more": len(ids) > limit,
+                "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None,
+            }
+            return 200, body, JSON
+        b = self.batches.get(parts[3])
+        if b is None or len(parts) > 5 or (len(parts) == 5 and parts[4] != "results"):
+            return (*_anthropic_error(f"No such batch or route: {'/'.join(parts)}", 404), JSON)
+        if len(parts) == 5:
+            if b["processing_status"] != "ended":
+                return (*_anthropic_error(f"Batch {b['id']} has not ended"), JSON)
+            return 200, b["_results"], "application/binary"
+        self.polls += 1
+        self.advance_messages(b)
+        return 200, self.public(b), JSON
+
+    def cancel_messages(self, bid: str) -> tuple[int, dict]:
+        """``POST /v1/messages/batches/{id}/cancel``: ``canceling``, ended at the next retrieve."""
+        b = self.batches.get(bid)
+        if b is None:
+            return _anthropic_error(f"No such batch: {bid}", 404)
+        if b["processing_status"] == "in_progress":
+            b.update(processing_status="canceling", cancel_initiated_at=rfc3339(time.time()))
+        return 200, self.public(b)
+
     # ------------------------------------------------------------ serving
     @property
     def url(self) -> str:
         """The OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``)."""
+        return f"{self.root}/v1"
+
+    @property
+    def root(self) -> str:
+        """The base URL without ``/v1`` (``http://127.0.0.1:PORT``), as Anthropic's SDK takes it."""
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host}:{port}"
 
     def __enter__(self) -> FakeBatchServer:
         self._thread.start()

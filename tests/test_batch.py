@@ -45,6 +45,7 @@ SAME = [
     "usage",
     "token_param",
     "temperature_effective",
+    "image_detail",
 ]
 
 
@@ -382,7 +383,6 @@ def test_rounds_and_saving_are_printed_and_dry_run_says_them(tmp_path, capsys):
         (["--poll-max", "0"], "openai:m", "--poll-max must be a positive number"),
         (["--poll-max", "nan"], "openai:m", "--poll-max must be a positive number"),
         ([], "sim:bayesian", "which sim:bayesian does not have"),
-        ([], "anthropic:claude-x", "Anthropic's Message Batches are not supported yet"),
     ],
 )
 def test_bad_batch_options_are_one_line(tmp_path, capsys, extra, subject, message):

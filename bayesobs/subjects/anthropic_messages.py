@@ -268,7 +268,8 @@ class AnthropicSubject:
             "image_detail": None,
         }
 
-    def _columns(self, details: dict) -> dict:
+    def columns(self, body: dict, details: dict) -> dict:
+        """A reply's API columns of the trial row (the same for every body of a run)."""
         return {
             "token_param": "max_tokens",
             "temperature_effective": self.temperature_effective,
@@ -301,7 +302,7 @@ class AnthropicSubject:
             attempts=0,
             finish_reason=hit.get("finish_reason"),
             cached_from=hit.get("folder") or "an earlier run",
-            extra=self._columns(details),
+            extra=self.columns(body, details),
         )
 
     def _fatal(self, exc: Exception) -> bool:
@@ -388,7 +389,7 @@ class AnthropicSubject:
                 usage=usage,
                 attempts=attempt,
                 finish_reason=finish,
-                extra=self._columns(details),
+                extra=self.columns(body, details),
             )
 
     async def _wait(self, exc: Exception, attempt: int, waited: float) -> float:

@@ -415,7 +415,8 @@ class OpenAIChatSubject:
             ),
         }
 
-    def _columns(self, body: dict, details: dict) -> dict:
+    def columns(self, body: dict, details: dict) -> dict:
+        """A reply's API columns of the trial row (``token_param``, ``image_detail``, token details)."""
         param = next((k for k in TOKEN_PARAMS[1:] if k in body), None)
         temperature = body.get("temperature", self.temperature_effective)
         return {
@@ -517,7 +518,7 @@ class OpenAIChatSubject:
             attempts=0,
             finish_reason=hit.get("finish_reason"),
             cached_from=hit.get("folder") or "an earlier run",
-            extra=self._columns(body, details),
+            extra=self.columns(body, details),
         )
         return key, reply
 
@@ -679,7 +680,7 @@ class OpenAIChatSubject:
                 usage=usage,
                 attempts=attempt,
                 finish_reason=finish,
-                extra=self._columns(body, details),
+                extra=self.columns(body, details),
             )
 
     async def aclose(self) -> None:
