@@ -270,7 +270,37 @@ class BatchState:
     results_url: str | None = None
 
 
-class OpenAIBatches:
+class SdkBatches:
+    """What both providers' batch adapters share: the SDK client and its calls' errors.
+
+    Subclasses set ``api_name`` (for messages) and ``api_errors`` (the SDK's
+    status and connection errors).
+    """
+
+    api_name: str
+    api_errors: tuple[type[Exception], ...]
+
+    def __init__(self, subject):
+        self.client = subject.client.with_options(max_retries=5, timeout=600.0)
+        self.secret = subject.client.api_key
+
+    async def call(self, what: str, coro):
+        """Await an SDK call; an API error stops the run in one line (the key redacted)."""
+        try:
+            return await coro
+        except self.api_errors as exc:
+            status = getattr(exc, "status_code", None)
+            hint = (
+                f" (does {self.client.base_url} serve the {self.api_name}? run without --batch)"
+                if status in (404, 405)
+                else ""
+            )
+            text = f"{self.api_name}: {what} failed: {type(exc).__name__}"
+            text += f" ({status})" if status else ""
+            raise FatalSubjectError(redact(f"{text}: {exc}{hint}", self.secret)) from None
+
+
+class OpenAIBatches(SdkBatches):
     """OpenAI's Batch API through the official SDK, for one ``openai:`` subject.
 
     Parameters
@@ -282,30 +312,13 @@ class OpenAIBatches:
 
     max_requests = MAX_BATCH_REQUESTS
     max_bytes = MAX_BATCH_BYTES
-
-    def __init__(self, subject):
-        self.client = subject.client.with_options(max_retries=5, timeout=600.0)
-        self.secret = subject.client.api_key
+    api_name = "Batch API"
+    api_errors = (openai.APIStatusError, openai.APIConnectionError)
 
     @staticmethod
     def line(cid: str, body: dict) -> bytes:
         """One line of the input file (:func:`input_line`)."""
         return input_line(cid, body)
-
-    async def call(self, what: str, coro):
-        """Await an SDK call; an API error stops the run in one line (the key redacted)."""
-        try:
-            return await coro
-        except (openai.APIStatusError, openai.APIConnectionError) as exc:
-            status = getattr(exc, "status_code", None)
-            hint = (
-                f" (does {self.client.base_url} have a Batch API? run without --batch)"
-                if status in (404, 405)
-                else ""
-            )
-            text = f"Batch API: {what} failed: {type(exc).__name__}"
-            text += f" ({status})" if status else ""
-            raise FatalSubjectError(redact(f"{text}: {exc}{hint}", self.secret)) from None
 
     async def submit(self, lines: list[bytes], nonce: str) -> str:
         """Upload the input file and create the batch; returns its id."""
@@ -462,7 +475,7 @@ def parse_time(value: Any) -> float | None:
     return t.timestamp()
 
 
-class AnthropicBatches:
+class AnthropicBatches(SdkBatches):
     """Anthropic's Message Batches through the official SDK, for one ``anthropic:`` subject.
 
     A batch is ``client.messages.batches.create(requests=[{custom_id,
@@ -482,30 +495,13 @@ class AnthropicBatches:
 
     max_requests = ANTHROPIC_MAX_REQUESTS
     max_bytes = ANTHROPIC_MAX_BYTES
-
-    def __init__(self, subject):
-        self.client = subject.client.with_options(max_retries=5, timeout=600.0)
-        self.secret = subject.client.api_key
+    api_name = "Message Batches"
+    api_errors = (anthropic.APIStatusError, anthropic.APIConnectionError)
 
     @staticmethod
     def line(cid: str, body: dict) -> bytes:
         """One request of a batch (:func:`message_request`)."""
         return message_request(cid, body)
-
-    async def call(self, what: str, coro):
-        """Await an SDK call; an API error stops the run in one line (the key redacted)."""
-        try:
-            return await coro
-        except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
-            status = getattr(exc, "status_code", None)
-            hint = (
-                f" (does {self.client.base_url} have Message Batches? run without --batch)"
-                if status in (404, 405)
-                else ""
-            )
-            text = f"Message Batches: {what} failed: {type(exc).__name__}"
-            text += f" ({status})" if status else ""
-            raise FatalSubjectError(redact(f"{text}: {exc}{hint}", self.secret)) from None
 
     async def submit(self, lines: list[bytes], nonce: str) -> str:
         """Create the batch, its ``custom_id`` tagged with the nonce; returns its id."""

@@ -243,8 +243,10 @@ def test_message_outcomes():
 
 def test_local_message_batches_server_lists_cancels_and_refuses_bad_ids():
     params = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}
-    with FakeBatchServer(fate=always(Fate(polls=2))) as srv:
-        c = anthropic.Anthropic(api_key="k", base_url=srv.root, max_retries=0)
+    with (
+        FakeBatchServer(fate=always(Fate(polls=2))) as srv,
+        anthropic.Anthropic(api_key="k", base_url=srv.root, max_retries=0) as c,  # closed after
+    ):
         reqs = [{"custom_id": f"c{i}", "params": params} for i in range(4)]
         ids = [c.messages.batches.create(requests=reqs).id for _ in range(3)]
         assert [b.id for b in c.messages.batches.list(limit=10)] == ids[::-1]
