@@ -454,8 +454,10 @@ def test_local_batch_server_validates_input_and_lists_and_cancels():
     assert [e["code"] for e in errs] == ["mismatched_model"]
     _, errs = check_input(b"{not json\n", B.ENDPOINT)
     assert errs[0]["code"] == "invalid_json_line" and errs[0]["line"] == 1
-    with FakeBatchServer(fate=always(Fate(polls=2))) as srv:
-        c = openai.OpenAI(api_key="k", base_url=srv.url, max_retries=0)
+    with (
+        FakeBatchServer(fate=always(Fate(polls=2))) as srv,
+        openai.OpenAI(api_key="k", base_url=srv.url, max_retries=0) as c,  # closed after
+    ):
         data = b"".join(
             json.dumps({**line, "custom_id": f"c{i}"}).encode() + b"\n" for i in range(4)
         )
