@@ -367,8 +367,13 @@ def plan(
     runs: int | None = None,
     ami: str | None = None,
     hvs: str | None = None,
+    planned: Callable[[int], None] | None = None,
 ) -> list[Session]:
-    """Every session run of a spec for the given subjects (``hvs``: the task hvs's source folder)."""
+    """Every session run of a spec for the given subjects (``hvs``: the task hvs's source folder).
+
+    ``planned`` is called with the number of stimuli after each session run's
+    stimuli are made (images are rendered here: a progress bar's hook).
+    """
     task = get_task(spec["task"], ami=ami, hvs=hvs)
     mods = modalities or spec.get("modalities", [task.modalities[0]])
     conds = conditions or spec.get("conditions", ["base"])
@@ -401,6 +406,8 @@ def plan(
         for r in range(n_runs):
             seed = _seed(spec["seed"], task.name, sess["name"], r)
             stimuli = task.generate(np.random.default_rng(seed), low, high, n_sess, options)
+            if planned is not None:
+                planned(len(stimuli))
             dist = label(low, high, options)
             mean = None if dist == "uniform" else prior_mean(low, high, options)
             for c in cond_objs:
@@ -427,6 +434,40 @@ def plan(
                             )
                         )
     return out
+
+
+def plan_all(jobs: list[tuple[dict, dict]], progress: bool = False) -> list[Session]:
+    """:func:`plan` of several ``(spec, keyword arguments)`` jobs, with a progress bar.
+
+    Making the stimuli (rendering every image) is the slow part of a large
+    protocol (Tunnel Vision's 1,475 questions per subject and modality); with
+    ``progress`` a bar over the session runs shows it from the start, and a
+    line gives the total planned.
+    """
+    if not progress:
+        return [x for spec, kw in jobs for x in plan(spec, **kw)]
+    from tqdm.auto import tqdm
+
+    def runs_of(spec: dict, kw: dict) -> int:
+        n = kw.get("runs") if kw.get("runs") is not None else spec.get("runs", 1)
+        return len(spec.get("sessions", ())) * (n if isinstance(n, int) and n > 0 else 1)
+
+    t0 = time.perf_counter()
+    total = sum(runs_of(spec, kw) for spec, kw in jobs)
+    tasks = ", ".join(dict.fromkeys(str(spec.get("task")) for spec, _ in jobs))
+    with tqdm(
+        total=total, unit="session run", desc=f"making stimuli ({tasks})", file=sys.stderr
+    ) as bar:
+        sessions = [
+            x for spec, kw in jobs for x in plan(spec, **kw, planned=lambda _n: bar.update(1))
+        ]
+    n_trials = sum(len(x.stimuli) for x in sessions)
+    print(
+        f"planned {len(sessions):,} session(s), {n_trials:,} trial(s) in "
+        f"{time.perf_counter() - t0:.1f} s",
+        file=sys.stderr,
+    )
+    return sessions
 
 
 def reverse_trials(task: Task, stimuli: list[Stimulus]) -> list[Stimulus]:
@@ -1164,7 +1205,16 @@ def run_task(
         from .batch import check_batch_subjects
 
         check_batch_subjects(subjects)
-    sessions = plan(spec, subjects, modalities, conditions, trials, runs, ami=ami, hvs=hvs)
+    kw = dict(
+        subjects=subjects,
+        modalities=modalities,
+        conditions=conditions,
+        trials=trials,
+        runs=runs,
+        ami=ami,
+        hvs=hvs,
+    )
+    sessions = plan_all([(spec, kw)], progress=bool(options.get("progress")))
     settings = {
         "command": "run",
         "modalities": modalities,
@@ -1214,11 +1264,8 @@ def sweep(
         from .batch import check_batch_subjects
 
         check_batch_subjects(subjects)
-    sessions = [
-        x
-        for e in exps
-        for x in plan(e["spec"], subjects, trials=trials, runs=runs, ami=ami, hvs=hvs)
-    ]
+    kw = dict(subjects=subjects, trials=trials, runs=runs, ami=ami, hvs=hvs)
+    sessions = plan_all([(e["spec"], kw) for e in exps], progress=progress)
     settings = {"command": "sweep", "protocol": str(protocol), "trials": trials, "runs": runs}
     return start(
         [e["spec"] for e in exps],

@@ -427,3 +427,22 @@ def test_torn_line_is_cut_and_redone_on_resume(tmp_path, capsys):
     assert (out / "trials.jsonl.torn").read_bytes() == lines[-1][:25] + b"\n"
     assert main(args) == 0  # a later resume has nothing torn to report
     assert "torn" not in capsys.readouterr().err
+
+
+def test_planning_shows_progress_and_the_total_before_any_trial(tmp_path, capsys):
+    """A large protocol renders its stimuli first: the bar shows that from the start."""
+    from bayesobs.runner import sweep
+
+    proto = tmp_path / "p.toml"
+    proto.write_text(
+        "".join(
+            f'[[experiment]]\nspec = "{Path(__file__).resolve().parents[1] / "tasks" / t}.toml"\nmodalities = ["text"]\n\n'
+            for t in ("line_ratio", "numerosity")
+        )
+    )
+    sweep(proto, ["sim:bayesian"], tmp_path / "o", trials=3, progress=True)
+    err = capsys.readouterr().err.replace("\r", "\n")
+    first = next(i for i, x in enumerate(err.splitlines()) if x.strip())
+    assert err.splitlines()[first].startswith("making stimuli (line_ratio, numerosity)")
+    assert "planned 6 session(s), 18 trial(s)" in err
+    assert err.index("planned") < err.index("trials:")  # before the trials' bar
