@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from .concurrency import DEFAULT_MAX_CONCURRENCY
+from .dataset import IMAGE_MODES
 from .errors import BayesobsInputError, FatalSubjectError
 from .imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
 from .logprobs import MAX_TOP_LOGPROBS, RESPONSES, use_expected
@@ -608,6 +609,21 @@ def cmd_export(args) -> int:
             "Pavlovia: save Pavlovia's jsPsych plugin as "
             f"{out}/jspsych-pavlovia.js before building (it is not on the npm registry)"
         )
+    return 0
+
+
+def cmd_export_dataset(args) -> int:
+    """``bayesobs export dataset``: an experiment folder as an open data set."""
+    from .dataset import export_dataset
+
+    summary = export_dataset(
+        args.folder, args.out, scores=args.scores, images=args.images, license=args.license
+    )
+    parts = ", ".join(f"{name} {n}" for name, n in summary.rows.items())
+    extra = f"; {len(summary.scores)} score file(s)" if summary.scores else "; no scores"
+    if summary.images:
+        extra += f"; {summary.images} image(s)"
+    print(f"data set -> {summary.out}  (trials: {parts}{extra}; card {summary.out}/README.md)")
     return 0
 
 
@@ -1307,8 +1323,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("export", help="export a task as a self-contained jsPsych 8 experiment")
-    p.add_argument("format", choices=("jspsych",), help="export format")
+    p = sub.add_parser(
+        "export",
+        help="export a task as a jsPsych 8 experiment, or an experiment folder as an open data set",
+    )
+    formats = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
+    d = formats.add_parser(
+        "dataset",
+        help="an experiment folder as a Hugging Face-loadable data set (Parquet per paradigm, "
+        "scores, dataset card)",
+    )
+    d.add_argument("folder", type=Path, metavar="DIR", help="experiment folder (run, sweep, serve)")
+    d.add_argument(
+        "--out", type=Path, required=True, metavar="OUT", help="data set folder (new or empty)"
+    )
+    d.add_argument(
+        "--scores",
+        type=Path,
+        metavar="SCOREDIR",
+        help="score folder of bayesobs score (default: DIR/scores when it exists)",
+    )
+    d.add_argument(
+        "--images",
+        choices=IMAGE_MODES,
+        default="paths",
+        help="image stimuli: paths into DIR (default), copy the PNGs into OUT/stimuli, or omit",
+    )
+    d.add_argument(
+        "--license",
+        default="cc-by-4.0",
+        help="licence id stated in the dataset card for the trials and stimuli (default cc-by-4.0)",
+    )
+    d.set_defaults(func=cmd_export_dataset)
+    p = formats.add_parser("jspsych", help="a self-contained jsPsych 8 experiment")
     p.add_argument("spec", metavar="SPEC", help="task name or spec file")
     p.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="experiment folder to write"
