@@ -1,4 +1,4 @@
-"""Conditions: steering prompts, blur schedules, text noise, context windows, order reversal.
+"""Conditions: steering prompts, blur schedules, text noise, context windows, order reversal, reasoning.
 
 Condition names are a contract (DESIGN.md).  Numbers below are defaults that a
 task spec may override in its ``[ablations]`` table.
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import BayesobsInputError
+from .reasoning import DEFAULT_REASONING_BUDGET
 
 DEFAULTS = {
     "context": 10,  # base rolling context (previous trials)
@@ -28,6 +29,16 @@ TEXT_NOISE_TASKS = ("line_ratio", "marker_location", "maze_distance")
 SMUDGE = "~"
 _RUN = re.compile(r"([^\w\s~])\1+")
 _NUMBER = re.compile(r"(?<![\d.])\d+(?![\d.])")
+# cot: the sentence that replaces "Do not explain or reason. Only output the final answer."
+COT_SENTENCE = (
+    "Think step by step before you answer. Then give your final answer on the last line, "
+    "after 'Answer:', in the format asked above."
+)
+# cot: the visible reply budget of a subject that has none of its own (sim subjects); the
+# API subjects' default --max-tokens is the same
+DEFAULT_VISIBLE_BUDGET = 64
+# the last answer label of a reasoned reply: "Answer:", "**Final answer:**", "the answer is"
+_ANSWER_LABEL = re.compile(r"\banswer\b\W{0,4}?(?:\s*(?:is\b|:|=)\W{0,4})", re.I)
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,7 @@ class Condition:
     reverse: bool = False
     text_noise: float = 0.0  # noise_text: strength of the text degradation
     hint: bool = False  # hint: the task's field hint joins the system prompt (task hvs)
+    reasoning: bool = False  # cot: reason step by step, then a labelled answer
 
 
 def condition(name: str, options: dict | None = None) -> Condition:
@@ -59,6 +71,7 @@ def condition(name: str, options: dict | None = None) -> Condition:
         "context_reversed": Condition("context_reversed", o["context"], reverse=True),
         "context_none": Condition("context_none", 0),
         "hint": Condition("hint", o["context"], hint=True),  # tasks with hints only (hvs)
+        "cot": Condition("cot", o["context"], reasoning=True),
     }
     if name not in table:
         raise BayesobsInputError(f"unknown condition {name!r}; choose from {', '.join(table)}")
@@ -117,7 +130,9 @@ def system_prompt(task, cond: Condition, previous: list[float], session_range, o
     """System prompt of one trial (the paper's A.2.2 and A.3.1).
 
     A task with ``allow_reasoning`` (the perception tasks) leaves out the
-    closing "Do not explain or reason. Only output the final answer.".
+    closing "Do not explain or reason. Only output the final answer.".  The
+    ``cot`` condition replaces it, for every task, with :data:`COT_SENTENCE`
+    (think step by step, then the answer after ``Answer:`` on the last line).
 
     ``previous``: true values of the trials shown before this one in the
     session (the numerical steering reports the range of the last few).
@@ -144,6 +159,46 @@ def system_prompt(task, cond: Condition, previous: list[float], session_range, o
     parts.append(task.instruction)
     # perception tasks (Tunnel Vision ...) let the model reason and read the answer from braces;
     # the magnitude and search tasks keep the paper's sentence, word for word
-    if not getattr(task, "allow_reasoning", False):
+    if cond.reasoning:
+        parts.append(COT_SENTENCE)
+    elif not getattr(task, "allow_reasoning", False):
         parts.append("Do not explain or reason. Only output the final answer.")
     return " ".join(parts)
+
+
+def final_answer(reply: str | None) -> str:
+    """The answer part of a reasoned (``cot``) reply: the text after its last answer label.
+
+    The label is ``answer`` followed by ``:``, ``=`` or ``is`` (markdown
+    emphasis allowed: ``**Final answer:** 42``, ``the answer is 0.35``); a
+    reply without one is returned whole, for the task's own parser (which
+    takes a labelled or cued number, or the last one after a cue).  ``None``
+    reads as ``""``.
+    """
+    text = reply or ""
+    ends = [m.end() for m in _ANSWER_LABEL.finditer(text)]
+    return text[ends[-1] :].strip() if ends else text.strip()
+
+
+def reply_budget(
+    task_max_tokens: int | None,
+    cond: Condition,
+    visible: int | None = None,
+    reasoning: int | None = None,
+) -> int | None:
+    """The reply budget (``Request.max_tokens``) of one trial under ``cond``.
+
+    Without reasoning it is the task's own budget (None: the subject's,
+    e.g. ``--max-tokens``).  Under ``cot`` the reasoning is written out, so
+    the budget is the visible one (the task's, else ``visible``, the
+    subject's ``--max-tokens``, else :data:`DEFAULT_VISIBLE_BUDGET`) plus
+    ``reasoning`` (the subject's ``--reasoning-budget``, else
+    :data:`~bayesobs.reasoning.DEFAULT_REASONING_BUDGET`, 4096).  A subject
+    that also reasons hidden (``--reasoning-effort``) adds its reasoning
+    budget on top, as for every condition.
+    """
+    if not cond.reasoning:
+        return task_max_tokens
+    base = task_max_tokens if task_max_tokens is not None else visible
+    base = DEFAULT_VISIBLE_BUDGET if base is None else int(base)
+    return base + int(DEFAULT_REASONING_BUDGET if reasoning is None else reasoning)

@@ -5,8 +5,9 @@ per ``(subject, task, ablation)`` and bootstrap replicate: the paper's
 ``s_a`` (:func:`sign_score`), the robust sign with ties as 0
 (:func:`robust_sign`) and its mean over replicates ``s_p``
 (:func:`sign_probability`).  :mod:`bayesobs.scores` sums them into BCS and
-BCS_p; ``noise_text`` (:data:`EXTRA_ABLATIONS`) is scored the same way but
-never enters the paper's 15 pairs.
+BCS_p; ``noise_text`` and ``cot`` (:data:`EXTRA_ABLATIONS`) are scored the
+same way, with the change in accuracy beside, but never enter the paper's 15
+pairs.
 """
 
 from __future__ import annotations
@@ -27,8 +28,13 @@ BCS_ABLATIONS: dict[str, str] = {
     "context_long": "multimodal",
 }
 # Ablations scored like the BCS ablations but never inside the paper's 15 pairs:
-# ablation -> modality its w_prior is measured in (bcs_extra.csv, extra bcs_tasks columns).
-EXTRA_ABLATIONS: dict[str, str] = {"noise_text": "text"}
+# ablation -> modality its w_prior is measured in (bcs_extra.csv, extra bcs_tasks columns);
+# a tuple: the first of these modalities where the task has both base and ablation cells
+# (cot runs beside base for every task, duration in text only).
+EXTRA_ABLATIONS: dict[str, str | tuple[str, ...]] = {
+    "noise_text": "text",
+    "cot": ("multimodal", "text", "image"),
+}
 PRIOR_DOMINANT = 0.9
 BCS_MAX = 15.0
 # METHOD §9: a shift smaller than this is a tie (sign 0).
@@ -88,24 +94,36 @@ def bcs_batch(cells: pd.DataFrame, w_prior: np.ndarray):
     return out, values, pd.DataFrame(missing, columns=["subject", "task", "component", "reason"])
 
 
-def extra_ablations(cells: pd.DataFrame, w_prior: np.ndarray) -> pd.DataFrame:
+def extra_ablations(
+    cells: pd.DataFrame,
+    w_prior: np.ndarray,
+    acc_cells: pd.DataFrame | None = None,
+    nrmse: np.ndarray | None = None,
+) -> pd.DataFrame:
     """``bcs_extra.csv``: the :data:`EXTRA_ABLATIONS` scored like a BCS ablation.
 
     One row per ``(subject, task, ablation)`` with both the ablation and the
-    base cell in the ablation's modality: ``w_base``, ``w_ablation``,
-    ``delta_w``, the paper's sign ``s`` and ``s_p`` (METHOD §9; NaN without
-    replicates).  These never enter the BCS, ``C`` or ``S``.
+    base cell in the ablation's modality (the first such of a tuple):
+    ``w_base``, ``w_ablation``, ``delta_w``, the paper's sign ``s`` and
+    ``s_p`` (METHOD §9; NaN without replicates).  With the accuracy cells
+    (``acc_cells`` and their full-data ``nrmse``, as
+    :func:`bayesobs.scores.accuracy_batch` gives them) also
+    ``nrmse_base``, ``nrmse_ablation`` and ``delta_nrmse`` (negative: the
+    ablation made the answers more accurate).  These never enter the BCS,
+    ``C`` or ``S``.
     """
     index = {tuple(r): i for i, r in enumerate(cells[list(CELL_KEYS)].itertuples(index=False))}
     rows, wb, wa = [], [], []
     for subject, task in cells[["subject", "task"]].drop_duplicates().itertuples(index=False):
-        for abl, mod in EXTRA_ABLATIONS.items():
-            i_base = index.get((subject, task, mod, "base"))
-            i_abl = index.get((subject, task, mod, abl))
-            if i_base is not None and i_abl is not None:
-                rows.append((subject, task, abl, mod))
-                wb.append(w_prior[i_base])
-                wa.append(w_prior[i_abl])
+        for abl, mods in EXTRA_ABLATIONS.items():
+            for mod in (mods,) if isinstance(mods, str) else mods:
+                i_base = index.get((subject, task, mod, "base"))
+                i_abl = index.get((subject, task, mod, abl))
+                if i_base is not None and i_abl is not None:
+                    rows.append((subject, task, abl, mod))
+                    wb.append(w_prior[i_base])
+                    wa.append(w_prior[i_abl])
+                    break
     out = pd.DataFrame(rows, columns=["subject", "task", "ablation", "modality"])
     R = w_prior.shape[1]
     wb = np.array(wb).reshape(-1, R)
@@ -115,6 +133,17 @@ def extra_ablations(cells: pd.DataFrame, w_prior: np.ndarray) -> pd.DataFrame:
     out["delta_w"] = wa[:, 0] - wb[:, 0]
     out["s"] = sign_score(wb[:, 0], wa[:, 0])
     out["s_p"] = sign_probability(wb[:, 1:], wa[:, 1:])
+    if acc_cells is not None and nrmse is not None:
+        acc = {
+            tuple(r): float(nrmse[i, 0])
+            for i, r in enumerate(acc_cells[list(CELL_KEYS)].itertuples(index=False))
+        }
+        for name, cond in (("nrmse_base", None), ("nrmse_ablation", "ablation")):
+            out[name] = [
+                acc.get((r.subject, r.task, r.modality, r.ablation if cond else "base"), np.nan)
+                for r in out.itertuples(index=False)
+            ]
+        out["delta_nrmse"] = out["nrmse_ablation"] - out["nrmse_base"]
     return out
 
 

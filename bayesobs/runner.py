@@ -30,6 +30,8 @@ from .ablations import (
     Condition,
     blur_schedule,
     condition,
+    final_answer,
+    reply_budget,
     system_prompt,
 )
 from .concurrency import AIMD, DEFAULT_MAX_CONCURRENCY, AdaptiveGate
@@ -683,7 +685,14 @@ class Runner:
                                 system,
                                 turns,
                                 ask,
-                                max_tokens=sess.task.max_tokens,
+                                max_tokens=reply_budget(
+                                    sess.task.max_tokens,
+                                    sess.cond,
+                                    getattr(getattr(subject, "options", None), "max_tokens", None),
+                                    getattr(
+                                        getattr(subject, "options", None), "reasoning_budget", None
+                                    ),
+                                ),
                                 session_range=sess.range,
                             )
                         )
@@ -698,9 +707,10 @@ class Runner:
                             error=str(exc),
                         )
                     raise
+                # cot: the task reads the answer after the reply's last "Answer:" label
                 answer = sess.task.record(
                     stim,
-                    None if not_asked else reply.text,
+                    None if not_asked else reasoned(sess, reply.text),
                     truncated=reply.finish_reason == "length",
                 )
                 if not_asked:
@@ -768,7 +778,9 @@ class Runner:
             else:
                 self.report.skipped += 1
             if not not_asked:  # an unasked trial is no turn of the conversation
-                history.append((later, Turn("assistant", text=rec["raw_response"]), t))
+                # cot: the context shows the subject's earlier answers, not their reasoning
+                said = rec["raw_response"]
+                history.append((later, Turn("assistant", text=reasoned(sess, said)), t))
             previous.append(stim.value)
             asked, last = stim, rec
 
@@ -822,6 +834,13 @@ class Runner:
         return self.report
 
 
+def reasoned(sess: Session, text: str | None) -> str | None:
+    """A reply as the task reads it: under ``cot`` its final answer part, else the whole reply."""
+    if not sess.cond.reasoning or text is None:
+        return text
+    return final_answer(text)
+
+
 class _GateSlot:
     """``async with``: a session's slot of an :class:`~bayesobs.concurrency.AdaptiveGate`."""
 
@@ -839,15 +858,20 @@ def estimate(sessions: list[Session], done: dict, chat: dict | None = None) -> d
     """Calls still to make, a rough input-token count and the output budget (for ``--dry-run``).
 
     ``output_tokens`` is the most the replies may spend: each call's reply
-    budget (the task's, else ``max_tokens``) plus, with ``reasoning_effort``,
-    the reasoning budget (:func:`bayesobs.reasoning.reasoning_budget`).
+    budget (the task's, else ``max_tokens``; under ``cot`` plus the reasoning
+    budget, :func:`bayesobs.ablations.reply_budget`) plus, with
+    ``reasoning_effort``, the reasoning budget
+    (:func:`bayesobs.reasoning.reasoning_budget`).
     """
     opts = chat_identity(chat, every=True)
     extra = reasoning_budget(opts["reasoning_effort"], opts["reasoning_budget"])
     calls = tokens = output = 0
     sizes: dict[tuple, int] = {}
     for s in sessions:
-        budget = (s.task.max_tokens or opts["max_tokens"]) + extra
+        budget = reply_budget(
+            s.task.max_tokens, s.cond, opts["max_tokens"], opts["reasoning_budget"]
+        )
+        budget = (budget or opts["max_tokens"]) + extra
         per_image = session_image_tokens(s, opts["image_detail"], sizes)
         for t, stim in enumerate(s.stimuli):
             if (*s.key, t) in done:

@@ -243,7 +243,7 @@ class Scores(NamedTuple):
     search_accuracy: pd.DataFrame | None = None
     search_bias: pd.DataFrame | None = None
     controls: pd.DataFrame | None = None  # METHOD §12: the anchoring control, not a factor
-    bcs_extra: pd.DataFrame | None = None  # noise_text and other ablations outside the BCS
+    bcs_extra: pd.DataFrame | None = None  # noise_text, cot: ablations outside the BCS
     hvs: pd.DataFrame | None = None  # HVSBench-style questions (task hvs): the Table 3 layout
     # perception tasks (bayesobs.perception): accuracy, by problem size, covariate effects, F1, chains
     perception: pd.DataFrame | None = None
@@ -665,7 +665,7 @@ def _magnitude_scores(
     bcs_tasks["bcs_p"] = [
         float(_nansum_or_nan(bcs_vals["s_p"][codes == i])) for i in range(len(groups))
     ]
-    bcs_extra = extra_ablations(batch.cells, w_prior)
+    bcs_extra = extra_ablations(batch.cells, w_prior, acc_cells, nrmse)
     for abl in EXTRA_ABLATIONS:  # extra columns, after every other; never summed into bcs
         e = bcs_extra[bcs_extra["ablation"] == abl][["subject", "task", "s", "s_p"]]
         if e.empty:  # only where the trials hold that ablation

@@ -5,8 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bayesobs.ablations import DEFAULTS, blur_schedule, condition, system_prompt
+from bayesobs.ablations import (
+    COT_SENTENCE,
+    DEFAULT_VISIBLE_BUDGET,
+    DEFAULTS,
+    blur_schedule,
+    condition,
+    final_answer,
+    reply_budget,
+    system_prompt,
+)
 from bayesobs.errors import BayesobsInputError
+from bayesobs.reasoning import DEFAULT_REASONING_BUDGET
 from bayesobs.stimuli import get_task
 from bayesobs.trials import CONDITIONS
 
@@ -75,3 +85,63 @@ def test_every_contract_condition_exists_and_unknown_ones_are_refused():
     assert [condition(c).name for c in CONDITIONS] == list(CONDITIONS)
     with pytest.raises(BayesobsInputError, match="unknown condition 'steer_loud'"):
         condition("steer_loud")
+
+
+# ---------------------------------------------------------------- cot (issue 31 section 3)
+def test_cot_prompt_asks_for_reasoning_then_a_labelled_answer():
+    text = system_prompt(LINE, condition("cot"), [], (0.1, 0.5))
+    assert "Do not explain or reason" not in text
+    assert text.startswith(
+        BASE.removesuffix(" Do not explain or reason. Only output the final answer.")
+    )
+    assert text.endswith(COT_SENTENCE)
+    assert "step by step" in COT_SENTENCE and "Answer:" in COT_SENTENCE
+    c = condition("cot")
+    assert (
+        c.reasoning and c.context == condition("base").context and not condition("base").reasoning
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "part"),
+    [
+        ("The short line has 12 dashes and the long one 30, so 12/30 = 0.4.\nAnswer: 0.4", "0.4"),
+        ("Counting... about 40 dots, maybe 45.\n\n**Final answer:** 42", "42"),
+        (
+            "Cell (1,1) looks like a distractor; Cell (2,1) is the odd one.\nAnswer: Cell (2,1)",
+            "Cell (2,1)",
+        ),
+        ("I think the answer is 0.35. That answer seems right.", "0.35. That answer seems right."),
+        ("no label at all, 0.3", "no label at all, 0.3"),
+        ("", ""),
+    ],
+)
+def test_final_answer_is_the_text_after_the_last_answer_label(reply, part):
+    assert final_answer(reply) == part
+
+
+@pytest.mark.parametrize(
+    ("reply", "value"),
+    [
+        (
+            "Shorter line 12, longer 30. A ratio of 0.3 would be too low; 12/30 = 0.4.\nAnswer: 0.4",
+            0.4,
+        ),
+        (
+            "Step 1: the marker sits at 7 of 20 characters.\nStep 2: 7/20 = 0.35.\nFinal answer: 0.35",
+            0.35,
+        ),
+        ("Let me think. 12 and 30. The ratio is 0.4", 0.4),
+    ],
+)
+def test_a_reasoned_reply_reads_as_its_final_answer(reply, value):
+    rec = LINE.record(None, final_answer(reply))
+    assert rec["valid"] and rec["response"] == pytest.approx(value)
+
+
+def test_cot_reply_budget_is_the_visible_budget_plus_the_reasoning_budget():
+    assert reply_budget(None, condition("base")) is None  # the subject's own budget
+    assert reply_budget(30, condition("base")) == 30
+    assert reply_budget(30, condition("cot"), visible=64, reasoning=1000) == 1030
+    assert reply_budget(None, condition("cot"), visible=64, reasoning=1000) == 1064
+    assert reply_budget(None, condition("cot")) == DEFAULT_VISIBLE_BUDGET + DEFAULT_REASONING_BUDGET

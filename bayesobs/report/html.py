@@ -499,7 +499,42 @@ def _magnitude_sections(
                 "<p class=m>n/a: no BCS for that subject and task (constant responses or no "
                 "w_prior under any ablation; the leaderboard's BCS is n/a for the same reason).</p>"
             )
+    head += extra_ablations_html(res.bcs_extra)
     return head, sections, notes
+
+
+EXTRA_COLUMNS = (
+    "subject",
+    "task",
+    "ablation",
+    "modality",
+    "w_base",
+    "w_ablation",
+    "delta_w",
+    "s",
+    "s_p",
+    "nrmse_base",
+    "nrmse_ablation",
+    "delta_nrmse",
+)
+
+
+def extra_ablations_html(extra: pd.DataFrame | None) -> list[str]:
+    """The ablations outside the paper's BCS (``noise_text``, ``cot``): their shifts, as a table.
+
+    Empty when the scores hold none.
+    """
+    if extra is None or extra.empty:
+        return []
+    cols = [c for c in EXTRA_COLUMNS if c in extra.columns]
+    return [
+        "<h2>Ablations outside the BCS</h2>",
+        "<p>Scored like the BCS ablations but never summed into BCS, C or S: delta_w = "
+        "w_prior(ablation) - w_prior(base) of the static observer, s its sign as in the BCS; "
+        "delta_nrmse = NRMSE(ablation) - NRMSE(base) (negative: more accurate). cot: the "
+        "subject reasons step by step before its answer; noise_text: degraded text.</p>",
+        _table_html(extra[cols].sort_values(["ablation", "subject", "task"]), 3),
+    ]
 
 
 def _condition_note(condition: str, drawn: list[str], total: int) -> str:

@@ -27,6 +27,13 @@ its text noise grows with them, as its image noise grows with blur.
   trial of a run, and every trial without history, answer the percept).  The
   anchoring control of METHOD §12 identifies it.
 
+Under ``cot`` (the system prompt asks it to think step by step,
+:data:`bayesobs.ablations.COT_SENTENCE`) every kind writes its reasoning
+(its percept and the prior it weighs it against) before ``Answer: X``, and
+the static-Bayes observers trust their prior less (its variance doubled):
+reasoning over the stimulus lowers ``w_prior``, the effect the ``cot``
+ablation measures.
+
 Every random draw is seeded by the subject seed and the trial identity, so a
 run is reproducible and a resumed run answers exactly as an uninterrupted one.
 """
@@ -40,6 +47,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..ablations import COT_SENTENCE
 from ..stimuli import from_png
 from ..stimuli.maze import DIRS, UNIT_PX
 from .base import FatalSubjectError, Reply, Request, Turn
@@ -57,6 +65,7 @@ SCALE = {
 WEBER = ("duration", "numerosity")  # noise proportional to the magnitude
 TEXT_SD, IMAGE_SD = 0.05, 0.09
 WORDS_PER_S = 2.6
+COT_PRIOR_VARIANCE = 2.0  # cot: the static-Bayes prior's variance is multiplied by this
 
 
 # ---------------------------------------------------------------- perception
@@ -262,6 +271,8 @@ class SimSubject:
             )  # less sure with a short window
             if "Bayesian observer" in request.system:
                 var_p *= 0.5  # told the data are noisy: trust the prior more
+            if COT_SENTENCE in request.system:
+                var_p *= COT_PRIOR_VARIANCE  # reasoning over the stimulus: trust the prior less
             # a non-uniform session tells its true prior mean (request.meta["prior_mean"]);
             # otherwise the context's mean stands for it
             centre = float(meta.get("prior_mean", np.mean(context)))
@@ -290,4 +301,16 @@ class SimSubject:
                 f"{self.name} is a magnitude observer ({', '.join(SCALE)}); task "
                 f"{request.meta['task']} needs a searcher such as sim:parallel"
             )
-        return Reply(text=f"{self.answer(request):.4g}")
+        value = self.answer(request)
+        if COT_SENTENCE in request.system:  # cot: reasoning, then the labelled answer
+            users = [t for t in request.turns if t.role == "user"]
+            ident = (request.meta["session"], request.meta["run"], request.meta["condition"])
+            seen, _ = self.perceive(request.meta["task"], users[-1], (*ident, "cot"))
+            return Reply(
+                text=(
+                    f"Step 1: the stimulus looks like about {seen:.3g}.\n"
+                    f"Step 2: I weigh it against the {len(users) - 1} earlier stimuli.\n"
+                    f"Answer: {value:.4g}"
+                )
+            )
+        return Reply(text=f"{value:.4g}")
