@@ -176,12 +176,15 @@ def reply_distribution(
     fraction: bool = False,
     answer_range: tuple[float, float] | None = None,
     truncated: bool = False,
+    start: int = 0,
 ) -> dict[str, Any]:
     """The trial-row columns of a numeric reply's answer distribution (:data:`COLUMNS`).
 
     Read with :func:`bayesobs.parse.read_answer` under the task's
     ``fraction`` and ``answer_range``; where no distribution can be made the
-    columns are None and ``response_dist_note`` says why.
+    columns are None and ``response_dist_note`` says why.  ``start``: the
+    answer is read from ``reply[start:]`` only (a ``cot`` reply's part after
+    its last answer label), every branch likewise.
     """
     empty = dict.fromkeys(COLUMNS)
     if not tokens:
@@ -190,9 +193,10 @@ def reply_distribution(
         return {**empty, "response_dist_note": "no numeric answer to weigh"}
 
     def read(text: str) -> float:
-        return read_answer(text, fraction, answer_range, truncated)[0]
+        return read_answer(text[start:], fraction, answer_range, truncated)[0]
 
-    span = answer_span(reply, fraction, answer_range, truncated)
+    span = answer_span(reply[start:], fraction, answer_range, truncated)
+    span = None if span is None else (span[0] + start, span[1] + start)
     cols, reason = answer_distribution(tokens, reply, read, span)
     if reason:
         return {**empty, "response_dist_note": reason}

@@ -21,6 +21,7 @@ from .logprobs import COLUMNS as DISTRIBUTION_COLUMNS
 from .logprobs import reply_distribution
 from .provenance import read_manifest
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted
+from .runner import plan, reasoned, reasoned_start
 from .trials import RUN_KEYS
 
 # columns a task's record() may (re)write; stale ones are cleared first
@@ -29,8 +30,6 @@ SCORED = ("response", "valid", "invalid_reason", *DISTRIBUTION_COLUMNS, "respons
 
 def _sessions(folder: Path) -> dict[tuple, object]:
     """Planned session runs of an experiment folder, by session key."""
-    from .runner import plan
-
     man = folder / "manifest.json"
     if not man.exists():
         raise BayesobsInputError(
@@ -74,8 +73,11 @@ def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.Da
                 f"trial {'/'.join(map(str, key))}/{t}: the logged stimulus differs from the "
                 "re-planned one (was the folder made by another version of the task?)"
             )
+        # cot: the answer after the reply's last answer label, as the runner read it
         answer = sess.task.record(
-            stim, rec.get("raw_response"), truncated=rec.get("finish_reason") == "length"
+            stim,
+            reasoned(sess, rec.get("raw_response")),
+            truncated=rec.get("finish_reason") == "length",
         )
         if rec.get("logprobs") and not sess.task.worded():  # --logprobs: recomputed, too
             answer.update(
@@ -85,6 +87,7 @@ def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.Da
                     sess.task.fraction,
                     sess.task.answer_range,
                     truncated=rec.get("finish_reason") == "length",
+                    start=reasoned_start(sess, rec.get("raw_response")),
                 )
             )
         if budget_exhausted(

@@ -729,6 +729,7 @@ class Runner:
                             sess.task.fraction,
                             sess.task.answer_range,
                             truncated=reply.finish_reason == "length",
+                            start=reasoned_start(sess, reply.text),
                         )
                     )
                 if budget_exhausted(reply.text, reply.finish_reason, extra.get("reasoning_tokens")):
@@ -839,6 +840,14 @@ def reasoned(sess: Session, text: str | None) -> str | None:
     if not sess.cond.reasoning or text is None:
         return text
     return final_answer(text)
+
+
+def reasoned_start(sess: Session, text: str | None) -> int:
+    """Where :func:`reasoned`'s part of a reply begins in it (0: the whole reply is read)."""
+    part = reasoned(sess, text)
+    if not text or not part or part is text:
+        return 0
+    return max(0, text.rfind(part))
 
 
 class _GateSlot:

@@ -253,3 +253,30 @@ def test_fit_response_expected_without_the_column_is_one_line(tmp_path, capsys):
     assert main(["fit", str(path), "--out", str(tmp_path / "f"), "--response", "expected"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--logprobs" in err[0] and "response_expected" in err[0]
+
+
+def test_a_cot_reply_is_weighed_on_its_final_answer_and_rescored_alike(tmp_path):
+    """Under cot the answer (and its distribution) is read after the last "Answer:" label."""
+    from bayesobs.fakeserver import token_logprobs
+
+    reply = "Step 1: the lines are about 3 and 5 units.\nStep 2: 3/5 is 0.6.\nAnswer: 0.62"
+
+    def script(body: dict, n: int) -> Answer:
+        return Answer(reply, logprobs=token_logprobs(reply, 5))
+
+    out = tmp_path / "o"
+    with FakeChatServer(script) as srv:
+        assert main(_argv(srv.url, out, "--logprobs", "5", "--condition", "cot")) == 0
+    rows = _rows(out)
+    # the same number alone, with the same per-character alternatives
+    alone = reply_distribution(compact(token_logprobs("0.62", 5)["content"]), "0.62", True, (0, 1))
+    assert alone["response_mass"] > 0.1
+    for r in rows:
+        assert r["condition"] == "cot" and r["response"] == 0.62
+        assert r["response_expected"] == pytest.approx(alone["response_expected"], abs=1e-9)
+        assert r["response_mass"] == pytest.approx(alone["response_mass"], abs=1e-9)
+    target = tmp_path / "re.jsonl"
+    assert main(["rescore", str(out), "--out", str(target)]) == 0
+    again = [json.loads(x) for x in target.read_text().splitlines() if x]
+    assert not any(r["rescored_changed"] for r in again)
+    assert [r["response_expected"] for r in again] == [r["response_expected"] for r in rows]
