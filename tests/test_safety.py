@@ -196,10 +196,13 @@ def test_a_long_reply_is_read_in_linear_time():
     many = " ".join(f"0.{i % 997:03d}" for i in range(8000))
     labelled = "x ".join(f"0.{i % 997:03d}" for i in range(8000)) + " Answer: 0.4"
     for reply, value in ((many, None), (labelled, 0.4)):
-        t0 = time.perf_counter()
-        v, why = read_answer(reply, fraction=True, answer_range=(0.0, 1.0))
-        elapsed = time.perf_counter() - t0
-        assert elapsed < 0.5, elapsed  # about 20 ms on a laptop
+        elapsed = []
+        for _ in range(3):  # the best of three: a loaded machine slows one read, not all
+            t0 = time.perf_counter()
+            v, why = read_answer(reply, fraction=True, answer_range=(0.0, 1.0))
+            elapsed.append(time.perf_counter() - t0)
+        # about 20-60 ms on an idle 2-core machine; the quadratic reader took 2.9 s
+        assert min(elapsed) < 1.0, elapsed
         assert (math.isnan(v) and why) if value is None else v == value
 
 
