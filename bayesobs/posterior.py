@@ -79,8 +79,16 @@ def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
     return Data(zs, us, obs, zbar, runs.cell, const, c, s, subjects)
 
 
-def model(variant: Variant, data: Data, hierarchical: bool = False):
-    """The NumPyro model of ``variant`` for ``data`` (several subjects if hierarchical)."""
+def model(variant: Variant, data: Data, hierarchical: bool = False, prior_scale: float = 1.0):
+    """The NumPyro model of ``variant`` for ``data`` (several subjects if hierarchical).
+
+    With ``data.u`` set to ``None`` the responses are drawn rather than
+    observed (prior predictive draws, simulation-based calibration).
+    ``prior_scale`` multiplies the scale of every Normal and half-Normal
+    prior (not the Beta prior of ``w_prior``); anything but 1 is a
+    deliberately wrong prior, used to show that the calibration check
+    (:mod:`bayesobs.calibration`) detects one.
+    """
     import jax.numpy as jnp
     import numpyro
     import numpyro.distributions as dist
@@ -89,33 +97,35 @@ def model(variant: Variant, data: Data, hierarchical: bool = False):
     fam = variant.family
     with numpyro.plate("subject", S):
         if hierarchical and S > 1:
-            mu = numpyro.sample("mu_pop", dist.Normal(0.0 if fam != "linear" else 1.0, 1.5))
-            tau = numpyro.sample("tau_pop", dist.HalfNormal(1.0))
+            mu = numpyro.sample(
+                "mu_pop", dist.Normal(0.0 if fam != "linear" else 1.0, 1.5 * prior_scale)
+            )
+            tau = numpyro.sample("tau_pop", dist.HalfNormal(1.0 * prior_scale))
             eta = numpyro.sample("eta", dist.Normal(0.0, 1.0))
             raw = mu + tau * eta
             core = {"linear": raw, "static": 1 / (1 + jnp.exp(-raw)), "kalman": jnp.exp(raw)}[fam]
             numpyro.deterministic(CORE[fam], core)
         elif fam == "linear":
-            core = numpyro.sample("w", dist.Normal(1.0, 1.0))
+            core = numpyro.sample("w", dist.Normal(1.0, 1.0 * prior_scale))
         elif fam == "static":
             core = numpyro.sample("w_prior", dist.Beta(1.1, 1.1))
         else:
-            core = jnp.exp(numpyro.sample("log_rho", dist.Normal(0.0, 3.0)))
+            core = jnp.exp(numpyro.sample("log_rho", dist.Normal(0.0, 3.0 * prior_scale)))
             numpyro.deterministic("rho", core)
         params = {CORE[fam]: core}
         if fam == "linear":
-            params["b"] = numpyro.sample("b_std", dist.Normal(0.0, 2.0))
+            params["b"] = numpyro.sample("b_std", dist.Normal(0.0, 2.0 * prior_scale))
         if variant.gain:
-            params["g"] = numpyro.sample("g", dist.HalfNormal(2.0))
-            params["delta"] = numpyro.sample("delta_std", dist.Normal(0.0, 2.0))
-        sigma = numpyro.sample("sigma_std", dist.HalfNormal(1.0))
+            params["g"] = numpyro.sample("g", dist.HalfNormal(2.0 * prior_scale))
+            params["delta"] = numpyro.sample("delta_std", dist.Normal(0.0, 2.0 * prior_scale))
+        sigma = numpyro.sample("sigma_std", dist.HalfNormal(1.0 * prior_scale))
     idx = jnp.asarray(data.subject)
     per_run = {k: v[idx][:, None] for k, v in params.items()}
     m = mean_padded(variant, per_run, jnp.asarray(data.z), jnp.asarray(data.zbar), xp=jnp)
     numpyro.sample(
         "u",
         dist.Normal(m, sigma[idx][:, None]).mask(jnp.asarray(data.obs)),
-        obs=jnp.asarray(data.u),
+        obs=None if data.u is None else jnp.asarray(data.u),
     )
 
 
@@ -211,14 +221,14 @@ def _traced_data(z, u, obs, zbar) -> Data:
 
 
 @lru_cache(maxsize=64)
-def _batched_sampler(name: str, chains: int, warmup: int, draws: int):
+def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scale: float = 1.0):
     """One compiled function: NUTS chains of ``name`` for a batch of same-shape cells.
 
     Each cell and chain runs NumPyro's own NUTS kernel (the kernel ``MCMC``
     uses) with its own step-size and diagonal mass-matrix adaptation; the
     batch is ``vmap`` over cells of ``vmap`` over chains, and every cell uses
     the same chain keys (``split(PRNGKey(seed), chains)``), as the per-cell
-    fits do.
+    fits do.  ``prior_scale`` is :func:`model`'s (1: the variant's priors).
     """
     import jax
     from jax import lax, random
@@ -229,7 +239,7 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int):
 
     def chain(key, z, u, obs, zbar):
         data = _traced_data(z, u, obs, zbar)
-        args = (variant, data, False)
+        args = (variant, data, False, prior_scale)
         kernel = NUTS(model)
         state = kernel.init(key, warmup, model_args=args)
 
@@ -249,6 +259,31 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int):
         return jax.vmap(chain, in_axes=(0, None, None, None, None))(keys, z, u, obs, zbar)
 
     return jax.jit(jax.vmap(cell, in_axes=(None, 0, 0, 0, 0)))
+
+
+def sample_padded(
+    variant, z, u, obs, zbar, chains=2, warmup=300, draws=200, seed=0, prior_scale=1.0
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """NUTS draws for many single-subject data sets of one padded shape, in one compiled call.
+
+    The arrays are standardised as :func:`prepare` leaves them, stacked on a
+    leading axis (``z``, ``u``, ``obs``: ``(n, runs, T)``; ``zbar``:
+    ``(n, runs, 1)``).  Returns the draws of every site of :func:`model`
+    on its own (standardised) scale, each ``(n, chains, draws, 1)``, and the
+    divergent transitions ``(n, chains, draws)``.
+    """
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    fn = _batched_sampler(variant.name, chains, warmup, draws, float(prior_scale))
+    arrays = (
+        np.asarray(z, np.float32),
+        np.asarray(u, np.float32),
+        np.asarray(obs, bool),
+        np.asarray(zbar, np.float32),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        post, div, _ = fn(seed, *arrays)
+    return {k: np.asarray(v) for k, v in post.items()}, np.asarray(div)
 
 
 def _slice_size(n: int) -> int:
@@ -770,6 +805,7 @@ __all__ = [
     "prepare_cells",
     "sample",
     "sample_batch",
+    "sample_padded",
 ]
 
 
