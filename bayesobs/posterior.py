@@ -793,6 +793,68 @@ def ppc_table(
     return out
 
 
+PRIOR_PREDICTIVE_QUANTILES = (0.01, 0.05, 0.5, 0.95, 0.99)
+
+
+def prior_predictive(
+    trials: pd.DataFrame, variants=None, draws: int = 500, seed: int = 0
+) -> pd.DataFrame:
+    """Prior predictive check: whether responses drawn from the priors cover the observed range.
+
+    For each cell and variant, ``draws`` response sequences are drawn from
+    :func:`model` with every parameter from its prior (the cell's own
+    stimuli, standardised as the fit standardises them) and mapped back to
+    the response scale.  One row per (cell, variant): the pooled prior
+    predictive quantiles ``q01, q05, q50, q95, q99`` of the responses at the
+    observed trials, the observed ``observed_min`` and ``observed_max``, and
+    ``covers``: ``q01 <= observed_min`` and ``q99 >= observed_max``.  Cells
+    where a log variant does not apply are left out.
+    """
+    from numpyro.infer import Predictive
+
+    from .fitting import build_runs
+    from .trials import normalize_trials
+
+    trials = normalize_trials(trials)
+    cells, _ = build_runs(trials)
+    eps = {tuple(r[list(CELL_KEYS)]): float(r["eps"]) for _, r in cells.iterrows()}
+    names = list(variants or [v.name for v in VARIANTS])
+    rows = []
+    for name in names:
+        v = get_variant(name)
+        pred = Predictive(model, num_samples=draws)
+        for key, data in prepare_cells(trials, v):
+            if isinstance(data, str):
+                continue
+            sim = Data(**{**data.__dict__, "u": None})
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                u = np.asarray(pred(_rng_key(seed), v, sim, False)["u"])
+            c, sd = data.c[0], data.s[0]
+            u_nat = u[:, data.obs] * sd + c
+            y_obs = data.u[data.obs] * sd + c
+            if v.log:
+                with np.errstate(over="ignore"):
+                    u_nat, y_obs = np.exp(u_nat) - eps[key], np.exp(y_obs) - eps[key]
+            q = np.quantile(u_nat, PRIOR_PREDICTIVE_QUANTILES)
+            lo, hi = float(y_obs.min()), float(y_obs.max())
+            rows.append(
+                {
+                    **dict(zip(CELL_KEYS, key, strict=True)),
+                    "variant": name,
+                    "draws": draws,
+                    **{
+                        f"q{round(p * 100):02d}": float(x)
+                        for p, x in zip(PRIOR_PREDICTIVE_QUANTILES, q, strict=True)
+                    },
+                    "observed_min": lo,
+                    "observed_max": hi,
+                    "covers": bool(q[0] <= lo and q[-1] >= hi),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 __all__ = [
     "bcs_posterior",
     "canonical_shape",
@@ -803,6 +865,7 @@ __all__ = [
     "ppc_table",
     "prepare",
     "prepare_cells",
+    "prior_predictive",
     "sample",
     "sample_batch",
     "sample_padded",
