@@ -7,7 +7,8 @@ and :meth:`bayesobs.Scores.to_folder`; ``run``/``sweep``:
 :func:`bayesobs.runner.run_task`/:func:`bayesobs.runner.sweep`; ``rescore``:
 :func:`bayesobs.rescore_folder`; ``report``:
 :func:`bayesobs.report.build_report`; ``compare``:
-:func:`bayesobs.compare.run_compare`; ``serve``, ``export``, ``simulate``)
+:func:`bayesobs.compare.run_compare`; ``calibrate``:
+:func:`bayesobs.calibration.calibrate`; ``serve``, ``export``, ``simulate``)
 and prints a summary.  Bad input exits with status 2 and a one-line message,
 never a traceback.
 """
