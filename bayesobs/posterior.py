@@ -796,6 +796,26 @@ def ppc_table(
 PRIOR_PREDICTIVE_QUANTILES = (0.01, 0.05, 0.5, 0.95, 0.99)
 
 
+@lru_cache(maxsize=64)
+def _prior_sampler(name: str, draws: int):
+    """One compiled function: ``draws`` response sequences of ``name`` from its priors.
+
+    Takes a key and one cell's padded ``(z, obs, zbar)``; compiled once per
+    variant and :func:`canonical_shape` (padding lies after each run's real
+    trials, so it changes none of their draws).
+    """
+    import jax
+    from numpyro.infer import Predictive
+
+    variant = get_variant(name)
+
+    def draw(key, z, obs, zbar):
+        data = _traced_data(z, None, obs, zbar)
+        return Predictive(model, num_samples=draws)(key, variant, data, False)["u"]
+
+    return jax.jit(draw)
+
+
 def prior_predictive(
     trials: pd.DataFrame, variants=None, draws: int = 500, seed: int = 0
 ) -> pd.DataFrame:
@@ -810,8 +830,6 @@ def prior_predictive(
     ``covers``: ``q01 <= observed_min`` and ``q99 >= observed_max``.  Cells
     where a log variant does not apply are left out.
     """
-    from numpyro.infer import Predictive
-
     from .fitting import build_runs
     from .trials import normalize_trials
 
@@ -822,14 +840,15 @@ def prior_predictive(
     rows = []
     for name in names:
         v = get_variant(name)
-        pred = Predictive(model, num_samples=draws)
         for key, data in prepare_cells(trials, v):
             if isinstance(data, str):
                 continue
-            sim = Data(**{**data.__dict__, "u": None})
+            shape = canonical_shape(data)
+            z, _, obs, zbar = _padded(data, shape)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                u = np.asarray(pred(_rng_key(seed), v, sim, False)["u"])
+                u = np.asarray(_prior_sampler(name, draws)(_rng_key(seed), z, obs, zbar))
+            u = u[:, : data.z.shape[0], : data.z.shape[1]]  # padding is past the real trials
             c, sd = data.c[0], data.s[0]
             u_nat = u[:, data.obs] * sd + c
             y_obs = data.u[data.obs] * sd + c
