@@ -192,7 +192,7 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
         missed = pp[~pp["covers"]] if len(pp) else pp
         print(
             f"prior predictive: {len(pp) - len(missed)} of {len(pp)} (cell, variant) fit(s) cover "
-            "the observed responses (1%-99% prior predictive quantiles)"
+            "the observed response range (1% quantile of simulated minima, 99% of maxima)"
             + (f"; not covered: {', '.join(sorted(set(missed['variant'])))}" if len(missed) else "")
             + f" -> {out}/prior_predictive.csv"
         )

@@ -826,9 +826,14 @@ def prior_predictive(
     stimuli, standardised as the fit standardises them) and mapped back to
     the response scale.  One row per (cell, variant): the pooled prior
     predictive quantiles ``q01, q05, q50, q95, q99`` of the responses at the
-    observed trials, the observed ``observed_min`` and ``observed_max``, and
-    ``covers``: ``q01 <= observed_min`` and ``q99 >= observed_max``.  Cells
-    where a log variant does not apply are left out.
+    observed trials; ``sim_min_q01``, the 1% quantile of each simulated data
+    set's smallest response, and ``sim_max_q99``, the 99% quantile of its
+    largest; the observed ``observed_min`` and ``observed_max``; and
+    ``covers``: ``sim_min_q01 <= observed_min`` and ``sim_max_q99 >=
+    observed_max`` (the priors make a range as wide as the observed one
+    plausible; pooled quantiles would be too strict, as the extremes of
+    many trials lie beyond them).  Cells where a log variant does not apply
+    are left out.
     """
     from .fitting import build_runs
     from .trials import normalize_trials
@@ -857,6 +862,9 @@ def prior_predictive(
                     u_nat, y_obs = np.exp(u_nat) - eps[key], np.exp(y_obs) - eps[key]
             q = np.quantile(u_nat, PRIOR_PREDICTIVE_QUANTILES)
             lo, hi = float(y_obs.min()), float(y_obs.max())
+            # the flag compares like with like: a data set's extremes with simulated data sets' extremes
+            sim_lo = float(np.quantile(u_nat.min(axis=1), 0.01))
+            sim_hi = float(np.quantile(u_nat.max(axis=1), 0.99))
             rows.append(
                 {
                     **dict(zip(CELL_KEYS, key, strict=True)),
@@ -866,9 +874,11 @@ def prior_predictive(
                         f"q{round(p * 100):02d}": float(x)
                         for p, x in zip(PRIOR_PREDICTIVE_QUANTILES, q, strict=True)
                     },
+                    "sim_min_q01": sim_lo,
+                    "sim_max_q99": sim_hi,
                     "observed_min": lo,
                     "observed_max": hi,
-                    "covers": bool(q[0] <= lo and q[-1] >= hi),
+                    "covers": bool(sim_lo <= lo and sim_hi >= hi),
                 }
             )
     return pd.DataFrame(rows)

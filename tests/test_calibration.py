@@ -115,7 +115,9 @@ def test_prior_predictive_covers_plausible_responses_and_flags_absurd_ones():
     pp = prior_predictive(trials, ["static", "kalman_log"], draws=200)
     assert list(pp["variant"]) == ["static", "kalman_log"]
     assert pp["covers"].all()
-    assert (pp["q01"] <= pp["observed_min"]).all() and (pp["q99"] >= pp["observed_max"]).all()
+    assert (pp["sim_min_q01"] <= pp["observed_min"]).all()
+    assert (pp["sim_max_q99"] >= pp["observed_max"]).all()
+    assert (pp["sim_min_q01"] < pp["q01"]).all() and (pp["q01"] < pp["q50"]).all()
     assert pp["observed_max"].iat[0] == pytest.approx(trials["response"].max())
     far = trials.copy()
     far.loc[far.index[5], "response"] = 1e4  # 10,000 times the stimuli's range: not a prior's
@@ -137,7 +139,9 @@ def test_fit_posterior_prior_predictive_writes_its_table(tmp_path, capsys):
     argv += ["--variant", "static", "--chains", "2", "--warmup", "200", "--draws", "200"]
     assert main([*argv, "--no-progress", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
-    assert "prior predictive: 1 of 1 (cell, variant) fit(s) cover the observed responses" in out
+    assert (
+        "prior predictive: 1 of 1 (cell, variant) fit(s) cover the observed response range" in out
+    )
     pp = pd.read_csv(tmp_path / "o" / "prior_predictive.csv")
     assert len(pp) == 1 and pp["covers"].all()
-    assert {"q01", "q05", "q50", "q95", "q99", "observed_min", "observed_max"} <= set(pp.columns)
+    assert {"q01", "q50", "q99", "sim_min_q01", "sim_max_q99", "observed_max"} <= set(pp.columns)
