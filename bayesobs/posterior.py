@@ -802,7 +802,7 @@ def _prior_sampler(name: str, draws: int):
 
     Takes a key and one cell's padded ``(z, obs, zbar)``; compiled once per
     variant and :func:`canonical_shape` (padding lies after each run's real
-    trials, so it changes none of their draws).
+    trials, so it leaves their distribution unchanged).
     """
     import jax
     from numpyro.infer import Predictive
