@@ -7,7 +7,8 @@ and :meth:`bayesobs.Scores.to_folder`; ``run``/``sweep``:
 :func:`bayesobs.runner.run_task`/:func:`bayesobs.runner.sweep`; ``rescore``:
 :func:`bayesobs.rescore_folder`; ``report``:
 :func:`bayesobs.report.build_report`; ``compare``:
-:func:`bayesobs.compare.run_compare`; ``serve``, ``export``, ``simulate``)
+:func:`bayesobs.compare.run_compare`; ``calibrate``:
+:func:`bayesobs.calibration.calibrate`; ``serve``, ``export``, ``simulate``)
 and prints a summary.  Bad input exits with status 2 and a one-line message,
 never a traceback.
 """
@@ -183,6 +184,19 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
     )
     for n in notes:
         print(f"warning: {n}", file=sys.stderr)
+    if args.prior_predictive:
+        from .posterior import prior_predictive
+        from .trials import write_csv
+
+        pp = prior_predictive(trials, variants=args.variant, seed=args.seed)
+        write_csv(pp, out / "prior_predictive.csv")
+        missed = pp[~pp["covers"]] if len(pp) else pp
+        print(
+            f"prior predictive: {len(pp) - len(missed)} of {len(pp)} (cell, variant) fit(s) cover "
+            "the observed response range (1% quantile of simulated minima, 99% of maxima)"
+            + (f"; not covered: {', '.join(sorted(set(missed['variant'])))}" if len(missed) else "")
+            + f" -> {out}/prior_predictive.csv"
+        )
     high_k = loo["pareto_k_over_0.7"] if len(loo) else []
     print(
         f"posterior fits -> {out}/posterior.csv, {out}/loo.csv, {out}/bcs_posterior.csv, "
@@ -204,6 +218,8 @@ def cmd_fit(args) -> int:
                 get_variant(v)
             except ValueError as exc:
                 raise BayesobsInputError(str(exc)) from None
+    if args.prior_predictive and args.method != "posterior":
+        raise BayesobsInputError("--prior-predictive checks the priors of --method posterior")
     if args.method == "posterior" and (args.interleaved or args.lapse):
         raise BayesobsInputError(
             "--method posterior does not model --interleaved levels or --lapse yet; "
@@ -527,6 +543,64 @@ def cmd_compare(args) -> int:
     names = ", ".join(str(p.relative_to(args.out)) for p in res["written"])
     print(wrap(f"tables -> {args.out}/ ({names})"))
     return 0
+
+
+def _positive_int(text: str) -> int:
+    """A whole number >= 1 (argparse type)."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, not {text!r}")
+    return v
+
+
+def _probability(text: str) -> float:
+    """A number strictly between 0 and 1 (argparse type)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, not {text!r}")
+    return v
+
+
+def cmd_calibrate(args) -> int:
+    """``bayesobs calibrate``: simulation-based calibration of the posterior fits."""
+    from .calibration import calibrate, write_calibration
+
+    def progress(name, sec):
+        print(f"  {name}: {args.sims} simulation(s) fitted in {sec:.1f} s", flush=True)
+
+    try:
+        table, ranks = calibrate(
+            args.variant,
+            n_sims=args.sims,
+            draws=args.draws,
+            chains=args.chains,
+            warmup=args.warmup,
+            bins=args.bins,
+            alpha=args.alpha,
+            seed=args.seed,
+            prior_scale=args.prior_scale,
+            progress=progress,
+        )
+    except ValueError as exc:
+        raise BayesobsInputError(str(exc)) from None
+    paths = write_calibration(args.out, table, ranks)
+    bad = table[~table["uniform"]]
+    thr = float(table["threshold"].iat[0])
+    print(
+        f"SBC: {len(table) - len(bad)} of {len(table)} parameter(s) have uniform ranks "
+        f"({args.sims} simulations x {args.draws} draws, chi-square on {args.bins} bins, "
+        f"p >= {thr:.2g} = {args.alpha} / {len(table)})"
+    )
+    for r in bad.itertuples(index=False):
+        print(f"not calibrated: {r.variant} {r.parameter} (chi2 {r.chi2:.1f}, p {r.p:.2g})")
+    print(f"-> {', '.join(str(p) for p in paths)}")
+    return 1 if len(bad) else 0
 
 
 def cmd_serve(args) -> int:
@@ -1171,6 +1245,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="sampled (default): the answers as written; expected: the mean of each answer's "
         "distribution (response_expected, logged by runs with --logprobs)",
     )
+    p.add_argument(
+        "--prior-predictive",
+        action="store_true",
+        help="posterior: also draw responses from the priors and write prior_predictive.csv "
+        "(whether they cover the observed response range, per cell and variant)",
+    )
     p.add_argument("--chains", type=int, default=4, help="posterior: chains (default 4)")
     p.add_argument(
         "--warmup", type=int, default=500, help="posterior: warm-up draws per chain (default 500)"
@@ -1186,6 +1266,49 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_scheduler_option(p)
     p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser(
+        "calibrate",
+        help="simulation-based calibration of the posterior fits; write sbc.csv (exit 1 when a "
+        "parameter's ranks are not uniform)",
+    )
+    p.add_argument(
+        "--variant",
+        action="append",
+        help="calibrate only these variants (repeatable; default all ten)",
+    )
+    p.add_argument(
+        "--sims", type=_positive_int, default=100, help="simulations per variant (default 100)"
+    )
+    p.add_argument(
+        "--draws",
+        type=_positive_int,
+        default=99,
+        help="thinned posterior draws per simulation (default 99: ranks 0..99 in 10 equal bins)",
+    )
+    p.add_argument("--chains", type=_positive_int, default=2, help="chains (default 2)")
+    p.add_argument(
+        "--warmup", type=_positive_int, default=300, help="warm-up draws per chain (default 300)"
+    )
+    p.add_argument(
+        "--bins", type=_positive_int, default=10, help="rank bins of the chi-square (default 10)"
+    )
+    p.add_argument(
+        "--alpha",
+        type=_probability,
+        default=0.05,
+        help="family-wise level, Bonferroni over the parameters tested (default 0.05)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument(
+        "--prior-scale",
+        type=float,
+        default=1.0,
+        help="fit with every Normal/half-Normal prior scale multiplied by this (default 1); "
+        "anything else is a deliberately wrong prior, to see the check fail",
+    )
+    p.add_argument("--out", required=True, type=Path, help="output folder (created)")
+    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser(
         "run", help="run one task on subjects; append every trial to DIR/trials.jsonl"

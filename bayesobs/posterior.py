@@ -79,8 +79,16 @@ def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
     return Data(zs, us, obs, zbar, runs.cell, const, c, s, subjects)
 
 
-def model(variant: Variant, data: Data, hierarchical: bool = False):
-    """The NumPyro model of ``variant`` for ``data`` (several subjects if hierarchical)."""
+def model(variant: Variant, data: Data, hierarchical: bool = False, prior_scale: float = 1.0):
+    """The NumPyro model of ``variant`` for ``data`` (several subjects if hierarchical).
+
+    With ``data.u`` set to ``None`` the responses are drawn rather than
+    observed (prior predictive draws, simulation-based calibration).
+    ``prior_scale`` multiplies the scale of every Normal and half-Normal
+    prior (not the Beta prior of ``w_prior``); anything but 1 is a
+    deliberately wrong prior, used to show that the calibration check
+    (:mod:`bayesobs.calibration`) detects one.
+    """
     import jax.numpy as jnp
     import numpyro
     import numpyro.distributions as dist
@@ -89,33 +97,35 @@ def model(variant: Variant, data: Data, hierarchical: bool = False):
     fam = variant.family
     with numpyro.plate("subject", S):
         if hierarchical and S > 1:
-            mu = numpyro.sample("mu_pop", dist.Normal(0.0 if fam != "linear" else 1.0, 1.5))
-            tau = numpyro.sample("tau_pop", dist.HalfNormal(1.0))
+            mu = numpyro.sample(
+                "mu_pop", dist.Normal(0.0 if fam != "linear" else 1.0, 1.5 * prior_scale)
+            )
+            tau = numpyro.sample("tau_pop", dist.HalfNormal(1.0 * prior_scale))
             eta = numpyro.sample("eta", dist.Normal(0.0, 1.0))
             raw = mu + tau * eta
             core = {"linear": raw, "static": 1 / (1 + jnp.exp(-raw)), "kalman": jnp.exp(raw)}[fam]
             numpyro.deterministic(CORE[fam], core)
         elif fam == "linear":
-            core = numpyro.sample("w", dist.Normal(1.0, 1.0))
+            core = numpyro.sample("w", dist.Normal(1.0, 1.0 * prior_scale))
         elif fam == "static":
             core = numpyro.sample("w_prior", dist.Beta(1.1, 1.1))
         else:
-            core = jnp.exp(numpyro.sample("log_rho", dist.Normal(0.0, 3.0)))
+            core = jnp.exp(numpyro.sample("log_rho", dist.Normal(0.0, 3.0 * prior_scale)))
             numpyro.deterministic("rho", core)
         params = {CORE[fam]: core}
         if fam == "linear":
-            params["b"] = numpyro.sample("b_std", dist.Normal(0.0, 2.0))
+            params["b"] = numpyro.sample("b_std", dist.Normal(0.0, 2.0 * prior_scale))
         if variant.gain:
-            params["g"] = numpyro.sample("g", dist.HalfNormal(2.0))
-            params["delta"] = numpyro.sample("delta_std", dist.Normal(0.0, 2.0))
-        sigma = numpyro.sample("sigma_std", dist.HalfNormal(1.0))
+            params["g"] = numpyro.sample("g", dist.HalfNormal(2.0 * prior_scale))
+            params["delta"] = numpyro.sample("delta_std", dist.Normal(0.0, 2.0 * prior_scale))
+        sigma = numpyro.sample("sigma_std", dist.HalfNormal(1.0 * prior_scale))
     idx = jnp.asarray(data.subject)
     per_run = {k: v[idx][:, None] for k, v in params.items()}
     m = mean_padded(variant, per_run, jnp.asarray(data.z), jnp.asarray(data.zbar), xp=jnp)
     numpyro.sample(
         "u",
         dist.Normal(m, sigma[idx][:, None]).mask(jnp.asarray(data.obs)),
-        obs=jnp.asarray(data.u),
+        obs=None if data.u is None else jnp.asarray(data.u),
     )
 
 
@@ -211,14 +221,14 @@ def _traced_data(z, u, obs, zbar) -> Data:
 
 
 @lru_cache(maxsize=64)
-def _batched_sampler(name: str, chains: int, warmup: int, draws: int):
+def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scale: float = 1.0):
     """One compiled function: NUTS chains of ``name`` for a batch of same-shape cells.
 
     Each cell and chain runs NumPyro's own NUTS kernel (the kernel ``MCMC``
     uses) with its own step-size and diagonal mass-matrix adaptation; the
     batch is ``vmap`` over cells of ``vmap`` over chains, and every cell uses
     the same chain keys (``split(PRNGKey(seed), chains)``), as the per-cell
-    fits do.
+    fits do.  ``prior_scale`` is :func:`model`'s (1: the variant's priors).
     """
     import jax
     from jax import lax, random
@@ -229,7 +239,7 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int):
 
     def chain(key, z, u, obs, zbar):
         data = _traced_data(z, u, obs, zbar)
-        args = (variant, data, False)
+        args = (variant, data, False, prior_scale)
         kernel = NUTS(model)
         state = kernel.init(key, warmup, model_args=args)
 
@@ -249,6 +259,31 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int):
         return jax.vmap(chain, in_axes=(0, None, None, None, None))(keys, z, u, obs, zbar)
 
     return jax.jit(jax.vmap(cell, in_axes=(None, 0, 0, 0, 0)))
+
+
+def sample_padded(
+    variant, z, u, obs, zbar, chains=2, warmup=300, draws=200, seed=0, prior_scale=1.0
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """NUTS draws for many single-subject data sets of one padded shape, in one compiled call.
+
+    The arrays are standardised as :func:`prepare` leaves them, stacked on a
+    leading axis (``z``, ``u``, ``obs``: ``(n, runs, T)``; ``zbar``:
+    ``(n, runs, 1)``).  Returns the draws of every site of :func:`model`
+    on its own (standardised) scale, each ``(n, chains, draws, 1)``, and the
+    divergent transitions ``(n, chains, draws)``.
+    """
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    fn = _batched_sampler(variant.name, chains, warmup, draws, float(prior_scale))
+    arrays = (
+        np.asarray(z, np.float32),
+        np.asarray(u, np.float32),
+        np.asarray(obs, bool),
+        np.asarray(zbar, np.float32),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        post, div, _ = fn(seed, *arrays)
+    return {k: np.asarray(v) for k, v in post.items()}, np.asarray(div)
 
 
 def _slice_size(n: int) -> int:
@@ -758,6 +793,97 @@ def ppc_table(
     return out
 
 
+PRIOR_PREDICTIVE_QUANTILES = (0.01, 0.05, 0.5, 0.95, 0.99)
+
+
+@lru_cache(maxsize=64)
+def _prior_sampler(name: str, draws: int):
+    """One compiled function: ``draws`` response sequences of ``name`` from its priors.
+
+    Takes a key and one cell's padded ``(z, obs, zbar)``; compiled once per
+    variant and :func:`canonical_shape` (padding lies after each run's real
+    trials, so it leaves their distribution unchanged).
+    """
+    import jax
+    from numpyro.infer import Predictive
+
+    variant = get_variant(name)
+
+    def draw(key, z, obs, zbar):
+        data = _traced_data(z, None, obs, zbar)
+        return Predictive(model, num_samples=draws)(key, variant, data, False)["u"]
+
+    return jax.jit(draw)
+
+
+def prior_predictive(
+    trials: pd.DataFrame, variants=None, draws: int = 500, seed: int = 0
+) -> pd.DataFrame:
+    """Prior predictive check: whether responses drawn from the priors cover the observed range.
+
+    For each cell and variant, ``draws`` response sequences are drawn from
+    :func:`model` with every parameter from its prior (the cell's own
+    stimuli, standardised as the fit standardises them) and mapped back to
+    the response scale.  One row per (cell, variant): the pooled prior
+    predictive quantiles ``q01, q05, q50, q95, q99`` of the responses at the
+    observed trials; ``sim_min_q01``, the 1% quantile of each simulated data
+    set's smallest response, and ``sim_max_q99``, the 99% quantile of its
+    largest; the observed ``observed_min`` and ``observed_max``; and
+    ``covers``: ``sim_min_q01 <= observed_min`` and ``sim_max_q99 >=
+    observed_max`` (the priors make a range as wide as the observed one
+    plausible; pooled quantiles would be too strict, as the extremes of
+    many trials lie beyond them).  Cells where a log variant does not apply
+    are left out.
+    """
+    from .fitting import build_runs
+    from .trials import normalize_trials
+
+    trials = normalize_trials(trials)
+    cells, _ = build_runs(trials)
+    eps = {tuple(r[list(CELL_KEYS)]): float(r["eps"]) for _, r in cells.iterrows()}
+    names = list(variants or [v.name for v in VARIANTS])
+    rows = []
+    for name in names:
+        v = get_variant(name)
+        for key, data in prepare_cells(trials, v):
+            if isinstance(data, str):
+                continue
+            shape = canonical_shape(data)
+            z, _, obs, zbar = _padded(data, shape)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                u = np.asarray(_prior_sampler(name, draws)(_rng_key(seed), z, obs, zbar))
+            u = u[:, : data.z.shape[0], : data.z.shape[1]]  # padding is past the real trials
+            c, sd = data.c[0], data.s[0]
+            u_nat = u[:, data.obs] * sd + c
+            y_obs = data.u[data.obs] * sd + c
+            if v.log:
+                with np.errstate(over="ignore"):
+                    u_nat, y_obs = np.exp(u_nat) - eps[key], np.exp(y_obs) - eps[key]
+            q = np.quantile(u_nat, PRIOR_PREDICTIVE_QUANTILES)
+            lo, hi = float(y_obs.min()), float(y_obs.max())
+            # the flag compares like with like: a data set's extremes with simulated data sets' extremes
+            sim_lo = float(np.quantile(u_nat.min(axis=1), 0.01))
+            sim_hi = float(np.quantile(u_nat.max(axis=1), 0.99))
+            rows.append(
+                {
+                    **dict(zip(CELL_KEYS, key, strict=True)),
+                    "variant": name,
+                    "draws": draws,
+                    **{
+                        f"q{round(p * 100):02d}": float(x)
+                        for p, x in zip(PRIOR_PREDICTIVE_QUANTILES, q, strict=True)
+                    },
+                    "sim_min_q01": sim_lo,
+                    "sim_max_q99": sim_hi,
+                    "observed_min": lo,
+                    "observed_max": hi,
+                    "covers": bool(sim_lo <= lo and sim_hi >= hi),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 __all__ = [
     "bcs_posterior",
     "canonical_shape",
@@ -768,8 +894,10 @@ __all__ = [
     "ppc_table",
     "prepare",
     "prepare_cells",
+    "prior_predictive",
     "sample",
     "sample_batch",
+    "sample_padded",
 ]
 
 
