@@ -137,6 +137,20 @@ def _mean(variant, pairs: _Pairs, state):
     return core
 
 
+def _sigma2(rss, n, floor):
+    """The M-step's noise variance: weighted RSS over weighted count, at least the floor."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.maximum(np.maximum(rss, 0.0) / np.where(n > 0, n, 1.0), floor)
+
+
+def _lapse_rate(pairs, r, n_obs, D):
+    """The M-step's lapse rate per dataset: the mean lapse responsibility, within [0, LAPSE_MAX]."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip(
+            _to_dataset((pairs.obs - r).sum(1), pairs.d_p, pairs.w_p, D) / n_obs, 0.0, LAPSE_MAX
+        )
+
+
 def _e_step(pairs: _Pairs, m, sigma2, lam):
     """Responsibilities and the mixture log-likelihood per dataset.
 
@@ -176,24 +190,17 @@ def fit_lapse(variant, pairs: _Pairs, log_rho0):
         prev = np.full(D, -np.inf)
         for _ in range(EM_ITERATIONS):
             state, rss, n = _m_step(variant, pairs, r, state)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                sigma2 = np.maximum(np.maximum(rss, 0.0) / np.where(n > 0, n, 1.0), pairs.floor)
+            sigma2 = _sigma2(rss, n, pairs.floor)
             m = _mean(variant, pairs, state)
             r, ll = _e_step(pairs, m, sigma2, lam)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                lam = np.clip(
-                    _to_dataset((pairs.obs - r).sum(1), pairs.d_p, pairs.w_p, D) / n_obs,
-                    0.0,
-                    LAPSE_MAX,
-                )
+            lam = _lapse_rate(pairs, r, n_obs, D)
             done = np.abs(ll - prev) <= EM_TOLERANCE * np.maximum(np.abs(ll), 1.0)
             prev = ll
             if done.all():
                 break
         # the log-likelihood of the final (state, sigma, lambda)
         state, rss, n = _m_step(variant, pairs, r, state)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sigma2 = np.maximum(np.maximum(rss, 0.0) / np.where(n > 0, n, 1.0), pairs.floor)
+        sigma2 = _sigma2(rss, n, pairs.floor)
         _, ll = _e_step(pairs, _mean(variant, pairs, state), sigma2, lam)
         better = ll > best_ll
         best_ll = np.where(better, ll, best_ll)
@@ -319,10 +326,6 @@ def fit_lapse_levels(variant, pairs: LevelPairs, log_rho0):
     best_state: dict[str, np.ndarray] = {}
     best_lam = np.zeros(D)
 
-    def sigma2_of(rss, n):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.maximum(np.maximum(rss, 0.0) / np.where(n > 0, n, 1.0), pairs.floor)
-
     for lam0 in LAPSE_STARTS:
         lam = np.full(D, lam0)
         state = {"log_rho": np.clip(log_rho0, -18.0, 18.0)} if variant.family == "kalman" else {}
@@ -330,21 +333,16 @@ def fit_lapse_levels(variant, pairs: LevelPairs, log_rho0):
         prev = np.full(D, -np.inf)
         for _ in range(EM_ITERATIONS):
             state, rss, n = _m_step_levels(variant, pairs, r, state)
-            sigma2 = sigma2_of(rss, n)
+            sigma2 = _sigma2(rss, n, pairs.floor)
             m = _mean_levels(variant, pairs, state)
             r, ll = _e_step(pairs, m, sigma2[pairs.lev, pairs.d_p[:, None]], lam)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                lam = np.clip(
-                    _to_dataset((pairs.obs - r).sum(1), pairs.d_p, pairs.w_p, D) / n_obs,
-                    0.0,
-                    LAPSE_MAX,
-                )
+            lam = _lapse_rate(pairs, r, n_obs, D)
             done = np.abs(ll - prev) <= EM_TOLERANCE * np.maximum(np.abs(ll), 1.0)
             prev = ll
             if done.all():
                 break
         state, rss, n = _m_step_levels(variant, pairs, r, state)
-        sigma2 = sigma2_of(rss, n)
+        sigma2 = _sigma2(rss, n, pairs.floor)
         m = _mean_levels(variant, pairs, state)
         _, ll = _e_step(pairs, m, sigma2[pairs.lev, pairs.d_p[:, None]], lam)
         better = ll > best_ll
