@@ -92,6 +92,7 @@ from urllib.parse import parse_qs, urlsplit
 from .fakeserver import (
     ANTHROPIC_ERROR_TYPES,
     Answer,
+    LocalServer,
     Script,
     constant,
     messages_payload,
@@ -239,7 +240,7 @@ def check_input(data: bytes, endpoint: str) -> tuple[list[dict], list[dict]]:
     return lines, errors
 
 
-class FakeBatchServer:
+class FakeBatchServer(LocalServer):
     """A local Batch API (and chat) server on 127.0.0.1: ``with FakeBatchServer(...) as srv``.
 
     Parameters
@@ -709,26 +710,6 @@ class FakeBatchServer:
         if b["processing_status"] == "in_progress":
             b.update(processing_status="canceling", cancel_initiated_at=rfc3339(time.time()))
         return 200, self.public(b)
-
-    # ------------------------------------------------------------ serving
-    @property
-    def url(self) -> str:
-        """The OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``)."""
-        return f"{self.root}/v1"
-
-    @property
-    def root(self) -> str:
-        """The base URL without ``/v1`` (``http://127.0.0.1:PORT``), as Anthropic's SDK takes it."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> FakeBatchServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
 def main(argv: list[str] | None = None) -> int:

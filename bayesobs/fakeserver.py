@@ -454,7 +454,37 @@ def reply_body(ans: Answer, body: dict, n: int) -> dict | bytes:
     return {"error": {"message": ans.text or "error", "type": "fake", "code": ans.status}}
 
 
-class FakeChatServer:
+class LocalServer:
+    """A local HTTP server's addresses and lifetime (``with``: served on a thread, then closed).
+
+    Subclasses set ``_httpd`` (a ``ThreadingHTTPServer``) and ``_thread`` (its
+    ``serve_forever`` thread) in their ``__init__``.
+    """
+
+    _httpd: ThreadingHTTPServer
+    _thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        """The server's OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``)."""
+        return f"{self.root}/v1"
+
+    @property
+    def root(self) -> str:
+        """The base URL without ``/v1`` (``http://127.0.0.1:PORT``), as Anthropic's SDK takes it."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+class FakeChatServer(LocalServer):
     """A local OpenAI-compatible chat server on 127.0.0.1 for tests and demos.
 
     Use as ``with FakeChatServer(script) as srv: ... srv.url ...``; ``script``
@@ -527,26 +557,6 @@ class FakeChatServer:
         self._httpd = _QuietServer((host, port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        """The server's OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``)."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    @property
-    def root(self) -> str:
-        """The base URL without ``/v1`` (``http://127.0.0.1:PORT``), as Anthropic's SDK takes it."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> FakeChatServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
 def main(argv: list[str] | None = None) -> int:
