@@ -65,8 +65,16 @@ import httpx2
 from ..errors import BayesobsInputError
 from ..reasoning import reasoning_budget
 from .base import FatalSubjectError, Reply, Request, SubjectError
-from .cache import ResponseCache, request_key
-from .openai_chat import ChatOptions, EmptyReply, backoff, pause, redact, retry_after
+from .cache import ResponseCache
+from .openai_chat import (
+    CachedReplies,
+    ChatOptions,
+    EmptyReply,
+    backoff,
+    pause,
+    redact,
+    retry_after,
+)
 
 MIN_THINKING_BUDGET = 1024  # the API's least budget_tokens
 EMPTY_ANSWER = "(no answer)"  # an earlier empty answer, as the API refuses empty assistant turns
@@ -166,7 +174,7 @@ def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
     return text, finish, usage, details
 
 
-class AnthropicSubject:
+class AnthropicSubject(CachedReplies):
     """A Claude model behind Anthropic's Messages API.
 
     Parameters
@@ -276,34 +284,6 @@ class AnthropicSubject:
             "image_detail": None,
             **details,
         }
-
-    def cache_key(self, body: dict, request: Request) -> str:
-        """Everything that determines the reply: endpoint, request body, trial identity, scope."""
-        identity = {
-            k: request.meta.get(k)
-            for k in ("subject", "task", "modality", "condition", "session", "run", "trial", "seed")
-        }
-        return request_key(
-            body, {**identity, "endpoint": self.endpoint, "cache_scope": self.cache_scope}
-        )
-
-    def _replay(self, body: dict, request: Request) -> tuple[str | None, Reply | None]:
-        if self.cache is None:
-            return None, None
-        key = self.cache_key(body, request)
-        hit = self.cache.get(key)
-        if hit is None:
-            return key, None
-        details = {k: hit[k] for k in ("reasoning_tokens", "cached_tokens") if k in hit}
-        return key, Reply(
-            text=hit["text"],
-            usage=hit.get("usage"),
-            cached=True,
-            attempts=0,
-            finish_reason=hit.get("finish_reason"),
-            cached_from=hit.get("folder") or "an earlier run",
-            extra=self.columns(body, details),
-        )
 
     def _fatal(self, exc: Exception) -> bool:
         if isinstance(

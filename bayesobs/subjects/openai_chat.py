@@ -289,7 +289,53 @@ def server_default(exc: Exception) -> float | None:
     return float(m.group(1)) if m else None
 
 
-class OpenAIChatSubject:
+CACHED_DETAILS = ("reasoning_tokens", "cached_tokens", "logprobs")  # kept with a cached reply
+
+
+class CachedReplies:
+    """The response cache of an API subject: its keys and replays (``openai:``, ``anthropic:``).
+
+    A subject sets ``cache`` (a :class:`ResponseCache` or None), ``endpoint``,
+    ``cache_scope`` and a ``columns(body, details)`` method giving the
+    trial-row columns of a reply.
+    """
+
+    cache: ResponseCache | None
+    endpoint: str
+    cache_scope: str
+
+    def _replay(self, body: dict, request: Request) -> tuple[str | None, Reply | None]:
+        """The cache key of a body and the cached reply, if any."""
+        if self.cache is None:
+            return None, None
+        key = self.cache_key(body, request)
+        hit = self.cache.get(key)
+        if hit is None:
+            return key, None
+        details = {k: hit[k] for k in CACHED_DETAILS if k in hit}
+        reply = Reply(
+            text=hit["text"],
+            usage=hit.get("usage"),
+            cached=True,
+            attempts=0,
+            finish_reason=hit.get("finish_reason"),
+            cached_from=hit.get("folder") or "an earlier run",
+            extra=self.columns(body, details),
+        )
+        return key, reply
+
+    def cache_key(self, body: dict, request: Request) -> str:
+        """Everything that determines the reply: endpoint, request body, trial identity, scope."""
+        identity = {
+            k: request.meta.get(k)
+            for k in ("subject", "task", "modality", "condition", "session", "run", "trial", "seed")
+        }
+        return request_key(
+            body, {**identity, "endpoint": self.endpoint, "cache_scope": self.cache_scope}
+        )
+
+
+class OpenAIChatSubject(CachedReplies):
     """A chat model behind an OpenAI-compatible endpoint.
 
     Parameters
@@ -501,36 +547,6 @@ class OpenAIChatSubject:
             }
         )
         return True
-
-    def _replay(self, body: dict, request: Request) -> tuple[str | None, Reply | None]:
-        """The cache key of a body and the cached reply, if any."""
-        if self.cache is None:
-            return None, None
-        key = self.cache_key(body, request)
-        hit = self.cache.get(key)
-        if hit is None:
-            return key, None
-        details = {k: hit[k] for k in ("reasoning_tokens", "cached_tokens", "logprobs") if k in hit}
-        reply = Reply(
-            text=hit["text"],
-            usage=hit.get("usage"),
-            cached=True,
-            attempts=0,
-            finish_reason=hit.get("finish_reason"),
-            cached_from=hit.get("folder") or "an earlier run",
-            extra=self.columns(body, details),
-        )
-        return key, reply
-
-    def cache_key(self, body: dict, request: Request) -> str:
-        """Everything that determines the reply: endpoint, request body, trial identity, scope."""
-        identity = {
-            k: request.meta.get(k)
-            for k in ("subject", "task", "modality", "condition", "session", "run", "trial", "seed")
-        }
-        return request_key(
-            body, {**identity, "endpoint": self.endpoint, "cache_scope": self.cache_scope}
-        )
 
     async def complete(self, request: Request) -> Reply:
         """Ask the model (or replay the cache), retrying transient failures.
