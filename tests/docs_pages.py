@@ -3,7 +3,8 @@
 ``page("human-data.md")`` is a page of ``docs/`` (``page("README.md")`` the README),
 ``section(text, "Fitting someone else's export")`` the text under a heading of any level up
 to the next heading of the same or a higher level, ``fenced_blocks(text)`` its fenced code
-blocks and ``commands(block)`` the shell lines of a block with their continuations joined.
+blocks and ``commands(block)`` the shell lines of a block with their continuations
+(a trailing backslash, or an indented line after a command) joined.
 """
 
 from __future__ import annotations
@@ -56,9 +57,11 @@ def fenced_blocks(text: str, lang: str | None = None) -> list[str]:
 def commands(block: str, prefix: str = "bayesobs ") -> list[str]:
     """The lines of a block that start with ``prefix``, continuations joined, comments cut."""
     joined = re.sub(r"\\\n\s*", " ", block)
-    out = []
-    for line in joined.splitlines():
-        line = re.sub(r"\s+#.*$", "", line).strip()
-        if line.startswith(prefix):
+    out, previous = [], False
+    for raw in joined.splitlines():
+        line = re.sub(r"\s+#.*$", "", raw).strip()
+        if previous and raw[:1].isspace() and line:  # an indented usage line goes on
+            out[-1] += " " + " ".join(line.split())
+        elif previous := line.startswith(prefix):
             out.append(" ".join(line.split()))
     return out
