@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := demo-output
 
-.PHONY: demo test test-slow test-model lint format bench fits clean
+.PHONY: demo test test-slow test-model lint format docs bench fits clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,10 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix bayesobs tests benchmarks
 	$(BIN)/ruff format bayesobs tests benchmarks
 
+## docs: the documentation site (mkdocs + mkdocstrings) into site/; warnings are errors
+docs: $(VENV)/.installed-dev
+	$(BIN)/mkdocs build --strict --site-dir site
+
 ## bench: speed benchmarks (figures go in the closing notes, not in timed tests)
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_fit.py
@@ -74,4 +78,4 @@ fits: $(VENV)/.installed
 	$(BIN)/python fits/regenerate.py fits
 
 clean:
-	rm -rf $(VENV) $(DEMO) bench-output .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(DEMO) bench-output site .pytest_cache .ruff_cache *.egg-info

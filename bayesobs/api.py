@@ -19,6 +19,18 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     ``correct``) and perception trials (``paradigm = perception``) are left out, and a table of nothing else is refused.  The
     one decision for :func:`fit` and ``bayesobs fit``.
 
+    Parameters
+    ----------
+    trials : DataFrame
+        A normalised trial table.
+
+    Returns
+    -------
+    magnitude : DataFrame
+        The magnitude trials (index reset when some were left out).
+    left_out : int
+        How many visual-search and perception trials were left out.
+
     Raises
     ------
     BayesobsInputError
@@ -118,6 +130,21 @@ def predictions(
     variant and level; METHOD §10) predict each trial with its own level's
     parameters over the whole run, and the result gains ``level``
     (``COL=value``) for drawing the levels apart.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table (normalised here).
+    fits : DataFrame
+        ``fits.csv`` of the same trials (:func:`fit` or ``bayesobs fit``).
+    variants : sequence of str
+        The variants whose predictions to add.
+
+    Returns
+    -------
+    DataFrame
+        The normalised trials with a ``pred_<variant>`` column per variant
+        (NaN where the variant has no fit in the trial's cell).
     """
     from .fitting import decode_params, interleaved_levels
     from .observers.models import predict_response
@@ -167,6 +194,11 @@ def level_predictions(variant, params: dict, x, run, level) -> np.ndarray:
         Decoded parameters of each level, by level label.
     x, run, level : arrays
         Stimuli in presentation order, their session-run labels and level labels.
+
+    Returns
+    -------
+    ndarray
+        The central predicted response of each trial, on the response scale.
 
     Notes
     -----

@@ -39,6 +39,16 @@ MIN_RUNS_STRATIFIED = 2
 def check_resample(resample: str) -> str:
     """Return ``resample`` if it names a resampling scheme, else raise.
 
+    Parameters
+    ----------
+    resample : str
+        The scheme a caller asked for.
+
+    Returns
+    -------
+    str
+        ``resample`` itself.
+
     Raises
     ------
     BayesobsInputError
@@ -50,7 +60,21 @@ def check_resample(resample: str) -> str:
 
 
 def group_rng(seed: int, key: tuple) -> np.random.Generator:
-    """A generator seeded by ``seed`` and a stable hash of ``key``."""
+    """A generator seeded by ``seed`` and a stable hash of ``key``.
+
+    Parameters
+    ----------
+    seed : int
+        The bootstrap seed.
+    key : tuple
+        The group's key; its items are hashed as text (sha256), so the stream
+        is the same in every process and on every machine.
+
+    Returns
+    -------
+    numpy.random.Generator
+        The group's own random stream.
+    """
     digest = hashlib.sha256(repr(tuple(str(k) for k in key)).encode()).digest()
     words = np.frombuffer(digest[:16], dtype=np.uint32).tolist()
     return np.random.default_rng(np.random.SeedSequence([int(seed), *words]))
@@ -218,8 +242,23 @@ def unit_draws(
 ) -> sp.csr_matrix:
     """:func:`count_matrix` for units keyed by ``(session, run)`` in cells of a table.
 
-    ``cells`` must have the :data:`GROUP_KEYS` columns; ``draws`` is the
-    output of :func:`run_draws` on the same trials.
+    Parameters
+    ----------
+    cells : DataFrame
+        One row per cell, with the :data:`GROUP_KEYS` columns.
+    unit_cell : array of int, shape (U,)
+        The cell (row of ``cells``) each unit belongs to.
+    unit_session, unit_run : arrays, shape (U,)
+        Each unit's session and run.
+    draws : dict
+        :func:`run_draws` of the same trials.
+    B : int
+        Number of replicates.
+
+    Returns
+    -------
+    csr_matrix
+        As :func:`count_matrix`.
     """
     gcols = [cells[k].to_numpy() for k in GROUP_KEYS]
     cell_draws, key_pos = [], []
@@ -242,6 +281,18 @@ def percentile_interval(
     """Bootstrap mean and 68% percentile interval (16th, 84th), ignoring NaN.
 
     Where every replicate is NaN the three results are NaN (no warning).
+
+    Parameters
+    ----------
+    values : array
+        Replicates along ``axis``.
+    axis : int
+        The replicate axis.
+
+    Returns
+    -------
+    mean, lo, hi : ndarray
+        The mean and the 16th and 84th percentiles over ``axis``.
     """
     values = np.asarray(values, dtype=float)
     if values.size == 0:  # no rows (or no replicates): empty/NaN results of the right shape
@@ -258,7 +309,21 @@ def add_interval(df: pd.DataFrame, name: str, replicates: np.ndarray) -> pd.Data
     """Write ``name_mean``, ``name_lo`` and ``name_hi`` of ``replicates`` (rows, B) into ``df``.
 
     The one writer of the bootstrap interval columns of every score table
-    (see :func:`percentile_interval`); returns ``df``.
+    (see :func:`percentile_interval`).
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table, one row per row of ``replicates``.
+    name : str
+        The column stem.
+    replicates : array, shape (rows, B)
+        The replicates of each row.
+
+    Returns
+    -------
+    DataFrame
+        ``df`` itself, with the three columns set.
     """
     mean, lo, hi = percentile_interval(replicates)
     df[f"{name}_mean"], df[f"{name}_lo"], df[f"{name}_hi"] = mean, lo, hi

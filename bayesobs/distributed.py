@@ -4,7 +4,7 @@ The default is this process, with no extra processes.  A Dask scheduler
 address (``--scheduler tcp://HOST:8786``, or the ``BAYESOBS_SCHEDULER``
 environment variable) sends the same tasks to that cluster instead: a
 ``dask.distributed.LocalCluster`` on this machine, or a SLURM/PBS cluster
-started with ``dask-jobqueue`` (README, "Scale").  Every task is a pure
+started with ``dask-jobqueue`` (docs/scale.md, "Scale").  Every task is a pure
 function of its inputs (seeds included), so the results are the same
 wherever it runs.
 """

@@ -337,17 +337,16 @@ def test_reply_of_maps_the_messages_shape():
             reply_of(bad)
 
 
-def test_the_readme_claude_commands_run_against_the_local_messages_server(
+def test_the_docs_claude_commands_run_against_the_local_messages_server(
     tmp_path, monkeypatch, capsys
 ):
-    """README "Claude, Gemini, ...": its two `anthropic:` lines, pointed at the local server."""
+    """docs/llm-runs.md "Claude, Gemini, ...": its two `anthropic:` lines, at the local server."""
     import shlex
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = text[text.index("### Claude, Gemini, image detail and rate limits") :]
-    block = block[block.index("```") + 3 :]
-    block = block[: block.index("```")]
-    lines = [x for x in block.splitlines() if x.startswith("bayesobs ")]
+    from docs_pages import commands, fenced_blocks, page, section
+
+    text = section(page("llm-runs.md"), "Claude, Gemini, image detail and rate limits")
+    lines = commands(fenced_blocks(text)[0])
     assert len(lines) == 2 and all("anthropic:" in x for x in lines)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-local-test-key")

@@ -177,16 +177,16 @@ def test_exclude_keeps_a_trial_excluded_by_two_rules_counted_once():
     assert table.loc[table["rule"] == "rt_ms < 300", "trials"].sum() == n300 - n200
 
 
-def test_the_readme_exclusion_command_runs_as_printed(tmp_path, monkeypatch):
-    """The README's `--exclude` example, copied from the README, on a folder of trials."""
-    import re
+def test_the_docs_exclusion_command_runs_as_printed(tmp_path, monkeypatch):
+    """docs/human-data.md's `--exclude` example, read from the page, on a folder of trials."""
     import shlex
-    from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = re.search(r"```\n(bayesobs score study/ [^\n]*--exclude[^\n]*)\n```", readme)
-    assert block, "the README's --exclude example is gone"
-    argv = shlex.split(block.group(1))
+    from docs_pages import commands, fenced_blocks, page, section
+
+    text = section(page("human-data.md"), "Fitting someone else's export")
+    (line,) = [c for b in fenced_blocks(text) for c in commands(b) if "--exclude" in c]
+    assert line.startswith("bayesobs score study/ "), line
+    argv = shlex.split(line)
     (tmp_path / "study").mkdir()
     with open(tmp_path / "study" / "trials.jsonl", "w") as f:
         for rec in _study().to_dict(orient="records"):

@@ -1,7 +1,7 @@
-"""Every human-data recipe in the README runs end to end: fit, score, report.
+"""Every human-data recipe of the docs runs end to end: fit, score, report.
 
-The command lines are read from README.md itself (the fenced blocks of the
-sections below), so an edited README is what is tested.  Paths in a recipe
+The command lines are read from the pages themselves (docs/human-data.md, the
+fenced blocks of the sections below), so an edited page is what is tested.  Paths in a recipe
 name the data set's own files; ``SHARED_PATHS`` says where they are under the
 shared data folder.  A recipe a user can copy and that crashes fails here.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from docs_pages import commands, fenced_blocks, page, section
 from matplotlib.image import imread
 
 from bayesobs.api import predictions
@@ -25,9 +26,12 @@ from bayesobs.report import figures as F
 from bayesobs.trials import read_trials
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
-SECTIONS = ("### Fitting someone else's export", "## Report and figures", "## Library")
-# README path prefix -> where the data set keeps it under the shared data folder
+# (page, heading) of each section whose `bayesobs fit` recipes run here
+SECTIONS = (
+    ("human-data.md", "Fitting someone else's export"),
+    ("human-data.md", "One sitting in two numbered blocks (Vul et al.)"),
+)
+# recipe path prefix -> where the data set keeps it under the shared data folder
 SHARED_PATHS = {
     "rep_randwalk_table.csv": "glasauer_shi_2021_vierordt/rep_randwalk_table.csv",
     "experiment2/": "qu_shi_precision_weighting/raw_psychopy_csv/experiment2/",
@@ -36,47 +40,25 @@ SHARED_PATHS = {
 }
 
 
-def readme_section(text: str, heading: str) -> str:
-    """The README text under ``heading`` up to the next heading of the same or a higher level."""
-    level = len(heading) - len(heading.lstrip("#"))
-    lines = text.splitlines()
-    start = lines.index(heading) + 1
-    fenced = False
-    for end in range(start, len(lines)):
-        fenced ^= lines[end].startswith("```")
-        if not fenced and re.match(rf"#{{1,{level}}} ", lines[end]):
-            break
-    else:
-        end = len(lines)
-    return "\n".join(lines[start:end])
-
-
-def fenced_blocks(section: str, lang: str = "") -> list[str]:
-    """The fenced code blocks of a README section (``lang``: the info string)."""
-    return re.findall(rf"^```{lang}\n(.*?)^```", section, flags=re.M | re.S)
-
-
 def cli_recipes() -> list[list[str]]:
     """Each ``bayesobs fit`` command line of the recipe sections, as an argument list."""
-    text = README.read_text()
     out = []
-    for heading in SECTIONS:
-        for block in fenced_blocks(readme_section(text, heading)):
-            line = block.replace("\\\n", " ").strip()
-            if line.startswith("bayesobs fit "):
+    for name, heading in SECTIONS:
+        for block in fenced_blocks(section(page(name), heading)):
+            for line in commands(block, "bayesobs fit "):
                 out.append(shlex.split(line)[2:])
     return out
 
 
 def library_snippet() -> str:
-    (block,) = fenced_blocks(readme_section(README.read_text(), "## Library"), "python")
+    (block,) = fenced_blocks(page("library.md"), "python")
     return block
 
 
 RECIPES = cli_recipes()
 
 
-def test_the_readme_has_its_human_data_recipes():
+def test_the_docs_have_their_human_data_recipes():
     firsts = [r[0] for r in RECIPES]
     assert firsts == [
         "rep_randwalk_table.csv",
@@ -157,7 +139,7 @@ def check_report(folder: Path, scores: Path, interleaved: str | None = None) -> 
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=[r[0] for r in RECIPES])
-def test_readme_recipe_runs_fit_score_report(recipe, shared_data, tmp_path, capsys):
+def test_docs_recipe_runs_fit_score_report(recipe, shared_data, tmp_path, capsys):
     files, opts = _inputs(recipe, shared_data)
     assert main(["fit", *files, "--out", str(tmp_path / "fit"), *opts]) == 0
     scores = tmp_path / "scores"
@@ -169,10 +151,10 @@ def test_readme_recipe_runs_fit_score_report(recipe, shared_data, tmp_path, caps
     check_report(tmp_path / "report", scores, interleaved)
 
 
-def test_readme_library_snippet_runs(tmp_path, monkeypatch):
+def test_docs_library_snippet_runs(tmp_path, monkeypatch):
     (tmp_path / "tasks").symlink_to(ROOT / "tasks")  # the snippet names tasks/ from the repo root
     monkeypatch.chdir(tmp_path)
-    exec(compile(library_snippet(), "README.md (Library)", "exec"), {})  # the README is ours
+    exec(compile(library_snippet(), "docs/library.md", "exec"), {})  # the docs are ours
     page = (tmp_path / "report" / "index.html").read_text()
     assert re.search(r'src="figures/fig1_[^"]+\.png"', page)
     assert (tmp_path / "scores" / "bayesbench.csv").exists()

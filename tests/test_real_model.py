@@ -27,6 +27,7 @@ from pathlib import Path
 import httpx
 import pandas as pd
 import pytest
+from docs_pages import commands, fenced_blocks, page, section
 
 from bayesobs.cli import main
 
@@ -62,10 +63,9 @@ def server():
     _gguf()  # skips with the reason where the tier is not installed
     port = _free_port()
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{port}.log", "w")
-    # README "Running a local model": its server command as printed, on a free port
-    text = (ROOT / "README.md").read_text()
-    block = text[text.index("### Running a local model") :]
-    line = next(x for x in block.splitlines() if x.startswith("python -m llama_cpp.server "))
+    # docs/local-models.md "Running a local model": its server command as printed, on a free port
+    text = section(page("local-models.md"), "Running a local model")
+    line = next(x for x in text.splitlines() if x.startswith("python -m llama_cpp.server "))
     assert "--port 8080" in line and line.endswith(" &")
     command = line[: -len(" &")].replace("--port 8080", f"--port {port}")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -229,13 +229,12 @@ def _write_fixture(rows: list[dict]) -> None:
             f.write(json.dumps({k: r.get(k) for k in keep}) + "\n")
 
 
-def test_the_readme_local_model_command_runs(server, tmp_path, monkeypatch):
-    """README "Running a local model": its `bayesobs run` line against this server."""
+def test_the_docs_local_model_command_runs(server, tmp_path, monkeypatch):
+    """docs/local-models.md "Running a local model": its `bayesobs run` line against this server."""
     import shlex
 
-    text = (ROOT / "README.md").read_text()
-    block = text[text.index("### Running a local model") :]
-    line = next(x for x in block.splitlines() if x.startswith("bayesobs run "))
+    text = section(page("local-models.md"), "Running a local model")
+    (line,) = commands(fenced_blocks(text)[0])
     argv = shlex.split(line.replace("http://127.0.0.1:8080/v1", server))
     monkeypatch.chdir(tmp_path)
     assert main([*argv[1:], "--no-progress", "--no-cache"]) == 0

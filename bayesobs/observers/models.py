@@ -51,12 +51,38 @@ Params = LinearParams | StaticParams | KalmanParams
 
 
 def log_epsilon(x: np.ndarray) -> float:
-    """The log offset ``eps = 1e-3 * max(x)`` of a cell's stimuli."""
+    """The log offset ``eps = 1e-3 * max(x)`` of a cell's stimuli.
+
+    Parameters
+    ----------
+    x : array
+        The cell's stimuli.
+
+    Returns
+    -------
+    float
+        ``eps``.
+    """
     return LOG_EPS_FRACTION * float(np.max(x))
 
 
 def transform(v: np.ndarray, eps: float | None, log: bool) -> np.ndarray:
-    """``h(v)``: identity, or ``log(v + eps)`` for log variants."""
+    """``h(v)``: identity, or ``log(v + eps)`` for log variants.
+
+    Parameters
+    ----------
+    v : array
+        Stimuli or responses.
+    eps : float or None
+        The cell's log offset (unused unless ``log``).
+    log : bool
+        A log (Weber) variant.
+
+    Returns
+    -------
+    ndarray
+        ``h(v)`` as floats.
+    """
     v = np.asarray(v, dtype=float)
     return np.log(v + eps) if log else v
 
@@ -67,7 +93,17 @@ def kalman_gains(rho: np.ndarray | float, T: int) -> np.ndarray:
     ``K_1 = 1`` and ``K_t = (K_{t-1} + rho) / (K_{t-1} + rho + 1)``;
     ``rho = 0`` gives ``1/t`` and ``rho = inf`` gives 1 throughout.
 
-    Returns an array of shape ``np.shape(rho) + (T,)``.
+    Parameters
+    ----------
+    rho : float or array
+        Ratio of process to measurement variance, one or many.
+    T : int
+        Trials in the run.
+
+    Returns
+    -------
+    ndarray, shape ``np.shape(rho) + (T,)``
+        The gains.
     """
     rho = np.asarray(rho, dtype=float)
     K = np.empty(rho.shape + (T,))
@@ -86,6 +122,18 @@ def kalman_means(z: np.ndarray, rho: np.ndarray | float) -> np.ndarray:
 
     ``rho`` broadcasts against ``z.shape[:-1]``, so many runs or many values
     of ``rho`` are filtered at once.
+
+    Parameters
+    ----------
+    z : array, shape (..., T)
+        Transformed stimuli of one or many runs.
+    rho : float or array
+        Ratio of process to measurement variance.
+
+    Returns
+    -------
+    ndarray, shape of ``z`` broadcast against ``rho``
+        The posterior means.
     """
     z = np.asarray(z, dtype=float)
     T = z.shape[-1]
@@ -126,6 +174,7 @@ def mean_padded(variant: Variant | str, params: dict, z, zbar, xp=np):
     Parameters
     ----------
     variant : Variant or str
+        One of the ten variants.
     params : dict
         Parameters by name; each a scalar or an array broadcasting against
         ``z.shape[:-1] + (1,)`` (e.g. one value per run, for hierarchical models).
@@ -135,6 +184,11 @@ def mean_padded(variant: Variant | str, params: dict, z, zbar, xp=np):
         Mean of ``z`` over each run's real trials.
     xp : module
         ``numpy`` or ``jax.numpy``; with JAX the Kalman filter is a ``lax.scan``.
+
+    Returns
+    -------
+    array, shape (runs, T)
+        The predicted means on the model's scale.
     """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     if variant.family == "linear":
@@ -158,8 +212,21 @@ def pad_runs(
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Flat per-trial values to a ``(runs, T)`` array (runs in order of first appearance).
 
-    Returns the padded array (0 where padded), the presence mask and each
-    run's trial indices, so results can be scattered back.
+    Parameters
+    ----------
+    values : array
+        One value per trial.
+    run : array
+        Each trial's session-run label.
+
+    Returns
+    -------
+    padded : ndarray, shape (runs, T)
+        The values, 0 where padded.
+    present : bool ndarray, shape (runs, T)
+        Which entries are trials.
+    index : list of ndarray
+        Each run's trial indices, so results can be scattered back.
     """
     groups = _run_groups(run)
     T = max(len(g) for g in groups)
@@ -209,6 +276,11 @@ def predict_mean(
         Session-run label of each trial (default: one run).
     eps : float, optional
         Log offset; default ``1e-3 * max(x)``.
+
+    Returns
+    -------
+    ndarray
+        One predicted mean per trial, on the variant's scale.
     """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     p = _as_params(variant, params)
@@ -231,6 +303,24 @@ def predict_response(variant, params, x, run=None, eps=None) -> np.ndarray:
 
     The mean for identity variants; for log variants ``exp(m_t) - eps``
     (the median of the log-normal response).
+
+    Parameters
+    ----------
+    variant : Variant or str
+        One of the ten variants.
+    params : LinearParams, StaticParams, KalmanParams or dict
+        Parameters in natural units (log variants: in log space).
+    x : array
+        Stimuli in presentation order.
+    run : array, optional
+        Session-run label of each trial (default: one run).
+    eps : float, optional
+        Log offset; default ``1e-3 * max(x)``.
+
+    Returns
+    -------
+    ndarray
+        One predicted response per trial.
     """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     x = np.asarray(x, dtype=float)
@@ -244,6 +334,26 @@ def loglik(variant, params, x, y, run=None, eps=None) -> float:
 
     Missing responses (NaN) stay in the observer's sequence but add no term.
     Log variants include the Jacobian ``-sum(log(y + eps))``.
+
+    Parameters
+    ----------
+    variant : Variant or str
+        One of the ten variants.
+    params : LinearParams, StaticParams, KalmanParams or dict
+        Parameters in natural units (log variants: in log space).
+    x : array
+        Stimuli in presentation order.
+    y : array
+        Responses (NaN where missing).
+    run : array, optional
+        Session-run label of each trial (default: one run).
+    eps : float, optional
+        Log offset; default ``1e-3 * max(x)``.
+
+    Returns
+    -------
+    float
+        The log-likelihood.
     """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     p = _as_params(variant, params)
@@ -261,7 +371,28 @@ def loglik(variant, params, x, y, run=None, eps=None) -> float:
 
 
 def simulate(variant, params, x, run=None, eps=None, rng=None) -> np.ndarray:
-    """Draw responses ``y`` from the observer: ``h(y) ~ Normal(m_t, sigma^2)``."""
+    """Draw responses ``y`` from the observer: ``h(y) ~ Normal(m_t, sigma^2)``.
+
+    Parameters
+    ----------
+    variant : Variant or str
+        One of the ten variants.
+    params : LinearParams, StaticParams, KalmanParams or dict
+        Parameters in natural units (log variants: in log space).
+    x : array
+        Stimuli in presentation order.
+    run : array, optional
+        Session-run label of each trial (default: one run).
+    eps : float, optional
+        Log offset; default ``1e-3 * max(x)``.
+    rng : numpy.random.Generator, optional
+        Random stream (default: a fresh one).
+
+    Returns
+    -------
+    ndarray
+        One simulated response per trial.
+    """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     p = _as_params(variant, params)
     rng = np.random.default_rng(rng)

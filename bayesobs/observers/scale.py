@@ -62,6 +62,22 @@ def cell_moments(
     """Mean and (population) SD of the present ``z`` of each cell.
 
     ``cell`` gives each run's cell index; a cell without trials gets NaN.
+
+    Parameters
+    ----------
+    z : array, shape (runs, T)
+        Stimuli on the model's scale.
+    present : bool array, shape (runs, T)
+        Which trials exist.
+    cell : array of int, shape (runs,)
+        Each run's cell.
+    n_cells : int
+        Number of cells.
+
+    Returns
+    -------
+    mean, sd : ndarray, shape (n_cells,)
+        Each cell's mean and population SD.
     """
     w = present.astype(float)
     cnt = np.bincount(cell, weights=w.sum(1), minlength=n_cells)

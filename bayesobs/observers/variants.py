@@ -78,7 +78,18 @@ NUISANCE: dict[str, tuple[str, ...]] = {
 
 
 def get_variant(name: str) -> Variant:
-    """Return the variant called ``name``; raise ``ValueError`` listing valid names."""
+    """Return the variant called ``name``; raise ``ValueError`` listing valid names.
+
+    Parameters
+    ----------
+    name : str
+        A variant name (``linear``, ``static``, ``kalman_gain_log`` ...).
+
+    Returns
+    -------
+    Variant
+        Its row of the variant table.
+    """
     try:
         return BY_NAME[name]
     except KeyError:

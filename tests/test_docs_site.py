@@ -1,0 +1,44 @@
+"""The docs site's promises that the code can break: complete docstrings, a complete layout."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from docs_pages import ROOT, page
+from docstring_coverage import PACKAGE, coverage
+
+# modules of the API reference whose every public function has Parameters/Returns; a module
+# joins this list once it is complete, and a new function without them fails here
+COMPLETE = (
+    "api.py",
+    "bootstrap.py",
+    "observers/models.py",
+    "observers/scale.py",
+    "observers/variants.py",
+)
+
+
+@pytest.mark.parametrize("module", COMPLETE)
+def test_every_public_function_has_parameters_and_returns(module):
+    ((_, (done, total, gaps)),) = coverage([PACKAGE / module]).items()
+    assert not gaps, f"{module}: {gaps}"
+    assert done == total > 0
+
+
+def test_the_architecture_page_places_every_module():
+    text = page("architecture.md")
+    names = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    names |= {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    placed = set(re.findall(r"`(\w+)/?`", text))
+    assert not names - placed, (
+        f"modules missing from docs/architecture.md: {sorted(names - placed)}"
+    )
+
+
+def test_the_api_reference_names_only_modules_that_exist():
+    for ref in (ROOT / "docs" / "api").glob("*.md"):
+        for module in re.findall(r"^::: ([\w.]+)$", ref.read_text(), re.M):
+            parts = module.split(".")[1:]
+            path = PACKAGE.joinpath(*parts)
+            assert path.with_suffix(".py").exists() or (path / "__init__.py").exists(), module
