@@ -32,14 +32,50 @@ ANTHROPIC_PATCH_PX = 28
 
 
 def png_size(png: bytes) -> tuple[int, int]:
-    """Width and height of a PNG, from its IHDR chunk."""
+    """Width and height of a PNG, from its IHDR chunk.
+
+    Parameters
+    ----------
+    png : bytes
+        The encoded image (only its first 24 bytes are read).
+
+    Returns
+    -------
+    tuple of (int, int)
+        ``(width, height)`` in pixels.
+
+    Raises
+    ------
+    ValueError
+        When the bytes do not start with a PNG signature and IHDR chunk.
+    """
     if len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
         raise ValueError("not a PNG image")
     return struct.unpack(">II", png[16:24])
 
 
 def openai_image_tokens(width: int, height: int, detail: str = "auto") -> int:
-    """Tokens of one ``width`` x ``height`` image at OpenAI's ``detail`` (``auto`` as ``high``)."""
+    """Tokens of one ``width`` x ``height`` image at OpenAI's ``detail`` (``auto`` as ``high``).
+
+    Parameters
+    ----------
+    width, height : int
+        The image's size in pixels.
+    detail : {"auto", "low", "high"}
+        OpenAI's ``detail`` of the image part; ``"low"`` is a flat 85 tokens,
+        ``"auto"`` is counted as ``"high"`` (see the module docstring).
+
+    Returns
+    -------
+    int
+        Input tokens: 85 plus 170 per 512 px tile of the scaled image (85
+        with ``"low"``).
+
+    Raises
+    ------
+    ValueError
+        When ``detail`` is none of the three.
+    """
     if detail == "low":
         return OPENAI_LOW_TOKENS
     if detail not in IMAGE_DETAILS:
@@ -56,7 +92,19 @@ def openai_image_tokens(width: int, height: int, detail: str = "auto") -> int:
 
 
 def anthropic_image_tokens(width: int, height: int) -> int:
-    """Tokens of one ``width`` x ``height`` image in Anthropic's Messages API."""
+    """Tokens of one ``width`` x ``height`` image in Anthropic's Messages API.
+
+    Parameters
+    ----------
+    width, height : int
+        The image's size in pixels.
+
+    Returns
+    -------
+    int
+        One token per 28 x 28 px patch, after scaling the long edge down to
+        1568 px when it is longer.
+    """
     w, h = float(width), float(height)
     if max(w, h) > ANTHROPIC_LONG_EDGE_PX:
         scale = ANTHROPIC_LONG_EDGE_PX / max(w, h)
@@ -65,7 +113,27 @@ def anthropic_image_tokens(width: int, height: int) -> int:
 
 
 def image_tokens(subject: str, width: int, height: int, detail: str = "auto") -> int:
-    """Tokens of one image for a subject: Anthropic's accounting for ``anthropic:``, else OpenAI's."""
+    """Tokens of one image for a subject: Anthropic's accounting for ``anthropic:``, else OpenAI's.
+
+    Parameters
+    ----------
+    subject : str
+        The subject's spec (``"anthropic:..."``, ``"openai:..."``, ...).
+    width, height : int
+        The image's size in pixels.
+    detail : {"auto", "low", "high"}
+        OpenAI's ``detail``; ignored for Anthropic subjects.
+
+    Returns
+    -------
+    int
+        Estimated input tokens of the image.
+
+    Raises
+    ------
+    ValueError
+        For a non-Anthropic subject, when ``detail`` is none of the three.
+    """
     if subject.startswith("anthropic:"):
         return anthropic_image_tokens(width, height)
     return openai_image_tokens(width, height, detail)

@@ -71,7 +71,20 @@ def read_records(path: str | Path, strict: bool = False) -> tuple[list[dict], li
 
 
 def finite(v: Any) -> Any:
-    """``v`` with every NaN or infinite float (at any depth) as ``None``: strict JSON for other languages."""
+    """``v`` with every NaN or infinite float (at any depth) as ``None``: strict JSON for other languages.
+
+    Parameters
+    ----------
+    v : Any
+        A value to be written as JSON: a float, or a dict, list or tuple
+        nesting floats at any depth; other values pass through untouched.
+
+    Returns
+    -------
+    Any
+        A copy of ``v`` in which every NaN or infinite float is ``None``;
+        dicts keep their keys, and tuples come back as lists.
+    """
     if isinstance(v, float):
         return v if math.isfinite(v) else None
     if isinstance(v, dict):
