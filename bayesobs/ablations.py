@@ -56,7 +56,30 @@ class Condition:
 
 
 def condition(name: str, options: dict | None = None) -> Condition:
-    """The :class:`Condition` called ``name`` with defaults overridden by ``options``."""
+    """The :class:`Condition` called ``name`` with defaults overridden by ``options``.
+
+    Parameters
+    ----------
+    name : str
+        A condition name: ``base``, ``steer_verbal``, ``steer_numeric``,
+        ``steer_biased``, ``noise_constant``, ``noise_gradual``,
+        ``noise_text``, ``context_short``, ``context_long``,
+        ``context_reversed``, ``context_none``, ``hint`` or ``cot``.
+    options : dict, optional
+        Overrides of :data:`DEFAULTS` (a task spec's ``[ablations]``); here
+        ``context``, ``context_short``, ``context_long`` (previous trials in
+        the context) and ``text_noise`` (strength) are used.
+
+    Returns
+    -------
+    Condition
+        The condition's context length and changes to the base protocol.
+
+    Raises
+    ------
+    BayesobsInputError
+        When ``name`` is not a condition (the message lists them).
+    """
     o = {**DEFAULTS, **(options or {})}
     table = {
         "base": Condition("base", o["context"]),
@@ -79,7 +102,25 @@ def condition(name: str, options: dict | None = None) -> Condition:
 
 
 def blur_schedule(cond: Condition, n: int, options: dict | None = None) -> np.ndarray:
-    """Blur sigma (pixels) of each of ``n`` trials; applies to images only."""
+    """Blur sigma (pixels) of each of ``n`` trials; applies to images only.
+
+    Parameters
+    ----------
+    cond : Condition
+        The trial's condition; only its ``blur`` is read.
+    n : int
+        Trials in the session.
+    options : dict, optional
+        Overrides of :data:`DEFAULTS`: ``blur_sigma`` (``noise_constant``,
+        3.0 px) and ``blur_max_sigma`` (``noise_gradual``, 6.0 px).
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+        ``blur_sigma`` for every trial under constant blur; under gradual
+        blur a linear rise from 0 to ``blur_max_sigma`` (zeros when
+        ``n <= 1``); zeros without blur.
+    """
     o = {**DEFAULTS, **(options or {})}
     if cond.blur == "constant":
         return np.full(n, float(o["blur_sigma"]))
@@ -102,6 +143,21 @@ def degrade_text(text: str, strength: float, rng: np.random.Generator) -> str:
     The smudges make the degradation visible (a reader can tell how noisy the
     text is, as blur can be seen); other characters are untouched, so the
     text keeps its format.  ``s = 0`` returns ``text`` unchanged.
+
+    Parameters
+    ----------
+    text : str
+        The trial's text stimulus.
+    strength : float
+        The strength ``s`` (relative jitter; :data:`DEFAULTS` has 0.1); at
+        most 0 returns ``text`` unchanged.
+    rng : numpy.random.Generator
+        The random stream of the draws.
+
+    Returns
+    -------
+    str
+        The degraded text.
     """
     if strength <= 0:
         return text
@@ -136,6 +192,27 @@ def system_prompt(task, cond: Condition, previous: list[float], session_range, o
 
     ``previous``: true values of the trials shown before this one in the
     session (the numerical steering reports the range of the last few).
+
+    Parameters
+    ----------
+    task : Task
+        The task (:class:`bayesobs.stimuli.Task`); its ``role``,
+        ``instruction`` and ``allow_reasoning`` are read.
+    cond : Condition
+        The trial's condition (its ``steering`` and ``reasoning``).
+    previous : list of float
+        True values of the session's earlier trials, in order.
+    session_range : (float, float)
+        The session's stimulus range; ``steer_biased`` shifts the reported
+        range up by ``steer_bias`` times its width.
+    options : dict, optional
+        Overrides of :data:`DEFAULTS` (``steer_window``, ``steer_bias``).
+
+    Returns
+    -------
+    str
+        The sentences joined by spaces: the role, any steering, the task's
+        instruction, then the closing sentence (if any).
     """
     o = {**DEFAULTS, **(options or {})}
     parts = [f"You are a {task.role}."]
@@ -174,6 +251,17 @@ def final_answer(reply: str | None) -> str:
     reply without one is returned whole, for the task's own parser (which
     takes a labelled or cued number, or the last one after a cue).  ``None``
     reads as ``""``.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    str
+        The stripped text after the last answer label, else the whole
+        stripped reply.
     """
     text = reply or ""
     ends = [m.end() for m in _ANSWER_LABEL.finditer(text)]
@@ -196,6 +284,23 @@ def reply_budget(
     :data:`~bayesobs.reasoning.DEFAULT_REASONING_BUDGET`, 4096).  A subject
     that also reasons hidden (``--reasoning-effort``) adds its reasoning
     budget on top, as for every condition.
+
+    Parameters
+    ----------
+    task_max_tokens : int or None
+        The task's own reply budget (``None``: none set).
+    cond : Condition
+        The trial's condition; only its ``reasoning`` is read.
+    visible : int, optional
+        The subject's visible budget (``--max-tokens``).
+    reasoning : int, optional
+        The subject's ``--reasoning-budget``.
+
+    Returns
+    -------
+    int or None
+        Tokens the reply may spend; ``None`` (outside ``cot``, with no task
+        budget) leaves it to the subject.
     """
     if not cond.reasoning:
         return task_max_tokens

@@ -36,13 +36,39 @@ def _empty(reply: str | None) -> bool:
 
 
 def first_braced(reply: str) -> str | None:
-    """Content of the first ``{...}`` (no nested braces), stripped; ``None`` if there is none."""
+    """Content of the first ``{...}`` (no nested braces), stripped; ``None`` if there is none.
+
+    Parameters
+    ----------
+    reply : str
+        The subject's reply.
+
+    Returns
+    -------
+    str or None
+        The text between the first pair of braces that holds no brace,
+        stripped of surrounding whitespace; ``None`` when there is no such
+        pair.
+    """
     m = _BRACED.search(reply)
     return m.group(1).strip() if m else None
 
 
 def normalise(text: str) -> str:
-    """Lowercase, single spaces, no surrounding quotes or full stop."""
+    """Lowercase, single spaces, no surrounding quotes or full stop.
+
+    Parameters
+    ----------
+    text : str
+        An answer as the subject wrote it.
+
+    Returns
+    -------
+    str
+        ``text`` stripped of surrounding whitespace and of any ``"``, ``'``,
+        backtick or ``.`` at either end, lower-cased, with every run of
+        whitespace inside made one space.
+    """
     return " ".join(text.strip().strip("\"'`.").lower().split())
 
 
@@ -66,6 +92,14 @@ def braced_word(
         (``"word"``, the re-identification yes/no), or refuse (``"none"``).
     norm : callable
         How braces and reply are normalised before comparison.
+
+    Returns
+    -------
+    value : str or None
+        The normalised allowed word (``None`` when the reply is invalid).
+    reason : str or None
+        ``None`` when valid, else why not: an empty reply, braces holding a
+        word not allowed, or (without braces) no match under ``fallback``.
     """
     if _empty(reply):
         return None, "empty reply"
@@ -92,7 +126,21 @@ def braced_word(
 
 
 def fields(reply: str | None) -> dict[str, str]:
-    """``KEY: value`` lines of a reply, keys upper-cased (the first of a repeated key wins)."""
+    """``KEY: value`` lines of a reply, keys upper-cased (the first of a repeated key wins).
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply; a key may be wrapped in Markdown bold
+        (``**COUNT**: 7``).
+
+    Returns
+    -------
+    dict of str to str
+        Each key (letters, spaces, ``_`` or ``-``, starting with a letter),
+        upper-cased with spaces as ``_``, mapped to the stripped rest of its
+        line; empty for an empty reply.
+    """
     out: dict[str, str] = {}
     if _empty(reply):
         return out
@@ -103,7 +151,26 @@ def fields(reply: str | None) -> dict[str, str]:
 
 
 def field(reply: str | None, key: str, allowed: Iterable[str] | None = None) -> Parsed:
-    """The value of field ``KEY:`` (normalised; checked against ``allowed`` when given)."""
+    """The value of field ``KEY:`` (normalised; checked against ``allowed`` when given).
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+    key : str
+        The field's name, matched case-insensitively against :func:`fields`.
+    allowed : iterable of str, optional
+        The valid values, already normalised; any value passes when omitted.
+
+    Returns
+    -------
+    value : str or None
+        The field's value passed through :func:`normalise` (``None`` when
+        invalid).
+    reason : str or None
+        ``None`` when valid, else why not: an empty reply, no such field, or
+        a value not allowed.
+    """
     if _empty(reply):
         return None, "empty reply"
     got = fields(reply).get(key.upper())
@@ -116,7 +183,24 @@ def field(reply: str | None, key: str, allowed: Iterable[str] | None = None) -> 
 
 
 def number_field(reply: str | None, key: str) -> Parsed:
-    """A whole number from field ``KEY:`` (``COUNT: 7``)."""
+    """A whole number from field ``KEY:`` (``COUNT: 7``).
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+    key : str
+        The field's name (case-insensitive).
+
+    Returns
+    -------
+    value : int or None
+        The number, when the whole field value is an optionally signed run
+        of digits (``None`` when invalid).
+    reason : str or None
+        ``None`` when valid, else why not (an empty reply, no such field,
+        or a value that is not a whole number).
+    """
     value, why = field(reply, key)
     if why:
         return None, why
@@ -131,6 +215,25 @@ def label(reply: str | None, labels: Iterable[str], key: str | None = None) -> P
 
     Looks in order at the first ``{...}``, the ``KEY:`` field (if ``key``),
     then the first label standing alone in the reply.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+    labels : iterable of str
+        The possible labels (``"A"``, ``"top-left"``...).
+    key : str, optional
+        A field name (``"ANSWER"``) to look at after the braces.
+
+    Returns
+    -------
+    value : str or None
+        The label as given in ``labels`` (``None`` when invalid).  Braces or
+        a field that hold something other than a label make the reply
+        invalid, without looking further; in free text the longest label
+        matching first wins among those at the same place.
+    reason : str or None
+        ``None`` when valid, else why not.
     """
     if _empty(reply):
         return None, "empty reply"
@@ -173,6 +276,26 @@ def ordered_list(
 
     Items are normalised; each must be in ``allowed`` (when given) and there
     must be ``length`` of them (when given).  Returns a tuple.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+    allowed : iterable of str, optional
+        The valid items, already normalised; any item passes when omitted.
+    key : str, optional
+        A field name whose value holds the list; looked at before brackets.
+    length : int, optional
+        The number of items required.
+
+    Returns
+    -------
+    value : tuple of str or None
+        The items in the reply's order, split at commas or semicolons and
+        normalised (``None`` when invalid).
+    reason : str or None
+        ``None`` when valid, else why not: no list, an empty list, an item
+        not allowed, or the wrong number of items.
     """
     if _empty(reply):
         return None, "empty reply"
@@ -195,7 +318,24 @@ def ordered_list(
 def unordered_set(
     reply: str | None, allowed: Iterable[str] | None = None, key: str | None = None
 ) -> Parsed:
-    """Like :func:`ordered_list`, as a sorted tuple of distinct items (order and repeats ignored)."""
+    """Like :func:`ordered_list`, as a sorted tuple of distinct items (order and repeats ignored).
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+    allowed : iterable of str, optional
+        The valid items, already normalised.
+    key : str, optional
+        A field name whose value holds the items.
+
+    Returns
+    -------
+    value : tuple of str or None
+        The distinct items, sorted (``None`` when invalid).
+    reason : str or None
+        ``None`` when valid, else why not (as :func:`ordered_list`).
+    """
     items, why = ordered_list(reply, allowed, key)
     if why:
         return None, why

@@ -56,6 +56,19 @@ def compact(content: Any) -> list[Token] | None:
 
     Each token becomes ``[text, logprob, [[alternative, logprob], ...]]``,
     logprobs rounded to 6 decimals (a relative error of 1e-6 in a probability).
+
+    Parameters
+    ----------
+    content : Any
+        The API's list of token dicts, each with ``token``, ``logprob`` and
+        optionally ``top_logprobs`` (a list of ``{token, logprob}`` dicts).
+
+    Returns
+    -------
+    list of list or None
+        One compact token per item; ``None`` when ``content`` is not a
+        non-empty list or an item lacks a text ``token`` or a finite
+        ``logprob`` <= 0.  A malformed alternative is dropped, not fatal.
     """
     if not isinstance(content, list) or not content:
         return None
@@ -185,6 +198,30 @@ def reply_distribution(
     columns are None and ``response_dist_note`` says why.  ``start``: the
     answer is read from ``reply[start:]`` only (a ``cot`` reply's part after
     its last answer label), every branch likewise.
+
+    Parameters
+    ----------
+    tokens : sequence of list or None
+        The reply's tokens in :func:`compact` form (``None`` or empty when
+        the reply logged none).
+    reply : str or None
+        The reply text.
+    fraction : bool
+        The task's answers are fractions (``42%`` reads as 0.42).
+    answer_range : (float, float), optional
+        Plausible answers of the task; a branch outside is not an answer.
+    truncated : bool
+        The reply was cut off by ``max_tokens``.
+    start : int
+        Offset in ``reply`` from which the answer is read (0: all of it).
+
+    Returns
+    -------
+    dict
+        ``response_expected``, ``response_sd``, ``response_mass``,
+        ``response_top`` (as :func:`answer_distribution`) and
+        ``response_dist_note``: ``None`` with a distribution, else the four
+        columns ``None`` and the note the reason.
     """
     empty = dict.fromkeys(COLUMNS)
     if not tokens:
@@ -208,6 +245,11 @@ def use_expected(trials):
 
     Trials without a distribution keep their place in the sequence with a
     missing response (excluded from the likelihoods, as any missing answer).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with ``response`` and ``response_expected`` columns.
 
     Returns
     -------

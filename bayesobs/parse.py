@@ -100,6 +100,21 @@ def bounded(reply: str, limit: int = MAX_READ_CHARS) -> str:
 
     The two ends are cut at whitespace (no number is split) and joined by a
     line break (no cue reaches across it).
+
+    Parameters
+    ----------
+    reply : str
+        The subject's raw reply.
+    limit : int
+        Characters read at most (default :data:`MAX_READ_CHARS`, 20,000).
+
+    Returns
+    -------
+    str
+        ``reply`` itself when it is at most ``limit`` characters long; else
+        its first ``limit // 2`` characters up to their last space or line
+        break, a line break, and its last ``limit // 2`` characters from
+        their first space or line break.
     """
     if len(reply) <= limit:
         return reply
@@ -185,6 +200,17 @@ def answer_span(
     truncated: bool = False,
 ) -> tuple[int, int] | None:
     """Where in ``reply`` the number :func:`read_answer` reads as the answer stands.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's raw reply.
+    fraction : bool
+        The task's answers are fractions (as :func:`read_answer`).
+    answer_range : (float, float), optional
+        Plausible answers of the task (as :func:`read_answer`).
+    truncated : bool
+        The reply was cut off by ``max_tokens`` (as :func:`read_answer`).
 
     Returns
     -------
@@ -281,7 +307,21 @@ def _check(v: float, answer_range: tuple[float, float] | None) -> tuple[float, s
 
 
 def parse_number(reply: str | None, fraction: bool = False) -> float:
-    """The numeric answer in ``reply`` (NaN if there is none); see :func:`read_answer`."""
+    """The numeric answer in ``reply`` (NaN if there is none); see :func:`read_answer`.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's raw reply.
+    fraction : bool
+        The task's answers are fractions: ``42%`` reads as 0.42.
+
+    Returns
+    -------
+    float
+        :func:`read_answer`'s value with no answer range and not truncated;
+        NaN when the reply holds no valid answer.
+    """
     return read_answer(reply, fraction)[0]
 
 
