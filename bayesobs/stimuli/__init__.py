@@ -32,7 +32,27 @@ TASKS: dict[str, type[Task]] = {
 
 
 def get_task(name: str, **options) -> Task:
-    """An instance of the task called ``name`` (``duration`` takes ``ami=DIR``, ``hvs`` ``hvs=DIR``)."""
+    """An instance of the task called ``name`` (``duration`` takes ``ami=DIR``, ``hvs`` ``hvs=DIR``).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`TASKS`.
+    **options
+        ``ami`` (a folder of the AMI corpus, for ``duration``) or ``hvs``
+        (a folder of HVSBench-style questions, for ``hvs``); ignored for
+        other tasks.
+
+    Returns
+    -------
+    Task
+        The task.
+
+    Raises
+    ------
+    BayesobsInputError
+        When ``name`` is not a task (the message lists them).
+    """
     if name not in TASKS:
         raise BayesobsInputError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
     if name == "duration":

@@ -53,7 +53,26 @@ def _params(low: float, high: float, options: dict) -> tuple[str, dict]:
 
 
 def check_distribution(low: float, high: float, options: dict, where: str) -> None:
-    """Refuse an unknown distribution or impossible parameters, in one line naming ``where``."""
+    """Refuse an unknown distribution or impossible parameters, in one line naming ``where``.
+
+    Parameters
+    ----------
+    low, high : float
+        The session's range.
+    options : dict
+        The session entry: ``distribution`` (default ``"uniform"``) and its
+        parameters (see the module docstring).
+    where : str
+        What to name in the message (e.g. ``"sessions[0] (low)"``).
+
+    Raises
+    ------
+    BayesobsInputError
+        For an unknown distribution, a parameter it does not take, a
+        parameter that is not a number, ``sd`` <= 0, a ``gaussian`` mean or
+        ``bimodal`` modes outside the range (or not two modes), or
+        ``skewed`` ``alpha``/``beta`` <= 0.
+    """
     name = options.get("distribution", "uniform")
     if name not in DISTRIBUTIONS:
         raise BayesobsInputError(
@@ -84,7 +103,25 @@ def check_distribution(low: float, high: float, options: dict, where: str) -> No
 def draw_values(
     rng: np.random.Generator, low: float, high: float, n: int, options: dict
 ) -> np.ndarray:
-    """``n`` values of the session's distribution, inside ``[low, high]``."""
+    """``n`` values of the session's distribution, inside ``[low, high]``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The session's random stream.
+    low, high : float
+        The session's range.
+    n : int
+        Values to draw.
+    options : dict
+        The session entry: ``distribution`` (default ``"uniform"``) and its
+        parameters (see the module docstring).
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+        The values; truncated distributions are drawn by rejection.
+    """
     name, p = _params(low, high, options)
     if name == "uniform":
         return np.array([rng.uniform(low, high) for _ in range(n)])
@@ -103,14 +140,47 @@ def draw_values(
 
 
 def draw_value(rng: np.random.Generator, low: float, high: float, options: dict) -> float:
-    """One value of the session's distribution (uniform: exactly ``rng.uniform(low, high)``)."""
+    """One value of the session's distribution (uniform: exactly ``rng.uniform(low, high)``).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The session's random stream.
+    low, high : float
+        The session's range.
+    options : dict
+        The session entry: ``distribution`` (default ``"uniform"``) and its
+        parameters (see the module docstring).
+
+    Returns
+    -------
+    float
+        A value in ``[low, high]``.
+    """
     if options.get("distribution", "uniform") == "uniform":
         return float(rng.uniform(low, high))
     return float(draw_values(rng, low, high, 1, options)[0])
 
 
 def density(x: np.ndarray, low: float, high: float, options: dict) -> np.ndarray:
-    """Unnormalised density of the (truncated) distribution at ``x``."""
+    """Unnormalised density of the (truncated) distribution at ``x``.
+
+    Parameters
+    ----------
+    x : array_like of float
+        Points at which to evaluate it.
+    low, high : float
+        The session's range.
+    options : dict
+        The session entry: ``distribution`` (default ``"uniform"``) and its
+        parameters (see the module docstring).
+
+    Returns
+    -------
+    ndarray of float
+        The density up to a constant, shaped like ``x``; 0 outside
+        ``[low, high]``.
+    """
     name, p = _params(low, high, options)
     x = np.asarray(x, dtype=float)
     inside = (x >= low) & (x <= high)
@@ -127,7 +197,22 @@ def density(x: np.ndarray, low: float, high: float, options: dict) -> np.ndarray
 
 
 def prior_mean(low: float, high: float, options: dict) -> float:
-    """Mean of the session's stimulus distribution (numerically, on a fine grid)."""
+    """Mean of the session's stimulus distribution (numerically, on a fine grid).
+
+    Parameters
+    ----------
+    low, high : float
+        The session's range.
+    options : dict
+        The session entry: ``distribution`` (default ``"uniform"``) and its
+        parameters (see the module docstring).
+
+    Returns
+    -------
+    float
+        The midpoint for ``uniform``; otherwise the trapezoid-rule mean of
+        :func:`density` on 4001 points of the range.
+    """
     if options.get("distribution", "uniform") == "uniform":
         return (low + high) / 2
     x = np.linspace(low, high, _GRID)
@@ -136,7 +221,22 @@ def prior_mean(low: float, high: float, options: dict) -> float:
 
 
 def label(low: float, high: float, options: dict) -> str:
-    """The distribution as logged in the trial rows, e.g. ``gaussian(mean=0.3, sd=0.05)``."""
+    """The distribution as logged in the trial rows, e.g. ``gaussian(mean=0.3, sd=0.05)``.
+
+    Parameters
+    ----------
+    low, high : float
+        The session's range (defaults of the parameters depend on it).
+    options : dict
+        The session entry: ``distribution`` (default ``"uniform"``) and its
+        parameters (see the module docstring).
+
+    Returns
+    -------
+    str
+        The name, with every parameter (defaults filled in) in brackets;
+        ``"uniform"`` alone.
+    """
     name, p = _params(low, high, options)
     if not p:
         return name

@@ -40,6 +40,21 @@ def parse_words_xml(path: str | Path) -> list[Word]:
 
     Other elements (vocal sounds, disfluency markers, gaps) are not words and
     are skipped; a word without timings keeps NaN times.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file named ``MEETING.SPEAKER.words.xml``.
+
+    Returns
+    -------
+    list of Word
+        The file's words, with meeting and speaker from the file name.
+
+    Raises
+    ------
+    BayesobsInputError
+        When the name is not of that form or the XML is malformed.
     """
     path = Path(path)
     parts = path.name.split(".")
@@ -67,6 +82,23 @@ def load_ami(folder: str | Path) -> dict[str, list[Word]]:
 
     Returns ``{meeting: words of all speakers sorted by start time}``; words
     without timings are dropped.
+
+    Parameters
+    ----------
+    folder : str or Path
+        An AMI annotation folder holding ``words/*.words.xml``, or a folder
+        of ``*.words.xml`` files.
+
+    Returns
+    -------
+    dict of str to list of Word
+        Each meeting's timed words, sorted by start then end time.
+
+    Raises
+    ------
+    BayesobsInputError
+        When the folder holds no words files, or one is malformed
+        (:func:`parse_words_xml`).
     """
     folder = Path(folder)
     files = sorted(folder.glob("words/*.words.xml")) or sorted(folder.glob("*.words.xml"))
@@ -100,6 +132,19 @@ def synthetic_meeting(rng: np.random.Generator, seconds: float = 900.0) -> list[
     Turns of 2–25 words; word durations log-normal around 0.33 s (about
     2.5–3 words per second with short within-turn pauses); 0.1–1.2 s gaps
     between turns.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The random stream.
+    seconds : float
+        Length of the dialogue; turns are added until it is reached.
+
+    Returns
+    -------
+    list of Word
+        Words of meeting ``"synthetic"``, speakers ``A`` to ``D`` (no
+        speaker twice in a row), times rounded to 0.01 s.
     """
     t = 0.0
     words: list[Word] = []
@@ -116,7 +161,19 @@ def synthetic_meeting(rng: np.random.Generator, seconds: float = 900.0) -> list[
 
 
 def transcript(words: list[Word]) -> str:
-    """Speaker-labelled transcript; punctuation attaches to the previous word."""
+    """Speaker-labelled transcript; punctuation attaches to the previous word.
+
+    Parameters
+    ----------
+    words : list of Word
+        The extract's words in order.
+
+    Returns
+    -------
+    str
+        One line per turn, ``"A: word word ..."``, a new turn whenever the
+        speaker changes.
+    """
     lines: list[list[str]] = []
     speakers: list[str] = []
     for w in words:
@@ -132,7 +189,29 @@ def transcript(words: list[Word]) -> str:
 
 
 def extract(words: list[Word], start: int, target: float) -> tuple[float, int] | None:
-    """End index (exclusive) and duration of the extract from ``start`` closest to ``target``."""
+    """Duration and end index (exclusive) of the extract from ``start`` closest to ``target``.
+
+    The extract grows word by word from ``words[start]``; it stops at a
+    silence longer than :data:`MAX_PAUSE_S` before a word, or once it is
+    longer than ``1.5 * target + 1`` seconds.
+
+    Parameters
+    ----------
+    words : list of Word
+        A meeting's words sorted by start time.
+    start : int
+        Index of the extract's first word.
+    target : float
+        The duration sought, in seconds.
+
+    Returns
+    -------
+    tuple of (float, int) or None
+        ``(duration, stop)``: the extract ``words[start:stop]`` whose span
+        (last end minus first start, in seconds) is closest to ``target``.
+        The first word alone is always a candidate, so a valid ``start``
+        gives a pair.
+    """
     t0 = words[start].start
     best = None
     last_end = words[start].end
@@ -173,7 +252,24 @@ class Duration(Task):
         self._meetings: dict[str, list[Word]] | None = None
 
     def meetings(self, rng: np.random.Generator) -> dict[str, list[Word]]:
-        """The meetings to cut excerpts from: the AMI corpus if given, else a synthetic one."""
+        """The meetings to cut excerpts from: the AMI corpus if given, else a synthetic one.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The random stream of a synthetic meeting (unused with AMI).
+
+        Returns
+        -------
+        dict of str to list of Word
+            The AMI meetings (read once, then cached), or a new 900 s
+            synthetic meeting under ``"synthetic"``.
+
+        Raises
+        ------
+        BayesobsInputError
+            When the AMI folder cannot be read (:func:`load_ami`).
+        """
         if self.ami is not None:
             if self._meetings is None:
                 self._meetings = load_ami(self.ami)
@@ -181,7 +277,37 @@ class Duration(Task):
         return {"synthetic": synthetic_meeting(rng)}
 
     def generate(self, rng, low, high, n, options):
-        """``n`` dialogue excerpts whose spoken duration lies in ``[low, high]`` seconds."""
+        """``n`` dialogue excerpts whose spoken duration lies in ``[low, high]`` seconds.
+
+        Each excerpt aims at a duration drawn from the session's
+        distribution and starts at a random word of a random meeting; it is
+        kept when its duration is within ``[low, high]`` and within 10 % +
+        0.3 s of the aim.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The session's random stream.
+        low, high : float
+            The session's range in seconds.
+        n : int
+            Excerpts to make.
+        options : dict
+            The session entry's ``distribution`` and its parameters
+            (:mod:`bayesobs.stimuli.distributions`).
+
+        Returns
+        -------
+        list of Stimulus
+            Value: the duration rounded to 1 ms; text: the transcript;
+            params: ``source`` (``"ami"`` or ``"synthetic"``), ``meeting``,
+            ``start_s``, ``first_word`` and ``n_words``.
+
+        Raises
+        ------
+        BayesobsInputError
+            When 500 tries find no excerpt for a stimulus.
+        """
         meetings = self.meetings(rng)
         names = sorted(meetings)
         source = "ami" if self.ami is not None else "synthetic"
