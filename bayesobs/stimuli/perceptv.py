@@ -49,7 +49,18 @@ HOW_TO_ANSWER = {
 
 
 def size_of_seed(seed: int) -> int:
-    """The problem size a trial seed encodes: ``1 + seed % 20``."""
+    """The problem size a trial seed encodes: ``1 + seed % 20``.
+
+    Parameters
+    ----------
+    seed : int
+        A trial seed.
+
+    Returns
+    -------
+    int
+        The size, 1 to 20.
+    """
     return 1 + int(seed) % N_SIZES
 
 
@@ -62,19 +73,85 @@ class PerceptV(PerceptionTask):
     max_tokens = perceptv.MAX_TOKENS
 
     def sizes(self, variant):
-        """The problem sizes (1..20) of every domain."""
+        """The problem sizes (1..20) of every domain.
+
+        Parameters
+        ----------
+        variant : str
+            A domain (every domain has the same sizes).
+
+        Returns
+        -------
+        tuple of int
+            ``(1, 2, ..., 20)``.
+        """
         return tuple(range(1, N_SIZES + 1))
 
     def parse(self, answer_format, reply):
-        """The library's parser for ``answer_format`` (:mod:`bayesobs.perceptv.parse`)."""
+        """The library's parser for ``answer_format`` (:mod:`bayesobs.perceptv.parse`).
+
+        Parameters
+        ----------
+        answer_format : str
+            The trial's answer format.
+        reply : str or None
+            The subject's reply.
+
+        Returns
+        -------
+        value : Any
+            The parsed answer (``None`` when invalid).
+        reason : str or None
+            ``None`` when valid, else why not.
+
+        Raises
+        ------
+        ValueError
+            For an answer format the library does not know.
+        """
         return pparse.parse(answer_format, reply)
 
     def trial(self, variant: str, seed: int):
-        """The library trial of ``variant`` generated from ``seed`` (size from the seed)."""
+        """The library trial of ``variant`` generated from ``seed`` (size from the seed).
+
+        Parameters
+        ----------
+        variant : str
+            The domain.
+        seed : int
+            The trial seed; the size is :func:`size_of_seed`.
+
+        Returns
+        -------
+        bayesobs.perceptv.common.Trial
+            :func:`bayesobs.perceptv.make_trial`'s trial.
+
+        Raises
+        ------
+        ValueError
+            For an unknown domain.
+        """
         return perceptv.make_trial(variant, size_of_seed(seed), int(seed))
 
     def questions(self, variant, seed):
-        """The one question of the trial generated from ``seed``."""
+        """The one question of the trial generated from ``seed``.
+
+        Parameters
+        ----------
+        variant : str
+            The domain.
+        seed : int
+            The trial seed.
+
+        Returns
+        -------
+        list of Question
+            One question: the stimulus (value: the size; prompt: the
+            library's; params: ``variant``, ``seed``, ``gold``, ``accept``,
+            ``format``, ``chance``, ``columns`` with ``domain``,
+            ``answer_type`` and ``skills``, ``n_images``, ``n_demos``), its
+            PNG images and no demonstrations.
+        """
         t = self.trial(variant, seed)
         images = tuple(png_bytes(i) for i in t.images)
         stim = self.stimulus(
@@ -103,7 +180,21 @@ class PerceptV(PerceptionTask):
     )
 
     def human_question(self, stim: Stimulus) -> str:
-        """The domain's question without the model's output format, then how to type the answer."""
+        """The domain's question without the model's output format, then how to type the answer.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task (its ``params`` hold ``variant``,
+            ``seed``, ``format``...).
+
+        Returns
+        -------
+        str
+            The domain's prompt bullets that do not speak of the output
+            format, each ending in a full stop, then the answer format's
+            line of :data:`HOW_TO_ANSWER`.
+        """
         from ..perceptv.prompts import BULLETS
 
         keep = [b.strip() for b in BULLETS[stim.params["variant"]] if not _FORMAT_BULLET.search(b)]
@@ -111,7 +202,22 @@ class PerceptV(PerceptionTask):
         return f"{said} {HOW_TO_ANSWER[stim.params['format']]}"
 
     def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
-        """As typed, then in the domain's answer format (``4`` -> ``COUNT:4``)."""
+        """As typed, then in the domain's answer format (``4`` -> ``COUNT:4``).
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task (its ``params`` hold ``variant``,
+            ``seed``, ``format``...).
+        text : str
+            What the person typed.
+
+        Returns
+        -------
+        tuple of str
+            ``(text, formatted)``, or ``(text,)`` when the format has no
+            formatter or its formatter refuses the text.
+        """
         from ..perceptv.parse import FORMATTERS
 
         try:
@@ -121,7 +227,24 @@ class PerceptV(PerceptionTask):
         return (text, formatted)
 
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict[str, Any]:
-        """Score a reply: right when its parsed value is in the trial's accept set."""
+        """Score a reply: right when its parsed value is in the trial's accept set.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task (its ``params`` hold ``variant``,
+            ``seed``, ``format``...).
+        reply : str or None
+            The subject's reply.
+        truncated : bool
+            The reply was cut off by ``max_tokens``.
+
+        Returns
+        -------
+        dict
+            :meth:`PerceptionTask.record`'s row, with ``correct`` and
+            ``response`` set from the ``accept`` set when valid.
+        """
         row = super().record(stim, reply, truncated)
         if row["valid"]:
             correct = int(row["response_value"] in set(stim.params["accept"]))
@@ -130,7 +253,19 @@ class PerceptV(PerceptionTask):
         return row
 
     def request_meta(self, stim: Stimulus) -> dict[str, Any]:
-        """The trial identity for simulated subjects (domain and seed; never logged or sent)."""
+        """The trial identity for simulated subjects (domain and seed; never logged or sent).
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task (its ``params`` hold ``variant``,
+            ``seed``, ``format``...).
+
+        Returns
+        -------
+        dict
+            ``perceptv_domain`` and ``perceptv_seed``.
+        """
         return {
             "perceptv_domain": stim.params["variant"],
             "perceptv_seed": int(stim.params["seed"]),
