@@ -83,14 +83,43 @@ DIGITS = {"2": "abged", "5": "afgcd"}
 
 
 def cell_of(x: float, y: float) -> str:
-    """The grid cell ``"i,j"`` (row, column from 1) holding point ``(x, y)``; ``"invalid"`` outside."""
+    """The grid cell ``"i,j"`` (row, column from 1) holding point ``(x, y)``; ``"invalid"`` outside.
+
+    Parameters
+    ----------
+    x, y : float
+        Image pixel coordinates (origin top left); the borders x = 200 and
+        y = 200 belong to the second column and row.
+
+    Returns
+    -------
+    str
+        ``"1,1"``, ``"1,2"``, ``"2,1"`` or ``"2,2"``; ``"invalid"`` outside
+        the 400 x 400 image.
+    """
     if not (0 <= x <= SIZE and 0 <= y <= SIZE):
         return "invalid"
     return f"{1 + (y >= HALF)},{1 + (x >= HALF)}"
 
 
 def glyph_segments(digit: str, x: float, y: float, angle_deg: float):
-    """End points of the strokes of a seven-segment ``digit`` centred at ``(x, y)``, rotated."""
+    """End points of the strokes of a seven-segment ``digit`` centred at ``(x, y)``, rotated.
+
+    Parameters
+    ----------
+    digit : {"2", "5"}
+        The digit.
+    x, y : float
+        Its centre in pixels.
+    angle_deg : float
+        Rotation in degrees (clockwise on the image, whose y grows
+        downwards).
+
+    Returns
+    -------
+    list of tuple of 4 floats
+        ``(x0, y0, x1, y1)`` per stroke of the 10 x 18 px glyph.
+    """
     c, s = math.cos(math.radians(angle_deg)), math.sin(math.radians(angle_deg))
     out = []
     for name in DIGITS[digit]:
@@ -103,7 +132,21 @@ def glyph_segments(digit: str, x: float, y: float, angle_deg: float):
 
 
 def draw_digit(img: np.ndarray, digit: str, x: float, y: float, angle: float, colour) -> None:
-    """Draw ``digit`` (2 or 5) centred at ``(x, y)``, rotated by ``angle`` degrees, into ``img``."""
+    """Draw ``digit`` (2 or 5) centred at ``(x, y)``, rotated by ``angle`` degrees, into ``img``.
+
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 3)
+        The image, changed in place.
+    digit : {"2", "5"}
+        The digit.
+    x, y : float
+        Its centre in pixels.
+    angle : float
+        Rotation in degrees.
+    colour : tuple of 3 numbers
+        RGB in [0, 255]; strokes are 3 px wide.
+    """
     for x0, y0, x1, y1 in glyph_segments(digit, x, y, angle):
         segment(img, x0, y0, x1, y1, STROKE, colour)
 
@@ -125,6 +168,35 @@ def place(
     ``field_radius``, within that disc around the centre.  Item 0 (the
     target) is kept ``border_margin`` px away from the cell borders.
     Positions are rounded to 0.01 px.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The random stream.
+    radii : array_like of float, shape (n,)
+        Each item's radius in px; item 0 is the target.
+    gap : float
+        Least distance in px between the edges of two items.
+    field_radius : float, optional
+        Keep items within a disc of this radius around the image centre
+        (default: within the 400 x 400 image).
+    border_margin : float
+        The target's least distance in px from the lines x = 200 and
+        y = 200.
+    max_tries : int
+        Fresh starts before giving up.
+    batch : int
+        Candidate positions tried per item (32 first, then ``batch``).
+
+    Returns
+    -------
+    ndarray of float, shape (n, 2)
+        The centres ``(x, y)`` in px.
+
+    Raises
+    ------
+    RuntimeError
+        When ``max_tries`` starts cannot place every item.
     """
     radii = np.asarray(radii, float)
     n = len(radii)
@@ -174,6 +246,19 @@ def parse_cell(reply: str | None) -> str:
     """The cell ``"i,j"`` a reply names (first ``Cell (i,j)`` or quadrant), else ``"invalid"``.
 
     A cell outside the 2 x 2 grid (e.g. ``Cell (2,3)``) is ``"invalid"``.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    str
+        ``"i,j"`` for the first ``Cell (i,j)`` (brackets optional, any
+        case), else for the first quadrant named (``top left``,
+        ``lower-right``...); ``"invalid"`` when there is neither, or the
+        cell is outside the grid.
     """
     if not reply:
         return "invalid"
@@ -190,7 +275,20 @@ def parse_cell(reply: str | None) -> str:
 
 
 def parse_point(reply: str | None) -> tuple[float, float] | None:
-    """The first ``(x, y)`` pair (or ``x = .., y = ..``) in a reply; ``None`` if there is none."""
+    """The first ``(x, y)`` pair (or ``x = .., y = ..``) in a reply; ``None`` if there is none.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    tuple of (float, float) or None
+        The point in px: the first pair in round or square brackets (an
+        optional ``px`` after each number), else the first
+        ``x = .., y = ..``; ``None`` when there is neither.
+    """
     if not reply:
         return None
     m = _COORD_RE.search(reply) or _XY_RE.search(reply)
@@ -239,7 +337,27 @@ class SearchTask(Task):
         return search, answer, margin
 
     def set_sizes(self, rng, low, high, n) -> np.ndarray:
-        """``n`` distractor counts drawn uniformly from the whole numbers in ``[low, high]``."""
+        """``n`` distractor counts drawn uniformly from the whole numbers in ``[low, high]``.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The session's random stream.
+        low, high : float
+            The session's range of distractor counts.
+        n : int
+            Displays.
+
+        Returns
+        -------
+        ndarray of int, shape (n,)
+            The counts.
+
+        Raises
+        ------
+        BayesobsInputError
+            When the range holds no whole number >= 0.
+        """
         lo, hi = math.ceil(low), math.floor(high)
         if lo < 0 or hi < lo:
             raise BayesobsInputError(
@@ -248,11 +366,57 @@ class SearchTask(Task):
         return rng.integers(lo, hi + 1, size=n)
 
     def question(self, answer: str, **fill) -> str:
-        """The question asked with the image, for answer mode ``answer`` (``cell`` or ``point``)."""
+        """The question asked with the image, for answer mode ``answer`` (``cell`` or ``coords``).
+
+        Parameters
+        ----------
+        answer : {"cell", "coords"}
+            The answer mode.
+        **fill
+            What :meth:`layout` put in its ``fill`` (the target's features
+            some questions name).
+
+        Returns
+        -------
+        str
+            The question.
+
+        Raises
+        ------
+        NotImplementedError
+            Here: every search task implements it.
+        """
         raise NotImplementedError
 
     def generate(self, rng, low, high, n, options):
-        """``n`` search displays (target first), one per drawn distractor count."""
+        """``n`` search displays (target first), one per drawn distractor count.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The session's random stream.
+        low, high : float
+            The session's range of distractor counts.
+        n : int
+            Displays to make.
+        options : dict
+            ``search``, ``answer`` and ``border_margin`` (in [0, 100) px);
+            see the module docstring.
+
+        Returns
+        -------
+        list of Stimulus
+            Value: the distractor count; prompt: :meth:`question`; params:
+            :meth:`layout`'s (``x``, ``y``, ``target_radius``, the task's
+            features) with ``search``, ``answer`` and ``target_cell``.
+
+        Raises
+        ------
+        BayesobsInputError
+            For an unknown option, search condition or answer mode, a
+            ``border_margin`` outside [0, 100), or a range holding no
+            distractor count.
+        """
         search, answer, margin = self._options(options)
         out = []
         for k in self.set_sizes(rng, low, high, n):
@@ -265,26 +429,103 @@ class SearchTask(Task):
         return out
 
     def layout(self, rng, k: int, search: str, margin: float, options: dict) -> dict:
-        """Item positions and features of one display with ``k`` distractors."""
+        """Item positions and features of one display with ``k`` distractors.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The session's random stream.
+        k : int
+            Distractors.
+        search : str
+            The search condition (one of :attr:`conditions`).
+        margin : float
+            The target's least distance in px from the cell borders.
+        options : dict
+            The session's options.
+
+        Returns
+        -------
+        dict
+            ``x`` and ``y`` (lists of px, the target first),
+            ``target_radius`` and the task's features; optionally ``fill``
+            for :meth:`question`.
+
+        Raises
+        ------
+        NotImplementedError
+            Here: every search task implements it.
+        """
         raise NotImplementedError
 
     def tap_area(self, stim: Stimulus) -> tuple[int, int]:
-        """The 400 x 400 image is tapped: a person answers a cell or a point by tapping the target."""
+        """The 400 x 400 image is tapped: a person answers a cell or a point by tapping the target.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+
+        Returns
+        -------
+        tuple of (int, int)
+            ``(400, 400)``.
+        """
         return (SIZE, SIZE)
 
     def person_target(self, stim: Stimulus) -> str:
-        """The question a person reads: what the target is and that it is tapped."""
+        """The question a person reads: what the target is and that it is tapped.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+
+        Returns
+        -------
+        str
+            What the target is, in a person's words.
+
+        Raises
+        ------
+        NotImplementedError
+            Here: every search task implements it.
+        """
         raise NotImplementedError
 
     def human_question(self, stim: Stimulus) -> str:
-        """What the target is, and how it is answered (a tap; a cell answer is the quarter tapped)."""
+        """What the target is, and how it is answered (a tap; a cell answer is the quarter tapped).
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+
+        Returns
+        -------
+        str
+            :meth:`person_target` followed by how to tap.
+        """
         how = "Tap it."
         if stim.params["answer"] == "cell":
             how = "Tap it: the quarter of the picture you tap in is your answer."
         return f"{self.person_target(stim)} {how}"
 
     def human_answer(self, stim: Stimulus) -> str:
-        """The target's quarter of the picture (cell answers) or the ringed target (points)."""
+        """The target's quarter of the picture (cell answers) or the ringed target (points).
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+
+        Returns
+        -------
+        str
+            In cell mode the target's quarter of the picture (e.g.
+            ``"the top-left quarter ..."``), else the centre of the ringed
+            item.
+        """
         if stim.params["answer"] == "cell":
             row, col = stim.params["target_cell"].split(",")
             where = ("top" if row == "1" else "bottom") + "-" + ("left" if col == "1" else "right")
@@ -292,18 +533,65 @@ class SearchTask(Task):
         return "the centre of the item ringed in green"
 
     def tap_reply(self, stim: Stimulus, x: float, y: float) -> str:
-        """The reply a tap at image pixel ``(x, y)`` gives: its cell, or the point itself."""
+        """The reply a tap at image pixel ``(x, y)`` gives: its cell, or the point itself.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+        x, y : float
+            The tap in image pixels.
+
+        Returns
+        -------
+        str
+            ``"Cell (i,j)"`` in cell mode, else ``"(x, y)"``.
+        """
         if stim.params["answer"] == "cell":
             return f"Cell ({cell_of(x, y)})"
         return f"({x:g}, {y:g})"
 
     def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
-        """As typed, then ``Cell (text)`` (a cell answer) or ``(text)`` (a point)."""
+        """As typed, then ``Cell (text)`` (a cell answer) or ``(text)`` (a point).
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+        text : str
+            What the person typed.
+
+        Returns
+        -------
+        tuple of str
+            ``text``, then the text stripped of round brackets and wrapped
+            as the answer mode asks.
+        """
         bare = text.strip().strip("()")
         return (text, f"Cell ({bare})" if stim.params["answer"] == "cell" else f"({bare})")
 
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict:
-        """Score a reply: the named cell or point against the target, ``correct`` 1/0."""
+        """Score a reply: the named cell or point against the target, ``correct`` 1/0.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+        reply : str or None
+            The subject's reply.
+        truncated : bool
+            Not used: the answer leads the reply.
+
+        Returns
+        -------
+        dict
+            ``response`` (``correct`` as a float), ``valid`` (a cell in the
+            grid, or a point, was read), ``set_size``,
+            ``search_condition``, ``answer``, ``target_x``, ``target_y``,
+            ``target_cell``, ``response_cell``, ``response_x``,
+            ``response_y``, ``error_px`` (coords mode; the image diagonal
+            when no point was read) and ``correct``.
+        """
         # the answer leads the reply ('Cell (i,j)' or '(x, y)'), so a truncated note does not matter
         p = stim.params
         tx, ty = p["x"][0], p["y"][0]
@@ -366,7 +654,27 @@ class CircleSizes(SearchTask):
     default_condition = "large"
 
     def layout(self, rng, k, search, margin, options):
-        """One larger circle among ``k`` same-coloured circles of radius 20 px."""
+        """One larger circle among ``k`` same-coloured circles of radius 20 px.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The session's random stream.
+        k : int
+            Distractors.
+        search : str
+            The search condition (one of :attr:`conditions`).
+        margin : float
+            The target's least distance in px from the cell borders.
+        options : dict
+            The session's options (not read here).
+
+        Returns
+        -------
+        dict
+            ``x``, ``y``, ``r`` (radii; the target's 22.5, 25 or 30 px by
+            ``search``), ``colour`` (one for all) and ``target_radius``.
+        """
         r_t = TARGET_RADIUS[search]
         radii = np.array([r_t] + [DISTRACTOR_RADIUS] * k)
         xy = place(rng, radii, CIRCLE_GAP, border_margin=margin)
@@ -380,18 +688,55 @@ class CircleSizes(SearchTask):
         }
 
     def question(self, answer, **fill):
-        """Which cell holds (or where is) the larger circle."""
+        """Which cell holds (or where is) the larger circle.
+
+        Parameters
+        ----------
+        answer : {"cell", "coords"}
+            The answer mode.
+        **fill
+            Not used.
+
+        Returns
+        -------
+        str
+            The paper's question: for ``"cell"`` it asks for the reply
+            ``Cell (i,j)``, else for the ``(x, y)`` pixel coordinates of the
+            target's centre in round brackets.
+        """
         items = "In the presented image there are a number of circles. One of the circles is larger than the rest."
         if answer == "cell":
             return _cell_question("the larger circle", items)
         return _coords_question("the larger circle", items)
 
     def person_target(self, stim):
-        """One circle is larger than the others."""
+        """One circle is larger than the others.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+
+        Returns
+        -------
+        str
+            What the target is, in a person's words.
+        """
         return "One of the circles is larger than all the others. Find the larger circle."
 
     def draw(self, stim):
-        """The circles drawn on a white field."""
+        """The circles drawn on a white field.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+
+        Returns
+        -------
+        ndarray of float, shape (400, 400, 3)
+            RGB values in [0, 255].
+        """
         img = canvas(SIZE, SIZE)
         p = stim.params
         for x, y, r in zip(p["x"], p["y"], p["r"], strict=True):
@@ -410,7 +755,34 @@ class TwoAmongFive(SearchTask):
     option_keys = ("search", "answer", "border_margin", "target")
 
     def layout(self, rng, k, search, margin, options):
-        """One target digit among ``k`` distractor digits, rotated at random."""
+        """One target digit among ``k`` distractor digits, rotated at random.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The session's random stream.
+        k : int
+            Distractors.
+        search : str
+            The search condition (one of :attr:`conditions`).
+        margin : float
+            The target's least distance in px from the cell borders.
+        options : dict
+            The session's options: ``target`` (``"2"``, ``"5"`` or
+            ``"either"``, the default, drawn per display).
+
+        Returns
+        -------
+        dict
+            ``x``, ``y``, ``digit``, ``colour`` and ``angle`` per item,
+            ``target_radius`` and ``fill`` (``target``, ``other``,
+            ``colour``, ``named``).
+
+        Raises
+        ------
+        BayesobsInputError
+            For a ``target`` other than ``"2"``, ``"5"`` or ``"either"``.
+        """
         which = str(options.get("target", "either"))
         if which not in ("2", "5", "either"):
             raise BayesobsInputError(f"{self.name}: target must be '2', '5' or 'either'")
@@ -445,7 +817,27 @@ class TwoAmongFive(SearchTask):
         }
 
     def question(self, answer, target="2", other="5", colour="red", named=False):
-        """Which cell holds (or where is) the target digit."""
+        """Which cell holds (or where is) the target digit.
+
+        Parameters
+        ----------
+        answer : {"cell", "coords"}
+            The answer mode.
+        target, other : str
+            The target digit and the distractors' digit.
+        colour : str
+            The target's colour.
+        named : bool
+            Name the target by colour and digit (the shape-colour
+            conjunction).
+
+        Returns
+        -------
+        str
+            The paper's question: for ``"cell"`` it asks for the reply
+            ``Cell (i,j)``, else for the ``(x, y)`` pixel coordinates of the
+            target's centre in round brackets.
+        """
         if named:  # shape-colour conjunction: the target must be named by colour and shape
             what = f"the {colour} '{target}'"
             items = "In the presented image there are a number of objects. There are '2's and '5's written as numerals."
@@ -461,7 +853,18 @@ class TwoAmongFive(SearchTask):
         return _coords_question(what, items)
 
     def person_target(self, stim):
-        """The odd digit: named by colour and shape in the conjunction condition."""
+        """The odd digit: named by colour and shape in the conjunction condition.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+
+        Returns
+        -------
+        str
+            What the target is, in a person's words.
+        """
         target, colour = stim.params["digit"][0], stim.params["colour"][0]
         other = "5" if target == "2" else "2"
         if stim.params["search"] == "shape_colour_conjunctive":
@@ -472,7 +875,18 @@ class TwoAmongFive(SearchTask):
         return f"All the digits are {other}s except one, which is a {target}. Find that {target}."
 
     def draw(self, stim):
-        """The digits drawn in their colours and rotations."""
+        """The digits drawn in their colours and rotations.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+
+        Returns
+        -------
+        ndarray of float, shape (400, 400, 3)
+            RGB values in [0, 255].
+        """
         img = canvas(SIZE, SIZE)
         p = stim.params
         for x, y, d, c, a in zip(p["x"], p["y"], p["digit"], p["colour"], p["angle"], strict=True):
@@ -492,7 +906,27 @@ class LightPriors(SearchTask):
     default_condition = "top"
 
     def layout(self, rng, k, search, margin, options):
-        """One sphere lit from ``search`` among ``k`` lit from the opposite side, in a round field."""
+        """One sphere lit from ``search`` among ``k`` lit from the opposite side, in a round field.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The session's random stream.
+        k : int
+            Distractors.
+        search : str
+            The search condition (one of :attr:`conditions`).
+        margin : float
+            The target's least distance in px from the cell borders.
+        options : dict
+            The session's options (not read here).
+
+        Returns
+        -------
+        dict
+            ``x``, ``y``, ``light`` (the side each sphere is lit from) and
+            ``target_radius``.
+        """
         radii = np.full(k + 1, SPHERE_RADIUS)
         xy = place(rng, radii, SPHERE_GAP, field_radius=FIELD_RADIUS - 12, border_margin=margin)
         light = [search] + [OPPOSITE[search]] * k
@@ -504,7 +938,22 @@ class LightPriors(SearchTask):
         }
 
     def question(self, answer, **fill):
-        """Which cell holds (or where is) the oddly lit sphere."""
+        """Which cell holds (or where is) the oddly lit sphere.
+
+        Parameters
+        ----------
+        answer : {"cell", "coords"}
+            The answer mode.
+        **fill
+            Not used.
+
+        Returns
+        -------
+        str
+            The paper's question: for ``"cell"`` it asks for the reply
+            ``Cell (i,j)``, else for the ``(x, y)`` pixel coordinates of the
+            target's centre in round brackets.
+        """
         items = (
             "In the presented image there are a number of spheres lit from different directions. "
             "Almost all of the spheres are lit from the same direction, but one sphere is lit from "
@@ -517,14 +966,36 @@ class LightPriors(SearchTask):
         return _coords_question("the oppositely lit sphere", items)
 
     def person_target(self, stim):
-        """One sphere is lit from the opposite side."""
+        """One sphere is lit from the opposite side.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+
+        Returns
+        -------
+        str
+            What the target is, in a person's words.
+        """
         return (
             "The balls are all lit from the same side, except one, which is lit from the opposite "
             "side. Find that ball."
         )
 
     def draw(self, stim):
-        """The shaded spheres drawn on their grey disc on black."""
+        """The shaded spheres drawn on their grey disc on black.
+
+        Parameters
+        ----------
+        stim : Stimulus
+            A stimulus of this task.
+
+        Returns
+        -------
+        ndarray of float, shape (400, 400, 3)
+            RGB values in [0, 255].
+        """
         img = np.zeros((SIZE, SIZE, 3))
         disc(img, HALF, HALF, FIELD_RADIUS, (FIELD_GREY,) * 3)
         yy, xx = np.mgrid[0:SIZE, 0:SIZE]
