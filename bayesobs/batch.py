@@ -105,7 +105,23 @@ TRANSIENT_TYPES = ("api_error", "overloaded_error", "rate_limit_error", "timeout
 
 # ---------------------------------------------------------------- options
 def check_poll_max(value: Any) -> float:
-    """``--poll-max``: a finite number of seconds > 0, else one clear error."""
+    """``--poll-max``: a finite number of seconds > 0, else one clear error.
+
+    Parameters
+    ----------
+    value : object
+        The option's value.
+
+    Returns
+    -------
+    float
+        ``value`` as seconds.
+
+    Raises
+    ------
+    BayesobsInputError
+        When ``value`` is not a finite number > 0 (a bool is not a number).
+    """
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -117,7 +133,19 @@ def check_poll_max(value: Any) -> float:
 
 
 def check_batch_subjects(subjects: list[str]) -> None:
-    """Every subject of a ``--batch`` run has a batch API (``openai:``, ``anthropic:``); else one clear error."""
+    """Every subject of a ``--batch`` run has a batch API (``openai:``, ``anthropic:``); else one clear error.
+
+    Parameters
+    ----------
+    subjects : list of str
+        The run's subject specs.
+
+    Raises
+    ------
+    BayesobsInputError
+        Naming the first subject that is neither ``openai:`` nor
+        ``anthropic:``.
+    """
     for s in subjects:
         if not str(s).startswith(("openai:", "anthropic:")):
             raise BayesobsInputError(
@@ -140,12 +168,34 @@ class BatchOptions:
 
 # ---------------------------------------------------------------- small pure parts
 def trial_key(meta: dict) -> tuple:
-    """A request's trial identity (the trial table's key) from its ``meta``."""
+    """A request's trial identity (the trial table's key) from its ``meta``.
+
+    Parameters
+    ----------
+    meta : dict
+        A request's meta, with the :data:`~bayesobs.store.TRIAL_ID` keys.
+
+    Returns
+    -------
+    tuple
+        The values of those keys, in order.
+    """
     return tuple(meta[k] for k in TRIAL_ID)
 
 
 def custom_id(key: tuple) -> str:
-    """The ``custom_id`` of a trial: a hash of its identity (the same in every round)."""
+    """The ``custom_id`` of a trial: a hash of its identity (the same in every round).
+
+    Parameters
+    ----------
+    key : tuple
+        The trial's identity (:func:`trial_key`).
+
+    Returns
+    -------
+    str
+        ``t-`` and the first 32 hex digits of the SHA-256 of the key as JSON.
+    """
     return "t-" + hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:32]
 
 
@@ -154,6 +204,16 @@ def independent(sess) -> bool:
 
     True without a context window (``context_none``) when no trial is asked
     from the answer before it (the decomposed scavenger hunt's steps are).
+
+    Parameters
+    ----------
+    sess : Session
+        A planned session (:class:`bayesobs.runner.Session`).
+
+    Returns
+    -------
+    bool
+        Whether all its trials may go in one round.
     """
     return sess.cond.context == 0 and not any(sess.task.follows(s) for s in sess.stimuli)
 
@@ -163,6 +223,19 @@ def rounds_needed(sessions: list, done: dict) -> int:
 
     A session with a rolling context takes one round per trial from its
     first trial not logged; the others all fit in the first round.
+
+    Parameters
+    ----------
+    sessions : list of Session
+        The planned sessions.
+    done : dict
+        The trials already logged, by trial key.
+
+    Returns
+    -------
+    int
+        The largest number of rounds any session needs (0 when all is
+        logged).
     """
     n = 0
     for s in sessions:
@@ -173,7 +246,20 @@ def rounds_needed(sessions: list, done: dict) -> int:
 
 
 def poll_delays(poll_max: float, first: float = POLL_FIRST_S) -> Iterator[float]:
-    """Seconds between polls: ``first`` (at most ``poll_max``), doubling up to ``poll_max``."""
+    """Seconds between polls: ``first`` (at most ``poll_max``), doubling up to ``poll_max``.
+
+    Parameters
+    ----------
+    poll_max : float
+        The longest wait, in seconds.
+    first : float
+        The first wait, in seconds.
+
+    Yields
+    ------
+    float
+        Seconds to wait before each poll (an endless sequence).
+    """
     d = min(first, poll_max)
     while True:
         yield d
@@ -181,7 +267,23 @@ def poll_delays(poll_max: float, first: float = POLL_FIRST_S) -> Iterator[float]
 
 
 def chunks(lines: list[bytes], max_requests: int, max_bytes: int) -> list[list[bytes]]:
-    """Input lines split into files of at most ``max_requests`` lines and ``max_bytes`` bytes."""
+    """Input lines split into files of at most ``max_requests`` lines and ``max_bytes`` bytes.
+
+    Parameters
+    ----------
+    lines : list of bytes
+        The input lines, in order.
+    max_requests : int
+        The most lines a file may hold.
+    max_bytes : int
+        The most bytes a file may hold (a single larger line gets a file of
+        its own).
+
+    Returns
+    -------
+    list of list of bytes
+        The files' lines, in order; empty for no lines.
+    """
     out: list[list[bytes]] = []
     size = 0
     for line in lines:
@@ -194,7 +296,21 @@ def chunks(lines: list[bytes], max_requests: int, max_bytes: int) -> list[list[b
 
 
 def input_line(cid: str, body: dict) -> bytes:
-    """One line of a batch input file."""
+    """One line of a batch input file.
+
+    Parameters
+    ----------
+    cid : str
+        The request's ``custom_id``.
+    body : dict
+        The chat-completion body, as the live run would send it.
+
+    Returns
+    -------
+    bytes
+        ``{"custom_id", "method": "POST", "url": ENDPOINT, "body"}`` as
+        compact JSON with a newline.
+    """
     rec = {"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": body}
     return (json.dumps(rec, separators=(",", ":")) + "\n").encode()
 
@@ -220,6 +336,19 @@ def outcome(line: dict, batch_id: str | None = None) -> Outcome:
     408, 409, 429 and 5xx, and an ``error`` without a response
     (``batch_expired``, ``batch_cancelled``) are ``retry``; other statuses
     ``fatal``.
+
+    Parameters
+    ----------
+    line : dict
+        One line of an output or error file.
+    batch_id : str, optional
+        The batch it came from (kept in the outcome).
+
+    Returns
+    -------
+    Outcome
+        ``ok`` with the reply's text, finish reason, usage and details, or
+        ``retry``/``fatal`` with a message.
     """
     resp = line.get("response")
     if not isinstance(resp, dict):
@@ -242,7 +371,20 @@ def outcome(line: dict, batch_id: str | None = None) -> Outcome:
 
 
 def read_results(data: bytes, batch_id: str | None = None) -> dict[str, Outcome]:
-    """``custom_id`` -> :class:`Outcome` of an output or error file (unreadable lines skipped)."""
+    """``custom_id`` -> :class:`Outcome` of an output or error file (unreadable lines skipped).
+
+    Parameters
+    ----------
+    data : bytes
+        The file's content (JSONL).
+    batch_id : str, optional
+        The batch it came from.
+
+    Returns
+    -------
+    dict of str to Outcome
+        ``custom_id`` -> :class:`Outcome`.
+    """
     out = {}
     for raw in data.split(b"\n"):
         try:
@@ -285,7 +427,26 @@ class SdkBatches:
         self.secret = subject.client.api_key
 
     async def call(self, what: str, coro):
-        """Await an SDK call; an API error stops the run in one line (the key redacted)."""
+        """Await an SDK call; an API error stops the run in one line (the key redacted).
+
+        Parameters
+        ----------
+        what : str
+            What the call does, for the message (``"creating the batch"`` ...).
+        coro : awaitable
+            The SDK call.
+
+        Returns
+        -------
+        object
+            The call's result.
+
+        Raises
+        ------
+        FatalSubjectError
+            On the SDK's status or connection errors (a 404/405 with a hint to
+            run without ``--batch``).
+        """
         try:
             return await coro
         except self.api_errors as exc:
@@ -317,11 +478,43 @@ class OpenAIBatches(SdkBatches):
 
     @staticmethod
     def line(cid: str, body: dict) -> bytes:
-        """One line of the input file (:func:`input_line`)."""
+        """One line of the input file (:func:`input_line`).
+
+        Parameters
+        ----------
+        cid : str
+            The request's ``custom_id``.
+        body : dict
+            The chat-completion body.
+
+        Returns
+        -------
+        bytes
+            The JSON line.
+        """
         return input_line(cid, body)
 
     async def submit(self, lines: list[bytes], nonce: str) -> str:
-        """Upload the input file and create the batch; returns its id."""
+        """Upload the input file and create the batch; returns its id.
+
+        Parameters
+        ----------
+        lines : list of bytes
+            The input lines (:meth:`line`).
+        nonce : str
+            The batch's nonce, stored in its ``metadata`` (:data:`NONCE_KEY`) and
+            in the uploaded file's name.
+
+        Returns
+        -------
+        str
+            The batch id.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the upload or the creation fails.
+        """
         f = await self.call(
             "uploading the input file",
             self.client.files.create(
@@ -340,7 +533,24 @@ class OpenAIBatches(SdkBatches):
         return b.id
 
     async def status(self, batch_id: str) -> BatchState:
-        """Retrieve a batch."""
+        """Retrieve a batch.
+
+        Parameters
+        ----------
+        batch_id : str
+            The batch id.
+
+        Returns
+        -------
+        BatchState
+            Its status, request counts, output and error file ids and any
+            validation errors (``code: message (line N)``, joined by ``;``).
+
+        Raises
+        ------
+        FatalSubjectError
+            When the retrieve fails.
+        """
         b = await self.call(f"polling {batch_id}", self.client.batches.retrieve(batch_id))
         counts = b.request_counts
         errors = "; ".join(
@@ -359,7 +569,27 @@ class OpenAIBatches(SdkBatches):
         )
 
     async def results(self, state: BatchState, nonce: str | None = None) -> dict[str, Outcome]:
-        """``custom_id`` -> :class:`Outcome` of an ended batch (output and error files)."""
+        """``custom_id`` -> :class:`Outcome` of an ended batch (output and error files).
+
+        An output line wins over an error line of the same ``custom_id``.
+
+        Parameters
+        ----------
+        state : BatchState
+            The ended batch.
+        nonce : str, optional
+            Not used (OpenAI's ``custom_id`` carry no tag).
+
+        Returns
+        -------
+        dict of str to Outcome
+            ``custom_id`` -> :class:`Outcome`.
+
+        Raises
+        ------
+        FatalSubjectError
+            When a download fails.
+        """
         out: dict[str, Outcome] = {}
         for fid in (state.error_file_id, state.output_file_id):  # outputs win
             if fid:
@@ -370,7 +600,21 @@ class OpenAIBatches(SdkBatches):
         return out
 
     async def find(self, nonce: str, intent: dict | None = None) -> str | None:
-        """The id of a batch created with this nonce (its id never logged), if any."""
+        """The id of a batch created with this nonce (its id never logged), if any.
+
+        Parameters
+        ----------
+        nonce : str
+            The nonce of the ``submitting`` record.
+        intent : dict, optional
+            The record (not needed: the nonce is in the batch's metadata).
+
+        Returns
+        -------
+        str or None
+            The id of the batch whose metadata holds the nonce, among the newest
+            :data:`FIND_LIMIT` or so; None when there is none.
+        """
         seen = 0
         page = await self.call("listing batches", self.client.batches.list(limit=100))
         while True:
@@ -385,7 +629,20 @@ class OpenAIBatches(SdkBatches):
 
 # ---------------------------------------------------------------- Anthropic's Message Batches
 def message_request(cid: str, body: dict) -> bytes:
-    """One request of a Message Batch, ``{"custom_id", "params"}``, as a JSON line."""
+    """One request of a Message Batch, ``{"custom_id", "params"}``, as a JSON line.
+
+    Parameters
+    ----------
+    cid : str
+        The request's ``custom_id``.
+    body : dict
+        The Messages API body, as the live run would send it.
+
+    Returns
+    -------
+    bytes
+        Compact JSON with a newline.
+    """
     return (json.dumps({"custom_id": cid, "params": body}, separators=(",", ":")) + "\n").encode()
 
 
@@ -396,6 +653,23 @@ def tagged(cid: str, nonce: str) -> str:
     belongs to the batch this run created (a batch found again by its size
     after a kill, :meth:`AnthropicBatches.find`).  It matches the API's
     ``^[a-zA-Z0-9_-]{1,64}$``.
+
+    Parameters
+    ----------
+    cid : str
+        The trial's :func:`custom_id`.
+    nonce : str
+        The batch's nonce (its first :data:`TAG_CHARS` characters are used).
+
+    Returns
+    -------
+    str
+        ``<cid>_<tag>``.
+
+    Raises
+    ------
+    ValueError
+        When the result does not match the API's pattern.
     """
     wire = f"{cid}_{nonce[:TAG_CHARS]}"
     if not CUSTOM_ID.fullmatch(wire):
@@ -412,6 +686,18 @@ def message_outcome(result: Any, batch_id: str | None = None) -> Outcome:
     (:data:`TRANSIENT_TYPES`), ``canceled`` and ``expired`` are ``retry``;
     another error type (``invalid_request_error``: the request cannot
     succeed) is ``fatal``.
+
+    Parameters
+    ----------
+    result : dict
+        A result's ``result`` object (anything else reads as no result).
+    batch_id : str, optional
+        The batch it came from.
+
+    Returns
+    -------
+    Outcome
+        ``ok`` with the reply, or ``retry``/``fatal`` with a message.
     """
     result = result if isinstance(result, dict) else {}
     kind = result.get("type")
@@ -441,6 +727,20 @@ def read_message_results(
     A tagged ``custom_id`` (:func:`tagged`) is read back as the trial's; with
     ``nonce``, a result whose tag is another batch's is left out.
     Unreadable lines are skipped.
+
+    Parameters
+    ----------
+    data : bytes
+        The results (JSONL).
+    batch_id : str, optional
+        The batch they came from.
+    nonce : str, optional
+        The batch's nonce; when given, only results tagged with it are read.
+
+    Returns
+    -------
+    dict of str to Outcome
+        ``custom_id`` -> :class:`Outcome`.
     """
     out = {}
     for raw in data.split(b"\n"):
@@ -458,7 +758,20 @@ def read_message_results(
 
 
 def parse_time(value: Any) -> float | None:
-    """Seconds since the epoch of an RFC 3339 time (a string or a datetime), else None."""
+    """Seconds since the epoch of an RFC 3339 time (a string or a datetime), else None.
+
+    A time without a zone is taken as UTC.
+
+    Parameters
+    ----------
+    value : str or datetime
+        The time (``Z`` allowed for UTC).
+
+    Returns
+    -------
+    float or None
+        Seconds since the epoch; None for anything unreadable.
+    """
     import datetime as dt
 
     if isinstance(value, dt.datetime):
@@ -500,11 +813,42 @@ class AnthropicBatches(SdkBatches):
 
     @staticmethod
     def line(cid: str, body: dict) -> bytes:
-        """One request of a batch (:func:`message_request`)."""
+        """One request of a batch (:func:`message_request`).
+
+        Parameters
+        ----------
+        cid : str
+            The request's ``custom_id``.
+        body : dict
+            The Messages API body.
+
+        Returns
+        -------
+        bytes
+            The JSON line.
+        """
         return message_request(cid, body)
 
     async def submit(self, lines: list[bytes], nonce: str) -> str:
-        """Create the batch, its ``custom_id`` tagged with the nonce; returns its id."""
+        """Create the batch, its ``custom_id`` tagged with the nonce; returns its id.
+
+        Parameters
+        ----------
+        lines : list of bytes
+            The requests (:meth:`line`).
+        nonce : str
+            The batch's nonce, tagged onto every ``custom_id`` (:func:`tagged`).
+
+        Returns
+        -------
+        str
+            The batch id.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the creation fails.
+        """
         requests = []
         for raw in lines:
             rec = json.loads(raw)
@@ -516,7 +860,20 @@ class AnthropicBatches(SdkBatches):
 
     @staticmethod
     def state(b) -> BatchState:
-        """A :class:`BatchState` of a Message Batch object."""
+        """A :class:`BatchState` of a Message Batch object.
+
+        Parameters
+        ----------
+        b : MessageBatch
+            The SDK's batch object.
+
+        Returns
+        -------
+        BatchState
+            ``processing_status`` as the status; ``total`` all requests,
+            ``completed`` the succeeded ones, ``failed`` the errored, canceled and
+            expired ones (named in ``errors``); and ``results_url``.
+        """
         c = b.request_counts
         failed = {"errored": c.errored, "canceled": c.canceled, "expired": c.expired}
         return BatchState(
@@ -530,12 +887,46 @@ class AnthropicBatches(SdkBatches):
         )
 
     async def status(self, batch_id: str) -> BatchState:
-        """Retrieve a batch."""
+        """Retrieve a batch.
+
+        Parameters
+        ----------
+        batch_id : str
+            The batch id.
+
+        Returns
+        -------
+        BatchState
+            See :meth:`state`.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the retrieve fails.
+        """
         b = await self.call(f"polling {batch_id}", self.client.messages.batches.retrieve(batch_id))
         return self.state(b)
 
     async def results(self, state: BatchState, nonce: str | None = None) -> dict[str, Outcome]:
-        """``custom_id`` -> :class:`Outcome` of an ended batch (its ``results_url``)."""
+        """``custom_id`` -> :class:`Outcome` of an ended batch (its ``results_url``).
+
+        Parameters
+        ----------
+        state : BatchState
+            The ended batch (no ``results_url``: no results).
+        nonce : str, optional
+            The batch's nonce: only results tagged with it are read.
+
+        Returns
+        -------
+        dict of str to Outcome
+            ``custom_id`` -> :class:`Outcome`.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the download fails.
+        """
         if not state.results_url:
             return {}
         resp = await self.call(
@@ -556,6 +947,19 @@ class AnthropicBatches(SdkBatches):
         whose id is not already in the log (``intent["known_ids"]``).  Its
         results are read only under the nonce's tag, so a wrong guess asks
         its trials again but logs nothing wrong.
+
+        Parameters
+        ----------
+        nonce : str
+            The nonce of the ``submitting`` record.
+        intent : dict, optional
+            The record: its ``time_utc``, ``requests`` (the batch's size) and
+            ``known_ids`` (batch ids already in the log).
+
+        Returns
+        -------
+        str or None
+            The batch id, or None (also when the record lacks a time or a size).
         """
         intent = intent or {}
         since = parse_time(intent.get("time_utc"))
@@ -581,7 +985,18 @@ class AnthropicBatches(SdkBatches):
 
 
 def adapter(subject):
-    """The batch API of a subject: :class:`AnthropicBatches` or :class:`OpenAIBatches`."""
+    """The batch API of a subject: :class:`AnthropicBatches` or :class:`OpenAIBatches`.
+
+    Parameters
+    ----------
+    subject : OpenAIChatSubject or AnthropicSubject
+        An API subject.
+
+    Returns
+    -------
+    OpenAIBatches or AnthropicBatches
+        The adapter, using the subject's client.
+    """
     if isinstance(subject, AnthropicSubject):
         return AnthropicBatches(subject)
     return OpenAIBatches(subject)
@@ -617,15 +1032,38 @@ class ShadowStore:
         self.requests: dict[str, dict] = {}
 
     def append(self, record: dict) -> None:
-        """Note a (placeholder) trial so the session goes on."""
+        """Note a (placeholder) trial so the session goes on.
+
+        Parameters
+        ----------
+        record : dict
+            The trial row; only its trial key is read.
+        """
         self.done[tuple(record[k] for k in TRIAL_ID)] = record
 
     def save_png(self, png: bytes) -> str:
-        """No image is written here (the real pass writes it)."""
+        """No image is written here (the real pass writes it).
+
+        Parameters
+        ----------
+        png : bytes
+            The image (not written).
+
+        Returns
+        -------
+        str
+            ``stimuli/(pending).png``.
+        """
         return "stimuli/(pending).png"
 
     def log_run(self, **event) -> None:
-        """Nothing is logged here."""
+        """Nothing is logged here.
+
+        Parameters
+        ----------
+        **event
+            The event (ignored).
+        """
 
 
 class BatchSubject:
@@ -643,7 +1081,27 @@ class BatchSubject:
         self.collect = collect
 
     async def complete(self, request: Request) -> Reply:
-        """The reply of a trial, if known."""
+        """The reply of a trial, if known.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            The batch's reply (:meth:`BatchRun.reply`), the response cache's, or,
+            when collecting, an empty placeholder.
+
+        Raises
+        ------
+        SubjectError
+            When the trial's batch outcome is not ``ok`` (it cannot succeed, or
+            its attempts ran out).
+        Pending
+            When the reply is not known yet and requests are not being collected.
+        """
         key = trial_key(request.meta)
         body = self.subject.payload(request)
         out = self.engine.results.get(key)
@@ -700,7 +1158,25 @@ class BatchRun:
 
     # ------------------------------------------------------------ replies
     def reply(self, subject, request: Request, body: dict, out: Outcome) -> Reply:
-        """A batch reply as the runner takes it, cached as a live reply would be."""
+        """A batch reply as the runner takes it, cached as a live reply would be.
+
+        Parameters
+        ----------
+        subject : OpenAIChatSubject or AnthropicSubject
+            The subject the request is for.
+        request : Request
+            The trial's request.
+        body : dict
+            The request body sent in the batch.
+        out : Outcome
+            The batch's ``ok`` outcome.
+
+        Returns
+        -------
+        Reply
+            The (redacted) text, usage, finish reason, ``attempts`` (batches the
+            request went in) and the row's API columns with ``batch_id``.
+        """
         text = redact(out.text, subject.client.api_key)
         if subject.cache is not None:
             key = subject.cache_key(body, request)
@@ -724,11 +1200,42 @@ class BatchRun:
 
     @staticmethod
     def columns(subject, body: dict, details: dict) -> dict:
-        """The API columns of a row, as the subject logs them live (its ``columns``)."""
+        """The API columns of a row, as the subject logs them live (its ``columns``).
+
+        Parameters
+        ----------
+        subject : OpenAIChatSubject or AnthropicSubject
+            The subject.
+        body : dict
+            The request body.
+        details : dict
+            The reply's token details.
+
+        Returns
+        -------
+        dict
+            The subject's ``columns(body, details)``.
+        """
         return subject.columns(body, details)
 
     def cached(self, subject, request: Request, body: dict) -> Reply | None:
-        """The response cache's reply to a request, if it has one."""
+        """The response cache's reply to a request, if it has one.
+
+        Parameters
+        ----------
+        subject : OpenAIChatSubject or AnthropicSubject
+            The subject.
+        request : Request
+            The trial's request.
+        body : dict
+            The request body (part of the cache key).
+
+        Returns
+        -------
+        Reply or None
+            The replayed reply (``cached``, no attempts), or None without a
+            cache or a hit.
+        """
         if subject.cache is None:
             return None
         hit = subject.cache.get(subject.cache_key(body, request))
@@ -747,7 +1254,13 @@ class BatchRun:
 
     # ------------------------------------------------------------ the log of batches
     def note(self, **rec) -> None:
-        """Append a record to ``batches.jsonl``."""
+        """Append a record to ``batches.jsonl``.
+
+        Parameters
+        ----------
+        **rec
+            The record's fields; ``time_utc`` is added first.
+        """
         self.log.append({"time_utc": utc_now(), **rec})
 
     async def recover(self) -> None:
@@ -783,7 +1296,30 @@ class BatchRun:
 
     # ------------------------------------------------------------ one round
     async def advance(self, sessions: list) -> dict:
-        """Log every trial whose reply is known; the first request each session waits on."""
+        """Log every trial whose reply is known; the first request each session waits on.
+
+        Each session not finished or stopped is run by the live runner through
+        :class:`BatchSubject`; a session that fails (other than fatally) is
+        stopped and reported, as in a live run.
+
+        Parameters
+        ----------
+        sessions : list of Session
+            The planned sessions.
+
+        Returns
+        -------
+        dict
+            Session key -> (session, :class:`Pending`) of each session that waits
+            on a reply.
+
+        Raises
+        ------
+        FatalSubjectError
+            A subject's error that stops the run.
+        LogWriteError
+            The folder cannot be written.
+        """
         pending = {}
         for sess in sessions:
             if sess.key in self.finished or sess.key in self.stopped:
@@ -804,7 +1340,22 @@ class BatchRun:
         return pending
 
     async def requests(self, sess, first: Pending) -> list[tuple[tuple, dict]]:
-        """The requests a waiting session puts in this round: one, or all for an independent one."""
+        """The requests a waiting session puts in this round: one, or all for an independent one.
+
+        Parameters
+        ----------
+        sess : Session
+            A waiting session.
+        first : Pending
+            The request it waits on.
+
+        Returns
+        -------
+        list of tuple
+            (trial key, request body) of each request; for an independent session
+            every trial without a known reply, collected by running it against a
+            :class:`ShadowStore`.
+        """
         if not independent(sess):
             return [(first.key, first.body)]
         noted: list[tuple[tuple, dict]] = []
@@ -822,7 +1373,16 @@ class BatchRun:
         return noted
 
     async def submit(self, pending: dict) -> None:
-        """Submit the waiting requests not already in a batch: one batch per subject (split if large)."""
+        """Submit the waiting requests not already in a batch: one batch per subject (split if large).
+
+        Each batch is noted in ``batches.jsonl`` as ``submitting`` before it is
+        created and as ``submitted`` with its id after.
+
+        Parameters
+        ----------
+        pending : dict
+            The waiting sessions (:meth:`advance`).
+        """
         flying = {k for sub in self.inflight.values() for k in sub.ids.values()}
         by_subject: dict[str, dict[str, tuple[tuple, dict]]] = {}
         for sess, first in pending.values():
@@ -862,6 +1422,24 @@ class BatchRun:
         """Take an ended batch's replies; count failures (``errors``: from this run's batches).
 
         Returns the numbers of requests to retry and of those that cannot succeed.
+
+        Parameters
+        ----------
+        sub : Submitted
+            The batch as submitted.
+        state : BatchState
+            Its ended state.
+        outs : dict of str to Outcome
+            Its results by ``custom_id``; a request without one is a ``retry``.
+        errors : bool
+            Whether failures count (False for a batch of an earlier run collected
+            again: only its replies are taken).
+
+        Returns
+        -------
+        retry, fatal : int
+            Requests to retry, and those that cannot succeed (including those
+            whose ``max_attempts`` batches ran out).
         """
         retry = fatal = 0
         why = f"batch {state.id} {state.status}" + (f" ({state.errors})" if state.errors else "")
@@ -920,7 +1498,13 @@ class BatchRun:
             self.show(list(states.values()))
 
     def show(self, states: list[BatchState]) -> None:
-        """The round and the batches' status and request counts (bar, or one line on stderr)."""
+        """The round and the batches' status and request counts (bar, or one line on stderr).
+
+        Parameters
+        ----------
+        states : list of BatchState
+            The batches of this wait.
+        """
         total = sum(s.total for s in states)
         done = sum(s.completed for s in states)
         failed = sum(s.failed for s in states)
@@ -937,7 +1521,19 @@ class BatchRun:
 
     # ------------------------------------------------------------ the whole run
     async def run(self, sessions: list, chat: dict | None = None) -> None:
-        """Rounds until every session is logged or stopped."""
+        """Rounds until every session is logged or stopped.
+
+        Batches of earlier runs are taken up first (:meth:`recover`); then each
+        round logs what is known, submits what waits and polls until its batches
+        end.
+
+        Parameters
+        ----------
+        sessions : list of Session
+            The planned sessions.
+        chat : dict, optional
+            The chat options, for the cost estimate said on stderr.
+        """
         from .runner import estimate
 
         t0 = time.perf_counter()
@@ -994,7 +1590,28 @@ def execute_batch(
 ):
     """Run sessions through batch APIs into ``store``; logs the invocation in ``runs.jsonl``.
 
-    Returns the run's :class:`~bayesobs.runner.RunReport`.
+    The subjects' clients are closed at the end; a run that stops is logged
+    as ``stopped`` and its error raised again.
+
+    Parameters
+    ----------
+    sessions : list of Session
+        The planned sessions.
+    store : ExperimentStore
+        The experiment folder, held with its lock.
+    subjects : dict
+        API subjects (``openai:``, ``anthropic:``) by name.
+    options : BatchOptions
+        Polling and splitting.
+    chat : dict, optional
+        The chat options, for the cost estimate.
+    progress : bool
+        A progress bar (else one line per poll on stderr).
+
+    Returns
+    -------
+    RunReport
+        The run's :class:`~bayesobs.runner.RunReport`.
     """
     from .runner import run_async
 

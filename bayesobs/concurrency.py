@@ -65,7 +65,22 @@ class AIMD:
         self.peak = self.level
 
     def succeeded(self, epoch: int = 0) -> bool:
-        """A call came back with an answer; whether the level grew."""
+        """A call came back with an answer; whether the level grew.
+
+        Below the threshold the level grows by one; above it, by one for every
+        ``level`` successes.  It never exceeds ``maximum``.
+
+        Parameters
+        ----------
+        epoch : int
+            The epoch the call was sent in (accepted for symmetry with
+            :meth:`throttled`; a success counts whatever its epoch).
+
+        Returns
+        -------
+        bool
+            True when the level grew by one.
+        """
         if self.level >= self.maximum:
             return False
         if self.level < self.threshold:
@@ -80,7 +95,22 @@ class AIMD:
         return True
 
     def throttled(self, epoch: int) -> bool:
-        """A call sent in ``epoch`` was answered 429; whether the level was cut."""
+        """A call sent in ``epoch`` was answered 429; whether the level was cut.
+
+        A 429 halves the level (at least :data:`MIN_LEVEL`), sets the threshold
+        to one below the old level and starts a new epoch; a 429 of a call sent
+        before the last cut only counts in ``throttles``.
+
+        Parameters
+        ----------
+        epoch : int
+            The epoch the call was sent in (the policy's ``epoch`` as it was sent).
+
+        Returns
+        -------
+        bool
+            True when the level was cut.
+        """
         self.throttles += 1
         if epoch < self.epoch:  # sent before the last cut: the same congestion
             return False
@@ -94,7 +124,14 @@ class AIMD:
         return True
 
     def summary(self) -> dict:
-        """The controller's figures, for ``runs.jsonl``."""
+        """The controller's figures, for ``runs.jsonl``.
+
+        Returns
+        -------
+        dict
+            ``mode`` (``"auto"``), ``max_concurrency``, ``final`` (the level now),
+            ``peak``, ``throttled`` (429s reported) and ``cuts``.
+        """
         return {
             "mode": "auto",
             "max_concurrency": self.maximum,
@@ -125,16 +162,38 @@ class AdaptiveGate:
         return self.policy.epoch
 
     def succeeded(self, epoch: int) -> None:
-        """A call came back with an answer: the level may grow and admit a waiting session."""
+        """A call came back with an answer: the level may grow and admit a waiting session.
+
+        Parameters
+        ----------
+        epoch : int
+            The epoch the call was sent in.
+        """
         if self.policy.succeeded(epoch):
             self._wake()
 
     def throttled(self, epoch: int) -> None:
-        """A call was answered 429: the level may be halved (sessions pause at their next trial)."""
+        """A call was answered 429: the level may be halved (sessions pause at their next trial).
+
+        Parameters
+        ----------
+        epoch : int
+            The epoch the call was sent in (a 429 of an older epoch changes nothing).
+        """
         self.policy.throttled(epoch)
 
     async def acquire(self, started: bool = False) -> None:
-        """Wait for a slot (a session that has ``started`` goes before new ones)."""
+        """Wait for a slot (a session that has ``started`` goes before new ones).
+
+        Returns at once when a slot is free and nobody waits ahead; otherwise
+        waits in line.  A slot granted while the wait is cancelled is given back.
+
+        Parameters
+        ----------
+        started : bool
+            Whether the session has begun (a session paused by
+            :meth:`checkpoint`); such sessions are admitted before new ones.
+        """
         if self.active < self.level and not self._started and (started or not self._new):
             self.active += 1
             return

@@ -129,7 +129,18 @@ class Fate:
 
 
 def always(fate: Fate) -> Callable[[int], Fate]:
-    """A ``fate`` function giving every batch the same :class:`Fate`."""
+    """A ``fate`` function giving every batch the same :class:`Fate`.
+
+    Parameters
+    ----------
+    fate : Fate
+        The fate of every batch.
+
+    Returns
+    -------
+    callable
+        Batch number -> ``fate``.
+    """
     return lambda n: fate
 
 
@@ -140,6 +151,19 @@ def hashed(low: float = 0.0, high: float = 1.0, digits: int = 3) -> Script:
     the same reply to the same request, and a request whose context differs
     (another earlier answer) gets another reply, so the comparison of a
     batch run with a live run checks the context too.
+
+    Parameters
+    ----------
+    low, high : float
+        The range of the answers.
+    digits : int
+        Decimals of the answer.
+
+    Returns
+    -------
+    Script
+        A script whose answer is ``low + u * (high - low)``, ``u`` in [0, 1)
+        from the SHA-256 of the request's ``messages`` (as sorted JSON).
     """
 
     def script(body: dict, n: int) -> Answer:
@@ -154,7 +178,19 @@ class QuietServer(ThreadingHTTPServer):
     """A client hanging up is normal here: no traceback, other errors in one line."""
 
     def handle_error(self, request, client_address):
-        """Say an unexpected error in one line; a hang-up not at all."""
+        """Say an unexpected error in one line; a hang-up not at all.
+
+        Parameters
+        ----------
+        request : socket
+            The client's connection.
+        client_address : tuple
+            The client's address.
+
+        Returns
+        -------
+        None
+        """
         exc = sys.exc_info()[1]
         if isinstance(exc, (ConnectionError, TimeoutError)):
             return
@@ -187,12 +223,37 @@ def _counts(**n: int) -> dict:
 
 
 def rfc3339(t: float) -> str:
-    """An RFC 3339 UTC time of seconds since the epoch."""
+    """An RFC 3339 UTC time of seconds since the epoch.
+
+    Parameters
+    ----------
+    t : float
+        Seconds since the epoch.
+
+    Returns
+    -------
+    str
+        E.g. ``2026-01-02T03:04:05.678901Z``.
+    """
     return dt.datetime.fromtimestamp(t, dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def multipart_fields(content_type: str, data: bytes) -> dict[str, tuple[str | None, bytes]]:
-    """The fields of a ``multipart/form-data`` body: name -> (filename, bytes)."""
+    """The fields of a ``multipart/form-data`` body: name -> (filename, bytes).
+
+    Parameters
+    ----------
+    content_type : str
+        The request's ``content-type`` header, with its boundary.
+    data : bytes
+        The request body.
+
+    Returns
+    -------
+    dict
+        Field name -> (filename or None, payload bytes); empty when the body
+        is not multipart.
+    """
     head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
     msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + data)
     out: dict[str, tuple[str | None, bytes]] = {}
@@ -206,7 +267,26 @@ def multipart_fields(content_type: str, data: bytes) -> dict[str, tuple[str | No
 
 
 def check_input(data: bytes, endpoint: str) -> tuple[list[dict], list[dict]]:
-    """The lines of a batch input file and its validation errors (OpenAI's ``errors.data`` items)."""
+    """The lines of a batch input file and its validation errors (OpenAI's ``errors.data`` items).
+
+    Parameters
+    ----------
+    data : bytes
+        The input file (JSONL).
+    endpoint : str
+        The batch's endpoint; every line's ``url`` must be it and its
+        ``method`` ``POST``.
+
+    Returns
+    -------
+    lines : list of dict
+        The valid request lines, in file order.
+    errors : list of dict
+        ``code``, ``message`` and ``line`` (1-based; None for the whole file)
+        of each problem: a line not JSON or without a body, a missing or
+        repeated ``custom_id``, another endpoint, more than one model, an
+        empty file.
+    """
     lines, errors, seen, models = [], [], set(), set()
     for i, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
@@ -327,7 +407,20 @@ class FakeBatchServer(LocalServer):
 
     # ------------------------------------------------------------ routes
     def chat(self, data: bytes) -> tuple[int, dict | bytes]:
-        """A live chat completion, answered by the script."""
+        """A live chat completion, answered by the script.
+
+        Parameters
+        ----------
+        data : bytes
+            The request body (JSON; anything else reads as ``{}``).
+
+        Returns
+        -------
+        status : int
+            The answer's HTTP status.
+        payload : dict or bytes
+            :func:`bayesobs.fakeserver.reply_body` of the answer.
+        """
         try:
             body = json.loads(data or b"{}")
         except ValueError:
@@ -339,7 +432,27 @@ class FakeBatchServer(LocalServer):
         return ans.status, reply_body(ans, body, n)
 
     def post(self, path: str, data: bytes, content_type: str) -> tuple[int, dict]:
-        """``POST /v1/files``, ``/v1/batches`` and ``/v1/batches/{id}/cancel``."""
+        """``POST /v1/files``, ``/v1/batches`` and ``/v1/batches/{id}/cancel``.
+
+        Also routes ``POST /v1/messages/batches`` and its ``/{id}/cancel`` to
+        :meth:`create_messages` and :meth:`cancel_messages`.
+
+        Parameters
+        ----------
+        path : str
+            The request path.
+        data : bytes
+            The request body (multipart for a file upload, else JSON).
+        content_type : str
+            The request's ``content-type`` header.
+
+        Returns
+        -------
+        status : int
+            The HTTP status.
+        payload : dict
+            The JSON body: the object asked for, or an error in the API's shape.
+        """
         if path == "/v1/files":
             fields = multipart_fields(content_type, data)
             if "file" not in fields:
@@ -374,7 +487,27 @@ class FakeBatchServer(LocalServer):
         return _error(f"no route POST {path}", 404)
 
     def get(self, path: str, query: dict) -> tuple[int, dict | bytes, str]:
-        """``GET`` of files, their content, a batch, the list of batches (of both APIs)."""
+        """``GET`` of files, their content, a batch, the list of batches (of both APIs).
+
+        Each retrieve of a batch advances it one step (:meth:`advance`,
+        :meth:`advance_messages`).
+
+        Parameters
+        ----------
+        path : str
+            The request path.
+        query : dict
+            The parsed query string (name -> list of values).
+
+        Returns
+        -------
+        status : int
+            The HTTP status.
+        payload : dict or bytes
+            The JSON object, or a file's (results') bytes.
+        content_type : str
+            The response's content type.
+        """
         parts = path.strip("/").split("/")
         if parts[:3] == ["v1", "messages", "batches"]:
             return self.get_messages(parts, query)
@@ -413,7 +546,23 @@ class FakeBatchServer(LocalServer):
 
     # ------------------------------------------------------------ state
     def add_file(self, data: bytes, filename: str, purpose: str) -> dict:
-        """Store a file; returns its file object."""
+        """Store a file; returns its file object.
+
+        Parameters
+        ----------
+        data : bytes
+            The file's content.
+        filename : str
+            Its name.
+        purpose : str
+            Its purpose (``batch``, ``batch_output``, ``batch_error``).
+
+        Returns
+        -------
+        dict
+            The file object (``id`` ``file-NNNNNN``, ``bytes``, ``filename``,
+            ``purpose``, ``status: "processed"`` ...).
+        """
         fid = f"file-{len(self.files) + 1:06d}"
         self.files[fid] = {
             "id": fid,
@@ -428,7 +577,22 @@ class FakeBatchServer(LocalServer):
         return self.files[fid]
 
     def create(self, req: dict) -> tuple[int, dict]:
-        """``POST /v1/batches``: a new batch in ``validating``."""
+        """``POST /v1/batches``: a new batch in ``validating``.
+
+        Parameters
+        ----------
+        req : dict
+            The request body: ``input_file_id`` (an uploaded file),
+            ``endpoint`` (:data:`ENDPOINT`), ``completion_window`` (``24h``) and
+            optional ``metadata``.
+
+        Returns
+        -------
+        status : int
+            200, or 400/404 for an unknown file, another endpoint or window.
+        payload : dict
+            The new batch object, or the error.
+        """
         fid = req.get("input_file_id")
         if fid not in self.files:
             return _error(f"No such File object: {fid}", 404)
@@ -468,11 +632,33 @@ class FakeBatchServer(LocalServer):
 
     @staticmethod
     def public(b: dict) -> dict:
-        """The batch object as served (without the server's own notes)."""
+        """The batch object as served (without the server's own notes).
+
+        Parameters
+        ----------
+        b : dict
+            A batch's state.
+
+        Returns
+        -------
+        dict
+            Its keys that do not start with ``_``.
+        """
         return {k: v for k, v in b.items() if not k.startswith("_")}
 
     def advance(self, b: dict) -> None:
-        """One retrieve's worth of progress of a batch."""
+        """One retrieve's worth of progress of a batch.
+
+        ``validating`` checks the input (:func:`check_input`) and fails or
+        starts; ``in_progress`` raises the counts for ``fate.polls`` retrieves,
+        then is ``finalizing``; ``finalizing``/``cancelling`` runs the requests
+        (:meth:`finish`) and ends ``completed``, ``expired`` or ``cancelled``.
+
+        Parameters
+        ----------
+        b : dict
+            A batch's state (changed in place).
+        """
         fate: Fate = b["_fate"]
         now = int(time.time())
         if b["status"] == "validating":
@@ -516,7 +702,20 @@ class FakeBatchServer(LocalServer):
                 b.update(status="completed", completed_at=now)
 
     def finish(self, b: dict, run: int, code: str) -> None:
-        """Answer the first ``run`` requests; write the output and error files."""
+        """Answer the first ``run`` requests; write the output and error files.
+
+        Answers go to the output file (status 200) or the error file; the
+        requests not run go to the error file with ``code``.
+
+        Parameters
+        ----------
+        b : dict
+            A batch's state (its files and counts are set in place).
+        run : int
+            How many requests, from the first, are run.
+        code : str
+            The error code of the others (``batch_expired``, ``batch_cancelled``).
+        """
         out, err = [], []
         for i, line in enumerate(b["_lines"]):
             rid = f"batch_req_{b['id']}_{i}"
@@ -561,7 +760,21 @@ class FakeBatchServer(LocalServer):
 
     # ------------------------------------------------------------ Anthropic's Message Batches
     def messages(self, data: bytes) -> tuple[int, dict | bytes]:
-        """A live Messages API request (``POST /v1/messages``), answered by the script."""
+        """A live Messages API request (``POST /v1/messages``), answered by the script.
+
+        Parameters
+        ----------
+        data : bytes
+            The request body (JSON; anything else reads as ``{}``).
+
+        Returns
+        -------
+        status : int
+            The answer's HTTP status.
+        payload : dict or bytes
+            :func:`bayesobs.fakeserver.messages_payload` of the answer, or its
+            own ``body``.
+        """
         try:
             body = json.loads(data or b"{}")
         except ValueError:
@@ -574,7 +787,21 @@ class FakeBatchServer(LocalServer):
         return ans.status, ans.body if ans.body is not None else messages_payload(ans, body, n)
 
     def create_messages(self, req: dict) -> tuple[int, dict]:
-        """``POST /v1/messages/batches``: a new Message Batch, ``in_progress``."""
+        """``POST /v1/messages/batches``: a new Message Batch, ``in_progress``.
+
+        Parameters
+        ----------
+        req : dict
+            The request body, ``{"requests": [{"custom_id", "params"}, ...]}``.
+
+        Returns
+        -------
+        status : int
+            200, or 400 for no requests, a bad or repeated ``custom_id`` or a
+            request without ``params``.
+        payload : dict
+            The new batch, or Anthropic's error object.
+        """
         requests = req.get("requests")
         if not isinstance(requests, list) or not requests:
             return _anthropic_error("requests: a non-empty list is required")
@@ -613,7 +840,18 @@ class FakeBatchServer(LocalServer):
         return 200, self.public(self.batches[bid])
 
     def advance_messages(self, b: dict) -> None:
-        """One retrieve's worth of progress of a Message Batch."""
+        """One retrieve's worth of progress of a Message Batch.
+
+        ``in_progress`` runs a share of the requests for ``fate.polls``
+        retrieves, then ends (:meth:`end_messages`; the unanswered ones
+        ``expired`` with an ``expired`` fate); ``canceling`` ends with the
+        others ``canceled``.
+
+        Parameters
+        ----------
+        b : dict
+            A Message Batch's state (changed in place).
+        """
         fate: Fate = b["_fate"]
         total = len(b["_requests"])
         if b["processing_status"] == "in_progress":
@@ -630,7 +868,20 @@ class FakeBatchServer(LocalServer):
             self.end_messages(b, "canceled")
 
     def end_messages(self, b: dict, unrun: str | None) -> None:
-        """End a Message Batch: its first ``_run`` requests answered, the others ``unrun``."""
+        """End a Message Batch: its first ``_run`` requests answered, the others ``unrun``.
+
+        A ``failed`` fate errors every request run (``api_error``).  The results
+        are stored in reverse request order.
+
+        Parameters
+        ----------
+        b : dict
+            A Message Batch's state (its results, counts and ``results_url`` are
+            set in place).
+        unrun : str or None
+            The result type of the requests not run (``expired``, ``canceled``);
+            None runs them all.
+        """
         fate: Fate = b["_fate"]
         lines = []
         counts = _counts()
@@ -653,7 +904,20 @@ class FakeBatchServer(LocalServer):
         )
 
     def run_message(self, params: dict) -> dict:
-        """The result of one request of a Message Batch: the script's answer, or an error."""
+        """The result of one request of a Message Batch: the script's answer, or an error.
+
+        Parameters
+        ----------
+        params : dict
+            The request's Messages API body; ``model``, ``max_tokens`` and
+            ``messages`` are required.
+
+        Returns
+        -------
+        dict
+            ``{"type": "succeeded", "message": ...}``, or ``{"type": "errored",
+            "error": ...}`` for a malformed request or a non-200 answer.
+        """
         if (
             not isinstance(params.get("model"), str)
             or not isinstance(params.get("max_tokens"), int)
@@ -670,7 +934,26 @@ class FakeBatchServer(LocalServer):
         return {"type": "succeeded", "message": message}
 
     def get_messages(self, parts: list[str], query: dict) -> tuple[int, dict | bytes, str]:
-        """``GET /v1/messages/batches[/{id}[/results]]``."""
+        """``GET /v1/messages/batches[/{id}[/results]]``.
+
+        Parameters
+        ----------
+        parts : list of str
+            The path's segments (``v1``, ``messages``, ``batches`` ...).
+        query : dict
+            The parsed query string (``limit`` 1..1000, ``after_id``,
+            ``before_id``).
+
+        Returns
+        -------
+        status : int
+            The HTTP status (400 for results before the batch ended, 404 for an
+            unknown batch).
+        payload : dict or bytes
+            The list, the batch (advanced one step) or the results' JSONL.
+        content_type : str
+            The response's content type.
+        """
         if len(parts) == 3:  # the list, newest first
             try:
                 limit = int(query.get("limit", ["20"])[0])
@@ -703,7 +986,20 @@ class FakeBatchServer(LocalServer):
         return 200, self.public(b), JSON
 
     def cancel_messages(self, bid: str) -> tuple[int, dict]:
-        """``POST /v1/messages/batches/{id}/cancel``: ``canceling``, ended at the next retrieve."""
+        """``POST /v1/messages/batches/{id}/cancel``: ``canceling``, ended at the next retrieve.
+
+        Parameters
+        ----------
+        bid : str
+            The batch id.
+
+        Returns
+        -------
+        status : int
+            The HTTP status.
+        payload : dict
+            The JSON body: the object asked for, or an error in the API's shape.
+        """
         b = self.batches.get(bid)
         if b is None:
             return _anthropic_error(f"No such batch: {bid}", 404)
@@ -716,6 +1012,18 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m bayesobs.fakebatch [--reply TEXT|--hashed] [--polls N] [--port P]``: serve.
 
     Prints the URL first, then serves until interrupted.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The command-line arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 after an interrupt; 2, with one line on stderr, for a port out of
+        0..65535, a negative ``--polls`` or an address that cannot be
+        listened on.
     """
     import argparse
 

@@ -103,18 +103,59 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 def constant(text: str = "0.5") -> Script:
-    """A script that answers every request with ``text``."""
+    """A script that answers every request with ``text``.
+
+    Parameters
+    ----------
+    text : str
+        The reply text (default ``"0.5"``).
+
+    Returns
+    -------
+    Script
+        A function of (request body, request number) returning an
+        :class:`Answer`.
+    """
     return lambda body, n: Answer(text)
 
 
 def openai_error(message: str, param: str | None, code: str | None, status: int = 400) -> Answer:
-    """An error reply in OpenAI's documented shape (``{"error": {message, type, param, code}}``)."""
+    """An error reply in OpenAI's documented shape (``{"error": {message, type, param, code}}``).
+
+    Parameters
+    ----------
+    message : str
+        The error's message.
+    param : str or None
+        The request parameter it names (``param``).
+    code : str or None
+        Its ``code`` (``unsupported_parameter``, ``unsupported_value`` ...).
+    status : int
+        The HTTP status (default 400).
+
+    Returns
+    -------
+    Answer
+        An answer with no text whose ``body`` is the error object (``type``
+        ``invalid_request_error``).
+    """
     err = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
     return Answer(None, status=status, body={"error": err})
 
 
 def prompt_tokens(body: dict) -> int:
-    """A rough prompt-token count of a request body (4 characters a token)."""
+    """A rough prompt-token count of a request body (4 characters a token).
+
+    Parameters
+    ----------
+    body : dict
+        A chat request body.
+
+    Returns
+    -------
+    int
+        The length of its ``messages`` as JSON, over 4 (at least 1).
+    """
     return max(1, len(json.dumps(body.get("messages", []))) // 4)
 
 
@@ -147,6 +188,15 @@ def reasoning(
         function of the request body: some questions take more thought).
     cached_tokens : int
         Reported as ``prompt_tokens_details.cached_tokens`` (at most the prompt).
+
+    Returns
+    -------
+    Script
+        A script that refuses ``max_tokens`` and a ``temperature`` other than
+        1 (HTTP 400, OpenAI's shape), and answers ``text`` with the reasoning
+        and cached tokens in its usage; a ``max_completion_tokens`` budget
+        below reasoning plus answer gets empty content and ``finish_reason``
+        ``"length"``.
     """
 
     def script(body: dict, n: int) -> Answer:
@@ -185,6 +235,17 @@ def llamacpp(text: str = "0.5") -> Script:
 
     With ``max_tokens`` the reply is ``text`` within that budget; without it
     the reply runs on to the context limit (:data:`LLAMACPP_CONTEXT`).
+
+    Parameters
+    ----------
+    text : str
+        The reply text (its length over 4 is its token count).
+
+    Returns
+    -------
+    Script
+        A function of (request body, request number) returning an
+        :class:`Answer`.
     """
 
     def script(body: dict, n: int) -> Answer:
@@ -218,7 +279,19 @@ def llamacpp(text: str = "0.5") -> Script:
 
 
 def legacy(text: str = "0.5") -> Script:
-    """A script for a server that knows only ``max_tokens`` (refuses ``max_completion_tokens``)."""
+    """A script for a server that knows only ``max_tokens`` (refuses ``max_completion_tokens``).
+
+    Parameters
+    ----------
+    text : str
+        The reply text.
+
+    Returns
+    -------
+    Script
+        A script that answers ``text``, or HTTP 400 (``param: null``, named in
+        the message) to a body with ``max_completion_tokens``.
+    """
 
     def script(body: dict, n: int) -> Answer:
         if "max_completion_tokens" in body:
@@ -237,6 +310,20 @@ def token_logprobs(text: str, top: int = 5) -> dict:
     next 0.2, the one before 0.1, two apart 0.05 each); any other character
     itself (0.9) and a line break (0.05).  ``top`` alternatives are listed
     (``top_logprobs``).
+
+    Parameters
+    ----------
+    text : str
+        The reply text.
+    top : int
+        How many alternatives each token lists (at most 5 for a digit, 2
+        otherwise).
+
+    Returns
+    -------
+    dict
+        ``{"content": [...]}``: per character its ``token``, ``logprob``,
+        ``bytes`` and ``top_logprobs``.
     """
 
     def entry(tok: str, p: float) -> dict:
@@ -257,7 +344,20 @@ def token_logprobs(text: str, top: int = 5) -> dict:
 
 
 def logprobs(text: str = "0.5") -> Script:
-    """A script that answers ``text`` with its tokens' logprobs when asked (:func:`token_logprobs`)."""
+    """A script that answers ``text`` with its tokens' logprobs when asked (:func:`token_logprobs`).
+
+    Parameters
+    ----------
+    text : str
+        The reply text.
+
+    Returns
+    -------
+    Script
+        A script that answers ``text``, with :func:`token_logprobs` of it
+        (``top_logprobs`` of the request alternatives) when the request has
+        ``logprobs: true``.
+    """
 
     def script(body: dict, n: int) -> Answer:
         if not body.get("logprobs"):
@@ -285,7 +385,15 @@ class TokenBucket:
         self._lock = threading.Lock()
 
     def take(self) -> float:
-        """Take a token (0.0), or the seconds until one is free (nothing taken)."""
+        """Take a token (0.0), or the seconds until one is free (nothing taken).
+
+        The bucket refills at ``rate`` tokens a second up to ``burst``.
+
+        Returns
+        -------
+        float
+            0.0 when a token was taken, else the seconds until one is free.
+        """
         with self._lock:
             now = self.clock()
             self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
@@ -300,9 +408,28 @@ def rate_limited(script: Script, rate: float, burst: float = 1.0, latency_s: flo
     """``script`` behind a :class:`TokenBucket` of ``rate`` requests a second.
 
     A request beyond the rate gets HTTP 429 with ``retry-after`` (the
-    seconds until the next token, to the millisecond) and no answer; an
-    answered request takes ``latency_s`` seconds.  ``script.throttled``
-    counts the 429s sent.
+    seconds until the next token, to the millisecond) and no answer.
+
+    Parameters
+    ----------
+    script : Script
+        What answers the requests that get through.
+    rate : float
+        Requests a second (> 0, finite).
+    burst : float
+        The bucket's size (>= 1, finite).
+    latency_s : float
+        Seconds each answered request takes (unless its answer sets a delay).
+
+    Returns
+    -------
+    Script
+        The limited script; its ``counts["throttled"]`` counts the 429s sent.
+
+    Raises
+    ------
+    ValueError
+        When ``rate`` or ``burst`` is out of range.
     """
     bucket = TokenBucket(rate, burst)
     counts = {"throttled": 0}
@@ -336,6 +463,19 @@ def messages_reasoning(text: str = "0.5", thinking_tokens: int = 200) -> Script:
     ``min(thinking_tokens, N)`` tokens on a ``thinking`` block first; a
     ``max_tokens`` too small for both ends with ``stop_reason:
     "max_tokens"`` and no text.
+
+    Parameters
+    ----------
+    text : str
+        The visible answer.
+    thinking_tokens : int
+        The tokens a reply spends thinking (at most the budget).
+
+    Returns
+    -------
+    Script
+        A script answering in the Messages API's terms (serve it at
+        ``/v1/messages``); a request without thinking gets ``text`` at once.
     """
 
     def script(body: dict, n: int) -> Answer:
@@ -387,7 +527,26 @@ STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}  # finish_reason -> 
 
 
 def messages_payload(ans: Answer, body: dict, n: int) -> dict:
-    """The Messages API's body for an answer: a message, or an error in Anthropic's shape."""
+    """The Messages API's body for an answer: a message, or an error in Anthropic's shape.
+
+    Parameters
+    ----------
+    ans : Answer
+        The script's answer.
+    body : dict
+        The request body (its ``model`` is echoed).
+    n : int
+        The request's number (in the message id and thinking signature).
+
+    Returns
+    -------
+    dict
+        For a 200 answer a ``message`` (``content`` blocks: a ``thinking``
+        block when the answer has one, then the text; ``stop_reason`` mapped
+        by :data:`STOP_REASONS`; ``usage`` with the answer's own over the
+        defaults); otherwise ``{"type": "error", "error": {"type", "message"}}``
+        with the type by status (:data:`ANTHROPIC_ERROR_TYPES`).
+    """
     if ans.status != 200:
         kind = ans.error_type or ANTHROPIC_ERROR_TYPES.get(ans.status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": ans.text or "error"}}
@@ -432,6 +591,22 @@ def reply_body(ans: Answer, body: dict, n: int) -> dict | bytes:
     ``{"error": ...}`` object; ``ans.body`` replaces either.  The local batch
     server (:mod:`bayesobs.fakebatch`) writes the same bodies into its output
     and error files.
+
+    Parameters
+    ----------
+    ans : Answer
+        The script's answer.
+    body : dict
+        The request body (its ``model`` is echoed).
+    n : int
+        The request's number (in the completion id).
+
+    Returns
+    -------
+    dict or bytes
+        ``ans.body`` when set; else a ``chat.completion`` (one choice with
+        the text, finish reason and logprobs, and usage) for status 200, or
+        ``{"error": {"message", "type", "code"}}``.
     """
     if ans.body is not None:
         return ans.body
@@ -564,8 +739,19 @@ def main(argv: list[str] | None = None) -> int:
 
     Serves until interrupted; ``--mode`` is one of :data:`MODES`
     (``ratelimit`` with ``--rate``, ``--burst`` and ``--latency``).
+    Prints the URL first.
 
-    Prints the URL first.  A port in use is one line on stderr and exit status 2.
+    Parameters
+    ----------
+    argv : list of str, optional
+        The command-line arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 after an interrupt; 2, with one line on stderr, for a port out of
+        0..65535, a bad rate, burst or latency, or an address that cannot be
+        listened on.
     """
     import argparse
 

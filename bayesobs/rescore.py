@@ -57,7 +57,35 @@ def _sessions(folder: Path) -> dict[tuple, object]:
 
 
 def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.DataFrame:
-    """Score every record's ``raw_response`` again; adds ``response_logged`` and ``rescored_changed``."""
+    """Score every record's ``raw_response`` again; adds ``response_logged`` and ``rescored_changed``.
+
+    Each record is matched to its re-planned session by the :data:`RUN_KEYS`
+    and to its stimulus by ``trial``; the task's ``record`` reads the reply
+    again (after the last answer label for chain-of-thought runs), a logged
+    ``logprobs`` is turned into a reply distribution again for numeric tasks,
+    and a reply that used up its reasoning budget is invalid.
+
+    Parameters
+    ----------
+    records : list of dict
+        Logged trial records (lines of ``trials.jsonl``).
+    sessions : dict
+        The planned sessions by session key (the :data:`RUN_KEYS` values), each
+        with its ``task`` and ``stimuli``.
+
+    Returns
+    -------
+    DataFrame
+        One row per record: the record with the :data:`SCORED` columns
+        rewritten, plus ``response_logged`` (the logged ``response``) and
+        ``rescored_changed`` (whether the response differs from it).
+
+    Raises
+    ------
+    BayesobsInputError
+        When a record's session or trial is not in the planned experiment, or
+        its ``stimulus_id`` differs from the re-planned stimulus.
+    """
     rows = []
     for rec in records:
         key = tuple(rec[k] for k in RUN_KEYS)

@@ -68,7 +68,24 @@ def repair_tail(path: str | Path) -> bytes:
     """Cut a log back to its last complete line; return the fragment cut (empty if none).
 
     The fragment is appended to ``<path>.torn`` (with a newline) before the
-    log is truncated, so nothing is lost.
+    log is truncated, so nothing is lost.  The log is held under an
+    exclusive ``flock`` meanwhile.
+
+    Parameters
+    ----------
+    path : str or Path
+        The log; a missing file has nothing to cut.
+
+    Returns
+    -------
+    bytes
+        The bytes after the last newline that were cut (empty when the log
+        ends in a newline, is empty or is missing).
+
+    Raises
+    ------
+    LogWriteError
+        When the log or its ``.torn`` file cannot be opened or written.
     """
     path = Path(path)
     try:
@@ -128,11 +145,30 @@ class AppendLog:
         self.torn = repair_tail(self.path)
 
     def read(self) -> tuple[list[dict], int]:
-        """Records of the log and the number of unreadable lines skipped (see :func:`read_jsonl`)."""
+        """Records of the log and the number of unreadable lines skipped (see :func:`read_jsonl`).
+
+        Returns
+        -------
+        records : list of dict
+            The readable records, in file order.
+        unreadable : int
+            Lines skipped that are not JSON objects.
+        """
         return read_jsonl(self.path)
 
     def append(self, rec: dict) -> None:
-        """Append one record (see :func:`append_line`)."""
+        """Append one record (see :func:`append_line`).
+
+        Parameters
+        ----------
+        rec : dict
+            The record; NaN and infinities are written as null.
+
+        Raises
+        ------
+        LogWriteError
+            When the log cannot be written (what was logged before is kept).
+        """
         append_line(self.path, rec)
 
 
@@ -142,8 +178,20 @@ def append_line(path: str | Path, rec: dict) -> None:
     If the log does not end in a newline (another writer was killed
     mid-record after this one opened the log), the record starts on a new
     line, leaving the fragment on a line of its own.  A write cut short (a
-    full disk) is undone, so the log never ends in a fragment; the error is
-    raised as :class:`LogWriteError`.
+    full disk) is undone, so the log never ends in a fragment.
+
+    Parameters
+    ----------
+    path : str or Path
+        The log (created if missing).
+    rec : dict
+        The record; written as strict JSON, NaN and infinities as null.
+
+    Raises
+    ------
+    LogWriteError
+        When the log cannot be opened or written (what was logged before is
+        kept).
     """
     path = Path(path)
     data = _dumps(rec)
@@ -171,13 +219,37 @@ def append_line(path: str | Path, rec: dict) -> None:
 
 
 def read_jsonl(path: Path) -> tuple[list[dict], int]:
-    """Records of a JSONL log and the number of torn (unparseable) lines skipped."""
+    """Records of a JSONL log and the number of torn (unparseable) lines skipped.
+
+    Parameters
+    ----------
+    path : Path
+        The log; a missing file reads as empty.
+
+    Returns
+    -------
+    records : list of dict
+        The readable records, in file order.
+    torn : int
+        Lines skipped that are not JSON objects.
+    """
     records, _, torn = read_records(path)
     return records, torn
 
 
 def unreadable_lines(path: Path) -> list[int]:
-    """1-based numbers of the non-blank lines of a JSONL log that are not JSON objects."""
+    """1-based numbers of the non-blank lines of a JSONL log that are not JSON objects.
+
+    Parameters
+    ----------
+    path : Path
+        The log; a missing file has none.
+
+    Returns
+    -------
+    list of int
+        The line numbers, ascending.
+    """
     _, lines, _ = read_records(path)
     good = set(lines)
     raw = Path(path).read_bytes().split(b"\n") if Path(path).exists() else []
@@ -273,7 +345,20 @@ class FolderLock:
 
 
 def holder_text(holder: dict) -> str:
-    """Who holds a folder, from its lock record, and what to do (one line)."""
+    """Who holds a folder, from its lock record, and what to do (one line).
+
+    Parameters
+    ----------
+    holder : dict
+        The lock record (``pid``, ``host``, ``since`` and optionally
+        ``command``); empty when unknown.
+
+    Returns
+    -------
+    str
+        E.g. ``pid 12 on box (bayesobs run, since ...); wait for it to finish
+        or use another folder``.
+    """
     if not holder:
         return "another process; wait for it to finish or use another folder"
     what = f"bayesobs {holder['command']}, " if holder.get("command") else ""
@@ -284,7 +369,25 @@ def holder_text(holder: dict) -> str:
 
 
 def writable_folder(folder: str | Path) -> Path:
-    """Create an experiment folder if needed; refuse a file or a read-only folder (one line)."""
+    """Create an experiment folder if needed; refuse a file or a read-only folder (one line).
+
+    Parameters
+    ----------
+    folder : str or Path
+        The experiment folder (created with its parents).
+
+    Returns
+    -------
+    Path
+        ``folder``.
+
+    Raises
+    ------
+    BayesobsInputError
+        When ``folder`` is a file.
+    LogWriteError
+        When it cannot be created or is read-only.
+    """
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise BayesobsInputError(f"{folder} is a file, not a folder; choose another --out")
@@ -303,6 +406,27 @@ def lock_folder(folder: str | Path, command: str) -> FolderLock:
     ``bayesobs serve`` holds it for the server's lifetime, so no run, sweep,
     rescore or second server writes into a folder that participants are
     answering in.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The experiment folder.
+    command : str
+        What holds it (``"serve"``, ``"run"`` ...), named to a writer that is
+        refused.
+
+    Returns
+    -------
+    FolderLock
+        The held lock; release it (or use it as a context manager).
+
+    Raises
+    ------
+    BayesobsInputError
+        When another process holds the folder (naming it), or the folder is a
+        file.
+    LogWriteError
+        When the folder or its lock file cannot be written.
     """
     return FolderLock(writable_folder(folder), command)
 
@@ -322,7 +446,25 @@ def _short(v: Any) -> str:
 
 
 def experiment_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """The fields in which two experiment records differ, as ``path: old -> new`` lines."""
+    """The fields in which two experiment records differ, as ``path: old -> new`` lines.
+
+    Dicts are compared key by key and lists of equal length item by item;
+    anything else differs as a whole.  Values are shown as JSON, cut to 40
+    characters.
+
+    Parameters
+    ----------
+    old, new : object
+        The two records (JSON-like).
+    prefix : str
+        The path of the records within the outer record (``""`` at the top).
+
+    Returns
+    -------
+    list of str
+        One line per differing field (``(absent)`` for a missing key); empty
+        when the records are equal.
+    """
     if isinstance(old, dict) and isinstance(new, dict):
         out = []
         for k in [*old, *(k for k in new if k not in old)]:
@@ -422,11 +564,35 @@ class ExperimentStore:
             raise _write_error(self.manifest, exc) from None
 
     def log_run(self, **event) -> None:
-        """Append an event to ``runs.jsonl``."""
+        """Append an event to ``runs.jsonl``.
+
+        Parameters
+        ----------
+        **event
+            The event's fields; ``time_utc`` is added first.
+
+        Raises
+        ------
+        LogWriteError
+            When the log cannot be written.
+        """
         self._runs.append({"time_utc": utc_now(), **event})
 
     def append(self, record: dict) -> None:
-        """Log one finished trial (never twice); the first trial writes the manifest."""
+        """Log one finished trial (never twice); the first trial writes the manifest.
+
+        Parameters
+        ----------
+        record : dict
+            The trial row, with the :data:`TRIAL_ID` keys.
+
+        Raises
+        ------
+        RuntimeError
+            When the trial is already logged (a bug in the caller, not bad input).
+        LogWriteError
+            When the manifest or the log cannot be written.
+        """
         key = tuple(record[k] for k in TRIAL_ID)
         if key in self.done:
             raise RuntimeError(f"trial {key} is already logged")
@@ -435,7 +601,23 @@ class ExperimentStore:
         self.done[key] = record
 
     def save_png(self, png: bytes) -> str:
-        """Store a PNG by content hash; returns its path relative to the folder."""
+        """Store a PNG by content hash; returns its path relative to the folder.
+
+        Parameters
+        ----------
+        png : bytes
+            A PNG file's bytes.
+
+        Returns
+        -------
+        str
+            ``stimuli/<hash>.png`` (see :func:`save_png`).
+
+        Raises
+        ------
+        LogWriteError
+            When the file cannot be written.
+        """
         try:
             return save_png(self.folder, png)
         except OSError as exc:
@@ -455,7 +637,24 @@ class ExperimentStore:
 
 
 def save_png(folder: Path, png: bytes) -> str:
-    """Write ``folder/stimuli/<content hash>.png`` once; returns the relative path."""
+    """Write ``folder/stimuli/<content hash>.png`` once; returns the relative path.
+
+    The name is the first 20 hex digits of the bytes' SHA-256; the file is
+    written through a ``.part`` file and renamed, and left alone when it
+    exists.
+
+    Parameters
+    ----------
+    folder : Path
+        The experiment folder.
+    png : bytes
+        A PNG file's bytes.
+
+    Returns
+    -------
+    str
+        ``stimuli/<hash>.png``, relative to ``folder``.
+    """
     name = hashlib.sha256(png).hexdigest()[:20] + ".png"
     path = Path(folder) / "stimuli" / name
     if not path.exists():

@@ -14,7 +14,25 @@ SIM_KINDS = KINDS + SEARCH_KINDS + TUNNEL_KINDS + HVS_KINDS + PERCEPTV_KINDS
 
 
 def parse_subject(spec: str) -> tuple[str, str]:
-    """``"sim:bayesian"`` -> ``("sim", "bayesian")``, validating the form."""
+    """``"sim:bayesian"`` -> ``("sim", "bayesian")``, validating the form.
+
+    Parameters
+    ----------
+    spec : str
+        ``KIND:NAME``: ``sim:<kind>`` with a kind of :data:`SIM_KINDS`,
+        ``openai:<model>`` or ``anthropic:<model>``.
+
+    Returns
+    -------
+    kind, name : str
+        The part before the first colon and the part after it.
+
+    Raises
+    ------
+    BayesobsInputError
+        When ``spec`` has no colon or no name, its kind is not ``sim``,
+        ``openai`` or ``anthropic``, or a ``sim`` name is not a simulated kind.
+    """
     kind, sep, name = spec.partition(":")
     if not sep or not name or kind not in ("sim", "openai", "anthropic"):
         raise BayesobsInputError(

@@ -89,12 +89,35 @@ FATAL_CODES = ("enforced_spend_limit_reached",)  # a 429 that no wait can cure
 
 @lru_cache(maxsize=8192)
 def b64(png: bytes) -> str:
-    """Base64 of a PNG (cached: history images recur in every request)."""
+    """Base64 of a PNG (cached: history images recur in every request).
+
+    Parameters
+    ----------
+    png : bytes
+        A PNG file's bytes.
+
+    Returns
+    -------
+    str
+        Its base64 text.
+    """
     return base64.b64encode(png).decode()
 
 
 def image_block(png: bytes) -> dict:
-    """An image content block of a PNG, base64-encoded."""
+    """An image content block of a PNG, base64-encoded.
+
+    Parameters
+    ----------
+    png : bytes
+        A PNG file's bytes.
+
+    Returns
+    -------
+    dict
+        ``{"type": "image", "source": {"type": "base64", "media_type":
+        "image/png", "data": ...}}``.
+    """
     return {
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": b64(png)},
@@ -102,7 +125,20 @@ def image_block(png: bytes) -> dict:
 
 
 def to_messages(request: Request) -> list[dict]:
-    """Messages API turns of a request (the system prompt goes apart, as ``system``)."""
+    """Messages API turns of a request (the system prompt goes apart, as ``system``).
+
+    Parameters
+    ----------
+    request : Request
+        The trial's request.
+
+    Returns
+    -------
+    list of dict
+        One message per turn: an assistant turn's text (:data:`EMPTY_ANSWER`
+        when empty), a user turn's text, or, for a user turn with images, a
+        list of blocks (its text, then one :func:`image_block` per image).
+    """
     msgs: list[dict] = []
     for t in request.turns:
         if t.role == "assistant":
@@ -123,11 +159,31 @@ def to_messages(request: Request) -> list[dict]:
 def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
     """Text, ``finish_reason``, usage and token details of a Messages API body.
 
-    Usage is in the OpenAI form the trial table keeps (``prompt_tokens``,
-    ``completion_tokens``); details are ``cached_tokens`` and, for a reply
-    of thinking only, ``reasoning_tokens``.  Raises :class:`EmptyReply` for
-    a body that holds no message: not JSON, an ``error`` object, no
-    ``content`` list.
+    Parameters
+    ----------
+    raw : bytes
+        The HTTP body of a 200 reply.
+
+    Returns
+    -------
+    text : str
+        The reply's text blocks, joined.
+    finish_reason : str or None
+        ``stop_reason`` mapped by :data:`FINISH_REASONS` (an unknown one kept
+        as it is).
+    usage : dict or None
+        In the OpenAI form the trial table keeps: ``prompt_tokens`` (all
+        input, cache reads and writes included) and ``completion_tokens``
+        (``output_tokens``); None without usage.
+    details : dict
+        ``cached_tokens`` (``cache_read_input_tokens``) and, for a reply of
+        thinking only, ``reasoning_tokens``.
+
+    Raises
+    ------
+    EmptyReply
+        For a body that holds no message: not JSON, an ``error`` object, no
+        ``content`` list, a text block without text.
     """
     try:
         body = json.loads(raw)
@@ -241,13 +297,38 @@ class AnthropicSubject(CachedReplies):
         return reasoning_budget(o.reasoning_effort, o.reasoning_budget)
 
     def budget(self, request: Request) -> int:
-        """``max_tokens``: the visible answer's budget plus the thinking budget."""
+        """``max_tokens``: the visible answer's budget plus the thinking budget.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request; its ``max_tokens`` (a task's own reply budget)
+            wins over the option's.
+
+        Returns
+        -------
+        int
+            Tokens.
+        """
         o = self.options
         visible = request.max_tokens if request.max_tokens is not None else o.max_tokens
         return visible + self.thinking_budget
 
     def payload(self, request: Request) -> dict:
-        """The Messages API request body of a request."""
+        """The Messages API request body of a request.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        dict
+            ``model``, ``max_tokens`` (:meth:`budget`), ``system``, ``messages``
+            (:func:`to_messages`) and either ``thinking`` (with a thinking
+            budget) or ``temperature``.
+        """
         o = self.options
         body: dict = {
             "model": o.model,
@@ -267,7 +348,15 @@ class AnthropicSubject(CachedReplies):
         return 1.0 if self.thinking_budget else self.options.temperature
 
     def summary(self) -> dict:
-        """The run's request choices, for the manifest."""
+        """The run's request choices, for the manifest.
+
+        Returns
+        -------
+        dict
+            ``api`` (``"anthropic-messages"``), ``token_param`` (``"max_tokens"``),
+            ``temperature_effective``, ``thinking_budget`` (None without
+            thinking) and ``image_detail`` (None).
+        """
         return {
             "api": "anthropic-messages",
             "token_param": "max_tokens",
@@ -277,7 +366,22 @@ class AnthropicSubject(CachedReplies):
         }
 
     def columns(self, body: dict, details: dict) -> dict:
-        """A reply's API columns of the trial row (the same for every body of a run)."""
+        """A reply's API columns of the trial row (the same for every body of a run).
+
+        Parameters
+        ----------
+        body : dict
+            The request body the reply answers (not read: the columns are the
+            same for every body).
+        details : dict
+            The reply's token details (:func:`reply_of`).
+
+        Returns
+        -------
+        dict
+            ``token_param`` (``"max_tokens"``), ``temperature_effective``,
+            ``image_detail`` (None) and the details.
+        """
         return {
             "token_param": "max_tokens",
             "temperature_effective": self.temperature_effective,
@@ -312,7 +416,27 @@ class AnthropicSubject(CachedReplies):
         return f"{type(exc).__name__} ({where}): {exc}"
 
     async def complete(self, request: Request) -> Reply:
-        """Ask the model (or replay the cache), retrying transient failures."""
+        """Ask the model (or replay the cache), retrying transient failures.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            The (redacted) text with latency, usage, attempts, finish reason and
+            the trial-row columns; a replayed reply is marked ``cached``.
+
+        Raises
+        ------
+        FatalSubjectError
+            On 401, 402, 403 or 404, or a 429 of a spend limit (the run stops).
+        SubjectError
+            When the attempts or ``max_wait_s`` run out, or the request cannot
+            succeed (another 4xx).
+        """
         body = self.payload(request)
         key, hit = self._replay(body, request)
         if hit is not None:

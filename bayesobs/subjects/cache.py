@@ -22,7 +22,13 @@ from ..store import AppendLog
 
 
 def default_cache_dir() -> Path:
-    """``$BAYESOBS_CACHE``, else ``$XDG_CACHE_HOME/bayesobs`` (default ``~/.cache/bayesobs``)."""
+    """``$BAYESOBS_CACHE``, else ``$XDG_CACHE_HOME/bayesobs`` (default ``~/.cache/bayesobs``).
+
+    Returns
+    -------
+    Path
+        The cache folder (not created here).
+    """
     root = os.environ.get("BAYESOBS_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "bayesobs"
     )
@@ -30,7 +36,23 @@ def default_cache_dir() -> Path:
 
 
 def request_key(payload: dict, identity: dict) -> str:
-    """The cache key of a request body and the trial's identity (a SHA-256 hex digest)."""
+    """The cache key of a request body and the trial's identity (a SHA-256 hex digest).
+
+    Parameters
+    ----------
+    payload : dict
+        The request body as sent (model, parameters, messages with images);
+        credentials are not in it.
+    identity : dict
+        The trial's identity (subject, task, modality, condition, session,
+        run, trial, seed; the endpoint and, with ``--cache-scope folder``,
+        the experiment folder).
+
+    Returns
+    -------
+    str
+        The SHA-256 hex digest of both, serialised as JSON with sorted keys.
+    """
     blob = json.dumps(
         {"request": payload, "identity": identity}, sort_keys=True, separators=(",", ":")
     )
@@ -63,11 +85,38 @@ class ResponseCache:
         }
 
     def get(self, key: str) -> dict | None:
-        """The cached entry of a key, or None."""
+        """The cached entry of a key, or None.
+
+        Parameters
+        ----------
+        key : str
+            A :func:`request_key`.
+
+        Returns
+        -------
+        dict or None
+            The cached record (``key``, ``text``, ``usage``, the ``info`` fields
+            and ``time_utc``), or None when the key was never cached.
+        """
         return self.entries.get(key)
 
     def put(self, key: str, text: str, usage: dict | None, **info) -> None:
-        """Append a reply (``info``: e.g. ``finish_reason``, ``folder``, ``endpoint``)."""
+        """Append a reply (``info``: e.g. ``finish_reason``, ``folder``, ``endpoint``).
+
+        The record is appended to ``responses.jsonl`` under the log's lock and
+        kept in memory for later :meth:`get` calls.
+
+        Parameters
+        ----------
+        key : str
+            A :func:`request_key`.
+        text : str
+            The reply text.
+        usage : dict or None
+            The API's token usage of the call, if it reported one.
+        **info
+            Further fields stored with the record.
+        """
         rec = {"key": key, "text": text, "usage": usage, **info, "time_utc": utc_now()}
         self.log.append(rec)
         self.entries[key] = rec

@@ -46,12 +46,41 @@ def _seed(seed: int, kind: str, meta: dict) -> int:
 
 
 def is_hvs_request(request: Request) -> bool:
-    """Whether the request is an HVS trial (the runner passed the question record)."""
+    """Whether the request is an HVS trial (the runner passed the question record).
+
+    Parameters
+    ----------
+    request : Request
+        The trial's request.
+
+    Returns
+    -------
+    bool
+        True when ``request.meta`` holds a ``question``.
+    """
     return "question" in request.meta
 
 
 def reply(kind: str, request: Request, seed: int = 0) -> str:
-    """A simulated subject's reply to the HVS question of ``request``."""
+    """A simulated subject's reply to the HVS question of ``request``.
+
+    Parameters
+    ----------
+    kind : str
+        The strategy: one of :data:`HVS_KINDS`, or ``"random"`` (which draws
+        from ``meta["hvs_context"]`` and does not look at the image).
+    request : Request
+        An HVS trial's request: its last turn's PNG is the image, its meta
+        holds the ``question`` and the trial identity.
+    seed : int
+        The subject seed; the draw is seeded by it, ``kind`` and the trial
+        identity.
+
+    Returns
+    -------
+    str
+        The reply text, as :func:`bayesobs.hvs.answer` words it.
+    """
     from ..hvs import answer
 
     meta = request.meta
@@ -79,7 +108,23 @@ class HvsSubject:
         self.name = f"sim:{kind}"
 
     async def complete(self, request: Request) -> Reply:
-        """Answer one HVS question from the image in the request."""
+        """Answer one HVS question from the image in the request.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            The reply text (no usage, no latency).
+
+        Raises
+        ------
+        FatalSubjectError
+            When the request is not an HVS trial.
+        """
         if not is_hvs_request(request):
             raise FatalSubjectError(
                 f"{self.name} answers HVSBench-style questions (task hvs) only; task "

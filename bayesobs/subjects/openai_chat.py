@@ -101,18 +101,51 @@ class ChatOptions:
     image_detail: str = DEFAULT_IMAGE_DETAIL  # --image-detail: OpenAI's ``detail`` of image parts
 
     def public(self) -> dict:
-        """Every option (the key is not an option, so nothing secret)."""
+        """Every option (the key is not an option, so nothing secret).
+
+        Returns
+        -------
+        dict
+            Each field's name and value.
+        """
         return {k: v for k, v in self.__dict__.items()}
 
 
 @lru_cache(maxsize=8192)
 def data_url(png: bytes) -> str:
-    """``data:image/png;base64,...`` (cached: history images recur in every request)."""
+    """``data:image/png;base64,...`` (cached: history images recur in every request).
+
+    Parameters
+    ----------
+    png : bytes
+        A PNG file's bytes.
+
+    Returns
+    -------
+    str
+        The image as a base64 data URL.
+    """
     return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
 def to_messages(request: Request, detail: str = DEFAULT_IMAGE_DETAIL) -> list[dict]:
-    """Chat messages of a request: system, then user/assistant turns (images with ``detail``)."""
+    """Chat messages of a request: system, then user/assistant turns (images with ``detail``).
+
+    Parameters
+    ----------
+    request : Request
+        The trial's request.
+    detail : str
+        The ``detail`` of every image part (one of ``IMAGE_DETAILS``).
+
+    Returns
+    -------
+    list of dict
+        OpenAI chat messages: the system prompt, then one message per turn;
+        an assistant turn or a user turn without images has text content, a
+        user turn with images a list of parts (its text, then one
+        ``image_url`` part per image, in order).
+    """
     msgs: list[dict] = [{"role": "system", "content": request.system}]
     for t in request.turns:
         pngs = t.pngs
@@ -131,7 +164,18 @@ def to_messages(request: Request, detail: str = DEFAULT_IMAGE_DETAIL) -> list[di
 
 
 def has_images(body: dict) -> bool:
-    """Whether a chat-completion body shows any image (its ``detail`` then applies)."""
+    """Whether a chat-completion body shows any image (its ``detail`` then applies).
+
+    Parameters
+    ----------
+    body : dict
+        A chat-completion request body.
+
+    Returns
+    -------
+    bool
+        True when a message has an ``image_url`` part.
+    """
     return any(
         isinstance(m.get("content"), list)
         and any(p.get("type") == "image_url" for p in m["content"])
@@ -146,6 +190,12 @@ MIN_SECRET_CHARS = 8  # shorter "keys" (a local server's placeholder) are not se
 
 def retry_after(exc: Exception) -> float | None:
     """The wait a failed request's ``Retry-After`` header asks for, if it is to be believed.
+
+    Parameters
+    ----------
+    exc : Exception
+        The failure; its ``response`` (if any) carries the header, in seconds
+        or as an HTTP date.
 
     Returns
     -------
@@ -177,12 +227,34 @@ def retry_after(exc: Exception) -> float | None:
 
 
 def backoff(attempt: int, base_s: float, cap_s: float) -> float:
-    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``base * 2**(attempt-1)``, capped, jittered to 50-100 %."""
+    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``base * 2**(attempt-1)``, capped, jittered to 50-100 %.
+
+    Parameters
+    ----------
+    attempt : int
+        The retry's number, from 1.
+    base_s : float
+        The first wait, in seconds.
+    cap_s : float
+        The longest wait before jitter, in seconds.
+
+    Returns
+    -------
+    float
+        Seconds to wait: ``min(cap_s, base_s * 2**(attempt - 1))`` times a
+        uniform draw in 0.5..1.
+    """
     return min(cap_s, base_s * 2 ** min(attempt - 1, 64)) * random.uniform(0.5, 1.0)
 
 
 async def pause(seconds: float) -> None:
-    """Wait between attempts (one place, so tests can count the waits instead of sleeping)."""
+    """Wait between attempts (one place, so tests can count the waits instead of sleeping).
+
+    Parameters
+    ----------
+    seconds : float
+        How long to wait.
+    """
     await asyncio.sleep(seconds)
 
 
@@ -192,6 +264,18 @@ def redact(text: str, secret: str | None) -> str:
     Keys shorter than :data:`MIN_SECRET_CHARS` are left alone: they are no
     secrets (``not-needed`` for a local server is not passed here) and
     replacing them would garble replies.
+
+    Parameters
+    ----------
+    text : str
+        The text to clean (anything else is returned as it is).
+    secret : str or None
+        The API key.
+
+    Returns
+    -------
+    str
+        ``text`` with the key replaced.
     """
     if not secret or len(secret) < MIN_SECRET_CHARS or not isinstance(text, str):
         return text
@@ -207,7 +291,20 @@ class EmptyReply(Exception):
 
 
 def token_details(usage: dict) -> dict:
-    """``reasoning_tokens`` and ``cached_tokens`` of a reply's usage, where the API reports them."""
+    """``reasoning_tokens`` and ``cached_tokens`` of a reply's usage, where the API reports them.
+
+    Parameters
+    ----------
+    usage : dict
+        A reply's ``usage`` object.
+
+    Returns
+    -------
+    dict
+        ``reasoning_tokens`` (from ``completion_tokens_details``) and
+        ``cached_tokens`` (from ``prompt_tokens_details``), each only where it
+        is an integer.
+    """
     out = {}
     for outer, key in (
         ("completion_tokens_details", "reasoning_tokens"),
@@ -223,13 +320,33 @@ def token_details(usage: dict) -> dict:
 def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
     """Text, ``finish_reason``, usage and token details of a chat completion body.
 
-    The details are :func:`token_details` (empty where not reported) and,
-    where the reply has them, its tokens' ``logprobs`` in
-    :func:`bayesobs.logprobs.compact` form.  A
-    ``content: null`` cut off by the budget (``finish_reason: "length"``) is
-    the empty reply it is.  Raises :class:`EmptyReply` (with the reason) for
-    a body that holds no answer: not JSON, an ``error`` object, no or empty
-    ``choices``, no message or ``content: null``.
+    A ``content: null`` cut off by the budget (``finish_reason: "length"``)
+    is the empty reply it is.
+
+    Parameters
+    ----------
+    raw : bytes
+        The HTTP body of a 200 reply.
+
+    Returns
+    -------
+    text : str
+        The first choice's message content.
+    finish_reason : str or None
+        The first choice's ``finish_reason``.
+    usage : dict or None
+        ``prompt_tokens`` and ``completion_tokens``, when the body has usage.
+    details : dict
+        :func:`token_details` (empty where not reported) and, where the
+        reply has them, its tokens' ``logprobs`` in
+        :func:`bayesobs.logprobs.compact` form.
+
+    Raises
+    ------
+    EmptyReply
+        With the reason, for a body that holds no answer: not JSON, an
+        ``error`` object, no or empty ``choices``, no message or
+        ``content: null``.
     """
     try:
         body = json.loads(raw)
@@ -272,6 +389,20 @@ def refused_param(exc: Exception, sent: dict) -> str | None:
     OpenAI's errors name it in ``param`` (``unsupported_parameter``,
     ``unsupported_value``); other servers only in the message
     (``Unrecognized request argument supplied: max_completion_tokens``).
+
+    Parameters
+    ----------
+    exc : Exception
+        The HTTP 400 error.
+    sent : dict
+        The request body that was refused.
+
+    Returns
+    -------
+    str or None
+        The refused parameter (a token, sampling or logprobs parameter in
+        ``sent``; the first named in the message when ``param`` does not name
+        one), or None.
     """
     candidates = [k for k in (*TOKEN_PARAMS[1:], *SAMPLING_PARAMS, *LOGPROB_PARAMS) if k in sent]
     param = getattr(exc, "param", None)
@@ -284,7 +415,18 @@ def refused_param(exc: Exception, sent: dict) -> str | None:
 
 
 def server_default(exc: Exception) -> float | None:
-    """The default value a refusal names (``Only the default (1) value is supported``), if any."""
+    """The default value a refusal names (``Only the default (1) value is supported``), if any.
+
+    Parameters
+    ----------
+    exc : Exception
+        The HTTP 400 error.
+
+    Returns
+    -------
+    float or None
+        The number in ``default (N)`` of its message, or None.
+    """
     m = re.search(r"default \((-?\d+(?:\.\d+)?)\)", str(getattr(exc, "message", "") or exc))
     return float(m.group(1)) if m else None
 
@@ -325,7 +467,22 @@ class CachedReplies:
         return key, reply
 
     def cache_key(self, body: dict, request: Request) -> str:
-        """Everything that determines the reply: endpoint, request body, trial identity, scope."""
+        """Everything that determines the reply: endpoint, request body, trial identity, scope.
+
+        Parameters
+        ----------
+        body : dict
+            The request body.
+        request : Request
+            The trial's request; its meta gives the identity (subject, task,
+            modality, condition, session, run, trial, seed).
+
+        Returns
+        -------
+        str
+            :func:`~bayesobs.subjects.cache.request_key` of the body and the
+            identity with the endpoint and cache scope.
+        """
         identity = {
             k: request.meta.get(k)
             for k in ("subject", "task", "modality", "condition", "session", "run", "trial", "seed")
@@ -410,7 +567,20 @@ class OpenAIChatSubject(CachedReplies):
         return redact(text, self._secret)
 
     def budget(self, request: Request) -> int:
-        """The reply budget: the visible answer's, plus the reasoning budget with an effort."""
+        """The reply budget: the visible answer's, plus the reasoning budget with an effort.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request; its ``max_tokens`` (a task's own reply budget)
+            wins over the option's.
+
+        Returns
+        -------
+        int
+            Tokens: the visible budget plus
+            :func:`bayesobs.reasoning.reasoning_budget` of the effort.
+        """
         o = self.options
         # a task that lets the model reason sets its own reply budget (Request.max_tokens)
         visible = request.max_tokens if request.max_tokens is not None else o.max_tokens
@@ -421,6 +591,19 @@ class OpenAIChatSubject(CachedReplies):
 
         The budget (:meth:`budget`) goes as the run's token parameter; a
         sampling parameter the server refused is left out.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        dict
+            ``model``, ``messages`` (:func:`to_messages`), ``temperature``
+            (unless refused), the budget under the current token parameter,
+            ``reasoning_effort`` when set, and ``logprobs``/``top_logprobs`` with
+            ``--logprobs`` (unless refused).
         """
         o = self.options
         body: dict = {"model": o.model, "messages": to_messages(request, o.image_detail)}
@@ -442,7 +625,17 @@ class OpenAIChatSubject(CachedReplies):
         return self.options.temperature
 
     def summary(self) -> dict:
-        """The run's request choices, for the manifest."""
+        """The run's request choices, for the manifest.
+
+        Returns
+        -------
+        dict
+            ``token_param_option``, ``token_param`` (the one used now),
+            ``dropped`` (refused parameters), ``temperature_effective``,
+            ``reasoning_budget`` (None without an effort), ``logprobs``,
+            ``image_detail`` and ``logprobs_effective`` (None when the server
+            refused or did not return them).
+        """
         o = self.options
         return {
             "token_param_option": o.token_param,
@@ -462,7 +655,21 @@ class OpenAIChatSubject(CachedReplies):
         }
 
     def columns(self, body: dict, details: dict) -> dict:
-        """A reply's API columns of the trial row (``token_param``, ``image_detail``, token details)."""
+        """A reply's API columns of the trial row (``token_param``, ``image_detail``, token details).
+
+        Parameters
+        ----------
+        body : dict
+            The request body the reply answers.
+        details : dict
+            The reply's token details (:func:`reply_of`).
+
+        Returns
+        -------
+        dict
+            ``token_param``, ``temperature_effective``, ``image_detail`` (None
+            without an image) and the details.
+        """
         param = next((k for k in TOKEN_PARAMS[1:] if k in body), None)
         temperature = body.get("temperature", self.temperature_effective)
         return {
@@ -554,6 +761,25 @@ class OpenAIChatSubject(CachedReplies):
         Until a first request has come back from the server (settling the
         run's request choices: token parameter, refused sampling parameters)
         requests go one at a time.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            The (redacted) text with latency, usage, attempts, finish reason and
+            the trial-row columns; a replayed reply is marked ``cached``.
+
+        Raises
+        ------
+        FatalSubjectError
+            On 401, 403 or 404 (the run stops).
+        SubjectError
+            When the attempts or ``max_wait_s`` run out, or a request cannot
+            succeed (another 4xx, a 400 that names no parameter to drop).
         """
         if not self.settled:
             if self._probe is None:

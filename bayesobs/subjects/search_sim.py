@@ -69,11 +69,23 @@ def segment_items(img: np.ndarray, shading: bool = False) -> dict[str, np.ndarra
     (the commonest luminance); with ``shading`` (shaded spheres, whose middle
     matches the background) a region with a luminance gradient counts too.
     A region far larger than the typical item and touching the image's edge
-    (the frame around the light-priors field) is not an item.
+    (the frame around the light-priors field) is not an item, holes are
+    filled, and regions under 20 px (specks) are dropped.
 
-    Returns arrays ``x``, ``y`` (centroids), ``area``, ``colour`` (mean RGB,
-    ``(n, 3)``), ``light`` (unit vector towards the brighter side, ``(n, 2)``)
-    and ``ink`` (the per-pixel contrast map used for shapes).
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 3)
+        The image, RGB in 0..255.
+    shading : bool
+        Whether a luminance gradient also marks an item (light priors).
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``x``, ``y`` (centroids, px), ``area`` (px), ``colour`` (mean RGB,
+        ``(n, 3)``), ``light`` (unit vector towards the brighter side,
+        ``(n, 2)``) and ``ink`` (the per-pixel contrast map used for shapes,
+        ``(H, W)``); the per-item arrays are empty when nothing is found.
     """
     lum = img.mean(axis=2)
     hist = np.bincount(np.clip(lum, 0, 255).astype(int).ravel(), minlength=256)
@@ -128,7 +140,25 @@ def segment_items(img: np.ndarray, shading: bool = False) -> dict[str, np.ndarra
 
 
 def digit_evidence(ink: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per item, best match to a rotated 2 minus best match to a rotated 5 (correlations)."""
+    """Per item, best match to a rotated 2 minus best match to a rotated 5 (correlations).
+
+    Each item's patch (27 x 27 px of ``ink`` around its centroid, zero-mean
+    and unit-norm) is correlated with the templates of 2 and 5 at every
+    5 degrees of rotation.
+
+    Parameters
+    ----------
+    ink : ndarray, shape (H, W)
+        The contrast map of :func:`segment_items`.
+    x, y : ndarray, shape (n,)
+        The items' centroids (px).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        Best correlation with a 2 minus best correlation with a 5: positive
+        for a 2-like item, negative for a 5-like one.
+    """
     templates = _templates()
     pad = np.pad(ink / max(float(ink.max()), 1e-9), _PATCH + 1)
     patches = []
@@ -148,7 +178,33 @@ def _items(png: bytes, shading: bool) -> dict[str, np.ndarray]:
 
 
 def target_scores(task: str, question: str, items: dict[str, np.ndarray]) -> np.ndarray:
-    """How target-like each item is, given the task and the question asked."""
+    """How target-like each item is, given the task and the question asked.
+
+    ``circle_sizes``: the item's area; ``light_priors``: how much its lit
+    side points against the median direction; ``two_among_five``: for a
+    question naming a colour and digit, how many of the two the item matches,
+    else whether it is the asked digit plus how rare its colour is (both with
+    a small tie-break by digit evidence).
+
+    Parameters
+    ----------
+    task : str
+        One of :data:`SEARCH_TASKS`.
+    question : str
+        The question text the subject was shown.
+    items : dict
+        The items of :func:`segment_items`.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        One score per item; the highest is the most target-like.
+
+    Raises
+    ------
+    ValueError
+        When ``task`` is not a search task.
+    """
     n = len(items["x"])
     if n == 0:
         return np.empty(0)
@@ -193,7 +249,34 @@ class SearchSubject:
         self.name = f"sim:{kind}"
 
     def answer(self, request: Request) -> str:
-        """The cell or point this searcher answers for a trial (seeded by the trial)."""
+        """The cell or point this searcher answers for a trial (seeded by the trial).
+
+        ``sim:random`` (and any searcher given no image) answers a uniformly
+        random cell or point; with probability ``lapse`` a random item is
+        answered; ``sim:parallel`` answers the best-scoring item and
+        ``sim:serial`` the best of at most ``capacity`` items in a random order.
+        A point answer is the item's centroid plus Gaussian noise of
+        :data:`POINT_SD` px.  ``sim:random`` answers an HVS question with the
+        HVS random reply.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request: its last turn holds the question and the PNG,
+            its meta the task and the trial identity.
+
+        Returns
+        -------
+        str
+            ``Cell (i,j)`` when the question asks for a cell, else ``(x, y)`` in
+            pixels; ``I cannot find the target.`` when a point is asked and no
+            item is found.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task is not a visual search task.
+        """
         meta = request.meta
         task = meta["task"]
         if self.kind == "random" and is_hvs_request(request):  # an HVS question: a random reply
@@ -232,5 +315,21 @@ class SearchSubject:
         return f"({x:.0f}, {y:.0f})"
 
     async def complete(self, request: Request) -> Reply:
-        """Answer one trial (refused for tasks that are not visual search)."""
+        """Answer one trial (refused for tasks that are not visual search).
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            :meth:`answer` as the reply text.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task is not a visual search task.
+        """
         return Reply(text=self.answer(request))

@@ -70,7 +70,31 @@ COT_PRIOR_VARIANCE = 2.0  # cot: the static-Bayes prior's variance is multiplied
 
 # ---------------------------------------------------------------- perception
 def read_text(task: str, text: str) -> float:
-    """The value a careful reader gets from the ASCII / text rendering."""
+    """The value a careful reader gets from the ASCII / text rendering.
+
+    ``line_ratio``: shorter over longer run of ``-``/``~``; ``marker_location``:
+    the ``0``'s position along its line (0..1); ``maze_distance``: the
+    straight-line distance of the summed moves (maze units); ``numerosity``:
+    the number of ``o``; ``duration``: words at :data:`WORDS_PER_S` plus
+    0.4 s per turn change (seconds).
+
+    Parameters
+    ----------
+    task : str
+        The magnitude task.
+    text : str
+        The text rendering of the stimulus.
+
+    Returns
+    -------
+    float
+        The value read, in the task's units.
+
+    Raises
+    ------
+    ValueError
+        When the task has no text reading.
+    """
     if task == "line_ratio":
         lengths = [len(m) for m in re.findall(r"[-~]+", text)]  # ~: a smudge (noise_text)
         return min(lengths) / max(lengths)
@@ -99,6 +123,16 @@ def text_noise_level(text: str) -> float:
     (:func:`bayesobs.ablations.degrade_text`), each with probability ``s``;
     their share among the run characters and numbers estimates ``s`` (0 for
     clean text).
+
+    Parameters
+    ----------
+    text : str
+        The text rendering of the stimulus.
+
+    Returns
+    -------
+    float
+        The estimated smudge probability, 0..1.
     """
     marked = len(re.findall(r"~(?=\d)", text))
     smudges = text.count("~") - marked
@@ -122,7 +156,22 @@ def _half_max_extent(profile: np.ndarray) -> tuple[float, float]:
 
 
 def estimate_blur(img: np.ndarray) -> float:
-    """Blur sigma (pixels) from the steepest horizontal edge of the image."""
+    """Blur sigma (pixels) from the steepest horizontal edge of the image.
+
+    A step edge of contrast 1 blurred by a Gaussian of SD sigma has a
+    largest gradient of ``1 / (sigma sqrt(2 pi))``; a gradient of 0.4 or more
+    (per pixel, on a 0..1 scale) reads as sharp.
+
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 3)
+        The image, RGB in 0..255.
+
+    Returns
+    -------
+    float
+        The blur SD in pixels (0 for a sharp image).
+    """
     gray = img.mean(axis=2)
     steepest = np.abs(np.diff(gray, axis=1)).max() / 255.0
     # a step edge of contrast 1 blurred by sigma has a maximal gradient 1 / (sigma sqrt(2 pi))
@@ -130,7 +179,31 @@ def estimate_blur(img: np.ndarray) -> float:
 
 
 def measure_image(task: str, img: np.ndarray) -> float:
-    """The value measured from the image's pixels."""
+    """The value measured from the image's pixels.
+
+    ``line_ratio``: shorter over longer half-maximum extent of the two dark
+    lines; ``marker_location``: the red tick's centroid along the line (0..1);
+    ``numerosity``: the connected regions above half the darkest ink (blur
+    merges close dots); ``maze_distance``: the distance between the green and
+    red markers' centroids in maze units.
+
+    Parameters
+    ----------
+    task : str
+        The magnitude task.
+    img : ndarray, shape (H, W, 3)
+        The image, RGB in 0..255.
+
+    Returns
+    -------
+    float
+        The value measured, in the task's units.
+
+    Raises
+    ------
+    ValueError
+        When the task has no image (``duration``).
+    """
     dark = 255.0 - img.mean(axis=2)  # ink
     red = np.clip(img[..., 0] - (img[..., 1] + img[..., 2]) / 2, 0, None)
     green = np.clip(img[..., 1] - (img[..., 0] + img[..., 2]) / 2, 0, None)
@@ -208,7 +281,29 @@ class SimSubject:
         self.name = f"sim:{kind}"
 
     def perceive(self, task: str, turn: Turn, salt) -> tuple[float, float]:
-        """Percept and its noise variance for one user turn."""
+        """Percept and its noise variance for one user turn.
+
+        The text and the image (whichever the turn has) are each read with
+        Gaussian noise, its SD a fraction (:data:`TEXT_SD`, :data:`IMAGE_SD`) of
+        the task's :data:`SCALE` (of the value itself for :data:`WEBER` tasks),
+        raised by the smudges the text shows and the blur the image shows; the two
+        percepts are fused by their precisions.
+
+        Parameters
+        ----------
+        task : str
+            The magnitude task.
+        turn : Turn
+            A user turn holding the stimulus (text and/or PNG).
+        salt : object
+            Mixed into the noise seed with the subject seed and the stimulus, so
+            the same stimulus is perceived the same way within one run.
+
+        Returns
+        -------
+        percept, variance : float
+            The fused percept (task units) and its noise variance.
+        """
         scale = SCALE[task]
         est, var = [], []
         if turn.text is not None:
@@ -230,7 +325,25 @@ class SimSubject:
         return fused, 1.0 / sum(prec)
 
     def answer(self, request: Request) -> float:
-        """The observer's numerical answer to one trial (seeded by the trial)."""
+        """The observer's numerical answer to one trial (seeded by the trial).
+
+        Every user turn before the last is the context, perceived as in
+        :meth:`perceive`; the last is the stimulus.  How the percept and context
+        are combined depends on the kind (see the module docstring); a decision
+        noise of 0.2 percept SDs is added.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request; its meta gives the task and the trial identity
+            (and, for a non-uniform session, ``prior_mean``), its system prompt
+            may give a numerical range, the noise instruction and ``cot``.
+
+        Returns
+        -------
+        float
+            The answer, in the task's units.
+        """
         meta = request.meta
         task = meta["task"]
         users = [t for t in request.turns if t.role == "user"]
@@ -295,7 +408,24 @@ class SimSubject:
         return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
 
     async def complete(self, request: Request) -> Reply:
-        """Answer one trial (refused for tasks that are not magnitude estimation)."""
+        """Answer one trial (refused for tasks that are not magnitude estimation).
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            The answer to four significant digits; under ``cot``, two reasoning
+            lines and then ``Answer: X``.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task is not a magnitude task.
+        """
         if request.meta["task"] not in SCALE:
             raise FatalSubjectError(
                 f"{self.name} is a magnitude observer ({', '.join(SCALE)}); task "

@@ -58,7 +58,21 @@ def _rng(seed: int, kind: str, meta: dict) -> np.random.Generator:
 
 
 def grid_from_text(text: str) -> list[dict] | None:
-    """The scavenger-hunt cells of a text table (:func:`bayesobs.tunnel.hunt.grid_text`), or None."""
+    """The scavenger-hunt cells of a text table (:func:`bayesobs.tunnel.hunt.grid_text`), or None.
+
+    Parameters
+    ----------
+    text : str
+        A turn's text; rows ``row | col | shape | colour | label`` (1-based
+        row and column) are read from it.
+
+    Returns
+    -------
+    list of dict or None
+        One dict per cell (``row``, ``col`` 0-based, ``shape``, ``colour``,
+        ``label``), or None unless the table holds a full
+        ``hunt.GRID`` x ``hunt.GRID`` grid.
+    """
     cells = [
         {"row": int(r) - 1, "col": int(c) - 1, "shape": s, "colour": col, "label": lab}
         for r, c, s, col, lab in _ROW.findall(text)
@@ -67,7 +81,22 @@ def grid_from_text(text: str) -> list[dict] | None:
 
 
 def trial_of(request: Request) -> Trial:
-    """The trial as the subject sees it: the last turn's images and text (no gold answer)."""
+    """The trial as the subject sees it: the last turn's images and text (no gold answer).
+
+    In the scavenger hunt's text modality (no image) the grid is read from
+    the table in the text and drawn with :func:`bayesobs.tunnel.hunt.render`.
+
+    Parameters
+    ----------
+    request : Request
+        The trial's request; only its last turn and ``meta["task"]`` are read.
+
+    Returns
+    -------
+    Trial
+        The task, the turn's images (RGB) and its text as the prompt; the
+        variant, demos, answer and answer format are empty.
+    """
     meta = request.meta
     turn = request.turns[-1]
     text = turn.text or ""
@@ -98,7 +127,26 @@ class TunnelSubject:
         self.name = f"sim:{kind}"
 
     def answer(self, request: Request) -> str:
-        """The reply to one trial (its own task; a random valid answer on another)."""
+        """The reply to one trial (its own task; a random valid answer on another).
+
+        A subject given no image answers randomly (``{C1}`` on a circuit).
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        str
+            The specialist's reply on its own task, else a uniformly random valid
+            answer (:func:`bayesobs.tunnel.sims.random_reply`).
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task is not a Tunnel Vision task.
+        """
         task = request.meta["task"]
         if task not in TUNNEL_TASKS:
             raise FatalSubjectError(
@@ -115,7 +163,23 @@ class TunnelSubject:
         return sims.SIMS[task][own[1]](trial, rng)
 
     async def complete(self, request: Request) -> Reply:
-        """The subject interface: :meth:`answer` as a :class:`Reply`."""
+        """The subject interface: :meth:`answer` as a :class:`Reply`.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            :meth:`answer` as the reply text.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task is not a Tunnel Vision task.
+        """
         return Reply(text=self.answer(request))
 
 
@@ -140,7 +204,29 @@ class RandomSubject:
         self._tunnel = TunnelSubject("random", seed=seed)
 
     def answer(self, request: Request) -> str:
-        """A random valid answer in the format of the trial's paradigm."""
+        """A random valid answer in the format of the trial's paradigm.
+
+        An HVS question gets the HVS random reply; a visual search or Tunnel
+        Vision task the random answer of :class:`SearchSubject` or
+        :class:`TunnelSubject`; ``percept_v`` the guesser's reply; any other task
+        a number drawn uniformly in the request's ``session_range`` (four
+        significant digits).
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        str
+            The reply text.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task has no answer format here (no ``session_range``).
+        """
         from .hvs_sim import is_hvs_request
         from .hvs_sim import reply as hvs_reply
 
@@ -161,5 +247,21 @@ class RandomSubject:
         return f"{_rng(self.seed, 'random', request.meta).uniform(low, high):.4g}"
 
     async def complete(self, request: Request) -> Reply:
-        """The subject interface: :meth:`answer` as a :class:`Reply`."""
+        """The subject interface: :meth:`answer` as a :class:`Reply`.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            :meth:`answer` as the reply text.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task has no answer format here.
+        """
         return Reply(text=self.answer(request))

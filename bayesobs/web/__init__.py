@@ -12,7 +12,25 @@ from .app import ParticipantServer
 
 @contextmanager
 def running(server: ParticipantServer, host: str = "127.0.0.1"):
-    """Serve ``server`` on a free port in a background thread; yields the base URL."""
+    """Serve ``server`` on a free port in a background thread; yields the base URL.
+
+    Uvicorn (imported here, an optional dependency of the web app) serves
+    ``server.app()`` on a socket bound to port 0 of ``host``; the context waits
+    up to 10 s for it to start and, on exit, asks it to stop and joins the
+    thread (up to 10 s).
+
+    Parameters
+    ----------
+    server : ParticipantServer
+        The study server to serve.
+    host : str
+        The interface to bind (default ``"127.0.0.1"``, this machine only).
+
+    Yields
+    ------
+    str
+        The base URL, ``http://HOST:PORT``.
+    """
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

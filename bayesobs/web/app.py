@@ -116,7 +116,19 @@ class Study:
     )
 
     def ordered(self, row: int) -> Study:
-        """The same study with its blocks in Latin-square row ``row`` (see :mod:`.study`)."""
+        """The same study with its blocks in Latin-square row ``row`` (see :mod:`.study`).
+
+        Parameters
+        ----------
+        row : int
+            The Latin-square row.
+
+        Returns
+        -------
+        Study
+            A new study with the reordered sessions and the row's record as
+            ``order``.
+        """
         sessions, record = block_order(self.sessions, row)
         return Study(self.spec, sessions, self.practice, record, self.catch_every)
 
@@ -131,18 +143,51 @@ class Study:
         return len(self.sequence())
 
     def sequence(self) -> list[tuple[str, int]]:
-        """The participant's answers in order: ``("trial", i)`` and ``("catch", k)``."""
+        """The participant's answers in order: ``("trial", i)`` and ``("catch", k)``.
+
+        Returns
+        -------
+        list of tuple
+            :func:`.study.catch_plan` of the study's trials and ``catch_every``.
+        """
         return catch_plan(self.trials, self.catch_every)
 
     def where(self, index: int) -> tuple[Session, int, int]:
-        """Session, trial and block of answer ``index`` (a catch trial: those of the trial before it)."""
+        """Session, trial and block of answer ``index`` (a catch trial: those of the trial before it).
+
+        Parameters
+        ----------
+        index : int
+            The answer's position in :meth:`sequence`.
+
+        Returns
+        -------
+        tuple
+            ``(Session, trial within the session, block position)``.
+        """
         kind, i = self.sequence()[index]
         if kind == "catch":
             i = [j for k, j in self.sequence()[:index] if k == "trial"][-1]
         return self.trial(i)
 
     def trial(self, index: int) -> tuple[Session, int, int]:
-        """Session, trial within it and block position of the participant's trial ``index``."""
+        """Session, trial within it and block position of the participant's trial ``index``.
+
+        Parameters
+        ----------
+        index : int
+            The trial's position among the participant's task trials.
+
+        Returns
+        -------
+        tuple
+            ``(Session, trial within the session, block position)``.
+
+        Raises
+        ------
+        IndexError
+            When ``index`` is past the last trial.
+        """
         for b, s in enumerate(self.sessions):
             if index < len(s.stimuli):
                 return s, index, b
@@ -155,7 +200,19 @@ def _hash(key: str) -> str:
 
 
 def parse_answer(text: str) -> float | None:
-    """A plain number typed by a person (``0.42``, ``.42``, ``0,42``, ``12``); else None."""
+    """A plain number typed by a person (``0.42``, ``.42``, ``0,42``, ``12``); else None.
+
+    Parameters
+    ----------
+    text : str
+        What was typed (a comma is read as the decimal point).
+
+    Returns
+    -------
+    float or None
+        The number; None for anything else, longer than
+        :data:`MAX_ANSWER` characters, or not finite.
+    """
     t = (text or "").strip().replace(",", ".")
     if len(t) > MAX_ANSWER:
         return None
@@ -237,14 +294,36 @@ class ParticipantServer:
 
     # ------------------------------------------------------------ helpers
     def study_of(self, pid: str) -> Study:
-        """The participant's study: the blocks in their counterbalancing row."""
+        """The participant's study: the blocks in their counterbalancing row.
+
+        Parameters
+        ----------
+        pid : str
+            The participant id (an unknown one gets row 0).
+
+        Returns
+        -------
+        Study
+            The study in that row's order (cached per row).
+        """
         row = self.rows_of.get(pid, 0)
         if row not in self._studies:
             self._studies[row] = self.study.ordered(row)
         return self._studies[row]
 
     def expected_minutes(self) -> tuple[int, str]:
-        """Duration announced on the consent page, and where the number comes from."""
+        """Duration announced on the consent page, and where the number comes from.
+
+        ``--minutes`` when given; else, once 20 answers are logged, their median
+        time; else the task's ``seconds_per_answer``.
+
+        Returns
+        -------
+        minutes : int
+            The duration.
+        basis : str
+            Where it comes from, as the consent page says it.
+        """
         if self.minutes is not None:
             return math.ceil(self.minutes), "stated by the experimenter"
         lat = [r["latency_s"] for r in self.store.done.values() if r.get("latency_s") is not None]
@@ -258,7 +337,19 @@ class ParticipantServer:
         )
 
     def completion_code(self, pid: str) -> str:
-        """The participant's completion code (an HMAC of the pid: checkable, not guessable)."""
+        """The participant's completion code (an HMAC of the pid: checkable, not guessable).
+
+        Parameters
+        ----------
+        pid : str
+            The participant id.
+
+        Returns
+        -------
+        str
+            10 upper-case hex digits of the HMAC-SHA256 of ``pid`` under the
+            server's secret.
+        """
         return hmac.new(self.secret.encode(), pid.encode(), hashlib.sha256).hexdigest()[:10].upper()
 
     def catch_stimulus(self, k: int):
@@ -267,6 +358,16 @@ class ParticipantServer:
         Drawn by the task's generator with no distractors, asking for a point
         (the tap is scored by its distance to the item), seeded by the spec's
         seed and ``k`` (every participant sees the same catch trials).
+
+        Parameters
+        ----------
+        k : int
+            The catch trial's number.
+
+        Returns
+        -------
+        Stimulus
+            The task's stimulus (cached per ``k``).
         """
         if k not in self._catch:
             rng = np.random.default_rng([int(self.spec["seed"]) + CATCH_SEED, int(k)])
@@ -274,7 +375,19 @@ class ParticipantServer:
         return self._catch[k]
 
     def who(self, request: Request) -> str | None:
-        """The pid of the request's signed-in participant, or ``None``."""
+        """The pid of the request's signed-in participant, or ``None``.
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            The request; its ``bo_pid`` and ``bo_key`` cookies are checked against
+            the key's hash logged at join.
+
+        Returns
+        -------
+        str or None
+            The pid when the key matches.
+        """
         pid, key = request.cookies.get("bo_pid"), request.cookies.get("bo_key")
         if not pid or not key or pid not in self.keys:
             return None
@@ -288,6 +401,20 @@ class ParticipantServer:
         several (object re-identification's two), else the stored images a
         stimulus names (``params["images"]``), else None.  The log keeps these
         paths; the page gets them as URLs (:func:`_urls`).
+
+        Parameters
+        ----------
+        sess : Session
+            The trial's session run.
+        stim : Stimulus
+            The stimulus as asked.
+        blur : float
+            The trial's blur SD, in pixels.
+
+        Returns
+        -------
+        dict
+            ``image`` (a stored path or None) and ``images`` (a list, or None).
         """
         k = (sess.task.name, stim.key(), blur, sess.modality)
         if k not in self._png:
@@ -313,6 +440,20 @@ class ParticipantServer:
         restarts), so a restarted server asks exactly the same question.
         Trials are answered in order, so that record is always logged by the
         time trial ``t`` is reached.
+
+        Parameters
+        ----------
+        pid : str
+            The participant id.
+        sess : Session
+            The session run.
+        t : int
+            The trial within it.
+
+        Returns
+        -------
+        Stimulus
+            The stimulus as asked.
         """
         stim = sess.stimuli[t]
         if t == 0 or not sess.task.follows(stim):
@@ -332,6 +473,11 @@ class ParticipantServer:
         to the next trial.  Called with ``self.lock`` held, after each
         logged answer and before each trial is served (so a server that
         stopped in between logs the skip on the next request).
+
+        Parameters
+        ----------
+        pid : str
+            The participant id.
         """
         study = self.study_of(pid)
         while (index := self.progress.get(pid, 0)) < study.total:
@@ -355,7 +501,23 @@ class ParticipantServer:
             self.progress[pid] = index + 1
 
     def trial_columns(self, sess: Session, t: int, stim) -> dict:
-        """A task trial's ``trial``, ``stimulus``, ``blur_sigma``, ``stimulus_id`` and image(s)."""
+        """A task trial's ``trial``, ``stimulus``, ``blur_sigma``, ``stimulus_id`` and image(s).
+
+        Parameters
+        ----------
+        sess : Session
+            The session run.
+        t : int
+            The trial within it.
+        stim : Stimulus
+            The stimulus as asked.
+
+        Returns
+        -------
+        dict
+            ``trial``, ``stimulus``, ``blur_sigma``, ``stimulus_id``, ``image``
+            and, when several, ``images``.
+        """
         blur = trial_blur(sess, t)
         shown = self.images(sess, stim, blur)  # logged: image always, images when several
         first = {"trial": t, "stimulus": stim.value, "blur_sigma": blur}
@@ -368,6 +530,34 @@ class ParticipantServer:
 
         ``served``: when the trial was sent (monotonic seconds, None if
         unknown or never shown); ``rt``: the page's response time in ms.
+
+        Parameters
+        ----------
+        pid : str
+            The participant id (``subject``).
+        study : Study
+            The participant's study (its ``order`` gives ``counterbalance``).
+        sess : Session
+            The trial's session run.
+        block : int
+            The block position.
+        first : dict
+            The trial's columns (:meth:`trial_columns`, or a catch trial's);
+            emptied of the columns it gives.
+        answer : dict
+            The answer's columns (``response``, ``raw_response``, ``valid`` and
+            the task's own); emptied likewise.
+        served : float or None
+            When the trial was sent (``time.monotonic()``).
+        rt : float or None
+            The page's response time, in ms.
+
+        Returns
+        -------
+        dict
+            The row: the trial table's columns, with ``latency_s`` (server side,
+            s), ``rt_client_s``, ``block_position``, ``counterbalance``,
+            ``source`` ``"human"`` and ``timestamp``.
         """
         return {
             "subject": pid,
@@ -406,6 +596,25 @@ class ParticipantServer:
         parser, the one the runner uses on a model's reply, in each of the
         task's readings of a typed answer (``Task.human_replies``: a person
         need not type the braces or keys a model is asked for).
+
+        A tapped task takes the tap (:func:`check_tap`) and records the task's
+        reply to it.
+
+        Parameters
+        ----------
+        body : dict or None
+            The request's JSON (``response``, or the tap's ``x``, ``y``,
+            ``display_w``, ``display_h``).
+        sess : Session
+            The trial's session run.
+        stim : Stimulus
+            The stimulus as asked.
+
+        Returns
+        -------
+        dict or Response
+            The answer columns (with ``raw_response``), or a 400 JSON response
+            with the error.
         """
         if body is None:
             return JSONResponse({"error": "send JSON"}, status_code=400)
@@ -438,7 +647,22 @@ class ParticipantServer:
         )
 
     def trial_payload(self, pid: str) -> dict:
-        """What the page needs for the participant's next trial (or that the study is done)."""
+        """What the page needs for the participant's next trial (or that the study is done).
+
+        Parameters
+        ----------
+        pid : str
+            The participant id.
+
+        Returns
+        -------
+        dict
+            ``finished``, ``done``, ``total`` and, when finished, the completion
+            ``code``; else the trial's ``id``, ``block``, ``blocks``, ``text``,
+            ``question``, ``image``/``images`` (URLs), ``instruction``, the answer
+            kind (:func:`answer_kind`) and ``wrap`` (a catch trial:
+            :meth:`catch_payload`).
+        """
         done = self.progress.get(pid, 0)
         study = self.study_of(pid)
         total = study.total
@@ -469,7 +693,21 @@ class ParticipantServer:
         }
 
     def catch_payload(self, sess: Session, k: int) -> dict:
-        """The page's catch trial ``k``: one item to tap, or a number to type as stated."""
+        """The page's catch trial ``k``: one item to tap, or a number to type as stated.
+
+        Parameters
+        ----------
+        sess : Session
+            The session run of the trial before it.
+        k : int
+            The catch trial's number.
+
+        Returns
+        -------
+        dict
+            ``catch``, ``instruction``, ``question``, the image(s) (a tapped
+            task) and the answer kind and range.
+        """
         out = {"catch": True, "instruction": CATCH_INSTRUCTION, "text": None, "wrap": False}
         if self.task.tap_area(self.study.practice) is not None:
             stim = self.catch_stimulus(k)
@@ -491,7 +729,26 @@ class ParticipantServer:
         }
 
     def check_catch(self, body, sess: Session, k: int) -> dict | Response:
-        """Catch trial ``k``'s answer as log columns (``correct`` True/False), or a 400 response."""
+        """Catch trial ``k``'s answer as log columns (``correct`` True/False), or a 400 response.
+
+        A tap is right within :data:`CATCH_TAP_RADII` item radii of the item; a
+        typed number within the tolerance of :func:`.study.catch_value`.
+
+        Parameters
+        ----------
+        body : dict or None
+            The request's JSON.
+        sess : Session
+            The session run of the trial before it.
+        k : int
+            The catch trial's number.
+
+        Returns
+        -------
+        dict or Response
+            The answer columns (``stimulus``, ``response``, ``raw_response``,
+            ``valid``, ``correct`` ...), or a 400 JSON response.
+        """
         if body is None:
             return JSONResponse({"error": "send JSON"}, status_code=400)
         if self.task.tap_area(self.study.practice) is not None:
@@ -532,7 +789,19 @@ class ParticipantServer:
 
     # ------------------------------------------------------------ handlers
     async def about(self, request: Request) -> Response:
-        """What the consent page states: number of trials and expected duration."""
+        """What the consent page states: number of trials and expected duration.
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            The HTTP request.
+
+        Returns
+        -------
+        Response
+            JSON: ``trials`` (answers, catch trials included), ``minutes``,
+            ``duration`` (text), ``basis`` and ``task``.
+        """
         minutes, basis = self.expected_minutes()
         return JSONResponse(
             {
@@ -545,18 +814,58 @@ class ParticipantServer:
         )
 
     async def index(self, request: Request) -> Response:
-        """``GET /``: the participant page."""
+        """``GET /``: the participant page.
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            The HTTP request.
+
+        Returns
+        -------
+        Response
+            ``static/index.html``, not to be cached.
+        """
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
 
     async def asset(self, request: Request) -> Response:
-        """``GET /assets/{name}``: the page's script and style sheet (nothing else)."""
+        """``GET /assets/{name}``: the page's script and style sheet (nothing else).
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            The HTTP request.
+
+        Returns
+        -------
+        Response
+            ``app.js`` or ``style.css``; 404 for any other name.
+        """
         name = request.path_params["name"]
         if name not in ("app.js", "style.css"):
             return JSONResponse({"error": "not found"}, status_code=404)
         return FileResponse(STATIC / name)
 
     async def start(self, request: Request) -> Response:
-        """``POST /api/start``: consent given; sign the participant in and assign a counterbalancing row."""
+        """``POST /api/start``: consent given; sign the participant in and assign a counterbalancing row.
+
+        A new participant gets a random key (its hash is logged in
+        ``participants.jsonl`` with the row) and the next Latin-square row.
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            A JSON body with ``consent: true`` and optionally ``pid``.
+
+        Returns
+        -------
+        Response
+            JSON ``pid``, ``done``, ``total``, ``practiced``, ``task`` and
+            ``how`` (:meth:`how_to_answer`), setting the ``bo_pid`` and ``bo_key``
+            cookies (HttpOnly, SameSite=Strict, 30 days); 400 without consent or
+            for a bad pid, 403 for a pid already signed in elsewhere, and the
+            refusals of a body that is not a small same-origin JSON object.
+        """
         body = await _json(request)
         if isinstance(body, Response):
             return body
@@ -615,7 +924,13 @@ class ParticipantServer:
         return resp
 
     def how_to_answer(self) -> str:
-        """The instructions page's sentence on how an answer is given (and on catch trials)."""
+        """The instructions page's sentence on how an answer is given (and on catch trials).
+
+        Returns
+        -------
+        str
+            One or two sentences, by the answer kind (number, text or tap).
+        """
         kind = answer_kind(self.task, self.study.practice)["answer"]
         how = {
             "number": "Type your estimate as a number and press Enter or the Submit button.",
@@ -631,7 +946,22 @@ class ParticipantServer:
         return how
 
     async def practice(self, request: Request) -> Response:
-        """``GET/POST /api/practice``: the practice trial, with feedback (never logged)."""
+        """``GET/POST /api/practice``: the practice trial, with feedback (never logged).
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            The HTTP request.
+
+        Returns
+        -------
+        Response
+            GET: the practice trial (``text``, ``question``, image(s),
+            ``instruction``, answer kind).  POST: ``ok``, ``correct_answer`` and,
+            for numeric tasks, ``true_value`` (a tapped task: ``mark``, the
+            target); 400 for an answer that does not check.  401 for an unknown
+            participant.
+        """
         pid = self.who(request)
         if pid is None:
             return _unknown_participant()
@@ -668,7 +998,20 @@ class ParticipantServer:
         return JSONResponse(feedback)
 
     def check_value(self, body, sess) -> float | Response:
-        """The answer in ``body`` as a number in the task's range, or a 400 response saying why."""
+        """The answer in ``body`` as a number in the task's range, or a 400 response saying why.
+
+        Parameters
+        ----------
+        body : dict or None
+            The request's JSON.
+        sess : Session
+            The trial's session run (its task's :data:`ANSWER_RANGE`).
+
+        Returns
+        -------
+        float or Response
+            The number, or a 400 JSON response.
+        """
         if body is None:
             return JSONResponse({"error": "send JSON"}, status_code=400)
         value = parse_answer(str(body.get("response", "")))
@@ -682,7 +1025,18 @@ class ParticipantServer:
         return value
 
     async def next_trial(self, request: Request) -> Response:
-        """``GET /api/next``: the participant's next trial."""
+        """``GET /api/next``: the participant's next trial.
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            The HTTP request.
+
+        Returns
+        -------
+        Response
+            JSON :meth:`trial_payload`; 401 for an unknown participant.
+        """
         pid = self.who(request)
         if pid is None:
             return _unknown_participant()
@@ -692,7 +1046,22 @@ class ParticipantServer:
         return JSONResponse(self.trial_payload(pid))
 
     async def answer(self, request: Request) -> Response:
-        """``POST /api/answer``: log one answer (append-only), then send the next trial."""
+        """``POST /api/answer``: log one answer (append-only), then send the next trial.
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            A JSON body with ``id`` (the answer's position), the answer and
+            optionally ``rt_ms``.
+
+        Returns
+        -------
+        Response
+            JSON :meth:`trial_payload` of the next trial; 401 for an unknown
+            participant, 400 for a missing id, a bad ``rt_ms`` or an answer that
+            does not check, 409 for an id that is not the next one (with
+            ``expected``) or when all is done.
+        """
         pid = self.who(request)
         if pid is None:
             return _unknown_participant()
@@ -742,7 +1111,19 @@ class ParticipantServer:
         return JSONResponse(self.trial_payload(pid))
 
     async def stimulus(self, request: Request) -> Response:
-        """``GET /stimuli/{name}``: a stored stimulus image."""
+        """``GET /stimuli/{name}``: a stored stimulus image.
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            The HTTP request.
+
+        Returns
+        -------
+        Response
+            The PNG; 404 unless the name is a content hash (``<20 hex>.png``) of
+            a file in the folder's ``stimuli/``.
+        """
         name = request.path_params["name"]
         if not STIM_RE.match(name):
             return JSONResponse({"error": "not found"}, status_code=404)
@@ -752,7 +1133,14 @@ class ParticipantServer:
         return FileResponse(path, media_type="image/png")
 
     def experimenter_cookie(self) -> str:
-        """The experimenter cookie's value: an HMAC of the token (the token itself never is one)."""
+        """The experimenter cookie's value: an HMAC of the token (the token itself never is one).
+
+        Returns
+        -------
+        str
+            The hex HMAC-SHA256 of ``experimenter:<token>`` under the server's
+            secret.
+        """
         return hmac.new(
             self.secret.encode(), b"experimenter:" + self.token.encode(), "sha256"
         ).hexdigest()
@@ -782,7 +1170,20 @@ class ParticipantServer:
         return hmac.compare_digest(cookie, self.experimenter_cookie().encode())
 
     async def experimenter(self, request: Request) -> Response:
-        """``GET /experimenter``: progress per participant (token or its cookie required)."""
+        """``GET /experimenter``: progress per participant (token or its cookie required).
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            The HTTP request.
+
+        Returns
+        -------
+        Response
+            An HTML table (participant, trials done, order row, practice, last
+            seen, completion code); a 303 redirect setting the cookie for a right
+            ``?token=``; 403 otherwise.
+        """
         ok = self._authorised(request)
         if isinstance(ok, Response):
             return ok
@@ -805,7 +1206,19 @@ class ParticipantServer:
         return HTMLResponse(page)
 
     async def trials_csv(self, request: Request) -> Response:
-        """``GET /experimenter/trials.csv``: the logged trials as CSV (token or its cookie required)."""
+        """``GET /experimenter/trials.csv``: the logged trials as CSV (token or its cookie required).
+
+        Parameters
+        ----------
+        request : starlette.requests.Request
+            The HTTP request.
+
+        Returns
+        -------
+        Response
+            ``trials.csv`` as an attachment; 303 redirect for a right
+            ``?token=``; 403 otherwise.
+        """
         ok = self._authorised(request)
         if isinstance(ok, Response):
             return ok
@@ -820,7 +1233,14 @@ class ParticipantServer:
         )
 
     def app(self) -> Starlette:
-        """The Starlette application with every route, wrapped in :class:`SecurityHeaders`."""
+        """The Starlette application with every route, wrapped in :class:`SecurityHeaders`.
+
+        Returns
+        -------
+        SecurityHeaders
+            The ASGI application; an ``OSError`` or :class:`LogWriteError` in a
+            handler is answered by :func:`cannot_write`.
+        """
         routes = [
             Route("/", self.index),
             Route("/assets/{name}", self.asset),
@@ -878,6 +1298,19 @@ def host_allowed(host: str, names: set[str]) -> bool:
 
     An IP address cannot come from a DNS-rebinding page (it reaches the
     server under a name it controls), so every IP literal is accepted.
+
+    Parameters
+    ----------
+    host : str
+        The ``Host`` header (a port and a trailing dot are ignored; IPv6 in
+        brackets).
+    names : set of str
+        The allowed host names, lower case.
+
+    Returns
+    -------
+    bool
+        True for an IP literal or a name in ``names``.
     """
     host = host.strip().lower()
     if host.startswith("["):  # [v6] or [v6]:port
@@ -901,6 +1334,18 @@ async def cannot_write(request: Request, exc: Exception) -> Response:
 
     Nothing was counted (the store appends before it counts), so the same
     answer sent again is logged once.
+
+    Parameters
+    ----------
+    request : starlette.requests.Request
+        The request that failed.
+    exc : Exception
+        The write error.
+
+    Returns
+    -------
+    Response
+        JSON ``error`` and ``retry: true``, status 503, ``retry-after: 30``.
     """
     disk = getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in str(exc)
     what = "the disk is full" if disk else (getattr(exc, "strerror", None) or type(exc).__name__)
@@ -919,6 +1364,20 @@ def check_tap(body: dict, area: tuple[int, int]) -> dict | Response:
     ``x``, ``y``: the tap in the image's own pixels (the page scales the
     displayed point by ``naturalWidth / displayed width``); ``display_w``,
     ``display_h``: the size the image was shown at, in CSS pixels.
+
+    Parameters
+    ----------
+    body : dict
+        The request's JSON.
+    area : tuple of int
+        The image's width and height, in its own pixels.
+
+    Returns
+    -------
+    dict or Response
+        ``tap_x``, ``tap_y``, ``display_w``, ``display_h`` (rounded to 0.01),
+        or a 400 JSON response: a value not a finite number, a tap outside the
+        picture, or a display size not in (0, :data:`MAX_DISPLAY_PX`].
     """
     keys = ("x", "y", "display_w", "display_h")
     vals = [body.get(k) for k in keys]
@@ -941,14 +1400,40 @@ def check_tap(body: dict, area: tuple[int, int]) -> dict | Response:
 
 
 def trial_key(pid: str, sess: Session, t: int) -> tuple:
-    """The log key (:data:`bayesobs.store.TRIAL_ID`) of participant ``pid``'s trial ``t`` of ``sess``."""
+    """The log key (:data:`bayesobs.store.TRIAL_ID`) of participant ``pid``'s trial ``t`` of ``sess``.
+
+    Parameters
+    ----------
+    pid : str
+        The participant id.
+    sess : Session
+        The session run.
+    t : int
+        The trial within it.
+
+    Returns
+    -------
+    tuple
+        The key's values in :data:`~bayesobs.store.TRIAL_ID` order.
+    """
     ids = dict(zip(("task", "modality", "condition", "session", "run"), sess.key[1:], strict=True))
     ids.update(subject=pid, trial=t)
     return tuple(ids[k] for k in TRIAL_ID)
 
 
 def not_asked(stim) -> str | None:
-    """Why ``stim`` (a ``Task.follow_up`` result) is not asked, or None when it is."""
+    """Why ``stim`` (a ``Task.follow_up`` result) is not asked, or None when it is.
+
+    Parameters
+    ----------
+    stim : Stimulus
+        A stimulus as asked.
+
+    Returns
+    -------
+    str or None
+        Its ``params["not_asked"]`` reason.
+    """
     params = stim.params if isinstance(stim.params, dict) else {}
     return params.get("not_asked") or None
 
@@ -958,7 +1443,22 @@ def _finite(v) -> bool:
 
 
 def answer_kind(task, stim) -> dict:
-    """How the page takes the answer: ``tap`` (with the image's size), ``text`` or ``number``."""
+    """How the page takes the answer: ``tap`` (with the image's size), ``text`` or ``number``.
+
+    Parameters
+    ----------
+    task : Task
+        The task.
+    stim : Stimulus
+        The stimulus as asked (a tapped task has a tap area).
+
+    Returns
+    -------
+    dict
+        ``answer`` (``tap``, ``text`` or ``number``), ``unit``, ``min`` and
+        ``max`` (the answer range, None where none) and, for a tap,
+        ``tap_w`` and ``tap_h``.
+    """
     area = task.tap_area(stim)
     if area is not None:
         return {

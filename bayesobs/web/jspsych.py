@@ -284,6 +284,17 @@ def dependent_sessions(sessions) -> list[str]:
     Such a trial (a decomposed scavenger hunt's later steps) is built on the
     server from the participant's logged answer (``Task.follow_up``); the
     static export has no server, so it refuses them (docs/tunnel.md).
+
+    Parameters
+    ----------
+    sessions : list of Session
+        The planned session runs.
+
+    Returns
+    -------
+    list of str
+        The session types (``Session.session``) with such a trial, each once,
+        in plan order.
     """
     out: list[str] = []
     for sess in sessions:
@@ -312,6 +323,16 @@ def export_jspsych(
 
     Parameters
     ----------
+    spec_path : str or Path
+        The task spec (TOML).
+    out : str or Path
+        The folder to write (created if needed).
+    modalities, conditions : list of str, optional
+        Override the spec's modalities and conditions.
+    trials : int, optional
+        Override the spec's trials per session.
+    ami : str, optional
+        The AMI annotations folder (the duration task).
     platform : {"jatos", "pavlovia", "cognition", "prolific", "local"}
         Where ``dist/`` is hosted, which decides how the data are saved (see the module doc).
     order : {"counterbalanced", "fixed"}
@@ -332,6 +353,21 @@ def export_jspsych(
         An attention-check trial after every ``catch_every`` trials (never after the last):
         "please type X", X drawn by :func:`.study.catch_value`; its jsPsych data carry
         ``catch = true``, ``stimulus = X`` and ``correct`` (within ``catch_tolerance``).
+
+    Returns
+    -------
+    Path
+        ``out``, holding ``package.json``, ``build.mjs``, ``index.html``,
+        ``experiment.js``, ``bayesobs_manifest.json`` and ``stimuli/``.
+
+    Raises
+    ------
+    BayesobsInputError
+        For an unknown platform or order, a bad ``minutes``, ``catch_every``
+        or ``break_every``, ``prolific`` without ``datapipe_id``, a completion
+        code with other characters than letters, digits, ``-`` and ``_``, a
+        task with worded answers, or a task whose trials follow the
+        participant's previous answer.
     """
     if platform not in PLATFORMS:
         raise BayesobsInputError(
