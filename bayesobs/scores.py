@@ -503,6 +503,8 @@ def score(
     resample: str = "pooled",
     interleaved: str | None = None,
     lapse: bool = False,
+    references: bool = False,
+    humans=(),
 ) -> Scores:
     """Every BayesBench number for a trial table.
 
@@ -533,6 +535,14 @@ def score(
     lapse : bool
         Fit every variant with a lapse rate (METHOD §11); the BCS then uses
         the lapse-robust ``w_prior`` of ``static``.
+    references : bool
+        Add the reference rows ``reference:random`` and ``reference:ideal``
+        to ``bayesbench`` (:mod:`bayesobs.references`), scored by this same
+        function on the same cells; a ``reference`` column marks them.
+    humans : sequence of str
+        Glob patterns of subject ids that are human participants: their rows
+        in ``bayesbench`` are marked ``reference = human`` (never ranked)
+        and their trials pooled give the row ``reference:humans``.
 
     Returns
     -------
@@ -599,7 +609,38 @@ def score(
             lapse,
         )
         res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
+    if references or humans:
+        res = res._replace(
+            bayesbench=_with_reference_rows(
+                res.bayesbench,
+                magnitude,
+                humans,
+                references,
+                dict(
+                    bootstrap=bootstrap,
+                    seed=seed,
+                    non_oracle=non_oracle,
+                    progress=progress,
+                    resample=resample,
+                    interleaved=interleaved,
+                    lapse=lapse,
+                ),
+            )
+        )
     return with_psychometric(res._replace(**extra), *psych)
+
+
+def _with_reference_rows(bayesbench, magnitude, patterns, references, options) -> pd.DataFrame:
+    """``bayesbench`` with the reference rows, scored by :func:`score` on the same cells."""
+    from .references import human_subjects, reference_trials, with_references
+
+    humans = human_subjects(magnitude["subject"].unique(), patterns)
+    kinds = ("random", "ideal") if references else ()
+    refs = reference_trials(magnitude, options["seed"], humans, kinds)
+    ref_bb = None
+    if len(refs):
+        ref_bb = score(refs, probe=False, **options).bayesbench
+    return with_references(bayesbench, ref_bb, humans)
 
 
 def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFrame:

@@ -21,6 +21,7 @@ from ..errors import BayesobsInputError
 from ..hvs.logged import is_hvs
 from ..perception import is_perception
 from ..provenance import provenance
+from ..references import subjects_only
 from ..scores import (
     CONSTANT_REASON,
     SCORED_TRIALS,
@@ -191,7 +192,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     trials = normalize_trials(trials)
     scheme = resample
     if res is None:
-        res = score(trials, bootstrap=bootstrap, seed=seed, resample=resample)
+        res = score(trials, bootstrap=bootstrap, seed=seed, resample=resample, references=True)
     else:  # the scheme the score folder's manifest records, if any
         scheme = next((m["resample"] for m in manifests if m.get("resample")), None)
     out = Path(out)
@@ -451,9 +452,10 @@ def _magnitude_sections(
     imgs = []
     na = bcs_not_available(res)
     caveats = {s: {"E"} for s in constant_subjects(res.missing)}
+    ranked = subjects_only(res.bayesbench)  # the reference rows are in the leaderboard only
     for name, fig in (
-        ("fig5_summary", F.summary(res.summary, res.bayesbench, colors=colors)),
-        ("fig6_bayesbench", F.bayesbench_scores(res.bayesbench, colors=colors, caveats=caveats)),
+        ("fig5_summary", F.summary(res.summary, ranked, colors=colors)),
+        ("fig6_bayesbench", F.bayesbench_scores(ranked, colors=colors, caveats=caveats)),
     ):
         if fig is not None:
             imgs.append(_save(fig, out / "figures" / f"{name}.png"))
@@ -774,6 +776,8 @@ def _leaderboard_html(
     """Leaderboard table (point estimate beside bootstrap mean and interval), legend, flags."""
     header, rows = LB.board(bayesbench)
     table = pd.DataFrame(rows, columns=header)
+    refs = table[table["rank"] == LB.REFERENCE_RANK] if len(table) else table
+    table = table.drop(index=refs.index)
     strat = any(c.endswith("_strat_lo") for c in bayesbench.columns)
     note = LB.interval_note(resample, strat) if "S_mean" in bayesbench else LB.NO_BOOTSTRAP_NOTE
     legend = "".join(
@@ -783,6 +787,7 @@ def _leaderboard_html(
     out = [
         "<h2>Leaderboard</h2>",
         f"<div class=scroll>{table.to_html(index=False, border=0, classes='t', escape=True)}</div>",
+        *_reference_html(refs, bayesbench),
         gone,
         f"<p class=m>{html.escape(note)}</p>",
         f"<dl class=legend>{legend}</dl>",
@@ -792,6 +797,19 @@ def _leaderboard_html(
         items = "".join(f"<li>{html.escape(f)}</li>" for f in flags)
         out.append(f"<ul class=warn>{items}</ul>")
     return out
+
+
+def _reference_html(refs: pd.DataFrame, bayesbench: pd.DataFrame) -> list[str]:
+    """The leaderboard's reference rows as their own table under it (never ranked)."""
+    if refs.empty:
+        return []
+    note = " ".join(LB.reference_note(bayesbench))
+    table = refs.drop(columns="rank").to_html(index=False, border=0, classes="t ref", escape=True)
+    return [
+        "<h3>Reference rows</h3>",
+        f"<div class=scroll>{table}</div>",
+        f"<p class=m>{html.escape(note)}</p>",
+    ]
 
 
 __all__ = ["build_report"]
