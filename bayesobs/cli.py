@@ -441,6 +441,18 @@ def cmd_score(args) -> int:
             )
         )
         print(perception_summary(result.perception))
+    if result.cot_accuracy is not None:
+        from .cot_accuracy import cot_accuracy_summary
+
+        print()
+        print(
+            wrap(
+                "Reasoning (cot) against base on the right/wrong tasks: accuracy and its shift, "
+                "95% trial-bootstrap interval, all levels pooled (per level in "
+                f"{args.out}/cot_accuracy.csv)"
+            )
+        )
+        print(cot_accuracy_summary(result.cot_accuracy))
     print()
     print(wrap(f"tables -> {args.out}/ ({', '.join(written)})"))
     return 0

@@ -259,6 +259,8 @@ class Scores(NamedTuple):
     answer_spread: pd.DataFrame | None = None
     # right/wrong paradigms with 3+ levels: psychometric functions (bayesobs.psychometric)
     psychometric: pd.DataFrame | None = None
+    # right/wrong paradigms with cot beside base: accuracy(cot) - accuracy(base) (bayesobs.cot_accuracy)
+    cot_accuracy: pd.DataFrame | None = None
 
     def to_folder(
         self, out, trials: pd.DataFrame | None = None, manifest: dict | None = None
@@ -313,6 +315,7 @@ class Scores(NamedTuple):
             "hvs",
             "answer_spread",
             "psychometric",
+            "cot_accuracy",
             *_PERCEPTION,
         ):
             if tables[name].empty and not len(tables[name].columns):
@@ -561,6 +564,9 @@ def score(
     from .psychometric import psychometric_scores, with_psychometric
 
     psych = psychometric_scores(trials, seed=seed)  # search and perception levels; missing rows
+    from .cot_accuracy import cot_accuracy
+
+    cot_acc = cot_accuracy(trials, seed=seed)  # right/wrong paradigms: cot beside base
     # perception rows (paradigm = perception) go to bayesobs.perception, search rows to
     # bayesobs.search (imported only then: they load scipy.stats)
     perceived = paradigm_rows(trials, "perception")
@@ -587,9 +593,12 @@ def score(
         empty = {
             name: pd.DataFrame()
             for name in Scores._fields
-            if name not in ("search", "search_accuracy", "search_bias", "hvs", *_PERCEPTION)
+            if name
+            not in ("search", "search_accuracy", "search_bias", "hvs", "cot_accuracy", *_PERCEPTION)
         }
-        return with_psychometric(Scores(**{**empty, **extra}), *psych)
+        return with_psychometric(Scores(**{**empty, **extra}), *psych)._replace(
+            cot_accuracy=cot_acc
+        )
     magnitude = trials[~found]
     res = _magnitude_scores(
         magnitude, bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse
@@ -627,7 +636,7 @@ def score(
                 ),
             )
         )
-    return with_psychometric(res._replace(**extra), *psych)
+    return with_psychometric(res._replace(**extra, cot_accuracy=cot_acc), *psych)
 
 
 def _with_reference_rows(bayesbench, magnitude, patterns, references, options) -> pd.DataFrame:

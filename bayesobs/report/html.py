@@ -232,6 +232,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         sections_q, tail_q = psychometric_sections(res, trials, out, _save, _table_html)
         sections += sections_q
         tail += tail_q
+    tail += cot_accuracy_html(res.cot_accuracy)
     prov = provenance(command="report", inputs=[str(p) for p in paths])
     excluded = _exclusions(paths)
     if excluded is not None:
@@ -536,6 +537,49 @@ def extra_ablations_html(extra: pd.DataFrame | None) -> list[str]:
         "delta_nrmse = NRMSE(ablation) - NRMSE(base) (negative: more accurate). cot: the "
         "subject reasons step by step before its answer; noise_text: degraded text.</p>",
         _table_html(extra[cols].sort_values(["ablation", "subject", "task"]), 3),
+    ]
+
+
+def cot_accuracy_html(table: pd.DataFrame | None) -> list[str]:
+    """Reasoning's effect on the right/wrong tasks (``cot_accuracy.csv``); empty without one."""
+    if table is None or table.empty:
+        return []
+    t = table.copy()
+    t["x"] = t["x"].map(lambda v: "all" if v != v else f"{v:g}")
+    cols = [
+        "subject",
+        "paradigm",
+        "task",
+        "variant",
+        "modality",
+        "answer",
+        "level",
+        "x",
+        "n_base",
+        "n_cot",
+        "accuracy_base",
+        "accuracy_cot",
+        "delta_accuracy",
+        "delta_lo",
+        "delta_hi",
+    ]
+    t = t[[c for c in cols if c in t]].fillna("")
+    pooled = t[t["x"] == "all"]
+    return [
+        "<h2>Reasoning (cot): accuracy on the right/wrong tasks</h2>",
+        "<p>delta_accuracy = accuracy(cot) - accuracy(base) of the same subject and task "
+        "(positive: more often right when reasoning), with the 95% percentile interval of a "
+        "trial bootstrap (delta_lo, delta_hi); x = all pools the levels. The magnitude tasks' "
+        "shift is delta_nrmse under Ablations outside the BCS.</p>",
+        _table_html(pooled, 3),
+        folded(
+            f"per level ({len(t) - len(pooled)} rows)",
+            _table_html(t[t["x"] != "all"], 3),
+            len(t) - len(pooled),
+            0,
+        )
+        if len(t) > len(pooled)
+        else "",
     ]
 
 
