@@ -84,8 +84,17 @@ def cot_accuracy_table(
         if not counts["base"][0]:
             continue
         for x, cells, reps in per_level:
-            rows.append(_row(info, level, x, [len(v) for v in cells.values()],
-                             [v.sum() for v in cells.values()], reps, bootstrap))
+            rows.append(
+                _row(
+                    info,
+                    level,
+                    x,
+                    [len(v) for v in cells.values()],
+                    [v.sum() for v in cells.values()],
+                    reps,
+                    bootstrap,
+                )
+            )
         rows.append(
             _row(
                 info,

@@ -18,7 +18,7 @@ N = 400  # trials per level and condition
 def planted_trials(seed: int = 0, n: int = N) -> pd.DataFrame:
     """A searcher and a circuit reader whose accuracy under cot is planted higher at every level."""
     rng = np.random.default_rng(seed)
-    N = n  # noqa: N806 - trials per level and condition here
+    N = n  # trials per level and condition here
     rows = []
     for cond in ("base", "cot"):
         p_search = PLANTED["search"][cond == "cot"]

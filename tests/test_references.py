@@ -20,7 +20,14 @@ from bayesobs.synthetic import TASK_RANGES
 from bayesobs.trials import normalize_trials
 
 TASKS = ("line_ratio", "marker_location")
-CONDITIONS = ("base", "steer_verbal", "steer_numeric", "noise_constant", "noise_gradual", "context_long")
+CONDITIONS = (
+    "base",
+    "steer_verbal",
+    "steer_numeric",
+    "noise_constant",
+    "noise_gradual",
+    "context_long",
+)
 B = 8
 
 
