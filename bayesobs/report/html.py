@@ -34,6 +34,7 @@ from ..scores import (
 from ..search import is_search, prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
+from .calibration import calibration_sections, diagnostics_only, find_diagnostics
 from .hvs import hvs_sections
 from .perception import perception_sections
 from .psychometric import psychometric_sections
@@ -73,6 +74,8 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]
                     f"{p}: score folder without its trials ({SCORED_TRIALS}) or a manifest naming "
                     "them: give the trial files beside it"
                 )
+        elif diagnostics_only(p):  # calibrate / fit --prior-predictive output: not trials
+            continue
         else:
             trial_paths.append(p)
             if (p / "manifest.json").exists():
@@ -179,7 +182,10 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     Parameters
     ----------
     paths : list of paths
-        Trial files, experiment folders, or a ``bayesobs score`` output folder.
+        Trial files, experiment folders, or a ``bayesobs score`` output folder;
+        a folder with ``bayesobs calibrate`` output (``sbc.csv``) or
+        ``prior_predictive.csv`` (given, or the score folder itself) adds the
+        section *Posterior calibration* (:mod:`bayesobs.report.calibration`).
     out : path
         Report folder (created).
     bootstrap, seed : int
@@ -189,6 +195,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     """
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     trials, res, manifests = _inputs(paths)
+    diagnostics = find_diagnostics(paths)  # SBC, prior predictive: read (and checked) first
     trials = normalize_trials(trials)
     scheme = resample
     if res is None:
@@ -233,6 +240,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         sections += sections_q
         tail += tail_q
     tail += cot_accuracy_html(res.cot_accuracy)
+    tail += calibration_sections(diagnostics, out, _save, _table_html)
     prov = provenance(command="report", inputs=[str(p) for p in paths])
     excluded = _exclusions(paths)
     if excluded is not None:
