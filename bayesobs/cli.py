@@ -377,9 +377,15 @@ def cmd_score(args) -> int:
         resample=args.resample,
         interleaved=args.interleaved,
         lapse=args.lapse,
+        references=not args.no_references,
+        humans=args.humans,
     )
     options = _trial_options(
-        args, non_oracle=args.non_oracle, seconds=round(time.perf_counter() - t0, 3)
+        args,
+        non_oracle=args.non_oracle,
+        references=not args.no_references,
+        humans=args.humans,
+        seconds=round(time.perf_counter() - t0, 3),
     )
     written = result.to_folder(args.out, trials=trials, manifest=options)
     written += _write_exclusions(exclusions, args.out)
@@ -435,6 +441,18 @@ def cmd_score(args) -> int:
             )
         )
         print(perception_summary(result.perception))
+    if result.cot_accuracy is not None:
+        from .cot_accuracy import cot_accuracy_summary
+
+        print()
+        print(
+            wrap(
+                "Reasoning (cot) against base on the right/wrong tasks: accuracy and its shift, "
+                "95% trial-bootstrap interval, all levels pooled (per level in "
+                f"{args.out}/cot_accuracy.csv)"
+            )
+        )
+        print(cot_accuracy_summary(result.cot_accuracy))
     print()
     print(wrap(f"tables -> {args.out}/ ({', '.join(written)})"))
     return 0
@@ -1355,6 +1373,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="variances behind the non-oracle Bayes weights: of responses (paper, default) or errors",
     )
     p.add_argument("--no-probe", action="store_true", help="skip the random-forest cue probe")
+    p.add_argument(
+        "--no-references",
+        action="store_true",
+        help="leave out the leaderboard's reference rows (random responder, ideal observer)",
+    )
+    p.add_argument(
+        "--humans",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="subjects whose id matches this glob (repeatable, e.g. 'P*') are human participants: "
+        "shown as references, never ranked, and pooled into the row reference:humans",
+    )
     _add_scheduler_option(p)
     p.set_defaults(func=cmd_score)
 

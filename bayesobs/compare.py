@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesobsInputError
+from .references import subjects_only
 from .scores import NRMSE_MAX, Scores
 
 OUTCOMES: tuple[str, ...] = ("accuracy", "nrmse", "w_prior", "bcs", "bcs_p")
@@ -97,7 +98,8 @@ def load_folders(folders) -> dict[str, Scores]:
 def subjects_of(res: Scores) -> list[str]:
     """The subjects of a score folder's tables (leaderboard and per-task tables)."""
     found: set[str] = set()
-    for table in (res.bayesbench, res.accuracy, res.bcs_tasks, res.fits):
+    bb = subjects_only(res.bayesbench) if res.bayesbench is not None else None
+    for table in (bb, res.accuracy, res.bcs_tasks, res.fits):
         if table is not None and "subject" in table:
             found.update(table["subject"].astype(str))
     return sorted(found)
@@ -376,6 +378,8 @@ def cross_leaderboard(folders: dict[str, Scores]) -> pd.DataFrame:
     parts = []
     for name, res in folders.items():
         bb = res.bayesbench
+        if bb is not None and len(bb.columns):
+            bb = subjects_only(bb)  # reference rows: each folder's own, not a model to rank
         if bb is not None and len(bb.columns) and len(bb):
             parts.append(bb.assign(folder=name))
         else:  # a folder with only search/perception tables: its subjects, without a composite

@@ -14,6 +14,7 @@ import textwrap
 
 import pandas as pd
 
+from .references import HUMAN, KINDS, is_reference, subjects_only
 from .scores import CONSTANT_REASON, FEW_RUNS_REASON, PERFECT_REASON
 from .trials import natural_key
 
@@ -74,6 +75,15 @@ def interval_note(resample: str | None = "pooled", stratified: bool = False) -> 
 
 
 INTERVAL_NOTE = interval_note()
+#: the rank column of a reference row (never ranked among the subjects)
+REFERENCE_RANK = "ref"
+REFERENCE_LEGEND: dict[str, str] = {
+    "random": "reference:random answers uniformly over each session's response range",
+    "ideal": "reference:ideal answers the Bayes-optimal posterior mean given the simulated "
+    "subjects' perceptual noise and the session's stimulus distribution",
+    "humans": "reference:humans pools the human participants' trials (--humans)",
+    HUMAN: "a subject marked human (--humans) is shown as a reference",
+}
 NO_BOOTSTRAP_NOTE = "S_p and BCS_p need bootstrap replicates (--bootstrap B > 0)."
 #: the terminal leaderboard, its notes and warnings fit this many columns
 WIDTH = 100
@@ -114,6 +124,7 @@ def left_out(bayesbench: pd.DataFrame, missing: pd.DataFrame | None = None) -> l
     (component ``A``, ``E``, ``C``...), else what the number needs
     (:data:`NEEDS`).  Empty when every column is shown.
     """
+    bayesbench = subjects_only(bayesbench)  # "no subject has them": the references aside
     shown = {n for n, _ in shown_metrics(bayesbench)}
     gone = [n for n, _ in METRICS if n not in shown]
     if not gone:
@@ -207,16 +218,19 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     point estimate outside its interval.  Ties (and subjects without ``S``)
     are in natural order of their ids (``2`` before ``10``).
     """
+    refs = is_reference(bayesbench).to_numpy()
     order = sorted(
         range(len(bayesbench)),
         key=lambda i: (
+            bool(refs[i]),  # reference rows after every subject, never ranked
+            _reference_order(bayesbench["reference"].iloc[i]) if refs[i] else 0,
             _sort_score(bayesbench["S"].iloc[i] if "S" in bayesbench else None),
             natural_key(bayesbench["subject"].iloc[i]),
         ),
     )
     rows = bayesbench.iloc[order]
     boot = "S_mean" in bayesbench
-    metrics = shown_metrics(bayesbench)
+    metrics = shown_metrics(subjects_only(bayesbench) if not refs.all() else bayesbench)
     header = ["rank", "subject"]
     strat = {name for name, _ in metrics if f"{name}_strat_lo" in bayesbench}
     for name, _ in metrics:
@@ -224,8 +238,13 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         if name in strat:
             header.append(f"{name} strat [68%]")
     lines = []
-    for i, (_, r) in enumerate(rows.iterrows()):
-        line = [str(i + 1), str(r["subject"])]
+    rank = 0
+    for k, (_, r) in enumerate(rows.iterrows()):
+        if refs[order[k]]:
+            line = [REFERENCE_RANK, str(r["subject"])]
+        else:
+            rank += 1
+            line = [str(rank), str(r["subject"])]
         for name, d in metrics:
             point = _num(r.get(name), d) + ("*" if _outside(r, name) else "")
             line.append(point)
@@ -245,6 +264,27 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
                 )
         lines.append(line)
     return header, lines
+
+
+def _reference_order(kind) -> tuple:
+    """Reference rows in the order of :data:`bayesobs.references.KINDS`, then humans."""
+    kind = str(kind)
+    return (KINDS.index(kind), "") if kind in KINDS else (len(KINDS), kind)
+
+
+def reference_note(bayesbench: pd.DataFrame) -> list[str]:
+    """One line saying what the reference rows are; empty when the table has none."""
+    refs = is_reference(bayesbench)
+    if not refs.any():
+        return []
+    kinds = set(bayesbench.loc[refs, "reference"].astype(str))
+    if not kinds:
+        return []
+    said = [REFERENCE_LEGEND[k] for k in (*KINDS, HUMAN) if k in kinds]
+    return [
+        f"{REFERENCE_RANK} = a reference row, not ranked: scored by the same code on the same "
+        "cells as the subjects (docs/method.md, Reference rows): " + "; ".join(said) + "."
+    ]
 
 
 def _sort_score(val) -> tuple:
@@ -346,8 +386,10 @@ def leaderboard_text(
                 out.append("")
             out += block
     else:
-        out.append(f"no BayesBench number for any of the {len(lines)} subject(s)")
+        n = len(subjects_only(bayesbench))
+        out.append(f"no BayesBench number for any of the {n} subject(s)")
     out += [wrap(f"note: {line}", width) for line in left_out(bayesbench, missing)]
+    out += [wrap(f"note: {line}", width) for line in reference_note(bayesbench)]
     if len(header) > 2:
         strat = any(c.endswith("_strat_lo") for c in bayesbench.columns)
         note = interval_note(resample, strat) if "S_mean" in bayesbench else NO_BOOTSTRAP_NOTE
@@ -364,6 +406,7 @@ __all__ = [
     "interval_note",
     "leaderboard_text",
     "left_out",
+    "reference_note",
     "shown_metrics",
     "subject_flags",
     "text_table",

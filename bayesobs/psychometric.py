@@ -521,6 +521,49 @@ def _perception_levels(trials: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def right_wrong_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """One row per trial of every right/wrong paradigm: its group keys, level and ``k`` (1/0).
+
+    Visual search (level ``set_size``), the perception tasks (Tunnel
+    Vision, Percept-V: ``problem_size``; an invalid reply is wrong) and
+    HVSBench-style questions (no level: ``level`` empty, ``x`` NaN; only the
+    questions scored right or wrong, ``correct`` 0 or 1).  Columns
+    :data:`KEYS`, ``level``, ``x``, ``k``, ``guess``.
+    """
+    parts = []
+    if paradigm_rows(trials, "search").any():
+        parts.append(_search_levels(trials))
+    if paradigm_rows(trials, "perception").any():
+        parts.append(_perception_levels(trials))
+    from .hvs.logged import is_hvs
+
+    hvs = trials[is_hvs(trials)]
+    if len(hvs) and "correct" in hvs:
+        k = pd.to_numeric(hvs["correct"], errors="coerce").to_numpy(float)
+        scored = np.isin(k, (0.0, 1.0))
+        h = hvs[scored]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "paradigm": "hvs",
+                    "subject": h["subject"].astype(str).to_numpy(),
+                    "task": h["task"].astype(str).to_numpy(),
+                    "variant": "",
+                    "modality": h["modality"].astype(str).to_numpy(),
+                    "condition": h["condition"].astype(str).to_numpy(),
+                    "answer": "",
+                    "level": "",
+                    "x": np.nan,
+                    "k": k[scored],
+                    "guess": np.nan,
+                }
+            )
+        )
+    if not parts:
+        return pd.DataFrame(columns=[*KEYS, "level", "x", "k", "guess"])
+    return pd.concat(parts, ignore_index=True)
+
+
 def psychometric_levels(trials: pd.DataFrame) -> pd.DataFrame:
     """Right answers per level of every right/wrong group: the data the functions are fitted to.
 

@@ -259,6 +259,8 @@ class Scores(NamedTuple):
     answer_spread: pd.DataFrame | None = None
     # right/wrong paradigms with 3+ levels: psychometric functions (bayesobs.psychometric)
     psychometric: pd.DataFrame | None = None
+    # right/wrong paradigms with cot beside base: accuracy(cot) - accuracy(base) (bayesobs.cot_accuracy)
+    cot_accuracy: pd.DataFrame | None = None
 
     def to_folder(
         self, out, trials: pd.DataFrame | None = None, manifest: dict | None = None
@@ -313,6 +315,7 @@ class Scores(NamedTuple):
             "hvs",
             "answer_spread",
             "psychometric",
+            "cot_accuracy",
             *_PERCEPTION,
         ):
             if tables[name].empty and not len(tables[name].columns):
@@ -503,6 +506,8 @@ def score(
     resample: str = "pooled",
     interleaved: str | None = None,
     lapse: bool = False,
+    references: bool = False,
+    humans=(),
 ) -> Scores:
     """Every BayesBench number for a trial table.
 
@@ -533,6 +538,14 @@ def score(
     lapse : bool
         Fit every variant with a lapse rate (METHOD §11); the BCS then uses
         the lapse-robust ``w_prior`` of ``static``.
+    references : bool
+        Add the reference rows ``reference:random`` and ``reference:ideal``
+        to ``bayesbench`` (:mod:`bayesobs.references`), scored by this same
+        function on the same cells; a ``reference`` column marks them.
+    humans : sequence of str
+        Glob patterns of subject ids that are human participants: their rows
+        in ``bayesbench`` are marked ``reference = human`` (never ranked)
+        and their trials pooled give the row ``reference:humans``.
 
     Returns
     -------
@@ -551,6 +564,9 @@ def score(
     from .psychometric import psychometric_scores, with_psychometric
 
     psych = psychometric_scores(trials, seed=seed)  # search and perception levels; missing rows
+    from .cot_accuracy import cot_accuracy
+
+    cot_acc = cot_accuracy(trials, seed=seed)  # right/wrong paradigms: cot beside base
     # perception rows (paradigm = perception) go to bayesobs.perception, search rows to
     # bayesobs.search (imported only then: they load scipy.stats)
     perceived = paradigm_rows(trials, "perception")
@@ -577,9 +593,12 @@ def score(
         empty = {
             name: pd.DataFrame()
             for name in Scores._fields
-            if name not in ("search", "search_accuracy", "search_bias", "hvs", *_PERCEPTION)
+            if name
+            not in ("search", "search_accuracy", "search_bias", "hvs", "cot_accuracy", *_PERCEPTION)
         }
-        return with_psychometric(Scores(**{**empty, **extra}), *psych)
+        return with_psychometric(Scores(**{**empty, **extra}), *psych)._replace(
+            cot_accuracy=cot_acc
+        )
     magnitude = trials[~found]
     res = _magnitude_scores(
         magnitude, bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse
@@ -599,7 +618,38 @@ def score(
             lapse,
         )
         res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
-    return with_psychometric(res._replace(**extra), *psych)
+    if references or humans:
+        res = res._replace(
+            bayesbench=_with_reference_rows(
+                res.bayesbench,
+                magnitude,
+                humans,
+                references,
+                dict(
+                    bootstrap=bootstrap,
+                    seed=seed,
+                    non_oracle=non_oracle,
+                    progress=progress,
+                    resample=resample,
+                    interleaved=interleaved,
+                    lapse=lapse,
+                ),
+            )
+        )
+    return with_psychometric(res._replace(**extra, cot_accuracy=cot_acc), *psych)
+
+
+def _with_reference_rows(bayesbench, magnitude, patterns, references, options) -> pd.DataFrame:
+    """``bayesbench`` with the reference rows, scored by :func:`score` on the same cells."""
+    from .references import human_subjects, reference_trials, with_references
+
+    humans = human_subjects(magnitude["subject"].unique(), patterns)
+    kinds = ("random", "ideal") if references else ()
+    refs = reference_trials(magnitude, options["seed"], humans, kinds)
+    ref_bb = None
+    if len(refs):
+        ref_bb = score(refs, probe=False, **options).bayesbench
+    return with_references(bayesbench, ref_bb, humans)
 
 
 def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFrame:

@@ -384,8 +384,9 @@ def test_robust_scores_are_empty_without_bootstrap(tmp_path):
         == 0
     )
     text = (tmp_path / "o" / "bayesbench.csv").read_text().splitlines()
-    assert text[0].split(",")[-3:] == ["BCS_p", "C_p", "S_p"]
-    assert text[1].endswith(",,,")  # blank, never a copy of the paper's numbers
+    # the reference rows' marker (issue 31) is the one column after the robust ones
+    assert text[0].split(",")[-4:] == ["BCS_p", "C_p", "S_p", "reference"]
+    assert text[1].endswith(",,,,")  # blank, never a copy of the paper's numbers
 
 
 def test_robust_columns_come_after_the_contract_columns():

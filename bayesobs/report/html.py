@@ -21,6 +21,7 @@ from ..errors import BayesobsInputError
 from ..hvs.logged import is_hvs
 from ..perception import is_perception
 from ..provenance import provenance
+from ..references import subjects_only
 from ..scores import (
     CONSTANT_REASON,
     SCORED_TRIALS,
@@ -33,6 +34,7 @@ from ..scores import (
 from ..search import is_search, prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
+from .calibration import calibration_sections, diagnostics_only, find_diagnostics
 from .hvs import hvs_sections
 from .perception import perception_sections
 from .psychometric import psychometric_sections
@@ -72,6 +74,8 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]
                     f"{p}: score folder without its trials ({SCORED_TRIALS}) or a manifest naming "
                     "them: give the trial files beside it"
                 )
+        elif diagnostics_only(p):  # calibrate / fit --prior-predictive output: not trials
+            continue
         else:
             trial_paths.append(p)
             if (p / "manifest.json").exists():
@@ -178,7 +182,10 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     Parameters
     ----------
     paths : list of paths
-        Trial files, experiment folders, or a ``bayesobs score`` output folder.
+        Trial files, experiment folders, or a ``bayesobs score`` output folder;
+        a folder with ``bayesobs calibrate`` output (``sbc.csv``) or
+        ``prior_predictive.csv`` (given, or the score folder itself) adds the
+        section *Posterior calibration* (:mod:`bayesobs.report.calibration`).
     out : path
         Report folder (created).
     bootstrap, seed : int
@@ -188,10 +195,11 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     """
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     trials, res, manifests = _inputs(paths)
+    diagnostics = find_diagnostics(paths)  # SBC, prior predictive: read (and checked) first
     trials = normalize_trials(trials)
     scheme = resample
     if res is None:
-        res = score(trials, bootstrap=bootstrap, seed=seed, resample=resample)
+        res = score(trials, bootstrap=bootstrap, seed=seed, resample=resample, references=True)
     else:  # the scheme the score folder's manifest records, if any
         scheme = next((m["resample"] for m in manifests if m.get("resample")), None)
     out = Path(out)
@@ -231,6 +239,8 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         sections_q, tail_q = psychometric_sections(res, trials, out, _save, _table_html)
         sections += sections_q
         tail += tail_q
+    tail += cot_accuracy_html(res.cot_accuracy)
+    tail += calibration_sections(diagnostics, out, _save, _table_html)
     prov = provenance(command="report", inputs=[str(p) for p in paths])
     excluded = _exclusions(paths)
     if excluded is not None:
@@ -451,9 +461,10 @@ def _magnitude_sections(
     imgs = []
     na = bcs_not_available(res)
     caveats = {s: {"E"} for s in constant_subjects(res.missing)}
+    ranked = subjects_only(res.bayesbench)  # the reference rows are in the leaderboard only
     for name, fig in (
-        ("fig5_summary", F.summary(res.summary, res.bayesbench, colors=colors)),
-        ("fig6_bayesbench", F.bayesbench_scores(res.bayesbench, colors=colors, caveats=caveats)),
+        ("fig5_summary", F.summary(res.summary, ranked, colors=colors)),
+        ("fig6_bayesbench", F.bayesbench_scores(ranked, colors=colors, caveats=caveats)),
     ):
         if fig is not None:
             imgs.append(_save(fig, out / "figures" / f"{name}.png"))
@@ -534,6 +545,49 @@ def extra_ablations_html(extra: pd.DataFrame | None) -> list[str]:
         "delta_nrmse = NRMSE(ablation) - NRMSE(base) (negative: more accurate). cot: the "
         "subject reasons step by step before its answer; noise_text: degraded text.</p>",
         _table_html(extra[cols].sort_values(["ablation", "subject", "task"]), 3),
+    ]
+
+
+def cot_accuracy_html(table: pd.DataFrame | None) -> list[str]:
+    """Reasoning's effect on the right/wrong tasks (``cot_accuracy.csv``); empty without one."""
+    if table is None or table.empty:
+        return []
+    t = table.copy()
+    t["x"] = t["x"].map(lambda v: "all" if v != v else f"{v:g}")
+    cols = [
+        "subject",
+        "paradigm",
+        "task",
+        "variant",
+        "modality",
+        "answer",
+        "level",
+        "x",
+        "n_base",
+        "n_cot",
+        "accuracy_base",
+        "accuracy_cot",
+        "delta_accuracy",
+        "delta_lo",
+        "delta_hi",
+    ]
+    t = t[[c for c in cols if c in t]].fillna("")
+    pooled = t[t["x"] == "all"]
+    return [
+        "<h2>Reasoning (cot): accuracy on the right/wrong tasks</h2>",
+        "<p>delta_accuracy = accuracy(cot) - accuracy(base) of the same subject and task "
+        "(positive: more often right when reasoning), with the 95% percentile interval of a "
+        "trial bootstrap (delta_lo, delta_hi); x = all pools the levels. The magnitude tasks' "
+        "shift is delta_nrmse under Ablations outside the BCS.</p>",
+        _table_html(pooled, 3),
+        folded(
+            f"per level ({len(t) - len(pooled)} rows)",
+            _table_html(t[t["x"] != "all"], 3),
+            len(t) - len(pooled),
+            0,
+        )
+        if len(t) > len(pooled)
+        else "",
     ]
 
 
@@ -774,6 +828,8 @@ def _leaderboard_html(
     """Leaderboard table (point estimate beside bootstrap mean and interval), legend, flags."""
     header, rows = LB.board(bayesbench)
     table = pd.DataFrame(rows, columns=header)
+    refs = table[table["rank"] == LB.REFERENCE_RANK] if len(table) else table
+    table = table.drop(index=refs.index)
     strat = any(c.endswith("_strat_lo") for c in bayesbench.columns)
     note = LB.interval_note(resample, strat) if "S_mean" in bayesbench else LB.NO_BOOTSTRAP_NOTE
     legend = "".join(
@@ -783,6 +839,7 @@ def _leaderboard_html(
     out = [
         "<h2>Leaderboard</h2>",
         f"<div class=scroll>{table.to_html(index=False, border=0, classes='t', escape=True)}</div>",
+        *_reference_html(refs, bayesbench),
         gone,
         f"<p class=m>{html.escape(note)}</p>",
         f"<dl class=legend>{legend}</dl>",
@@ -792,6 +849,19 @@ def _leaderboard_html(
         items = "".join(f"<li>{html.escape(f)}</li>" for f in flags)
         out.append(f"<ul class=warn>{items}</ul>")
     return out
+
+
+def _reference_html(refs: pd.DataFrame, bayesbench: pd.DataFrame) -> list[str]:
+    """The leaderboard's reference rows as their own table under it (never ranked)."""
+    if refs.empty:
+        return []
+    note = " ".join(LB.reference_note(bayesbench))
+    table = refs.drop(columns="rank").to_html(index=False, border=0, classes="t ref", escape=True)
+    return [
+        "<h3>Reference rows</h3>",
+        f"<div class=scroll>{table}</div>",
+        f"<p class=m>{html.escape(note)}</p>",
+    ]
 
 
 __all__ = ["build_report"]
