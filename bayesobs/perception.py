@@ -154,8 +154,10 @@ def wilson(k, n, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
 
     Returns
     -------
-    lo, hi : numpy.ndarray
-        The bounds.
+    lo : numpy.ndarray
+        The lower bounds.
+    hi : numpy.ndarray
+        The upper bounds.
     """
     k, n = np.asarray(k, float), np.asarray(n, float)
     with np.errstate(invalid="ignore", divide="ignore"):

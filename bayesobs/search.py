@@ -128,8 +128,11 @@ def wilson(k: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np
 
     Returns
     -------
-    lo, hi : numpy.ndarray
-        The bounds, clipped so that ``lo <= k / n <= hi`` within [0, 1].
+    lo : numpy.ndarray
+        The lower bounds.
+    hi : numpy.ndarray
+        The upper bounds; both are clipped so that ``lo <= k / n <= hi``
+        within [0, 1].
     """
     k, n = np.asarray(k, float), np.asarray(n, float)
     p = k / n
@@ -162,8 +165,10 @@ def mean_interval(values: np.ndarray, key=(), reps: int = ERROR_RESAMPLES) -> tu
 
     Returns
     -------
-    lo, hi : float
-        The 2.5% and 97.5% percentiles of the resampled means.
+    lo : float
+        The 2.5% percentile of the resampled means.
+    hi : float
+        The 97.5% percentile of the resampled means.
     """
     values = np.asarray(values, float)
     if len(values) < 2:

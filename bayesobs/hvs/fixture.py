@@ -152,8 +152,10 @@ def simulate_scanpath(
 
     Returns
     -------
-    xs, ys : list of float
-        Fixation positions in px (one decimal).
+    xs : list of float
+        Fixation x positions in px (one decimal).
+    ys : list of float
+        Fixation y positions in px (one decimal).
     ts : list of float
         Fixation durations in ms; a search scanpath's last fixation is on its target.
     """

@@ -238,8 +238,10 @@ def saliency_scanpath(sal: np.ndarray, n: int) -> tuple[list[float], list[float]
 
     Returns
     -------
-    xs, ys : list of float
-        Fixation positions as fractions of the map's width and height.
+    xs : list of float
+        Fixation x positions as fractions of the map's width.
+    ys : list of float
+        Fixation y positions as fractions of the map's height.
     ts : list of float
         Durations in ms, ``150 + 350 * saliency`` at each fixation.
     """
