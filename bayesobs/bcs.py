@@ -111,6 +111,24 @@ def extra_ablations(
     ``nrmse_base``, ``nrmse_ablation`` and ``delta_nrmse`` (negative: the
     ablation made the answers more accurate).  These never enter the BCS,
     ``C`` or ``S``.
+
+    Parameters
+    ----------
+    cells : DataFrame
+        ``subject, task, modality, condition`` of each fitted cell.
+    w_prior : numpy.ndarray, shape (cells, 1 + B)
+        ``w_prior`` of the ``static`` variant per cell and replicate.
+    acc_cells : DataFrame, optional
+        The cells of the accuracy batch.
+    nrmse : numpy.ndarray, shape (acc_cells, 1 + B), optional
+        Their NRMSE; only the full-data column is read.
+
+    Returns
+    -------
+    DataFrame
+        ``subject, task, ablation, modality, w_base, w_ablation, delta_w, s,
+        s_p`` and, with the accuracy cells, ``nrmse_base, nrmse_ablation,
+        delta_nrmse``.
     """
     index = {tuple(r): i for i, r in enumerate(cells[list(CELL_KEYS)].itertuples(index=False))}
     rows, wb, wa = [], [], []
@@ -148,7 +166,20 @@ def extra_ablations(
 
 
 def sign_score(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
-    """``s_a``: 0 if ``w_ablation > 0.9``, else +1 if it did not fall, else -1; NaN if unknown."""
+    """``s_a``: 0 if ``w_ablation > 0.9``, else +1 if it did not fall, else -1; NaN if unknown.
+
+    Parameters
+    ----------
+    w_base : array_like
+        ``w_prior`` of the base cell.
+    w_ablation : array_like
+        ``w_prior`` of the ablation cell (same shape).
+
+    Returns
+    -------
+    numpy.ndarray
+        The sign, one of 1, -1, 0 or NaN, per element.
+    """
     w_base = np.asarray(w_base, dtype=float)
     w_ablation = np.asarray(w_ablation, dtype=float)
     s = np.where(w_ablation - w_base >= 0, 1.0, -1.0)
@@ -161,6 +192,18 @@ def robust_sign(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
 
     0 where ``w_ablation > 0.9`` or ``|w_ablation - w_base| < 1e-9``, else the
     sign of the shift; NaN where either weight is unknown.
+
+    Parameters
+    ----------
+    w_base : array_like
+        ``w_prior`` of the base cell.
+    w_ablation : array_like
+        ``w_prior`` of the ablation cell (same shape).
+
+    Returns
+    -------
+    numpy.ndarray
+        The sign, one of 1, -1, 0 or NaN, per element.
     """
     w_base = np.asarray(w_base, dtype=float)
     w_ablation = np.asarray(w_ablation, dtype=float)
@@ -217,6 +260,22 @@ def bcs_agreement(bcs: pd.DataFrame, cells: pd.DataFrame, w_prior: np.ndarray) -
     ``s_a`` agree.  ``across_modalities``: over (task, ablation), the fraction
     where ``s_a`` measured in the image modality equals ``s_a`` measured in the
     multimodal modality (each against its own base).
+
+    Parameters
+    ----------
+    bcs : DataFrame
+        BCS rows with ``subject, task, ablation, s``.
+    cells : DataFrame
+        ``subject, task, modality, condition`` of each fitted cell.
+    w_prior : numpy.ndarray, shape (cells, 1 + B)
+        ``w_prior`` of the ``static`` variant; only the full-data column is read.
+
+    Returns
+    -------
+    DataFrame
+        ``subject, across_tasks, task_pairs, across_modalities,
+        modality_pairs``: the two fractions (NaN without a pair) and the
+        number of pairs behind each.
     """
     index = {tuple(r): i for i, r in enumerate(cells[list(CELL_KEYS)].itertuples(index=False))}
     out = []

@@ -56,6 +56,21 @@ def sbc_design(runs: int = RUNS, trials: int = TRIALS, seed: int = 0) -> Data:
 
     The responses (``u``) are left ``None``: :func:`bayesobs.posterior.model`
     then draws them.
+
+    Parameters
+    ----------
+    runs : int
+        Number of session runs.
+    trials : int
+        Trials per run.
+    seed : int
+        Seed of the stimuli (uniform on [1, 2] before standardising).
+
+    Returns
+    -------
+    Data
+        One subject's padded data: stimuli ``z`` of shape ``(runs, trials)``
+        with mean 0 and SD 1, every trial present, ``u`` None.
     """
     rng = np.random.default_rng(seed)
     x = rng.uniform(1.0, 2.0, size=(runs, trials))
@@ -77,6 +92,24 @@ def prior_draws(variant, data: Data, n: int, seed: int = 0, prior_scale: float =
     """``n`` draws of every site of the variant's model from its priors, responses ``u`` included.
 
     Returns numpy arrays: parameters ``(n, 1)`` (one subject), ``u`` ``(n, runs, T)``.
+
+    Parameters
+    ----------
+    variant : Variant or str
+        The observer variant.
+    data : Data
+        The design (:func:`sbc_design`); its responses are ignored.
+    n : int
+        Number of draws.
+    seed : int
+        Seed of the JAX random key.
+    prior_scale : float
+        Factor on the prior scales.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Every sample site of the model by name.
     """
     import jax
     from numpyro.infer import Predictive
@@ -92,6 +125,18 @@ def sbc_ranks(truth: np.ndarray, draws: np.ndarray) -> np.ndarray:
     """Rank of each true value among its posterior draws: ``#(draws < truth)``, in ``0..M``.
 
     ``truth``: ``(n,)``; ``draws``: ``(n, M)``.
+
+    Parameters
+    ----------
+    truth : array_like
+        The true values, flattened to ``(n,)``.
+    draws : array_like
+        Posterior draws, ``(n, M)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Integer ranks, shape ``(n,)``.
     """
     truth = np.asarray(truth, dtype=float).reshape(-1)
     draws = np.asarray(draws, dtype=float)
@@ -105,6 +150,27 @@ def rank_uniformity(ranks: np.ndarray, n_draws: int, bins: int = BINS) -> tuple[
     (``floor(rank * bins / (n_draws + 1))``); each bin's expected count is
     ``n * (rank values in the bin) / (n_draws + 1)``; ``bins - 1`` degrees
     of freedom.
+
+    Parameters
+    ----------
+    ranks : array_like
+        Integer ranks in ``0..n_draws``.
+    n_draws : int
+        Number of posterior draws behind each rank.
+    bins : int
+        Number of bins, from 2 to ``n_draws + 1``.
+
+    Returns
+    -------
+    chi2 : float
+        The chi-square statistic.
+    p : float
+        Its p-value.
+
+    Raises
+    ------
+    ValueError
+        When ``bins`` is out of range or a rank is outside ``0..n_draws``.
     """
     from scipy import stats
 
@@ -137,6 +203,34 @@ def simulate_and_rank(
     The data are simulated from the variant's own priors; the fits use
     ``prior_scale`` times its prior scales (1: the real fit; anything else
     a deliberately miscalibrated one).
+
+    Parameters
+    ----------
+    variant : Variant or str
+        The observer variant.
+    n_sims : int
+        Number of simulated data sets.
+    draws : int
+        Posterior draws kept per simulation (after thinning).
+    chains : int
+        NUTS chains per simulation.
+    warmup : int
+        Warm-up steps per chain.
+    thin : int
+        Keep every ``thin``-th draw of each chain.
+    seed : int
+        Seed of the design, the prior draws and (plus one) the sampler.
+    prior_scale : float
+        Factor on the fits' prior scales.
+    design : Data, optional
+        The design; :func:`sbc_design` with ``seed`` by default.
+
+    Returns
+    -------
+    ranks : dict of str to numpy.ndarray
+        The ranks of each parameter the variant has (names of :data:`SITES`).
+    divergent : int
+        Number of simulations whose fit had a divergent transition.
     """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     design = design or sbc_design(seed=seed)
@@ -188,6 +282,43 @@ def calibrate(
     whose fit had a divergent transition), ``prior_scale`` and ``seconds``
     (wall time of the variant).  ``ranks`` is long: variant, parameter, sim,
     rank.  ``progress(variant, seconds)`` is called after each variant.
+
+    Parameters
+    ----------
+    variants : sequence of str, optional
+        Variant names (default: all ten).
+    n_sims : int
+        Simulations per variant; at least ``5 * bins``.
+    draws : int
+        Posterior draws kept per simulation; at least ``bins - 1``.
+    chains : int
+        NUTS chains per simulation.
+    warmup : int
+        Warm-up steps per chain.
+    thin : int
+        Keep every ``thin``-th draw of each chain.
+    bins : int
+        Rank bins of the chi-square test.
+    alpha : float
+        Family-wise level of the tests.
+    seed : int
+        Seed of each variant's simulations and fits.
+    prior_scale : float
+        Factor on the fits' prior scales (positive).
+    progress : callable, optional
+        ``progress(variant, seconds)``.
+
+    Returns
+    -------
+    table : DataFrame
+        The ``sbc.csv`` rows described above.
+    ranks : DataFrame
+        ``variant, parameter, sim, rank``.
+
+    Raises
+    ------
+    ValueError
+        An unknown variant, or ``n_sims``, ``draws`` or ``prior_scale`` out of range.
     """
     import time
 
@@ -239,7 +370,20 @@ def calibrate(
 
 
 def rank_figure(table: pd.DataFrame, ranks: pd.DataFrame):
-    """Rank histograms, one panel per (variant, parameter), with the uniform's 99% band."""
+    """Rank histograms, one panel per (variant, parameter), with the uniform's 99% band.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`calibrate`'s table.
+    ranks : DataFrame
+        :func:`calibrate`'s ranks.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        A new figure; a panel of a non-uniform parameter is red.
+    """
     from matplotlib.figure import Figure
     from scipy import stats
 
@@ -275,7 +419,22 @@ def rank_figure(table: pd.DataFrame, ranks: pd.DataFrame):
 
 
 def write_calibration(out, table: pd.DataFrame, ranks: pd.DataFrame) -> list:
-    """``sbc.csv``, ``sbc_ranks.csv`` and ``figures/sbc_ranks.png`` in ``out`` (holding its lock)."""
+    """``sbc.csv``, ``sbc_ranks.csv`` and ``figures/sbc_ranks.png`` in ``out`` (holding its lock).
+
+    Parameters
+    ----------
+    out : str or Path
+        The output folder.
+    table : DataFrame
+        :func:`calibrate`'s table.
+    ranks : DataFrame
+        :func:`calibrate`'s ranks.
+
+    Returns
+    -------
+    list of Path
+        The three paths written.
+    """
     from pathlib import Path
 
     from .store import lock_folder

@@ -61,11 +61,23 @@ Z95 = 1.959963984540054  # the normal quantile of a 95% interval
 def load_folders(folders) -> dict[str, Scores]:
     """Every score folder's tables by the folder's name as given; refuse a folder that is not one.
 
+    Parameters
+    ----------
+    folders : iterable of str or Path
+        ``bayesobs score`` output folders.
+
+    Returns
+    -------
+    dict of str to Scores
+        Each folder's tables (:meth:`bayesobs.scores.Scores.from_folder`), by
+        the folder as given, in order.
+
     Raises
     ------
     BayesobsInputError
-        A path that is not a ``bayesobs score`` folder, a folder given twice, or
-        a subject found in two folders (ids must be unique across folders).
+        A path that is not a ``bayesobs score`` folder, a folder given twice,
+        a subject found in two folders (ids must be unique across folders), or
+        no folder at all.
     """
     out: dict[str, Scores] = {}
     seen: dict[str, str] = {}
@@ -96,7 +108,19 @@ def load_folders(folders) -> dict[str, Scores]:
 
 
 def subjects_of(res: Scores) -> list[str]:
-    """The subjects of a score folder's tables (leaderboard and per-task tables)."""
+    """The subjects of a score folder's tables (leaderboard and per-task tables).
+
+    Parameters
+    ----------
+    res : Scores
+        A score folder's tables.
+
+    Returns
+    -------
+    list of str
+        The subjects of ``bayesbench``, ``accuracy``, ``bcs_tasks`` and
+        ``fits``, sorted.
+    """
     found: set[str] = set()
     bb = subjects_only(res.bayesbench) if res.bayesbench is not None else None
     for table in (bb, res.accuracy, res.bcs_tasks, res.fits):
@@ -106,7 +130,24 @@ def subjects_of(res: Scores) -> list[str]:
 
 
 def read_features(path) -> pd.DataFrame:
-    """The features table: ``subject`` plus one column per feature, one row per subject."""
+    """The features table: ``subject`` plus one column per feature, one row per subject.
+
+    Parameters
+    ----------
+    path : str or Path
+        A CSV file (a TSV when it ends in ``.tsv``); ``subject`` is read as text.
+
+    Returns
+    -------
+    DataFrame
+        The table as read.
+
+    Raises
+    ------
+    BayesobsInputError
+        When the file is missing or unreadable, has no ``subject`` column or
+        no feature column, or names a subject on two rows.
+    """
     path = Path(path)
     if not path.is_file():
         raise BayesobsInputError(f"features file {path} not found")
@@ -148,6 +189,13 @@ def feature_matrix(features: pd.DataFrame, subjects, use=None) -> tuple[pd.DataF
         Per column of ``design``: ``term``, ``feature``, ``kind`` (intercept,
         numeric, binary or categorical) and ``scale`` (the SD a numeric feature
         was divided by, else 1).
+
+    Raises
+    ------
+    BayesobsInputError
+        A feature column that does not exist, a subject without a row or a
+        value, a feature constant across the subjects, or terms that are
+        collinear or too many for the subjects.
     """
     cols = [c for c in features.columns if c != "subject"] if not use else list(use)
     unknown = [c for c in cols if c not in features.columns or c == "subject"]
@@ -206,7 +254,20 @@ def _base_task_mean(table: pd.DataFrame, column: str, name: str) -> pd.DataFrame
 
 
 def static_w_prior(fits: pd.DataFrame) -> pd.DataFrame:
-    """``subject, task, modality, condition, w_prior`` of the static variant from ``fits.csv``."""
+    """``subject, task, modality, condition, w_prior`` of the static variant from ``fits.csv``.
+
+    Parameters
+    ----------
+    fits : DataFrame or None
+        A ``fits.csv`` table (``variant`` and the JSON ``params``).
+
+    Returns
+    -------
+    DataFrame
+        One row per fitted cell of the static variant; ``w_prior`` is NaN
+        where ``params`` holds no number for it.  Empty (with these columns)
+        without fits.
+    """
     if fits is None or fits.empty or "variant" not in fits:
         return pd.DataFrame(columns=["subject", "task", "modality", "condition", "w_prior"])
     rows = fits[fits["variant"] == "static"].copy()
@@ -223,7 +284,19 @@ def static_w_prior(fits: pd.DataFrame) -> pd.DataFrame:
 
 
 def outcome_table(res: Scores) -> pd.DataFrame:
-    """One row per subject and task: every outcome of :data:`OUTCOMES` this folder has."""
+    """One row per subject and task: every outcome of :data:`OUTCOMES` this folder has.
+
+    Parameters
+    ----------
+    res : Scores
+        A score folder's tables.
+
+    Returns
+    -------
+    DataFrame
+        ``subject, task`` and the :data:`OUTCOMES` columns (NaN where the
+        folder lacks the table behind one).
+    """
     parts = []
     acc = res.accuracy
     if acc is not None and len(acc) and "nrmse" in acc:
@@ -251,7 +324,18 @@ def outcome_table(res: Scores) -> pd.DataFrame:
 
 
 def long_table(folders: dict[str, Scores]) -> pd.DataFrame:
-    """``folder, subject, task`` and every outcome, over all folders."""
+    """``folder, subject, task`` and every outcome, over all folders.
+
+    Parameters
+    ----------
+    folders : dict of str to Scores
+        The folders of :func:`load_folders`.
+
+    Returns
+    -------
+    DataFrame
+        The :func:`outcome_table` rows of every folder, with ``folder`` first.
+    """
     parts = [outcome_table(res).assign(folder=name) for name, res in folders.items()]
     table = pd.concat(parts, ignore_index=True)
     return table[["folder", "subject", "task", *OUTCOMES]]
@@ -286,8 +370,24 @@ def fit_outcome(
 ) -> tuple[object | None, list[str]]:
     """Fit ``MixedLM(y, exog, groups)`` (random intercept per group, REML), catching every warning.
 
-    Returns the statsmodels result (None when the fit failed) and the distinct
-    warning or error texts, so a ConvergenceWarning is reported, never raised.
+    Parameters
+    ----------
+    y : numpy.ndarray
+        The outcome, one value per observation.
+    exog : numpy.ndarray
+        The fixed-effect design, one row per observation.
+    groups : numpy.ndarray
+        The group (task) of each observation.
+    reml : bool
+        Fit by REML (default) rather than maximum likelihood.
+
+    Returns
+    -------
+    result : statsmodels MixedLMResults or None
+        The fit; None when it failed (a linear-algebra or value error).
+    texts : list of str
+        The distinct warning or error texts (``Category: first line``), so a
+        ConvergenceWarning is reported, never raised.
     """
     from statsmodels.regression.mixed_linear_model import MixedLM
 
@@ -313,6 +413,21 @@ def compare_models(long: pd.DataFrame, design: pd.DataFrame, terms: list[dict]) 
     value of an outcome are left out of its fit; an outcome with fewer than 2
     tasks, or no more subjects than terms, is reported with the reason instead
     of estimates.
+
+    Parameters
+    ----------
+    long : DataFrame
+        :func:`long_table`.
+    design : DataFrame
+        The design of :func:`feature_matrix`, indexed by subject.
+    terms : list of dict
+        Its term descriptions.
+
+    Returns
+    -------
+    DataFrame
+        The :data:`COLUMNS`; a skipped outcome's rows have NaN estimates,
+        ``converged`` false and the reason in ``warning``.
     """
     rows: list[dict] = []
     for outcome in OUTCOMES:
@@ -374,6 +489,17 @@ def cross_leaderboard(folders: dict[str, Scores]) -> pd.DataFrame:
 
     ``rank`` (by S, then S_p), ``folder``, then the folder's ``bayesbench.csv``
     columns (point estimates and intervals).
+
+    Parameters
+    ----------
+    folders : dict of str to Scores
+        The folders of :func:`load_folders`.
+
+    Returns
+    -------
+    DataFrame
+        One row per subject; a folder without a composite lists its subjects
+        without scores.
     """
     parts = []
     for name, res in folders.items():
@@ -406,7 +532,22 @@ def _fmt(v, digits: int = 3) -> str:
 
 
 def summary_text(table: pd.DataFrame, board: pd.DataFrame, width: int = 100) -> str:
-    """The terminal summary: the coefficients, then the leaderboard, within ``width`` columns."""
+    """The terminal summary: the coefficients, then the leaderboard, within ``width`` columns.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`compare_models` rows.
+    board : DataFrame
+        :func:`cross_leaderboard` rows.
+    width : int
+        The terminal's width in characters.
+
+    Returns
+    -------
+    str
+        The summary, lines joined by newlines.
+    """
     from .leaderboard import text_table, wrap
 
     out = [wrap("Mixed models: outcome ~ features + (1 | task); estimate (SE), 95% CI", width)]
@@ -472,6 +613,19 @@ def run_compare(folders, features, out, use=None, report: bool = False) -> dict:
         Feature columns to use (default all).
     report : bool
         Also write ``out/report/index.html`` (:func:`bayesobs.report.compare.compare_page`).
+
+    Returns
+    -------
+    dict
+        ``compare``, ``leaderboard`` and ``long`` (the three tables) and
+        ``written`` (the paths of ``compare.csv``, ``compare_leaderboard.csv``,
+        ``compare_long.csv`` and, with ``report``, the page).
+
+    Raises
+    ------
+    BayesobsInputError
+        As :func:`load_folders`, :func:`read_features` and
+        :func:`feature_matrix`, or when no folder holds a per-task magnitude score.
     """
     from .store import lock_folder
     from .trials import write_csv

@@ -60,6 +60,21 @@ def gls_text_weight(s_tt, s_ii, s_ti):
     """Text weight of ``Sigma^-1 1 / (1^T Sigma^-1 1)`` for a 2x2 covariance.
 
     ``Sigma = [[s_tt, s_ti], [s_ti, s_ii]]``; 0.5 where it is degenerate.
+
+    Parameters
+    ----------
+    s_tt : array_like
+        Variance of the text estimate's error.
+    s_ii : array_like
+        Variance of the image estimate's error.
+    s_ti : array_like
+        Their covariance; the three broadcast together.
+
+    Returns
+    -------
+    numpy.ndarray
+        The text weight (the image weight is one minus it); 0.5 where
+        ``s_tt + s_ii - 2 s_ti <= 0``.
     """
     s_tt, s_ii, s_ti = (np.asarray(a, dtype=float) for a in (s_tt, s_ii, s_ti))
     den = s_tt + s_ii - 2 * s_ti
@@ -156,6 +171,12 @@ def paired_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         y_multimodal``; only trials with all three responses observed.
     missing : DataFrame
         ``subject, task, condition, reason`` for groups that cannot be paired.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with a ``baseline`` column
+        (:func:`bayesobs.scores.with_baseline`).
     """
     keys = [*GROUP, "session", "run", "trial"]
     need = ("text", "image", "multimodal")
@@ -214,11 +235,31 @@ def cue_batch(
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray], pd.DataFrame]:
     """Cue-combination quantities of every group and bootstrap replicate.
 
-    ``trials`` must carry a ``baseline`` column (see
-    :func:`bayesobs.scores.with_baseline`).  Returns the groups, a dict of
-    ``(groups, 1 + B)`` arrays and the table of groups left out.
-    ``resample`` is the bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`);
-    ``paired`` is :func:`paired_trials` of ``trials`` when the caller has it.
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with a ``baseline`` column
+        (:func:`bayesobs.scores.with_baseline`).
+    bootstrap : int
+        Number of bootstrap replicates ``B`` (0: the full data only).
+    seed : int
+        Seed of the bootstrap draws.
+    non_oracle : {"response", "error"}
+        Variances behind the non-oracle weights (see :func:`combine`).
+    resample : {"pooled", "stratified"}
+        The bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
+    paired : tuple of DataFrame, optional
+        :func:`paired_trials` of ``trials`` when the caller has it.
+
+    Returns
+    -------
+    groups : DataFrame
+        ``subject, task, condition`` of each group that could be paired.
+    values : dict of str to numpy.ndarray
+        The :func:`combine` quantities, each of shape ``(groups, 1 + B)``
+        (replicate 0 is the full data); empty when nothing could be paired.
+    missing : DataFrame
+        ``subject, task, condition, reason`` of the groups left out.
     """
     paired, missing = paired_trials(trials) if paired is None else paired
     B = int(bootstrap)
@@ -252,7 +293,21 @@ def cue_batch(
 
 
 def cue_frame(groups: pd.DataFrame, values: dict[str, np.ndarray]) -> pd.DataFrame:
-    """``cue.csv`` rows from :func:`cue_batch` output (``_mean/_lo/_hi`` with replicates)."""
+    """``cue.csv`` rows from :func:`cue_batch` output (``_mean/_lo/_hi`` with replicates).
+
+    Parameters
+    ----------
+    groups : DataFrame
+        The groups of :func:`cue_batch`.
+    values : dict of str to numpy.ndarray
+        Its ``(groups, 1 + B)`` arrays.
+
+    Returns
+    -------
+    DataFrame
+        The group keys, the :data:`CUE_COLUMNS` of the full data and, with
+        replicates, ``COL_mean, COL_lo, COL_hi`` of each.
+    """
     out = groups.copy()
     vals = {c: values[c] if len(groups) else np.empty((0, 1)) for c in CUE_COLUMNS}
     for col in CUE_COLUMNS:  # the contract columns first, then the intervals
@@ -268,8 +323,24 @@ def cue_table(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``cue.csv`` rows (DESIGN contract) plus ``_mean, _lo, _hi`` with a bootstrap.
 
-    ``trials`` needs a ``baseline`` column (:func:`bayesobs.scores.with_baseline`).
-    Returns ``(cue, missing)``.
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with a ``baseline`` column
+        (:func:`bayesobs.scores.with_baseline`).
+    bootstrap : int
+        Number of bootstrap replicates (0: no intervals).
+    seed : int
+        Seed of the bootstrap draws.
+    non_oracle : {"response", "error"}
+        Variances behind the non-oracle weights (see :func:`combine`).
+
+    Returns
+    -------
+    cue : DataFrame
+        The rows of :func:`cue_frame`.
+    missing : DataFrame
+        ``subject, task, condition, reason`` of the groups left out.
     """
     groups, values, missing = cue_batch(trials, bootstrap, seed, non_oracle)
     return cue_frame(groups, values), missing
@@ -369,6 +440,23 @@ def cue_predictions(
     with fewer than ``2 * folds`` paired trials, or with a modality whose
     responses are constant (nothing to calibrate or explain; see
     :func:`cue_probe`), are left out.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with a ``baseline`` column.
+    seed : int
+        Seed of the folds and of the random forest.
+    conditions : sequence of str
+        The conditions probed (default ``("base",)``).
+    folds : int
+        Number of cross-validation folds.
+
+    Returns
+    -------
+    DataFrame
+        The paired-trial columns of :func:`paired_trials` plus ``pred_MODEL``
+        for each of :data:`PROBE_MODELS`.
     """
     return _probe(trials, seed, conditions, folds)[0]
 
@@ -395,6 +483,27 @@ def cue_probe(
     paired trials has no R² to report (and nothing to calibrate): it gets a
     row with component ``cue probe CONDITION`` and reason ``constant responses``.
     ``paired`` is :func:`paired_trials` of ``trials`` when the caller has it.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with a ``baseline`` column.
+    seed : int
+        Seed of the folds and of the random forest.
+    conditions : sequence of str
+        The conditions probed (default ``("base",)``).
+    folds : int
+        Number of cross-validation folds; a group needs ``2 * folds`` paired trials.
+    paired : tuple of DataFrame, optional
+        :func:`paired_trials` of ``trials``.
+
+    Returns
+    -------
+    r2 : DataFrame
+        ``subject, task, condition, n, r2_MODEL`` for each of :data:`PROBE_MODELS`.
+    skipped : DataFrame
+        ``subject, task, component, reason`` of the groups left out for
+        constant responses.
     """
     pred, skipped = _probe(trials, seed, conditions, folds, paired)
     return _r2_table(pred), skipped
@@ -407,5 +516,21 @@ def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), f
     Bayes non-oracle and Bayes oracle combiners, each fitted on the training
     folds only: the paper's Figure 7 comparison.  Groups with constant
     responses are left out (:func:`cue_probe` says which).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with a ``baseline`` column.
+    seed : int
+        Seed of the folds and of the random forest.
+    conditions : sequence of str
+        The conditions probed (default ``("base",)``).
+    folds : int
+        Number of cross-validation folds.
+
+    Returns
+    -------
+    DataFrame
+        ``subject, task, condition, n, r2_MODEL`` for each of :data:`PROBE_MODELS`.
     """
     return cue_probe(trials, seed, conditions, folds)[0]

@@ -121,6 +121,20 @@ def secret_in(value, env: dict[str, str] | None = None) -> str | None:
     A key named like ``api_key``, ``secret``, ``authorization`` ... with a
     non-empty value, a string shaped like an OpenAI or Anthropic key, or the
     value of one of :data:`KEY_VARIABLES` in ``env`` (default ``os.environ``).
+
+    Parameters
+    ----------
+    value : object
+        A JSON-like value (dicts and lists are walked to their leaves).
+    env : dict of str to str, optional
+        The environment whose key variables are looked for (values of at
+        least 8 characters); ``os.environ`` by default.
+
+    Returns
+    -------
+    str or None
+        The dotted path of the first such leaf (``""`` for a bare string), or
+        None when there is none.
     """
     env = os.environ if env is None else env
     known = [env[v] for v in KEY_VARIABLES if len(env.get(v, "")) >= 8]
@@ -168,7 +182,19 @@ def _read_manifest(folder: Path) -> dict:
 
 
 def config_name(paradigm: str) -> str:
-    """A paradigm's name as a data set config (letters, digits, ``_`` and ``-``)."""
+    """A paradigm's name as a data set config (letters, digits, ``_`` and ``-``).
+
+    Parameters
+    ----------
+    paradigm : str
+        A paradigm's name.
+
+    Returns
+    -------
+    str
+        Each run of other characters replaced by ``_``, outer ``_`` stripped;
+        :data:`DEFAULT_PARADIGM` when nothing is left.
+    """
     name = _CONFIG_NAME.sub("_", str(paradigm)).strip("_")
     return name or DEFAULT_PARADIGM
 
@@ -179,6 +205,17 @@ def split_paradigms(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
     Rows that state no paradigm and match none of :data:`PARADIGM_MARKERS`
     are :data:`DEFAULT_PARADIGM` trials.  Every part keeps all the table's
     columns, so the parts share one schema.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The trial table.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        Config name (:func:`config_name`) to that paradigm's rows, sorted by
+        name; a row goes to the first paradigm in sorted order that claims it.
     """
     names = set(PARADIGM_MARKERS)
     if "paradigm" in trials.columns:
@@ -203,7 +240,20 @@ def _nested(v) -> bool:
 
 
 def parquet_ready(part: pd.DataFrame) -> pd.DataFrame:
-    """Nested values as JSON text, other object columns as text (one type per column)."""
+    """Nested values as JSON text, other object columns as text (one type per column).
+
+    Parameters
+    ----------
+    part : DataFrame
+        Trials.
+
+    Returns
+    -------
+    DataFrame
+        A copy in which an object column holding dicts or lists has them as
+        JSON text, and an object column of mixed types is text (missing stays
+        missing).
+    """
     out = part.copy()
     for col in out.columns:
         s = out[col]
@@ -241,7 +291,29 @@ def dataset_card(
     n_images: int,
     license: str,
 ) -> str:
-    """The data set's README.md: YAML front matter, schema, protocol, subjects, licences."""
+    """The data set's README.md: YAML front matter, schema, protocol, subjects, licences.
+
+    Parameters
+    ----------
+    parts : dict of str to DataFrame
+        The paradigms' trials (:func:`split_paradigms`); the first is the
+        default config.
+    manifest : dict
+        The experiment's ``manifest.json``.
+    scores : list of str
+        The names of the score files copied under ``scores/``.
+    images : {"paths", "copy", "omit"}
+        How the images were exported.
+    n_images : int
+        How many image files were copied.
+    license : str
+        The licence id stated for the trials and stimuli.
+
+    Returns
+    -------
+    str
+        The Markdown text.
+    """
     lines = ["---", f"license: {license}", "configs:"]
     for i, name in enumerate(parts):
         lines += [f"- config_name: {name}"]
@@ -375,6 +447,20 @@ def export_dataset(
         Image stimuli as paths into ``folder``, copied into ``out/stimuli``, or left out.
     license : str
         The licence (a Hugging Face licence id) stated for the trials and stimuli.
+
+    Returns
+    -------
+    ExportSummary
+        The output folder, rows written per paradigm, score files copied and
+        the number of images copied.
+
+    Raises
+    ------
+    BayesobsInputError
+        An unknown ``images`` mode or malformed licence id, ``folder`` not an
+        experiment folder (or without trials), a missing ``scores`` folder, a
+        non-empty ``out``, an image outside ``folder``, or something like an
+        API key in the manifest or the trials; nothing is written then.
     """
     folder, out = Path(folder), Path(out)
     if images not in IMAGE_MODES:

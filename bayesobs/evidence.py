@@ -241,7 +241,19 @@ def factor_bounds(
 
 
 def slope_nonnegative(batch: FitBatch) -> np.ndarray:
-    """``(rows, 2)``: whether ``linear`` and ``linear_log`` fitted ``w >= 0`` (full data)."""
+    """``(rows, 2)``: whether ``linear`` and ``linear_log`` fitted ``w >= 0`` (full data).
+
+    Parameters
+    ----------
+    batch : FitBatch
+        Fits of every cell; only replicate 0 (the full data) is read.
+
+    Returns
+    -------
+    numpy.ndarray
+        Bool array of shape ``(rows, 2)``: ``w >= 0`` of ``linear``, then of
+        ``linear_log`` (false where the variant was not fitted).
+    """
     w = batch.params["w"][:, 0, :]
     return np.stack([w[:, VARIANT_NAMES.index(n)] >= 0 for n in ("linear", "linear_log")], axis=1)
 
@@ -255,6 +267,16 @@ def bayes_boundary(batch: FitBatch) -> list[str]:
     ``"static: w_prior=0"`` (or ``=1``, the ends of [0, 1]), ``"kalman:
     rho=inf"`` (or ``rho=0``, or ``|log rho| >= 18``, the ends of the
     search); ``""`` when it is inside, or no Bayesian variant was fitted.
+
+    Parameters
+    ----------
+    batch : FitBatch
+        Fits of every cell; only replicate 0 (the full data) is read.
+
+    Returns
+    -------
+    list of str
+        One label per row of ``batch.cells``, e.g. ``"static: w_prior=0"``, or ``""``.
     """
     aic = batch.aic[:, 0, :]
     bayes = np.array([v.bayesian for v in VARIANTS])
@@ -292,6 +314,19 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
     with the two veridical observers in the comparison set) and
     ``veridical_dAIC`` (AIC of the best of the ten minus AIC of the better
     veridical observer; see docs/method.md).
+
+    Parameters
+    ----------
+    batch : FitBatch
+        Fits of every cell (row) and bootstrap replicate.
+    trials : DataFrame, optional
+        The fitted trials; with them the veridical observers are fitted and
+        ``p_veridical``, ``veridical_dAIC`` added.
+
+    Returns
+    -------
+    DataFrame
+        One row per cell (or level) and factor, with the columns above.
     """
     p = factor_evidence_array(batch.aic)  # (cells, 1 + B, 4)
     B = p.shape[1] - 1
@@ -360,6 +395,17 @@ def linear_daic(aic: np.ndarray) -> np.ndarray:
     do (they reach it at ``w_prior = 0`` or ``rho = inf`` with a free slope and
     offset), so a high ``P(gain)`` says "linear", not "a Bayesian observer
     with a gain stage" (docs/method.md).  NaN where either side is not fitted.
+
+    Parameters
+    ----------
+    aic : numpy.ndarray, shape (..., 10)
+        AIC of each variant in :data:`bayesobs.observers.VARIANTS` order; NaN
+        marks a variant not fitted.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        The difference in AIC units, NaN where either side is not fitted.
     """
     aic = np.asarray(aic, dtype=float)
     fitted = np.isfinite(aic)
@@ -370,7 +416,18 @@ def linear_daic(aic: np.ndarray) -> np.ndarray:
 
 
 def text_column(col: pd.Series) -> pd.Series:
-    """A text column with ``""`` for missing values (an empty column read from CSV is NaN)."""
+    """A text column with ``""`` for missing values (an empty column read from CSV is NaN).
+
+    Parameters
+    ----------
+    col : pandas.Series
+        A text column.
+
+    Returns
+    -------
+    pandas.Series
+        The column as objects, with ``""`` where it was missing.
+    """
     return col.astype(object).where(col.notna(), "")
 
 
@@ -383,6 +440,16 @@ def bounds_line(evidence: pd.DataFrame) -> str:
 
     The most common pair per factor; where cells differ (variants skipped,
     a negative ``linear`` slope) the share of cells with it is added.
+
+    Parameters
+    ----------
+    evidence : DataFrame
+        An ``evidence.csv`` table with ``factor``, ``p_floor`` and ``p_ceiling``.
+
+    Returns
+    -------
+    str
+        The line; a factor whose floor is NaN in every cell is left out.
     """
     parts = []
     for f in FACTORS:
@@ -411,6 +478,16 @@ def evidence_notes(evidence: pd.DataFrame) -> list[str]:
     many cells are indistinguishable from the veridical observer
     (``veridical_dAIC >= -2``) and the mean ``p`` and ``p_veridical`` of
     ``bayesian``; how many cells' best Bayesian fit sits on a boundary.
+
+    Parameters
+    ----------
+    evidence : DataFrame
+        An ``evidence.csv`` table (as written by :func:`evidence_table`).
+
+    Returns
+    -------
+    list of str
+        The lines; empty for an empty table or one without ``p_floor``.
     """
     if not len(evidence) or "p_floor" not in evidence.columns:
         return []

@@ -75,7 +75,18 @@ class Rule:
         return "participant" if self.name in PARTICIPANT_MEASURES else "trial"
 
     def holds(self, values) -> np.ndarray:
-        """Where the rule holds (never where ``values`` is missing)."""
+        """Where the rule holds (never where ``values`` is missing).
+
+        Parameters
+        ----------
+        values : array_like
+            The measure or column, one value per participant or trial.
+
+        Returns
+        -------
+        numpy.ndarray
+            One bool per value: ``value op rule.value``, false where it is NaN.
+        """
         v = np.asarray(values, dtype=float)
         with np.errstate(invalid="ignore"):
             return np.asarray(_OPS[self.op](v, self.value)) & ~np.isnan(v)
@@ -91,7 +102,23 @@ class Exclusions(NamedTuple):
 
 
 def parse_rule(text: str) -> Rule:
-    """Read ``NAME OP NUMBER``; anything else is refused with a one-line reason."""
+    """Read ``NAME OP NUMBER``; anything else is refused with a one-line reason.
+
+    Parameters
+    ----------
+    text : str
+        The rule as given to ``--exclude``, e.g. ``"rt_ms < 200"``.
+
+    Returns
+    -------
+    Rule
+        The rule, its text with whitespace collapsed.
+
+    Raises
+    ------
+    BayesobsInputError
+        When ``text`` is not of that shape or the number is not finite.
+    """
     m = _RULE.fullmatch(text)
     if not m:
         raise BayesobsInputError(
@@ -123,7 +150,19 @@ def _correct(values: pd.Series) -> np.ndarray:
 
 
 def participant_measures(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per ``subject``: every measure of :data:`PARTICIPANT_MEASURES` (NaN where undefined)."""
+    """Per ``subject``: every measure of :data:`PARTICIPANT_MEASURES` (NaN where undefined).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with its catch trials (``subject``, ``response`` and,
+        where present, ``catch``, ``correct``, ``rt_ms``).
+
+    Returns
+    -------
+    DataFrame
+        ``subject`` and one column per measure, one row per subject.
+    """
     catch = catch_rows(trials)
     subject = trials["subject"].astype(str).to_numpy()
     frame = pd.DataFrame(
@@ -240,7 +279,19 @@ def exclude(trials: pd.DataFrame, rules=()) -> Exclusions:
 
 
 def summary(table: pd.DataFrame) -> str:
-    """One line for the terminal: what was excluded, by which rule."""
+    """One line for the terminal: what was excluded, by which rule.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The ``exclusions.csv`` table of :func:`exclude`.
+
+    Returns
+    -------
+    str
+        ``"exclusions: ..."``, one part per rule (catch trials first where there
+        are any), or a line saying nothing was excluded.
+    """
     if table.empty:
         return "exclusions: none (no catch trials; no rule held for any participant or trial)"
     parts = []

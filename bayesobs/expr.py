@@ -157,6 +157,20 @@ class ExpressionError(BayesobsInputError):
 
         ``lead`` goes before the position (e.g. ``"cannot evaluate: "``);
         ``reason`` replaces the reason (e.g. to add the table's columns).
+
+        Parameters
+        ----------
+        what : str
+            The option, e.g. ``"--where"``.
+        lead : str
+            Words between the expression and the position.
+        reason : str, optional
+            A new reason; the error's own by default.
+
+        Returns
+        -------
+        ExpressionError
+            A new error with the same text and position.
         """
         return ExpressionError(
             self.text, self.position, self.reason if reason is None else reason, what, lead
@@ -179,7 +193,23 @@ _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
 
 
 def tokenize(text: str) -> list[Token]:
-    """The tokens of ``text``; a character outside the grammar is an :class:`ExpressionError`."""
+    """The tokens of ``text``; a character outside the grammar is an :class:`ExpressionError`.
+
+    Parameters
+    ----------
+    text : str
+        The expression.
+
+    Returns
+    -------
+    list of Token
+        The tokens in order, ending with an ``end`` token.
+
+    Raises
+    ------
+    ExpressionError
+        Naming the 1-based position of the first character outside the grammar.
+    """
     out: list[Token] = []
     i, n = 0, len(text)
 
@@ -545,7 +575,23 @@ def parse(text: str) -> Expr:
 
 
 def columns(expr: Expr | str) -> list[str]:
-    """The column names an expression uses, in order of first appearance."""
+    """The column names an expression uses, in order of first appearance.
+
+    Parameters
+    ----------
+    expr : Expr or str
+        An expression tree, or text that is parsed first.
+
+    Returns
+    -------
+    list of str
+        The names, each once.
+
+    Raises
+    ------
+    ExpressionError
+        When ``expr`` is text outside the grammar.
+    """
     expr = parse(expr) if isinstance(expr, str) else expr
     out: list[str] = []
     stack = [expr]

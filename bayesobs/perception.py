@@ -126,12 +126,39 @@ def is_perception(trials: pd.DataFrame) -> pd.Series:
 
     Rows without a stated paradigm are perception trials when they hold
     ``problem_size`` and ``gold`` (a human data file in the same layout).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table.
+
+    Returns
+    -------
+    pandas.Series
+        One bool per row (the table's index).
     """
     return paradigm_rows(trials, "perception")
 
 
 def wilson(k, n, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of ``k`` successes in ``n`` trials (arrays; NaN where n = 0)."""
+    """Wilson score interval of ``k`` successes in ``n`` trials (arrays; NaN where n = 0).
+
+    Parameters
+    ----------
+    k : array_like
+        Successes.
+    n : array_like
+        Trials (broadcast with ``k``).
+    z : float
+        Normal quantile of the interval (default: 95%).
+
+    Returns
+    -------
+    lo : numpy.ndarray
+        The lower bounds.
+    hi : numpy.ndarray
+        The upper bounds.
+    """
     k, n = np.asarray(k, float), np.asarray(n, float)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = k / n
@@ -142,7 +169,27 @@ def wilson(k, n, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
 
 
 def perception_table(trials: pd.DataFrame) -> pd.DataFrame:
-    """The perception rows with the keys filled in and ``hit`` (1 correct, 0 wrong or invalid)."""
+    """The perception rows with the keys filled in and ``hit`` (1 correct, 0 wrong or invalid).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table; only its perception rows (:func:`is_perception`) are kept.
+
+    Returns
+    -------
+    DataFrame
+        A copy of the perception rows with ``subject``, ``task``, ``variant``
+        (default ``all``), ``modality`` (default ``image``) and ``condition``
+        (default ``base``) as text, ``valid`` (a valid reply with a
+        ``correct`` value), ``hit``, and ``chance`` and ``problem_size`` as
+        numbers (NaN where absent).
+
+    Raises
+    ------
+    BayesobsInputError
+        When there is no perception trial.
+    """
     t = trials[is_perception(trials)].copy()
     if t.empty:
         raise BayesobsInputError("no perception trials (paradigm = perception)")
@@ -166,7 +213,23 @@ def perception_table(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def above_chance(k, n, chance) -> list[float]:
-    """Exact one-sided binomial p-values of ``k`` of ``n`` right against ``chance`` (NaN without one)."""
+    """Exact one-sided binomial p-values of ``k`` of ``n`` right against ``chance`` (NaN without one).
+
+    Parameters
+    ----------
+    k : iterable of int
+        Right answers per group.
+    n : iterable of int
+        Trials per group.
+    chance : iterable of float
+        Each group's chance accuracy; a group's p-value is NaN unless it is
+        strictly between 0 and 1 (and ``n > 0``).
+
+    Returns
+    -------
+    list of float
+        One p-value per group.
+    """
     from scipy.stats import binomtest  # imported here: `bayesobs fit` loads this module
 
     return [
@@ -184,6 +247,19 @@ def paper_chance(task: str, variant: str) -> float:
     for circuits, 1/7 -- one over the mean number of components (4..10),
     not the mean of 1/n that a random guesser among the components shown
     achieves (E[1/n] = 0.1565 for n uniform on 4..10; see :func:`mean_inverse`).
+
+    Parameters
+    ----------
+    task : str
+        The task.
+    variant : str
+        Its variant.
+
+    Returns
+    -------
+    float
+        The chance accuracy as a fraction; NaN for a task or variant the
+        published references do not cover.
     """
     from .tunnel.published import REFERENCES
     from .tunnel.published import chance as published_chance
@@ -197,7 +273,18 @@ def paper_chance(task: str, variant: str) -> float:
 
 
 def mean_inverse(low: int, high: int) -> float:
-    """``E[1/n]`` for ``n`` uniform on ``low..high``: a random guesser's chance among n options."""
+    """``E[1/n]`` for ``n`` uniform on ``low..high``: a random guesser's chance among n options.
+
+    Parameters
+    ----------
+    low, high : int
+        The smallest and largest number of options (inclusive).
+
+    Returns
+    -------
+    float
+        The mean of ``1/n`` over ``n = low..high``.
+    """
     return float(np.mean(1 / np.arange(low, high + 1)))
 
 
@@ -227,6 +314,16 @@ def accuracy_table(t: pd.DataFrame) -> pd.DataFrame:
 
     Per question, with the per-sequence metrics of :func:`sequence_table`
     beside it where the trials form sequences (NaN elsewhere).
+
+    Parameters
+    ----------
+    t : DataFrame
+        :func:`perception_table` rows.
+
+    Returns
+    -------
+    DataFrame
+        The :data:`ACCURACY_COLUMNS`, one row per group.
     """
     acc = _accuracy(t, KEYS)
     seq = sequence_table(t)
@@ -246,6 +343,16 @@ def sequences(t: pd.DataFrame) -> pd.DataFrame:
     final answer is the gold path's: ``path_answer``, else ``gold``, whatever
     path led there) and ``chance`` (the product of the steps' chances).  An unreadable or
     unasked step counts as wrong.
+
+    Parameters
+    ----------
+    t : DataFrame
+        :func:`perception_table` rows.
+
+    Returns
+    -------
+    DataFrame
+        The keys and the columns above; empty (with them) without sequence rows.
     """
     cols = [
         "steps",
@@ -308,6 +415,16 @@ def sequence_table(t: pd.DataFrame) -> pd.DataFrame:
     e.g. 24% accuracy with an 85% final-step error, are only possible
     under this reading: docs/method.md).  Incomplete sequences (a run stopped part way)
     are left out.  Columns: :data:`SEQUENCE_COLUMNS`.
+
+    Parameters
+    ----------
+    t : DataFrame
+        :func:`perception_table` rows.
+
+    Returns
+    -------
+    DataFrame
+        One row per group with complete sequences; empty without them.
     """
     seq = sequences(t)
     seq = seq[seq["complete"].astype(bool)]
@@ -344,6 +461,18 @@ def skill_from_accuracy(accuracy, guess):
 
     A step is done right by skill with probability ``s``; otherwise the
     answer is a guess, right with probability ``g`` (1/11 for a colour).
+
+    Parameters
+    ----------
+    accuracy : array_like
+        The step's accuracy ``a``.
+    guess : array_like
+        The guess rate ``g`` (below 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        The skill, clipped to [0, 1].
     """
     a, g = np.asarray(accuracy, float), np.asarray(guess, float)
     return np.clip((a - g) / (1 - g), 0.0, 1.0)
@@ -354,13 +483,39 @@ def chain_prediction(skill, length, guess):
 
     Right by skill at every step (``s^L``), or a guess right by chance
     after the chain broke (``g``).  ``g = 0`` gives the paper's ``s^L``.
+
+    Parameters
+    ----------
+    skill : array_like
+        The step skill ``s``.
+    length : array_like
+        The chain length ``L``.
+    guess : array_like
+        The guess rate ``g``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The predicted accuracy (the arguments broadcast).
     """
     sl = np.asarray(skill, float) ** np.asarray(length, float)
     return sl + (1 - sl) * np.asarray(guess, float)
 
 
 def size_table(t: pd.DataFrame) -> pd.DataFrame:
-    """``perception_size.csv``: accuracy by problem size."""
+    """``perception_size.csv``: accuracy by problem size.
+
+    Parameters
+    ----------
+    t : DataFrame
+        :func:`perception_table` rows; those without ``problem_size`` are left out.
+
+    Returns
+    -------
+    DataFrame
+        The keys, ``problem_size`` and the per-question accuracy columns of
+        :data:`ACCURACY_COLUMNS` (``n`` to ``p_above_chance_paper``).
+    """
     cols = (
         KEYS + ["problem_size"] + ACCURACY_COLUMNS[len(KEYS) : ACCURACY_COLUMNS.index("sequence_n")]
     )
@@ -370,8 +525,18 @@ def size_table(t: pd.DataFrame) -> pd.DataFrame:
 def task_covariates(task: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """A task's covariates for ``perception_effects``.
 
-    Returns the univariate ones (``problem_size`` first) and the set fitted
-    jointly (each adjusted for the others; may be empty).
+    Parameters
+    ----------
+    task : str
+        The task's name in :data:`bayesobs.stimuli.TASKS`; an unknown task has
+        ``problem_size`` alone.
+
+    Returns
+    -------
+    single : tuple of str
+        The covariates fitted one at a time, ``problem_size`` first.
+    joint : tuple of str
+        The set fitted jointly (each adjusted for the others; may be empty).
     """
     from .stimuli import TASKS
 
@@ -383,9 +548,21 @@ def task_covariates(task: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def logistic(y: np.ndarray, x: np.ndarray) -> list[dict]:
     """Logistic regression ``logit P(y) = a + x @ b`` (statsmodels ML fit, Wald test per ``b``).
 
-    ``x`` is ``(n,)`` or ``(n, k)``; returns one dict per column with ``n``,
-    ``coef``, ``se``, ``z``, ``p``, ``intercept`` and ``note`` (why there is
-    no estimate: a constant covariate, all correct, perfect separation).
+    Parameters
+    ----------
+    y : numpy.ndarray
+        The outcome, 0 or 1.
+    x : numpy.ndarray
+        The covariates, ``(n,)`` or ``(n, k)``; rows with a non-finite value
+        are left out.
+
+    Returns
+    -------
+    list of dict
+        One dict per column of ``x`` with ``n``, ``coef``, ``se``, ``z``,
+        ``p``, ``intercept`` and ``note`` (why there is no estimate: fewer than
+        ``k + 2`` trials, a constant covariate, all correct or all wrong,
+        perfect separation, a failed fit; or "did not converge").
     """
     import statsmodels.api as sm
     from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationWarning
@@ -447,6 +624,17 @@ def effects_table(t: pd.DataFrame) -> pd.DataFrame:
 
     ``model = univariate`` rows are the paper's Table 2 regressions; the
     joint model's rows (``model`` names its covariates) adjust each for the others.
+
+    Parameters
+    ----------
+    t : DataFrame
+        :func:`perception_table` rows.
+
+    Returns
+    -------
+    DataFrame
+        The :data:`EFFECT_COLUMNS`, one row per group, model and covariate
+        present in the trials.
     """
     rows = []
     for key, g in t.groupby(KEYS, sort=True):
@@ -470,7 +658,20 @@ def effects_table(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def f1_table(t: pd.DataFrame) -> pd.DataFrame:
-    """``perception_f1.csv``: per-class precision, recall and F1 of the yes/no tasks."""
+    """``perception_f1.csv``: per-class precision, recall and F1 of the yes/no tasks.
+
+    Parameters
+    ----------
+    t : DataFrame
+        :func:`perception_table` rows; groups whose ``gold`` is not all
+        ``yes``/``no`` are skipped.
+
+    Returns
+    -------
+    DataFrame
+        The :data:`F1_COLUMNS`, one row per group and class; precision,
+        recall and F1 are NaN where their denominator is 0.
+    """
     rows = []
     for key, g in t.groupby(KEYS, sort=True):
         gold = g["gold"].astype(str)
@@ -508,6 +709,18 @@ def chain_table(t: pd.DataFrame) -> pd.DataFrame:
     trials' mean chance.  Intervals map ``e``'s 95% Wilson interval;
     ``within`` / ``within_plain``: the prediction's interval overlaps the
     accuracy's.
+
+    Parameters
+    ----------
+    t : DataFrame
+        :func:`perception_table` rows; only ``scavenger_hunt`` is read.
+
+    Returns
+    -------
+    DataFrame
+        The :data:`CHAIN_COLUMNS`, one row per subject, task, modality,
+        condition and chain length; the predictions are NaN without a
+        decomposed final-step error.
     """
     hunt = t[(t["task"] == "scavenger_hunt")]
     keys = ["subject", "task", "modality", "condition"]
@@ -567,7 +780,25 @@ def chain_table(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def perception_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Every perception table of a trial table (the ``perception*`` fields of ``Scores``)."""
+    """Every perception table of a trial table (the ``perception*`` fields of ``Scores``).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with perception trials.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        ``perception``, ``perception_size``, ``perception_effects``,
+        ``perception_f1``, ``perception_chain`` and, with Percept-V rows, the
+        tables of :func:`perceptv_scores`.
+
+    Raises
+    ------
+    BayesobsInputError
+        When there is no perception trial.
+    """
     t = perception_table(trials)
     return {
         "perception": accuracy_table(t),
@@ -584,6 +815,17 @@ def perceptv_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
     ``perceptv_domains``, ``perceptv_skills`` and ``perceptv_formats`` from
     :mod:`bayesobs.perceptv.score`; an invalid reply counts as wrong.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table; its ``task == "percept_v"`` rows are read (``domain``,
+        ``problem_size``, ``answer_type``, ``correct``, ``valid``, ``chance``).
+
+    Returns
+    -------
+    dict of str to DataFrame
+        The three tables by name; empty without Percept-V rows.
     """
     if "task" not in trials.columns:
         return {}

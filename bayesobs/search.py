@@ -55,12 +55,40 @@ def is_search(trials: pd.DataFrame) -> pd.Series:
     A ``paradigm`` column (written by the runner) decides where it is filled
     in; rows without it (human CSVs, older logs) are search trials when they
     have ``set_size`` and ``correct``.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table.
+
+    Returns
+    -------
+    pandas.Series
+        One bool per row (the table's index).
     """
     return paradigm_rows(trials, "search")
 
 
 def search_table(trials: pd.DataFrame) -> pd.DataFrame:
-    """Search trials with the analysis keys filled in (see the module docstring)."""
+    """Search trials with the analysis keys filled in (see the module docstring).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table; only its search rows (:func:`is_search`) are kept.
+
+    Returns
+    -------
+    DataFrame
+        A copy of the search rows with ``subject``, ``task``, ``condition``,
+        ``modality`` (default ``image``) and ``answer`` (default ``cell``) as
+        text, ``ablation`` added, and ``set_size`` and ``correct`` as float.
+
+    Raises
+    ------
+    BayesobsInputError
+        When there is no search trial, or ``correct`` holds other than 0 or 1.
+    """
     t = trials[is_search(trials)].copy()
     if t.empty:
         raise BayesobsInputError("no visual-search trials (columns set_size and correct)")
@@ -87,7 +115,25 @@ def search_table(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def wilson(k: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of a binomial proportion ``k / n``."""
+    """Wilson score interval of a binomial proportion ``k / n``.
+
+    Parameters
+    ----------
+    k : array_like
+        Successes.
+    n : array_like
+        Trials (broadcast with ``k``).
+    z : float
+        Normal quantile of the interval (default: 95%).
+
+    Returns
+    -------
+    lo : numpy.ndarray
+        The lower bounds.
+    hi : numpy.ndarray
+        The upper bounds; both are clipped so that ``lo <= k / n <= hi``
+        within [0, 1].
+    """
     k, n = np.asarray(k, float), np.asarray(n, float)
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
@@ -107,6 +153,22 @@ def mean_interval(values: np.ndarray, key=(), reps: int = ERROR_RESAMPLES) -> tu
     0 or past the image diagonal, as a t interval on a few trials does).
     Seeded by ``key`` (the group), so each group's interval is reproducible
     on its own.
+
+    Parameters
+    ----------
+    values : array_like
+        The values (e.g. one group's ``error_px``).
+    key : object
+        The group's key; its ``repr`` seeds the resampling.
+    reps : int
+        Number of bootstrap resamples.
+
+    Returns
+    -------
+    lo : float
+        The 2.5% percentile of the resampled means.
+    hi : float
+        The 97.5% percentile of the resampled means.
     """
     values = np.asarray(values, float)
     if len(values) < 2:
@@ -127,6 +189,26 @@ def search_accuracy(trials: pd.DataFrame, bins: int | None = None) -> pd.DataFra
     With ``bins``, set sizes are pooled into that many equal-width bins per
     task (``set_size`` is then the mean set size in the bin, with the bin's
     ``set_size_lo`` and ``set_size_hi``).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with search trials.
+    bins : int, optional
+        Number of set-size bins per task; None keeps every set size.
+
+    Returns
+    -------
+    DataFrame
+        One row per ``subject, task, condition, ablation, answer, modality``
+        and set size (or bin): those keys, ``set_size``, ``n``, ``accuracy``,
+        ``acc_lo``, ``acc_hi`` and, with ``error_px`` in the trials,
+        ``error_px``, ``error_lo``, ``error_hi``.
+
+    Raises
+    ------
+    BayesobsInputError
+        As :func:`search_table`.
     """
     return _search_accuracy(search_table(trials), bins)
 
@@ -162,7 +244,21 @@ def _search_accuracy(t: pd.DataFrame, bins: int | None) -> pd.DataFrame:
 
 
 def logistic_slope(x: np.ndarray, y: np.ndarray) -> float:
-    """Maximum-likelihood slope ``b`` of ``logit P(y = 1) = a + b x`` (NaN if not identified)."""
+    """Maximum-likelihood slope ``b`` of ``logit P(y = 1) = a + b x`` (NaN if not identified).
+
+    Parameters
+    ----------
+    x : array_like
+        The predictor (set size).
+    y : array_like
+        The outcome, 0 or 1.
+
+    Returns
+    -------
+    float
+        The slope per unit of ``x``; NaN without variation in ``x`` or ``y``,
+        or under (quasi-)separation.
+    """
     x, y = np.asarray(x, float), np.asarray(y, float)
     if np.ptp(x) == 0 or y.min() == y.max():
         return np.nan  # no variation, or perfect accuracy: the slope is not identified
@@ -190,6 +286,21 @@ def set_size_effect(trials: pd.DataFrame) -> pd.DataFrame:
     (coordinate answers) the mean error_px.  ``r`` is the point-biserial
     correlation of correctness with set size; Bonferroni multiplies ``p`` by
     the number of tests in the table.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with search trials.
+
+    Returns
+    -------
+    DataFrame
+        The columns above, one row per group.
+
+    Raises
+    ------
+    BayesobsInputError
+        As :func:`search_table`.
     """
     return _set_size_effect(search_table(trials))
 
@@ -227,6 +338,24 @@ def response_bias(trials: pd.DataFrame, cells=CELLS) -> pd.DataFrame:
     ``invalid`` is the rate of answers that name no cell of the grid (for
     coordinate answers: no point, or a point outside the image); it repeats
     on the four rows of a subject x task.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with search trials, ``target_cell`` and ``response_cell``.
+    cells : sequence of str
+        The grid's cells (default :data:`CELLS`).
+
+    Returns
+    -------
+    DataFrame
+        ``subject, task, cell, precision, recall, selected, invalid, answer``;
+        precision (recall) is NaN for a cell never chosen (never the target).
+
+    Raises
+    ------
+    BayesobsInputError
+        As :func:`search_table`, or without ``target_cell`` and ``response_cell``.
     """
     return _response_bias(search_table(trials), cells)
 
@@ -258,7 +387,26 @@ def _response_bias(t: pd.DataFrame, cells=CELLS) -> pd.DataFrame:
 
 
 def search_scores(trials: pd.DataFrame, bins: int = 6) -> dict[str, pd.DataFrame]:
-    """The three search tables: ``search``, ``search_accuracy`` (binned set sizes), ``search_bias``."""
+    """The three search tables: ``search``, ``search_accuracy`` (binned set sizes), ``search_bias``.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table with search trials.
+    bins : int
+        Number of set-size bins of ``search_accuracy``.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        :func:`set_size_effect`, :func:`search_accuracy` and
+        :func:`response_bias` of the trials, under those three names.
+
+    Raises
+    ------
+    BayesobsInputError
+        As :func:`response_bias`.
+    """
     t = search_table(trials)  # validated and keyed once for the three tables
     return {
         "search": _set_size_effect(t),
@@ -268,6 +416,21 @@ def search_scores(trials: pd.DataFrame, bins: int = 6) -> dict[str, pd.DataFrame
 
 
 def prefer(table: pd.DataFrame, column: str, value: str) -> pd.DataFrame:
-    """The rows where ``column == value`` if there are any, else the whole table (for digests)."""
+    """The rows where ``column == value`` if there are any, else the whole table (for digests).
+
+    Parameters
+    ----------
+    table : DataFrame
+        Any table.
+    column : str
+        The column compared.
+    value : str
+        The preferred value.
+
+    Returns
+    -------
+    DataFrame
+        The matching rows, or ``table`` itself when none match.
+    """
     sel = table[column] == value
     return table[sel] if sel.any() else table

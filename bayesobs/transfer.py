@@ -49,7 +49,23 @@ COLUMNS = (
 
 
 def parse_transfer(spec: str) -> tuple[str, str]:
-    """``"A:B"`` -> ``("A", "B")``; a malformed spec is a :class:`BayesobsInputError`."""
+    """``"A:B"`` -> ``("A", "B")``; a malformed spec is a :class:`BayesobsInputError`.
+
+    Parameters
+    ----------
+    spec : str
+        The ``--transfer`` value, ``SOURCE:TARGET``.
+
+    Returns
+    -------
+    tuple of str
+        The source and target conditions, stripped.
+
+    Raises
+    ------
+    BayesobsInputError
+        Unless ``spec`` names two different, non-empty conditions.
+    """
     parts = spec.split(":")
     if len(parts) != 2 or not all(p.strip() for p in parts):
         raise BayesobsInputError(
@@ -62,7 +78,20 @@ def parse_transfer(spec: str) -> tuple[str, str]:
 
 
 def check_conditions(trials: pd.DataFrame, source: str, target: str) -> None:
-    """Refuse a condition the trials do not have, naming the ones they do."""
+    """Refuse a condition the trials do not have, naming the ones they do.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The normalised trials.
+    source, target : str
+        The two conditions of ``--transfer``.
+
+    Raises
+    ------
+    BayesobsInputError
+        When either condition is not in ``trials["condition"]``.
+    """
     have = sorted(map(str, trials["condition"].unique()))
     for c in (source, target):
         if c not in have:
@@ -73,7 +102,20 @@ def check_conditions(trials: pd.DataFrame, source: str, target: str) -> None:
 
 
 def ols_slope(x: np.ndarray, y: np.ndarray) -> float:
-    """OLS slope of ``y`` on ``x`` (NaN with fewer than two distinct ``x``)."""
+    """OLS slope of ``y`` on ``x`` (NaN with fewer than two distinct ``x``).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The predictor.
+    y : numpy.ndarray
+        The outcome (same length).
+
+    Returns
+    -------
+    float
+        The slope.
+    """
     xc = x - x.mean()
     sxx = float(xc @ xc)
     if len(x) < 2 or sxx <= 0:
@@ -87,6 +129,28 @@ def transfer_loglik(variant, params: dict, x, y, run, eps: float) -> tuple[np.nd
     ``LL = sum log[(1 - lambda) N(u_t; m_t, sigma^2) J_t + lambda / (y_max - y_min)]``
     over observed responses, ``J_t = 1 / (y_t + eps)`` for log variants,
     ``lambda = params.get("lapse", 0)``; predictions on the response scale.
+
+    Parameters
+    ----------
+    variant : Variant
+        One of the ten variants.
+    params : dict
+        Its parameters in natural units (``sigma``, and ``lapse`` if fitted).
+    x : numpy.ndarray
+        Stimuli of the target trials in presentation order.
+    y : numpy.ndarray
+        Their responses, NaN where missing.
+    run : numpy.ndarray
+        Session-run label of each trial.
+    eps : float
+        The log offset (the source cell's).
+
+    Returns
+    -------
+    pred : numpy.ndarray
+        The central prediction of every trial.
+    loglik : float
+        The log-likelihood of the observed responses.
     """
     m = predict_mean(variant, params, x, run, eps)
     pred = np.exp(m) - eps if variant.log else m
@@ -113,6 +177,21 @@ def transfer_table(
 
     ``trials``: the normalised trials that were fitted; ``fits``: their
     ``fits.csv`` rows (:func:`bayesobs.fitting.fits_table`).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The normalised trials that were fitted.
+    fits : DataFrame
+        Their ``fits.csv`` rows (every variant of every source cell).
+    source, target : str
+        The conditions parameters are taken from and applied to.
+
+    Returns
+    -------
+    DataFrame
+        The :data:`COLUMNS`; ``note`` says why a variant has no prediction
+        (not fitted on the source, or a log variant not applicable to the target).
     """
     from .fitting import decode_params
 
@@ -170,7 +249,21 @@ def transfer_table(
 
 
 def transfer_summary(table: pd.DataFrame, source: str, target: str) -> str:
-    """One line: cells, the AIC winner on the source and the best variant on the target."""
+    """One line: cells, the AIC winner on the source and the best variant on the target.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`transfer_table` rows.
+    source, target : str
+        The two conditions.
+
+    Returns
+    -------
+    str
+        The line; sums of ``aic_source`` and ``loglik_target`` over the cells
+        pick the two variants, each with its median absolute slope error.
+    """
     if table.empty:
         return f"transfer {source} -> {target}: no cell has both conditions"
     total = table.groupby("variant", sort=False).agg(

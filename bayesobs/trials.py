@@ -87,7 +87,18 @@ _MISSING_TOKENS = {"", "nan", "na", "n/a", "null", "none"}
 
 # --------------------------------------------------------------------- reading
 def natural_key(value) -> tuple:
-    """Sort key for ids: ``"2"`` before ``"10"``, ``"p2"`` before ``"P10"`` (case folded)."""
+    """Sort key for ids: ``"2"`` before ``"10"``, ``"p2"`` before ``"P10"`` (case folded).
+
+    Parameters
+    ----------
+    value : object
+        An id (subject, session...); it is read as text.
+
+    Returns
+    -------
+    tuple
+        A key that sorts runs of digits by their number and other text case-folded.
+    """
     parts = re.split(r"(\d+)", str(value))
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in parts if p)
 
@@ -101,6 +112,16 @@ def catch_rows(trials: pd.DataFrame) -> np.ndarray:
 
     JSON ``true``, 1 or the words of :data:`TRUE_WORDS` in a CSV count;
     a missing value does not.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table, with or without a ``catch`` column.
+
+    Returns
+    -------
+    numpy.ndarray
+        One bool per row, true for a catch trial; all false without a ``catch`` column.
     """
     if "catch" not in trials.columns:
         return np.zeros(len(trials), dtype=bool)
@@ -117,6 +138,18 @@ def paradigm_rows(trials: pd.DataFrame, paradigm: str) -> pd.Series:
     in; rows without it (human CSVs, older logs) belong to the paradigm when
     they fill in every one of its :data:`PARADIGM_MARKERS` (e.g.
     ``set_size`` and ``correct`` for search).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table.
+    paradigm : str
+        The paradigm's name, as written in the ``paradigm`` column.
+
+    Returns
+    -------
+    pandas.Series
+        One bool per row (the table's index), true where the row belongs to ``paradigm``.
     """
     markers = PARADIGM_MARKERS.get(paradigm, ())
     if markers and set(markers) <= set(trials.columns):
@@ -469,6 +502,19 @@ def from_jspsych(df: pd.DataFrame) -> pd.DataFrame:
     Keeps the rows marked ``bayesobs_trial``; the response is the form's
     ``response`` field (a dict in JSON exports, a JSON string in CSV exports);
     ``rt`` (ms) becomes ``latency_s``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The export's rows, with its ``trial_type``, ``bayesobs_trial`` and
+        ``response`` columns (and ``rt`` when it was recorded).
+
+    Returns
+    -------
+    DataFrame
+        The marked rows only, with ``raw_response`` and ``response`` set to the
+        answer, ``latency_s`` in seconds where ``rt`` is present, and the
+        ``bayesobs_trial`` column dropped; other columns are kept.
     """
     mark = df["bayesobs_trial"].astype(str).str.lower().isin(["true", "1", "1.0"])
     out = df.loc[mark].copy()
@@ -578,6 +624,23 @@ def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None) -> pd.Dat
     ``response=keyDuration/1000``; see :mod:`bayesobs.expr`: never
     evaluated as Python).  A quoted constant (``task='numerosity'``) fills
     every row.  The source columns are kept, so a row filter may name either.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Raw trials.
+    mapping : Mapping of str to str, optional
+        ``{NEW: OLD}``; None or empty returns ``df`` unchanged.
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``df`` with each NEW column added (or replaced).
+
+    Raises
+    ------
+    ExpressionError
+        When OLD is neither a column nor a valid expression over the columns.
     """
     if not mapping:
         return df
@@ -609,7 +672,23 @@ def _columns_shown(df: pd.DataFrame, most: int = 20) -> str:
 
 
 def parse_mapping(items: Iterable[str] | None) -> dict[str, str]:
-    """Parse ``["NEW=OLD", ...]`` (as given to ``--map``) into a dict."""
+    """Parse ``["NEW=OLD", ...]`` (as given to ``--map``) into a dict.
+
+    Parameters
+    ----------
+    items : iterable of str, optional
+        The ``NEW=OLD`` entries; None gives an empty mapping.
+
+    Returns
+    -------
+    dict of str to str
+        ``{NEW: OLD}``, both stripped; a later entry for the same NEW wins.
+
+    Raises
+    ------
+    BayesobsInputError
+        When an entry lacks ``=`` or either side is empty.
+    """
     mapping: dict[str, str] = {}
     for item in items or ():
         new, sep, old = item.partition("=")
@@ -779,6 +858,34 @@ def read_trials(
     A CSV row whose field count differs from the header's is an error naming
     the file and line; ``columns`` names every field of headerless-or-short-
     header CSVs instead (their header line is skipped).
+
+    Parameters
+    ----------
+    paths : str, Path or sequence of them
+        The trial files or experiment folders (a folder is read through its
+        ``trials.jsonl``; torn lines there are skipped with a warning).
+    mapping : Mapping of str to str, optional
+        ``{NEW: OLD}`` column mapping, as in :func:`apply_mapping`.
+    where : str, optional
+        Keep only the rows where this expression is true.
+    missing_where : str, optional
+        Treat the response as missing where this expression is true.
+    columns : sequence of str, optional
+        Names of every field of a CSV; its own header line is then skipped.
+    keep_catch : bool
+        Keep catch trials (default False: they are removed).
+
+    Returns
+    -------
+    DataFrame
+        The canonical trial table of :func:`normalize_trials`.
+
+    Raises
+    ------
+    BayesobsInputError
+        When no path is given, a file is missing, empty, of an unknown type,
+        not UTF-8 text or malformed, or a value is invalid (the message names
+        file, row and column).
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -798,7 +905,27 @@ def read_trials(
 
 
 def write_trials(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write a trial table as CSV, Parquet or JSONL according to the suffix."""
+    """Write a trial table as CSV, Parquet or JSONL according to the suffix.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The trial table.
+    path : str or Path
+        Where to write it: ``.csv``, ``.parquet``/``.pq`` or
+        ``.jsonl``/``.ndjson`` (NaN is written as null); its folder is made
+        if absent.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    BayesobsInputError
+        When the suffix is none of these.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     suffix = path.suffix.lower()
@@ -821,6 +948,18 @@ def write_csv(df: pd.DataFrame, path: str | Path) -> Path:
 
     A reader never sees a half-written file; every table the package writes
     goes through here.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table, written without its index.
+    path : str or Path
+        The CSV file; its folder must exist.
+
+    Returns
+    -------
+    Path
+        ``path``.
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".part")
@@ -853,6 +992,18 @@ def runs_summary(trials: pd.DataFrame, mapping: Mapping[str, str] | None = None)
     constant and split nothing); a key taken from another column by
     ``mapping`` (``--map run=NB``) is shown with its source, e.g.
     ``runs: subject (<- NSub) x condition x run (<- NB) -> 56 runs, 40 trials each``.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table.
+    mapping : Mapping of str to str, optional
+        The ``--map`` entries, to show where a key came from.
+
+    Returns
+    -------
+    str
+        The summary line (``"runs: none (no trials)"`` for an empty table).
     """
     mapping = mapping or {}
     if not len(trials):

@@ -136,6 +136,21 @@ def veridical_rows(trials: pd.DataFrame, rows: pd.DataFrame, lapse: bool = False
     column one row per (cell, level), each carrying the joint fit (as the
     ten variants' ``aic`` does).  With ``lapse`` every entry is NaN (see
     :data:`LAPSE_REASON`).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The normalised magnitude trials that were fitted.
+    rows : DataFrame
+        ``FitBatch.cells`` of the fit (the cell keys, and ``level`` with its
+        ``attrs["levels"]`` for an interleaved fit).
+    lapse : bool
+        Whether the fit has a lapse rate.
+
+    Returns
+    -------
+    numpy.ndarray
+        AIC of ``veridical`` and ``veridical_log`` per row, NaN where not fitted.
     """
     if lapse or not len(rows):
         return np.full((len(rows), 2), np.nan)

@@ -93,7 +93,21 @@ def _chroma(o: dict) -> float:
 
 
 def draw_image(objs: list[dict], rng: np.random.Generator) -> Image.Image:
-    """Draw the objects on a grey background with faint large texture patches."""
+    """Draw the objects on a grey background with faint large texture patches.
+
+    Parameters
+    ----------
+    objs : list of dict
+        Objects with ``bbox`` (``[x, y, width, height]``, px), ``rgb`` and
+        ``shape`` (``"disc"`` or ``"box"``).
+    rng : numpy.random.Generator
+        Randomness of the background patches.
+
+    Returns
+    -------
+    PIL.Image.Image
+        An RGB image of the screen's size (:data:`bayesobs.hvs.loaders.SCREEN`).
+    """
     w, h = SCREEN
     im = Image.new("RGB", (w, h), (BACKGROUND,) * 3)
     dr = ImageDraw.Draw(im)
@@ -135,6 +149,15 @@ def simulate_scanpath(
         ends when it is fixated.
     centre_bias : float
         Probability of a centre-biased random fixation instead of an object.
+
+    Returns
+    -------
+    xs : list of float
+        Fixation x positions in px (one decimal).
+    ys : list of float
+        Fixation y positions in px (one decimal).
+    ts : list of float
+        Fixation durations in ms; a search scanpath's last fixation is on its target.
     """
     w, h = SCREEN
     xs, ys, ts = [w / 2 + rng.normal(0, 15)], [h / 2 + rng.normal(0, 15)], []

@@ -418,6 +418,16 @@ def missing_files(root: str | Path) -> list[Path]:
     """Expected files or folders absent from ``root`` (see :func:`expected_files`).
 
     An ``sis10k/annotations`` folder without any ``*.json`` counts as missing.
+
+    Parameters
+    ----------
+    root : str or Path
+        The folder given as ``--hvs DIR``.
+
+    Returns
+    -------
+    list of Path
+        The missing paths, in :func:`expected_files` order; empty when complete.
     """
     missing = []
     for p, _ in expected_files(root):
@@ -459,7 +469,22 @@ def missing_report(root: str | Path) -> str:
 
 
 def find_image(images_dir: Path, name: str, task: str = "") -> Path | None:
-    """Locate an image as ``images/<task>/<name>`` or ``images/<name>`` (None if absent)."""
+    """Locate an image as ``images/<task>/<name>`` or ``images/<name>`` (None if absent).
+
+    Parameters
+    ----------
+    images_dir : Path
+        The source's ``images`` folder.
+    name : str
+        The image's file name.
+    task : str
+        The search target's category (a subfolder); ``""`` for none.
+
+    Returns
+    -------
+    Path or None
+        The first of the two paths that is a file, else None.
+    """
     for cand in ((images_dir / task / name) if task else None, images_dir / name):
         if cand is not None and cand.is_file():
             return cand

@@ -29,7 +29,18 @@ CHANCE = {f"chance_{c}": c for c in SCORE_COLUMNS}
 
 
 def is_hvs(trials: pd.DataFrame) -> pd.Series:
-    """Which rows are HVSBench-style trials (``paradigm == "hvs"``, as the runner writes)."""
+    """Which rows are HVSBench-style trials (``paradigm == "hvs"``, as the runner writes).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table.
+
+    Returns
+    -------
+    pandas.Series
+        One bool per row (the table's index).
+    """
     return paradigm_rows(trials, "hvs")
 
 
@@ -102,7 +113,19 @@ def hvs_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def hvs_summary(table: pd.DataFrame) -> str:
-    """Plain-text digest of ``hvs.csv``: overall and per-field accuracy (all columns are in the file)."""
+    """Plain-text digest of ``hvs.csv``: overall and per-field accuracy (all columns are in the file).
+
+    Parameters
+    ----------
+    table : DataFrame
+        The ``hvs`` table of :func:`hvs_scores`.
+
+    Returns
+    -------
+    str
+        A header line, one line per row (``n/a`` for a missing score) and the
+        distinct ``benchmark`` labels in parentheses.
+    """
     cols = [
         "Overall Acc",
         "Prominence Q1 Acc",

@@ -175,7 +175,18 @@ def _score_row(rec: dict, pred) -> dict:
 
 
 def accuracy_by_type(scored: pd.DataFrame) -> pd.Series:
-    """Accuracy per question type (accuracy-scored types only), in Q order."""
+    """Accuracy per question type (accuracy-scored types only), in Q order.
+
+    Parameters
+    ----------
+    scored : DataFrame
+        Output of :func:`score_replies` (``qtype`` and ``correct``).
+
+    Returns
+    -------
+    pandas.Series
+        Mean ``correct`` per question type present, indexed by type.
+    """
     acc = scored[scored["qtype"].isin(ACC_TYPES)]
     out = acc.groupby("qtype")["correct"].mean().astype(float)
     return out.reindex([q for q in ACC_TYPES if q in out.index])
@@ -237,6 +248,14 @@ def write_hvs_csv(table: pd.DataFrame, path) -> None:
     """Write a :func:`hvs_table` result (one or more rows) as ``hvs.csv`` (4 decimals).
 
     A first column ``benchmark`` labels every row :data:`LABEL`.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Rows of :func:`hvs_table`; their index is written as the first column
+        after ``benchmark``.
+    path : str or Path
+        The CSV file.
     """
     out = table.copy()
     out.insert(0, "benchmark", LABEL)
@@ -252,7 +271,19 @@ def _other_image_scanpath(rec: dict, pool: dict[str, list[dict]], rng) -> dict:
 
 
 def scanpath_pool(records: Sequence[dict]) -> dict[str, dict[str, list[dict]]]:
-    """Human scanpaths by question type (Q9 or Q12) and image, from the Q9/Q12 records."""
+    """Human scanpaths by question type (Q9 or Q12) and image, from the Q9/Q12 records.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Question records with ``qtype``, ``image`` and, for Q9 and Q12,
+        ``data["humans"]`` (the human scanpaths).
+
+    Returns
+    -------
+    dict
+        ``{"Q9": {image: [scanpath, ...]}, "Q12": {...}}``.
+    """
     pool: dict[str, dict[str, list[dict]]] = {"Q9": {}, "Q12": {}}
     for r in records:
         if r["qtype"] in pool:

@@ -111,24 +111,73 @@ SEARCH_LENGTH = 6  # Q12 asks for 6 fixations
 
 
 def choose_from(letters: str) -> str:
-    """The paper's answer instruction for the given option letters."""
+    """The paper's answer instruction for the given option letters.
+
+    Parameters
+    ----------
+    letters : str
+        The option letters, e.g. ``"ABCD"``.
+
+    Returns
+    -------
+    str
+        ``"Please choose one answer from A, B, C, D without bracket or explanation."``
+    """
     return f"Please choose one answer from {', '.join(letters)} without bracket or explanation."
 
 
 def rel_box(bbox: list[float], width: float, height: float) -> tuple[float, ...]:
-    """COCO ``[x, y, w, h]`` px -> relative ``(x1, y1, x2, y2)`` clipped to [0, 1]."""
+    """COCO ``[x, y, w, h]`` px -> relative ``(x1, y1, x2, y2)`` clipped to [0, 1].
+
+    Parameters
+    ----------
+    bbox : list of float
+        ``[x, y, w, h]`` in px.
+    width, height : float
+        The image's size in px.
+
+    Returns
+    -------
+    tuple of float
+        ``(x1, y1, x2, y2)`` as fractions of the image's width and height.
+    """
     x, y, w, h = bbox
     vals = (x / width, y / height, (x + w) / width, (y + h) / height)
     return tuple(min(1.0, max(0.0, v)) for v in vals)
 
 
 def fmt_box(box: tuple[float, ...]) -> str:
-    """``0.22,0.62,0.35,0.99`` (2 decimals)."""
+    """``0.22,0.62,0.35,0.99`` (2 decimals).
+
+    Parameters
+    ----------
+    box : tuple of float
+        A relative box ``(x1, y1, x2, y2)``.
+
+    Returns
+    -------
+    str
+        The values joined by commas, 2 decimals each.
+    """
     return ",".join(f"{v:.2f}" for v in box)
 
 
 def rel_scanpath(rec: dict, width: float = SCREEN[0], height: float = SCREEN[1]) -> dict:
-    """A fixation record as relative ``X``, ``Y`` and ``T`` (ms) lists."""
+    """A fixation record as relative ``X``, ``Y`` and ``T`` (ms) lists.
+
+    Parameters
+    ----------
+    rec : dict
+        A fixation record with ``X``, ``Y`` (px) and ``T`` (ms).
+    width, height : float
+        The screen's size in px (default :data:`bayesobs.hvs.loaders.SCREEN`).
+
+    Returns
+    -------
+    dict
+        ``{"X": [...], "Y": [...], "T": [...]}``, positions as fractions of the
+        screen's width and height.
+    """
     return {
         "X": [x / width for x in rec["X"]],
         "Y": [y / height for y in rec["Y"]],
@@ -137,7 +186,18 @@ def rel_scanpath(rec: dict, width: float = SCREEN[0], height: float = SCREEN[1])
 
 
 def fmt_scanpath(sp: dict) -> str:
-    """A scanpath as the questions write it: ``(0.50, 0.51) for 186ms, (0.52, 0.66) for 162ms``."""
+    """A scanpath as the questions write it: ``(0.50, 0.51) for 186ms, (0.52, 0.66) for 162ms``.
+
+    Parameters
+    ----------
+    sp : dict
+        A relative scanpath (``X``, ``Y``, ``T`` lists).
+
+    Returns
+    -------
+    str
+        The fixations, 2 decimals and whole ms, ending with a full stop.
+    """
     parts = [
         f"({x:.2f}, {y:.2f}) for {round(t)}ms"
         for x, y, t in zip(sp["X"], sp["Y"], sp["T"], strict=True)
@@ -153,7 +213,22 @@ def _example(sp: dict) -> str:
 
 
 def scanpath_request(what: str, n: int, example: dict) -> str:
-    """The Q9/Q12 prompt (paper supplementary C)."""
+    """The Q9/Q12 prompt (paper supplementary C).
+
+    Parameters
+    ----------
+    what : str
+        The viewing task, e.g. ``"free-viewing of a provided image"``.
+    n : int
+        Number of fixations asked for.
+    example : dict
+        A relative scanpath of another image, shown as the example output.
+
+    Returns
+    -------
+    str
+        The prompt.
+    """
     return (
         f"[Requirement] Predict eye fixation points for {what}. Output the fixation points as "
         f"three separate lists, each containing {n} values. The lists should represent -- X = "
@@ -171,7 +246,18 @@ def _options_text(options: dict[str, str], sep: str = " ") -> str:
 
 
 def full_prompt(record: dict) -> str:
-    """Hint (if any) and question as one user prompt."""
+    """Hint (if any) and question as one user prompt.
+
+    Parameters
+    ----------
+    record : dict
+        A trial record (``prompt`` and optionally ``system``).
+
+    Returns
+    -------
+    str
+        ``system``, a blank line and ``prompt``; ``prompt`` alone without a hint.
+    """
     return f"{record['system']}\n\n{record['prompt']}" if record.get("system") else record["prompt"]
 
 
@@ -407,12 +493,39 @@ def build_questions(
 
 
 def to_frame(records: list[dict]) -> pd.DataFrame:
-    """Trial records as a DataFrame (one row per question)."""
+    """Trial records as a DataFrame (one row per question).
+
+    Parameters
+    ----------
+    records : list of dict
+        Trial records.
+
+    Returns
+    -------
+    DataFrame
+        One column per record key.
+    """
     return pd.DataFrame.from_records(records)
 
 
 def n_choice_chance(record: dict) -> float:
-    """Chance of a uniform random guess: ``1/k`` (choice) or ``1/k!`` (ranking)."""
+    """Chance of a uniform random guess: ``1/k`` (choice) or ``1/k!`` (ranking).
+
+    Parameters
+    ----------
+    record : dict
+        A trial record (``kind``, ``n_options``, ``qid``).
+
+    Returns
+    -------
+    float
+        The probability that a uniform guess is right.
+
+    Raises
+    ------
+    ValueError
+        For a ``count`` or ``scanpath`` question (no such chance level).
+    """
     k = record["n_options"]
     if record["kind"] == "choice":
         return 1.0 / k

@@ -71,6 +71,8 @@ def spectral_residual(rgb: np.ndarray, width: int = MAP_WIDTH, blur: float = BLU
         Image, values 0..255.
     width : int
         Width of the map (the image is downsampled to it).
+    blur : float
+        Standard deviation of the Gaussian blur, in map widths.
 
     Returns
     -------
@@ -104,7 +106,25 @@ _CACHE_SIZE = 64
 
 
 def load_image(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """The image (H, W, 3 uint8) and its saliency map, cached by file content."""
+    """The image (H, W, 3 uint8) and its saliency map, cached by file content.
+
+    Parameters
+    ----------
+    path : str or Path
+        The image file.
+
+    Returns
+    -------
+    rgb : numpy.ndarray
+        The image, shape (H, W, 3), uint8.
+    saliency : numpy.ndarray
+        Its :func:`spectral_residual` map.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` is not a file.
+    """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"{p}: image not found")
@@ -128,18 +148,59 @@ def _box_slice(sal: np.ndarray, box: Sequence[float]):
 
 
 def box_saliency(sal: np.ndarray, box: Sequence[float]) -> float:
-    """Saliency mass (sum of the map) inside a relative ``(x1, y1, x2, y2)`` box."""
+    """Saliency mass (sum of the map) inside a relative ``(x1, y1, x2, y2)`` box.
+
+    Parameters
+    ----------
+    sal : numpy.ndarray
+        A saliency map.
+    box : sequence of float
+        The box as fractions of the map's width and height; it covers at
+        least one map cell.
+
+    Returns
+    -------
+    float
+        The sum of the map over the box.
+    """
     return float(sal[_box_slice(sal, box)].sum())
 
 
 def point_saliency(sal: np.ndarray, x: float, y: float) -> float:
-    """Saliency at a relative point."""
+    """Saliency at a relative point.
+
+    Parameters
+    ----------
+    sal : numpy.ndarray
+        A saliency map.
+    x, y : float
+        The point as fractions of the map's width and height (clipped to the map).
+
+    Returns
+    -------
+    float
+        The map's value in the cell holding the point.
+    """
     h, w = sal.shape
     return float(sal[min(h - 1, max(0, int(y * h))), min(w - 1, max(0, int(x * w)))])
 
 
 def salient_blobs(sal: np.ndarray, level: float = 0.5) -> list[tuple[float, np.ndarray]]:
-    """Connected regions of ``sal >= level * max``: (mass, mask) pairs, largest mass first."""
+    """Connected regions of ``sal >= level * max``: (mass, mask) pairs, largest mass first.
+
+    Parameters
+    ----------
+    sal : numpy.ndarray
+        A saliency map.
+    level : float
+        The threshold as a fraction of the map's maximum.
+
+    Returns
+    -------
+    list of tuple
+        ``(mass, mask)`` per region: the map's sum over it and a boolean mask
+        of the map's shape; empty for a map without a positive value.
+    """
     if sal.max() <= 0:
         return []
     lab, n = ndimage.label(sal >= level * sal.max())
@@ -166,7 +227,24 @@ def _order_letters(scores: Sequence[float], descending: bool = True) -> str:
 
 
 def saliency_scanpath(sal: np.ndarray, n: int) -> tuple[list[float], list[float], list[float]]:
-    """Centre start, then saliency maxima with inhibition of return (relative x, y; ms)."""
+    """Centre start, then saliency maxima with inhibition of return (relative x, y; ms).
+
+    Parameters
+    ----------
+    sal : numpy.ndarray
+        A saliency map.
+    n : int
+        Number of fixations, the centre included.
+
+    Returns
+    -------
+    xs : list of float
+        Fixation x positions as fractions of the map's width.
+    ys : list of float
+        Fixation y positions as fractions of the map's height.
+    ts : list of float
+        Durations in ms, ``150 + 350 * saliency`` at each fixation.
+    """
     h, w = sal.shape
     yy, xx = np.mgrid[0:h, 0:w]
     xx, yy = (xx + 0.5) / w, (yy + 0.5) / h
@@ -186,7 +264,19 @@ def saliency_scanpath(sal: np.ndarray, n: int) -> tuple[list[float], list[float]
 
 
 def sim_context(records: Sequence[dict]) -> dict:
-    """What the ``random`` subject draws from: the counts and the human scanpaths by image."""
+    """What the ``random`` subject draws from: the counts and the human scanpaths by image.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        The question set's trial records.
+
+    Returns
+    -------
+    dict
+        ``counts`` (the Q2 answers) and ``pool``
+        (:func:`bayesobs.hvs.metrics.scanpath_pool` of the records).
+    """
     counts = [r["answer"] for r in records if r["qtype"] == "Q2"]
     return {"counts": counts, "pool": scanpath_pool(records)}
 
@@ -339,6 +429,23 @@ def _random(record: dict, rng: np.random.Generator, context: dict | None) -> str
 
 
 def run(sim: str, records: Sequence[dict], seed: int = 0, context: dict | None = None) -> list[str]:
-    """Replies of one simulated subject to a question set (``context`` defaults to its own)."""
+    """Replies of one simulated subject to a question set (``context`` defaults to its own).
+
+    Parameters
+    ----------
+    sim : {"center", "saliency", "largest", "random"}
+        The subject.
+    records : sequence of dict
+        Trial records of :func:`bayesobs.hvs.questions.build_questions`.
+    seed : int
+        Seed (with each question id) for random draws.
+    context : dict, optional
+        :func:`sim_context` of a question set; the records' own by default.
+
+    Returns
+    -------
+    list of str
+        One reply per record, in order (see :func:`answer`).
+    """
     ctx = context if context is not None else sim_context(records)
     return [answer(sim, r, seed=seed, context=ctx) for r in records]

@@ -120,7 +120,18 @@ def standardise(kind: str, reply: str | None) -> Any:
 
 
 def standardise_choice(text: str) -> str:
-    """Main choice letter of a reply (pseudo-code 8), or ``""``."""
+    """Main choice letter of a reply (pseudo-code 8), or ``""``.
+
+    Parameters
+    ----------
+    text : str
+        The reply (typographic quotes already straightened by :func:`standardise`).
+
+    Returns
+    -------
+    str
+        One capital letter, or ``""`` when the reply names none.
+    """
     m = _CHOICE_CUE.search(text)
     if m:
         return m.group(1)
@@ -129,7 +140,18 @@ def standardise_choice(text: str) -> str:
 
 
 def standardise_count(text: str) -> int | float:
-    """Count of a reply (pseudo-code 7); :data:`GT_MEAN_COUNT` when none."""
+    """Count of a reply (pseudo-code 7); :data:`GT_MEAN_COUNT` when none.
+
+    Parameters
+    ----------
+    text : str
+        The reply (typographic quotes already straightened by :func:`standardise`).
+
+    Returns
+    -------
+    int or float
+        The count, or the float :data:`GT_MEAN_COUNT` when no number is found.
+    """
     try:
         return int(text)
     except ValueError:
@@ -145,7 +167,18 @@ def standardise_count(text: str) -> int | float:
 
 
 def standardise_ranking(text: str) -> str:
-    """Ranking letters of a reply (pseudo-code 9), or ``""``."""
+    """Ranking letters of a reply (pseudo-code 9), or ``""``.
+
+    Parameters
+    ----------
+    text : str
+        The reply (typographic quotes already straightened by :func:`standardise`).
+
+    Returns
+    -------
+    str
+        The capital letters, joined (maybe empty).
+    """
     m = _RANK_CUE.search(text)
     if m:
         return "".join(re.findall(r"[A-Z]", m.group(1)))
@@ -194,7 +227,19 @@ def _json_block(text: str) -> dict[str, list] | None:
 
 
 def standardise_scanpath(text: str) -> dict[str, list]:
-    """Scanpath lists of a reply (pseudo-code 6); the default when unreadable."""
+    """Scanpath lists of a reply (pseudo-code 6); the default when unreadable.
+
+    Parameters
+    ----------
+    text : str
+        The reply (typographic quotes already straightened by :func:`standardise`).
+
+    Returns
+    -------
+    dict of str to list
+        ``X``, ``Y``, ``T`` lists of equal length; a copy of
+        :data:`DEFAULT_SCANPATH` when unreadable or of unequal lengths.
+    """
     default = {k: list(v) for k, v in DEFAULT_SCANPATH.items()}
     if "```json" in text:
         parsed = _json_block(text)

@@ -33,7 +33,18 @@ MODEL_COLORS = {
 
 
 def subject_colors(subjects) -> dict[str, tuple]:
-    """One colour per subject, the same in every figure (sorted order, tab10)."""
+    """One colour per subject, the same in every figure (sorted order, tab10).
+
+    Parameters
+    ----------
+    subjects : iterable
+        Subject names (repeats allowed).
+
+    Returns
+    -------
+    dict
+        Subject to RGBA tuple, the tab10 colours in sorted order (cycling after ten).
+    """
     cmap = matplotlib.colormaps["tab10"]
     return {s: cmap(i % 10) for i, s in enumerate(sorted(set(subjects)))}
 
@@ -63,6 +74,26 @@ def regression_to_the_mean(
     ``pred``: trials with ``pred_static`` (:func:`bayesobs.api.predictions`).
     Interleaved fits (a ``level`` column) get one set of points and one fit
     line per level and session.
+
+    Parameters
+    ----------
+    pred : DataFrame
+        Trials with ``pred_static``.
+    subject, task, modality : str
+        The cell drawn.
+    condition : str
+        Its condition (default ``"base"``).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+    color : color, optional
+        The points' and lines' colour (default ``"C0"``), lighter for earlier sessions.
+    legend : bool
+        Draw the legend.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
     """
     fig, (ax,) = _axes(ax)
     d = _cell(pred, subject, task, modality, condition)
@@ -107,7 +138,30 @@ def trajectory(
     color=None,
     legend=True,
 ):
-    """Responses over trials against the sequential (Kalman) prediction (paper Figs. 3–4)."""
+    """Responses over trials against the sequential (Kalman) prediction (paper Figs. 3–4).
+
+    Parameters
+    ----------
+    pred : DataFrame
+        Trials with ``pred_kalman`` (:func:`bayesobs.api.predictions`).
+    subject, task, modality : str
+        The cell drawn.
+    condition : str
+        Its condition (default ``"base"``).
+    session : str, optional
+        The session drawn (its first run); the cell's first session by default.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+    color : color, optional
+        The responses' colour (default ``"C0"``).
+    legend : bool
+        Draw the legend (outside the axes, on the right).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
+    """
     fig, (ax,) = _axes(ax, size=(6, 3.2))
     d = _cell(pred, subject, task, modality, condition)
     session = session or d["session"].iloc[0]
@@ -129,6 +183,24 @@ def small_multiples(n: int, ncols: int = 4, panel=(2.7, 2.3), sharex=True, share
     """A figure of ``n`` small panels in rows of ``ncols`` (shared axes); returns ``(fig, axes)``.
 
     Panels past ``n`` in the last row are switched off.
+
+    Parameters
+    ----------
+    n : int
+        Number of panels.
+    ncols : int
+        Panels per row (at most ``n``).
+    panel : tuple of float
+        Width and height of one panel in inches.
+    sharex, sharey : bool
+        Share the x and y axes.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        The new figure.
+    axes : list of matplotlib.axes.Axes
+        The ``n`` panels in reading order.
     """
     ncols = max(1, min(n, ncols))
     nrows = -(-n // ncols)
@@ -142,7 +214,15 @@ def small_multiples(n: int, ncols: int = 4, panel=(2.7, 2.3), sharex=True, share
 
 
 def outer_labels(axes: list, ncols: int) -> None:
-    """Keep axis labels on the bottom panels and the first column of a small-multiples grid."""
+    """Keep axis labels on the bottom panels and the first column of a small-multiples grid.
+
+    Parameters
+    ----------
+    axes : list of matplotlib.axes.Axes
+        The panels in reading order, as :func:`small_multiples` gives them.
+    ncols : int
+        Panels per row.
+    """
     n = len(axes)
     ncols = max(1, min(n, ncols))
     for i, ax in enumerate(axes):
@@ -163,6 +243,16 @@ def response_panels(pred: pd.DataFrame) -> list[dict]:
     richest modality present (multimodal, image, text, else the first), and
     the ``base`` condition where there is one, else each condition (the
     first :data:`MAX_CONDITIONS`, in natural order).
+
+    Parameters
+    ----------
+    pred : DataFrame
+        Trials with ``task``, ``modality`` and ``condition``.
+
+    Returns
+    -------
+    list of dict
+        One ``{"task", "modality", "condition"}`` per grid.
     """
     known = [t for t in UNITS if t in set(pred["task"])]
     tasks = known + sorted(set(pred["task"]) - set(known), key=natural_key)
@@ -183,6 +273,24 @@ def responses_grid(pred: pd.DataFrame, task, modality, condition="base", colors=
 
     One panel per subject (shared axes), :func:`regression_to_the_mean` in
     each, one legend for the figure (the shades are sessions or levels).
+
+    Parameters
+    ----------
+    pred : DataFrame
+        Trials with ``pred_static`` (:func:`bayesobs.api.predictions`).
+    task, modality : str
+        The cell type drawn.
+    condition : str
+        Its condition (default ``"base"``).
+    colors : dict, optional
+        Subject to colour (default :func:`subject_colors`).
+    ncols : int
+        Panels per row.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The new figure.
     """
     d = pred[
         (pred["task"] == task) & (pred["modality"] == modality) & (pred["condition"] == condition)
@@ -216,6 +324,22 @@ def trajectory_grid(pred: pd.DataFrame, panels: list[tuple], colors=None, ncols=
     ``panels``: ``(subject, task, modality, condition)`` per panel; the y axes
     are shared when every panel is of one task; ``ncols`` defaults to 2, or 3
     beyond six panels.
+
+    Parameters
+    ----------
+    pred : DataFrame
+        Trials with ``pred_kalman`` (:func:`bayesobs.api.predictions`).
+    panels : list of tuple
+        ``(subject, task, modality, condition)`` per panel.
+    colors : dict, optional
+        Subject to colour (default :func:`subject_colors`).
+    ncols : int, optional
+        Panels per row.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The new figure.
     """
     colors = colors or subject_colors(pred["subject"])
     ncols = ncols or (2 if len(panels) <= 6 else 3)
@@ -240,6 +364,28 @@ def steering(bias_var, evidence, cue, subject, task, modality="multimodal", axes
     A panel is drawn only where the data hold a condition to compare with
     ``base`` (a steering condition for A and B, a noise condition for C);
     returns None when none does.  Given ``axes``, unused ones are switched off.
+
+    Parameters
+    ----------
+    bias_var : DataFrame
+        :func:`bayesobs.scores.bias_variance` per cell (``bias2``, ``variance``).
+    evidence : DataFrame
+        ``evidence.csv`` rows (``factor``, ``p`` and, with a bootstrap, ``p_lo``, ``p_hi``).
+    cue : DataFrame
+        ``cue.csv`` rows (``alpha_text`` and, with a bootstrap, its interval).
+    subject, task : str
+        The subject and task drawn.
+    modality : str
+        The modality of the steering panels (default ``"multimodal"``).
+    axes : sequence of matplotlib.axes.Axes, optional
+        Where to draw (up to three); a new figure otherwise.
+    color : color, optional
+        The marks' colour (default ``"C0"``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        The figure, or None when no panel has data.
     """
     color = color or "C0"
     bv = (
@@ -307,7 +453,24 @@ def _noise_weight(ax, cw, color):
 
 
 def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
-    """Multimodal responses against the random-forest, Bayes-optimal and linear fits (paper Fig. 7)."""
+    """Multimodal responses against the random-forest, Bayes-optimal and linear fits (paper Fig. 7).
+
+    Parameters
+    ----------
+    cue_pred : DataFrame
+        :func:`bayesobs.cue.cue_predictions` rows.
+    subject, task : str
+        The group drawn.
+    condition : str
+        Its condition (default ``"base"``).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on; the legend gives each fit's R².
+    """
     fig, (ax,) = _axes(ax)
     d = _cell(cue_pred, subject, task, condition=condition)
     y = d["y_multimodal"]
@@ -341,7 +504,21 @@ SUMMARY_PANELS = [
 
 
 def summary_panels(summary: pd.DataFrame, bayesbench: pd.DataFrame) -> list[tuple]:
-    """The panels of :func:`summary` that have at least one subject with both numbers."""
+    """The panels of :func:`summary` that have at least one subject with both numbers.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        The per-subject summary table.
+    bayesbench : DataFrame
+        The per-subject BayesBench table, joined on ``subject``.
+
+    Returns
+    -------
+    list of tuple
+        Entries of :data:`SUMMARY_PANELS`: ``(x column, y column, x label,
+        y label, reference line or None)``.
+    """
     d = summary.merge(bayesbench, on="subject", how="left", suffixes=("", "_bb"))
     return [
         p
@@ -360,6 +537,23 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
     estimate: a ``*`` marks a dot outside its interval).  Only panels
     with data are drawn (e.g. no BCS panel without ablation conditions); None
     when there are none.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        The per-subject summary table (``nrmse``, ``p_bayesian``,
+        ``nrmse_multimodal``, ``rre_bayes_oracle`` and their intervals).
+    bayesbench : DataFrame
+        The per-subject BayesBench table (``BCS``...), joined on ``subject``.
+    axes : sequence of matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+    colors : dict, optional
+        Subject to colour (default :func:`subject_colors`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        The figure, or None when no panel has data.
     """
     panels = summary_panels(summary, bayesbench)
     if not panels:
@@ -405,6 +599,18 @@ def outside_tops(d: pd.DataFrame, col: str) -> list[float | None]:
 
     The top of the highest of point, mean and interval where one of the two
     lies outside ``[col_lo, col_hi]``; None elsewhere (and without an interval).
+
+    Parameters
+    ----------
+    d : DataFrame
+        Rows with ``col`` and, where bootstrapped, ``col_mean``, ``col_lo``, ``col_hi``.
+    col : str
+        The column.
+
+    Returns
+    -------
+    list of float or None
+        One entry per row of ``d``.
     """
     out: list[float | None] = []
     for _, r in d.iterrows():
@@ -429,6 +635,23 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=No
     sums of signs shrink under resampling), a ``*`` above a bar whose point
     estimate or bootstrap mean lies outside its interval, and a white
     diamond marks ``S_p`` (METHOD §9) beside ``S``.
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        The per-subject BayesBench table: ``subject``, ``A``, ``E``, ``C``,
+        ``S`` and, with a bootstrap, ``COL_mean``, ``COL_lo``, ``COL_hi`` and ``S_p``.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+    colors : dict, optional
+        Subject to colour (default :func:`subject_colors`).
+    caveats : dict, optional
+        Subject to the set of parts flagged.
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        The figure, or None when none of A, E, C, S has a value.
     """
     d = bayesbench.sort_values("S", ascending=False, na_position="last").reset_index(drop=True)
     parts = [
@@ -522,6 +745,20 @@ def bcs_table(bcs_tasks: pd.DataFrame, ax=None, na=None):
     ``na``: a subjects-by-tasks boolean frame (as the pivot of ``bcs_tasks``)
     of cells whose BCS is not available (e.g. constant responders): they are
     left blank with the text ``n/a``, never drawn as a value.
+
+    Parameters
+    ----------
+    bcs_tasks : DataFrame
+        ``subject, task`` and ``bcs_mean`` (else ``bcs``).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+    na : DataFrame, optional
+        Subjects by tasks, true where the BCS is not available.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on (a heat map from -5 to 5 with a colour bar).
     """
     col = "bcs_mean" if "bcs_mean" in bcs_tasks else "bcs"
     t = bcs_tasks.pivot(index="subject", columns="task", values=col)
@@ -542,7 +779,25 @@ def bcs_table(bcs_tasks: pd.DataFrame, ax=None, na=None):
 
 
 def posterior_predictive(ppc: pd.DataFrame, ax=None, color=None, title: str = ""):
-    """Observed responses against the posterior predictive 90% band (posterior fits)."""
+    """Observed responses against the posterior predictive 90% band (posterior fits).
+
+    Parameters
+    ----------
+    ppc : DataFrame
+        :func:`bayesobs.posterior.ppc_table` rows of one cell and variant:
+        ``session, run, trial, response, pred_q05, pred_median, pred_q95, variant``.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+    color : color, optional
+        The observed responses' colour (default ``"C0"``).
+    title : str
+        The title; by default it names the variant.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on (dotted lines separate the sessions).
+    """
     fig, (ax,) = _axes(ax, size=(6, 3.2))
     d = ppc.sort_values(["session", "run", "trial"]).reset_index(drop=True)
     x = np.arange(len(d))
@@ -565,6 +820,24 @@ def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="bas
     are its 95% intervals, conditions dodged side by side; the dotted line is chance (25%) for cells and the
     image diagonal (a refusal's error) for points.  Pop-out shows as a flat
     curve, serial search as a falling (or, for errors, rising) one.
+
+    Parameters
+    ----------
+    acc : DataFrame
+        The accuracy table.
+    subject, task : str
+        The subject and task drawn.
+    answer : {"cell", "point"}
+        Which answers: accuracy of cells, or coordinate error of points.
+    ablation : str
+        The ablation drawn (default ``"base"``).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
     """
     fig, (ax,) = _axes(ax)
     d = acc[
@@ -615,7 +888,25 @@ def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="bas
 
 
 def search_bias(bias: pd.DataFrame, subject, task, answer="cell", ax=None):
-    """Selection rate of each grid cell (2 x 2 heat map) with its precision and recall."""
+    """Selection rate of each grid cell (2 x 2 heat map) with its precision and recall.
+
+    Parameters
+    ----------
+    bias : DataFrame
+        :func:`bayesobs.search.response_bias` rows (``cell`` as ``"row,col"``,
+        ``selected``, ``precision``, ``recall``, ``invalid``).
+    subject, task : str
+        The subject and task drawn.
+    answer : {"cell", "point"}
+        Which answers.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on; the title gives the share of invalid answers.
+    """
     fig, (ax,) = _axes(ax, size=(3.2, 3.0))
     d = bias[(bias["subject"] == subject) & (bias["task"] == task) & (bias["answer"] == answer)]
     grid = np.full((2, 2), np.nan)

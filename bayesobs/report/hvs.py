@@ -34,7 +34,23 @@ SCANPATH_PANELS = (
 
 
 def field_bars(table: pd.DataFrame, panels=FIELD_PANELS, title: str = "") -> Figure:
-    """One panel per field: a bar per subject and condition, the random baseline dashed."""
+    """One panel per field: a bar per subject and condition, the random baseline dashed.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The ``hvs`` table: ``model``, ``condition`` and the panels' columns
+        (the random-baseline row's ``model`` is :data:`bayesobs.hvs.logged.BASELINE`).
+    panels : sequence of tuple
+        ``(panel title, column)`` per panel (default :data:`FIELD_PANELS`).
+    title : str
+        The figure's title (none when empty).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        A new figure, one panel per entry of ``panels``, scores from 0 to 1.
+    """
     subjects = [m for m in dict.fromkeys(table["model"]) if m != BASELINE]
     conditions = list(dict.fromkeys(table["condition"]))
     fig = Figure(figsize=(3.0 * len(panels), 3.4), layout="constrained")
@@ -71,6 +87,26 @@ def hvs_sections(res, trials: pd.DataFrame, out: Path, save, table_html):
 
     ``res.hvs`` when the scores hold it, else computed from ``trials``;
     ``save`` and ``table_html`` are the report's figure and table writers.
+
+    Parameters
+    ----------
+    res : Scores
+        The scores (:func:`bayesobs.api.score`).
+    trials : DataFrame
+        The trials of task ``hvs``.
+    out : Path
+        The report folder; figures go to ``out/figures``.
+    save : callable
+        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
+    table_html : callable
+        ``table_html(df) -> str``: a table as HTML.
+
+    Returns
+    -------
+    head : list of str
+        HTML blocks: the heading, a note and the Table 3 layout.
+    sections : list of tuple
+        ``(title, caption, [src])`` of the accuracy bars and the scanpath bars.
     """
     table = getattr(res, "hvs", None)
     if table is None or not len(table.columns):  # scores without hvs.csv: computed here

@@ -29,7 +29,19 @@ _REF_STYLE = {"chance": ("#777777", ":"), "human": ("#2a9d8f", "--")}
 
 
 def published_lines(task: str) -> pd.DataFrame:
-    """The paper's accuracy numbers of a task as rows ``variant, who, value`` (fractions), with source."""
+    """The paper's accuracy numbers of a task as rows ``variant, who, value`` (fractions), with source.
+
+    Parameters
+    ----------
+    task : str
+        A Tunnel Vision task (``object_reid``, ``scavenger_hunt``, ``circuits``).
+
+    Returns
+    -------
+    DataFrame
+        ``variant, who, value, source``: one row per published accuracy, as a
+        fraction.
+    """
     from ..tunnel.published import references
 
     rows = [
@@ -40,7 +52,14 @@ def published_lines(task: str) -> pd.DataFrame:
 
 
 def published_table2() -> pd.DataFrame:
-    """The paper's Table 2 (circuits): log-odds per px of distance and per crossing, by model."""
+    """The paper's Table 2 (circuits): log-odds per px of distance and per crossing, by model.
+
+    Returns
+    -------
+    DataFrame
+        ``variant, who, metric, value, note``; ``metric`` is
+        ``log_odds_distance`` or ``log_odds_crossings``.
+    """
     from ..tunnel.published import TABLE2
 
     return pd.DataFrame(
@@ -64,7 +83,28 @@ def accuracy_by_variant(
     modality: str = "image",
     ax=None,
 ) -> Figure:
-    """Accuracy per variant and subject (95% Wilson bars) with chance, human and model lines."""
+    """Accuracy per variant and subject (95% Wilson bars) with chance, human and model lines.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The ``perception`` table (``task, modality, condition, subject,
+        variant, accuracy, lo, hi, chance`` and optionally ``chance_paper``
+        and the ``sequence_*`` columns).
+    task : str
+        The task drawn; its ``base`` condition when there is one, else every row.
+    refs : DataFrame, optional
+        :func:`published_lines` of the task, drawn as reference lines.
+    modality : str
+        The modality drawn (default ``"image"``).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
+    """
     t = table[(table["task"] == task) & (table["modality"] == modality)]
     t = t[t["condition"] == "base"] if (t["condition"] == "base").any() else t
     t = per_sequence(t)  # the decomposed hunt on the paper's Table 1 metric
@@ -130,6 +170,19 @@ def per_sequence(t: pd.DataFrame) -> pd.DataFrame:
     The paper's Table 1 reports accuracy over whole three-step sequences:
     where ``sequence_accuracy`` is there, the figure shows it (and the
     sequence chance) in place of the per-question numbers.
+
+    Parameters
+    ----------
+    t : DataFrame
+        Rows of the ``perception`` table.
+
+    Returns
+    -------
+    DataFrame
+        ``t`` itself without sequence numbers; else a copy where the rows with
+        ``sequence_accuracy`` carry ``sequence_accuracy``, ``sequence_lo``,
+        ``sequence_hi`` and ``sequence_chance`` as ``accuracy``, ``lo``, ``hi``,
+        ``chance``, and no ``chance_paper``.
     """
     if "sequence_accuracy" not in t.columns or not t["sequence_accuracy"].notna().any():
         return t
@@ -153,6 +206,19 @@ def table1_comparison(acc: pd.DataFrame) -> pd.DataFrame:
     ``accuracy_per_question``, ``accuracy_per_sequence`` (every step right),
     ``final_on_path`` (final colour the gold path's by any path) and
     ``final_step_error`` (conditional on the first two steps right), in %.
+
+    Parameters
+    ----------
+    acc : DataFrame
+        The ``perception`` table.
+
+    Returns
+    -------
+    DataFrame
+        ``who, modality, condition, n_sequences, accuracy_per_question,
+        accuracy_per_sequence, final_on_path, final_step_error,
+        final_step_n``; the published rows have ``who`` ``"paper: NAME"`` and
+        NaN where the paper gives no number.
     """
     from ..tunnel.published import references
 
@@ -206,7 +272,19 @@ def table1_comparison(acc: pd.DataFrame) -> pd.DataFrame:
 
 
 def reference_styles(who: list[str]) -> dict[str, tuple]:
-    """Colour and line style of each published reference line (human dashed, models dash-dot)."""
+    """Colour and line style of each published reference line (human dashed, models dash-dot).
+
+    Parameters
+    ----------
+    who : list of str
+        The names of the reference lines, in order.
+
+    Returns
+    -------
+    dict of str to tuple
+        Name to ``(colour, line style)``: ``chance`` dotted grey, ``human``
+        dashed, every other (a model) dash-dot in its own colour.
+    """
     palette = ["#e76f51", "#8e44ad", "#b5838d", "#e9c46a", "#6d597a", "#f4a261", "#264653"]
     out, k = {}, 0
     for w in who:
@@ -219,7 +297,22 @@ def reference_styles(who: list[str]) -> dict[str, tuple]:
 
 
 def f1_by_class(f1: pd.DataFrame, task: str = "object_reid", ax=None) -> Figure:
-    """Per-class F1 (yes / no) per subject and variant, as the paper's Fig. 3."""
+    """Per-class F1 (yes / no) per subject and variant, as the paper's Fig. 3.
+
+    Parameters
+    ----------
+    f1 : DataFrame
+        The ``perception_f1`` table (``task, subject, variant, class, f1``).
+    task : str
+        The task drawn (default ``"object_reid"``).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
+    """
     fig, (ax,) = _axes(ax, size=(6.0, 3.4))
     t = f1[f1["task"] == task]
     labels = [f"{s}\n{v}" for s, v in dict.fromkeys(zip(t["subject"], t["variant"], strict=True))]
@@ -239,7 +332,24 @@ def f1_by_class(f1: pd.DataFrame, task: str = "object_reid", ax=None) -> Figure:
 
 
 def chain_accuracy(chain: pd.DataFrame, modality: str = "image", ax=None) -> Figure:
-    """Scavenger hunt: accuracy against chain length L with the ``(1 - e)^L`` prediction band."""
+    """Scavenger hunt: accuracy against chain length L with the ``(1 - e)^L`` prediction band.
+
+    Parameters
+    ----------
+    chain : DataFrame
+        The ``perception_chain`` table (``modality, subject, L, accuracy, lo,
+        hi, predicted`` and optionally ``predicted_guess`` with its
+        ``_lo``/``_hi`` band).
+    modality : str
+        The modality drawn (default ``"image"``).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
+    """
     fig, (ax,) = _axes(ax, size=(5.0, 3.6))
     t = chain[chain["modality"] == modality]
     colors = subject_colors(t["subject"].unique())
@@ -273,7 +383,29 @@ def effect_coefficients(
     paper: pd.DataFrame | None = None,
     ax=None,
 ) -> Figure:
-    """Log-odds coefficient of a covariate (+-1.96 SE) per subject and variant, beside the paper's."""
+    """Log-odds coefficient of a covariate (+-1.96 SE) per subject and variant, beside the paper's.
+
+    Parameters
+    ----------
+    effects : DataFrame
+        The ``perception_effects`` table (``task, covariate, model, modality,
+        subject, variant, coef, se, note``); its univariate rows are drawn, the
+        image modality's where there are any.
+    covariate : str
+        The covariate, e.g. ``"distance_px"`` or ``"crossings"``.
+    task : str
+        The task (default ``"circuits"``).
+    paper : DataFrame, optional
+        :func:`published_table2`, drawn as squares.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on; a coefficient that could not be fitted is named
+        with its note.
+    """
     fig, (ax,) = _axes(ax, size=(5.6, 3.6))
     t = effects[
         (effects["task"] == task)
@@ -311,7 +443,25 @@ def effect_coefficients(
 
 
 def accuracy_by_size(size: pd.DataFrame, task: str, modality: str = "image", ax=None) -> Figure:
-    """Accuracy against problem size per subject (pooled variants shown separately by marker)."""
+    """Accuracy against problem size per subject (pooled variants shown separately by marker).
+
+    Parameters
+    ----------
+    size : DataFrame
+        The ``perception_size`` table (``task, modality, subject, variant,
+        problem_size, accuracy, chance``).
+    task : str
+        The task drawn.
+    modality : str
+        The modality drawn (default ``"image"``).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
+    """
     fig, (ax,) = _axes(ax, size=(5.0, 3.4))
     t = size[(size["task"] == task) & (size["modality"] == modality)]
     colors = subject_colors(t["subject"].unique())
@@ -339,6 +489,25 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
 
     ``save(fig, path) -> src`` and ``table_html(df) -> str`` are the report
     builder's helpers; returns ``(head, sections)`` like its other parts.
+
+    Parameters
+    ----------
+    res : Scores
+        The scores (:func:`bayesobs.api.score`), with its ``perception*`` tables.
+    out : Path
+        The report folder; figures go to ``out/figures``.
+    save : callable
+        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
+    table_html : callable
+        ``table_html(df) -> str``: a table as HTML.
+
+    Returns
+    -------
+    head : list of str
+        HTML blocks for the top of the page (the accuracy tables).
+    sections : list of tuple
+        ``(title, caption, [src, ...])`` per figure section, the Percept-V
+        ones (:func:`perceptv_sections`) last.
     """
     acc = res.perception
     head = [
@@ -455,7 +624,22 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
 
 
 def perceptv_sections(res, figs: Path, save) -> list[tuple]:
-    """Percept-V figures: accuracy against size per domain and subject, skills vs published models."""
+    """Percept-V figures: accuracy against size per domain and subject, skills vs published models.
+
+    Parameters
+    ----------
+    res : Scores
+        The scores, with ``perception_size`` and ``perceptv_skills``.
+    figs : Path
+        The figures folder.
+    save : callable
+        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
+
+    Returns
+    -------
+    list of tuple
+        ``(title, caption, [src, ...])`` per section; empty without Percept-V rows.
+    """
     from ..perceptv import plots
 
     size = res.perception_size

@@ -20,7 +20,21 @@ CURVE_POINTS = 200
 
 
 def group_levels(levels: pd.DataFrame, row) -> pd.DataFrame:
-    """The rows of ``levels`` of the group of ``row`` (a ``psychometric.csv`` row), by level."""
+    """The rows of ``levels`` of the group of ``row`` (a ``psychometric.csv`` row), by level.
+
+    Parameters
+    ----------
+    levels : DataFrame
+        :func:`bayesobs.psychometric.psychometric_levels` rows.
+    row : Mapping
+        A ``psychometric.csv`` row (a dict or Series); its group keys are
+        compared as text, a missing key as ``""``.
+
+    Returns
+    -------
+    DataFrame
+        The group's rows of ``levels``, sorted by ``x``.
+    """
 
     def text(v) -> str:  # a CSV read back gives NaN for an empty key (e.g. ``answer``)
         return "" if v is None or (isinstance(v, float) and v != v) else str(v)
@@ -38,6 +52,26 @@ def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=Non
     ``guess + (1 - guess - lapse) F``, the guess interpolated between levels
     where chance depends on the level; dotted: the guess rate; a tick at the
     threshold.
+
+    Parameters
+    ----------
+    row : Mapping
+        A ``psychometric.csv`` row: the group keys, ``level``, ``threshold``,
+        ``width``, ``lapse``, ``sigmoid`` and ``direction``.
+    levels : DataFrame
+        :func:`bayesobs.psychometric.psychometric_levels` rows (``x``,
+        ``accuracy``, ``lo``, ``hi``, ``guess``).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure otherwise.
+    color : color
+        The points' and curve's colour.
+    label : str, optional
+        The points' legend label.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
     """
     if ax is None:
         fig = Figure(figsize=(4.2, 3.2), layout="constrained")
@@ -69,7 +103,22 @@ def _title(row) -> str:
 
 
 def psychometric_grid(table: pd.DataFrame, levels: pd.DataFrame, ncols: int = 4) -> Figure:
-    """One panel per row of ``table`` (a task's groups), the fit's numbers in each title."""
+    """One panel per row of ``table`` (a task's groups), the fit's numbers in each title.
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``psychometric.csv`` rows, one panel each.
+    levels : DataFrame
+        :func:`bayesobs.psychometric.psychometric_levels` rows.
+    ncols : int
+        Panels per row.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        A new figure; its unused panels are hidden.
+    """
     n = len(table)
     ncols = max(1, min(ncols, n))
     nrows = -(-n // ncols)
@@ -91,6 +140,26 @@ def psychometric_sections(res, trials: pd.DataFrame, out: Path, save, table_html
 
     ``save(fig, path) -> src`` and ``table_html(df) -> str`` are the report
     builder's helpers; returns ``(sections, tail)``.
+
+    Parameters
+    ----------
+    res : Scores
+        The scores, with their ``psychometric`` table.
+    trials : DataFrame
+        The scored trials (their per-level counts are drawn).
+    out : Path
+        The report folder; figures go to ``out/figures``.
+    save : callable
+        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
+    table_html : callable
+        ``table_html(df) -> str``: a table as HTML.
+
+    Returns
+    -------
+    sections : list of tuple
+        ``(title, caption, [src])`` per paradigm and task.
+    tail : list of str
+        HTML blocks for the end of the page: heading, note and table.
     """
     from ..psychometric import psychometric_levels
 
