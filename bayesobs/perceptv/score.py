@@ -217,8 +217,8 @@ def format_table(rows) -> pd.DataFrame:
     -------
     DataFrame
         ``subject``, ``answer_type``, ``n``, ``format_errors`` (% of replies not
-        in the output format); sorted by
-        subject, then answer type in the order single, fixed, list, set.
+        in the output format); sorted by subject, then answer type in the
+        order single, fixed, list, set.
 
     Raises
     ------
