@@ -16,6 +16,22 @@ COMPLETE = (
     "observers/models.py",
     "observers/scale.py",
     "observers/variants.py",
+    "perceptv/__init__.py",
+    "perceptv/common.py",
+    "perceptv/domains.py",
+    "perceptv/parse.py",
+    "perceptv/plots.py",
+    "perceptv/published.py",
+    "perceptv/score.py",
+    "perceptv/sims.py",
+    "tunnel/__init__.py",
+    "tunnel/circuits.py",
+    "tunnel/common.py",
+    "tunnel/hunt.py",
+    "tunnel/parse.py",
+    "tunnel/published.py",
+    "tunnel/reid.py",
+    "tunnel/sims.py",
 )
 
 
