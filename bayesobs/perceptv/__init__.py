@@ -134,7 +134,30 @@ FIRST_14 = (
 
 
 def trial_seed(seed: int, domain: str, size: int, index: int) -> np.random.SeedSequence:
-    """The seed of item ``index`` of ``domain`` at ``size`` in a protocol seeded ``seed``."""
+    """The seed of item ``index`` of ``domain`` at ``size`` in a protocol seeded ``seed``.
+
+    Parameters
+    ----------
+    seed : int
+        The protocol's seed.
+    domain : str
+        The domain (one of :data:`ALL_DOMAINS`; its position there enters the
+        seed).
+    size : int
+        The problem size, 1..20.
+    index : int
+        The item's number within its size and domain, from 0.
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+        ``SeedSequence([seed, domain position, size, index])``.
+
+    Raises
+    ------
+    ValueError
+        If ``domain`` is not in :data:`ALL_DOMAINS`.
+    """
     return np.random.SeedSequence([int(seed), ALL_DOMAINS.index(domain), int(size), int(index)])
 
 
@@ -144,6 +167,31 @@ def make_trial(domain: str, size: int, seed, **options) -> Trial:
     Generate one trial of ``domain`` at problem ``size`` (1..20) from an int seed,
     a :class:`numpy.random.SeedSequence` or a Generator (one draw).  ``options``
     go to the generator (e.g. ``counting_locations(equal_counts=True)``).
+
+    Parameters
+    ----------
+    domain : str
+        An implemented domain (a key of :data:`DOMAINS`).
+    size : int
+        The problem size, 1..20.
+    seed : int, numpy.random.SeedSequence or numpy.random.Generator
+        The trial's seed; a generator gives one integer draw.
+    **options
+        Keyword options of the domain's generator; recorded in
+        ``meta["options"]``.
+
+    Returns
+    -------
+    Trial
+        The trial, with the domain's prompt, answer type and format, skills,
+        ``MAX_TOKENS`` and the generator's answer, accepted answers and
+        metadata.
+
+    Raises
+    ------
+    ValueError
+        If the domain is unknown or not implemented, or ``size`` is outside
+        1..20.
     """
     try:
         dom = DOMAINS[domain]
@@ -184,6 +232,27 @@ def protocol(
 
     ``(domain, size, seed)`` for every item of a stratified protocol (exactly
     ``per_size`` items per size and domain); the full set is 30 x 20 x 10 = 6,000.
+
+    Parameters
+    ----------
+    domains_ : sequence of str, optional
+        The domains; every implemented domain (:data:`DOMAINS`) when not given
+        or empty.
+    sizes : sequence of int, default SIZES
+        The problem sizes (1..20 by default).
+    per_size : int, default IMAGES_PER_SIZE
+        Items per size and domain (10, as in the paper).
+    seed : int, default 0
+        The protocol's seed (see :func:`trial_seed`).
+
+    Yields
+    ------
+    domain : str
+        The domain.
+    size : int
+        The problem size.
+    seed : numpy.random.SeedSequence
+        The item's seed, for :func:`make_trial`.
     """
     for d in domains_ or tuple(DOMAINS):
         for s in sizes:
@@ -192,7 +261,27 @@ def protocol(
 
 
 def chance(domain: str, size: int, **options) -> float:
-    """Probability that the answer-prior guesser is right on ``domain`` at ``size``."""
+    """Probability that the answer-prior guesser is right on ``domain`` at ``size``.
+
+    Parameters
+    ----------
+    domain : str
+        An implemented domain (a key of :data:`DOMAINS`).
+    size : int
+        The problem size, 1..20.
+    **options
+        The generator options the trial was made with (some change the prior).
+
+    Returns
+    -------
+    float
+        The chance probability, 0..1.
+
+    Raises
+    ------
+    KeyError
+        If the domain is unknown or not implemented.
+    """
     return DOMAINS[domain].chance(int(size), **options)
 
 

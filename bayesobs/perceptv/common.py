@@ -57,7 +57,23 @@ BLACK = (0, 0, 0)
 
 
 def prompt(domain: str) -> str:
-    """The paper's prompt for ``domain``: its Appendix A.1 bullets and the two format lines."""
+    """The paper's prompt for ``domain``: its Appendix A.1 bullets and the two format lines.
+
+    Parameters
+    ----------
+    domain : str
+        One of the 30 domain names.
+
+    Returns
+    -------
+    str
+        One line per bullet (``"- "`` prefixed), then :data:`FORMAT_LINES`.
+
+    Raises
+    ------
+    KeyError
+        If ``domain`` has no prompt.
+    """
     return "\n".join(["- " + b for b in BULLETS[domain]] + list(FORMAT_LINES))
 
 
@@ -110,14 +126,44 @@ class Trial:
         return "percept_v"
 
     def is_correct(self, value: str | None) -> bool:
-        """Whether a parsed (normalised) reply value is a right answer."""
+        """Whether a parsed (normalised) reply value is a right answer.
+
+        Parameters
+        ----------
+        value : str or None
+            The parser's value (``None`` for an invalid reply).
+
+        Returns
+        -------
+        bool
+            ``True`` if ``value`` is in ``accept`` (or equals ``answer`` when
+            ``accept`` is empty); ``False`` for ``None``.
+        """
         if value is None:
             return False
         return value in (self.accept or {self.answer})
 
 
 def regular_polygon(cx: float, cy: float, r: float, n: int, rot: float = -90.0):
-    """Vertices of a regular ``n``-gon of circumradius ``r``; the first vertex at angle ``rot`` deg."""
+    """Vertices of a regular ``n``-gon of circumradius ``r``; the first vertex at angle ``rot`` deg.
+
+    Parameters
+    ----------
+    cx, cy : float
+        The centre in pixels.
+    r : float
+        Circumradius in pixels.
+    n : int
+        Number of vertices.
+    rot : float, default -90.0
+        Angle of the first vertex in degrees, clockwise on screen from the +x
+        axis (-90: straight up).
+
+    Returns
+    -------
+    list of tuple of float
+        The ``n`` vertices ``(x, y)``, clockwise on screen.
+    """
     return [
         (
             cx + r * math.cos(math.radians(rot + 360.0 * k / n)),
@@ -136,6 +182,28 @@ def shape_points(kind: str, cx: float, cy: float, r: float, flip: bool = False):
     ``square`` is axis-aligned (half side ``r``), ``triangle`` points up (down if
     ``flip``), ``pentagon`` points up, ``diamond``/``hexagon``/``octagon`` are
     regular with circumradius ``r``.
+
+    Parameters
+    ----------
+    kind : str
+        ``"square"``, ``"triangle"``, ``"diamond"``, ``"pentagon"``,
+        ``"hexagon"`` or ``"octagon"``.
+    cx, cy : float
+        The centre in pixels.
+    r : float
+        Half-size in pixels.
+    flip : bool, default False
+        Turn the polygon upside down (ignored for squares and octagons).
+
+    Returns
+    -------
+    list of tuple of float
+        The vertices ``(x, y)``.
+
+    Raises
+    ------
+    KeyError
+        If ``kind`` is not one of these.
     """
     if kind == "square":
         return [(cx - r, cy - r), (cx + r, cy - r), (cx + r, cy + r), (cx - r, cy + r)]
@@ -156,7 +224,27 @@ def draw_shape(
     width: int = 1,
     flip: bool = False,
 ) -> None:
-    """Draw a circle or polygon (see :func:`shape_points`), filled and/or outlined, aliased."""
+    """Draw a circle or polygon (see :func:`shape_points`), filled and/or outlined, aliased.
+
+    Parameters
+    ----------
+    draw : PIL.ImageDraw.ImageDraw
+        Where to draw.
+    kind : str
+        ``"circle"`` or a :func:`shape_points` kind.
+    cx, cy : float
+        The centre in pixels.
+    r : float
+        Radius (circle) or half-size (polygon) in pixels.
+    fill : colour, optional
+        Fill colour; no fill when not given.
+    outline : colour, optional
+        Outline colour; no outline when not given.
+    width : int, default 1
+        Outline width in pixels.
+    flip : bool, default False
+        Passed to :func:`shape_points`.
+    """
     if kind == "circle":
         box = [cx - r, cy - r, cx + r, cy + r]
         draw.ellipse(box, fill=fill, outline=outline, width=width)
@@ -180,6 +268,32 @@ def place_discs(
 
     Rejection sampling, largest disc first; raises ``RuntimeError`` if a disc
     finds no room in ``tries`` draws (the callers' layouts leave ample room).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The random stream.
+    radii : sequence of float
+        The discs' radii in pixels.
+    box : tuple of float
+        ``(x0, y0, x1, y1)``: each disc lies wholly inside it.
+    gap : float, default 4.0
+        Least distance between two discs' edges, in pixels.
+    avoid : list of tuple of float, optional
+        Discs ``(x, y, r)`` already there, kept ``gap`` clear of and not
+        returned.
+    tries : int, default 4000
+        Draws per disc before giving up.
+
+    Returns
+    -------
+    list of tuple of float
+        ``(x, y, r)`` per radius, in the order of ``radii``.
+
+    Raises
+    ------
+    RuntimeError
+        If a disc finds no room.
     """
     x0, y0, x1, y1 = box
     placed: list[tuple[float, float, float]] = list(avoid or [])
@@ -202,7 +316,22 @@ def place_discs(
 
 
 def canvas(w: int, h: int, colour=WHITE) -> tuple[Image.Image, ImageDraw.ImageDraw]:
-    """A blank image and its drawing context."""
+    """A blank image and its drawing context.
+
+    Parameters
+    ----------
+    w, h : int
+        Width and height in pixels.
+    colour : colour, default WHITE
+        Background colour.
+
+    Returns
+    -------
+    img : PIL.Image.Image
+        The RGB image.
+    draw : PIL.ImageDraw.ImageDraw
+        A drawing context on it.
+    """
     img = Image.new("RGB", (w, h), colour)
     return img, ImageDraw.Draw(img)
 

@@ -67,7 +67,21 @@ def _place_shapes(rng, radii, kinds, box, gap):
 
 
 def counting_circles(size: int, rng: np.random.Generator) -> Drawn:
-    """500 x 300, ``size`` black circles of radius U{10..30}, apart. Gold: the count."""
+    """500 x 300, ``size`` black circles of radius U{10..30}, apart. Gold: the count.
+
+    Parameters
+    ----------
+    size : int
+        Number of circles, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``str(size)``. ``meta``:
+        ``circles`` (``[x, y, r]`` each).
+    """
     radii = rng.integers(10, 31, size)
     discs = place_discs(rng, radii, (2, 2, 498, 298))
     img, d = canvas(500, 300)
@@ -77,7 +91,21 @@ def counting_circles(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def count_coloured_circles(size: int, rng: np.random.Generator) -> Drawn:
-    """500 x 300, ``2 size`` circles r U{10..20}: ``size`` red, the rest blue/green/yellow."""
+    """500 x 300, ``2 size`` circles r U{10..20}: ``size`` red, the rest blue/green/yellow.
+
+    Parameters
+    ----------
+    size : int
+        Number of red circles, 1..20 (as many others are drawn).
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``str(size)``, the red
+        count. ``meta``: ``circles`` (``[x, y, r, colour]`` each).
+    """
     radii = rng.integers(10, 21, 2 * size)
     discs = place_discs(rng, radii, (2, 2, 498, 298))
     others = ("blue", "green", "yellow")
@@ -92,7 +120,22 @@ def count_coloured_circles(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def change_colour(size: int, rng: np.random.Generator) -> Drawn:
-    """Two 1500 x 1000 images of ``2 size`` red/blue/green circles; ``size`` recoloured in image 2."""
+    """Two 1500 x 1000 images of ``2 size`` red/blue/green circles; ``size`` recoloured in image 2.
+
+    Parameters
+    ----------
+    size : int
+        Number of circles that change colour, 1..20 (``2 size`` are drawn).
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``str(size)``. ``meta``:
+        ``circles`` (``[x, y, r]``), ``colours_1`` and ``colours_2`` (each
+        circle's colour in each image).
+    """
     names = ("red", "blue", "green")
     radii = rng.integers(10, 31, 2 * size)
     discs = place_discs(rng, radii, (4, 4, 1496, 996), gap=6)
@@ -114,7 +157,22 @@ def change_colour(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def vanishing_objects(size: int, rng: np.random.Generator) -> Drawn:
-    """Two 1500 x 1000 images of ``2 size`` black shapes (half-size 15..30); ``size`` gone in image 2."""
+    """Two 1500 x 1000 images of ``2 size`` black shapes (r 15..30); ``size`` gone in image 2.
+
+    Parameters
+    ----------
+    size : int
+        Number of shapes removed from image 2, 1..20 (``2 size`` in image 1).
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``str(size)``. ``meta``:
+        ``shapes`` (``[kind, x, y, r]``) and ``removed`` (indices of the removed
+        shapes).
+    """
     radii = rng.integers(15, 31, 2 * size)
     kinds = [SHAPES3[int(k)] for k in rng.integers(0, 3, 2 * size)]
     discs = _place_shapes(rng, radii, kinds, (4, 4, 1496, 996), gap=8)
@@ -171,12 +229,42 @@ def _mirror(size: int, rng: np.random.Generator, axis: str) -> Drawn:
 
 
 def mirror_image(size: int, rng: np.random.Generator) -> Drawn:
-    """Two 600 x 400 images: shapes left of a vertical blue line, ``size`` reflected to the right."""
+    """Two 600 x 400 images: shapes left of a vertical blue line, ``size`` reflected to the right.
+
+    Parameters
+    ----------
+    size : int
+        Number of shapes reflected in image 2, 1..20 (``2 size`` are drawn).
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``str(size)``. ``meta``:
+        ``shapes`` (``[kind, colour, x, y, r]`` as in image 1) and ``mirrored``
+        (indices of the reflected shapes).
+    """
     return _mirror(size, rng, "vertical")
 
 
 def water_image(size: int, rng: np.random.Generator) -> Drawn:
-    """Two 400 x 600 images: shapes above a horizontal blue line, ``size`` reflected below."""
+    """Two 400 x 600 images: shapes above a horizontal blue line, ``size`` reflected below.
+
+    Parameters
+    ----------
+    size : int
+        Number of shapes reflected in image 2, 1..20 (``2 size`` are drawn).
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``str(size)``. ``meta``:
+        ``shapes`` (``[kind, colour, x, y, r]`` as in image 1) and ``mirrored``
+        (indices of the reflected shapes, drawn upside down).
+    """
     return _mirror(size, rng, "horizontal")
 
 
@@ -211,12 +299,42 @@ def _match(size: int, rng: np.random.Generator, shadow: bool) -> Drawn:
 
 
 def match_outline(size: int, rng: np.random.Generator) -> Drawn:
-    """Two images of ``size`` rows: filled black shapes vs outlines. Gold: matching rows."""
+    """Two images of ``size`` rows: filled black shapes vs outlines. Gold: matching rows.
+
+    Parameters
+    ----------
+    size : int
+        Number of rows, 1..20 (100 px each, 300 px wide).
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the number of rows whose two
+        shapes are of the same kind, 0..``size``. ``meta``: ``rows_1`` and
+        ``rows_2`` (``[kind, x, y, r]`` per row).
+    """
     return _match(size, rng, shadow=False)
 
 
 def match_shadow(size: int, rng: np.random.Generator) -> Drawn:
-    """Two images of ``size`` rows: red shapes vs grey shadows flipped vertically. Gold: matches."""
+    """Two images of ``size`` rows: red shapes vs grey shadows flipped vertically. Gold: matches.
+
+    Parameters
+    ----------
+    size : int
+        Number of rows, 1..20 (100 px each, 300 px wide).
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the number of rows whose two
+        shapes are of the same kind, 0..``size``. ``meta``: ``rows_1`` and
+        ``rows_2`` (``[kind, x, y, r]`` per row).
+    """
     return _match(size, rng, shadow=True)
 
 
@@ -227,7 +345,22 @@ GRID_N = 6
 
 
 def circle_right_triangle(size: int, rng: np.random.Generator) -> Drawn:
-    """6 x 6 grid (800 px): ``size`` blue circles, ``min(size, 36 - size)`` red triangles."""
+    """6 x 6 grid (800 px): ``size`` blue circles, ``min(size, 36 - size)`` red triangles.
+
+    Parameters
+    ----------
+    size : int
+        Number of circles, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"yes"`` if some triangle
+        has a circle in the cell to its right, else ``"no"``. ``meta``:
+        ``circles`` and ``triangles`` (``[row, col]`` each).
+    """
     n_tri = min(size, 36 - size)
     cells = rng.choice(36, size + n_tri, replace=False)
     circ = {(int(c) // 6, int(c) % 6) for c in cells[:size]}
@@ -257,6 +390,20 @@ def inside_circles(size: int, rng: np.random.Generator) -> Drawn:
     .065 from each circumference: radius .05 + the ring's half width + .008),
     so inside or outside is never ambiguous; circles are redrawn if no such
     place exists.
+
+    Parameters
+    ----------
+    size : int
+        Number of rings, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"yes"`` if the dot lies
+        inside some ring, else ``"no"``. ``meta``: ``circles`` (``[x, y, r]`` in
+        pixels) and ``dot`` (``[x, y]``).
     """
     while True:
         cx = rng.uniform(0.1, 0.9, (size, 2))
@@ -302,7 +449,22 @@ def inside_circles(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def counting_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """500 x 300, ``size`` black circles/triangles/squares, half-size U{10..20}."""
+    """500 x 300, ``size`` black circles/triangles/squares, half-size U{10..20}.
+
+    Parameters
+    ----------
+    size : int
+        Number of shapes, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"circles triangles
+        squares"``, the three counts. ``meta``: ``shapes`` (``[kind, x, y, r]``
+        each).
+    """
     radii = rng.integers(10, 21, size)
     kinds = [SHAPES3[int(k)] for k in rng.integers(0, 3, size)]
     discs = _place_shapes(rng, radii, kinds, (2, 2, 498, 298), gap=5)
@@ -325,6 +487,22 @@ def counting_locations(size: int, rng: np.random.Generator, equal_counts: bool =
     Default: ``2 size`` circles, the number above uniform on 0..2 size (the
     authors' code always drew ``size`` above and ``size`` below, so ABOVE ==
     BELOW in every item; ``equal_counts=True`` reproduces that).
+
+    Parameters
+    ----------
+    size : int
+        Half the number of circles, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+    equal_counts : bool, default False
+        Put ``size`` circles above and ``size`` below, as the authors' code.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"above below"``, the two
+        counts. ``meta``: ``above`` and ``below`` (``[x, y, r]`` each) and
+        ``equal_counts``.
     """
     above = size if equal_counts else int(rng.integers(0, 2 * size + 1))
     below = 2 * size - above
@@ -351,6 +529,20 @@ def circle_location(size: int, rng: np.random.Generator) -> Drawn:
     Drawn at 0.3 px per unit (900 x 600 px).  Circles keep clear of the axes.
     Gold: ``"q c"``, the quadrant with the most circles (ties to the lower
     number) and its count.
+
+    Parameters
+    ----------
+    size : int
+        Number of circles, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"q c"`` (see above).
+        ``meta``: ``circles`` (``[x, y, quadrant]``, data units) and ``counts``
+        (circles per quadrant 1..4).
     """
     r = 75.0
     discs = []
@@ -385,6 +577,20 @@ def comparing_size(size: int, rng: np.random.Generator) -> Drawn:
 
     Radii are fractions U(.05, .2) of 250 px that differ by at least .05; the
     blue circle is left or right at random.  Gold: the bigger colour per row.
+
+    Parameters
+    ----------
+    size : int
+        Number of rows, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"blue green ..."``, the
+        bigger circle's colour per row, top to bottom. ``meta``: ``rows``
+        (``[blue radius, green radius, blue_left]`` per row, radii in pixels).
     """
     img, d = canvas(CMP_W, CMP_ROW_H * size)
     rows, out = [], []
@@ -411,6 +617,19 @@ def sort_lines(size: int, rng: np.random.Generator) -> Drawn:
 
     Lines are labelled 1..size left to right just above their top ends.
     Gold: the labels from shortest to longest.
+
+    Parameters
+    ----------
+    size : int
+        Number of lines, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"3 1 2 ..."``, the labels
+        from shortest to longest. ``meta``: ``lengths`` (pixels, left to right).
     """
     room = 960 - 250 - 20 * (size - 1)
     z = np.sort(rng.integers(0, room + 1, size))
@@ -431,6 +650,17 @@ DISTRACTOR_COLOURS = ("red", "blue", "purple", "yellow")
 
 
 def grid_canvas():
+    """The labelled 6 x 6 grid of the locate domains: 100 px cells, 40 px margin.
+
+    Rows and columns are numbered 0..5 in the left and top margins.
+
+    Returns
+    -------
+    img : PIL.Image.Image
+        The 680 x 680 RGB image.
+    draw : PIL.ImageDraw.ImageDraw
+        A drawing context on it.
+    """
     side = 2 * GRID_MARGIN + GRID_N * GRID_CELL
     img, d = canvas(side, side)
     m, c = GRID_MARGIN, GRID_CELL
@@ -444,10 +674,35 @@ def grid_canvas():
 
 
 def cell_centre(i: int, j: int) -> tuple[float, float]:
+    """Pixel centre of cell ``(i, j)`` of the :func:`grid_canvas` grid.
+
+    Parameters
+    ----------
+    i, j : int
+        Row and column, 0..5.
+
+    Returns
+    -------
+    tuple of float
+        ``(x, y)`` in pixels.
+    """
     return GRID_MARGIN + (j + 0.5) * GRID_CELL, GRID_MARGIN + (i + 0.5) * GRID_CELL
 
 
 def coords(cells) -> str:
+    """Cells as the ``coords`` answer format: ``"(i,j) (k,l)"``, sorted.
+
+    Parameters
+    ----------
+    cells : iterable of tuple of int
+        ``(row, col)`` cells.
+
+    Returns
+    -------
+    str
+        The cells sorted by row then column, ``"(row,col)"`` each,
+        space-separated.
+    """
     return " ".join(f"({i},{j})" for i, j in sorted(cells))
 
 
@@ -456,6 +711,20 @@ def locate_circles_colour(size: int, rng: np.random.Generator) -> Drawn:
 
     Labelled 6 x 6 grid (0-based, 100 px cells, 40 px margin): ``size`` green circles and
     ``min(size, 36 - size)`` red/blue/purple/yellow circles elsewhere. Gold: the green cells.
+
+    Parameters
+    ----------
+    size : int
+        Number of green circles, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the green cells,
+        ``"(row,col) ..."`` sorted (:func:`coords`). ``meta``: ``cells``
+        (``[row, col, colour]`` of every circle).
     """
     n_other = min(size, 36 - size)
     cells = [(int(c) // 6, int(c) % 6) for c in rng.choice(36, size + n_other, replace=False)]
@@ -468,7 +737,22 @@ def locate_circles_colour(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def locate_circles_shape(size: int, rng: np.random.Generator) -> Drawn:
-    """As :func:`locate_circles_colour`, but the others are green squares and triangles."""
+    """As :func:`locate_circles_colour`, but the others are green squares and triangles.
+
+    Parameters
+    ----------
+    size : int
+        Number of circles, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the circles' cells,
+        ``"(row,col) ..."`` sorted (:func:`coords`). ``meta``: ``cells``
+        (``[row, col, kind]`` of every shape).
+    """
     n_other = min(size, 36 - size)
     cells = [(int(c) // 6, int(c) % 6) for c in rng.choice(36, size + n_other, replace=False)]
     kinds = ["circle"] * size + [
@@ -489,6 +773,20 @@ def circle_boxes(size: int, rng: np.random.Generator) -> Drawn:
 
     1600 x 800, a vertical blue line at x 800; ``2 size`` red circles r 30, ``L`` U{0..2 size}
     on the left.  Gold: circles to move so both sides are equal, ``|L - R| / 2 = |L - size|``.
+
+    Parameters
+    ----------
+    size : int
+        Half the number of circles, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``str(abs(L - size))``.
+        ``meta``: ``left`` and ``right`` (``[x, y]`` of each circle on that
+        side).
     """
     left = int(rng.integers(0, 2 * size + 1))
     lo = place_discs(rng, [30] * left, (4, 4, 792, 796), gap=6)
@@ -511,10 +809,24 @@ IDENTIFY = {
 
 
 def identifying_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``identifying_shapes`` trial.
+    """Draw an ``identifying_shapes`` trial.
 
     ``size`` rows (100 px, a black line under each) of one shape: Circle blue, Triangle red,
     Diamond green, Pentagon cyan, Hexagon magenta.  Gold: the names, top to bottom.
+
+    Parameters
+    ----------
+    size : int
+        Number of rows, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"circle diamond ..."``,
+        the shape names top to bottom. ``meta``: ``rows`` (the same names, as a
+        list).
     """
     names = list(IDENTIFY)
     kinds = [names[int(k)] for k in rng.integers(0, 5, size)]
@@ -530,7 +842,18 @@ KNOT_CELL, KNOT_MARGIN = 100, 10
 
 
 def safe_cells(crosses) -> list[tuple[int, int]]:
-    """Cells (row, col) of the 6 x 6 grid with no X in them or in an edge neighbour."""
+    """Cells (row, col) of the 6 x 6 grid with no X in them or in an edge neighbour.
+
+    Parameters
+    ----------
+    crosses : iterable of tuple of int
+        The ``(row, col)`` cells that hold an X.
+
+    Returns
+    -------
+    list of tuple of int
+        The safe cells in reading order.
+    """
     xs = set(crosses)
     return [
         (i, j)
@@ -546,6 +869,20 @@ def cross_and_knots(size: int, rng: np.random.Generator) -> Drawn:
     6 x 6 grid (100 px cells, 10 px margin): ``size`` cells hold a black X, the others their
     label ``(row,col)``.  Correct: any safe cell (``accept``), or ``none`` if there is none;
     the canonical answer is the first safe cell in reading order.
+
+    Parameters
+    ----------
+    size : int
+        Number of crosses, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the first safe cell
+        ``"(row,col)"``, or ``"none"``. ``accept``: every safe cell (or
+        ``{"none"}``). ``meta``: ``crosses`` (``[row, col]`` each).
     """
     cells = [(int(c) // 6, int(c) % 6) for c in rng.choice(36, size, replace=False)]
     side = 2 * KNOT_MARGIN + GRID_N * KNOT_CELL
@@ -578,6 +915,20 @@ def sort_circles(size: int, rng: np.random.Generator) -> Drawn:
     1000 x 800: ``size`` black circles, radii U(.3, 2) at least .05 apart (40 px per unit),
     each labelled in white at its centre with 1..size (random order).  Gold: labels smallest
     to largest.
+
+    Parameters
+    ----------
+    size : int
+        Number of circles, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"2 5 1 ..."``, the labels
+        smallest to largest. ``meta``: ``circles`` (``[x, y, r, label]`` each,
+        pixels).
     """
     room = 2.0 - 0.3 - 0.05 * (size - 1)
     z = np.sort(rng.uniform(0, room, size))
@@ -603,7 +954,15 @@ LEGEND_H = 130  # legend band height; a black separator line spans the width jus
 
 
 def draw_legend(d, width: int) -> None:
-    """The 20 palette colours (swatch + name) in 4 rows of 5, then a full-width black line."""
+    """The 20 palette colours (swatch + name) in 4 rows of 5, then a full-width black line.
+
+    Parameters
+    ----------
+    d : PIL.ImageDraw.ImageDraw
+        Where to draw (the top ``LEGEND_H`` pixels).
+    width : int
+        Image width in pixels.
+    """
     names = list(PALETTE20)
     col_w = width / 5
     for k, name in enumerate(names):
@@ -618,6 +977,20 @@ def layered_colours(size: int, rng: np.random.Generator) -> Drawn:
 
     Legend, then ``size`` concentric filled circles (radii from .9 to .05 of 400 px, evenly
     spaced) in distinct palette colours, drawn outside in.  Gold: colours inside to outside.
+
+    Parameters
+    ----------
+    size : int
+        Number of circles, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the palette colour names,
+        inside to outside. ``meta``: ``radii`` (pixels, outside in) and
+        ``outside_in`` (the colours, outside in).
     """
     names = [list(PALETTE20)[int(k)] for k in rng.choice(20, size, replace=False)]
     radii = np.linspace(0.9, 0.05, size) if size > 1 else np.array([0.9])
@@ -638,6 +1011,20 @@ def colours_present(size: int, rng: np.random.Generator) -> Drawn:
 
     Legend, then ``size`` shapes (r 40, circle/triangle/square/pentagon) in distinct palette
     colours on white.  Gold: 20 yes/no in the legend's (the prompt's) colour order.
+
+    Parameters
+    ----------
+    size : int
+        Number of shapes (and colours), 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: 20 words ``"yes"``/``"no"``,
+        one per palette colour in legend order. ``meta``: ``shapes`` (``[kind,
+        colour, x, y]`` each).
     """
     picked = sorted(int(k) for k in rng.choice(20, size, replace=False))
     names = list(PALETTE20)
@@ -659,11 +1046,23 @@ def colours_present(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
-    """Draw a ``background`` trial.
+    """A procedural stand-in for the authors' background photos.
 
-    A procedural stand-in for the authors' background photos: a smooth random colour field
-    (an 8 x 6 grid of random colours, bilinearly upsampled, plus fine noise), every channel in
-    40..215, so no pixel equals a pure drawing colour.
+    A smooth random colour field (an 8 x 6 grid of random colours, bilinearly
+    upsampled, plus fine noise), every channel in 40..215, so no pixel equals a
+    pure drawing colour.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The random stream.
+    w, h : int
+        Width and height in pixels.
+
+    Returns
+    -------
+    PIL.Image.Image
+        The RGB image; no pixel is a :data:`PALETTE20` colour.
     """
     coarse = rng.integers(60, 196, (6, 8, 3)).astype(np.uint8)
     field = np.asarray(Image.fromarray(coarse).resize((w, h), Image.BILINEAR)).astype(np.int16)
@@ -680,6 +1079,23 @@ def list_shapes(size: int, rng: np.random.Generator, photo: bool = True) -> Draw
 
     2000 x 1500: ``size`` shapes (r 75; circle/triangle/square/pentagon) in red, green or
     blue over a procedural background (``photo=False``: white).  Gold: the set of shape types.
+
+    Parameters
+    ----------
+    size : int
+        Number of shapes, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+    photo : bool, default True
+        Draw the shapes over a procedural background (:func:`background`);
+        ``False`` draws them on white.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the distinct shape kinds,
+        sorted, space-separated. ``meta``: ``shapes`` (``[kind, [r, g, b], x,
+        y]`` each).
     """
     kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
     cols = [(RED, GREEN, BLUE)[int(k)] for k in rng.integers(0, 3, size)]
@@ -702,6 +1118,23 @@ def list_colours(size: int, rng: np.random.Generator, photo: bool = True) -> Dra
     Legend, then 2000 x 1500 of procedural background (``photo=False``: white) with ``size``
     shapes (r 90; circle/triangle/square/pentagon) in distinct palette colours.
     Gold: the set of colours.
+
+    Parameters
+    ----------
+    size : int
+        Number of shapes (and colours), 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+    photo : bool, default True
+        Draw the shapes over a procedural background (:func:`background`);
+        ``False`` draws them on white.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the colour names, sorted,
+        space-separated. ``meta``: ``shapes`` (``[kind, colour, x, y]`` each, y
+        in the whole image).
     """
     names = [list(PALETTE20)[int(k)] for k in rng.choice(20, size, replace=False)]
     kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
@@ -732,6 +1165,21 @@ def layered_shapes(size: int, rng: np.random.Generator) -> Drawn:
     directly inside a circle), the outermost of circumradius 800 px, each inscribed in the one
     around it (circumradius = the outer shape's inradius), in distinct random RGB colours.
     Sequences whose innermost shape would be under 24 px are redrawn.  Gold: inside to outside.
+
+    Parameters
+    ----------
+    size : int
+        Number of nested shapes, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the shape kinds, inside to
+        outside. ``meta``: ``outside_in`` (the kinds, outside in), ``radii``
+        (circumradii in pixels, outside in) and ``colours`` (``[r, g, b]``
+        each).
     """
     while True:
         kinds = []
@@ -811,6 +1259,20 @@ def grid_path(size: int, rng: np.random.Generator) -> Drawn:
     square (r 25) in a random colour; a black line with arrowheads at the cell borders joins the
     ``size`` cells of a self-avoiding path, ``S`` (top-left corner) marks its first cell and
     ``E`` (bottom-right corner) its last.  Gold: the shapes along the path, S to E.
+
+    Parameters
+    ----------
+    size : int
+        Number of cells on the path, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the shape kinds along the
+        path, S to E. ``meta``: ``path`` (``[row, col]`` per cell) and ``kinds``
+        (the 6 x 6 grid of shape kinds).
     """
     path = _self_avoiding(rng, size)
     kinds = [[SHAPES3[int(k)] for k in row] for row in rng.integers(0, 3, (6, 6))]
@@ -859,6 +1321,22 @@ def maze_solving(size: int, rng: np.random.Generator) -> Drawn:
     the top-left room; open cells are numbered in carve order (S = 0), the start shows ``S``,
     the cell numbered ``size`` shows ``E``, the others their numbers.  Gold: the shortest (in a
     carved maze the only) path, ``"s 3 4 e"``; the numbers in place of S or E are accepted too.
+
+    Parameters
+    ----------
+    size : int
+        The carve number of the end cell, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"s ... e"``, the numbers
+        of the cells between S and E in path order. ``accept``: the answer with
+        ``0`` for ``s`` and/or ``size`` for ``e`` too. ``meta``: ``numbers``
+        (the 11 x 11 carve numbers, -1 for walls) and ``path`` (``[row, col]``
+        from S to E).
     """
     num = -np.ones((MAZE_N, MAZE_N), int)
     num[1, 1] = 0
@@ -916,7 +1394,23 @@ GRAPH_R, GRAPH_W = 15, 800
 
 
 def segment_cover(arr: np.ndarray, a, b, r: float) -> float:
-    """Fraction of points on segment a-b (outside the end discs of radius ``r``) that are ink."""
+    """Fraction of points on segment a-b (outside the end discs of radius ``r``) that are ink.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        RGB image, shape ``(height, width, 3)``; ink is any pixel not pure
+        white.
+    a, b : sequence of float
+        The segment's ends ``(x, y)`` (node centres), in pixels.
+    r : float
+        Radius of the end discs left out (2 px more is skipped at each end).
+
+    Returns
+    -------
+    float
+        The fraction of 60 evenly spaced points that are ink, 0..1.
+    """
     a, b = np.asarray(a, float), np.asarray(b, float)
     length = float(np.hypot(*(b - a)))
     ts = np.linspace((r + 2) / length, 1 - (r + 2) / length, 60)
@@ -949,6 +1443,20 @@ def graph_counting(size: int, rng: np.random.Generator) -> Drawn:
     passes no other node within 18 px, and layouts where a non-edge is drawn over by other
     edges are redrawn.
     Gold: ``"nodes edges"``.
+
+    Parameters
+    ----------
+    size : int
+        Number of nodes, 1..20.
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: ``"nodes edges"``, the two
+        counts. ``meta``: ``nodes`` (``[x, y]`` each) and ``edges`` (``[i, j]``
+        node index pairs, sorted).
     """
     hi = min(comb(size, 2), size + 5)
     n_edges = int(rng.integers(size - 1, hi + 1)) if size > 1 else 0
@@ -1004,6 +1512,20 @@ def numbered_shapes(size: int, rng: np.random.Generator) -> Drawn:
     1200 x 900: ``2 size`` light-coloured shapes (r 32), ``size`` of them circles, the rest
     triangles/squares/pentagons, each with a black number 1..2 size (random order) at its
     centre.  Gold: the circles' numbers, sorted as strings (the authors' order).
+
+    Parameters
+    ----------
+    size : int
+        Number of circles, 1..20 (``2 size`` shapes are drawn).
+    rng : numpy.random.Generator
+        The random stream.
+
+    Returns
+    -------
+    Drawn
+        ``images``: as described above. ``answer``: the circles' numbers, sorted
+        as strings, space-separated. ``meta``: ``shapes`` (``[kind, number, x,
+        y]`` each).
     """
     kinds = ["circle"] * size + [
         ("triangle", "square", "pentagon")[int(k)] for k in rng.integers(0, 3, size)

@@ -33,7 +33,20 @@ def _empty(reply) -> bool:
 
 
 def last_line(reply: str) -> str:
-    """The last non-empty line, without markdown emphasis, quotes and a final full stop."""
+    """The last non-empty line, without markdown emphasis, quotes and a final full stop.
+
+    Parameters
+    ----------
+    reply : str
+        The reply (any object; it is converted with ``str``).
+
+    Returns
+    -------
+    str
+        The last line that is not blank, with ``*`` and backticks removed,
+        stripped of whitespace and surrounding quotes and of one final ``.``;
+        ``""`` when every line is blank.
+    """
     lines = [ln for ln in str(reply).splitlines() if ln.strip()]
     line = lines[-1] if lines else ""
     line = line.replace("*", "").replace("`", "").strip().strip("\"'").strip()
@@ -70,7 +83,21 @@ _ANSWER_WORD = re.compile(r"ANSWER\s*:\s*(yes|no)\b", re.I)
 
 
 def parse_answer_yes_no(reply: str | None) -> Parsed:
-    """``ANSWER: Yes`` / ``ANSWER: No`` -> ``"yes"`` / ``"no"`` (last occurrence)."""
+    """``ANSWER: Yes`` / ``ANSWER: No`` -> ``"yes"`` / ``"no"`` (last occurrence).
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        ``"yes"`` or ``"no"``; ``None`` when the reply does not follow the
+        format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+    """
     if _empty(reply):
         return None, "empty reply"
     found = _ANSWER_WORD.findall(str(reply).replace("*", ""))
@@ -80,7 +107,21 @@ def parse_answer_yes_no(reply: str | None) -> Parsed:
 
 
 def parse_yes_no_line(reply: str | None) -> Parsed:
-    """The last line is exactly ``YES`` or ``NO`` (any case) -> ``"yes"`` / ``"no"``."""
+    """The last line is exactly ``YES`` or ``NO`` (any case) -> ``"yes"`` / ``"no"``.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        ``"yes"`` or ``"no"``; ``None`` when the reply does not follow the
+        format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+    """
     if _empty(reply):
         return None, "empty reply"
     line = last_line(reply).lower()
@@ -123,7 +164,21 @@ parse_shape_words = _words(
 
 
 def parse_labels(reply: str | None) -> Parsed:
-    """The last line holds only integer labels (space- or comma-separated) -> ``"3 1 2"``."""
+    """The last line holds only integer labels (space- or comma-separated) -> ``"3 1 2"``.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        The labels in the reply's order, space-separated, without leading zeros;
+        ``None`` when the reply does not follow the format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+    """
     if _empty(reply):
         return None, "empty reply"
     line = last_line(reply)
@@ -137,7 +192,21 @@ _COORD = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*\)")
 
 
 def parse_coords(reply: str | None) -> Parsed:
-    """The last line holds only ``(row,column)`` pairs -> the set, sorted: ``"(0,1) (2,3)"``."""
+    """The last line holds only ``(row,column)`` pairs -> the set, sorted: ``"(0,1) (2,3)"``.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        The distinct pairs sorted by row then column, ``"(r,c)"`` each, space-
+        separated; ``None`` when the reply does not follow the format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+    """
     if _empty(reply):
         return None, "empty reply"
     line = last_line(reply)
@@ -179,7 +248,23 @@ _yes_no_words = _words("ANSWER", ("yes", "no"), "yes/no")
 
 
 def parse_yes_no_list(reply: str | None) -> Parsed:
-    """``ANSWER: yes , no, ...`` with exactly 20 entries -> ``"yes no ..."``."""
+    """``ANSWER: yes , no, ...`` with exactly 20 entries -> ``"yes no ..."``.
+
+    The text after the last ``ANSWER:`` to the end of its line is read.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        The 20 answers, lowercased, space-separated, in order; ``None`` when the
+        reply does not follow the format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+    """
     value, why = _yes_no_words(reply)
     if why is None and len(value.split()) != 20:
         return None, f"{len(value.split())} entries, not 20"
@@ -192,7 +277,24 @@ def _unbracket(line: str) -> list[str]:
 
 
 def parse_shape_set(reply: str | None) -> Parsed:
-    """The last line is a list or set of shape names -> the set, sorted: ``"circle square"``."""
+    """The last line is a list or set of shape names -> the set, sorted: ``"circle square"``.
+
+    Brackets, braces, parentheses and quotes are ignored; the names must be
+    among ``SHAPE_NAMES`` (circle, triangle, square, pentagon).
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        The distinct names, lowercased, sorted, space-separated; ``None`` when
+        the reply does not follow the format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+    """
     if _empty(reply):
         return None, "empty reply"
     tokens = _unbracket(last_line(reply))
@@ -202,7 +304,24 @@ def parse_shape_set(reply: str | None) -> Parsed:
 
 
 def parse_colour_set(reply: str | None) -> Parsed:
-    """The last line is a list or set of palette colours -> the set, sorted: ``"blue red"``."""
+    """The last line is a list or set of palette colours -> the set, sorted: ``"blue red"``.
+
+    Brackets, braces, parentheses and quotes are ignored; the names must be
+    among the 20 ``PALETTE_NAMES``.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        The distinct colours, lowercased, sorted, space-separated; ``None`` when
+        the reply does not follow the format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+    """
     if _empty(reply):
         return None, "empty reply"
     tokens = _unbracket(last_line(reply))
@@ -212,7 +331,22 @@ def parse_colour_set(reply: str | None) -> Parsed:
 
 
 def parse_cell_path(reply: str | None) -> Parsed:
-    """The last line lists cells from S to E (``S, 3, 4, E`` or numbers) -> ``"s 3 4 e"``."""
+    """The last line lists cells from S to E (``S, 3, 4, E`` or numbers) -> ``"s 3 4 e"``.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        At least two cells in order, ``s``/``e`` lowercased and numbers without
+        leading zeros, space-separated; ``None`` when the reply does not
+        follow the format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+    """
     if _empty(reply):
         return None, "empty reply"
     tokens = [t for t in re.split(r"[\s,]+", last_line(reply).lower()) if t]
@@ -225,7 +359,23 @@ _CIRCLES = re.compile(r"CIRCLES\s*:\s*(.*)$", re.I | re.M)
 
 
 def parse_circle_labels(reply: str | None) -> Parsed:
-    """``CIRCLES: [3, 12, 5]`` -> the numbers as a set sorted as strings: ``"12 3 5"``."""
+    """``CIRCLES: [3, 12, 5]`` -> the numbers as a set sorted as strings: ``"12 3 5"``.
+
+    The text after the last ``CIRCLES:`` to the end of its line is read.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        The distinct numbers, sorted as strings, space-separated; ``None`` when
+        the reply does not follow the format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+    """
     if _empty(reply):
         return None, "empty reply"
     found = _CIRCLES.findall(str(reply).replace("*", ""))
@@ -238,7 +388,21 @@ def parse_circle_labels(reply: str | None) -> Parsed:
 
 
 def parse_cell_or_none(reply: str | None) -> Parsed:
-    """The last line is one ``(x,y)`` or ``None`` -> ``"(x,y)"`` / ``"none"``."""
+    """The last line is one ``(x,y)`` or ``None`` -> ``"(x,y)"`` / ``"none"``.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        ``"(x,y)"`` (integers without leading zeros) or ``"none"``; ``None``
+        when the reply does not follow the format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+    """
     if _empty(reply):
         return None, "empty reply"
     line = last_line(reply)
@@ -303,7 +467,28 @@ FORMATTERS: dict[str, Callable[[str], str]] = {
 
 
 def parse(answer_format: str, reply: str | None) -> Parsed:
-    """Parse ``reply`` with the parser named by a trial's ``answer_format``."""
+    """Parse ``reply`` with the parser named by a trial's ``answer_format``.
+
+    Parameters
+    ----------
+    answer_format : str
+        A key of :data:`PARSERS` (e.g. ``"count"``, ``"coords"``).
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        The normalised answer; ``None`` when the reply does not follow the
+        format.
+    reason : str or None
+        ``None``, or why the reply is a format error.
+
+    Raises
+    ------
+    ValueError
+        If ``answer_format`` names no parser.
+    """
     try:
         parser = PARSERS[answer_format]
     except KeyError:
@@ -314,10 +499,39 @@ def parse(answer_format: str, reply: str | None) -> Parsed:
 
 
 def format_reply(answer_format: str, value: str) -> str:
-    """A well-formed reply carrying ``value`` in the output format the prompt asks for."""
+    """A well-formed reply carrying ``value`` in the output format the prompt asks for.
+
+    Parameters
+    ----------
+    answer_format : str
+        A key of :data:`FORMATTERS` (the same keys as :data:`PARSERS`).
+    value : str
+        A normalised answer, as the format's parser returns it.
+
+    Returns
+    -------
+    str
+        The reply; :func:`parse` reads ``value`` back from it.
+
+    Raises
+    ------
+    KeyError
+        If ``answer_format`` names no formatter.
+    """
     return FORMATTERS[answer_format](value)
 
 
 def malformed_reply(value: str) -> str:
-    """A reply that states ``value`` but ignores the output format (no key, prose around it)."""
+    """A reply that states ``value`` but ignores the output format (no key, prose around it).
+
+    Parameters
+    ----------
+    value : str
+        The answer to state.
+
+    Returns
+    -------
+    str
+        ``"The answer is <value> ."``.
+    """
     return f"The answer is {value} ."

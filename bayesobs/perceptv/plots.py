@@ -21,7 +21,26 @@ def _axes(ax, figsize):
 
 
 def plot_accuracy_vs_size(sizes: pd.DataFrame, domains=None, subject=None, ax=None):
-    """Accuracy (%) against problem size, one line per domain (and subject), from :func:`score.size_table`."""
+    """Accuracy (%) against problem size, one line per domain (and subject).
+
+    Parameters
+    ----------
+    sizes : DataFrame
+        :func:`bayesobs.perceptv.score.size_table` output (``subject``,
+        ``domain``, ``problem_size``, ``accuracy``).
+    domains : iterable of str, optional
+        Plot only these domains; all when not given.
+    subject : str, optional
+        Plot only this subject; all when not given (lines are then labelled
+        ``"subject: domain"`` when there are several).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure (no pyplot) when not given.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes.
+    """
     fig, ax = _axes(ax, (7, 4.5))
     df = sizes
     if domains is not None:
@@ -46,6 +65,24 @@ def plot_skills(skills: pd.DataFrame, references=published.MODELS, ax=None):
 
     Bars of each subject's skill scores (from :func:`score.skill_table`), with the published
     models' Table 3 skill scores as reference markers.
+
+    Parameters
+    ----------
+    skills : DataFrame
+        :func:`bayesobs.perceptv.score.skill_table` output (``subject``,
+        ``skill``, ``accuracy``); the seven skills and ``average_of_skills``
+        are drawn.
+    references : sequence of str, default published.MODELS
+        Published models whose Table 3 scores are marked (names of
+        :data:`bayesobs.perceptv.published.MODELS`); none for an empty
+        sequence.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure (no pyplot) when not given.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes.
     """
     fig, ax = _axes(ax, (8, 4.5))
     keys = [*SKILLS, "average_of_skills"]

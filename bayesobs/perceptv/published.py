@@ -245,7 +245,26 @@ HUMAN_STUDY_NOTES: dict[str, float] = {
 
 
 def domain_accuracy(model: str, table: str = "zero_shot") -> dict[str, float]:
-    """One model's per-domain accuracy (%) from Table 3 (``zero_shot``) or Table 6 (``one_shot``)."""
+    """One model's per-domain accuracy (%) from Table 3 (``zero_shot``) or Table 6 (``one_shot``).
+
+    Parameters
+    ----------
+    model : str
+        A model of :data:`MODELS` (zero-shot) or :data:`ONE_SHOT_MODELS`
+        (one-shot).
+    table : str, default "zero_shot"
+        ``"zero_shot"`` (Table 3); any other value reads Table 6 (one-shot).
+
+    Returns
+    -------
+    dict of str to float
+        Domain -> accuracy in percent, for the 30 domains.
+
+    Raises
+    ------
+    ValueError
+        If the table has no column for ``model``.
+    """
     models, rows = (
         (MODELS, TABLE3_DOMAINS) if table == "zero_shot" else (ONE_SHOT_MODELS, TABLE6_DOMAINS)
     )
@@ -257,7 +276,28 @@ def domain_accuracy(model: str, table: str = "zero_shot") -> dict[str, float]:
 
 
 def summary(model: str, table: str = "zero_shot") -> dict[str, float]:
-    """One model's printed skill scores (keys as in :data:`SKILLS`), ``average_of_skills`` and ``full_dataset``."""
+    """One model's printed skill scores, ``average_of_skills`` and ``full_dataset``.
+
+    Parameters
+    ----------
+    model : str
+        A model of :data:`MODELS` (zero-shot) or :data:`ONE_SHOT_MODELS`
+        (one-shot).
+    table : str, default "zero_shot"
+        ``"zero_shot"`` (Table 3); any other value reads Table 6 (one-shot).
+
+    Returns
+    -------
+    dict of str to float
+        Skill (keys as in :data:`SKILLS`) -> score in percent as printed, with
+        ``average_of_skills``, and ``full_dataset`` for Table 3 only (Table 6
+        prints none).
+
+    Raises
+    ------
+    ValueError
+        If the table has no column for ``model``.
+    """
     models, rows = (
         (MODELS, TABLE3_SUMMARY) if table == "zero_shot" else (ONE_SHOT_MODELS, TABLE6_SUMMARY)
     )

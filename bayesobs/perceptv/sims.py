@@ -44,34 +44,109 @@ _EIGHT = np.ones((3, 3), bool)
 
 
 def rgb_array(img) -> np.ndarray:
-    """The image as an RGB uint8 array."""
+    """The image as an RGB uint8 array.
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        Any image (converted to RGB).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``uint8`` array, shape ``(height, width, 3)``.
+    """
     return np.asarray(img.convert("RGB"))
 
 
 def colour_mask(arr: np.ndarray, colour) -> np.ndarray:
-    """Pixels exactly of ``colour``."""
+    """Pixels exactly of ``colour``.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        RGB image, ``uint8``, shape ``(height, width, 3)``.
+    colour : sequence of int
+        ``(r, g, b)``, each 0..255.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean mask, shape ``(height, width)``.
+    """
     return np.all(arr == np.asarray(colour, np.uint8), axis=-1)
 
 
 def packed(arr: np.ndarray) -> np.ndarray:
-    """RGB packed into one int32 per pixel (fast colour comparisons)."""
+    """RGB packed into one int32 per pixel (fast colour comparisons).
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        RGB image, ``uint8``, shape ``(height, width, 3)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int32`` array ``(height, width)`` of ``r << 16 | g << 8 | b``
+        (compare with :func:`pack`).
+    """
     a = arr.astype(np.int32)
     return (a[..., 0] << 16) | (a[..., 1] << 8) | a[..., 2]
 
 
 def pack(colour) -> int:
-    """An RGB colour packed into one int."""
+    """An RGB colour packed into one int.
+
+    Parameters
+    ----------
+    colour : sequence of int
+        ``(r, g, b)``, each 0..255.
+
+    Returns
+    -------
+    int
+        ``r << 16 | g << 8 | b``.
+    """
     r, g, b = colour
     return (int(r) << 16) | (int(g) << 8) | int(b)
 
 
 def ink_mask(arr: np.ndarray) -> np.ndarray:
-    """Everything that is not white."""
+    """Everything that is not white.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        RGB image, ``uint8``, shape ``(height, width, 3)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean mask, shape ``(height, width)``: pixels with any channel
+        below 255.
+    """
     return np.any(arr != 255, axis=-1)
 
 
 def blobs(mask: np.ndarray, min_px: int = 20) -> list[dict]:
-    """Connected components (8-connected) of at least ``min_px`` pixels: centroid, area, box, mask."""
+    """Connected components (8-connected) of at least ``min_px`` pixels: centroid, area, box, mask.
+
+    Parameters
+    ----------
+    mask : numpy.ndarray
+        A 2-D boolean mask.
+    min_px : int, default 20
+        Smaller components are dropped.
+
+    Returns
+    -------
+    list of dict
+        One dict per component, in label order: ``x``, ``y`` (centroid in
+        image pixels), ``area`` (pixels), ``slice`` (the bounding box as a
+        pair of slices, rows then columns) and ``mask`` (the component's
+        pixels within that box).
+    """
     lab, _n = ndimage.label(mask, structure=_EIGHT)
     out = []
     for k, sl in enumerate(ndimage.find_objects(lab)):
@@ -93,7 +168,20 @@ def blobs(mask: np.ndarray, min_px: int = 20) -> list[dict]:
 
 
 def shape_kind(mask: np.ndarray) -> str:
-    """Circle / triangle / square / pentagon from the filled area over the bounding box."""
+    """Circle / triangle / square / pentagon from the filled area over the bounding box.
+
+    Parameters
+    ----------
+    mask : numpy.ndarray
+        Boolean mask of one shape cropped to its bounding box (a
+        :func:`blobs` ``mask``); holes are filled first.
+
+    Returns
+    -------
+    str
+        ``"triangle"`` (fill ratio below 0.6), ``"pentagon"`` (below 0.74),
+        ``"circle"`` (below 0.9) or ``"square"``.
+    """
     filled = ndimage.binary_fill_holes(mask)
     ratio = filled.sum() / filled.size
     if ratio < 0.6:
@@ -106,7 +194,20 @@ def shape_kind(mask: np.ndarray) -> str:
 
 
 def line_positions(profile: np.ndarray, threshold: float) -> list[float]:
-    """Centres of the runs where a projection profile exceeds ``threshold``."""
+    """Centres of the runs where a projection profile exceeds ``threshold``.
+
+    Parameters
+    ----------
+    profile : numpy.ndarray
+        A 1-D profile (e.g. ink pixels per column).
+    threshold : float
+        The level a run must exceed.
+
+    Returns
+    -------
+    list of float
+        The mean index of each run, in order.
+    """
     on = profile > threshold
     lab, n = ndimage.label(on)
     return [float(np.mean(np.nonzero(lab == k + 1)[0])) for k in range(n)]
@@ -115,7 +216,32 @@ def line_positions(profile: np.ndarray, threshold: float) -> list[float]:
 def read_number(
     grey_ink: np.ndarray, cx: float, cy: float, size: int, candidates, half_w: float | None = None
 ) -> str:
-    """The numeral drawn centred near ``(cx, cy)``: template matching against DejaVu renderings."""
+    """The numeral drawn centred near ``(cx, cy)``: template matching against DejaVu renderings.
+
+    The ink in a window around ``(cx, cy)`` is cropped to its bounding box and
+    compared with each candidate rendered at ``size`` px (cropped likewise):
+    the candidate with the fewest differing pixels wins, a template of a
+    different shape scoring 1000 per pixel of difference in height and width.
+
+    Parameters
+    ----------
+    grey_ink : numpy.ndarray
+        2-D boolean ink mask (text pixels ``True``).
+    cx, cy : float
+        Where the numeral is centred, in pixels.
+    size : int
+        The font size the numeral was drawn at; the window is ``size`` px
+        above and below ``cy``.
+    candidates : iterable
+        The values it may be (each rendered with ``str``).
+    half_w : float, optional
+        Half-width of the window; ``2 * size`` when not given.
+
+    Returns
+    -------
+    str
+        The best candidate as text; ``""`` when the window holds no ink.
+    """
     h, w = grey_ink.shape
     half_w, half_h = (2 * size if half_w is None else half_w), size
     x0, x1 = max(int(cx - half_w), 0), min(int(cx + half_w), w)
@@ -140,7 +266,20 @@ def read_number(
 
 
 def grid_lines(arr: np.ndarray) -> tuple[list[float], list[float]]:
-    """X and y positions of the long black grid lines."""
+    """X and y positions of the long black grid lines.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        RGB image, ``uint8``, shape ``(height, width, 3)``.
+
+    Returns
+    -------
+    xs : list of float
+        Centres of the columns whose black pixels exceed 40% of the height.
+    ys : list of float
+        Centres of the rows whose black pixels exceed 40% of the width.
+    """
     black = colour_mask(arr, (0, 0, 0))
     xs = line_positions(black.sum(axis=0), 0.5 * arr.shape[0] * 0.8)
     ys = line_positions(black.sum(axis=1), 0.5 * arr.shape[1] * 0.8)
@@ -148,7 +287,20 @@ def grid_lines(arr: np.ndarray) -> tuple[list[float], list[float]]:
 
 
 def cell_of(x: float, y: float, xs, ys) -> tuple[int, int]:
-    """The (row, column) grid cell of a point from the grid line positions."""
+    """The (row, column) grid cell of a point from the grid line positions.
+
+    Parameters
+    ----------
+    x, y : float
+        The point in pixels.
+    xs, ys : sequence of float
+        Sorted x and y positions of the grid lines (:func:`grid_lines`).
+
+    Returns
+    -------
+    tuple of int
+        ``(row, column)`` from 0; -1 before the first line.
+    """
     return int(np.searchsorted(ys, y)) - 1, int(np.searchsorted(xs, x)) - 1
 
 
@@ -730,17 +882,70 @@ SOLVERS = {
 
 
 def perceive(trial: Trial, rng: np.random.Generator, error: float = ERROR) -> str:
-    """The perceiver's normalised answer (before formatting)."""
+    """The perceiver's normalised answer (before formatting).
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images, domain, answer format and generator options are
+        read; nothing drawn).
+    rng : numpy.random.Generator
+        The subject's random stream.
+    error : float, default ERROR
+        Probability, per object perceived, of an error (0..1; 0.01 by
+        default).
+
+    Returns
+    -------
+    str
+        The answer, normalised as the domain's parser returns values.
+
+    Raises
+    ------
+    KeyError
+        If the trial's domain has no solver.
+    """
     return SOLVERS[trial.domain](trial, rng, error)
 
 
 def perceiver(trial: Trial, rng: np.random.Generator, error: float = ERROR) -> str:
-    """Image analysis with a per-object error ``error``; a well-formed reply."""
+    """Image analysis with a per-object error ``error``; a well-formed reply.
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images, domain, answer format and generator options are
+        read; nothing drawn).
+    rng : numpy.random.Generator
+        The subject's random stream.
+    error : float, default ERROR
+        Probability, per object perceived, of an error (0..1; 0.01 by
+        default).
+
+    Returns
+    -------
+    str
+        :func:`perceive`'s answer in the domain's output format.
+    """
     return format_reply(trial.answer_format, perceive(trial, rng, error))
 
 
 def guesser(trial: Trial, rng: np.random.Generator) -> str:
-    """A draw from the domain's answer prior, well-formed (accuracy = the chance level)."""
+    """A draw from the domain's answer prior, well-formed (accuracy = the chance level).
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images, domain, answer format and generator options are
+        read; nothing drawn).
+    rng : numpy.random.Generator
+        The subject's random stream.
+
+    Returns
+    -------
+    str
+        The guess in the domain's output format.
+    """
     dom = DOMAINS[trial.domain]
     return format_reply(trial.answer_format, dom.guess(rng, **trial.meta.get("options", {})))
 
@@ -748,7 +953,26 @@ def guesser(trial: Trial, rng: np.random.Generator) -> str:
 def sloppy(
     trial: Trial, rng: np.random.Generator, rate: float = SLOPPY_RATE, error: float = ERROR
 ) -> str:
-    """The perceiver's answer, but out of format with probability ``rate``."""
+    """The perceiver's answer, but out of format with probability ``rate``.
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images, domain, answer format and generator options are
+        read; nothing drawn).
+    rng : numpy.random.Generator
+        The subject's random stream.
+    rate : float, default SLOPPY_RATE
+        Probability of a malformed reply (0..1; 0.3 by default).
+    error : float, default ERROR
+        As in :func:`perceiver`.
+
+    Returns
+    -------
+    str
+        :func:`bayesobs.perceptv.parse.malformed_reply` of the answer with
+        probability ``rate``, else the answer in the domain's output format.
+    """
     value = perceive(trial, rng, error)
     if rng.random() < rate:
         return malformed_reply(value)
@@ -759,7 +983,30 @@ SIMS = {"perceiver": perceiver, "guesser": guesser, "sloppy": sloppy}
 
 
 def answer(subject: str, trial: Trial, rng: np.random.Generator, **kw) -> str:
-    """Reply of the simulated ``subject`` (``perceiver``, ``guesser``, ``sloppy``) to ``trial``."""
+    """Reply of the simulated ``subject`` (``perceiver``, ``guesser``, ``sloppy``) to ``trial``.
+
+    Parameters
+    ----------
+    subject : str
+        A key of :data:`SIMS`.
+    trial : Trial
+        The trial.
+    rng : numpy.random.Generator
+        The subject's random stream.
+    **kw
+        The subject's options (``error`` for ``perceiver`` and ``sloppy``,
+        ``rate`` for ``sloppy``).
+
+    Returns
+    -------
+    str
+        The reply.
+
+    Raises
+    ------
+    ValueError
+        If ``subject`` is unknown.
+    """
     try:
         fn = SIMS[subject]
     except KeyError:

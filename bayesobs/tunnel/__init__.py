@@ -43,7 +43,32 @@ PROTOCOL = {
 
 
 def make_trial(task: str, variant: str, rng_or_seed, **kwargs) -> Trial:
-    """Generate one trial of ``task`` (``object_reid``, ``scavenger_hunt``, ``circuits``)."""
+    """Generate one trial of ``task`` (``object_reid``, ``scavenger_hunt``, ``circuits``).
+
+    Parameters
+    ----------
+    task : str
+        ``"object_reid"``, ``"scavenger_hunt"`` or ``"circuits"`` (a key of
+        :data:`GENERATORS`).
+    variant : str
+        The task's variant (see :data:`VARIANTS`).
+    rng_or_seed : int or numpy.random.Generator
+        Seed, or a generator to draw one from.
+    **kwargs
+        Passed on to the task's generator (``with_demos`` for every task,
+        ``positive`` for ``object_reid``).
+
+    Returns
+    -------
+    Trial
+        The generated trial.
+
+    Raises
+    ------
+    ValueError
+        If ``task`` is not one of the three tasks (the generator raises it too
+        for an unknown ``variant``).
+    """
     try:
         gen = GENERATORS[task]
     except KeyError:

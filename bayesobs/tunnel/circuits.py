@@ -111,19 +111,48 @@ Point = tuple[float, float]
 
 
 def breadboard_ports() -> list[tuple[int, int]]:
-    """Centres of breadboard ports 1..10 (index 0 is port 1)."""
+    """Centres of breadboard ports 1..10 (index 0 is port 1).
+
+    Returns
+    -------
+    list of tuple of int
+        Ten ``(x, y)`` pixel centres: ports 1-5 down the left column (25% of
+        the breadboard's width), 6-10 down the right column (75%).
+    """
     xs = (BB_LEFT + BB_W * 0.25, BB_LEFT + BB_W * 0.75)
     step = BB_H / 6
     return [(int(x), int(BB_TOP + step * (i + 1))) for x in xs for i in range(5)]
 
 
 def prompt(port: int) -> str:
-    """The test prompt (appendix A.3) for breadboard port ``port``."""
+    """The test prompt (appendix A.3) for breadboard port ``port``.
+
+    Parameters
+    ----------
+    port : int
+        The breadboard port number, 1..10.
+
+    Returns
+    -------
+    str
+        The paper's question about the wire from that port.
+    """
     return PROMPT.format(port=port)
 
 
 def segments(path: list[Point]) -> list[tuple[Point, Point]]:
-    """Consecutive segments of a polyline."""
+    """Consecutive segments of a polyline.
+
+    Parameters
+    ----------
+    path : list of tuple of float
+        The polyline's points ``(x, y)``, in order.
+
+    Returns
+    -------
+    list of tuple
+        ``(start, end)`` point pairs, ``len(path) - 1`` of them.
+    """
     return list(itertools.pairwise(path))
 
 
@@ -132,25 +161,77 @@ def _orient(a: Point, b: Point, c: Point) -> float:
 
 
 def segments_cross(s: tuple[Point, Point], t: tuple[Point, Point]) -> bool:
-    """Whether two segments properly intersect (cross at one interior point of both)."""
+    """Whether two segments properly intersect (cross at one interior point of both).
+
+    Touching at an end, or overlapping collinear segments, do not count.
+
+    Parameters
+    ----------
+    s, t : tuple of two points
+        The segments, each ``((x0, y0), (x1, y1))``.
+
+    Returns
+    -------
+    bool
+        ``True`` if each segment's ends lie strictly on opposite sides of the
+        other's line.
+    """
     (p, q), (r, u) = s, t
     return _orient(p, q, r) * _orient(p, q, u) < 0 and _orient(r, u, p) * _orient(r, u, q) < 0
 
 
 def count_crossings(path: list[Point], others: list[list[Point]]) -> int:
-    """Proper intersections between the segments of ``path`` and of every path in ``others``."""
+    """Proper intersections between the segments of ``path`` and of every path in ``others``.
+
+    Parameters
+    ----------
+    path : list of tuple of float
+        The wire's polyline.
+    others : list of list of tuple of float
+        The other wires' polylines.
+
+    Returns
+    -------
+    int
+        Number of (segment of ``path``, segment of another wire) pairs that
+        cross (:func:`segments_cross`).
+    """
     return sum(
         segments_cross(s, t) for other in others for s in segments(path) for t in segments(other)
     )
 
 
 def path_length(path: list[Point]) -> float:
-    """Euclidean length of a polyline."""
+    """Euclidean length of a polyline.
+
+    Parameters
+    ----------
+    path : list of tuple of float
+        The polyline's points ``(x, y)``.
+
+    Returns
+    -------
+    float
+        Sum of its segments' lengths (pixels); 0 for fewer than two points.
+    """
     return float(sum(math.dist(a, b) for a, b in segments(path)))
 
 
 def point_segment_distance(p: Point, s: tuple[Point, Point]) -> float:
-    """Distance from point ``p`` to segment ``s``."""
+    """Distance from point ``p`` to segment ``s``.
+
+    Parameters
+    ----------
+    p : tuple of float
+        The point ``(x, y)``.
+    s : tuple of two points
+        The segment ``((x0, y0), (x1, y1))``; a zero-length segment is a point.
+
+    Returns
+    -------
+    float
+        Euclidean distance to the nearest point of the segment.
+    """
     (ax, ay), (bx, by) = s
     dx, dy = bx - ax, by - ay
     n2 = dx * dx + dy * dy
@@ -159,7 +240,20 @@ def point_segment_distance(p: Point, s: tuple[Point, Point]) -> float:
 
 
 def diagonal_routes(p0: Point, p1: Point) -> list[list[Point]]:
-    """The two-segment +-45 degree routes from ``p0`` to ``p1`` (one segment if already diagonal)."""
+    """The two-segment +-45 degree routes from ``p0`` to ``p1`` (one segment if already diagonal).
+
+    Parameters
+    ----------
+    p0, p1 : tuple of float
+        The wire's two ends ``(x, y)``.
+
+    Returns
+    -------
+    list of list of tuple of float
+        Two routes ``[p0, bend, p1]``, one per bend (slope +1 then -1, and
+        -1 then +1; the bend rounded to 0.01 px); a route whose bend falls within
+        1 px of an end is the straight ``[p0, p1]`` instead.
+    """
     routes = []
     for s in (1.0, -1.0):
         x = (p0[0] + p1[0]) / 2 + (p1[1] - p0[1]) / (2 * s)
@@ -187,7 +281,28 @@ def route_ok(
     ports: list[Point],
     boxes: list[tuple[int, int, int, int]],
 ) -> bool:
-    """Whether a candidate route keeps the diagram unambiguous (see the module docstring)."""
+    """Whether a candidate route keeps the diagram unambiguous (see the module docstring).
+
+    Parameters
+    ----------
+    path : list of tuple of float
+        The candidate route.
+    wires : list of list of tuple of float
+        The routes already placed.
+    ports : list of tuple of float
+        Every port centre (breadboard and components).
+    boxes : list of tuple of int
+        Component boxes ``(left, top, right, bottom)``.
+
+    Returns
+    -------
+    bool
+        ``False`` if a bend leaves the image (8 px margin), a segment of a bent
+        route is shorter than ``MIN_SEGMENT``, the route passes within
+        ``PORT_CLEAR`` of a port other than its ends, enters a box, has a
+        bend within ``BEND_CLEAR`` of a placed wire (or a placed wire's bend
+        within that of it), or runs along a placed wire; ``True`` otherwise.
+    """
     for x, y in path[1:-1]:
         if not (8 <= x <= W - 8 and 8 <= y <= H - 8):
             return False
@@ -292,7 +407,24 @@ def _place_components(rng: np.random.Generator, n: int) -> list[dict]:
 
 
 def render(bb_ports: list[tuple[int, int]], comps: list[dict], wires: list[dict]) -> Image.Image:
-    """Draw breadboard, components, wires (in order) and the port numbers on top."""
+    """Draw breadboard, components, wires (in order) and the port numbers on top.
+
+    Parameters
+    ----------
+    bb_ports : list of tuple of int
+        Breadboard port centres (:func:`breadboard_ports`).
+    comps : list of dict
+        Components, each with ``label``, ``bbox`` (left, top, right, bottom),
+        ``ports`` (centres) and ``fill``.
+    wires : list of dict
+        Wires, each with ``path`` (polyline) and ``colour``; later wires are
+        drawn over earlier ones.
+
+    Returns
+    -------
+    PIL.Image.Image
+        The 800 x 600 RGB image.
+    """
     img = Image.new("RGB", (W, H), "white")
     draw = ImageDraw.Draw(img)
     draw.rectangle(
@@ -467,7 +599,22 @@ def _route_wires(
 
 @lru_cache(maxsize=4)
 def demos(variant: str) -> tuple[Demo, Demo]:
-    """The two fixed demonstrations, answered ``After following the wire, it connects to C2. {C2}``."""
+    """The two fixed demonstrations of a colour mode, each with its worked answer.
+
+    Each answer reads ``After following the wire, it connects to C2. {C2}``
+    (with the demonstration's own label).
+
+    Parameters
+    ----------
+    variant : str
+        The colour mode; the demonstrations are trials of it from the fixed
+        seeds ``DEMO_SEEDS``.
+
+    Returns
+    -------
+    tuple of Demo
+        The two demonstrations (cached per variant).
+    """
     out = []
     for seed in DEMO_SEEDS:
         t = make_trial(variant, seed, with_demos=False)

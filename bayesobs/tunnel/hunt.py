@@ -72,14 +72,46 @@ _EXAMPLE = (
 
 
 def cell_centre(row: int, col: int) -> tuple[float, float]:
-    """Pixel centre ``(x, y)`` of grid cell ``(row, col)`` (from 0, top left)."""
+    """Pixel centre ``(x, y)`` of grid cell ``(row, col)`` (from 0, top left).
+
+    Parameters
+    ----------
+    row, col : int
+        The cell's row and column, 0..4.
+
+    Returns
+    -------
+    tuple of float
+        ``(x, y)`` in pixels.
+    """
     return col * CELL + CELL / 2, row * CELL + CELL / 2
 
 
 def shape_outline(
     shape: str, x: float, y: float, half: float = HALF_SIZE
 ) -> list[tuple[float, float]]:
-    """Polygon of a grid shape centred at ``(x, y)`` (circle: 96 points; triangle apex up)."""
+    """Polygon of a grid shape centred at ``(x, y)`` (circle: 96 points; triangle apex up).
+
+    Parameters
+    ----------
+    shape : str
+        ``"circle"``, ``"square"`` or ``"triangle"``.
+    x, y : float
+        The centre in pixels.
+    half : float, default HALF_SIZE
+        Half-size in pixels: the circle's radius, half the square's side, the
+        triangle's circumradius (0.35 cell = 28 px by default).
+
+    Returns
+    -------
+    list of tuple of float
+        The polygon's vertices ``(x, y)``.
+
+    Raises
+    ------
+    ValueError
+        If ``shape`` is none of the three.
+    """
     if shape == "circle":
         u = np.linspace(0, 2 * np.pi, 96, endpoint=False)
         return [(x + half * math.cos(a), y + half * math.sin(a)) for a in u]
@@ -97,12 +129,35 @@ def shape_outline(
 
 
 def label_text(pair: tuple[str, str]) -> str:
-    """The label naming ``(colour, shape)``: ``"colour shape"``."""
+    """The label naming ``(colour, shape)``: ``"colour shape"``.
+
+    Parameters
+    ----------
+    pair : tuple of str
+        ``(colour, shape)``.
+
+    Returns
+    -------
+    str
+        ``"colour shape"``, e.g. ``"blue triangle"``.
+    """
     return f"{pair[0]} {pair[1]}"
 
 
 def render(cells: list[dict]) -> Image.Image:
-    """Draw the grid: each cell dict has ``row``, ``col``, ``shape``, ``colour``, ``label``."""
+    """Draw the grid: each cell dict has ``row``, ``col``, ``shape``, ``colour``, ``label``.
+
+    Parameters
+    ----------
+    cells : list of dict
+        The cells; shapes are filled in their colour first, then every label
+        is written in black on top.
+
+    Returns
+    -------
+    PIL.Image.Image
+        The 400 x 400 RGB image.
+    """
     img = Image.new("RGB", (SIZE, SIZE), "white")
     draw = ImageDraw.Draw(img)
     for c in cells:
@@ -114,7 +169,20 @@ def render(cells: list[dict]) -> Image.Image:
 
 
 def grid_text(cells: list[dict]) -> str:
-    """Text table of the grid (an extension of the paper: the image's content in words)."""
+    """Text table of the grid (an extension of the paper: the image's content in words).
+
+    Parameters
+    ----------
+    cells : list of dict
+        The cells, each with ``row``, ``col``, ``shape``, ``colour``, ``label``.
+
+    Returns
+    -------
+    str
+        A sentence describing the grid, then a header line
+        ``row | column | shape | colour | label`` and one line per cell in
+        reading order (rows and columns counted from 1).
+    """
     lines = [
         f"The image is a grid of {GRID} rows and {GRID} columns. Each cell holds one coloured"
         " shape with a text label written on it.",
@@ -128,7 +196,19 @@ def grid_text(cells: list[dict]) -> str:
 
 
 def example_sentence(steps: int) -> str:
-    """The prompt's worked example for ``steps`` steps (the paper's wording for 4 steps)."""
+    """The prompt's worked example for ``steps`` steps (the paper's wording for 4 steps).
+
+    Parameters
+    ----------
+    steps : int
+        Chain length, 1..4.
+
+    Returns
+    -------
+    str
+        The parenthesised example: ``steps + 1`` cells visited and the
+        colour it ends on.
+    """
     items = [f"{c} {s}" for c, s in _EXAMPLE[: steps + 1]]
     parts = [f"you might start at a {items[0]}", f"then go to a {items[1]}"]
     parts += [f"then a {it}" for it in items[2:]]
@@ -140,7 +220,21 @@ def example_sentence(steps: int) -> str:
 
 
 def chain_prompt(start: tuple[str, str], steps: int) -> str:
-    """The test prompt (appendix A.2) for a chain starting at ``start`` = (colour, shape)."""
+    """The test prompt (appendix A.2) for a chain starting at ``start`` = (colour, shape).
+
+    Parameters
+    ----------
+    start : tuple of str
+        The chain's first cell, ``(colour, shape)``.
+    steps : int
+        Number of labels to follow (the chain length L).
+
+    Returns
+    -------
+    str
+        The question, with :func:`example_sentence` and the request for the
+        colour in curly braces.
+    """
     return (
         f"Starting at the {start[0]} {start[1]}, follow the labels for {steps} steps. "
         + example_sentence(steps)
@@ -154,6 +248,18 @@ def step_prompt(start: tuple[str, str], final: bool) -> str:
 
     Intermediate steps ask for the cell reached (``{colour shape}``), the
     final step for its colour (``{colour}``), as the paper grades them.
+
+    Parameters
+    ----------
+    start : tuple of str
+        The cell to start from, ``(colour, shape)``.
+    final : bool
+        Whether this is the last step (ask for the colour).
+
+    Returns
+    -------
+    str
+        The query.
     """
     head = f"Starting at the {start[0]} {start[1]}, follow the label for 1 step."
     if final:
@@ -173,6 +279,21 @@ def step_answer(cells: list[dict], start: str, final: bool) -> str | None:
     The cell named by ``start``'s label: ``"colour shape"`` for an
     intermediate step, its colour for the final one; None when ``start`` is
     not on the grid or its label names a pair that is not (no right answer).
+
+    Parameters
+    ----------
+    cells : list of dict
+        The trial's cells (``meta["cells"]``).
+    start : str
+        The cell to start from, ``"colour shape"`` (the subject's previous
+        answer, or the chain's start).
+    final : bool
+        Whether this is the last step.
+
+    Returns
+    -------
+    str or None
+        The right answer, or ``None`` when there is none.
     """
     where = {label_text((c["colour"], c["shape"])): c for c in cells}
     here = where.get(start)
@@ -183,7 +304,18 @@ def step_answer(cells: list[dict], start: str, final: bool) -> str | None:
 
 
 def worked_answer(chain: list[tuple[str, str]]) -> str:
-    """The demo's worked answer: ``We start at the A, and then go to the B, ... {colour}``."""
+    """The demo's worked answer: ``We start at the A, and then go to the B, ... {colour}``.
+
+    Parameters
+    ----------
+    chain : list of tuple of str
+        The chain's cells ``(colour, shape)``, start first, at least two.
+
+    Returns
+    -------
+    str
+        The worked answer, ending with the last cell's colour in braces.
+    """
     parts = [f"We start at the {label_text(chain[0])}"]
     parts += [f"and then go to the {label_text(p)}" for p in chain[1:-1]]
     parts.append(f"and then end at the {label_text(chain[-1])}.")
@@ -276,7 +408,23 @@ def make_trial(
 
 
 def text_prompt(trial: Trial) -> str:
-    """The trial's question asked about the text table instead of the image (extension)."""
+    """The trial's question asked about the text table instead of the image (extension).
+
+    Parameters
+    ----------
+    trial : Trial
+        A scavenger hunt trial.
+
+    Returns
+    -------
+    str
+        ``trial.text``, a blank line, then ``trial.prompt``.
+
+    Raises
+    ------
+    ValueError
+        If the trial has no text rendering.
+    """
     if trial.text is None:
         raise ValueError("the trial has no text rendering")
     return trial.text + "\n\n" + trial.prompt
@@ -284,7 +432,19 @@ def text_prompt(trial: Trial) -> str:
 
 @lru_cache(maxsize=8)
 def demos(steps: int) -> tuple[Demo]:
-    """The single worked demonstration for chain length ``steps`` (fixed grid, seed ``DEMO_SEED``)."""
+    """The single worked demonstration for chain length ``steps`` (fixed grid, seed ``DEMO_SEED``).
+
+    Parameters
+    ----------
+    steps : int
+        Chain length; the grid comes from seed ``DEMO_SEED + steps``, and
+        ``steps = 1`` asks the final single-step query (:func:`step_prompt`).
+
+    Returns
+    -------
+    tuple of Demo
+        One demonstration, with its text rendering (cached per ``steps``).
+    """
     r_grid, r_chain, r_labels = streams(DEMO_SEED + steps, 3)
     order = r_grid.permutation(len(PAIRS))[: GRID * GRID]
     pairs = [PAIRS[i] for i in order]

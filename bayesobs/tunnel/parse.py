@@ -38,7 +38,24 @@ def _empty(reply: str | None) -> bool:
 
 
 def parse_reid(reply: str | None) -> Parsed:
-    """``"yes"`` / ``"no"`` from a re-identification reply."""
+    """``"yes"`` / ``"no"`` from a re-identification reply.
+
+    The first ``{...}`` must hold ``yes`` or ``no`` (any case); without braces,
+    the first standalone word ``yes`` or ``no`` in the reply is taken.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        ``"yes"`` or ``"no"``; ``None`` when the reply is invalid.
+    reason : str or None
+        ``None``, or why the reply is invalid (empty; braces hold something
+        else; no yes/no word).
+    """
     if _empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
@@ -54,7 +71,21 @@ def parse_reid(reply: str | None) -> Parsed:
 
 
 def parse_colour(reply: str | None) -> Parsed:
-    """A hunt colour name (lowercase) from the first ``{...}`` (else the whole reply)."""
+    """A hunt colour name (lowercase) from the first ``{...}`` (else the whole reply).
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        One of the 11 colours of :data:`bayesobs.tunnel.hunt.COLOURS`,
+        lowercase; ``None`` when the reply is invalid.
+    reason : str or None
+        ``None``, or why the reply is invalid (empty, or not exactly a colour).
+    """
     if _empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
@@ -66,7 +97,23 @@ def parse_colour(reply: str | None) -> Parsed:
 
 
 def parse_cell(reply: str | None) -> Parsed:
-    """A hunt cell ``"colour shape"`` from the first ``{...}`` (else the whole reply)."""
+    """A hunt cell ``"colour shape"`` from the first ``{...}`` (else the whole reply).
+
+    The text is lowercased and its whitespace collapsed; it must be two words,
+    a hunt colour then a hunt shape.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        ``"<colour> <shape>"``; ``None`` when the reply is invalid.
+    reason : str or None
+        ``None``, or why the reply is invalid.
+    """
     if _empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
@@ -78,7 +125,23 @@ def parse_cell(reply: str | None) -> Parsed:
 
 
 def parse_component(reply: str | None) -> Parsed:
-    """A component label ``C<n>`` from the first ``{...}`` (else the whole reply)."""
+    """A component label ``C<n>`` from the first ``{...}`` (else the whole reply).
+
+    The text is upper-cased and its spaces removed; ``{c 03}`` reads as ``C3``.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        ``"C<n>"`` with ``n`` without leading zeros; ``None`` when the reply is
+        invalid.
+    reason : str or None
+        ``None``, or why the reply is invalid.
+    """
     if _empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
@@ -99,7 +162,28 @@ PARSERS: dict[str, Callable[[str | None], Parsed]] = {
 
 
 def parse(answer_format: str, reply: str | None) -> Parsed:
-    """Parse ``reply`` with the parser named by a trial's ``answer_format``."""
+    """Parse ``reply`` with the parser named by a trial's ``answer_format``.
+
+    Parameters
+    ----------
+    answer_format : str
+        A key of :data:`PARSERS`: ``"reid"``, ``"hunt_colour"``, ``"hunt_cell"``
+        or ``"circuit"``.
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    value : str or None
+        The normalised answer, ``None`` when the reply is invalid.
+    reason : str or None
+        ``None``, or why the reply is invalid.
+
+    Raises
+    ------
+    ValueError
+        If ``answer_format`` names no parser.
+    """
     try:
         parser = PARSERS[answer_format]
     except KeyError:

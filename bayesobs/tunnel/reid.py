@@ -108,13 +108,49 @@ Shape = dict[str, Any]
 
 
 def base_prompt(variant: str) -> str:
-    """The variant's prompt (appendix A.1) with the distractor sentence, without prefixes."""
+    """The variant's prompt (appendix A.1) with the distractor sentence, without prefixes.
+
+    Parameters
+    ----------
+    variant : str
+        ``"standard"``, ``"unconnected"`` or ``"pixel_perfect"``.
+
+    Returns
+    -------
+    str
+        ``PROMPTS[variant]`` followed by ``DISTRACTOR_NOTE``.
+
+    Raises
+    ------
+    ValueError
+        If ``variant`` is not one of the three.
+    """
     _check_variant(variant)
     return PROMPTS[variant] + DISTRACTOR_NOTE
 
 
 def bounding_radius(shape: Shape) -> float:
-    """Radius of a circle about the shape's centre that contains it."""
+    """Radius of a circle about the shape's centre that contains it.
+
+    Parameters
+    ----------
+    shape : dict
+        A shape dict: ``type``, ``colour``, centre ``x``, ``y`` (px), ``angle``
+        (rad) and its size keys (``w``, ``h`` for square, rectangle and oval;
+        ``size`` otherwise; ``n`` sides for a polygon).
+
+    Returns
+    -------
+    float
+        Half the diameter (circle, polygon), half the longer axis (oval), half
+        the diagonal (square, rectangle, line with its stroke width) or the
+        circumradius (triangle), in pixels.
+
+    Raises
+    ------
+    ValueError
+        If the shape's type is unknown.
+    """
     t = shape["type"]
     if t in ("circle", "polygon"):
         return shape["size"] / 2
@@ -130,12 +166,43 @@ def bounding_radius(shape: Shape) -> float:
 
 
 def line_width(shape: Shape) -> float:
-    """Stroke width of a line shape: a tenth of its length, at least 2 px."""
+    """Stroke width of a line shape: a tenth of its length, at least 2 px.
+
+    Parameters
+    ----------
+    shape : dict
+        A ``line`` shape (its ``size`` is the length in pixels).
+
+    Returns
+    -------
+    float
+        The width in pixels.
+    """
     return max(2.0, shape["size"] / 10)
 
 
 def outline(shape: Shape) -> list[tuple[float, float]]:
-    """The polygon (image coordinates) that :func:`render` fills for ``shape``."""
+    """The polygon (image coordinates) that :func:`render` fills for ``shape``.
+
+    Parameters
+    ----------
+    shape : dict
+        A shape dict: ``type``, ``colour``, centre ``x``, ``y`` (px), ``angle``
+        (rad) and its size keys (``w``, ``h`` for square, rectangle and oval;
+        ``size`` otherwise; ``n`` sides for a polygon).
+
+    Returns
+    -------
+    list of tuple of float
+        The vertices ``(x, y)``: 96 for a circle or oval, 4 for a square,
+        rectangle or line, 3 for a triangle (apex up before rotation), ``n``
+        for a polygon; rotated by ``angle`` about the centre.
+
+    Raises
+    ------
+    ValueError
+        If the shape's type is unknown.
+    """
     t, x, y, a = shape["type"], shape["x"], shape["y"], shape["angle"]
     if t in ("circle", "oval"):
         rx, ry = (shape["size"] / 2,) * 2 if t == "circle" else (shape["w"] / 2, shape["h"] / 2)
@@ -163,6 +230,18 @@ def render(shapes: list[Shape], size: int = SIZE) -> Image.Image:
 
     Every shape is a filled polygon drawn by Pillow without antialiasing, so
     each pixel is white or exactly one palette colour.
+
+    Parameters
+    ----------
+    shapes : list of dict
+        The shapes (see :func:`outline`), each ``colour`` one of ``COLOURS``.
+    size : int, default SIZE
+        Image side in pixels (512).
+
+    Returns
+    -------
+    PIL.Image.Image
+        The RGB image.
     """
     img = Image.new("RGB", (size, size), "white")
     draw = ImageDraw.Draw(img)
@@ -172,7 +251,21 @@ def render(shapes: list[Shape], size: int = SIZE) -> Image.Image:
 
 
 def render_labels(shapes: list[Shape], size: int = SIZE) -> np.ndarray:
-    """The palette index map of :func:`render` drawn directly (same polygons, one byte a pixel)."""
+    """The palette index map of :func:`render` drawn directly (same polygons, one byte a pixel).
+
+    Parameters
+    ----------
+    shapes : list of dict
+        The shapes, drawn in list order.
+    size : int, default SIZE
+        Image side in pixels (512).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``uint8`` array ``(size, size)``: 0 white, ``k + 1`` for colour
+        ``COLOURS[k]``.
+    """
     img = Image.new("L", (size, size), 0)
     draw = ImageDraw.Draw(img)
     for shape in shapes:
@@ -181,14 +274,43 @@ def render_labels(shapes: list[Shape], size: int = SIZE) -> np.ndarray:
 
 
 def labels(img: Image.Image) -> np.ndarray:
-    """Palette index map of a re-identification image (0 white, k + 1 for colour ``COLOURS[k]``)."""
+    """Palette index map of a re-identification image (0 white, k + 1 for colour ``COLOURS[k]``).
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        An RGB image drawn by :func:`render`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int16`` array of the image's shape (height, width); pixels of no
+        palette colour are 0.
+    """
     return palette_labels(np.asarray(img), PALETTE)
 
 
 def random_shape(
     rng: np.random.Generator, kind: str | None = None, colour: str | None = None
 ) -> Shape:
-    """One random shape at the origin (type, colour, size, angle as the paper's generator)."""
+    """One random shape at the origin (type, colour, size, angle as the paper's generator).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The random stream.
+    kind : str, optional
+        The shape type (one of ``SHAPES``); drawn uniformly when not given.
+    colour : str, optional
+        The colour (one of ``COLOURS``); drawn uniformly when not given.
+
+    Returns
+    -------
+    dict
+        The shape at ``x = y = 0``: angle 0 for a circle, else ``U(0, 2 pi)``;
+        base size ``U(0.07, 0.2) * 512`` px (a rectangle's or oval's height is
+        the base times ``U(0.6, 1.4)``); a polygon has 5-8 sides.
+    """
     t = kind or str(rng.choice(SHAPES))
     shape: Shape = {
         "type": t,
@@ -211,7 +333,25 @@ def random_shape(
 def transform(
     shapes: list[Shape], angle: float, scale: float, centre: float = SIZE / 2
 ) -> list[Shape]:
-    """Rotate by ``angle`` (rad) and scale about ``(centre, centre)``: positions, angles and sizes."""
+    """Rotate by ``angle`` (rad) and scale about ``(centre, centre)``: positions, angles and sizes.
+
+    Parameters
+    ----------
+    shapes : list of dict
+        The shapes; not changed.
+    angle : float
+        Rotation in radians.
+    scale : float
+        Scale factor applied to the positions about the centre and to every
+        size key (``w``, ``h``, ``size``).
+    centre : float, default SIZE / 2
+        Both coordinates of the centre, in pixels.
+
+    Returns
+    -------
+    list of dict
+        New shape dicts, transformed.
+    """
     c, s = math.cos(angle), math.sin(angle)
     out = []
     for sh in shapes:
@@ -228,7 +368,21 @@ def transform(
 
 
 def fits(shapes: list[Shape], size: int = SIZE) -> bool:
-    """Whether every shape's bounding circle lies inside the image (with a 2 px margin)."""
+    """Whether every shape's bounding circle lies inside the image (with a 2 px margin).
+
+    Parameters
+    ----------
+    shapes : list of dict
+        The shapes.
+    size : int, default SIZE
+        Image side in pixels (512).
+
+    Returns
+    -------
+    bool
+        ``True`` if every shape's centre is at least its
+        :func:`bounding_radius` plus ``MARGIN`` from each edge.
+    """
     for sh in shapes:
         r = bounding_radius(sh) + MARGIN
         if not (r <= sh["x"] <= size - r and r <= sh["y"] <= size - r):
@@ -237,7 +391,18 @@ def fits(shapes: list[Shape], size: int = SIZE) -> bool:
 
 
 def n_blobs(mask: np.ndarray) -> int:
-    """Number of 8-connected components of a boolean mask."""
+    """Number of 8-connected components of a boolean mask.
+
+    Parameters
+    ----------
+    mask : numpy.ndarray
+        A 2-D boolean mask.
+
+    Returns
+    -------
+    int
+        The number of components.
+    """
     return int(ndimage.label(mask, structure=np.ones((3, 3)))[1])
 
 
@@ -461,6 +626,17 @@ def demos(variant: str) -> tuple[Demo, Demo]:
     prompt then starts ``"Yes, that is correct. "``, as in the authors' code
     (whose demo answers are literally ``{{yes}}``/``{{no}}`` because of a
     missing f-string; here they are ``{yes}``/``{no}``).
+
+    Parameters
+    ----------
+    variant : str
+        ``"standard"``, ``"unconnected"`` or ``"pixel_perfect"``; the
+        demonstrations are trials of it from seeds ``DEMO_SEEDS``.
+
+    Returns
+    -------
+    tuple of Demo
+        The positive and the negative demonstration (cached per variant).
     """
     prompt = base_prompt(variant)
     yes = make_trial(variant, DEMO_SEEDS[0], positive=True, with_demos=False)

@@ -164,6 +164,17 @@ def reid_mismatch(img1, img2) -> int:
 
     The smallest such count over the candidate object blob sets; 0 for an
     exact match, large when a component shape differs.
+
+    Parameters
+    ----------
+    img1, img2 : PIL.Image.Image
+        The trial's two re-identification images.
+
+    Returns
+    -------
+    int
+        The mismatch in pixels; ``10**9`` when image 1 is blank or image 2
+        holds no candidate object.
     """
     lab1 = reid.labels(img1)
     lab2 = reid.labels(img2)
@@ -200,20 +211,62 @@ def reid_mismatch(img1, img2) -> int:
 
 
 def matcher(trial: Trial, rng: np.random.Generator) -> str:
-    """Re-identification by segmentation and whole-object alignment (about 100% correct)."""
+    """Re-identification by segmentation and whole-object alignment (about 100% correct).
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images and prompt are read; its metadata is not).
+    rng : numpy.random.Generator
+        Unused (the answer is deterministic); part of the subject signature.
+
+    Returns
+    -------
+    str
+        ``{yes}`` when :func:`reid_mismatch` is below ``REID_MISMATCH_PX``,
+        else ``{no}``.
+    """
     same = reid_mismatch(*trial.images) < REID_MISMATCH_PX
     return "{yes}" if same else "{no}"
 
 
 def gist(trial: Trial, rng: np.random.Generator) -> str:
-    """Re-identification from colour histograms only (blind to shape and arrangement)."""
+    """Re-identification from colour histograms only (blind to shape and arrangement).
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images and prompt are read; its metadata is not).
+    rng : numpy.random.Generator
+        Unused (the answer is deterministic); part of the subject signature.
+
+    Returns
+    -------
+    str
+        ``{yes}`` when the L1 distance of the two images' normalised
+        palette-colour histograms is below ``GIST_THRESHOLD`` (0.5), else
+        ``{no}``.
+    """
     h1, h2 = (_colour_hist(reid.labels(im)) for im in trial.images)
     d = np.abs(h1 / max(h1.sum(), 1) - h2 / max(h2.sum(), 1)).sum()
     return "{yes}" if d < GIST_THRESHOLD else "{no}"
 
 
 def always_yes(trial: Trial, rng: np.random.Generator) -> str:
-    """Always answers yes."""
+    """Always answers yes.
+
+    Parameters
+    ----------
+    trial : Trial
+        Unused.
+    rng : numpy.random.Generator
+        Unused.
+
+    Returns
+    -------
+    str
+        ``{yes}``.
+    """
     return "{yes}"
 
 
@@ -239,6 +292,17 @@ def read_hunt_cells(img) -> list[dict]:
 
     Shape from the colour blob: a bounding box wider than tall is a
     triangle; filled box corners mean a square, else a circle.
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        A scavenger hunt image.
+
+    Returns
+    -------
+    list of dict
+        The 25 cells in reading order, each with ``row``, ``col`` (from 0),
+        ``colour`` and ``shape``.
     """
     lab = palette_labels(np.asarray(img), hunt.PALETTE)
     out = []
@@ -263,7 +327,21 @@ def read_hunt_cells(img) -> list[dict]:
 
 
 def read_hunt_label(img, row: int, col: int) -> str:
-    """The label of cell ``(row, col)``: the best of the 33 label templates on its text band."""
+    """The label of cell ``(row, col)``: the best of the 33 label templates on its text band.
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        A scavenger hunt image.
+    row, col : int
+        The cell, from 0.
+
+    Returns
+    -------
+    str
+        The label read, ``"colour shape"`` (always one of the 33; the best
+        match by intersection over union of ink, within 1 px of shift).
+    """
     names, masks = _label_templates()
     cy, x0, r = row * hunt.CELL + hunt.CELL // 2, col * hunt.CELL, 1
     arr = np.asarray(img)
@@ -274,7 +352,18 @@ def read_hunt_label(img, row: int, col: int) -> str:
 
 
 def read_hunt_grid(img) -> list[dict]:
-    """Every cell with its ``label`` too (see :func:`read_hunt_cells`, :func:`read_hunt_label`)."""
+    """Every cell with its ``label`` too (see :func:`read_hunt_cells`, :func:`read_hunt_label`).
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        A scavenger hunt image.
+
+    Returns
+    -------
+    list of dict
+        The 25 cells with ``row``, ``col``, ``colour``, ``shape`` and ``label``.
+    """
     cells = read_hunt_cells(img)
     for c in cells:
         c["label"] = read_hunt_label(img, c["row"], c["col"])
@@ -282,7 +371,29 @@ def read_hunt_grid(img) -> list[dict]:
 
 
 def chainer(trial: Trial, rng: np.random.Generator, error: float = CHAIN_ERROR) -> str:
-    """Follow the labels read from the image; each step goes astray with probability ``error``."""
+    """Follow the labels read from the image; each step goes astray with probability ``error``.
+
+    The start cell and the number of steps are read from the prompt; a
+    decomposed intermediate step (``What shape are you on``) is answered with
+    the cell reached, otherwise its colour is given.
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images and prompt are read; its metadata is not).
+    rng : numpy.random.Generator
+        The subject's random stream.
+    error : float, default CHAIN_ERROR
+        Probability, per step, of moving to a random other cell instead (0..1;
+        0.2 by default).
+
+    Returns
+    -------
+    str
+        The colour reached, ``{red}``, or for an intermediate step the cell,
+        ``{red circle}``; a random colour when the prompt names no start, a
+        random guess when the start or a label is not on the grid.
+    """
     m = _START.search(trial.prompt)
     if not m:
         return "{" + _choice(rng, hunt.COLOURS) + "}"
@@ -307,7 +418,20 @@ def chainer(trial: Trial, rng: np.random.Generator, error: float = CHAIN_ERROR) 
 
 
 def frequent(trial: Trial, rng: np.random.Generator) -> str:
-    """The colour held by the most cells (ties broken at random)."""
+    """The colour held by the most cells (ties broken at random).
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images and prompt are read; its metadata is not).
+    rng : numpy.random.Generator
+        The subject's random stream.
+
+    Returns
+    -------
+    str
+        The colour in braces, e.g. ``{red}``.
+    """
     cells = read_hunt_cells(trial.images[0])
     counts = {c: 0 for c in hunt.COLOURS}
     for cell in cells:
@@ -324,7 +448,19 @@ _DIRS = [(1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1)]
 
 
 def read_components(img) -> list[tuple[str, tuple[int, int, int, int]]]:
-    """Component boxes (pastel blobs) and their labels read by template matching."""
+    """Component boxes (pastel blobs) and their labels read by template matching.
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        A circuit image.
+
+    Returns
+    -------
+    list of tuple
+        ``(label, (x0, y0, x1, y1))`` per component box found (label ``C1``
+        to ``C10``, the best template at the box centre; box in pixels).
+    """
     arr = np.asarray(img)
     lab = palette_labels(arr[::2, ::2], _FILLS) > 0  # boxes are large: half resolution finds them
     blobs, _ = ndimage.label(lab)
@@ -354,6 +490,22 @@ def best_match(crop: np.ndarray, masks: np.ndarray, shift: int) -> tuple[int, fl
 
     ``crop`` is ``2 * shift`` px larger than the templates in each
     direction; the score is the intersection over union of ink pixels.
+
+    Parameters
+    ----------
+    crop : numpy.ndarray
+        Boolean ink mask, shape ``(th + 2 shift, tw + 2 shift)``.
+    masks : numpy.ndarray
+        Boolean template ink masks, shape ``(K, th, tw)``.
+    shift : int
+        The largest offset searched, in pixels.
+
+    Returns
+    -------
+    index : int
+        The best template (first one on ties).
+    score : float
+        Its intersection over union at its best offset, 0..1.
     """
     th, tw = masks.shape[1:]
     win = np.lib.stride_tricks.sliding_window_view(crop, (th, tw))  # (2s+1, 2s+1, th, tw)
@@ -365,7 +517,19 @@ def best_match(crop: np.ndarray, masks: np.ndarray, shift: int) -> tuple[int, fl
 
 
 def read_ports(img) -> dict[int, tuple[int, int]]:
-    """Breadboard port centres keyed by the number read beside each (layout from the grey board)."""
+    """Breadboard port centres keyed by the number read beside each (layout from the grey board).
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        A circuit image.
+
+    Returns
+    -------
+    dict of int to tuple of int
+        Port number -> centre ``(x, y)``; where two ports read as the same
+        number the better match keeps it; empty when no board is found.
+    """
     arr = np.asarray(img)
     small = arr[::2, ::2]
     ys, xs = np.nonzero((small[..., 0] == 224) & (small[..., 1] == 224) & (small[..., 2] == 224))
@@ -397,7 +561,20 @@ def read_ports(img) -> dict[int, tuple[int, int]]:
 
 
 def port_centre(img, port: int) -> tuple[int, int] | None:
-    """Centre of breadboard port ``port`` (see :func:`read_ports`); ``None`` if no port reads so."""
+    """Centre of breadboard port ``port`` (see :func:`read_ports`); ``None`` if no port reads so.
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        A circuit image.
+    port : int
+        The port number, 1..10.
+
+    Returns
+    -------
+    tuple of int or None
+        ``(x, y)`` in pixels, or ``None``.
+    """
     return read_circuit(img)[1].get(port)
 
 
@@ -417,6 +594,18 @@ def read_circuit(
     """Components (label, box) and breadboard port centres by the number read beside each port.
 
     Memoised per image object (the reading is a deterministic function of the pixels).
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        A circuit image.
+
+    Returns
+    -------
+    components : list of tuple
+        As :func:`read_components`.
+    ports : dict of int to tuple of int
+        As :func:`read_ports`.
     """
     entry = _SCENES.get(id(img))
     if entry is not None and entry[0]() is img:
@@ -437,7 +626,21 @@ def _circuit_scene(trial: Trial):
 
 
 def nearest(trial: Trial, rng: np.random.Generator) -> str:
-    """The component box nearest the query port."""
+    """The component box nearest the query port.
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images and prompt are read; its metadata is not).
+    rng : numpy.random.Generator
+        Unused (the answer is deterministic); part of the subject signature.
+
+    Returns
+    -------
+    str
+        The component's label in braces, e.g. ``{C3}``; ``{C1}`` when no
+        component or no query port is read.
+    """
     _, comps, start = _circuit_scene(trial)
     if not comps or start is None:
         return "{C1}"
@@ -445,7 +648,25 @@ def nearest(trial: Trial, rng: np.random.Generator) -> str:
 
 
 def colourcue(trial: Trial, rng: np.random.Generator) -> str:
-    """A component with a port carrying the query wire's colour (at random among them)."""
+    """A component with a port carrying the query wire's colour (at random among them).
+
+    A component qualifies when a pixel of the exact colour under the query
+    port's centre lies within 6 px of its box.
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images and prompt are read; its metadata is not).
+    rng : numpy.random.Generator
+        The subject's random stream.
+
+    Returns
+    -------
+    str
+        The component's label in braces, e.g. ``{C3}``; a random component
+        when none qualifies, ``{C1}`` when no component or no query port is
+        read.
+    """
     arr, comps, start = _circuit_scene(trial)
     if not comps or start is None:
         return "{C1}"
@@ -462,7 +683,25 @@ def colourcue(trial: Trial, rng: np.random.Generator) -> str:
 def trace(
     arr: np.ndarray, start: tuple[int, int], rng: np.random.Generator, confusion: float
 ) -> tuple[float, float]:
-    """Follow the wire of the start pixel's colour; returns where the trace ends."""
+    """Follow the wire of the start pixel's colour; returns where the trace ends.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        The RGB image, shape ``(height, width, 3)``.
+    start : tuple of int
+        The start pixel ``(x, y)`` (the query port's centre).
+    rng : numpy.random.Generator
+        Stream for the confusions.
+    confusion : float
+        Probability, at each crossing with a wire of the same colour, of going
+        on straight, left or right at random (0..1).
+
+    Returns
+    -------
+    tuple of float
+        ``(x, y)`` where the wire ends (``start`` when no wire leaves it).
+    """
     h, w = arr.shape[:2]
     mask = np.all(arr == arr[start[1], start[0]], axis=-1)
 
@@ -523,7 +762,24 @@ def trace(
 
 
 def tracer(trial: Trial, rng: np.random.Generator, confusion: float = TRACE_CONFUSION) -> str:
-    """Trace the wire; at a crossing with a same-coloured wire, confused with p = ``confusion``."""
+    """Trace the wire; at a crossing with a same-coloured wire, confused with p = ``confusion``.
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images and prompt are read; its metadata is not).
+    rng : numpy.random.Generator
+        The subject's random stream.
+    confusion : float, default TRACE_CONFUSION
+        See :func:`trace` (0.6 by default).
+
+    Returns
+    -------
+    str
+        The label of the component box nearest the trace's end, e.g.
+        ``{C3}``; a random component when the end is more than 20 px from
+        every box, ``{C1}`` when no component or no query port is read.
+    """
     arr, comps, start = _circuit_scene(trial)
     if not comps or start is None:
         return "{C1}"
@@ -538,7 +794,22 @@ def tracer(trial: Trial, rng: np.random.Generator, confusion: float = TRACE_CONF
 
 
 def random_reply(trial: Trial, rng: np.random.Generator) -> str:
-    """A uniformly random valid answer (yes/no, one of 11 colours or 33 cells, a component seen)."""
+    """A uniformly random valid answer (yes/no, one of 11 colours or 33 cells, a component seen).
+
+    Parameters
+    ----------
+    trial : Trial
+        The trial (its images and prompt are read; its metadata is not).
+    rng : numpy.random.Generator
+        The subject's random stream.
+
+    Returns
+    -------
+    str
+        ``{yes}``/``{no}``, a colour such as ``{red}``, a cell such as
+        ``{red circle}`` (a decomposed intermediate step) or a component read
+        from the image (``{C1}`` if none is read).
+    """
     if trial.task == "object_reid":
         return _choice(rng, ["{yes}", "{no}"])
     if trial.task == "scavenger_hunt":
@@ -563,7 +834,28 @@ SIMS: dict[str, dict[str, Callable[[Trial, np.random.Generator], str]]] = {
 
 
 def answer(sim: str, trial: Trial, rng: np.random.Generator) -> str:
-    """The reply of simulated subject ``sim`` to ``trial``."""
+    """The reply of simulated subject ``sim`` to ``trial``.
+
+    Parameters
+    ----------
+    sim : str
+        The subject's name in :data:`SIMS` for the trial's task (e.g.
+        ``"matcher"``, ``"chainer"``, ``"tracer"``, ``"random"``).
+    trial : Trial
+        The trial.
+    rng : numpy.random.Generator
+        The subject's random stream.
+
+    Returns
+    -------
+    str
+        The reply.
+
+    Raises
+    ------
+    ValueError
+        If the task has no subject ``sim``.
+    """
     try:
         fn = SIMS[trial.task][sim]
     except KeyError:
