@@ -550,7 +550,8 @@ def score(
     trials = normalize_trials(trials)
     from .psychometric import psychometric_scores, with_psychometric
 
-    psych = psychometric_scores(trials, seed=seed)  # search and perception levels; missing rows
+    # search and perception levels (as many bootstrap data sets as the rest); missing rows
+    psych = psychometric_scores(trials, bootstrap=bootstrap, seed=seed)
     # perception rows (paradigm = perception) go to bayesobs.perception, search rows to
     # bayesobs.search (imported only then: they load scipy.stats)
     perceived = paradigm_rows(trials, "perception")
