@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 
 from .concurrency import DEFAULT_MAX_CONCURRENCY
-from .dataset import IMAGE_MODES
 from .errors import BayesobsInputError, FatalSubjectError
-from .imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
+from .imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS, IMAGE_MODES
 from .logprobs import MAX_TOP_LOGPROBS, RESPONSES, use_expected
 from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
 
@@ -1209,15 +1208,29 @@ def _add_scheduler_option(p) -> None:
     )
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (start-up time)."""
+
+    def __init__(
+        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
+    ):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+
+        parser.exit(message=f"bayesobs {__version__}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every ``bayesobs`` command."""
-    from . import __version__
-
     parser = argparse.ArgumentParser(
         prog="bayesobs",
         description="Bayesian psychophysics of language models and people.",
     )
-    parser.add_argument("--version", action="version", version=f"bayesobs {__version__}")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="show program's version number and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("fit", help="fit the ten observer variants; write fits.csv and evidence.csv")
     _add_trial_options(p)
