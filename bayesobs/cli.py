@@ -167,7 +167,10 @@ def _trial_options(args, **extra) -> dict:
 
 def _fit_posterior(args, trials, fits, out: Path) -> None:
     """``fit --method posterior``: the library writes the outputs; here they are printed."""
+    from .compile_cache import enable
     from .posterior import write_outputs
+
+    enable()  # JAX's persistent compilation cache (issue 32 §3)
 
     loo, notes = write_outputs(
         trials,
@@ -569,6 +572,9 @@ def _probability(text: str) -> float:
 def cmd_calibrate(args) -> int:
     """``bayesobs calibrate``: simulation-based calibration of the posterior fits."""
     from .calibration import calibrate, write_calibration
+    from .compile_cache import enable
+
+    enable()  # JAX's persistent compilation cache (issue 32 §3)
 
     def progress(name, sec):
         print(f"  {name}: {args.sims} simulation(s) fitted in {sec:.1f} s", flush=True)
