@@ -191,30 +191,6 @@ def _previous_answer(turns) -> float | None:
     return None
 
 
-@lru_cache(maxsize=8192, typed=True)
-def _percept(seed, task: str, text: str | None, png: bytes | None, salt) -> tuple[float, float]:
-    """:meth:`SimSubject.perceive` of a turn showing ``text`` and ``png``."""
-    scale = SCALE[task]
-    est, var = [], []
-    if text is not None:
-        v = read_text(task, text)
-        sd = TEXT_SD * (v if task in WEBER else scale)
-        # noise_text: two jittered lengths (or several moves) of relative SD ~ s
-        sd = math.hypot(sd, math.sqrt(2.0) * text_noise_level(text) * abs(v))
-        est.append(v + sd * _rng(seed, "text", text, salt).standard_normal())
-        var.append(sd * sd)
-    if png is not None:
-        v, sigma = _image_percept(task, png)
-        # estimate_blur reads about 2-4x the true sigma off thin lines: sd grows ~1.3x at
-        # sigma 3 px and ~2-3x at sigma 6 px
-        sd = IMAGE_SD * (v if task in WEBER else scale) * math.sqrt(1.0 + (sigma / 8.0) ** 2)
-        est.append(v + sd * _rng(seed, "image", png, salt).standard_normal())
-        var.append(sd * sd)
-    prec = [1 / v for v in var]
-    fused = sum(p * e for p, e in zip(prec, est, strict=True)) / sum(prec)
-    return fused, 1.0 / sum(prec)
-
-
 class SimSubject:
     """A simulated magnitude observer.
 
@@ -232,14 +208,26 @@ class SimSubject:
         self.name = f"sim:{kind}"
 
     def perceive(self, task: str, turn: Turn, salt) -> tuple[float, float]:
-        """Percept and its noise variance for one user turn.
-
-        A pure function of the seed, the turn and ``salt``: a trial's context
-        window perceives the run's earlier turns again, so it is memoised
-        (:func:`_percept`; the runner hands over the same text and PNG
-        objects, whose hashes Python keeps).
-        """
-        return _percept(self.seed, task, turn.text, turn.png, salt)
+        """Percept and its noise variance for one user turn."""
+        scale = SCALE[task]
+        est, var = [], []
+        if turn.text is not None:
+            v = read_text(task, turn.text)
+            sd = TEXT_SD * (v if task in WEBER else scale)
+            # noise_text: two jittered lengths (or several moves) of relative SD ~ s
+            sd = math.hypot(sd, math.sqrt(2.0) * text_noise_level(turn.text) * abs(v))
+            est.append(v + sd * _rng(self.seed, "text", turn.text, salt).standard_normal())
+            var.append(sd * sd)
+        if turn.png is not None:
+            v, sigma = _image_percept(task, turn.png)
+            # estimate_blur reads about 2-4x the true sigma off thin lines: sd grows ~1.3x at
+            # sigma 3 px and ~2-3x at sigma 6 px
+            sd = IMAGE_SD * (v if task in WEBER else scale) * math.sqrt(1.0 + (sigma / 8.0) ** 2)
+            est.append(v + sd * _rng(self.seed, "image", turn.png, salt).standard_normal())
+            var.append(sd * sd)
+        prec = [1 / v for v in var]
+        fused = sum(p * e for p, e in zip(prec, est, strict=True)) / sum(prec)
+        return fused, 1.0 / sum(prec)
 
     def answer(self, request: Request) -> float:
         """The observer's numerical answer to one trial (seeded by the trial)."""
