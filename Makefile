@@ -65,13 +65,19 @@ format: $(VENV)/.installed-dev
 docs: $(VENV)/.installed-dev
 	$(BIN)/mkdocs build --strict --site-dir site
 
-## bench: speed benchmarks (figures go in the closing notes, not in timed tests)
+## bench: speed benchmarks (figures go in the closing notes, not in timed tests); each ends
+## with RESULT lines: its figure, the target and a peer timed in the same run, with the ratio
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_fit.py
 	$(BIN)/python benchmarks/bench_score.py
 	$(BIN)/python benchmarks/bench_run.py
 	$(BIN)/python benchmarks/bench_posterior.py
 	$(BIN)/python benchmarks/bench_search.py
+	$(BIN)/python benchmarks/bench_tunnel.py --runner sim:matcher --runner sim:chainer --runner sim:tracer
+	$(BIN)/python benchmarks/bench_perceptv.py
+	$(BIN)/python benchmarks/bench_parse.py
+	$(BIN)/python benchmarks/bench_concurrency.py
+	$(BIN)/python benchmarks/bench_demo.py
 
 ## fits: regenerate the reference fits of the bundled example run (fits/)
 fits: $(VENV)/.installed

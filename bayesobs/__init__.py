@@ -1,39 +1,63 @@
 """bayesobs: Bayesian psychophysics of language models and people.
 
-``import bayesobs`` loads the analysis half only (trial table, fits,
-evidence, scores).  The task runner (:func:`sweep`), the report, the
-posterior fits and the perception libraries are loaded on first use:
-``bayesobs.sweep(...)``, ``bayesobs.report.build_report(...)``,
-``bayesobs.hvs.standardise(...)`` work without importing them first.
+Every public name is loaded on first use (PEP 562): ``import bayesobs`` (and
+so every ``bayesobs`` command, whose CLI lives in this package) costs
+nothing until a name is used.  ``bayesobs.fit(...)``, ``bayesobs.score(...)``,
+``bayesobs.sweep(...)``, ``bayesobs.report.build_report(...)`` and
+``bayesobs.hvs.standardise(...)`` work without importing their modules first.
 """
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 
-from .api import evidence_table, fit
 from .errors import BayesobsInputError
-from .evidence import factor_evidence
-from .fitting import FitBatch, fit_batch, fits_table
-from .scores import Scores, score
-from .trials import normalize_trials, read_trials, write_trials
 
-try:
-    __version__ = version("bayesobs")
-except PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0.0.0+unknown"
-
-_LAZY = {"sweep": ("runner", "sweep"), "rescore_folder": ("rescore", "rescore_folder")}
+# public name -> (module, attribute), imported on first use
+_LAZY = {
+    "evidence_table": ("api", "evidence_table"),
+    "fit": ("api", "fit"),
+    "factor_evidence": ("evidence", "factor_evidence"),
+    "FitBatch": ("fitting", "FitBatch"),
+    "fit_batch": ("fitting", "fit_batch"),
+    "fits_table": ("fitting", "fits_table"),
+    "Scores": ("scores", "Scores"),
+    "score": ("scores", "score"),
+    "normalize_trials": ("trials", "normalize_trials"),
+    "read_trials": ("trials", "read_trials"),
+    "write_trials": ("trials", "write_trials"),
+    "sweep": ("runner", "sweep"),
+    "rescore_folder": ("rescore", "rescore_folder"),
+}
 _SUBMODULES = ("report", "posterior", "hvs", "tunnel", "runner", "observers", "search", "rescore")
 
 
+def _version() -> str:
+    # importlib.metadata is imported here: it costs ~0.1 s of start-up, wanted only by --version
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bayesobs")
+    except PackageNotFoundError:  # running from a source tree without install
+        return "0.0.0+unknown"
+
+
 def __getattr__(name: str):
-    """Load the runner, the report and the other heavy parts on first use (PEP 562)."""
+    """Load the public names and the heavy parts on first use (PEP 562)."""
+    if name == "__version__":
+        value = globals()["__version__"] = _version()
+        return value
     if name in _LAZY:
         module, attr = _LAZY[name]
-        return getattr(import_module(f".{module}", __name__), attr)
+        value = getattr(import_module(f".{module}", __name__), attr)
+        globals()[name] = value  # later look-ups skip this function
+        return value
     if name in _SUBMODULES:
         return import_module(f".{name}", __name__)
     raise AttributeError(f"module 'bayesobs' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names, loaded or not."""
+    return sorted({*globals(), *_LAZY, *_SUBMODULES, "__version__"})
 
 
 __all__ = [

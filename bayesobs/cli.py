@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 
 from .concurrency import DEFAULT_MAX_CONCURRENCY
-from .dataset import IMAGE_MODES
 from .errors import BayesobsInputError, FatalSubjectError
-from .imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
+from .imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS, IMAGE_MODES
 from .logprobs import MAX_TOP_LOGPROBS, RESPONSES, use_expected
 from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
 
@@ -168,7 +167,10 @@ def _trial_options(args, **extra) -> dict:
 
 def _fit_posterior(args, trials, fits, out: Path) -> None:
     """``fit --method posterior``: the library writes the outputs; here they are printed."""
+    from .compile_cache import enable
     from .posterior import write_outputs
+
+    enable()  # JAX's persistent compilation cache (issue 32 §3)
 
     loo, notes = write_outputs(
         trials,
@@ -588,6 +590,9 @@ def _probability(text: str) -> float:
 def cmd_calibrate(args) -> int:
     """``bayesobs calibrate``: simulation-based calibration of the posterior fits."""
     from .calibration import calibrate, write_calibration
+    from .compile_cache import enable
+
+    enable()  # JAX's persistent compilation cache (issue 32 §3)
 
     def progress(name, sec):
         print(f"  {name}: {args.sims} simulation(s) fitted in {sec:.1f} s", flush=True)
@@ -1227,15 +1232,29 @@ def _add_scheduler_option(p) -> None:
     )
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (start-up time)."""
+
+    def __init__(
+        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
+    ):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+
+        parser.exit(message=f"bayesobs {__version__}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every ``bayesobs`` command."""
-    from . import __version__
-
     parser = argparse.ArgumentParser(
         prog="bayesobs",
         description="Bayesian psychophysics of language models and people.",
     )
-    parser.add_argument("--version", action="version", version=f"bayesobs {__version__}")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="show program's version number and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("fit", help="fit the ten observer variants; write fits.csv and evidence.csv")
     _add_trial_options(p)

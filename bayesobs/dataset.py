@@ -42,13 +42,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import BayesobsInputError
+from .imagecost import IMAGE_MODES
 from .store import FolderLock, writable_folder
 from .trials import PARADIGM_MARKERS, paradigm_rows, read_trials
 
 #: each paradigm's file: ``train`` in its name makes it the train split of
 #: ``load_dataset("parquet", data_dir=OUT)``, which reads only split-named files
 DATA_FILE = "train.parquet"
-IMAGE_MODES: tuple[str, ...] = ("paths", "copy", "omit")
 #: paradigm of rows that state none and match no :data:`PARADIGM_MARKERS`
 DEFAULT_PARADIGM = "magnitude"
 #: environment variables whose values must never appear in an export

@@ -21,6 +21,9 @@ import struct
 
 IMAGE_DETAILS = ("auto", "low", "high")  # OpenAI's ``detail`` of an image part (--image-detail)
 DEFAULT_IMAGE_DETAIL = "auto"  # OpenAI's own default, sent explicitly and logged
+# how `export dataset --images` treats image stimuli (bayesobs.dataset); here, in a module
+# without pandas, so that the CLI's parser is built without importing pandas and pyarrow
+IMAGE_MODES: tuple[str, ...] = ("paths", "copy", "omit")
 OPENAI_LOW_TOKENS = 85
 OPENAI_BASE_TOKENS = 85
 OPENAI_TILE_TOKENS = 170

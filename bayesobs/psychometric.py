@@ -54,6 +54,7 @@ WIDTH_ALPHA = 0.05  # width = x(F = 1 - alpha) - x(F = alpha), psignifit's defau
 LAPSE_MAX = 0.5  # psignifit's border on the lapse rate
 MIN_LEVELS = 3
 BOOTSTRAP = 200  # parametric bootstrap data sets per group
+NO_BOOTSTRAP_NOTE = "no bootstrap (--bootstrap 0): no intervals and no gof_p"
 EPS = 1e-12  # psi is kept in [EPS, 1 - EPS] inside the log-likelihood
 MAX_ITER = 200
 # the stimulus level of each paradigm's trials
@@ -85,6 +86,7 @@ COLUMNS = [
     "sigmoid",
     "direction",
     "bootstrap",
+    "interval_note",
 ]
 LEVEL_COLUMNS = [*KEYS, "level", "x", "n", "k", "guess", "accuracy", "lo", "hi"]
 MISSING_COLUMNS = ["subject", "task", "component", "reason"]
@@ -399,6 +401,7 @@ def fit_many(
     for r in out:
         r["gof_p"] = np.nan
         r["bootstrap"] = B
+        r["interval_note"] = "" if B else NO_BOOTSTRAP_NOTE
     if not B:
         return out
     rb = _batch(reps, sigmoid, direction)
@@ -450,7 +453,8 @@ def fit_psychometric(
         (2.5 and 97.5 bootstrap percentiles), ``deviance``, ``gof_p``
         (bootstrap), ``gof_p_chi2``, ``log_likelihood``, ``at_bound``
         (parameters at a border, ``;``-joined), ``n_levels``, ``n_trials``,
-        ``bootstrap``.
+        ``bootstrap`` and ``interval_note`` (why the intervals are empty, or
+        empty).
     """
     return fit_many([(x, k, n, guess)], sigmoid, direction, bootstrap, seed)[0]
 

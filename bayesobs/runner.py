@@ -965,10 +965,7 @@ def make_subjects(
     dict
         Subject objects by name.
     """
-    from .subjects.anthropic_messages import AnthropicSubject
-    from .subjects.cache import ResponseCache, default_cache_dir
     from .subjects.hvs_sim import HVS_KINDS, HvsSubject
-    from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
     from .subjects.perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
     from .subjects.search_sim import SEARCH_KINDS, SearchSubject
     from .subjects.sim import SimSubject
@@ -1000,6 +997,11 @@ def make_subjects(
             )
             out[name] = kind_cls(rest, seed=sim_seed)
         else:
+            # the API clients (openai, anthropic: ~1 s of start-up) only for an API subject
+            from .subjects.anthropic_messages import AnthropicSubject
+            from .subjects.cache import ResponseCache, default_cache_dir
+            from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
+
             if cache is None and use_cache:
                 cache = ResponseCache(cache_dir or default_cache_dir())
                 if cache.unreadable:

@@ -563,7 +563,8 @@ def score(
     trials = normalize_trials(trials)
     from .psychometric import psychometric_scores, with_psychometric
 
-    psych = psychometric_scores(trials, seed=seed)  # search and perception levels; missing rows
+    # search and perception levels (as many bootstrap data sets as the rest); missing rows
+    psych = psychometric_scores(trials, bootstrap=bootstrap, seed=seed)
     from .cot_accuracy import cot_accuracy
 
     cot_acc = cot_accuracy(trials, seed=seed)  # right/wrong paradigms: cot beside base

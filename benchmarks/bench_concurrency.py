@@ -24,6 +24,8 @@ import json
 import shutil
 from pathlib import Path
 
+from common import result
+
 from bayesobs.fakeserver import FakeChatServer, constant, rate_limited
 from bayesobs.runner import run_task
 
@@ -104,7 +106,17 @@ def main() -> int:
         f"{auto['http_429']} 429s against its {best['http_429']} (target: fewer) -> "
         f"{'met' if ok else 'NOT met'}"
     )
-    result = {
+    line = result(
+        "--concurrency auto throughput",
+        auto["trials_per_s"],
+        TARGET * best["trials_per_s"],
+        best["trials_per_s"],
+        f"best fixed --concurrency {best['concurrency']}",
+        "trials/s",
+        higher_is_better=True,
+    )
+    out = {
+        "result": line,
         "server": {"rate": args.rate, "burst": args.burst, "latency_s": args.latency},
         "runs": rows,
         "best_fixed": best["concurrency"],
@@ -112,7 +124,7 @@ def main() -> int:
         "target_share": TARGET,
         "met": ok,
     }
-    (args.out / "bench_concurrency.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "bench_concurrency.json").write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
 

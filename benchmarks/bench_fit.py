@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import bayesbench_scale, time_cli  # noqa: E402
+from common import bayesbench_scale, result, time_cli  # noqa: E402
 from naive import naive_fit  # noqa: E402
 
 from bayesobs.observers import VARIANT_NAMES  # noqa: E402
@@ -90,7 +90,16 @@ def main() -> int:
         f"(max rel diff {max(rel_diffs):.2e}); bayesobs higher in {ours_higher}, lower in "
         f"{sum(d > 1e-6 for d in rel_diffs) - ours_higher}"
     )
-    result = {
+    line = result(
+        f"bayesobs fit --bootstrap {args.bootstrap} (BayesBench scale)",
+        wall,
+        2.5,
+        naive_total,
+        f"scipy per-cell loop (tests/naive.py, {len(naive_seconds)} sampled fits extrapolated "
+        f"to {n_fits})",
+    )
+    out = {
+        "result": line,
         "trials": len(trials),
         "cells": n_cells,
         "bootstrap": args.bootstrap,
@@ -105,7 +114,7 @@ def main() -> int:
         "max_rel_diff": max(rel_diffs),
         "bayesobs_higher": int(ours_higher),
     }
-    (args.out / "bench_fit.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "bench_fit.json").write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
 

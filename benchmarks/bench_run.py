@@ -30,6 +30,9 @@ import sys
 import time
 from pathlib import Path
 
+from common import result as line
+from common import yardstick
+
 from bayesobs.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +66,13 @@ def main() -> int:
     result["sim_protocol_seconds"] = round(time.perf_counter() - t0, 2)
     n = sum(1 for _ in (sim / "trials.jsonl").open())
     print(f"full protocol, sim:bayesian: {n} trials in {result['sim_protocol_seconds']:.1f} s")
+    result["sim_protocol_result"] = line(
+        f"full BayesBench protocol, sim:bayesian ({n} trials)",
+        result["sim_protocol_seconds"],
+        None,
+        yardstick(),
+        "yardstick: scipy per-cell loop, 1 cell x 10 variants (tests/naive.py)",
+    )
 
     api = args.out / "run-api"
     shutil.rmtree(api, ignore_errors=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import time_cli
+from common import result, time_cli, yardstick
 
 from bayesobs.stimuli import from_png, get_task
 from bayesobs.subjects.search_sim import segment_items
@@ -82,8 +82,16 @@ def main() -> int:
         f"\nsweep tasks/visual_search.toml, 3 searchers, --trials {args.trials}: {n} trials in {wall:.1f} s "
         f"({n / wall:.0f} trials/s)"
     )
+    sweep_wall = wall
     wall, _ = time_cli("score", str(run), "--out", str(run / "scores"), "--no-progress")
     print(f"score: {wall:.1f} s")
+    result(
+        f"sweep visual_search.toml, 3 searchers, --trials {args.trials}",
+        sweep_wall,
+        None,
+        yardstick(),
+        "yardstick: scipy per-cell loop, 1 cell x 10 variants (tests/naive.py)",
+    )
     s = pd.read_csv(run / "scores" / "search.csv")
     s = s[(s["ablation"] == "base") & (s["answer"] == "cell")]
     pd.set_option("display.width", 200)

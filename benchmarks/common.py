@@ -1,18 +1,30 @@
-"""Shared benchmark pieces: the BayesBench-scale data set and timing a CLI command."""
+"""Shared benchmark pieces: the BayesBench-scale data set, timing a CLI command, the result line.
+
+Every benchmark ends with :func:`result` lines: its figure beside the
+issue's target and a peer measured in the same run, with the ratio, so a
+noisy (shared, loaded) machine cannot hide a regression: the load slows the
+figure and the peer alike and the ratio stays.  Where the work has a
+straightforward peer (the per-cell scipy loop of ``tests/naive.py``) the
+script measures that; otherwise :func:`yardstick` is the peer: a fixed
+piece of that scipy loop, timed in the same run.
+"""
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bayesobs.synthetic import simulated_trials
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def bayesbench_scale(out: Path):
     """Write the BayesBench-scale synthetic trials (9 subjects, 783 cells, 93,960 trials)."""
+    from bayesobs.synthetic import simulated_trials
+
     trials = simulated_trials(n_subjects=9, trials_per_session=40, seed=0)
     path = out / "bayesbench_scale.parquet"
     trials.to_parquet(path, index=False)
@@ -26,3 +38,78 @@ def time_cli(*args: str) -> tuple[float, float]:
     subprocess.run([str(exe), *args], check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def load() -> str:
+    """The machine's load beside its cores, for the record (``load 1.9 on 2 cores``)."""
+    one = os.getloadavg()[0]
+    return f"load {one:.1f} on {os.cpu_count()} cores"
+
+
+def yardstick(cells: int = 1, seed: int = 0) -> float:
+    """Seconds of a fixed piece of the straightforward per-cell scipy loop (the default peer).
+
+    ``tests/naive.py``'s L-BFGS-B fit of the ten variants, one start each, on
+    ``cells`` fixed cells of the BayesBench-scale data: the same work on
+    every run, single-threaded Python and scipy like most of bayesobs.
+    """
+    sys.path.insert(0, str(ROOT / "tests"))
+    from naive import naive_fit
+
+    from bayesobs.observers import VARIANT_NAMES
+    from bayesobs.synthetic import simulated_trials
+    from bayesobs.trials import CELL_KEYS, normalize_trials
+
+    t = normalize_trials(simulated_trials(n_subjects=1, trials_per_session=40, seed=seed))
+    t0 = time.perf_counter()
+    for _, cell in list(t.groupby(list(CELL_KEYS), sort=True))[:cells]:
+        x, y = cell["stimulus"].to_numpy(), cell["response"].to_numpy()
+        run = (cell["session"] + "/" + cell["run"].astype(str)).to_numpy()
+        for name in VARIANT_NAMES:
+            naive_fit(name, x, y, run, 1e-3 * x.max(), starts=1, rng=1)
+    return time.perf_counter() - t0
+
+
+def result(
+    what: str,
+    figure: float,
+    target: float | None,
+    peer: float,
+    peer_name: str,
+    unit: str = "s",
+    higher_is_better: bool = False,
+) -> dict:
+    """Print one result line: the figure, the target (met or not), the peer and the ratio.
+
+    ``peer`` is in the same unit as ``figure``; the ratio is
+    ``figure / peer`` (for a time, below 1 means faster than the peer).
+    Returns the numbers as a dict for the script's JSON.
+    """
+    ratio = figure / peer if peer else float("nan")
+    if target is None:
+        verdict = "no target"
+    else:
+        met = figure >= target if higher_is_better else figure <= target
+        verdict = f"target {'>=' if higher_is_better else '<='} {target:g} {unit} " + (
+            "(met)" if met else "(NOT met)"
+        )
+    print(
+        f"RESULT {what}: {figure:.3g} {unit} | {verdict} | peer {peer_name}: "
+        f"{peer:.3g} {unit}, ratio {ratio:.3g} | {load()}"
+    )
+    return {
+        "what": what,
+        "figure": figure,
+        "unit": unit,
+        "target": target,
+        "peer": peer,
+        "peer_name": peer_name,
+        "ratio": ratio,
+        "load": os.getloadavg()[0],
+    }

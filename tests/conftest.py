@@ -51,6 +51,15 @@ def _reset_seeds():
     yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _jax_cache_in_tmp(tmp_path_factory):
+    """The CLI's JAX compilation cache (issue 32 §3) goes to a temporary folder, not ~/.cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("BAYESOBS_JAX_CACHE", str(tmp_path_factory.mktemp("jax-cache")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():

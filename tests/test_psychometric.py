@@ -285,7 +285,8 @@ def test_score_writes_psychometric_csv_for_search_and_perception(tmp_path):
     assert s.loc["perception", "n_levels"] == 7 and s.loc["perception", "variant"] == "wires"
     assert s.loc["perception", "guess_max"] == pytest.approx(0.25)  # 1/n per level
     assert s.loc["perception", "guess_min"] == pytest.approx(0.1)
-    assert (t["bootstrap"] == 200).all() and t["threshold_lo"].notna().all()
+    # score's default --bootstrap (30), as every other interval (issue 32 §6)
+    assert (t["bootstrap"] == 30).all() and t["threshold_lo"].notna().all()
     assert (t["threshold_lo"] <= t["threshold"]).all() and (
         t["threshold"] <= t["threshold_hi"]
     ).all()
@@ -314,3 +315,30 @@ def test_report_draws_the_fitted_curves(tmp_path):
     assert "Psychometric functions: circle_sizes" in page
     assert (tmp_path / "r" / "figures" / "psychometric_search_circle_sizes.png").stat().st_size
     assert (tmp_path / "r" / "tables" / "psychometric.csv").exists()
+
+
+@pytest.mark.parametrize("B", [0, 7])
+def test_psychometric_bootstrap_follows_the_bootstrap_option(tmp_path, B):
+    """Issue 32 §6: ``score --bootstrap B`` gives psychometric.csv B replicates (0: no intervals, a note)."""
+    from bayesobs.cli import main
+    from bayesobs.psychometric import NO_BOOTSTRAP_NOTE
+
+    search_trials().to_csv(tmp_path / "trials.csv", index=False)
+    out = tmp_path / "s"
+    assert (
+        main(["score", str(tmp_path / "trials.csv"), "--out", str(out), "--bootstrap", str(B)]) == 0
+    )
+    t = pd.read_csv(out / "psychometric.csv", keep_default_na=False, na_values=[""])
+    assert (t["bootstrap"] == B).all()
+    if B:
+        assert t["threshold_lo"].notna().all() and t["gof_p"].notna().all()
+        assert (t["interval_note"].isna()).all()
+    else:
+        assert (
+            t[[f"{p}_{e}" for p in ("threshold", "width", "lapse") for e in ("lo", "hi")]]
+            .isna()
+            .all()
+            .all()
+        )
+        assert t["gof_p"].isna().all() and t["threshold"].notna().all()
+        assert (t["interval_note"] == NO_BOOTSTRAP_NOTE).all()

@@ -1,0 +1,66 @@
+"""Issue 32 §4: a command imports only what it needs (no timing: which modules a process loads)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# modules that a light command must not load: the JAX stack, figures, the random forest,
+# the API clients, the browser, Dask
+HEAVY = (
+    "jax",
+    "numpyro",
+    "arviz",
+    "matplotlib",
+    "sklearn",
+    "openai",
+    "anthropic",
+    "httpx",
+    "playwright",
+    "dask",
+)
+
+
+def loaded_after(args: list[str], extra: tuple[str, ...] = ()) -> list[str]:
+    """The modules of ``HEAVY + extra`` that ``bayesobs ARGS`` has loaded when it returns."""
+    code = (
+        "import json, sys\n"
+        "from bayesobs.cli import main\n"
+        "try:\n"
+        f"    code = main({args!r})\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "assert code in (0, None), code\n"
+        f"print(json.dumps([m for m in {HEAVY + extra!r} if m in sys.modules]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_help_loads_no_numerics():
+    assert loaded_after(["--help"], ("numpy", "pandas", "scipy", "pyarrow", "PIL")) == []
+
+
+@pytest.fixture
+def tiny_trials(tmp_path):
+    from bayesobs.synthetic import simulated_trials
+
+    path = tmp_path / "tiny.csv"
+    simulated_trials(n_subjects=1, trials_per_session=10, seed=0).to_csv(path, index=False)
+    return path
+
+
+def test_fit_loads_no_jax_figures_or_clients(tiny_trials, tmp_path):
+    assert loaded_after(["fit", str(tiny_trials), "--out", str(tmp_path / "f")], ("PIL",)) == []
+    assert (tmp_path / "f" / "fits.csv").exists()
+
+
+def test_sweep_with_simulated_subjects_loads_no_clients_or_figures(tmp_path):
+    out = tmp_path / "run"
+    args = ["run", "circle_sizes", "--subject", "sim:parallel", "--trials", "2", "--out", str(out)]
+    assert loaded_after([*args, "--no-progress"]) == []
+    assert (out / "trials.jsonl").read_text().count("\n") >= 2
