@@ -36,7 +36,7 @@ test: $(VENV)/.installed-dev
 
 ## test-slow: long statistical tests (e.g. credible-interval coverage over repeated simulations)
 test-slow: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -m "slow and not model"
+	$(BIN)/python -m pytest -n 2 -q -m "slow and not model"
 
 ## test-model: the real-model tier: llama.cpp's OpenAI-compatible server (llama-cpp-python,
 ## built from source once, ~10-30 min on 2 cores, then kept as a wheel in $(MODEL_WHEELS))

@@ -128,6 +128,7 @@ def check_cells(df, L, per_axis):
             assert got == pytest.approx(at, abs=1e-7), (subject, variant)
 
 
+@pytest.mark.slow
 def test_two_level_kalman_reaches_the_brute_force_optimum():
     rng = np.random.default_rng(28)
     df = pd.concat(

@@ -34,6 +34,7 @@ def _w(fits, variant="static"):
     return decode_params(fits.set_index("variant").loc[variant, "params"])
 
 
+@pytest.mark.slow
 def test_lapse_recovers_w_prior_where_the_plain_fit_misses():
     misses = 0
     for seed in range(3):

@@ -62,6 +62,7 @@ def _params(fits, variant):
     return [decode_params(rows.loc[f"coherence={lv}", "params"]) for lv in LEVELS], rows
 
 
+@pytest.mark.slow
 def test_planted_lapse_rate_is_recovered_on_a_two_level_observer():
     """Before: --lapse with --interleaved was refused ('not supported yet')."""
     misses = 0

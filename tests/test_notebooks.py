@@ -21,6 +21,7 @@ def test_committed_without_outputs(path):
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_executes_from_a_clean_kernel(path, monkeypatch):
     monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")

@@ -116,6 +116,7 @@ def test_several_images_one_part_each_in_order_and_in_the_cache_key():
 
 
 # ------------------------------------------------------------------ generation and options
+@pytest.mark.slow
 def test_stratified_sizes_and_session_trials():
     task = get_task("object_reid")
     stims = task.generate(np.random.default_rng(3), 2, 5, 8, {"stratified": True})
@@ -312,6 +313,7 @@ def _acc(tables, subject, task, variant, modality="image"):
     return row.iloc[0]
 
 
+@pytest.mark.slow
 def test_reidentification_signatures(scored):
     root, tables = scored
     for variant in ("standard", "unconnected", "pixel_perfect"):
@@ -341,6 +343,7 @@ def test_reidentification_signatures(scored):
         assert all((root / "object_reid" / p).exists() for p in paths)
 
 
+@pytest.mark.slow
 def test_scavenger_hunt_compounds_as_one_minus_e_to_the_l(scored):
     root, tables = scored
     chain = tables["perception_chain"]
@@ -392,6 +395,7 @@ def test_the_text_table_is_read_like_the_pixels():
     assert demo.images == () and "row | column | shape | colour | label" in demo.text
 
 
+@pytest.mark.slow
 def test_circuit_signatures_and_table2_regressions(scored):
     root, tables = scored
     eff = tables["perception_effects"]
@@ -431,6 +435,7 @@ def test_circuit_signatures_and_table2_regressions(scored):
     assert np.allclose(rows.chance, 1 / rows.n_components)
 
 
+@pytest.mark.slow
 def test_report_draws_every_perception_figure(scored):
     root, _ = scored
     figs = {p.name for p in (root / "report" / "figures").iterdir()}
@@ -459,6 +464,7 @@ def _paths(rec: dict) -> list[str]:
     return out + [p for d in rec.get("demos") or [] for p in d["images"]]
 
 
+@pytest.mark.slow
 def test_protocol_sweep_resumes_byte_identically(tmp_path, capsys):
     subjects = ["sim:matcher", "sim:chainer", "sim:tracer", "sim:random"]
     args = [

@@ -474,6 +474,7 @@ def test_layered_colours():
         assert t.answer == " ".join(seq)
 
 
+@pytest.mark.slow
 def test_colours_present():
     for t in cases("colours_present"):
         a = below_line(arr(t.images[0]))
@@ -489,6 +490,7 @@ def test_colours_present():
         assert t.answer == " ".join(present)
 
 
+@pytest.mark.slow
 def test_list_shapes_and_authors_white_background():
     for t in [trial("list_shapes", s, k) for s in (1, 9, 20) for k in SEEDS]:
         a = arr(t.images[0])
@@ -506,6 +508,7 @@ def packed(a):
     return (a[..., 0] << 16) | (a[..., 1] << 8) | a[..., 2]
 
 
+@pytest.mark.slow
 def test_list_colours():
     for t in [trial("list_colours", s, k) for s in (1, 9, 20) for k in SEEDS]:
         a = below_line(arr(t.images[0]))
@@ -673,6 +676,7 @@ def test_maze_solving():
         assert " ".join(["0", *inner, str(t.size)]) in t.accept
 
 
+@pytest.mark.slow
 def test_numbered_shapes():
     light = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray", "wheat")
     for t in cases("numbered_shapes"):

@@ -51,6 +51,7 @@ def wide(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_small_protocol_sweep_score_report(tmp_path):
     out = tmp_path / "small"
     spec = ROOT / "tasks" / "percept_v_small.toml"
@@ -91,6 +92,7 @@ def test_small_protocol_sweep_score_report(tmp_path):
     assert "Percept-V" in (report / "index.html").read_text()
 
 
+@pytest.mark.slow
 def test_perceiver_accurate_and_falls_with_size(wide):
     rows = _rows(wide)
     p = rows[rows["subject"] == "sim:perceiver"]

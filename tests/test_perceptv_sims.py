@@ -45,6 +45,7 @@ def perceiver_accuracy(domain, size, error=sims.ERROR, n=None):
     return float(np.mean(ok))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("domain", sorted(pv.DOMAINS))
 def test_perceiver_high_at_size_1_and_lower_at_20(domain):
     # >= 90% at size 1: not rejected on this domain's trials (the pooled mean is checked below)
@@ -54,6 +55,7 @@ def test_perceiver_high_at_size_1_and_lower_at_20(domain):
     assert perceiver_accuracy(domain, 20) <= perceiver_accuracy(domain, 1)
 
 
+@pytest.mark.slow
 def test_perceiver_without_error_is_exact_and_falls_with_size_overall():
     for domain in pv.DOMAINS:
         assert perceiver_accuracy(domain, 20, error=0.0, n=4) == 1.0, domain
@@ -62,6 +64,7 @@ def test_perceiver_without_error_is_exact_and_falls_with_size_overall():
     assert a1 >= 0.95 and a20 < a1 - 0.1
 
 
+@pytest.mark.slow
 def test_perceiver_follows_one_minus_error_to_the_k():
     # counting_circles: k = size objects, each miscounted by +-1 with probability e; the count
     # is right when the signed errors cancel, so P(right) >= (1 - e)^k, and = for k = 1
@@ -111,6 +114,7 @@ def sloppy_table(rate):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [0.1, 0.4])
 def test_sloppy_format_error_rate(rate):
     df = sloppy_table(rate)
@@ -144,6 +148,7 @@ def run_table():
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 def test_domain_skill_size_tables():
     df = run_table()
     dom = score.domain_table(df)

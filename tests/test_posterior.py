@@ -47,6 +47,7 @@ def test_jax_and_numpy_evaluate_the_same_model_function(name):
     np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6)  # JAX computes in float32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "truth"),
     [("static", {"w_prior": 0.4, "sigma": 0.03}), ("kalman", {"rho": 0.5, "sigma": 0.02})],
@@ -107,6 +108,7 @@ def test_loo_ranks_the_generating_variant_first():
     assert wins >= 3, f"LOO ranked the generating variant first in {wins}/{total}"
 
 
+@pytest.mark.slow
 def test_hierarchical_fit_pools_subjects():
     rng = np.random.default_rng(5)
     ws = [0.25, 0.35, 0.45, 0.3, 0.4]
@@ -122,6 +124,7 @@ def test_hierarchical_fit_pools_subjects():
     assert len(loo) == 1 and loo["variant"].iat[0] == "static"
 
 
+@pytest.mark.slow
 def test_failed_diagnostics_warn_instead_of_passing_silently():
     df = make_cell(
         np.random.default_rng(6),
@@ -136,6 +139,7 @@ def test_failed_diagnostics_warn_instead_of_passing_silently():
     assert notes
 
 
+@pytest.mark.slow
 def test_cli_posterior_writes_tables_netcdf_and_bcs(tmp_path):
     import arviz as az
 
@@ -211,6 +215,7 @@ def test_credible_intervals_cover_the_truth_at_nominal_rate():
     assert failed <= 2, f"sampler diagnostics failed in {failed}/{n} fits"
 
 
+@pytest.mark.slow
 def test_warnings_name_their_thresholds_and_high_pareto_k_is_reported():
     """Before: Pareto k warnings were silenced and diagnostics omitted the thresholds."""
     df = make_cell(np.random.default_rng(9), "static", {"w_prior": 0.4, "sigma": 0.02}, n_per=20)

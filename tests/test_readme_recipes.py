@@ -138,6 +138,7 @@ def check_report(folder: Path, scores: Path, interleaved: str | None = None) -> 
     assert "Traceback" not in page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("recipe", RECIPES, ids=[r[0] for r in RECIPES])
 def test_docs_recipe_runs_fit_score_report(recipe, shared_data, tmp_path, capsys):
     files, opts = _inputs(recipe, shared_data)

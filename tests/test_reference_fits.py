@@ -22,6 +22,7 @@ def regenerated(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["fits", "evidence", "accuracy", "cue", "bcs", "bcs_tasks", "bayesbench", "summary"]
 )

@@ -363,6 +363,7 @@ def test_resume_refuses_a_different_experiment(tmp_path, capsys):
     assert "holds a different experiment" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bcs_sign_of_simulated_observers(tmp_path):
     """sim:bayesian is Bayes-consistent (BCS > 0), sim:antibayes is not (BCS < 0)."""
     proto = tmp_path / "proto.toml"

@@ -37,6 +37,7 @@ def test_prepare_cells_gives_the_arrays_of_prepare():
             assert d.subjects == alone.subjects
 
 
+@pytest.mark.slow
 def test_a_cell_gets_the_same_draws_alone_or_batched():
     """Same seed, same draws: the padded shape depends on the cell only (different lengths here)."""
     df = bayesobs.normalize_trials(pd.concat([_cells(3), _cells(1, n_per=29).assign(subject="t")]))
@@ -51,6 +52,7 @@ def test_a_cell_gets_the_same_draws_alone_or_batched():
         np.testing.assert_array_equal(alone.log_likelihood["y"], together[i].log_likelihood["y"])
 
 
+@pytest.mark.slow
 def test_batched_kernel_is_mcmc_kernel_until_rounding_separates_them():
     """The batched sampler runs NumPyro's NUTS kernel with MCMC's keys: the first
     transitions are the same numbers; later, float32 rounding of the vectorised
@@ -89,6 +91,7 @@ def test_batched_posterior_means_agree_with_per_cell_fits(name):
     np.testing.assert_allclose(bl["elpd_loo"], ml["elpd_loo"], atol=0.5)
 
 
+@pytest.mark.slow
 def test_cheaper_cue_probe_keeps_the_out_of_fold_r2_of_the_papers_forest():
     """PROBE_TREES trees give the 100-tree forest's out-of-fold R^2 to 0.01."""
     from bayesobs import cue

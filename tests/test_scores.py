@@ -130,6 +130,7 @@ def test_composite_is_mean_of_components():
     )
 
 
+@pytest.mark.slow
 def test_bootstrap_seeded_ordered_and_covering():
     df = protocol(0.3, 0.5, runs=3, seed=1, sigma=0.03)
     a = score(df, bootstrap=12, seed=7, probe=False)
@@ -282,6 +283,7 @@ def test_prior_less_observer_gets_the_maximum_paper_bcs_but_no_bcs_p(w, sigma):
     assert (res.bcs["s_p"].abs() <= 0.1).all()
 
 
+@pytest.mark.slow
 def test_noisy_prior_less_observer_bcs_p_is_centred_on_zero():
     """w = 0 with 1% noise: fitted weights scatter around 0 (half clipped).
 

@@ -200,6 +200,7 @@ def _search_spec(task, session, low, high, trials, seed=11):
     return spec
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "task,session,low,high",
     [

@@ -19,6 +19,7 @@ def test_design_is_the_papers_87_cells():
     assert len(bayesbench_design(include_context_none=True)) == 87 + 9
 
 
+@pytest.mark.slow
 def test_tables_respect_ranges_and_pair_modalities():
     t = simulated_trials(n_subjects=2, trials_per_session=15, runs=2, seed=3)
     assert len(t) == 2 * 87 * 3 * 2 * 15

@@ -58,6 +58,7 @@ def _correct(sim, trials, seed=0, **kw):
     return np.array(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", reid.VARIANTS)
 def test_matcher_reidentifies_and_random_is_at_chance(variant):
     trials = reid_trials(variant)
@@ -78,6 +79,7 @@ def test_yes_has_zero_f1_on_negatives_and_gist_is_blind_to_shape():
     assert gist.mean() < correct("matcher", trials).mean() - 0.2
 
 
+@pytest.mark.slow
 def test_chainer_accuracy_falls_with_chain_length_as_one_minus_e_to_the_l():
     e = 0.25
     acc = {}
@@ -114,6 +116,7 @@ def test_frequent_colour_heuristic_near_twelve_percent():
     )
 
 
+@pytest.mark.slow
 def test_colourcue_uses_colour_only():
     unique = circuit_trials("unique", 60)
     single = circuit_trials("single", N_CIRCUIT)
