@@ -208,7 +208,28 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
 
 
 def cmd_fit(args) -> int:
-    """``bayesobs fit``: maximum-likelihood (and optionally posterior) fits of every cell."""
+    """``bayesobs fit``: maximum-likelihood (and optionally posterior) fits of every cell.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs fit`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the tables go to ``args.out`` (``fits.csv``,
+        ``evidence.csv``, their manifest and, where asked, the posterior,
+        transfer and exclusions files) and a summary to stdout.
+
+    Raises
+    ------
+    BayesobsInputError
+        An unknown ``--variant``, ``--prior-predictive`` without ``--method
+        posterior``, ``--method posterior`` with ``--interleaved`` or
+        ``--lapse``, a bad ``--transfer``, a negative ``--bootstrap``, or
+        trial files or trial options that cannot be read.
+    """
     from .api import write_fit
     from .fitting import fit_batch, fits_table
 
@@ -327,7 +348,24 @@ def _write_transfer(trials, fits, transfer: tuple[str, str], out: Path) -> None:
 
 
 def fit_bootstrap_warnings(trials, cells, bootstrap: int) -> list[str]:
-    """``fit --bootstrap`` on cells with too few runs: what ``score`` says, and the empty intervals."""
+    """``fit --bootstrap`` on cells with too few runs: what ``score`` says, and the empty intervals.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The fitted magnitude trials.
+    cells : DataFrame
+        The fitted cells (``subject``, ``task``, ``modality``, ``condition``,
+        ``n_runs``) of :func:`bayesobs.fitting.fit_batch`.
+    bootstrap : int
+        The ``--bootstrap`` replicates (0: no warning).
+
+    Returns
+    -------
+    list of str
+        One warning line (cells with fewer than 2 runs of a session type,
+        and how many have a single run, so empty intervals), or none.
+    """
     if not bootstrap:
         return []
     from .scores import FEW_RUNS_REASON, few_runs_cells
@@ -356,6 +394,20 @@ def leaderboard(bayesbench, missing=None, resample: str | None = "pooled") -> st
     the paper's numbers then S_p and BCS_p, one line on why point and
     interval can differ, and warnings from ``missing`` (constant responders,
     fewer than 2 runs per session type).
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        A ``bayesbench`` table.
+    missing : DataFrame, optional
+        ``missing.csv`` rows.
+    resample : str or None
+        The bootstrap scheme of the intervals (None: not known).
+
+    Returns
+    -------
+    str
+        :func:`bayesobs.leaderboard.leaderboard_text`.
     """
     from .leaderboard import leaderboard_text
 
@@ -363,7 +415,27 @@ def leaderboard(bayesbench, missing=None, resample: str | None = "pooled") -> st
 
 
 def cmd_score(args) -> int:
-    """``bayesobs score``: accuracy, BCS, cue combination and the BayesBench composite."""
+    """``bayesobs score``: accuracy, BCS, cue combination and the BayesBench composite.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs score`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; every table of :func:`bayesobs.scores.score` goes
+        to ``args.out`` (:meth:`bayesobs.scores.Scores.to_folder`), the
+        leaderboard and digests to stdout.
+
+    Raises
+    ------
+    BayesobsInputError
+        A negative ``--bootstrap``, an unknown ``--resample`` (or
+        ``stratified`` with too few runs), or trial files or trial options
+        that cannot be read.
+    """
     from .leaderboard import wrap
     from .scores import score
 
@@ -465,6 +537,20 @@ def perception_summary(table) -> str:
 
     Fits :data:`~bayesobs.leaderboard.WIDTH` columns: a column with one value
     throughout is said once above the rows.
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``perception.csv`` rows (``accuracy``, ``lo``, ``hi``, ``chance``,
+        ``n``, ``invalid_rate``; optional ``chance_paper``,
+        ``sequence_accuracy``, ``sequence_n``).
+
+    Returns
+    -------
+    str
+        A text table: accuracy with its 95% interval, chance (the paper's
+        beside it where it differs), trials, invalid rate and, where some
+        row has one, the per-sequence accuracy.
     """
     import math
 
@@ -504,7 +590,20 @@ def perception_summary(table) -> str:
 
 
 def search_summary(search) -> str:
-    """Plain-text digest of search.csv: base ablation and cell answers where present (all rows are in the file)."""
+    """Plain-text digest of search.csv: base ablation and cell answers where present (all rows are in the file).
+
+    Parameters
+    ----------
+    search : DataFrame
+        ``search.csv`` rows.
+
+    Returns
+    -------
+    str
+        A text table: subject, task, condition, answer, accuracy, ``r``
+        (point-biserial, with set size) and its Bonferroni ``p`` (``n/a``
+        where missing).
+    """
     import pandas as pd
 
     from .leaderboard import text_table
@@ -527,7 +626,25 @@ def search_summary(search) -> str:
 
 
 def cmd_rescore(args) -> int:
-    """``bayesobs rescore``: re-read a folder's logged replies with today's parsers."""
+    """``bayesobs rescore``: re-read a folder's logged replies with today's parsers.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs rescore`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the rescored trials go to ``args.out`` (default
+        ``FOLDER/rescored.jsonl``), ``trials.jsonl`` is left as it is.
+
+    Raises
+    ------
+    BayesobsInputError
+        A folder or log that :func:`bayesobs.rescore.rescore_folder`
+        refuses.
+    """
     from .rescore import rescore_folder
 
     table = rescore_folder(args.folder, args.out)
@@ -542,7 +659,25 @@ def cmd_rescore(args) -> int:
 
 
 def cmd_report(args) -> int:
-    """``bayesobs report``: the HTML report of trial files, an experiment or a score folder."""
+    """``bayesobs report``: the HTML report of trial files, an experiment or a score folder.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs report`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the report is ``args.out/index.html``
+        (:func:`bayesobs.report.build_report`).
+
+    Raises
+    ------
+    BayesobsInputError
+        Inputs :func:`bayesobs.report.build_report` refuses (no trials, a
+        score folder without its trials, an unreadable calibration file).
+    """
     from .report import build_report
 
     index = build_report(
@@ -553,7 +688,25 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    """``bayesobs compare``: mixed models of per-task scores on model features, across folders."""
+    """``bayesobs compare``: mixed models of per-task scores on model features, across folders.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs compare`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the tables go to ``args.out``
+        (:func:`bayesobs.compare.run_compare`) and a summary to stdout.
+
+    Raises
+    ------
+    BayesobsInputError
+        Folders or a feature table that :func:`bayesobs.compare.run_compare`
+        refuses.
+    """
     from .compare import run_compare, summary_text
     from .leaderboard import wrap
 
@@ -588,7 +741,27 @@ def _probability(text: str) -> float:
 
 
 def cmd_calibrate(args) -> int:
-    """``bayesobs calibrate``: simulation-based calibration of the posterior fits."""
+    """``bayesobs calibrate``: simulation-based calibration of the posterior fits.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs calibrate`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when every parameter's SBC ranks are uniform, 1
+        when some are not; ``sbc.csv``, ``sbc_ranks.csv`` and the rank
+        figure go to ``args.out``.
+
+    Raises
+    ------
+    BayesobsInputError
+        Options :func:`bayesobs.calibration.calibrate` refuses: an unknown
+        variant, fewer than 5 simulations per rank bin, fewer draws than
+        ``bins - 1`` or a ``--prior-scale`` that is not positive.
+    """
     from .calibration import calibrate, write_calibration
     from .compile_cache import enable
 
@@ -627,7 +800,25 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    """``bayesobs serve``: the web app for human participants."""
+    """``bayesobs serve``: the web app for human participants.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs serve`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0, once the server stops; the answers are appended
+        to ``args.out/trials.jsonl`` while it runs, the folder locked.
+
+    Raises
+    ------
+    BayesobsInputError
+        A ``--port`` outside 1 to 65535, a task spec that cannot be loaded,
+        or a folder another writer holds.
+    """
     if not 1 <= args.port <= 65535:
         raise BayesobsInputError(f"--port must be a port number from 1 to 65535, not {args.port}")
     from .runner import load_spec
@@ -673,7 +864,25 @@ def _serve(args) -> int:
 
 
 def cmd_export(args) -> int:
-    """``bayesobs export jspsych``: a jsPsych study folder for an online platform."""
+    """``bayesobs export jspsych``: a jsPsych study folder for an online platform.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs export jspsych`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the study folder is written by
+        :func:`bayesobs.web.jspsych.export_jspsych`.
+
+    Raises
+    ------
+    BayesobsInputError
+        A spec or options that :func:`bayesobs.web.jspsych.export_jspsych`
+        refuses.
+    """
     from .web.jspsych import export_jspsych
 
     out = export_jspsych(
@@ -710,7 +919,25 @@ def cmd_export(args) -> int:
 
 
 def cmd_export_dataset(args) -> int:
-    """``bayesobs export dataset``: an experiment folder as an open data set."""
+    """``bayesobs export dataset``: an experiment folder as an open data set.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs export dataset`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the data set is written by
+        :func:`bayesobs.dataset.export_dataset`.
+
+    Raises
+    ------
+    BayesobsInputError
+        A folder or options that :func:`bayesobs.dataset.export_dataset`
+        refuses.
+    """
     from .dataset import export_dataset
 
     summary = export_dataset(
@@ -725,7 +952,24 @@ def cmd_export_dataset(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    """``bayesobs simulate``: trial tables of simulated observers with known parameters."""
+    """``bayesobs simulate``: trial tables of simulated observers with known parameters.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs simulate`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the trials go to ``args.out``
+        (:func:`bayesobs.trials.write_trials`).
+
+    Raises
+    ------
+    BayesobsInputError
+        ``--subjects`` or ``--runs`` below 1, or ``--trials`` below 2.
+    """
     from .synthetic import simulated_trials
     from .trials import write_trials
 
@@ -753,7 +997,27 @@ def _number_list(text: str, what: str, kind=float) -> list:
 
 
 def cmd_design(args) -> int:
-    """``bayesobs design``: model recovery and power of a protocol before any run."""
+    """``bayesobs design``: model recovery and power of a protocol before any run.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs design`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the tables and ``figures/confusion.png`` go to
+        ``args.out`` (:func:`bayesobs.design.write_design`), the summary to
+        stdout.
+
+    Raises
+    ------
+    BayesobsInputError
+        A ``--trials`` or ``--shifts`` list that is empty or not numbers, a
+        trial count below 2, or a spec or options that
+        :func:`bayesobs.design.design` refuses.
+    """
     from .design import design, write_design
 
     trials = _number_list(args.trials, "--trials", int) if args.trials else None
@@ -782,7 +1046,19 @@ def cmd_design(args) -> int:
 
 
 def design_summary(summary) -> str:
-    """Plain-text table of ``summary.csv``: one line per trial count."""
+    """Plain-text table of ``summary.csv``: one line per trial count.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        ``summary.csv`` of :func:`bayesobs.design.design`: ``trials`` first,
+        then numeric columns.
+
+    Returns
+    -------
+    str
+        A header line and one line per row, numbers to 3 decimals.
+    """
     cols = [c for c in summary.columns if c != "trials"]
     lines = ["trials  " + "  ".join(f"{c:>14}" for c in cols)]
     for r in summary.itertuples(index=False):
@@ -1021,6 +1297,23 @@ def check_base_url(url: str, what: str) -> str:
 
     A malformed endpoint (``ht!tp:/x``) would otherwise be tried and retried
     as if the network were down.
+
+    Parameters
+    ----------
+    url : str
+        The endpoint.
+    what : str
+        Where it came from, for the message (``--base-url``, ``$VAR``).
+
+    Returns
+    -------
+    str
+        ``url`` unchanged.
+
+    Raises
+    ------
+    BayesobsInputError
+        A scheme other than http or https, no host, or a bad port.
     """
     from urllib.parse import urlsplit
 
@@ -1146,7 +1439,27 @@ def _print_report(args, report) -> int:
 
 
 def cmd_run(args) -> int:
-    """``bayesobs run``: one task spec on the given subjects into an experiment folder."""
+    """``bayesobs run``: one task spec on the given subjects into an experiment folder.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs run`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 1 when some session stopped early (the same
+        command resumes it); the trials are appended to
+        ``args.out/trials.jsonl`` (default ``runs/TASK``).
+
+    Raises
+    ------
+    BayesobsInputError
+        Run options out of range, a malformed ``--base-url``, both or an
+        unreadable ``--api-key``/``--api-key-file``, or a spec that cannot
+        be loaded.
+    """
     from .runner import load_spec, run_task
 
     _check_run_options(args)
@@ -1171,7 +1484,27 @@ def cmd_run(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    """``bayesobs sweep``: a protocol (several specs) into one experiment folder."""
+    """``bayesobs sweep``: a protocol (several specs) into one experiment folder.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs sweep`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 1 when some session stopped early (the same
+        command resumes it); the trials are appended to
+        ``args.out/trials.jsonl``.
+
+    Raises
+    ------
+    BayesobsInputError
+        Run options out of range, a malformed ``--base-url``, both or an
+        unreadable ``--api-key``/``--api-key-file``, or a protocol that
+        cannot be loaded.
+    """
     from .runner import sweep
 
     _check_run_options(args)
@@ -1247,7 +1580,14 @@ class _VersionAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every ``bayesobs`` command."""
+    """The argument parser of every ``bayesobs`` command.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser; each subcommand sets ``func``, the ``cmd_*`` function
+        that runs it.
+    """
     parser = argparse.ArgumentParser(
         prog="bayesobs",
         description="Bayesian psychophysics of language models and people.",
@@ -1610,7 +1950,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; return the exit code (2 for bad input, with a one-line message)."""
+    """Run the command line; return the exit code (2 for bad input, with a one-line message).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``bayesobs``; ``sys.argv[1:]`` when None.
+
+    Returns
+    -------
+    int
+        The command's exit status; 2 after a :class:`BayesobsInputError` or
+        an ``OSError`` (one line on stderr), 1 after a fatal subject error,
+        130 after Ctrl-C.
+
+    Raises
+    ------
+    SystemExit
+        From argparse: ``--help``, ``--version`` (status 0) or arguments it
+        cannot parse (status 2).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

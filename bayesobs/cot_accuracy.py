@@ -54,7 +54,31 @@ def cot_accuracy_table(
 ) -> pd.DataFrame | None:
     """The accuracy shift under ``cot`` from :func:`bayesobs.psychometric.right_wrong_trials`.
 
-    Returns None when no group has both ``base`` and ``cot`` trials.
+    Only the ``base`` and ``cot`` trials count; a group (:data:`GROUP`) needs
+    both, and a level only one of the two conditions has is left out of
+    both.
+
+    Parameters
+    ----------
+    per_trial : DataFrame
+        :func:`bayesobs.psychometric.right_wrong_trials` rows: the group keys,
+        ``condition``, ``level``, ``x`` (NaN for ungraded questions) and
+        ``k`` (1 right, 0 wrong).
+    seed : int
+        Seed of the trial bootstrap; each group, condition and level draws
+        from its own generator (:func:`bayesobs.bootstrap.group_rng`).
+    bootstrap : int
+        Bootstrap replicates per group (default :data:`BOOTSTRAP`).
+
+    Returns
+    -------
+    DataFrame or None
+        Columns :data:`COLUMNS`: the group keys, ``level`` (its name),
+        ``x`` (the level; NaN on the row pooling every level), ``n_base``,
+        ``n_cot`` (trials), ``accuracy_base``, ``accuracy_cot``,
+        ``delta_accuracy`` (cot - base), its 95% percentile interval
+        ``delta_lo``, ``delta_hi`` and ``bootstrap`` (replicates).  None when
+        no group has both ``base`` and ``cot`` trials.
     """
     t = per_trial[per_trial["condition"].isin(["base", "cot"])]
     rows = []
@@ -132,7 +156,25 @@ def _row(info, level, x, n, k, reps, bootstrap) -> dict:
 
 
 def cot_accuracy(trials: pd.DataFrame, seed: int = 0, bootstrap: int = BOOTSTRAP):
-    """``cot_accuracy.csv`` of a (normalised) trial table, or None without cot beside base."""
+    """``cot_accuracy.csv`` of a (normalised) trial table, or None without cot beside base.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A normalised trial table (visual search, perception tasks,
+        HVSBench-style questions; other paradigms are ignored).
+    seed : int
+        Seed of the trial bootstrap.
+    bootstrap : int
+        Bootstrap replicates per group (default :data:`BOOTSTRAP`).
+
+    Returns
+    -------
+    DataFrame or None
+        :func:`cot_accuracy_table` of the trials' right/wrong rows; None when
+        no right/wrong trial has the ``cot`` condition or no group has
+        ``cot`` beside ``base``.
+    """
     from .psychometric import right_wrong_trials
 
     per_trial = right_wrong_trials(trials)
@@ -142,7 +184,20 @@ def cot_accuracy(trials: pd.DataFrame, seed: int = 0, bootstrap: int = BOOTSTRAP
 
 
 def cot_accuracy_summary(table: pd.DataFrame) -> str:
-    """Plain-text digest: the rows pooling every level (the per-level rows are in the CSV)."""
+    """Plain-text digest: the rows pooling every level (the per-level rows are in the CSV).
+
+    Parameters
+    ----------
+    table : DataFrame
+        A :func:`cot_accuracy_table`.
+
+    Returns
+    -------
+    str
+        A text table, one line per pooled row: subject, paradigm, task (with
+        its variant), modality, the base and cot accuracies, ``cot - base``
+        with its 95% interval, and the trials ``n_base/n_cot``.
+    """
     from .leaderboard import text_table
 
     pooled = table[table["x"].isna()]

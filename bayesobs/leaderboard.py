@@ -49,9 +49,20 @@ LEGEND: dict[str, str] = {
 def interval_note(resample: str | None = "pooled", stratified: bool = False) -> str:
     """What the leaderboard's intervals are, and why a point can sit outside its own.
 
-    ``resample``: the scheme behind ``mean [lo, hi]`` (``None``: not known,
-    the default pooled unless ``--resample stratified`` was given);
-    ``stratified``: the table also has stratified intervals beside them.
+    Parameters
+    ----------
+    resample : str or None
+        The scheme behind ``mean [lo, hi]`` (``pooled``, ``stratified``);
+        None: not known (the default pooled unless ``--resample stratified``
+        was given).
+    stratified : bool
+        Whether the table also has stratified intervals beside them (adds a
+        sentence on ``strat [lo, hi]``).
+
+    Returns
+    -------
+    str
+        The note, one paragraph.
     """
     scheme = (
         f"the {resample} run bootstrap"
@@ -108,7 +119,19 @@ def _num(val, digits: int) -> str:
 
 
 def shown_metrics(bayesbench: pd.DataFrame) -> list[tuple[str, int]]:
-    """The :data:`METRICS` that at least one subject has (point or bootstrap mean)."""
+    """The :data:`METRICS` that at least one subject has (point or bootstrap mean).
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        A ``bayesbench`` table.
+
+    Returns
+    -------
+    list of (str, int)
+        ``(column, digits)`` of :data:`METRICS`, in their order, whose point
+        or ``_mean`` column has a non-missing value in some row.
+    """
     shown = []
     for name, digits in METRICS:
         cols = [c for c in (name, f"{name}_mean") if c in bayesbench]
@@ -123,6 +146,18 @@ def left_out(bayesbench: pd.DataFrame, missing: pd.DataFrame | None = None) -> l
     The reason is the most frequent one ``missing.csv`` gives for that number
     (component ``A``, ``E``, ``C``...), else what the number needs
     (:data:`NEEDS`).  Empty when every column is shown.
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        A ``bayesbench`` table; reference rows do not count.
+    missing : DataFrame, optional
+        ``missing.csv`` rows (``component``, ``reason``).
+
+    Returns
+    -------
+    list of str
+        One line (``left out, no subject has them: ...``) or none.
     """
     bayesbench = subjects_only(bayesbench)  # "no subject has them": the references aside
     shown = {n for n, _ in shown_metrics(bayesbench)}
@@ -177,6 +212,17 @@ def subject_flags(missing: pd.DataFrame | None) -> list[str]:
     for all subjects with cells that have fewer than 2 runs per session type
     (reason :data:`~bayesobs.scores.FEW_RUNS_REASON`, one row per subject and
     task).
+
+    Parameters
+    ----------
+    missing : DataFrame or None
+        ``missing.csv`` rows (``subject``, ``component``, ``reason``).
+
+    Returns
+    -------
+    list of str
+        The warning lines, subjects in natural order; empty without
+        ``missing`` rows or a ``reason`` column.
     """
     lines: list[str] = []
     if missing is None or missing.empty or "reason" not in missing:
@@ -216,7 +262,22 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     Each number that some subject has (:func:`shown_metrics`) gets its point
     estimate and, with replicates, a column ``mean [lo, hi]``; ``*`` marks a
     point estimate outside its interval.  Ties (and subjects without ``S``)
-    are in natural order of their ids (``2`` before ``10``).
+    are in natural order of their ids (``2`` before ``10``).  Reference rows
+    come after every subject, ranked :data:`REFERENCE_RANK`.
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        A ``bayesbench`` table (``subject``, the :data:`METRICS` columns and,
+        with replicates, their ``_mean``/``_lo``/``_hi`` and optional
+        ``_strat_lo``/``_strat_hi``; optional ``reference``).
+
+    Returns
+    -------
+    header : list of str
+        ``rank``, ``subject``, then per shown number its columns.
+    rows : list of list of str
+        The formatted cells (``n/a`` where missing), one list per row.
     """
     refs = is_reference(bayesbench).to_numpy()
     order = sorted(
@@ -273,7 +334,18 @@ def _reference_order(kind) -> tuple:
 
 
 def reference_note(bayesbench: pd.DataFrame) -> list[str]:
-    """One line saying what the reference rows are; empty when the table has none."""
+    """One line saying what the reference rows are; empty when the table has none.
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        A ``bayesbench`` table with an optional ``reference`` column.
+
+    Returns
+    -------
+    list of str
+        One line naming the kinds present (:data:`REFERENCE_LEGEND`), or none.
+    """
     refs = is_reference(bayesbench)
     if not refs.any():
         return []
@@ -330,7 +402,20 @@ def _blocks(header: list[str], lines: list[list[str]], width: int) -> list[list[
 
 
 def wrap(line: str, width: int = WIDTH) -> str:
-    """``line`` wrapped to ``width`` columns, continuation lines indented by two."""
+    """``line`` wrapped to ``width`` columns, continuation lines indented by two.
+
+    Parameters
+    ----------
+    line : str
+        The text.
+    width : int
+        Columns (default :data:`WIDTH`).
+
+    Returns
+    -------
+    str
+        The wrapped text, lines joined by newlines (hyphens never broken).
+    """
     return textwrap.fill(line, width=width, subsequent_indent="  ", break_on_hyphens=False)
 
 
@@ -340,6 +425,22 @@ def text_table(table: pd.DataFrame, width: int = WIDTH, indent: int = 2) -> str:
     Columns with one value in every row are said once above the table
     (``condition: base``) instead of repeated; the longest cells are cut in
     the middle until the rows fit.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The rows to show; every value is shown as text.
+    width : int
+        Columns (default :data:`WIDTH`); a column is never cut below 8
+        characters, so a table of many columns can be wider.
+    indent : int
+        Spaces before every line.
+
+    Returns
+    -------
+    str
+        The header line and one line per row (after the line of constant
+        columns, if any), joined by newlines.
     """
     table = table.astype(str)
     same = [c for c in table.columns if len(table) > 1 and table[c].nunique() == 1]
@@ -377,6 +478,25 @@ def leaderboard_text(
     that repeat rank and subject, one line naming the columns no subject has and why, the
     interval note (:func:`interval_note`; ``resample`` names the scheme) and
     the subjects' flags, each wrapped to ``width``.
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        A ``bayesbench`` table (see :func:`board`).
+    missing : DataFrame, optional
+        ``missing.csv`` rows, for the reasons and the flags.
+    width : int
+        Columns (default :data:`WIDTH`).
+    resample : str or None
+        The bootstrap scheme the intervals come from (see
+        :func:`interval_note`).
+
+    Returns
+    -------
+    str
+        The leaderboard and its ``note:`` and ``warning:`` lines; a line
+        ``no BayesBench number for any of the N subject(s)`` instead of the
+        table when no number is shown.
     """
     header, lines = board(bayesbench)
     out: list[str] = []

@@ -93,7 +93,20 @@ MISSING_COLUMNS = ["subject", "task", "component", "reason"]
 
 
 def check_options(sigmoid: str, direction: str) -> None:
-    """Refuse an unknown sigmoid or direction (one clear error)."""
+    """Refuse an unknown sigmoid or direction (one clear error).
+
+    Parameters
+    ----------
+    sigmoid : str
+        The sigmoid's name; one of :data:`SIGMOIDS` (``norm``, ``logistic``).
+    direction : str
+        One of :data:`DIRECTIONS` (``decreasing``, ``increasing``).
+
+    Raises
+    ------
+    BayesobsInputError
+        When either is not one of its choices.
+    """
     if sigmoid not in SIGMOIDS:
         raise BayesobsInputError(f"unknown sigmoid {sigmoid!r}; choose from {', '.join(SIGMOIDS)}")
     if direction not in DIRECTIONS:
@@ -121,7 +134,33 @@ def _cdf_pdf(z: np.ndarray, sigmoid: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sigmoid_value(x, threshold, width, sigmoid: str = "norm", direction: str = "increasing"):
-    """``F(x)``: 0.5 at ``threshold``; 0.05 and 0.95 (or 0.95 and 0.05) ``width`` apart."""
+    """``F(x)``: 0.5 at ``threshold``; 0.05 and 0.95 (or 0.95 and 0.05) ``width`` apart.
+
+    Parameters
+    ----------
+    x : float or array-like
+        Stimulus levels.
+    threshold : float
+        The level where ``F = 0.5``.
+    width : float
+        The distance between the levels where ``F = 0.05`` and ``F = 0.95``
+        (:data:`WIDTH_ALPHA`); positive.
+    sigmoid : {"norm", "logistic"}
+        Cumulative normal or logistic.
+    direction : {"increasing", "decreasing"}
+        Whether ``F`` rises with the level (default) or falls
+        (``1 - F_increasing``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``F`` at each level, in ``[0, 1]``, shaped like ``x``.
+
+    Raises
+    ------
+    BayesobsInputError
+        An unknown ``sigmoid`` or ``direction``.
+    """
     check_options(sigmoid, direction)
     sign = 1.0 if direction == "increasing" else -1.0
     z = sign * _scale(sigmoid) * (np.asarray(x, float) - threshold) / width
@@ -129,7 +168,35 @@ def sigmoid_value(x, threshold, width, sigmoid: str = "norm", direction: str = "
 
 
 def psi(x, threshold, width, lapse, guess, sigmoid: str = "norm", direction: str = "decreasing"):
-    """Probability of a right answer: ``guess + (1 - guess - lapse) * F(x)``."""
+    """Probability of a right answer: ``guess + (1 - guess - lapse) * F(x)``.
+
+    Parameters
+    ----------
+    x : float or array-like
+        Stimulus levels.
+    threshold, width : float
+        ``F``'s parameters (see :func:`sigmoid_value`).
+    lapse : float
+        The lapse rate: accuracy on the easiest levels tends to ``1 - lapse``.
+    guess : float or array-like
+        Chance accuracy, one value or one per level: accuracy on the hardest
+        levels tends to it.
+    sigmoid : {"norm", "logistic"}
+        Cumulative normal or logistic.
+    direction : {"decreasing", "increasing"}
+        Whether ``F`` falls with the level (default: accuracy falls with set
+        size and problem size) or rises.
+
+    Returns
+    -------
+    numpy.ndarray
+        The probability of a right answer at each level.
+
+    Raises
+    ------
+    BayesobsInputError
+        An unknown ``sigmoid`` or ``direction``.
+    """
     guess = np.asarray(guess, float)
     return guess + (1 - guess - lapse) * sigmoid_value(x, threshold, width, sigmoid, direction)
 
@@ -137,7 +204,32 @@ def psi(x, threshold, width, lapse, guess, sigmoid: str = "norm", direction: str
 def log_likelihood(
     x, k, n, guess, threshold, width, lapse, sigmoid: str = "norm", direction: str = "decreasing"
 ) -> float:
-    """Binomial log-likelihood of ``k`` right of ``n`` per level (with the binomial coefficients)."""
+    """Binomial log-likelihood of ``k`` right of ``n`` per level (with the binomial coefficients).
+
+    Parameters
+    ----------
+    x, k, n : array-like
+        Levels, right answers and trials per level.
+    guess : float or array-like
+        Chance accuracy, one value or one per level.
+    threshold, width, lapse : float
+        The psychometric function's parameters (see :func:`psi`).
+    sigmoid : {"norm", "logistic"}
+        Cumulative normal or logistic.
+    direction : {"decreasing", "increasing"}
+        Whether ``F`` falls or rises with the level.
+
+    Returns
+    -------
+    float
+        The log-likelihood summed over levels, with ``psi`` kept in
+        ``[EPS, 1 - EPS]``.
+
+    Raises
+    ------
+    BayesobsInputError
+        An unknown ``sigmoid`` or ``direction``.
+    """
     k, n = np.asarray(k, float), np.asarray(n, float)
     p = np.clip(psi(x, threshold, width, lapse, guess, sigmoid, direction), EPS, 1 - EPS)
     coef = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
@@ -148,6 +240,20 @@ def deviance(k, n, p) -> np.ndarray:
     """Deviance against the saturated model, ``2 sum k log(k / np) + (n - k) log((n - k) / n(1 - p))``.
 
     Over the last axis; ``0 log 0 = 0``.
+
+    Parameters
+    ----------
+    k, n : array-like
+        Right answers and trials per level (last axis), possibly for several
+        data sets (leading axes).
+    p : array-like
+        The fitted probability of a right answer per level, broadcastable
+        against ``k``; kept in ``[EPS, 1 - EPS]``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The deviance of each data set (a NumPy scalar for one data set).
     """
     k, n = np.asarray(k, float), np.asarray(n, float)
     p = np.clip(np.asarray(p, float), EPS, 1 - EPS)
@@ -158,7 +264,25 @@ def deviance(k, n, p) -> np.ndarray:
 
 
 def borders(x: np.ndarray) -> dict[str, tuple[float, float]]:
-    """The borders psignifit sets for the levels ``x``: threshold, width, lapse."""
+    """The borders psignifit sets for the levels ``x``: threshold, width, lapse.
+
+    Parameters
+    ----------
+    x : array-like
+        The stimulus levels (repeats allowed).
+
+    Returns
+    -------
+    dict of str to (float, float)
+        ``threshold``: the level range widened by half of it on each side;
+        ``width``: from the smallest step between distinct levels to 3 times
+        the range; ``lapse``: ``(0, LAPSE_MAX)``.
+
+    Raises
+    ------
+    BayesobsInputError
+        Fewer than two distinct levels.
+    """
     u = np.unique(np.asarray(x, float))
     if len(u) < 2:
         raise BayesobsInputError("a psychometric function needs at least two distinct levels")
@@ -352,6 +476,35 @@ def fit_many(
     All groups and all bootstrap data sets are fitted together (one batch).
     The bootstrap data sets of group ``i`` come from its own generator,
     seeded by ``(seed, i)``.
+
+    Parameters
+    ----------
+    groups : list of tuple
+        One ``(x, k, n, guess)`` per group, as the arguments of
+        :func:`fit_psychometric`.
+    sigmoid : {"norm", "logistic"}
+        ``F``: cumulative normal or logistic.
+    direction : {"decreasing", "increasing"}
+        Whether ``F`` falls or rises with the level.
+    bootstrap : int
+        Parametric bootstrap data sets per group (0: no intervals and no
+        ``gof_p``).
+    seed : int
+        Seed of the bootstrap draws.
+
+    Returns
+    -------
+    list of dict
+        One :func:`fit_psychometric` dict per group, in the order given
+        (empty for no group).
+
+    Raises
+    ------
+    BayesobsInputError
+        An unknown ``sigmoid`` or ``direction``, a negative ``bootstrap``, or
+        a group with fewer than :data:`MIN_LEVELS` distinct levels, lengths
+        that differ, counts outside ``0 <= k <= n``, ``n > 0``, or a guess
+        rate outside ``[0, 1)``.
     """
     check_options(sigmoid, direction)
     B = int(bootstrap)
@@ -466,6 +619,23 @@ def search_chance(task: str, search_condition: str, answer: str) -> float:
     Cell answers: 1/4 (one of the 2 x 2 cells).  Coordinate answers: the
     target's area over the 400 x 400 image, ``pi r^2 / 400^2`` (a point is
     right when it lands on the target), with ``r`` the task's target radius.
+
+    Parameters
+    ----------
+    task : str
+        The search task (``circle_sizes``, ``two_among_five``,
+        ``light_priors``).
+    search_condition : str
+        The search condition; for ``circle_sizes`` it picks the target
+        radius.
+    answer : str
+        The answer mode: ``cell`` or ``coords``.
+
+    Returns
+    -------
+    float
+        The chance of a right answer, in ``[0, 1)``; NaN for an unknown task
+        or condition with coordinate answers.
     """
     from .stimuli import search as S
 
@@ -531,8 +701,20 @@ def right_wrong_trials(trials: pd.DataFrame) -> pd.DataFrame:
     Visual search (level ``set_size``), the perception tasks (Tunnel
     Vision, Percept-V: ``problem_size``; an invalid reply is wrong) and
     HVSBench-style questions (no level: ``level`` empty, ``x`` NaN; only the
-    questions scored right or wrong, ``correct`` 0 or 1).  Columns
-    :data:`KEYS`, ``level``, ``x``, ``k``, ``guess``.
+    questions scored right or wrong, ``correct`` 0 or 1).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A normalised trial table; other paradigms' rows are ignored.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`KEYS`, ``level`` (the level's name), ``x`` (its
+        value), ``k`` (1 right, 0 wrong) and ``guess`` (the trial's chance;
+        NaN for the questions); empty with those columns when the table has
+        no right/wrong trial.
     """
     parts = []
     if paradigm_rows(trials, "search").any():
@@ -580,6 +762,18 @@ def psychometric_levels(trials: pd.DataFrame) -> pd.DataFrame:
     runner's (``search.csv`` calls them ``condition`` and ``ablation``);
     ``answer`` is ``cell`` or ``coords`` (empty for the perception tasks).
     Trials without a level are left out.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A normalised trial table; only visual search and the perception
+        tasks count.
+
+    Returns
+    -------
+    DataFrame
+        One row per group and level (sorted), columns as above; empty with
+        those columns when the table has neither paradigm.
     """
     parts = []
     if paradigm_rows(trials, "search").any():
@@ -610,6 +804,19 @@ def psychometric_table(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``psychometric.csv`` from :func:`psychometric_levels`, and the groups left out.
 
+    Parameters
+    ----------
+    levels : DataFrame
+        :func:`psychometric_levels` rows.
+    sigmoid : {"norm", "logistic"}
+        ``F``: cumulative normal or logistic.
+    direction : {"decreasing", "increasing"}
+        Whether ``F`` falls or rises with the level.
+    bootstrap : int
+        Parametric bootstrap data sets per group (0: no intervals).
+    seed : int
+        Seed of the bootstrap draws.
+
     Returns
     -------
     (DataFrame, DataFrame)
@@ -618,6 +825,11 @@ def psychometric_table(
         mean chance, ``guess_min``/``guess_max`` its range over levels), and
         ``missing.csv`` rows (``subject, task, component, reason``) for the
         others.
+
+    Raises
+    ------
+    BayesobsInputError
+        An unknown ``sigmoid`` or ``direction``, or a negative ``bootstrap``.
     """
     check_options(sigmoid, direction)
     groups, keys, missing = [], [], []
@@ -665,7 +877,19 @@ def psychometric_table(
 
 
 def hvs_missing(trials: pd.DataFrame) -> pd.DataFrame:
-    """One ``missing.csv`` row per subject of HVSBench-style trials: they have no graded level."""
+    """One ``missing.csv`` row per subject of HVSBench-style trials: they have no graded level.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A normalised trial table.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`MISSING_COLUMNS`; task ``hvs``, component
+        ``psychometric hvs``; empty without HVSBench-style trials.
+    """
     from .hvs.logged import is_hvs
 
     t = trials[is_hvs(trials)]
@@ -685,6 +909,30 @@ def psychometric_scores(
     levels (visual search, perception tasks).  Every paradigm is fitted with
     a decreasing cumulative normal (accuracy falls with set size and problem
     size).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A normalised trial table.
+    bootstrap : int
+        Parametric bootstrap data sets per group (default :data:`BOOTSTRAP`;
+        0: no intervals and no ``gof_p``).
+    seed : int
+        Seed of the bootstrap draws.
+
+    Returns
+    -------
+    table : DataFrame or None
+        :func:`psychometric_table`'s table (columns :data:`COLUMNS`), or None.
+    missing : DataFrame
+        ``missing.csv`` rows (:data:`MISSING_COLUMNS`): groups with too few
+        levels or no chance level, and one per subject of HVSBench-style
+        trials (:func:`hvs_missing`).
+
+    Raises
+    ------
+    BayesobsInputError
+        A negative ``bootstrap`` (when there is a group to fit).
     """
     levels = psychometric_levels(trials)
     table, missing = (
@@ -699,7 +947,22 @@ def psychometric_scores(
 
 
 def with_psychometric(scores, table: pd.DataFrame | None, missing: pd.DataFrame):
-    """``scores`` (a :class:`bayesobs.scores.Scores`) with ``psychometric`` and its missing rows."""
+    """``scores`` (a :class:`bayesobs.scores.Scores`) with ``psychometric`` and its missing rows.
+
+    Parameters
+    ----------
+    scores : bayesobs.scores.Scores
+        The scores to extend (not changed).
+    table : DataFrame or None
+        The ``psychometric.csv`` table (None: none).
+    missing : DataFrame
+        ``missing.csv`` rows to append to ``scores.missing``.
+
+    Returns
+    -------
+    bayesobs.scores.Scores
+        A copy with ``psychometric`` set to ``table`` and ``missing`` extended.
+    """
     old = scores.missing
     if len(missing):
         old = (

@@ -46,7 +46,18 @@ BLUR_SCALE = 8.0  # sim: image noise grows as sqrt(1 + (blur / 8)^2)
 
 
 def reference_name(kind: str) -> str:
-    """The subject id of a reference row, e.g. ``reference:random``."""
+    """The subject id of a reference row, e.g. ``reference:random``.
+
+    Parameters
+    ----------
+    kind : str
+        The reference kind (one of :data:`KINDS`).
+
+    Returns
+    -------
+    str
+        ``kind`` prefixed with :data:`PREFIX`.
+    """
     return f"{PREFIX}{kind}"
 
 
@@ -56,6 +67,17 @@ def template(trials: pd.DataFrame) -> pd.DataFrame:
     Ties go to the first subject in natural order.  Every column is kept
     (stimulus, range, blur, distribution...); ``subject`` and ``response`` are
     replaced by the reference.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials of every subject.
+
+    Returns
+    -------
+    DataFrame
+        For each task (sorted), the rows of its chosen subject, unchanged
+        (a fresh index); empty with the same columns for no trials.
     """
     parts = []
     for _task, g in trials.groupby("task", sort=True):
@@ -72,6 +94,19 @@ def response_range(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
     Otherwise the smallest and largest stimulus of that session type in the
     cell (as the accuracy baseline, :func:`bayesobs.scores.with_baseline`).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (``subject``, ``task``, ``modality``,
+        ``condition``, ``session``, ``stimulus``; ``range_low`` and
+        ``range_high`` used where both are finite and ``high > low``).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The low and high ends of the range, one value per trial in row
+        order.
     """
     keys = ["subject", "task", "modality", "condition", "session"]
     g = trials.groupby(keys, sort=False)["stimulus"]
@@ -85,7 +120,21 @@ def response_range(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def random_responses(trials: pd.DataFrame, seed: int = 0) -> np.ndarray:
-    """A uniform draw over :func:`response_range` for every trial (seeded per session run)."""
+    """A uniform draw over :func:`response_range` for every trial (seeded per session run).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (a :func:`template`).
+    seed : int
+        Seed; each ``(task, modality, condition, session, run)`` draws from
+        its own generator (:func:`bayesobs.bootstrap.group_rng`).
+
+    Returns
+    -------
+    numpy.ndarray
+        One response per trial in row order, uniform on its range.
+    """
     lo, hi = response_range(trials)
     u = np.empty(len(trials))
     keys = ["task", "modality", "condition", "session", "run"]
@@ -100,9 +149,22 @@ _LABEL = re.compile(r"^\s*(\w+)\s*(?:\((.*)\))?\s*$")
 def parse_distribution(label) -> dict:
     """The options of a logged ``distribution`` label, e.g. ``gaussian(mean=0.3, sd=0.05)``.
 
-    Returns ``{"distribution": name, **parameters}`` for a label of
-    :func:`bayesobs.stimuli.distributions.label`; ``{}`` (uniform) for
-    anything else.  The text is parsed, never evaluated.
+    The text is parsed, never evaluated.
+
+    Parameters
+    ----------
+    label : object
+        The logged ``distribution`` value (NaN, None or any non-string
+        means uniform).
+
+    Returns
+    -------
+    dict
+        ``{"distribution": name, **parameters}`` (numbers as float, lists
+        as lists of float) for a label of
+        :func:`bayesobs.stimuli.distributions.label`; ``{}`` (uniform) for
+        anything else: an unknown name, an unknown parameter or a value that
+        is not a number.
     """
     from .stimuli.distributions import DISTRIBUTIONS, PARAMETERS
 
@@ -132,6 +194,21 @@ def noise_sd(trials: pd.DataFrame, grid: np.ndarray) -> tuple[np.ndarray, np.nda
     tasks duration and numerosity; for a task sim does not know, the session's
     range midpoint); the image SD grows as ``sqrt(1 + (blur_sigma / 8)^2)``;
     ``text_noise`` ``s`` adds ``sqrt(2) s |x|`` in quadrature.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (``task`` and the range columns;
+        ``blur_sigma`` and ``text_noise`` count as 0 where absent).
+    grid : numpy.ndarray
+        Stimulus values, one row per trial (or broadcastable against
+        ``(n_trials, 1)``): the values at which the SD is taken.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The text and image SDs, each shaped ``(n_trials, grid columns)``, in
+        the stimulus's units, floored at ``1e-9`` of the task's scale.
     """
     from .subjects.sim import IMAGE_SD, SCALE, TEXT_SD, WEBER
 
@@ -166,6 +243,23 @@ def ideal_responses(trials: pd.DataFrame, seed: int = 0) -> np.ndarray:
     combines the two measurements its text and image twins got, and a
     condition that changes nothing the observer measures (a steering prompt,
     a reversed order) gets the same answers as ``base``.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (a :func:`template`): ``stimulus``,
+        ``trial``, ``task``, ``modality``, ``condition``, ``session``,
+        ``run``, the range columns and optional ``distribution``,
+        ``blur_sigma``, ``text_noise``.
+    seed : int
+        Seed of the measurement noise (one generator per ``(task, session,
+        run)``, :func:`bayesobs.bootstrap.group_rng`).
+
+    Returns
+    -------
+    numpy.ndarray
+        One response per trial in row order: the posterior mean
+        (:func:`posterior_mean`).
     """
     t = trials.reset_index(drop=True)
     x = t["stimulus"].to_numpy(float)
@@ -208,6 +302,27 @@ def posterior_mean(t, m_t, m_i, lo, hi, modality, labels=None) -> np.ndarray:
     multimodal trial both); ``lo``, ``hi``: the prior's support;
     ``modality``: per row; ``labels``: the logged ``distribution`` of each
     row (None: uniform).  Computed on a grid of :data:`GRID` points.
+
+    Parameters
+    ----------
+    t : DataFrame
+        The trials (``task``, the range columns, optional ``blur_sigma``,
+        ``text_noise``), for the noise SDs (:func:`noise_sd`).
+    m_t, m_i : numpy.ndarray
+        Text and image measurements, one per row.
+    lo, hi : numpy.ndarray
+        The prior's support per row.
+    modality : array-like of str
+        ``text``, ``image`` or ``multimodal`` per row.
+    labels : array-like, optional
+        The logged ``distribution`` of each row (None or a non-string:
+        uniform on ``[lo, hi]``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The posterior mean per row; where the posterior has no mass on the
+        grid, the measurement clipped to ``[lo, hi]``.
     """
     modality = np.asarray(modality).astype(str)
     labels = np.full(len(t), None) if labels is None else np.asarray(labels, dtype=object)
@@ -236,7 +351,20 @@ def posterior_mean(t, m_t, m_i, lo, hi, modality, labels=None) -> np.ndarray:
 
 
 def human_subjects(subjects, patterns) -> list[str]:
-    """The subjects whose id matches one of the glob ``patterns`` (``--humans``)."""
+    """The subjects whose id matches one of the glob ``patterns`` (``--humans``).
+
+    Parameters
+    ----------
+    subjects : iterable
+        Subject ids (compared as text).
+    patterns : iterable of str or None
+        ``fnmatch`` glob patterns, case-sensitive (None: none).
+
+    Returns
+    -------
+    list of str
+        The matching ids, once each, in natural order.
+    """
     pats = list(patterns or [])
     return sorted(
         {str(s) for s in subjects if any(fnmatch.fnmatchcase(str(s), p) for p in pats)},
@@ -252,6 +380,28 @@ def reference_trials(
     ``trials``: magnitude trials (normalised).  ``humans``: subject ids whose
     trials are pooled into ``reference:humans`` (runs renamed
     ``SUBJECT/RUN``, so each participant's runs stay apart).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials of every subject.
+    seed : int
+        Seed of the random responses and of the ideal observer's noise.
+    humans : iterable of str
+        Subject ids pooled into ``reference:humans`` (empty: no such row).
+    kinds : iterable of str
+        The simulated references to build, ``random`` and/or ``ideal``.
+
+    Returns
+    -------
+    DataFrame
+        The reference trials, the trial table's columns less ``raw_response``
+        and ``valid``; empty (with the trials' columns) when there is none.
+
+    Raises
+    ------
+    ValueError
+        A kind other than ``random`` or ``ideal`` (when there are trials).
     """
     frames = []
     base = template(trials)
@@ -287,6 +437,22 @@ def with_references(bayesbench: pd.DataFrame, refs: pd.DataFrame, humans=()) -> 
     Subjects get ``""`` (or ``human`` for the ``--humans`` subjects); a
     reference row its kind.  The reference rows keep only the subjects'
     columns, so the subjects' rows are unchanged.
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        The subjects' ``bayesbench`` table (not changed).
+    refs : DataFrame or None
+        The references' ``bayesbench`` rows (subjects ``reference:KIND``);
+        None or empty: none.
+    humans : iterable of str
+        Subject ids marked :data:`HUMAN`.
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``bayesbench`` with a ``reference`` column, then the
+        reference rows.
     """
     out = bayesbench.copy()
     humans = set(humans)
@@ -300,7 +466,19 @@ def with_references(bayesbench: pd.DataFrame, refs: pd.DataFrame, humans=()) -> 
 
 
 def is_reference(bayesbench: pd.DataFrame) -> pd.Series:
-    """Which rows of a ``bayesbench`` table are references (any non-empty ``reference``)."""
+    """Which rows of a ``bayesbench`` table are references (any non-empty ``reference``).
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        A ``bayesbench`` table, with or without a ``reference`` column.
+
+    Returns
+    -------
+    Series of bool
+        True where ``reference`` is neither missing, blank nor ``nan`` (so
+        also the :data:`HUMAN` subjects); all False without the column.
+    """
     if "reference" not in bayesbench:
         return pd.Series(False, index=bayesbench.index)
     ref = bayesbench["reference"]
@@ -308,7 +486,18 @@ def is_reference(bayesbench: pd.DataFrame) -> pd.Series:
 
 
 def subjects_only(bayesbench: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a ``bayesbench`` table that are subjects, not references."""
+    """The rows of a ``bayesbench`` table that are subjects, not references.
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        A ``bayesbench`` table.
+
+    Returns
+    -------
+    DataFrame
+        The rows :func:`is_reference` rejects, with a fresh index.
+    """
     return bayesbench[~is_reference(bayesbench)].reset_index(drop=True)
 
 

@@ -78,6 +78,17 @@ def with_baseline(trials: pd.DataFrame) -> pd.DataFrame:
 
     ``(range_low + range_high) / 2`` where logged; otherwise the midpoint of the
     smallest and largest stimulus of that session type in the cell.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (the cell keys, ``session``,
+        ``stimulus``; optional ``range_low``, ``range_high``).
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``trials`` with the ``baseline`` column (stimulus units).
     """
     out = trials.copy()
     g = out.groupby([*CELL_KEYS, "session"], sort=False)["stimulus"]
@@ -92,6 +103,12 @@ def with_baseline(trials: pd.DataFrame) -> pd.DataFrame:
 
 def constant_cells(trials: pd.DataFrame) -> pd.DataFrame:
     """Cells whose observed responses are all equal (METHOD §8).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (the cell keys and ``response``, NaN
+        where missing).
 
     Returns
     -------
@@ -108,6 +125,15 @@ def constant_cells(trials: pd.DataFrame) -> pd.DataFrame:
 
 def few_runs_cells(trials: pd.DataFrame, minimum: int = MIN_RUNS_STRATIFIED) -> pd.DataFrame:
     """Cells with fewer than ``minimum`` runs of some session type.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (the cell keys, ``session``, ``run``).
+    minimum : int
+        The fewest runs per session type a cell needs; default
+        :data:`bayesobs.bootstrap.MIN_RUNS_STRATIFIED` (2), what the
+        stratified bootstrap needs.
 
     Returns
     -------
@@ -182,6 +208,33 @@ def accuracy_batch(
 
     Over the trials with an observed response: ``RMSE(y, x) / RMSE(c, x)``.
     ``resample`` is the bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (``baseline`` is added by
+        :func:`with_baseline` when absent).
+    bootstrap : int
+        Session-run bootstrap replicates ``B`` (0: full data only).
+    seed : int
+        Bootstrap seed.
+    resample : {"pooled", "stratified"}
+        The bootstrap scheme.
+
+    Returns
+    -------
+    cells : DataFrame
+        ``subject, task, modality, condition`` of every cell, sorted.
+    nrmse : numpy.ndarray
+        ``(len(cells), 1 + B)``: column 0 the full data, then each replicate;
+        NaN where no response was observed, infinite where the baseline has
+        no error but the responses have some.
+
+    Raises
+    ------
+    BayesobsInputError
+        With ``bootstrap > 0``: an unknown ``resample``, or ``stratified``
+        with fewer than 2 runs of a session type in some group.
     """
     t = trials if "baseline" in trials.columns else with_baseline(trials)
     obs = t["response"].notna().to_numpy()
@@ -202,7 +255,24 @@ def accuracy_batch(
 
 
 def accuracy_table(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0) -> pd.DataFrame:
-    """``accuracy.csv``: ``subject, task, modality, condition, nrmse`` (+ interval)."""
+    """``accuracy.csv``: ``subject, task, modality, condition, nrmse`` (+ interval).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials.
+    bootstrap : int
+        Pooled session-run bootstrap replicates (0: no interval).
+    seed : int
+        Bootstrap seed.
+
+    Returns
+    -------
+    DataFrame
+        One row per cell: the cell keys and ``nrmse`` (full data), with
+        ``bootstrap > 0`` also ``nrmse_mean``, ``nrmse_lo``, ``nrmse_hi``
+        (the replicates' mean and 68% percentile interval).
+    """
     cells, nrmse = accuracy_batch(trials, bootstrap, seed)
     return _replicated(cells, "nrmse", nrmse)
 
@@ -273,6 +343,23 @@ class Scores(NamedTuple):
         rebuilds the figures from the folder alone, from any working directory.
         ``score_manifest.json`` records the provenance, the options given in
         ``manifest`` (bootstrap, seed, inputs...) and the trial counts.
+
+        Parameters
+        ----------
+        out : str or pathlib.Path
+            The output folder; created with its parents if absent.
+        trials : DataFrame, optional
+            The scored trial table, kept as ``trials.parquet`` (its counts
+            ``n_trials`` and ``n_missing`` go into the manifest).
+        manifest : dict, optional
+            Further fields of ``score_manifest.json``.
+
+        Returns
+        -------
+        list of str
+            The table names written (``NAME`` of ``NAME.csv``; a table
+            without columns is not written), then ``trials.parquet`` when
+            ``trials`` was given.
         """
         from pathlib import Path
 
@@ -296,7 +383,23 @@ class Scores(NamedTuple):
 
     @classmethod
     def from_folder(cls, folder) -> Scores | None:
-        """The tables of a ``bayesobs score`` output folder, or None if it is not one."""
+        """The tables of a ``bayesobs score`` output folder, or None if it is not one.
+
+        Parameters
+        ----------
+        folder : str or pathlib.Path
+            A folder written by :meth:`to_folder`.
+
+        Returns
+        -------
+        Scores or None
+            Every ``NAME.csv`` read back (``subject`` and ``task`` as text);
+            an absent or empty file gives a table without columns, or None
+            for the search, HVS, perception, Percept-V, ``answer_spread``,
+            ``psychometric`` and ``cot_accuracy`` tables.  None when the
+            folder has none of ``bayesbench.csv``, ``search.csv``,
+            ``perception.csv`` and ``hvs.csv``.
+        """
         from pathlib import Path
 
         folder = Path(folder)
@@ -446,6 +549,18 @@ def bias_variance(trials: pd.DataFrame) -> pd.DataFrame:
 
     ``mse = bias2 + variance`` with ``bias2 = mean(y - x)^2`` and
     ``variance = mean((y - x - mean(y - x))^2)``, over observed responses.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (the cell keys, ``stimulus``,
+        ``response``).
+
+    Returns
+    -------
+    DataFrame
+        ``subject, task, modality, condition, bias2, variance, mse`` (squared
+        stimulus units), one row per cell with an observed response.
     """
     t = trials.dropna(subset=["response"]).assign(_e=lambda d: d["response"] - d["stimulus"])
     g = t.groupby(list(CELL_KEYS), sort=True)["_e"]
@@ -658,6 +773,20 @@ def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFr
 
     For each BayesBench number with an interval (``NAME_lo`` in both), after
     every other column; rows are matched by ``subject``.
+
+    Parameters
+    ----------
+    pooled : DataFrame
+        A ``bayesbench`` table from the pooled bootstrap (not changed).
+    stratified : DataFrame
+        The ``bayesbench`` table of the same trials from the stratified
+        bootstrap.
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``pooled`` with the ``_strat_lo``/``_strat_hi`` columns
+        (NaN for a subject the stratified table lacks).
     """
     out = pooled.copy()
     other = stratified.set_index("subject")

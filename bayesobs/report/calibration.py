@@ -28,12 +28,35 @@ PP_COLUMNS = ("variant", "sim_min_q01", "sim_max_q99", "observed_min", "observed
 
 
 def holds_diagnostics(folder: Path) -> bool:
-    """Whether ``folder`` holds calibration (``sbc.csv``) or prior-predictive output."""
+    """Whether ``folder`` holds calibration (``sbc.csv``) or prior-predictive output.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        Any path.
+
+    Returns
+    -------
+    bool
+        True when it is a folder with ``sbc.csv`` or ``prior_predictive.csv``.
+    """
     return folder.is_dir() and any((folder / f).is_file() for f in FILES)
 
 
 def diagnostics_only(folder: Path) -> bool:
-    """A folder with calibration or prior-predictive output and no trials of its own."""
+    """A folder with calibration or prior-predictive output and no trials of its own.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        Any path.
+
+    Returns
+    -------
+    bool
+        True when :func:`holds_diagnostics` and the folder has no
+        ``trials.jsonl`` (the report then does not read it as trials).
+    """
     return holds_diagnostics(folder) and not (folder / "trials.jsonl").exists()
 
 
@@ -54,6 +77,25 @@ def find_diagnostics(paths) -> dict[str, tuple[Path, pd.DataFrame]]:
     """``{"sbc": (folder, table), "prior_predictive": (folder, table)}`` from the given folders.
 
     The first folder holding each file wins.
+
+    Parameters
+    ----------
+    paths : iterable of str or pathlib.Path
+        The paths given to the report; those that are not folders are
+        skipped.
+
+    Returns
+    -------
+    dict of str to (pathlib.Path, DataFrame)
+        The folder and table of ``sbc.csv`` (key ``sbc``) and of
+        ``prior_predictive.csv`` (key ``prior_predictive``), each only when
+        found.
+
+    Raises
+    ------
+    BayesobsInputError
+        A file that cannot be parsed or lacks a column bayesobs writes
+        (:data:`SBC_COLUMNS`, :data:`PP_COLUMNS`).
     """
     found: dict[str, tuple[Path, pd.DataFrame]] = {}
     for p in paths:
@@ -73,7 +115,20 @@ def _truth(v) -> bool:
 
 
 def sbc_table(sbc: pd.DataFrame) -> pd.DataFrame:
-    """The rank-uniformity table as shown: ``result`` pass/fail against ``threshold``."""
+    """The rank-uniformity table as shown: ``result`` pass/fail against ``threshold``.
+
+    Parameters
+    ----------
+    sbc : DataFrame
+        ``sbc.csv`` rows (:data:`SBC_COLUMNS`).
+
+    Returns
+    -------
+    DataFrame
+        :data:`SBC_COLUMNS`, ``result`` (``pass`` where ``p >= threshold``,
+        else ``fail``) and, where present, ``divergent_sims`` and
+        ``prior_scale``.
+    """
     t = sbc.copy()
     t["result"] = [
         "pass" if p >= thr else "fail" for p, thr in zip(t["p"], t["threshold"], strict=True)
@@ -83,7 +138,36 @@ def sbc_table(sbc: pd.DataFrame) -> pd.DataFrame:
 
 
 def calibration_sections(found: dict, out: Path, save_figure, table_html) -> list[str]:
-    """HTML of the calibration section; empty when no folder holds the files."""
+    """HTML of the calibration section; empty when no folder holds the files.
+
+    The SBC rank histograms are copied from the folder's
+    ``figures/sbc_ranks.png``, or drawn from its ``sbc_ranks.csv``, into
+    ``out/figures/sbc_ranks.png``.
+
+    Parameters
+    ----------
+    found : dict
+        :func:`find_diagnostics` output.
+    out : pathlib.Path
+        The report folder (its ``figures`` folder must exist).
+    save_figure : callable
+        ``save_figure(figure, path)`` saves a matplotlib figure and returns
+        its link relative to ``out``.
+    table_html : callable
+        ``table_html(table, digits)`` renders a DataFrame as HTML.
+
+    Returns
+    -------
+    list of str
+        HTML fragments: the heading, the SBC table and its figure and the
+        prior predictive table, each part only where its file was found.
+
+    Raises
+    ------
+    BayesobsInputError
+        An ``sbc_ranks.csv`` that cannot be read or lacks ``variant``,
+        ``parameter`` or ``rank``.
+    """
     if not found:
         return []
     body = ["<h2>Posterior calibration</h2>"]

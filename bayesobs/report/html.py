@@ -152,7 +152,25 @@ def _table_html(df: pd.DataFrame, digits: int = 3) -> str:
 
 
 def folded(summary: str, inner: str, n: int, limit: int = FOLD_ROWS) -> str:
-    """``inner`` as is when it has at most ``limit`` rows, else folded under ``summary``."""
+    """``inner`` as is when it has at most ``limit`` rows, else folded under ``summary``.
+
+    Parameters
+    ----------
+    summary : str
+        The one-line summary shown while folded (escaped here).
+    inner : str
+        The HTML to show or fold (not escaped).
+    n : int
+        Its rows (or list items).
+    limit : int
+        The most rows shown unfolded; default :data:`FOLD_ROWS` (0: fold
+        whenever there is a row).
+
+    Returns
+    -------
+    str
+        ``inner``, or ``inner`` inside a ``<details>`` element.
+    """
     if n <= limit:
         return inner
     return f"<details><summary>{html.escape(summary)}</summary>{inner}</details>"
@@ -192,6 +210,23 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         Used only when the scores must be computed.
     resample : {"pooled", "stratified"}
         Bootstrap scheme, used only when the scores must be computed.
+
+    Returns
+    -------
+    pathlib.Path
+        ``out/index.html``.  Beside it: ``figures/*.png`` and
+        ``tables/*.csv`` (every computed score table, and
+        ``exclusions.csv`` where a score folder has one).
+
+    Raises
+    ------
+    BayesobsInputError
+        No trials among ``paths``; a score folder without its
+        ``trials.parquet`` whose manifest names no inputs, records
+        expressions (``--map NEW=EXPR``, ``--where``, ``--missing-where``) or
+        names inputs that are not there; a manifest that is not a JSON
+        object; or a calibration or prior-predictive file that cannot be
+        read.
     """
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     trials, res, manifests = _inputs(paths)
@@ -534,6 +569,17 @@ def extra_ablations_html(extra: pd.DataFrame | None) -> list[str]:
     """The ablations outside the paper's BCS (``noise_text``, ``cot``): their shifts, as a table.
 
     Empty when the scores hold none.
+
+    Parameters
+    ----------
+    extra : DataFrame or None
+        The ``bcs_extra`` table of the scores.
+
+    Returns
+    -------
+    list of str
+        HTML fragments: a heading, an explanation and the table (sorted by
+        ablation, subject, task); empty for None or an empty table.
     """
     if extra is None or extra.empty:
         return []
@@ -549,7 +595,20 @@ def extra_ablations_html(extra: pd.DataFrame | None) -> list[str]:
 
 
 def cot_accuracy_html(table: pd.DataFrame | None) -> list[str]:
-    """Reasoning's effect on the right/wrong tasks (``cot_accuracy.csv``); empty without one."""
+    """Reasoning's effect on the right/wrong tasks (``cot_accuracy.csv``); empty without one.
+
+    Parameters
+    ----------
+    table : DataFrame or None
+        A :func:`bayesobs.cot_accuracy.cot_accuracy_table`.
+
+    Returns
+    -------
+    list of str
+        HTML fragments: a heading, an explanation, the rows pooling every
+        level (``x = all``) and, folded, the per-level rows; empty for None or
+        an empty table.
+    """
     if table is None or table.empty:
         return []
     t = table.copy()
@@ -610,6 +669,17 @@ def bcs_not_available(res: Scores) -> pd.DataFrame:
     responses, no ``w_prior``), or a subject whose BCS the leaderboard shows as
     n/a: ``bcs_tasks.csv`` may hold 0.0 there (a sum of nothing), which the
     report never draws as a value.
+
+    Parameters
+    ----------
+    res : Scores
+        The scores (``bcs_tasks``, ``bcs``, ``bayesbench``).
+
+    Returns
+    -------
+    DataFrame
+        Booleans, indexed by subject, one column per task of ``bcs_tasks``;
+        empty without ``bcs_tasks`` rows.
     """
     t = res.bcs_tasks
     if t is None or t.empty:
@@ -628,7 +698,22 @@ def bcs_not_available(res: Scores) -> pd.DataFrame:
 
 
 def bcs_pivot(bcs_tasks: pd.DataFrame, col: str, na: pd.DataFrame) -> pd.DataFrame:
-    """Subjects by tasks of ``col`` with the cells of ``na`` as missing (shown as n/a)."""
+    """Subjects by tasks of ``col`` with the cells of ``na`` as missing (shown as n/a).
+
+    Parameters
+    ----------
+    bcs_tasks : DataFrame
+        ``bcs_tasks.csv`` rows (``subject``, ``task``, ``col``).
+    col : str
+        The column to show (``bcs``, ``bcs_mean``, ``bcs_p``).
+    na : DataFrame
+        :func:`bcs_not_available`'s grid (empty: nothing masked).
+
+    Returns
+    -------
+    DataFrame
+        A ``subject`` column, then one column per task.
+    """
     t = bcs_tasks.pivot(index="subject", columns="task", values=col)
     if len(na):
         t = t.mask(na.reindex(index=t.index, columns=t.columns, fill_value=False).astype(bool))
@@ -636,7 +721,19 @@ def bcs_pivot(bcs_tasks: pd.DataFrame, col: str, na: pd.DataFrame) -> pd.DataFra
 
 
 def constant_subjects(missing: pd.DataFrame | None) -> list[str]:
-    """Subjects with constant base cells: the leaderboard's caveat on their E applies."""
+    """Subjects with constant base cells: the leaderboard's caveat on their E applies.
+
+    Parameters
+    ----------
+    missing : DataFrame or None
+        ``missing.csv`` rows (``subject``, ``component``, ``reason``).
+
+    Returns
+    -------
+    list of str
+        The subjects with a ``fits MODALITY base`` row of reason
+        :data:`bayesobs.scores.CONSTANT_REASON`, sorted.
+    """
     if missing is None or missing.empty or "reason" not in missing:
         return []
     m = missing.fillna("").astype(str)
@@ -656,7 +753,22 @@ def _has_bcs(bcs_tasks: pd.DataFrame | None) -> bool:
 
 
 def support_notes(trials: pd.DataFrame, res: Scores) -> list[str]:
-    """One line per part of the report the data cannot support (and so is left out)."""
+    """One line per part of the report the data cannot support (and so is left out).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The magnitude trials of the report.
+    res : Scores
+        Their scores (``bcs_tasks``).
+
+    Returns
+    -------
+    list of str
+        Lines for steering and noise (no ``steer_*``/``noise_*``
+        condition), the BCS (no ablation fits) and cue combination (not all
+        of text, image and multimodal trials); empty when all are supported.
+    """
     conds = set(trials["condition"])
     mods = set(trials["modality"])
     notes = []
@@ -683,6 +795,18 @@ def sequential_control_table(evidence: pd.DataFrame) -> pd.DataFrame:
 
     ``context_none`` shows every trial alone: sequential evidence that survives
     there cannot come from in-context learning.  Empty without such cells.
+
+    Parameters
+    ----------
+    evidence : DataFrame
+        ``evidence.csv`` rows (``factor``, ``condition``, ``p``, the cell
+        keys).
+
+    Returns
+    -------
+    DataFrame
+        ``subject, task, modality, base, context_none``: the P(sequential)
+        of each condition (NaN where a cell lacks one).
     """
     cols = ["subject", "task", "modality", "base", "context_none"]
     if evidence is None or evidence.empty or "context_none" not in set(evidence["condition"]):
@@ -729,9 +853,20 @@ def _sequential_controls_html(res: Scores) -> list[str]:
 def veridical_table(evidence: pd.DataFrame | None) -> pd.DataFrame:
     """Cells indistinguishable from the veridical observer or with a boundary Bayesian fit.
 
-    One row per cell (``bayesian`` rows of ``evidence.csv``): ``p``,
-    ``p_veridical``, ``veridical_dAIC`` and ``boundary``; empty when the
-    evidence has no veridical reference.
+    Parameters
+    ----------
+    evidence : DataFrame or None
+        ``evidence.csv`` rows.
+
+    Returns
+    -------
+    DataFrame
+        One row per flagged cell (``bayesian`` rows of ``evidence.csv``,
+        ``veridical_dAIC`` at least
+        :data:`bayesobs.evidence.VERIDICAL_THRESHOLD` or a non-empty
+        ``boundary``): the cell keys, ``p``, ``p_veridical``,
+        ``veridical_dAIC`` and ``boundary``; empty (no columns) when the
+        evidence has no veridical reference.
     """
     from ..evidence import VERIDICAL_THRESHOLD, text_column
 
@@ -766,14 +901,38 @@ def _evidence_notes_html(res: Scores) -> list[str]:
 
 
 def anchoring_hits(controls: pd.DataFrame | None) -> pd.DataFrame:
-    """The rows of ``controls.csv`` where a control beats every Kalman observer by AIC."""
+    """The rows of ``controls.csv`` where a control beats every Kalman observer by AIC.
+
+    Parameters
+    ----------
+    controls : DataFrame or None
+        ``controls.csv`` rows.
+
+    Returns
+    -------
+    DataFrame
+        The rows with ``delta_aic_kalman < 0``; empty (columns ``subject``,
+        ``control``, ``delta_aic_kalman``) without such a table.
+    """
     if controls is None or controls.empty or "delta_aic_kalman" not in controls:
         return pd.DataFrame(columns=["subject", "control", "delta_aic_kalman"])
     return controls[controls["delta_aic_kalman"] < 0]
 
 
 def anchoring_summary(hits: pd.DataFrame) -> pd.DataFrame:
-    """Per subject and control: how many cells it wins and its largest AIC margin."""
+    """Per subject and control: how many cells it wins and its largest AIC margin.
+
+    Parameters
+    ----------
+    hits : DataFrame
+        :func:`anchoring_hits` rows.
+
+    Returns
+    -------
+    DataFrame
+        ``subject, control, cells, largest AIC margin`` (``-min
+        delta_aic_kalman``, positive), in natural order.
+    """
     g = hits.groupby(["subject", "control"], sort=False)["delta_aic_kalman"]
     t = pd.DataFrame({"cells": g.size(), "largest AIC margin": -g.min()}).reset_index()
     return t.sort_values(["subject", "control"], key=_natural_order).reset_index(drop=True)
