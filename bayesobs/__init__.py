@@ -13,7 +13,8 @@ from importlib.metadata import PackageNotFoundError, version
 from .api import evidence_table, fit
 from .errors import BayesobsInputError
 from .evidence import factor_evidence
-from .fitting import FitBatch, fit_batch, fits_table
+from .fitresults import FitBatch, fits_table
+from .fitting import fit_batch
 from .scores import Scores, score
 from .trials import normalize_trials, read_trials, write_trials
 

@@ -119,8 +119,9 @@ def predictions(
     parameters over the whole run, and the result gains ``level``
     (``COL=value``) for drawing the levels apart.
     """
-    from .fitting import decode_params, interleaved_levels
+    from .fitresults import decode_params
     from .observers.models import predict_response
+    from .runtable import interleaved_levels
 
     trials = normalize_trials(trials)
     out = trials.copy()

@@ -28,15 +28,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .fitting import (
-    _transformed,
-    _variance_floor,
-    build_runs,
-    dataset_matrix,
-    encode_params,
-    gram_stats,
-    quantum_floor,
-)
+from .fitresults import encode_params
+from .kernel import gram_stats, quantum_floor, transformed, variance_floor
+from .runtable import build_runs, dataset_matrix
 from .trials import CELL_KEYS
 
 CONTROLS: tuple[tuple[str, bool], ...] = (("anchor", False), ("anchor_log", True))
@@ -129,11 +123,11 @@ def fit_controls(
     skipped = np.full((C, len(CONTROLS)), "", dtype=object)
     constant = cells["constant"].to_numpy(bool)
     for j, (_, log) in enumerate(CONTROLS):
-        z, u, obs, jac_run, _ = _transformed(runs, cells, log)
+        z, u, obs, jac_run, _ = transformed(runs, cells, log)
         S = np.asarray(W @ anchor_statistics(z, u, obs, runs.present))
         Gd = np.asarray(W @ gram_stats(z, u, runs.present, obs))
         jac = np.asarray(W @ jac_run)
-        floor = _variance_floor(Gd, quantum_floor(cells, log)[cell_of])
+        floor = variance_floor(Gd, quantum_floor(cells, log)[cell_of])
         n, sdd, sde, see = S.T
         with np.errstate(invalid="ignore", divide="ignore"):
             a = np.clip(np.where(sdd > 0, sde / np.where(sdd > 0, sdd, 1.0), 0.0), 0.0, 1.0)

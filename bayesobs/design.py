@@ -213,11 +213,12 @@ def _static_w_prior(trials: pd.DataFrame, B: int, seed: int):
 
     Returns the cells and a ``(cells, 1 + B)`` array.
     """
-    from .fitting import _transformed, build_runs, closed_forms, dataset_matrix, gram_stats
+    from .kernel import closed_forms, gram_stats, transformed
+    from .runtable import build_runs, dataset_matrix
 
     cells, runs = build_runs(trials)
     W = dataset_matrix(trials, cells, runs, B, seed)
-    z, u, obs, _, _ = _transformed(runs, cells, False)
+    z, u, obs, _, _ = transformed(runs, cells, False)
     Gd = np.asarray(W @ gram_stats(z, u, runs.present, obs))
     w = closed_forms(Gd)["static"][1]["w_prior"].reshape(len(cells), 1 + B)
     w[cells["constant"].to_numpy(bool)] = np.nan

@@ -12,7 +12,7 @@ from .observers.variants import FACTORS, NUISANCE, VARIANT_NAMES, VARIANTS
 from .trials import CELL_KEYS
 
 if TYPE_CHECKING:  # fitting imports this module's neighbours; no runtime cycle
-    from .fitting import FitBatch
+    from .fitresults import FitBatch
 
 
 def _keyed_groups(factor: str) -> dict[tuple, tuple[list[int], list[int]]]:

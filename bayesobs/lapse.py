@@ -7,7 +7,7 @@ the cell's observed responses.  Fitted by EM, vectorised over every dataset
 
 * E-step: the responsibility ``r_t`` of the observer for each response.
 * M-step: ``lambda`` is the mean non-responsibility (clipped to [0, 0.2]); the
-  observer's parameters are the closed forms of :mod:`bayesobs.fitting` on
+  observer's parameters are the closed forms of :mod:`bayesobs.kernel` on
   ``r``-weighted sufficient statistics, and for the Kalman variants a
   golden-section search of ``log rho`` around the current value (a
   generalised EM step: a new value is kept only where it lowers the weighted
@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
+from .kernel import closed_forms, golden, gram_stats, kalman_moments, rss_kalman
+from .levels import level_evaluator, newton_levels
 
 LAPSE_MAX = 0.2
 LAPSE_STARTS = (0.01, 0.1)
@@ -43,12 +46,10 @@ def _to_dataset(values, d_p, w_p, D):
     return np.bincount(d_p, weights=w_p * values, minlength=D)
 
 
-class _Pairs:
+class Pairs:
     """Per-pair trial arrays of one transform (identity or log), ``(P, T)``."""
 
     def __init__(self, W, z, u, obs, present, jac_trial, uniform, floor, D):
-        from .fitting import gram_stats
-
         self.d_p, self.r_p, self.w_p = _pairs(W)
         self.D = D
         self.z = z[self.r_p]
@@ -70,9 +71,7 @@ class _Pairs:
 
     def kalman_moments(self, r, log_rho):
         """``r``-weighted ``sum mu``, ``sum mu^2``, ``sum mu u`` per dataset."""
-        from .fitting import _kalman_moments
-
-        s = _kalman_moments(self.z.T.copy(), self.u.T.copy(), r.T.copy(), np.exp(log_rho)[self.d_p])
+        s = kalman_moments(self.z.T.copy(), self.u.T.copy(), r.T.copy(), np.exp(log_rho)[self.d_p])
         return [_to_dataset(m, self.d_p, self.w_p, self.D) for m in s]
 
     def kalman_mean(self, log_rho):
@@ -88,10 +87,8 @@ class _Pairs:
         return mu
 
 
-def _m_step(variant, pairs: _Pairs, r, state):
+def _m_step(variant, pairs: Pairs, r, state):
     """Observer parameters (centred) from ``r``-weighted statistics; returns ``(state, rss, n)``."""
-    from .fitting import _golden, closed_forms, rss_kalman
-
     G = pairs.stats(r)
     n = G[:, 0]
     if variant.family != "kalman":
@@ -111,7 +108,7 @@ def _m_step(variant, pairs: _Pairs, r, state):
     current = rss_at(th)
     lo = np.maximum(th - KALMAN_BRACKET, -18.0)
     hi = np.minimum(th + KALMAN_BRACKET, 18.0)
-    x, f = _golden(rss_at, lo, hi, iterations=24)
+    x, f = golden(rss_at, lo, hi, iterations=24)
     better = f < current
     th = np.where(better, x, th)
     rk, rg, g, delta = rss_kalman(G, *pairs.kalman_moments(r, th))
@@ -122,7 +119,7 @@ def _m_step(variant, pairs: _Pairs, r, state):
     return out, rk, n
 
 
-def _mean(variant, pairs: _Pairs, state):
+def _mean(variant, pairs: Pairs, state):
     """Predicted ``m_t`` of every pair-trial (centred coordinates)."""
     d = pairs.d_p
     if variant.family == "linear":
@@ -151,7 +148,7 @@ def _lapse_rate(pairs, r, n_obs, D):
         )
 
 
-def _e_step(pairs: _Pairs, m, sigma2, lam):
+def _e_step(pairs: Pairs, m, sigma2, lam):
     """Responsibilities and the mixture log-likelihood per dataset.
 
     ``sigma2``: one variance per dataset ``(D,)``, or one per pair-trial ``(P, T)``.
@@ -170,7 +167,7 @@ def _e_step(pairs: _Pairs, m, sigma2, lam):
     return r, _to_dataset(ll_pair, d, pairs.w_p, pairs.D)
 
 
-def fit_lapse(variant, pairs: _Pairs, log_rho0):
+def fit_lapse(variant, pairs: Pairs, log_rho0):
     """EM over every dataset for one variant; returns ``(ll, params, lapse)``.
 
     ``log_rho0``: the no-lapse fit's ``log rho`` (Kalman variants).  The
@@ -215,8 +212,8 @@ def fit_lapse(variant, pairs: _Pairs, log_rho0):
 LEVEL_NEWTON_STEPS = 1  # Newton steps of log rho_c per M-step (a generalised EM step)
 
 
-class LevelPairs(_Pairs):
-    """:class:`_Pairs` with an interleaved column's level codes (METHOD §10 with §11).
+class LevelPairs(Pairs):
+    """:class:`Pairs` with an interleaved column's level codes (METHOD §10 with §11).
 
     ``floor`` is ``(L, D)``: one variance floor per level and dataset.
     """
@@ -266,8 +263,6 @@ def _m_step_levels(variant, pairs: LevelPairs, r, state):
     of the vector ``log rho_c`` on the weighted concentrated objective, kept
     only where they lower it (a generalised EM step).
     """
-    from .fitting import closed_forms, level_evaluator, newton_levels
-
     G = pairs.level_stats(r)
     n = G[..., 0]
     L, D = pairs.L, pairs.D

@@ -59,7 +59,7 @@ class Data:
 
 def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
     """Standardised padded arrays; one subject per cell of ``trials``."""
-    from .fitting import build_runs
+    from .runtable import build_runs
 
     cells, runs = build_runs(trials)
     present = runs.present
@@ -454,7 +454,7 @@ def prepare_cells(trials: pd.DataFrame, variant: Variant) -> list[tuple[tuple, D
     The arrays are exactly those :func:`prepare` gives for the cell alone
     (one run table for all cells, each cell trimmed to its own longest run).
     """
-    from .fitting import build_runs
+    from .runtable import build_runs
 
     cells, runs = build_runs(trials)
     x, y, present = runs.x, runs.y, runs.present
@@ -770,7 +770,7 @@ def ppc_table(
         u = m + params["sigma"] * rng.standard_normal(m.shape)
         sims.append(u)
     sims = np.array(sims)
-    from .fitting import build_runs
+    from .runtable import build_runs
 
     cells, runs = build_runs(trials_cell)
     eps = float(cells["eps"].iloc[0])
@@ -835,7 +835,7 @@ def prior_predictive(
     many trials lie beyond them).  Cells where a log variant does not apply
     are left out.
     """
-    from .fitting import build_runs
+    from .runtable import build_runs
     from .trials import normalize_trials
 
     trials = normalize_trials(trials)

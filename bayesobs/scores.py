@@ -621,7 +621,8 @@ def _magnitude_scores(
     trials, bootstrap, seed, non_oracle, probe, progress, resample, interleaved=None, lapse=False
 ) -> Scores:
     from .evidence import evidence_table
-    from .fitting import collapse_levels, fit_batch, fits_table
+    from .fitresults import collapse_levels, fits_table
+    from .fitting import fit_batch
 
     trials = with_baseline(trials.reset_index(drop=True))
     B = int(bootstrap)

@@ -114,7 +114,7 @@ def transfer_table(
     ``trials``: the normalised trials that were fitted; ``fits``: their
     ``fits.csv`` rows (:func:`bayesobs.fitting.fits_table`).
     """
-    from .fitting import decode_params
+    from .fitresults import decode_params
 
     trials = trials.assign(condition=trials["condition"].astype(str))
     fits = fits.assign(condition=fits["condition"].astype(str))

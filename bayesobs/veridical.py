@@ -32,8 +32,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .fitting import VARIANCE_FLOOR, build_runs, quantum_floor
+from .kernel import VARIANCE_FLOOR, quantum_floor
 from .observers.scale import cell_moments, model_scale
+from .runtable import build_runs
 from .trials import CELL_KEYS
 
 VERIDICAL_NAMES: tuple[str, ...] = ("veridical", "veridical_log")
