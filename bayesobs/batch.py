@@ -20,7 +20,7 @@ after :data:`POLL_FIRST_S` seconds and doubles up to ``--poll-max``
 (:data:`POLL_MAX_S` by default).
 
 The trials are logged by the live runner's own code
-(:meth:`bayesobs.runner.Runner.run_session`, through
+(:meth:`bayesobs.engine.Runner.run_session`, through
 :class:`~bayesobs.store.ExperimentStore`), so the rows are those of a live
 run with the same columns, plus ``batch_id``; ``latency_s`` is 0 (a batch
 has no per-request timing) and ``attempts`` counts the batches a request
@@ -676,7 +676,7 @@ class BatchRun:
     """
 
     def __init__(self, store: ExperimentStore, subjects: dict, options: BatchOptions, progress):
-        from .runner import Runner
+        from .engine import Runner
 
         self.store = store
         self.subjects = subjects
@@ -938,7 +938,7 @@ class BatchRun:
     # ------------------------------------------------------------ the whole run
     async def run(self, sessions: list, chat: dict | None = None) -> None:
         """Rounds until every session is logged or stopped."""
-        from .runner import estimate
+        from .engine import estimate
 
         t0 = time.perf_counter()
         await self.recover()
@@ -994,9 +994,9 @@ def execute_batch(
 ):
     """Run sessions through batch APIs into ``store``; logs the invocation in ``runs.jsonl``.
 
-    Returns the run's :class:`~bayesobs.runner.RunReport`.
+    Returns the run's :class:`~bayesobs.engine.RunReport`.
     """
-    from .runner import run_async
+    from .engine import run_async
 
     store.log_run(event="start", sessions=len(sessions), batch=True)
     engine = BatchRun(store, subjects, options, progress)

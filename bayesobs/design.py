@@ -62,13 +62,13 @@ _SEP = "|"
 def _structure(spec_or_protocol, trials, runs) -> list[dict]:
     """Tasks with their sessions ``[(name, low, high)]``, trial counts, runs and BCS ablations."""
     from .bcs import BCS_ABLATIONS
-    from .runner import _count, load_protocol
+    from .plan import load_protocol, whole_number
 
     out = []
     for exp in load_protocol(spec_or_protocol):
         spec = exp["spec"]
-        t_list = [_count(t, "--trials") for t in trials] if trials else [int(spec["trials"])]
-        n_runs = _count(runs, "--runs") if runs is not None else int(spec.get("runs", 1))
+        t_list = [whole_number(t, "--trials") for t in trials] if trials else [int(spec["trials"])]
+        n_runs = whole_number(runs, "--runs") if runs is not None else int(spec.get("runs", 1))
         mods = set(spec.get("modalities", []))
         ablations = [
             c

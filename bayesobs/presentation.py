@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from .ablations import system_prompt
+from .plan import HUMAN, plan
+from .seeds import stable_seed
 
 NO_REASONING = " Do not explain or reason. Only output the final answer."
 
@@ -54,8 +56,6 @@ def human_plan(spec: dict, modalities=None, conditions=None, trials=None, ami=No
     stimuli, order and blur a model sees (``subject`` is ``"human"``; the web
     app replaces it by each participant's id).
     """
-    from .runner import HUMAN, plan
-
     return plan(spec, [HUMAN], modalities, conditions, trials, 1, ami=ami)
 
 
@@ -79,11 +79,10 @@ def stimulus_parts(sess, stim, t: int) -> tuple[str | None, str | None]:
     lays the two out apart (a question wraps, a rendering never does).
     """
     from .ablations import degrade_text
-    from .runner import _seed
 
     text = stim.text if sess.modality in ("text", "multimodal") else None
     if text is not None and sess.cond.text_noise > 0:
-        rng = np.random.default_rng(_seed(sess.seed, "noise_text", t, stim.key()))
+        rng = np.random.default_rng(stable_seed((sess.seed, "noise_text", t, stim.key())))
         text = degrade_text(text, sess.cond.text_noise, rng)
     return text, (stim.prompt or None)
 

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from .engine import reasoned, reasoned_start
 from .errors import BayesobsInputError
 from .logprobs import COLUMNS as DISTRIBUTION_COLUMNS
 from .logprobs import reply_distribution
+from .plan import plan
 from .provenance import read_manifest
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted
-from .runner import plan, reasoned, reasoned_start
 from .trials import RUN_KEYS
 
 # columns a task's record() may (re)write; stale ones are cleared first

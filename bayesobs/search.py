@@ -24,13 +24,12 @@ The search condition of a row is ``search_condition`` when the table has it
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from .errors import BayesobsInputError
+from .seeds import stable_seed
 from .trials import paradigm_rows
 
 CELLS = ("1,1", "1,2", "2,1", "2,2")
@@ -111,7 +110,7 @@ def mean_interval(values: np.ndarray, key=(), reps: int = ERROR_RESAMPLES) -> tu
     values = np.asarray(values, float)
     if len(values) < 2:
         return np.nan, np.nan
-    seed = int.from_bytes(hashlib.sha256(repr(key).encode()).digest()[:8], "little")
+    seed = stable_seed(key)
     idx = np.random.default_rng(seed).integers(0, len(values), (reps, len(values)))
     lo, hi = np.percentile(values[idx].mean(axis=1), [2.5, 97.5])
     return float(lo), float(hi)

@@ -24,9 +24,10 @@ import pytest
 
 from bayesobs import batch as B
 from bayesobs.cli import main
+from bayesobs.engine import estimate
 from bayesobs.fakebatch import FakeBatchServer, Fate, always, check_input, hashed
 from bayesobs.fakeserver import Answer
-from bayesobs.runner import estimate, load_protocol, plan
+from bayesobs.plan import load_protocol, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]

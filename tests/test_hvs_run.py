@@ -20,7 +20,7 @@ from bayesobs.hvs.fixture import FIXTURE_NOTE
 from bayesobs.hvs.logged import BASELINE
 from bayesobs.hvs.metrics import TABLE_COLUMNS
 from bayesobs.hvs.questions import HINTS
-from bayesobs.runner import load_spec, plan
+from bayesobs.plan import load_spec, plan
 from bayesobs.stimuli import from_png
 from bayesobs.subjects import Request, Turn
 from bayesobs.subjects.openai_chat import ChatOptions, OpenAIChatSubject

@@ -126,8 +126,8 @@ def test_export_shows_the_steering_text(tmp_path):
 
 
 def test_serve_and_export_show_the_same_instruction(tmp_path):
+    from bayesobs.plan import load_spec, plan
     from bayesobs.presentation import human_instruction
-    from bayesobs.runner import load_spec, plan
 
     spec = load_spec("line_ratio")
     sess = plan(spec, ["sim:linear"], ["text"], ["steer_numeric"], 3, 1)[0]

@@ -380,7 +380,7 @@ def test_resume_says_which_unreadable_lines_it_skips(tmp_path, capsys):
 
 # ------------------------------------------------------------------ item 11: resume without rendering
 def test_resume_of_a_complete_run_renders_nothing(tmp_path, monkeypatch):
-    import bayesobs.runner
+    import bayesobs.engine
 
     out = tmp_path / "o"
     argv = ["run", SPEC, "--subject", "sim:bayesian", "--modality", "multimodal"]
@@ -388,13 +388,13 @@ def test_resume_of_a_complete_run_renders_nothing(tmp_path, monkeypatch):
     assert main(argv) == 0
     before = _snapshot(out)
     calls = []
-    real = bayesobs.runner.stimulus_images
+    real = bayesobs.engine.stimulus_images
 
     def counting(*a, **k):
         calls.append(a)
         return real(*a, **k)
 
-    monkeypatch.setattr(bayesobs.runner, "stimulus_images", counting)
+    monkeypatch.setattr(bayesobs.engine, "stimulus_images", counting)
     assert main(argv) == 0
     assert calls == []
     after = _snapshot(out)

@@ -13,9 +13,10 @@ import pytest
 from scipy import ndimage
 
 from bayesobs.cli import main
+from bayesobs.engine import execute, make_subjects
 from bayesobs.errors import BayesobsInputError
 from bayesobs.fakeserver import Answer, FakeChatServer
-from bayesobs.runner import execute, load_spec, make_subjects, plan
+from bayesobs.plan import load_spec, plan
 from bayesobs.search import SEARCH_COLUMNS, set_size_effect
 from bayesobs.stimuli import from_png, get_task
 from bayesobs.stimuli.search import (

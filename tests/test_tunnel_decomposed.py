@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayesobs.engine import execute
 from bayesobs.perception import chain_prediction, perception_table, skill_from_accuracy
-from bayesobs.runner import execute, plan
+from bayesobs.plan import plan
 from bayesobs.store import ExperimentStore
 from bayesobs.subjects import FatalSubjectError, Reply
 from bayesobs.subjects.tunnel_sim import grid_from_text
@@ -139,7 +140,7 @@ def test_the_chainer_is_asked_from_its_own_path_through_the_runner(tmp_path):
 
 
 def test_a_reversed_condition_keeps_the_steps_of_a_sequence_in_order():
-    from bayesobs.runner import reverse_trials
+    from bayesobs.plan import reverse_trials
     from bayesobs.stimuli import get_task
 
     task = get_task("scavenger_hunt")

@@ -16,11 +16,11 @@ answers as an uninterrupted one).
 
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
 
 import numpy as np
 
+from ..seeds import stable_seed
 from ..stimuli import from_png
 from .base import FatalSubjectError, Reply, Request
 
@@ -42,7 +42,7 @@ def _seed(seed: int, kind: str, meta: dict) -> int:
         meta["modality"],
         meta["trial"],
     )
-    return int.from_bytes(hashlib.sha256(repr(ident).encode()).digest()[:4], "little")
+    return stable_seed(ident, nbytes=4)
 
 
 def is_hvs_request(request: Request) -> bool:

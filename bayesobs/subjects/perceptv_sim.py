@@ -8,12 +8,11 @@ seed and the trial identity.  The library sims look at the pixels only.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
 from .. import perceptv
 from ..perceptv import sims
+from ..seeds import stable_rng
 from ..stimuli.perceptv import size_of_seed
 from .base import FatalSubjectError, Reply, Request
 
@@ -31,8 +30,7 @@ def _rng(seed: int, kind: str, meta: dict) -> np.random.Generator:
         meta.get("trial"),
         meta.get("perceptv_seed"),
     )
-    digest = hashlib.sha256(repr(ident).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    return stable_rng(ident)
 
 
 def is_perceptv_request(request: Request) -> bool:

@@ -31,12 +31,12 @@ from functools import lru_cache
 import numpy as np
 from scipy import ndimage
 
+from ..seeds import stable_rng
 from ..stimuli import from_png
 from ..stimuli.search import CELLS, COLOURS, SIZE, cell_of, draw_digit
 from .base import FatalSubjectError, Reply, Request
 from .hvs_sim import is_hvs_request
 from .hvs_sim import reply as hvs_reply
-from .sim import _rng
 
 SEARCH_KINDS = ("parallel", "serial", "random")
 SEARCH_TASKS = ("circle_sizes", "two_among_five", "light_priors")
@@ -207,7 +207,7 @@ class SearchSubject:
         question = turn.text or ""
         cells = "Cell (i,j)" in question
         ident = (meta["session"], meta["run"], meta["condition"], meta["modality"], meta["trial"])
-        rng = _rng(self.seed, self.kind, ident)
+        rng = stable_rng((self.seed, self.kind, ident))
         if self.kind == "random" or turn.png is None:
             if cells:
                 return f"Cell ({CELLS[rng.integers(4)]})"

@@ -40,7 +40,6 @@ run is reproducible and a resumed run answers exactly as an uninterrupted one.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from functools import lru_cache
@@ -48,6 +47,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..ablations import COT_SENTENCE
+from ..seeds import stable_rng
 from ..stimuli import from_png
 from ..stimuli.maze import DIRS, UNIT_PX
 from .base import FatalSubjectError, Reply, Request, Turn
@@ -175,11 +175,6 @@ def _image_percept(task: str, png: bytes) -> tuple[float, float]:
     return measure_image(task, img), estimate_blur(img)
 
 
-def _rng(*parts) -> np.random.Generator:
-    h = hashlib.sha256(repr(parts).encode()).digest()
-    return np.random.default_rng(int.from_bytes(h[:8], "little"))
-
-
 def _previous_answer(turns) -> float | None:
     """The number in the last assistant turn of the history, or None (no history, no number)."""
     for t in reversed(turns):
@@ -216,14 +211,14 @@ class SimSubject:
             sd = TEXT_SD * (v if task in WEBER else scale)
             # noise_text: two jittered lengths (or several moves) of relative SD ~ s
             sd = math.hypot(sd, math.sqrt(2.0) * text_noise_level(turn.text) * abs(v))
-            est.append(v + sd * _rng(self.seed, "text", turn.text, salt).standard_normal())
+            est.append(v + sd * stable_rng((self.seed, "text", turn.text, salt)).standard_normal())
             var.append(sd * sd)
         if turn.png is not None:
             v, sigma = _image_percept(task, turn.png)
             # estimate_blur reads about 2-4x the true sigma off thin lines: sd grows ~1.3x at
             # sigma 3 px and ~2-3x at sigma 6 px
             sd = IMAGE_SD * (v if task in WEBER else scale) * math.sqrt(1.0 + (sigma / 8.0) ** 2)
-            est.append(v + sd * _rng(self.seed, "image", turn.png, salt).standard_normal())
+            est.append(v + sd * stable_rng((self.seed, "image", turn.png, salt)).standard_normal())
             var.append(sd * sd)
         prec = [1 / v for v in var]
         fused = sum(p * e for p, e in zip(prec, est, strict=True)) / sum(prec)
@@ -238,7 +233,7 @@ class SimSubject:
         # context percepts: the same stimulus is always perceived the same way within a run
         context = [self.perceive(task, t, ident)[0] for t in users[:-1]]
         m, v_m = self.perceive(task, users[-1], ident)
-        rng = _rng(self.seed, "decision", ident, meta["trial"])
+        rng = stable_rng((self.seed, "decision", ident, meta["trial"]))
         if self.kind == "linear":
             anchor = {
                 "line_ratio": 0.5,

@@ -15,13 +15,13 @@ task; asked about a magnitude or search task it stops the run.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
 
 import numpy as np
 from PIL import Image
 
+from ..seeds import stable_rng
 from ..tunnel import hunt, sims
 from ..tunnel.common import Trial
 from .base import FatalSubjectError, Reply, Request
@@ -53,8 +53,7 @@ def _rng(seed: int, kind: str, meta: dict) -> np.random.Generator:
         meta.get("modality"),
         meta.get("trial"),
     )
-    digest = hashlib.sha256(repr(ident).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    return stable_rng(ident)
 
 
 def grid_from_text(text: str) -> list[dict] | None:

@@ -45,6 +45,7 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
+from ..plan import Session, load_spec
 from ..presentation import (
     human_instruction,
     human_plan,
@@ -54,7 +55,6 @@ from ..presentation import (
     trial_blur,
 )
 from ..provenance import utc_now
-from ..runner import Session, load_spec
 from ..stimuli import TASKS
 from ..store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
 from .study import (

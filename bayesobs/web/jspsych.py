@@ -37,6 +37,7 @@ import secrets
 from pathlib import Path
 
 from ..errors import BayesobsInputError
+from ..plan import load_spec
 from ..presentation import (
     human_instruction,
     human_plan,
@@ -46,7 +47,6 @@ from ..presentation import (
     trial_blur,
 )
 from ..provenance import provenance
-from ..runner import load_spec
 from ..stimuli import TASKS
 from ..store import save_png
 from .app import ANSWER_RANGE, CATCH_INSTRUCTION, WRAP_TEXT
