@@ -196,12 +196,12 @@ def sign_probability(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def _nansum_or_nan(values: np.ndarray, axis: int = 0) -> np.ndarray:
+def nansum_or_nan(values: np.ndarray, axis: int = 0) -> np.ndarray:
     """Sum ignoring NaN, but NaN where every value is NaN."""
     return np.where(np.isnan(values).all(axis=axis), np.nan, np.nansum(values, axis=axis))
 
 
-def _sum_by(keys: pd.DataFrame, by: list[str], values: np.ndarray):
+def sum_by(keys: pd.DataFrame, by: list[str], values: np.ndarray):
     """Sum rows of ``values`` within groups of ``keys[by]`` (NaN rows count as 0)."""
     codes = keys.groupby(by, sort=True).ngroup().to_numpy()
     groups = keys[by].drop_duplicates().sort_values(by).reset_index(drop=True)

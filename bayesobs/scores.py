@@ -21,11 +21,11 @@ import pandas as pd
 from .bcs import (
     BCS_MAX,
     EXTRA_ABLATIONS,
-    _nansum_or_nan,
-    _sum_by,
     bcs_agreement,
     bcs_batch,
     extra_ablations,
+    nansum_or_nan,
+    sum_by,
 )
 from .bootstrap import (
     MIN_RUNS_STRATIFIED,
@@ -36,11 +36,6 @@ from .bootstrap import (
 )
 from .cue import (  # the cue probe lives beside the cue code; re-exported here
     PROBE_MODELS,  # noqa: F401
-    _calibration,  # noqa: F401
-    _probe,  # noqa: F401
-    _probe_predictions,  # noqa: F401
-    _probe_skip_reason,  # noqa: F401
-    _r2_table,  # noqa: F401
     cue_batch,
     cue_frame,
     cue_predictions,  # noqa: F401
@@ -399,8 +394,8 @@ def _composite(
         if sel.any() and B:
             BCS_p = np.concatenate(
                 [
-                    [_nansum_or_nan(bcs_vals["s_p"][sel])],
-                    _nansum_or_nan(bcs_vals["s_robust"][sel, 1:]),
+                    [nansum_or_nan(bcs_vals["s_p"][sel])],
+                    nansum_or_nan(bcs_vals["s_robust"][sel, 1:]),
                 ]
             )
         else:
@@ -657,14 +652,14 @@ def _magnitude_scores(
         for name in ("w_base", "w_ablation", "s", "delta_w"):
             add_interval(bcs, name, bcs_vals[name][:, 1:])
     bcs["s_p"] = bcs_vals["s_p"]  # METHOD §9, after every other column
-    groups, per_task = _sum_by(bcs_rows, ["subject", "task"], bcs_vals["s"])
+    groups, per_task = sum_by(bcs_rows, ["subject", "task"], bcs_vals["s"])
     bcs_tasks = groups.assign(
         n_ablations=bcs_rows.groupby(["subject", "task"], sort=True).size().to_numpy()
     )
     bcs_tasks = _replicated(bcs_tasks, "bcs", per_task)
     codes = bcs_rows.groupby(["subject", "task"], sort=True).ngroup().to_numpy()
     bcs_tasks["bcs_p"] = [
-        float(_nansum_or_nan(bcs_vals["s_p"][codes == i])) for i in range(len(groups))
+        float(nansum_or_nan(bcs_vals["s_p"][codes == i])) for i in range(len(groups))
     ]
     bcs_extra = extra_ablations(batch.cells, w_prior, acc_cells, nrmse)
     for abl in EXTRA_ABLATIONS:  # extra columns, after every other; never summed into bcs
