@@ -48,6 +48,7 @@ import pandas as pd
 
 from .errors import BayesobsInputError
 from .observers.variants import FACTORS, VARIANT_NAMES, VARIANTS
+from .plotting import figure_axes
 
 DEFAULT_SHIFTS = (0.0, 0.05, 0.1, 0.2)
 DEFAULT_NOISE = 0.1
@@ -551,16 +552,9 @@ def confusion_figure(confusion: pd.DataFrame, task: str = "all", axes=None):
     -------
     Figure
     """
-    from matplotlib.figure import Figure
-
     c = confusion[confusion["task"] == task]
     counts = sorted(c["trials"].unique())
-    if axes is None:
-        fig = Figure(figsize=(6.4 * len(counts), 5.6), layout="constrained")
-        axes = list(np.atleast_1d(fig.subplots(1, len(counts))))
-    else:
-        axes = list(np.atleast_1d(axes))
-        fig = axes[0].figure
+    fig, axes = figure_axes(axes, n=len(counts), size=(6.4, 5.6))
     for ax, T in zip(axes, counts, strict=False):
         m = (
             c[c["trials"] == T]
@@ -603,13 +597,7 @@ def power_figure(power: pd.DataFrame, ax=None):
     -------
     Figure
     """
-    from matplotlib.figure import Figure
-
-    if ax is None:
-        fig = Figure(figsize=(5.0, 3.6), layout="constrained")
-        ax = fig.subplots()
-    else:
-        fig = ax.figure
+    fig, (ax,) = figure_axes(ax, size=(5.0, 3.6))
     pw = power.groupby(["shift", "trials"])[["right_s", "right_s_p"]].mean().reset_index()
     for k, (d, g) in enumerate(pw.groupby("shift")):
         color = f"C{k}"
@@ -631,8 +619,6 @@ def write_design(res: dict, out) -> list[str]:
     """
     from pathlib import Path
 
-    import matplotlib.pyplot as plt
-
     from .trials import write_csv
 
     out = Path(out)
@@ -646,6 +632,5 @@ def write_design(res: dict, out) -> list[str]:
         figures.append(("power", power_figure(res["power"])))
     for name, fig in figures:
         fig.savefig(out / "figures" / f"{name}.png", dpi=110)
-        plt.close(fig)
         written.append(f"figures/{name}.png")
     return written

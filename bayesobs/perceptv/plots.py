@@ -7,22 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
+from ..plotting import figure_axes
 from . import published
 from .published import SKILLS
 
 
-def _axes(ax, figsize):
-    if ax is None:  # no pyplot: no global figure state
-        fig = Figure(figsize=figsize, layout="constrained")
-        return fig, fig.subplots()
-    return ax.figure, ax
-
-
 def plot_accuracy_vs_size(sizes: pd.DataFrame, domains=None, subject=None, ax=None):
     """Accuracy (%) against problem size, one line per domain (and subject), from :func:`score.size_table`."""
-    fig, ax = _axes(ax, (7, 4.5))
+    fig, (ax,) = figure_axes(ax, size=(7, 4.5))
     df = sizes
     if domains is not None:
         df = df[df.domain.isin(list(domains))]
@@ -47,7 +40,7 @@ def plot_skills(skills: pd.DataFrame, references=published.MODELS, ax=None):
     Bars of each subject's skill scores (from :func:`score.skill_table`), with the published
     models' Table 3 skill scores as reference markers.
     """
-    fig, ax = _axes(ax, (8, 4.5))
+    fig, (ax,) = figure_axes(ax, size=(8, 4.5))
     keys = [*SKILLS, "average_of_skills"]
     x = np.arange(len(keys))
     subjects = sorted(skills.subject.unique())

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ..plotting import figure_axes
 from ..trials import natural_key
 
 UNITS = {
@@ -38,14 +39,6 @@ def subject_colors(subjects) -> dict[str, tuple]:
     return {s: cmap(i % 10) for i, s in enumerate(sorted(set(subjects)))}
 
 
-def _axes(ax, n=1, size=(4.2, 3.4)):
-    if ax is not None:
-        axes = list(np.atleast_1d(ax))
-        return axes[0].figure, axes
-    fig = Figure(figsize=(size[0] * n, size[1]), layout="constrained")
-    return fig, list(np.atleast_1d(fig.subplots(1, n)))
-
-
 def _cell(df, subject, task, modality=None, condition=None):
     sel = (df["subject"] == subject) & (df["task"] == task)
     if modality is not None:
@@ -64,7 +57,7 @@ def regression_to_the_mean(
     Interleaved fits (a ``level`` column) get one set of points and one fit
     line per level and session.
     """
-    fig, (ax,) = _axes(ax)
+    fig, (ax,) = figure_axes(ax)
     d = _cell(pred, subject, task, modality, condition)
     color = color or "C0"
     lo, hi = d["stimulus"].min(), d["stimulus"].max()  # over the stimuli: outliers stay points
@@ -108,7 +101,7 @@ def trajectory(
     legend=True,
 ):
     """Responses over trials against the sequential (Kalman) prediction (paper Figs. 3–4)."""
-    fig, (ax,) = _axes(ax, size=(6, 3.2))
+    fig, (ax,) = figure_axes(ax, size=(6, 3.2))
     d = _cell(pred, subject, task, modality, condition)
     session = session or d["session"].iloc[0]
     d = d[(d["session"] == session) & (d["run"] == d["run"].min())].sort_values("trial")
@@ -258,7 +251,7 @@ def steering(bias_var, evidence, cue, subject, task, modality="multimodal", axes
     ]
     if not panels:
         return None
-    fig, axs = _axes(axes, n=len(panels), size=(3.6, 3.2))
+    fig, axs = figure_axes(axes, n=len(panels), size=(3.6, 3.2))
     for ax in axs[len(panels) :]:
         ax.set_axis_off()
     for ax, (draw, table) in zip(axs, panels, strict=False):
@@ -308,7 +301,7 @@ def _noise_weight(ax, cw, color):
 
 def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
     """Multimodal responses against the random-forest, Bayes-optimal and linear fits (paper Fig. 7)."""
-    fig, (ax,) = _axes(ax)
+    fig, (ax,) = figure_axes(ax)
     d = _cell(cue_pred, subject, task, condition=condition)
     y = d["y_multimodal"]
     lo, hi = y.min(), y.max()
@@ -364,7 +357,7 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
     panels = summary_panels(summary, bayesbench)
     if not panels:
         return None
-    fig, axs = _axes(axes, n=len(panels), size=(3.8, 3.4))
+    fig, axs = figure_axes(axes, n=len(panels), size=(3.8, 3.4))
     for ax in axs[len(panels) :]:
         ax.set_axis_off()
     colors = colors or subject_colors(summary["subject"])
@@ -442,7 +435,7 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=No
         return None
     has_s = any(c == "S" for c, _, _ in parts)
     caveats = caveats or {}
-    fig, (ax,) = _axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
+    fig, (ax,) = figure_axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
     colors = colors or subject_colors(d["subject"])
     width = 0.2
     x = np.arange(len(d))
@@ -527,7 +520,7 @@ def bcs_table(bcs_tasks: pd.DataFrame, ax=None, na=None):
     t = bcs_tasks.pivot(index="subject", columns="task", values=col)
     if na is not None:
         t = t.mask(na.reindex(index=t.index, columns=t.columns, fill_value=False).astype(bool))
-    fig, (ax,) = _axes(ax, size=(1.6 * t.shape[1] + 2, 0.45 * t.shape[0] + 1.2))
+    fig, (ax,) = figure_axes(ax, size=(1.6 * t.shape[1] + 2, 0.45 * t.shape[0] + 1.2))
     im = ax.imshow(t.to_numpy(dtype=float), cmap="RdBu", vmin=-5, vmax=5, aspect="auto")
     ax.set_xticks(range(t.shape[1]), t.columns, fontsize=8)
     ax.set_yticks(range(t.shape[0]), t.index, fontsize=8)
@@ -543,7 +536,7 @@ def bcs_table(bcs_tasks: pd.DataFrame, ax=None, na=None):
 
 def posterior_predictive(ppc: pd.DataFrame, ax=None, color=None, title: str = ""):
     """Observed responses against the posterior predictive 90% band (posterior fits)."""
-    fig, (ax,) = _axes(ax, size=(6, 3.2))
+    fig, (ax,) = figure_axes(ax, size=(6, 3.2))
     d = ppc.sort_values(["session", "run", "trial"]).reset_index(drop=True)
     x = np.arange(len(d))
     ax.fill_between(x, d["pred_q05"], d["pred_q95"], color="0.8", label="posterior predictive 90%")
@@ -566,7 +559,7 @@ def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="bas
     image diagonal (a refusal's error) for points.  Pop-out shows as a flat
     curve, serial search as a falling (or, for errors, rising) one.
     """
-    fig, (ax,) = _axes(ax)
+    fig, (ax,) = figure_axes(ax)
     d = acc[
         (acc["subject"] == subject)
         & (acc["task"] == task)
@@ -616,7 +609,7 @@ def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="bas
 
 def search_bias(bias: pd.DataFrame, subject, task, answer="cell", ax=None):
     """Selection rate of each grid cell (2 x 2 heat map) with its precision and recall."""
-    fig, (ax,) = _axes(ax, size=(3.2, 3.0))
+    fig, (ax,) = figure_axes(ax, size=(3.2, 3.0))
     d = bias[(bias["subject"] == subject) & (bias["task"] == task) & (bias["answer"] == answer)]
     grid = np.full((2, 2), np.nan)
     for r in d.itertuples(index=False):

@@ -18,7 +18,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .figures import _axes, subject_colors
+from ..plotting import figure_axes
+from .figures import subject_colors
 
 TASK_TITLES = {
     "object_reid": "Object re-identification",
@@ -69,7 +70,7 @@ def accuracy_by_variant(
     t = t[t["condition"] == "base"] if (t["condition"] == "base").any() else t
     t = per_sequence(t)  # the decomposed hunt on the paper's Table 1 metric
     variants = list(dict.fromkeys(t["variant"]))
-    fig, (ax,) = _axes(ax, size=(max(7.2, 3.6 + 0.45 * len(variants)), 3.6))
+    fig, (ax,) = figure_axes(ax, size=(max(7.2, 3.6 + 0.45 * len(variants)), 3.6))
     subjects = sorted(t["subject"].unique())
     colors = subject_colors(subjects)
     width = 0.8 / max(len(subjects), 1)
@@ -220,7 +221,7 @@ def reference_styles(who: list[str]) -> dict[str, tuple]:
 
 def f1_by_class(f1: pd.DataFrame, task: str = "object_reid", ax=None) -> Figure:
     """Per-class F1 (yes / no) per subject and variant, as the paper's Fig. 3."""
-    fig, (ax,) = _axes(ax, size=(6.0, 3.4))
+    fig, (ax,) = figure_axes(ax, size=(6.0, 3.4))
     t = f1[f1["task"] == task]
     labels = [f"{s}\n{v}" for s, v in dict.fromkeys(zip(t["subject"], t["variant"], strict=True))]
     keys = list(dict.fromkeys(zip(t["subject"], t["variant"], strict=True)))
@@ -240,7 +241,7 @@ def f1_by_class(f1: pd.DataFrame, task: str = "object_reid", ax=None) -> Figure:
 
 def chain_accuracy(chain: pd.DataFrame, modality: str = "image", ax=None) -> Figure:
     """Scavenger hunt: accuracy against chain length L with the ``(1 - e)^L`` prediction band."""
-    fig, (ax,) = _axes(ax, size=(5.0, 3.6))
+    fig, (ax,) = figure_axes(ax, size=(5.0, 3.6))
     t = chain[chain["modality"] == modality]
     colors = subject_colors(t["subject"].unique())
     for s, g in t.groupby("subject", sort=True):
@@ -274,7 +275,7 @@ def effect_coefficients(
     ax=None,
 ) -> Figure:
     """Log-odds coefficient of a covariate (+-1.96 SE) per subject and variant, beside the paper's."""
-    fig, (ax,) = _axes(ax, size=(5.6, 3.6))
+    fig, (ax,) = figure_axes(ax, size=(5.6, 3.6))
     t = effects[
         (effects["task"] == task)
         & (effects["covariate"] == covariate)
@@ -312,7 +313,7 @@ def effect_coefficients(
 
 def accuracy_by_size(size: pd.DataFrame, task: str, modality: str = "image", ax=None) -> Figure:
     """Accuracy against problem size per subject (pooled variants shown separately by marker)."""
-    fig, (ax,) = _axes(ax, size=(5.0, 3.4))
+    fig, (ax,) = figure_axes(ax, size=(5.0, 3.4))
     t = size[(size["task"] == task) & (size["modality"] == modality)]
     colors = subject_colors(t["subject"].unique())
     markers = dict(zip(dict.fromkeys(t["variant"]), "osD^v<>", strict=False))

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..plotting import figure_axes
 from ..psychometric import KEYS, psi
 
 CURVE_POINTS = 200
@@ -39,10 +40,7 @@ def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=Non
     where chance depends on the level; dotted: the guess rate; a tick at the
     threshold.
     """
-    if ax is None:
-        fig = Figure(figsize=(4.2, 3.2), layout="constrained")
-        ax = fig.subplots()
-    fig = ax.figure
+    fig, (ax,) = figure_axes(ax, size=(4.2, 3.2))
     d = group_levels(levels, row)
     x = d["x"].to_numpy(float)
     acc = d["accuracy"].to_numpy(float)
