@@ -57,16 +57,15 @@ modality x condition (``condition`` is the runner's ablation, ``base``):
 from __future__ import annotations
 
 import warnings
-from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
 from .errors import BayesobsInputError
+from .intervals import wilson
 from .trials import paradigm_rows
 
 KEYS = ["subject", "task", "variant", "modality", "condition"]
-Z95 = NormalDist().inv_cdf(0.975)
 ACCURACY_COLUMNS = KEYS + [
     "n",
     "n_correct",
@@ -128,17 +127,6 @@ def is_perception(trials: pd.DataFrame) -> pd.Series:
     ``problem_size`` and ``gold`` (a human data file in the same layout).
     """
     return paradigm_rows(trials, "perception")
-
-
-def wilson(k, n, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of ``k`` successes in ``n`` trials (arrays; NaN where n = 0)."""
-    k, n = np.asarray(k, float), np.asarray(n, float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = k / n
-        den = 1 + z * z / n
-        mid = (p + z * z / (2 * n)) / den
-        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return mid - half, mid + half
 
 
 def perception_table(trials: pd.DataFrame) -> pd.DataFrame:

@@ -548,7 +548,7 @@ def psychometric_levels(trials: pd.DataFrame) -> pd.DataFrame:
     out["n"] = out["n"].astype(int)
     out["k"] = out["k"].astype(int)
     out["accuracy"] = out["k"] / out["n"]
-    from .search import wilson
+    from .intervals import wilson
 
     out["lo"], out["hi"] = wilson(out["k"].to_numpy(), out["n"].to_numpy())
     return out[LEVEL_COLUMNS]

@@ -29,6 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from .errors import BayesobsInputError
+from .intervals import wilson
 from .seeds import stable_seed
 from .trials import paradigm_rows
 
@@ -45,7 +46,6 @@ SEARCH_COLUMNS = [
     "logistic_slope",
 ]
 BIAS_COLUMNS = ["subject", "task", "cell", "precision", "recall", "selected", "invalid"]
-Z95 = stats.norm.ppf(0.975)
 
 
 def is_search(trials: pd.DataFrame) -> pd.Series:
@@ -83,16 +83,6 @@ def search_table(trials: pd.DataFrame) -> pd.DataFrame:
     if not t["correct"].isin([0.0, 1.0]).all():
         raise BayesobsInputError("search column 'correct' must hold 0 or 1")
     return t
-
-
-def wilson(k: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of a binomial proportion ``k / n``."""
-    k, n = np.asarray(k, float), np.asarray(n, float)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    # lo <= p <= hi holds exactly; clip the rounding at k = 0 and k = n
-    return np.clip(centre - half, 0.0, p), np.clip(centre + half, p, 1.0)
 
 
 ERROR_RESAMPLES = 2000
