@@ -22,7 +22,7 @@ here; the Percept-V and HVSBench tasks use the others.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 Parsed = tuple[object | None, str | None]
 
@@ -31,8 +31,31 @@ _FIELD = re.compile(r"^\s*\**\s*([A-Za-z][A-Za-z _-]*?)\s*\**\s*:\s*(.+?)\s*$", 
 _BRACKETED = re.compile(r"[\[\{(]([^\[\]{}()]*)[\]\})]")
 
 
-def _empty(reply: str | None) -> bool:
+def empty(reply: str | None) -> bool:
+    """No reply, or only white space."""
     return reply is None or not str(reply).strip()
+
+
+def dispatch(
+    parsers: Mapping[str, Callable[[str | None], Parsed]], answer_format: str, reply: str | None
+) -> Parsed:
+    """Parse ``reply`` with the parser that ``parsers`` names for ``answer_format``.
+
+    The one answer dispatcher of the paradigms that name a parser per trial
+    (Tunnel Vision, Percept-V: their ``PARSERS``).
+
+    Raises
+    ------
+    ValueError
+        For an answer format ``parsers`` does not name.
+    """
+    try:
+        parser = parsers[answer_format]
+    except KeyError:
+        raise ValueError(
+            f"unknown answer format {answer_format!r}; expected one of {sorted(parsers)}"
+        ) from None
+    return parser(reply)
 
 
 def first_braced(reply: str) -> str | None:
@@ -67,7 +90,7 @@ def braced_word(
     norm : callable
         How braces and reply are normalised before comparison.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     allowed = set(allowed)
     braced = first_braced(reply)
@@ -94,7 +117,7 @@ def braced_word(
 def fields(reply: str | None) -> dict[str, str]:
     """``KEY: value`` lines of a reply, keys upper-cased (the first of a repeated key wins)."""
     out: dict[str, str] = {}
-    if _empty(reply):
+    if empty(reply):
         return out
     for m in _FIELD.finditer(reply):
         key = m.group(1).strip().upper().replace(" ", "_")
@@ -104,7 +127,7 @@ def fields(reply: str | None) -> dict[str, str]:
 
 def field(reply: str | None, key: str, allowed: Iterable[str] | None = None) -> Parsed:
     """The value of field ``KEY:`` (normalised; checked against ``allowed`` when given)."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     got = fields(reply).get(key.upper())
     if got is None:
@@ -132,7 +155,7 @@ def label(reply: str | None, labels: Iterable[str], key: str | None = None) -> P
     Looks in order at the first ``{...}``, the ``KEY:`` field (if ``key``),
     then the first label standing alone in the reply.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     labels = list(labels)
     by_norm = {normalise(x): x for x in labels}
@@ -174,7 +197,7 @@ def ordered_list(
     Items are normalised; each must be in ``allowed`` (when given) and there
     must be ``length`` of them (when given).  Returns a tuple.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     inner = _items(reply, key)
     if inner is None:

@@ -23,13 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ..answers import dispatch, empty
+
 Parsed = tuple[str | None, str | None]
 
 _NUM = r"(\d+)"
-
-
-def _empty(reply) -> bool:
-    return reply is None or not str(reply).strip()
 
 
 def last_line(reply: str) -> str:
@@ -46,7 +44,7 @@ def _keyed(*keys: str) -> Callable[[str | None], Parsed]:
     form = " ".join(f"{k}:x" for k in keys)
 
     def parser(reply: str | None) -> Parsed:
-        if _empty(reply):
+        if empty(reply):
             return None, "empty reply"
         found = pat.findall(str(reply).replace("*", ""))
         if not found:
@@ -71,7 +69,7 @@ _ANSWER_WORD = re.compile(r"ANSWER\s*:\s*(yes|no)\b", re.I)
 
 def parse_answer_yes_no(reply: str | None) -> Parsed:
     """``ANSWER: Yes`` / ``ANSWER: No`` -> ``"yes"`` / ``"no"`` (last occurrence)."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     found = _ANSWER_WORD.findall(str(reply).replace("*", ""))
     if not found:
@@ -81,7 +79,7 @@ def parse_answer_yes_no(reply: str | None) -> Parsed:
 
 def parse_yes_no_line(reply: str | None) -> Parsed:
     """The last line is exactly ``YES`` or ``NO`` (any case) -> ``"yes"`` / ``"no"``."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     line = last_line(reply).lower()
     if line in ("yes", "no"):
@@ -93,7 +91,7 @@ def _words(after_key: str | None, vocab: tuple[str, ...], what: str):
     pat = re.compile(rf"{after_key}\s*:\s*(.*)$", re.I | re.M) if after_key else None
 
     def parser(reply: str | None) -> Parsed:
-        if _empty(reply):
+        if empty(reply):
             return None, "empty reply"
         text = str(reply).replace("*", "")
         if pat is not None:
@@ -124,7 +122,7 @@ parse_shape_words = _words(
 
 def parse_labels(reply: str | None) -> Parsed:
     """The last line holds only integer labels (space- or comma-separated) -> ``"3 1 2"``."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     line = last_line(reply)
     tokens = [t for t in re.split(r"[\s,]+", line) if t]
@@ -138,7 +136,7 @@ _COORD = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*\)")
 
 def parse_coords(reply: str | None) -> Parsed:
     """The last line holds only ``(row,column)`` pairs -> the set, sorted: ``"(0,1) (2,3)"``."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     line = last_line(reply)
     cells = {(int(a), int(b)) for a, b in _COORD.findall(line)}
@@ -193,7 +191,7 @@ def _unbracket(line: str) -> list[str]:
 
 def parse_shape_set(reply: str | None) -> Parsed:
     """The last line is a list or set of shape names -> the set, sorted: ``"circle square"``."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     tokens = _unbracket(last_line(reply))
     if not tokens or any(t not in SHAPE_NAMES for t in tokens):
@@ -203,7 +201,7 @@ def parse_shape_set(reply: str | None) -> Parsed:
 
 def parse_colour_set(reply: str | None) -> Parsed:
     """The last line is a list or set of palette colours -> the set, sorted: ``"blue red"``."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     tokens = _unbracket(last_line(reply))
     if not tokens or any(t not in PALETTE_NAMES for t in tokens):
@@ -213,7 +211,7 @@ def parse_colour_set(reply: str | None) -> Parsed:
 
 def parse_cell_path(reply: str | None) -> Parsed:
     """The last line lists cells from S to E (``S, 3, 4, E`` or numbers) -> ``"s 3 4 e"``."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     tokens = [t for t in re.split(r"[\s,]+", last_line(reply).lower()) if t]
     if len(tokens) < 2 or not all(t.isdigit() or t in ("s", "e") for t in tokens):
@@ -226,7 +224,7 @@ _CIRCLES = re.compile(r"CIRCLES\s*:\s*(.*)$", re.I | re.M)
 
 def parse_circle_labels(reply: str | None) -> Parsed:
     """``CIRCLES: [3, 12, 5]`` -> the numbers as a set sorted as strings: ``"12 3 5"``."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     found = _CIRCLES.findall(str(reply).replace("*", ""))
     if not found:
@@ -239,7 +237,7 @@ def parse_circle_labels(reply: str | None) -> Parsed:
 
 def parse_cell_or_none(reply: str | None) -> Parsed:
     """The last line is one ``(x,y)`` or ``None`` -> ``"(x,y)"`` / ``"none"``."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     line = last_line(reply)
     if line.lower() == "none":
@@ -304,13 +302,7 @@ FORMATTERS: dict[str, Callable[[str], str]] = {
 
 def parse(answer_format: str, reply: str | None) -> Parsed:
     """Parse ``reply`` with the parser named by a trial's ``answer_format``."""
-    try:
-        parser = PARSERS[answer_format]
-    except KeyError:
-        raise ValueError(
-            f"unknown answer format {answer_format!r}; expected one of {sorted(PARSERS)}"
-        ) from None
-    return parser(reply)
+    return dispatch(PARSERS, answer_format, reply)
 
 
 def format_reply(answer_format: str, value: str) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..answers import first_braced
+from ..answers import dispatch, empty, first_braced
 from .hunt import COLOURS, SHAPES
 
 _YESNO = re.compile(r"\b(yes|no)\b", re.I)
@@ -33,13 +33,9 @@ _COMPONENT = re.compile(r"^C(\d+)$")
 Parsed = tuple[str | None, str | None]
 
 
-def _empty(reply: str | None) -> bool:
-    return reply is None or not str(reply).strip()
-
-
 def parse_reid(reply: str | None) -> Parsed:
     """``"yes"`` / ``"no"`` from a re-identification reply."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
     if braced is not None:
@@ -55,7 +51,7 @@ def parse_reid(reply: str | None) -> Parsed:
 
 def parse_colour(reply: str | None) -> Parsed:
     """A hunt colour name (lowercase) from the first ``{...}`` (else the whole reply)."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
     value = (braced if braced is not None else reply.strip()).lower()
@@ -67,7 +63,7 @@ def parse_colour(reply: str | None) -> Parsed:
 
 def parse_cell(reply: str | None) -> Parsed:
     """A hunt cell ``"colour shape"`` from the first ``{...}`` (else the whole reply)."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
     value = " ".join((braced if braced is not None else reply.strip()).lower().split())
@@ -79,7 +75,7 @@ def parse_cell(reply: str | None) -> Parsed:
 
 def parse_component(reply: str | None) -> Parsed:
     """A component label ``C<n>`` from the first ``{...}`` (else the whole reply)."""
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
     value = (braced if braced is not None else reply.strip()).upper().replace(" ", "")
@@ -100,10 +96,4 @@ PARSERS: dict[str, Callable[[str | None], Parsed]] = {
 
 def parse(answer_format: str, reply: str | None) -> Parsed:
     """Parse ``reply`` with the parser named by a trial's ``answer_format``."""
-    try:
-        parser = PARSERS[answer_format]
-    except KeyError:
-        raise ValueError(
-            f"unknown answer format {answer_format!r}; expected one of {sorted(PARSERS)}"
-        ) from None
-    return parser(reply)
+    return dispatch(PARSERS, answer_format, reply)
