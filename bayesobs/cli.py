@@ -2,7 +2,7 @@
 
 Each command parses its arguments, calls the library function a notebook
 would call (``fit``: :func:`bayesobs.fitting.fit_batch` and
-:func:`bayesobs.posterior.write_outputs`; ``score``: :func:`bayesobs.score`
+:func:`bayesobs.report.posterior.write_outputs`; ``score``: :func:`bayesobs.score`
 and :meth:`bayesobs.Scores.to_folder`; ``run``/``sweep``:
 :func:`bayesobs.runner.run_task`/:func:`bayesobs.runner.sweep`; ``rescore``:
 :func:`bayesobs.rescore_folder`; ``report``:
@@ -168,7 +168,7 @@ def _trial_options(args, **extra) -> dict:
 
 def _fit_posterior(args, trials, fits, out: Path) -> None:
     """``fit --method posterior``: the library writes the outputs; here they are printed."""
-    from .posterior import write_outputs
+    from .report.posterior import write_outputs
 
     loo, notes = write_outputs(
         trials,
