@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
-from .bootstrap import check_resample
+from .controls import controls_table, fit_controls
 from .evidence import evidence_notes, evidence_table
-from .fitting import fit_batch, fits_table
+from .fitoptions import FitOptions, fit_options
+from .fitresults import FitBatch, fits_table
+from .fitting import fit_batch
 from .logprobs import RESPONSES, use_expected
-from .trials import CELL_KEYS, normalize_trials, paradigm_rows
+from .provenance import write_manifest
+from .trials import CELL_KEYS, normalize_trials, paradigm_rows, write_csv
 
 
 def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -37,6 +44,68 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return trials, 0
 
 
+class FitResult(NamedTuple):
+    """Maximum-likelihood fits of a trial table, computed once: what :func:`write_fit` writes."""
+
+    trials: pd.DataFrame  # the magnitude trials that were fitted
+    batch: FitBatch
+    fits: pd.DataFrame  # fits.csv
+    evidence: pd.DataFrame  # evidence.csv
+    controls: pd.DataFrame  # controls.csv (the anchoring control, METHOD §12)
+    left_out: int  # visual-search/perception trials left out
+    n_without_expected: int  # response="expected": trials without one, kept as missing
+
+
+def fit_result(
+    trials: pd.DataFrame, options: FitOptions | None = None, response: str = "sampled"
+) -> FitResult:
+    """Fit the ten observer variants and the anchoring controls: the one path of every fit.
+
+    :func:`fit` and ``bayesobs fit`` both fit through here.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table (DESIGN contract); it is validated here.
+    options : FitOptions, optional
+        Bootstrap, seed, progress, resampling, interleaved column and lapse
+        (default: :class:`~bayesobs.fitoptions.FitOptions` ``()``).
+    response : {"sampled", "expected"}
+        As :func:`fit`.
+
+    Returns
+    -------
+    FitResult
+        Its tables are those of ``fits.csv``, ``evidence.csv``,
+        ``cells.csv`` and ``controls.csv``.
+
+    Raises
+    ------
+    BayesobsInputError
+        For a table of nothing but visual-search or perception trials.
+    ValueError
+        For an unknown ``response``.
+    """
+    options = options if options is not None else FitOptions()
+    if response not in RESPONSES:
+        raise ValueError(f"response must be one of {', '.join(RESPONSES)}, not {response!r}")
+    trials, left_out = magnitude_trials(normalize_trials(trials))
+    n_without = 0
+    if response == "expected":
+        trials, n_without = use_expected(trials)
+    batch = fit_batch(trials, options=options)
+    fits = fits_table(batch)
+    return FitResult(
+        trials=trials,
+        batch=batch,
+        fits=fits,
+        evidence=evidence_table(batch, trials),
+        controls=controls_table(fit_controls(trials), fits),
+        left_out=left_out,
+        n_without_expected=n_without,
+    )
+
+
 def fit(
     trials: pd.DataFrame,
     bootstrap: int = 0,
@@ -46,6 +115,7 @@ def fit(
     lapse: bool = False,
     resample: str = "pooled",
     response: str = "sampled",
+    options: FitOptions | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fit the ten observer variants to every cell; return ``(fits, evidence)``.
 
@@ -72,6 +142,9 @@ def fit(
         Fit the answers as written, or the mean of each answer's distribution
         (``response_expected``, from runs with ``--logprobs``;
         :func:`bayesobs.logprobs.use_expected`).
+    options : FitOptions, optional
+        ``bootstrap`` ... ``resample`` at once (checked once); when given,
+        those keywords are not read.
 
     Returns
     -------
@@ -80,23 +153,8 @@ def fit(
     evidence : DataFrame
         One row per cell and factor, the columns of ``evidence.csv``.
     """
-    trials, left_out = magnitude_trials(normalize_trials(trials))
-    if left_out:
-        import warnings
-
-        warnings.warn(
-            f"{left_out} visual-search trial(s) left out of the fits (score them with "
-            "bayesobs.score)",
-            UserWarning,
-            stacklevel=2,
-        )
-    check_resample(resample)
-    if response not in RESPONSES:
-        raise ValueError(f"response must be one of {', '.join(RESPONSES)}, not {response!r}")
-    if response == "expected":
-        trials, _ = use_expected(trials)
-    batch = fit_batch(
-        trials,
+    options = fit_options(
+        options,
         bootstrap=bootstrap,
         seed=seed,
         progress=progress,
@@ -104,7 +162,15 @@ def fit(
         lapse=lapse,
         resample=resample,
     )
-    return fits_table(batch), evidence_table(batch, trials)
+    result = fit_result(trials, options, response=response)
+    if result.left_out:
+        warnings.warn(
+            f"{result.left_out} visual-search trial(s) left out of the fits (score them with "
+            "bayesobs.score)",
+            UserWarning,
+            stacklevel=2,
+        )
+    return result.fits, result.evidence
 
 
 def predictions(
@@ -212,28 +278,20 @@ def level_predictions(variant, params: dict, x, run, level) -> np.ndarray:
     return np.exp(mu) - eps if var.log else mu
 
 
-__all__ = ["evidence_table", "fit", "level_predictions", "predictions"]
+__all__ = [
+    "FitResult",
+    "evidence_table",
+    "fit",
+    "fit_result",
+    "fit_summary",
+    "level_predictions",
+    "predictions",
+    "write_fit",
+]
 
 
-def write_fit(trials: pd.DataFrame, batch, out, manifest: dict | None = None) -> dict:
-    """Write the maximum-likelihood fit outputs of ``batch`` into folder ``out``.
-
-    ``fits.csv``, ``evidence.csv``, ``cells.csv`` and ``controls.csv`` (the
-    anchoring control, METHOD §12), each atomically, and ``fit_manifest.json``
-    (provenance, the options in ``manifest`` and the counts returned here);
-    what ``bayesobs fit`` writes, callable from a notebook.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        The magnitude trials that were fitted (see :func:`magnitude_trials`).
-    batch : FitBatch
-        :func:`bayesobs.fitting.fit_batch` of those trials.
-    out : path
-        The output folder (created).
-    manifest : dict, optional
-        Options to record in ``fit_manifest.json`` beside the provenance
-        (inputs, mapping, bootstrap, seed...; the CLI passes its own).
+def fit_summary(result: FitResult) -> dict:
+    """Counts of a fit: what ``bayesobs fit`` prints and ``fit_manifest.json`` records.
 
     Returns
     -------
@@ -244,31 +302,49 @@ def write_fit(trials: pd.DataFrame, batch, out, manifest: dict | None = None) ->
         ``evidence_notes`` (lines on the evidence: its bounds, the veridical
         reference, boundary fits; :func:`bayesobs.evidence.evidence_notes`).
     """
-    from pathlib import Path
-
-    from .controls import controls_table, fit_controls
-    from .trials import write_csv
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    fits = fits_table(batch)
-    write_csv(fits, out / "fits.csv")
-    evidence = evidence_table(batch, trials)
-    write_csv(evidence, out / "evidence.csv")
-    write_csv(batch.cells, out / "cells.csv")
-    write_csv(controls_table(fit_controls(trials), fits), out / "controls.csv")
-    cells = batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
-    summary = {
+    cells = result.batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
+    return {
         "n_cells": len(cells),
         "n_trials": int(cells["n_trials"].sum()),
         "n_missing": int(cells["n_missing"].sum()),
         "log_skipped": int((cells["log_skipped"] != "").sum()),
         "n_constant": int(cells["constant"].sum()),
-        "levels": list(batch.cells.attrs.get("levels") or []),
-        "evidence_notes": evidence_notes(evidence),
+        "levels": list(result.batch.cells.attrs.get("levels") or []),
+        "evidence_notes": evidence_notes(result.evidence),
     }
-    from .provenance import write_manifest
 
+
+def write_fit(result: FitResult, out, manifest: dict | None = None) -> dict:
+    """Write the maximum-likelihood fit outputs of ``result`` into folder ``out``.
+
+    ``fits.csv``, ``evidence.csv``, ``cells.csv`` and ``controls.csv`` (the
+    anchoring control, METHOD §12), each atomically, and ``fit_manifest.json``
+    (provenance, the options in ``manifest`` and the counts); what
+    ``bayesobs fit`` writes, callable from a notebook.  It writes what it is
+    given and fits nothing.
+
+    Parameters
+    ----------
+    result : FitResult
+        :func:`fit_result` of the trials.
+    out : path
+        The output folder (created).
+    manifest : dict, optional
+        Options to record in ``fit_manifest.json`` beside the provenance
+        (inputs, mapping, bootstrap, seed...; the CLI passes its own).
+
+    Returns
+    -------
+    dict
+        :func:`fit_summary` of ``result``.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(result.fits, out / "fits.csv")
+    write_csv(result.evidence, out / "evidence.csv")
+    write_csv(result.batch.cells, out / "cells.csv")
+    write_csv(result.controls, out / "controls.csv")
+    summary = fit_summary(result)
     counts = {k: summary[k] for k in ("n_cells", "n_trials", "n_missing")}
     write_manifest(out / "fit_manifest.json", "fit", **{**(manifest or {}), **counts})
     return summary

@@ -26,7 +26,7 @@ from .concurrency import DEFAULT_MAX_CONCURRENCY
 from .dataset import IMAGE_MODES
 from .errors import BayesobsInputError, FatalSubjectError
 from .imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
-from .logprobs import MAX_TOP_LOGPROBS, RESPONSES, use_expected
+from .logprobs import MAX_TOP_LOGPROBS, RESPONSES
 from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
 
 
@@ -205,10 +205,23 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
     )
 
 
+def _fit_options(args):
+    """The :class:`~bayesobs.fitoptions.FitOptions` of ``fit`` and ``score``, built once."""
+    from .fitoptions import FitOptions
+
+    return FitOptions(
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        progress=_progress(args),
+        resample=args.resample,
+        interleaved=args.interleaved,
+        lapse=args.lapse,
+    )
+
+
 def cmd_fit(args) -> int:
     """``bayesobs fit``: maximum-likelihood (and optionally posterior) fits of every cell."""
-    from .api import write_fit
-    from .fitting import fit_batch, fits_table
+    from .api import fit_result, magnitude_trials, write_fit
 
     if args.variant:
         from .observers import get_variant
@@ -228,8 +241,6 @@ def cmd_fit(args) -> int:
     transfer = _transfer_spec(args)
     t0 = time.perf_counter()
     trials, exclusions = _read(args)
-    from .api import magnitude_trials
-
     trials, left_out = magnitude_trials(trials)
     if transfer:
         from .transfer import check_conditions
@@ -239,8 +250,9 @@ def cmd_fit(args) -> int:
         print(
             f"note: {left_out} visual-search/perception trial(s) left out of the fits (see bayesobs score)"
         )
+    result = fit_result(trials, _fit_options(args), response=args.response)
     if args.response == "expected":
-        trials, n_without = use_expected(trials)
+        n_without = result.n_without_expected
         print(
             "fitting response_expected, the mean of each answer's distribution (--logprobs)"
             + (
@@ -249,17 +261,8 @@ def cmd_fit(args) -> int:
                 else ""
             )
         )
-    batch = fit_batch(
-        trials,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
-        progress=_progress(args),
-        interleaved=args.interleaved,
-        lapse=args.lapse,
-        resample=args.resample,
-    )
     options = _trial_options(args, seconds=round(time.perf_counter() - t0, 3))
-    summary = write_fit(trials, batch, args.out, manifest=options)
+    summary = write_fit(result, args.out, manifest=options)
     _write_exclusions(exclusions, args.out)
     n_missing, n_trials = summary["n_missing"], summary["n_trials"]
     skipped_log, n_constant, levels = (
@@ -268,7 +271,7 @@ def cmd_fit(args) -> int:
         summary["levels"],
     )
     if args.method == "posterior":
-        _fit_posterior(args, trials, fits_table(batch), args.out)
+        _fit_posterior(args, result.trials, result.fits, args.out)
     print(
         f"fitted {summary['n_cells']} cell(s), {n_trials} trials "
         + (f"with {len(levels)} interleaved level(s) of {args.interleaved} " if levels else "")
@@ -293,10 +296,10 @@ def cmd_fit(args) -> int:
     print(wrap(runs_summary(trials, parse_mapping(args.map))))
     for line in summary["evidence_notes"]:
         print(wrap(f"note: {line}"))
-    for line in fit_bootstrap_warnings(trials, batch.cells, args.bootstrap):
+    for line in fit_bootstrap_warnings(result.trials, result.batch.cells, args.bootstrap):
         print(wrap(f"warning: {line}"), file=sys.stderr)
     if transfer:
-        _write_transfer(trials, fits_table(batch), transfer, args.out)
+        _write_transfer(result.trials, result.fits, transfer, args.out)
     return 0
 
 
@@ -368,15 +371,7 @@ def cmd_score(args) -> int:
     t0 = time.perf_counter()
     trials, exclusions = _read(args)
     result = score(
-        trials,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
-        non_oracle=args.non_oracle,
-        probe=not args.no_probe,
-        progress=_progress(args),
-        resample=args.resample,
-        interleaved=args.interleaved,
-        lapse=args.lapse,
+        trials, non_oracle=args.non_oracle, probe=not args.no_probe, options=_fit_options(args)
     )
     options = _trial_options(
         args, non_oracle=args.non_oracle, seconds=round(time.perf_counter() - t0, 3)

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .distributed import map_tasks, scheduler_address
+from .fitoptions import FitOptions, fit_options
 from .fitresults import FitBatch, collapse_levels, decode_params, encode_params, fits_table
 from .kernel import (
     G_N,
@@ -312,6 +313,7 @@ def fit_batch(
     interleaved: str | None = None,
     lapse: bool = False,
     resample: str = "pooled",
+    options: FitOptions | None = None,
 ) -> FitBatch:
     """Fit all ten variants to every cell and ``bootstrap`` replicates of it.
 
@@ -338,13 +340,26 @@ def fit_batch(
         ``lapse``.
     resample : {"pooled", "stratified"}
         Bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
+    options : FitOptions, optional
+        All of ``bootstrap``, ``seed``, ``progress``, ``interleaved``,
+        ``lapse`` and ``resample`` at once (checked once); when given, those
+        keywords are not read.
 
     Returns
     -------
     FitBatch
     """
-    if bootstrap < 0:
-        raise ValueError("bootstrap must be >= 0")
+    opts = fit_options(
+        options,
+        bootstrap=bootstrap,
+        seed=seed,
+        progress=progress,
+        interleaved=interleaved,
+        lapse=lapse,
+        resample=resample,
+    )
+    bootstrap, seed, progress = opts.bootstrap, opts.seed, opts.progress
+    interleaved, lapse, resample = opts.interleaved, opts.lapse, opts.resample
     cells, runs = build_runs(trials, interleaved)
     levels = cells.attrs["levels"]
     if interleaved is not None and len(levels) > 1:

@@ -13,6 +13,7 @@ from the same resampled session runs.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -30,7 +31,6 @@ from .bcs import (
 from .bootstrap import (
     MIN_RUNS_STRATIFIED,
     add_interval,
-    check_resample,
     run_draws,
     unit_draws,
 )
@@ -44,6 +44,7 @@ from .cue import (  # the cue probe lives beside the cue code; re-exported here
     paired_trials,
 )
 from .evidence import factor_evidence_array
+from .fitoptions import FitOptions, fit_options
 from .observers.variants import FACTORS, VARIANT_NAMES
 from .parse import invalid_reply_rows
 from .spread import answer_spread
@@ -498,6 +499,7 @@ def score(
     resample: str = "pooled",
     interleaved: str | None = None,
     lapse: bool = False,
+    options: FitOptions | None = None,
 ) -> Scores:
     """Every BayesBench number for a trial table.
 
@@ -528,6 +530,10 @@ def score(
     lapse : bool
         Fit every variant with a lapse rate (METHOD §11); the BCS then uses
         the lapse-robust ``w_prior`` of ``static``.
+    options : FitOptions, optional
+        ``bootstrap``, ``seed``, ``progress``, ``resample``, ``interleaved``
+        and ``lapse`` at once (checked once); when given, those keywords are
+        not read.
 
     Returns
     -------
@@ -541,7 +547,16 @@ def score(
         trials with 3+ levels also get ``psychometric``
         (:func:`bayesobs.psychometric.psychometric_scores`).
     """
-    check_resample(resample)
+    opts = fit_options(
+        options,
+        bootstrap=bootstrap,
+        seed=seed,
+        progress=progress,
+        resample=resample,
+        interleaved=interleaved,
+        lapse=lapse,
+    )
+    seed = opts.seed
     trials = normalize_trials(trials)
     from .psychometric import psychometric_scores, with_psychometric
 
@@ -576,22 +591,12 @@ def score(
         }
         return with_psychometric(Scores(**{**empty, **extra}), *psych)
     magnitude = trials[~found]
-    res = _magnitude_scores(
-        magnitude, bootstrap, seed, non_oracle, probe, progress, resample, interleaved, lapse
-    )
-    if resample == "pooled" and bootstrap > 0 and few_runs_cells(magnitude).empty:
+    res = _magnitude_scores(magnitude, opts, non_oracle, probe)
+    if opts.resample == "pooled" and opts.bootstrap > 0 and few_runs_cells(magnitude).empty:
         # issue 28: every cell can be resampled within its session types, so the
         # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
         strat = _magnitude_scores(
-            magnitude,
-            bootstrap,
-            seed,
-            non_oracle,
-            False,
-            progress,
-            "stratified",
-            interleaved,
-            lapse,
+            magnitude, replace(opts, resample="stratified"), non_oracle, False
         )
         res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
     return with_psychometric(res._replace(**extra), *psych)
@@ -612,24 +617,14 @@ def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFr
     return out
 
 
-def _magnitude_scores(
-    trials, bootstrap, seed, non_oracle, probe, progress, resample, interleaved=None, lapse=False
-) -> Scores:
+def _magnitude_scores(trials, opts: FitOptions, non_oracle, probe) -> Scores:
     from .evidence import evidence_table
     from .fitresults import collapse_levels, fits_table
     from .fitting import fit_batch
 
     trials = with_baseline(trials.reset_index(drop=True))
-    B = int(bootstrap)
-    level_batch = fit_batch(
-        trials,
-        bootstrap=B,
-        seed=seed,
-        progress=progress,
-        resample=resample,
-        interleaved=interleaved,
-        lapse=lapse,
-    )
+    B, seed, resample, interleaved = opts.bootstrap, opts.seed, opts.resample, opts.interleaved
+    level_batch = fit_batch(trials, options=opts)
     # one row per cell for everything past fits/evidence (joint AIC; no per-level w_prior)
     batch = collapse_levels(level_batch)
     j = VARIANT_NAMES.index("static")
