@@ -10,12 +10,16 @@ import numpy as np
 import pandas as pd
 
 from .controls import controls_table, fit_controls
+from .errors import BayesobsInputError
 from .evidence import evidence_notes, evidence_table
 from .fitoptions import FitOptions, fit_options
-from .fitresults import FitBatch, fits_table
+from .fitresults import FitBatch, decode_params, fits_table
 from .fitting import fit_batch
 from .logprobs import RESPONSES, use_expected
+from .observers import get_variant
+from .observers.models import log_epsilon, predict_response, transform
 from .provenance import write_manifest
+from .runtable import interleaved_levels
 from .trials import CELL_KEYS, normalize_trials, paradigm_rows, write_csv
 
 
@@ -31,8 +35,6 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     BayesobsInputError
         When every trial is a visual-search trial.
     """
-    from .errors import BayesobsInputError
-
     found = paradigm_rows(trials, "search") | paradigm_rows(trials, "perception")
     if found.all():
         raise BayesobsInputError(
@@ -185,10 +187,6 @@ def predictions(
     parameters over the whole run, and the result gains ``level``
     (``COL=value``) for drawing the levels apart.
     """
-    from .fitresults import decode_params
-    from .observers.models import predict_response
-    from .runtable import interleaved_levels
-
     trials = normalize_trials(trials)
     out = trials.copy()
     for v in variants:
@@ -244,9 +242,6 @@ def level_predictions(variant, params: dict, x, run, level) -> np.ndarray:
     (rho_c P-_t + 1)``, ``K_1 = 1``, ``P_1 = 1 / rho_c(1)``), the limits 0 and
     infinity standing in as 1e-12 and 1e12.
     """
-    from .observers import get_variant
-    from .observers.models import log_epsilon, predict_response, transform
-
     var = get_variant(variant)
     x = np.asarray(x, dtype=float)
     level = np.asarray(level)

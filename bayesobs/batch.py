@@ -60,6 +60,7 @@ one whose id a kill kept from the log is found by its time and size.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import hashlib
 import io
 import json
@@ -77,6 +78,7 @@ import anthropic
 import httpx2
 import openai
 
+from .engine import Runner, estimate, run_async
 from .errors import BayesobsInputError
 from .provenance import utc_now
 from .store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
@@ -459,8 +461,6 @@ def read_message_results(
 
 def parse_time(value: Any) -> float | None:
     """Seconds since the epoch of an RFC 3339 time (a string or a datetime), else None."""
-    import datetime as dt
-
     if isinstance(value, dt.datetime):
         t = value
     elif isinstance(value, str):
@@ -676,7 +676,6 @@ class BatchRun:
     """
 
     def __init__(self, store: ExperimentStore, subjects: dict, options: BatchOptions, progress):
-        from .engine import Runner
 
         self.store = store
         self.subjects = subjects
@@ -938,8 +937,6 @@ class BatchRun:
     # ------------------------------------------------------------ the whole run
     async def run(self, sessions: list, chat: dict | None = None) -> None:
         """Rounds until every session is logged or stopped."""
-        from .engine import estimate
-
         t0 = time.perf_counter()
         await self.recover()
         done0 = dict(self.store.done)
@@ -964,7 +961,7 @@ class BatchRun:
                 file=sys.stderr,
             )
         if self.progress and est["calls"]:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # start-up time: tqdm loads only when a bar is shown
 
             self.bar = tqdm(total=est["calls"], unit="trial", desc="round 0", file=sys.stderr)
         try:
@@ -996,8 +993,6 @@ def execute_batch(
 
     Returns the run's :class:`~bayesobs.engine.RunReport`.
     """
-    from .engine import run_async
-
     store.log_run(event="start", sessions=len(sessions), batch=True)
     engine = BatchRun(store, subjects, options, progress)
 

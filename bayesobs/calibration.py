@@ -26,13 +26,17 @@ test the same sampler on different compiled programs.
 from __future__ import annotations
 
 import math
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .observers.variants import VARIANT_NAMES, get_variant
 from .posterior import Data, model, sample_padded
+from .store import lock_folder
+from .trials import write_csv
 
 BINS = 10  # rank bins of the chi-square test
 ALPHA = 0.05  # family-wise level (Bonferroni over the tested parameters)
@@ -78,7 +82,9 @@ def prior_draws(variant, data: Data, n: int, seed: int = 0, prior_scale: float =
 
     Returns numpy arrays: parameters ``(n, 1)`` (one subject), ``u`` ``(n, runs, T)``.
     """
-    import jax
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+
+    # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer import Predictive
 
     variant = get_variant(variant) if isinstance(variant, str) else variant
@@ -106,7 +112,7 @@ def rank_uniformity(ranks: np.ndarray, n_draws: int, bins: int = BINS) -> tuple[
     ``n * (rank values in the bin) / (n_draws + 1)``; ``bins - 1`` degrees
     of freedom.
     """
-    from scipy import stats
+    from scipy import stats  # start-up time: this part of SciPy loads only where it is used
 
     ranks = np.asarray(ranks, dtype=int)
     if bins < 2 or n_draws + 1 < bins:
@@ -189,8 +195,6 @@ def calibrate(
     (wall time of the variant).  ``ranks`` is long: variant, parameter, sim,
     rank.  ``progress(variant, seconds)`` is called after each variant.
     """
-    import time
-
     names = list(variants or VARIANT_NAMES)
     for v in names:
         get_variant(v)
@@ -240,8 +244,9 @@ def calibrate(
 
 def rank_figure(table: pd.DataFrame, ranks: pd.DataFrame):
     """Rank histograms, one panel per (variant, parameter), with the uniform's 99% band."""
+    # start-up time: matplotlib loads only when a figure is drawn
     from matplotlib.figure import Figure
-    from scipy import stats
+    from scipy import stats  # start-up time: this part of SciPy loads only where it is used
 
     names = list(dict.fromkeys(table["variant"]))
     ncol = int(table.groupby("variant").size().max())
@@ -276,11 +281,6 @@ def rank_figure(table: pd.DataFrame, ranks: pd.DataFrame):
 
 def write_calibration(out, table: pd.DataFrame, ranks: pd.DataFrame) -> list:
     """``sbc.csv``, ``sbc_ranks.csv`` and ``figures/sbc_ranks.png`` in ``out`` (holding its lock)."""
-    from pathlib import Path
-
-    from .store import lock_folder
-    from .trials import write_csv
-
     out = Path(out)
     with lock_folder(out, "calibrate"):
         (out / "figures").mkdir(exist_ok=True)

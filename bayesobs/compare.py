@@ -30,7 +30,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesobsInputError
+from .leaderboard import text_table, wrap
+from .report.compare import compare_page
 from .scores import NRMSE_MAX, Scores
+from .store import lock_folder
+from .trials import write_csv
 
 OUTCOMES: tuple[str, ...] = ("accuracy", "nrmse", "w_prior", "bcs", "bcs_p")
 COLUMNS: tuple[str, ...] = (
@@ -287,6 +291,7 @@ def fit_outcome(
     Returns the statsmodels result (None when the fit failed) and the distinct
     warning or error texts, so a ConvergenceWarning is reported, never raised.
     """
+    # start-up time: statsmodels loads only for its regressions
     from statsmodels.regression.mixed_linear_model import MixedLM
 
     with warnings.catch_warnings(record=True) as caught:
@@ -340,6 +345,7 @@ def compare_models(long: pd.DataFrame, design: pd.DataFrame, terms: list[dict]) 
         se = np.asarray(result.bse_fe, float) * sd_y
         with np.errstate(divide="ignore", invalid="ignore"):
             z = est / se
+        # start-up time: this part of SciPy loads only where it is used
         from scipy.stats import norm
 
         p = 2 * norm.sf(np.abs(z))
@@ -403,8 +409,6 @@ def _fmt(v, digits: int = 3) -> str:
 
 def summary_text(table: pd.DataFrame, board: pd.DataFrame, width: int = 100) -> str:
     """The terminal summary: the coefficients, then the leaderboard, within ``width`` columns."""
-    from .leaderboard import text_table, wrap
-
     out = [wrap("Mixed models: outcome ~ features + (1 | task); estimate (SE), 95% CI", width)]
     shown = table[table["term"] != "Intercept"]
     coef = pd.DataFrame(
@@ -469,9 +473,6 @@ def run_compare(folders, features, out, use=None, report: bool = False) -> dict:
     report : bool
         Also write ``out/report/index.html`` (:func:`bayesobs.report.compare.compare_page`).
     """
-    from .store import lock_folder
-    from .trials import write_csv
-
     loaded = load_folders(folders)
     table = read_features(features)
     long = long_table(loaded)
@@ -492,8 +493,6 @@ def run_compare(folders, features, out, use=None, report: bool = False) -> dict:
         written.append(write_csv(board, out / "compare_leaderboard.csv"))
         written.append(write_csv(long, out / "compare_long.csv"))
         if report:
-            from .report.compare import compare_page
-
             written.append(compare_page(result, board, out / "report"))
     return {"compare": result, "leaderboard": board, "long": long, "written": written}
 

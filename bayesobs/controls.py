@@ -30,6 +30,7 @@ import pandas as pd
 
 from .fitresults import encode_params
 from .kernel import gram_stats, quantum_floor, transformed, variance_floor
+from .observers.models import log_epsilon, pad_runs
 from .runtable import build_runs, dataset_matrix
 from .trials import CELL_KEYS
 
@@ -251,8 +252,6 @@ def simulate_anchor(
     ndarray
         Responses on the response scale.
     """
-    from .observers.models import log_epsilon, pad_runs
-
     rng = np.random.default_rng(rng)
     x = np.asarray(x, dtype=float)
     run = np.zeros(x.shape, dtype=int) if run is None else np.asarray(run)

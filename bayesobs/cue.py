@@ -290,7 +290,10 @@ def _probe_predictions(
     The random forest has ``trees`` trees (default :data:`PROBE_TREES`; the
     paper's 100 give the same out-of-fold R² to 0.01, see tests/test_scale.py).
     """
+    # start-up time: scikit-learn loads only for the cue probe
     from sklearn.ensemble import RandomForestRegressor
+
+    # start-up time: scikit-learn loads only for the cue probe
     from sklearn.model_selection import KFold
 
     n = len(g)

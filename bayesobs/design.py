@@ -46,9 +46,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .bcs import BCS_ABLATIONS, TIE, sign_probability, sign_score
+from .controls import fit_controls, simulate_anchor
 from .errors import BayesobsInputError
+from .evidence import factor_evidence_array
+from .fitting import fit_batch
+from .kernel import closed_forms, gram_stats, transformed
+from .observers import simulate
 from .observers.variants import FACTORS, VARIANT_NAMES, VARIANTS
+from .plan import load_protocol, whole_number
 from .plotting import figure_axes
+from .runtable import build_runs, dataset_matrix
+from .stimuli.distributions import draw_values
+from .trials import normalize_trials, write_csv
 
 DEFAULT_SHIFTS = (0.0, 0.05, 0.1, 0.2)
 DEFAULT_NOISE = 0.1
@@ -62,9 +72,6 @@ _SEP = "|"
 
 def _structure(spec_or_protocol, trials, runs) -> list[dict]:
     """Tasks with their sessions ``[(name, low, high)]``, trial counts, runs and BCS ablations."""
-    from .bcs import BCS_ABLATIONS
-    from .plan import load_protocol, whole_number
-
     out = []
     for exp in load_protocol(spec_or_protocol):
         spec = exp["spec"]
@@ -114,8 +121,6 @@ def _stimuli(sessions, T: int, n_runs: int, rng, options=None):
 
     Values follow each session's distribution (uniform unless the spec sets one).
     """
-    from .stimuli.distributions import draw_values
-
     x, sess, run = [], [], []
     options = options or [{}] * len(sessions)
     for (name, lo, hi), opt in zip(sessions, options, strict=True):
@@ -131,9 +136,6 @@ def simulate_design(
     structure: list[dict], reps: int, noise: float, missing: float, seed: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One trial table of every (task, trial count, true model, replicate), and the truths."""
-    from .controls import simulate_anchor
-    from .observers import simulate
-
     rng = np.random.default_rng(seed)
     frames, truth = [], []
     for exp in structure:
@@ -214,9 +216,6 @@ def _static_w_prior(trials: pd.DataFrame, B: int, seed: int):
 
     Returns the cells and a ``(cells, 1 + B)`` array.
     """
-    from .kernel import closed_forms, gram_stats, transformed
-    from .runtable import build_runs, dataset_matrix
-
     cells, runs = build_runs(trials)
     W = dataset_matrix(trials, cells, runs, B, seed)
     z, u, obs, _, _ = transformed(runs, cells, False)
@@ -230,9 +229,6 @@ def simulate_power(
     structure: list[dict], reps: int, shifts, noise: float, missing: float, seed: int
 ) -> pd.DataFrame:
     """Trial table of the BCS power simulation: one (base, ablation) pair per replicate."""
-    from .bcs import BCS_ABLATIONS
-    from .observers import simulate
-
     rng = np.random.default_rng(seed + 1)
     frames = []
     for exp in structure:
@@ -270,8 +266,6 @@ def simulate_power(
 
 
 def _power(trials: pd.DataFrame, bootstrap: int, seed: int) -> pd.DataFrame:
-    from .bcs import TIE, sign_probability, sign_score
-    from .trials import normalize_trials
 
     cols = [
         "task",
@@ -367,11 +361,6 @@ def design(
         ``summary`` (column meanings in ``docs/method.md``), and ``timing``
         (seconds per stage).
     """
-    from .controls import fit_controls
-    from .evidence import factor_evidence_array
-    from .fitting import fit_batch
-    from .trials import normalize_trials
-
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 2:
         raise BayesobsInputError(f"--reps must be a whole number >= 2, not {reps!r}")
     if not (np.isfinite(noise) and noise > 0):
@@ -617,10 +606,6 @@ def write_design(res: dict, out) -> list[str]:
     atomically (:func:`bayesobs.trials.write_csv`).  Returns the files
     written, relative to ``out``.
     """
-    from pathlib import Path
-
-    from .trials import write_csv
-
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     written = []

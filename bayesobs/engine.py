@@ -17,6 +17,7 @@ import sys
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .ablations import (
 )
 from .concurrency import AIMD, DEFAULT_MAX_CONCURRENCY, AdaptiveGate
 from .errors import BayesobsInputError
+from .imagecost import DEFAULT_IMAGE_DETAIL, image_tokens, png_size
 from .logprobs import reply_distribution
 from .plan import Session
 from .presentation import stimulus_images, stimulus_text, trial_blur
@@ -36,6 +38,11 @@ from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
 from .stimuli import Stimulus
 from .store import ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Reply, Request, SubjectError, Turn, parse_subject
+from .subjects.hvs_sim import HVS_KINDS, HvsSubject
+from .subjects.perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
+from .subjects.search_sim import SEARCH_KINDS, SearchSubject
+from .subjects.sim import SimSubject
+from .subjects.tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
 
 TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
 
@@ -348,7 +355,7 @@ class Runner:
         )
         bar = None
         if self.progress and todo:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # start-up time: tqdm loads only when a bar is shown
 
             bar = tqdm(total=todo, unit="trial", desc="trials", file=sys.stderr)
         gate = self.gate
@@ -467,8 +474,6 @@ def session_image_tokens(sess: Session, detail: str, seen: dict[tuple, int]) -> 
     modality, subject kind and ``detail`` (kept in ``seen``); a text
     session costs 0, a task that renders no image :data:`TOKENS_PER_IMAGE`.
     """
-    from .imagecost import image_tokens, png_size
-
     if sess.modality == "text" or not sess.stimuli:
         return 0
     kind = sess.subject.partition(":")[0]
@@ -520,14 +525,14 @@ def make_subjects(
     dict
         Subject objects by name.
     """
+    # start-up time: the Anthropic SDK loads only for anthropic: subjects
     from .subjects.anthropic_messages import AnthropicSubject
+
+    # start-up time: loads only for API subjects
     from .subjects.cache import ResponseCache, default_cache_dir
-    from .subjects.hvs_sim import HVS_KINDS, HvsSubject
+
+    # start-up time: the OpenAI SDK loads only for API subjects
     from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
-    from .subjects.perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
-    from .subjects.search_sim import SEARCH_KINDS, SearchSubject
-    from .subjects.sim import SimSubject
-    from .subjects.tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
 
     if cache_scope not in ("folder", "global"):
         raise BayesobsInputError(f"cache scope must be 'folder' or 'global', not {cache_scope!r}")
@@ -588,7 +593,7 @@ def chat_identity(chat: dict | None, every: bool = False) -> dict:
     adds it and ``logprobs`` when asked for (so folders of earlier versions
     resume), ``image_detail`` when not the default; ``every`` gives them always.
     """
-    from .imagecost import DEFAULT_IMAGE_DETAIL
+    # start-up time: the OpenAI SDK loads only for API subjects
     from .subjects.openai_chat import ChatOptions
 
     opts = ChatOptions(model="", **{k: v for k, v in (chat or {}).items() if v is not None})
@@ -627,7 +632,6 @@ def _run_async(make_coro):
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(make_coro())
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(lambda: asyncio.run(make_coro())).result()

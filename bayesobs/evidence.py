@@ -10,6 +10,7 @@ import pandas as pd
 from .bootstrap import percentile_interval
 from .observers.variants import FACTORS, NUISANCE, VARIANT_NAMES, VARIANTS
 from .trials import CELL_KEYS
+from .veridical import veridical_rows
 
 if TYPE_CHECKING:  # fitting imports this module's neighbours; no runtime cycle
     from .fitresults import FitBatch
@@ -310,8 +311,6 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
     floor, ceiling = factor_bounds(k, fitted, slope_ok)
     boundary = bayes_boundary(batch)
     if trials is not None:
-        from .veridical import veridical_rows
-
         lapse = "lapse" in batch.params and bool(np.isfinite(batch.params["lapse"]).any())
         ref = veridical_rows(trials, batch.cells, lapse=lapse)
         p_ver = factor_evidence_array(batch.aic[:, 0, :], ref)

@@ -74,6 +74,7 @@ answer with a status other than 200 is an error line.
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import email.parser
 import email.policy
@@ -717,8 +718,6 @@ def main(argv: list[str] | None = None) -> int:
 
     Prints the URL first, then serves until interrupted.
     """
-    import argparse
-
     ap = argparse.ArgumentParser(description="A local OpenAI Batch API server (127.0.0.1).")
     ap.add_argument("--reply", default="0.5", help="the reply to every request (default 0.5)")
     ap.add_argument(

@@ -55,6 +55,7 @@ extended thinking.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import socket
@@ -567,8 +568,6 @@ def main(argv: list[str] | None = None) -> int:
 
     Prints the URL first.  A port in use is one line on stderr and exit status 2.
     """
-    import argparse
-
     ap = argparse.ArgumentParser(description="A local OpenAI-compatible chat server (127.0.0.1).")
     ap.add_argument("--reply", default="0.5", help="the reply to every request (default 0.5)")
     ap.add_argument(

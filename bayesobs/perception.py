@@ -173,7 +173,10 @@ def paper_chance(task: str, variant: str) -> float:
     not the mean of 1/n that a random guesser among the components shown
     achieves (E[1/n] = 0.1565 for n uniform on 4..10; see :func:`mean_inverse`).
     """
+    # start-up time: `bayesobs fit` loads this module; Tunnel Vision loads only here
     from .tunnel.published import REFERENCES
+
+    # start-up time: `bayesobs fit` loads this module; Tunnel Vision loads only here
     from .tunnel.published import chance as published_chance
 
     if task not in {r.task for r in REFERENCES}:
@@ -361,6 +364,7 @@ def task_covariates(task: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     Returns the univariate ones (``problem_size`` first) and the set fitted
     jointly (each adjusted for the others; may be empty).
     """
+    # start-up time: `bayesobs fit` loads this module; the stimuli load only here
     from .stimuli import TASKS
 
     cls = TASKS.get(task)
@@ -375,7 +379,9 @@ def logistic(y: np.ndarray, x: np.ndarray) -> list[dict]:
     ``coef``, ``se``, ``z``, ``p``, ``intercept`` and ``note`` (why there is
     no estimate: a constant covariate, all correct, perfect separation).
     """
-    import statsmodels.api as sm
+    import statsmodels.api as sm  # start-up time: statsmodels loads only for its regressions
+
+    # start-up time: statsmodels loads only for its regressions
     from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationWarning
 
     y = np.asarray(y, float)
@@ -578,6 +584,7 @@ def perceptv_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
     t = trials[trials["task"].astype(str) == "percept_v"]
     if t.empty:
         return {}
+    # start-up time: `bayesobs fit` loads this module; Percept-V loads only here
     from .perceptv import score as pscore
 
     rows = pd.DataFrame(

@@ -431,7 +431,7 @@ def plan_all(jobs: list[tuple[dict, dict]], progress: bool = False) -> list[Sess
     """
     if not progress:
         return [x for spec, kw in jobs for x in plan(spec, **kw)]
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # start-up time: tqdm loads only when a bar is shown
 
     def runs_of(spec: dict, kw: dict) -> int:
         n = kw.get("runs") if kw.get("runs") is not None else spec.get("runs", 1)

@@ -24,17 +24,23 @@ here or on a Dask cluster (:mod:`bayesobs.distributed`).
 
 from __future__ import annotations
 
+import datetime
+import multiprocessing as mp
+import os
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
+from .distributed import map_tasks, scheduler_address
 from .observers.models import mean_padded
 from .observers.scale import cell_moments, model_scale
 from .observers.variants import VARIANTS, Variant, get_variant
-from .trials import CELL_KEYS
+from .runtable import build_runs
+from .trials import CELL_KEYS, normalize_trials
 
 CORE = {"linear": "w", "static": "w_prior", "kalman": "rho"}
 RHAT_MAX = 1.01
@@ -59,8 +65,6 @@ class Data:
 
 def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
     """Standardised padded arrays; one subject per cell of ``trials``."""
-    from .runtable import build_runs
-
     cells, runs = build_runs(trials)
     present = runs.present
     eps = cells["eps"].to_numpy()[runs.cell][:, None]
@@ -89,9 +93,9 @@ def model(variant: Variant, data: Data, hierarchical: bool = False, prior_scale:
     deliberately wrong prior, used to show that the calibration check
     (:mod:`bayesobs.calibration`) detects one.
     """
-    import jax.numpy as jnp
-    import numpyro
-    import numpyro.distributions as dist
+    import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
+    import numpyro  # optional weight: NumPyro loads only for posterior/calibration work
+    import numpyro.distributions as dist  # optional weight: NumPyro loads only for posterior/calibration work
 
     S = len(data.subjects)
     fam = variant.family
@@ -146,7 +150,7 @@ def natural_params(variant: Variant, samples: dict, data: Data) -> dict[str, np.
 
 
 def _rng_key(seed: int):
-    import jax
+    import jax  # optional weight: JAX loads only for posterior/calibration work
 
     return jax.random.PRNGKey(seed)
 
@@ -155,7 +159,9 @@ def sample(
     variant, data: Data, hierarchical=False, chains=4, warmup=500, draws=500, seed=0, progress=False
 ):
     """NUTS draws of one variant; returns an ArviZ InferenceData with pointwise log-likelihood."""
-    import arviz as az
+    import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
+
+    # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer import MCMC, NUTS, log_likelihood
 
     variant = get_variant(variant) if isinstance(variant, str) else variant
@@ -230,9 +236,13 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scal
     the same chain keys (``split(PRNGKey(seed), chains)``), as the per-cell
     fits do.  ``prior_scale`` is :func:`model`'s (1: the variant's priors).
     """
-    import jax
-    from jax import lax, random
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+    from jax import lax, random  # optional weight: JAX loads only for posterior/calibration work
+
+    # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer import NUTS
+
+    # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer.util import log_likelihood
 
     variant = get_variant(name)
@@ -350,10 +360,8 @@ def _inference_data(nat: dict, ll: np.ndarray, div: np.ndarray, subjects: list):
     Same groups, variables, dimensions, coordinates and attributes
     (``created_at``, ``arviz_version``); ``tests/test_scale.py`` compares them.
     """
-    import datetime
-
-    import arviz as az
-    import xarray as xr
+    import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
+    import xarray as xr  # start-up time: xarray loads only when posteriors are summarised
 
     C, D = div.shape
     attrs = {
@@ -378,7 +386,7 @@ def _inference_data(nat: dict, ll: np.ndarray, div: np.ndarray, subjects: list):
 
 def diagnostics(idata) -> dict:
     """Worst R-hat, smallest bulk ESS and the number of divergent transitions."""
-    import arviz as az
+    import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
 
     summ = az.summary(idata, kind="diagnostics")
     return {
@@ -414,7 +422,9 @@ def diagnostics_ok(d: dict, chains: int) -> bool:
 
 def _map_start(info):
     """Minimise the potential (negative log posterior) from one NumPyro initialisation."""
-    import jax
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+
+    # start-up time: this part of SciPy loads only where it is used
     from scipy.optimize import minimize
 
     flat, unravel = jax.flatten_util.ravel_pytree(info.param_info.z)
@@ -433,6 +443,7 @@ def posterior_mode(
     variant, data: Data, hierarchical=False, starts=4, seed=0
 ) -> dict[str, np.ndarray]:
     """Maximum a posteriori parameters (natural units), multi-start L-BFGS on the unconstrained scale."""
+    # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer.util import constrain_fn, initialize_model
 
     variant = get_variant(variant) if isinstance(variant, str) else variant
@@ -454,8 +465,6 @@ def prepare_cells(trials: pd.DataFrame, variant: Variant) -> list[tuple[tuple, D
     The arrays are exactly those :func:`prepare` gives for the cell alone
     (one run table for all cells, each cell trimmed to its own longest run).
     """
-    from .runtable import build_runs
-
     cells, runs = build_runs(trials)
     x, y, present = runs.x, runs.y, runs.present
     obs_all = present & ~np.isnan(y)
@@ -498,7 +507,7 @@ def prepare_cells(trials: pd.DataFrame, variant: Variant) -> list[tuple[tuple, D
 
 def _cell_results(group_keys, key, name, idata, chains):
     """Summary rows, LOO row and notes of one fitted (group, variant)."""
-    import arviz as az
+    import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
 
     label = "/".join(map(str, key))
     summ = az.summary(idata, hdi_prob=0.94)
@@ -600,8 +609,6 @@ def _run_batch_jobs(jobs, scheduler=None, sink=None) -> list:
     the summaries of the current one are made, so that the two overlap, and
     each slice's results go through ``sink`` as soon as they are made.
     """
-    from .distributed import map_tasks, scheduler_address
-
     if scheduler_address(scheduler) is not None:
         parts = map_tasks(_fit_batch_job, jobs, scheduler=scheduler)
         return [r for part in parts for r in _sunk(part, sink)]
@@ -681,10 +688,6 @@ def fit_posterior(
     there and keeps only the posterior draws, so memory does not grow with
     the pointwise log-likelihoods of every cell.
     """
-    import os
-
-    from .trials import normalize_trials
-
     trials = normalize_trials(trials)
     names = list(variants or [v.name for v in VARIANTS])
     group_keys = ["task", "modality", "condition"] if hierarchical else list(CELL_KEYS)
@@ -704,9 +707,6 @@ def fit_posterior(
             ]
         workers = min(len(jobs), workers or min(2, os.cpu_count() or 1))
         if workers > 1:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
-
             with ProcessPoolExecutor(
                 workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
             ) as pool:
@@ -770,7 +770,6 @@ def ppc_table(
         u = m + params["sigma"] * rng.standard_normal(m.shape)
         sims.append(u)
     sims = np.array(sims)
-    from .runtable import build_runs
 
     cells, runs = build_runs(trials_cell)
     eps = float(cells["eps"].iloc[0])
@@ -804,7 +803,9 @@ def _prior_sampler(name: str, draws: int):
     variant and :func:`canonical_shape` (padding lies after each run's real
     trials, so it leaves their distribution unchanged).
     """
-    import jax
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+
+    # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer import Predictive
 
     variant = get_variant(name)
@@ -835,9 +836,6 @@ def prior_predictive(
     many trials lie beyond them).  Cells where a log variant does not apply
     are left out.
     """
-    from .runtable import build_runs
-    from .trials import normalize_trials
-
     trials = normalize_trials(trials)
     cells, _ = build_runs(trials)
     eps = {tuple(r[list(CELL_KEYS)]): float(r["eps"]) for _, r in cells.iterrows()}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ablations import system_prompt
+from .ablations import degrade_text, system_prompt
 from .plan import HUMAN, plan
 from .seeds import stable_seed
 
@@ -78,8 +78,6 @@ def stimulus_parts(sess, stim, t: int) -> tuple[str | None, str | None]:
     perception tasks) goes with the stimulus in every modality.  The web app
     lays the two out apart (a question wraps, a rendering never does).
     """
-    from .ablations import degrade_text
-
     text = stim.text if sess.modality in ("text", "multimodal") else None
     if text is not None and sess.cond.text_noise > 0:
         rng = np.random.default_rng(stable_seed((sess.seed, "noise_text", t, stim.key())))

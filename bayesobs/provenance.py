@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import platform
 import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+from .errors import BayesobsInputError
+from .jsonl import finite
 
 FORMAT_VERSION = 1
 _PACKAGES = ("bayesobs", "numpy", "scipy", "pandas", "pyarrow")
@@ -73,10 +77,6 @@ def write_manifest(path: str | Path, command: str, **fields) -> Path:
     the CLI and for notebooks alike.  Non-finite floats become ``null`` (no
     ``NaN``/``Infinity`` in a file other languages read); paths become text.
     """
-    import json
-
-    from .jsonl import finite
-
     path = Path(path)
     record = finite(provenance(command=command, **fields))
     tmp = path.with_name(path.name + ".part")
@@ -94,10 +94,6 @@ def read_manifest(path: str | Path) -> dict:
         One line naming the file when it is not readable, not JSON, or not a
         JSON object (a list, a number, null).
     """
-    import json
-
-    from .errors import BayesobsInputError
-
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

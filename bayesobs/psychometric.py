@@ -46,6 +46,11 @@ import pandas as pd
 from scipy import special, stats
 
 from .errors import BayesobsInputError
+from .hvs.logged import is_hvs
+from .intervals import wilson
+from .perception import perception_table
+from .search import search_table
+from .stimuli import search as S
 from .trials import paradigm_rows
 
 SIGMOIDS = ("norm", "logistic")
@@ -463,8 +468,6 @@ def search_chance(task: str, search_condition: str, answer: str) -> float:
     target's area over the 400 x 400 image, ``pi r^2 / 400^2`` (a point is
     right when it lands on the target), with ``r`` the task's target radius.
     """
-    from .stimuli import search as S
-
     if answer == "cell":
         return 1 / len(S.CELLS)
     radius = {
@@ -476,7 +479,6 @@ def search_chance(task: str, search_condition: str, answer: str) -> float:
 
 
 def _search_levels(trials: pd.DataFrame) -> pd.DataFrame:
-    from .search import search_table
 
     t = search_table(trials)
     guess = [
@@ -501,7 +503,6 @@ def _search_levels(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def _perception_levels(trials: pd.DataFrame) -> pd.DataFrame:
-    from .perception import perception_table
 
     t = perception_table(trials)
     return pd.DataFrame(
@@ -548,7 +549,6 @@ def psychometric_levels(trials: pd.DataFrame) -> pd.DataFrame:
     out["n"] = out["n"].astype(int)
     out["k"] = out["k"].astype(int)
     out["accuracy"] = out["k"] / out["n"]
-    from .intervals import wilson
 
     out["lo"], out["hi"] = wilson(out["k"].to_numpy(), out["n"].to_numpy())
     return out[LEVEL_COLUMNS]
@@ -619,8 +619,6 @@ def psychometric_table(
 
 def hvs_missing(trials: pd.DataFrame) -> pd.DataFrame:
     """One ``missing.csv`` row per subject of HVSBench-style trials: they have no graded level."""
-    from .hvs.logged import is_hvs
-
     t = trials[is_hvs(trials)]
     rows = [
         (s, "hvs", "psychometric hvs", "HVSBench-style questions have no graded level")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import trials
 from .engine import reasoned, reasoned_start
 from .errors import BayesobsInputError
 from .logprobs import COLUMNS as DISTRIBUTION_COLUMNS
@@ -23,6 +24,7 @@ from .logprobs import reply_distribution
 from .plan import plan
 from .provenance import read_manifest
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted
+from .store import FolderLock, read_jsonl
 from .trials import RUN_KEYS
 
 # columns a task's record() may (re)write; stale ones are cleared first
@@ -127,9 +129,6 @@ def rescore_folder(folder: str | Path, out: str | Path | None = None) -> pd.Data
         The rescored trials, with ``response_logged`` (what the log says) and
         ``rescored_changed``.
     """
-    from . import trials
-    from .store import FolderLock, read_jsonl
-
     folder = Path(folder)
     target = Path(out) if out is not None else folder / "rescored.jsonl"
     if target.resolve() == (folder / "trials.jsonl").resolve():

@@ -24,7 +24,7 @@ from .plan import load_spec as load_spec
 from .plan import plan as plan
 from .plan import plan_all
 from .plan import reverse_trials as reverse_trials
-from .store import ExperimentStore
+from .store import TRIAL_ID, ExperimentStore, read_jsonl
 
 
 def start(
@@ -58,8 +58,6 @@ def start(
     (:mod:`bayesobs.batch`); the experiment record is the same, so a folder
     may be resumed with or without it.
     """
-    from .store import TRIAL_ID, read_jsonl
-
     if batch is not None:
         check_batch_subjects(subjects)
         batch_options = BatchOptions(**batch)
@@ -127,8 +125,6 @@ def run_task(
     ami = str(ami) if ami else None
     hvs = str(hvs) if hvs else None
     if options.get("batch") is not None:  # before planning: one line for a subject without one
-        from .batch import check_batch_subjects
-
         check_batch_subjects(subjects)
     kw = dict(
         subjects=subjects,
@@ -186,8 +182,6 @@ def sweep(
     ami = str(ami) if ami else None
     hvs = str(hvs) if hvs else None
     if batch is not None:  # before planning: one line for a subject without a batch API
-        from .batch import check_batch_subjects
-
         check_batch_subjects(subjects)
     kw = dict(subjects=subjects, trials=trials, runs=runs, ami=ami, hvs=hvs)
     sessions = plan_all([(e["spec"], kw) for e in exps], progress=progress)

@@ -12,8 +12,10 @@ from the same resampled session runs.
 
 from __future__ import annotations
 
+import json as _json
 import warnings
 from dataclasses import replace
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -34,6 +36,7 @@ from .bootstrap import (
     run_draws,
     unit_draws,
 )
+from .controls import controls_table, fit_controls
 from .cue import (  # the cue probe lives beside the cue code; re-exported here
     PROBE_MODELS,  # noqa: F401
     cue_batch,
@@ -43,10 +46,13 @@ from .cue import (  # the cue probe lives beside the cue code; re-exported here
     cue_probe_table,  # noqa: F401
     paired_trials,
 )
-from .evidence import factor_evidence_array
+from .evidence import evidence_table, factor_evidence_array
 from .fitoptions import FitOptions, fit_options
+from .fitresults import collapse_levels, fits_table
+from .fitting import fit_batch
 from .observers.variants import FACTORS, VARIANT_NAMES
 from .parse import invalid_reply_rows
+from .provenance import write_manifest
 from .spread import answer_spread
 from .trials import (
     CELL_KEYS,
@@ -268,8 +274,6 @@ class Scores(NamedTuple):
         ``score_manifest.json`` records the provenance, the options given in
         ``manifest`` (bootstrap, seed, inputs...) and the trial counts.
         """
-        from pathlib import Path
-
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         written = []
@@ -280,7 +284,6 @@ class Scores(NamedTuple):
         if trials is not None:
             _write_scored_trials(trials, out / SCORED_TRIALS)
             written.append(SCORED_TRIALS)
-        from .provenance import write_manifest
 
         counts = {}
         if trials is not None:
@@ -291,8 +294,6 @@ class Scores(NamedTuple):
     @classmethod
     def from_folder(cls, folder) -> Scores | None:
         """The tables of a ``bayesobs score`` output folder, or None if it is not one."""
-        from pathlib import Path
-
         folder = Path(folder)
         if not any(
             (folder / f"{n}.csv").exists() for n in ("bayesbench", "search", "perception", "hvs")
@@ -325,8 +326,6 @@ SCORED_TRIALS = "trials.parquet"  # the scored trial table inside a score folder
 
 def _write_scored_trials(trials: pd.DataFrame, path) -> None:
     """The scored trials as Parquet, atomically; mixed-type text columns kept as text."""
-    import json as _json
-
     t = trials.copy()
     for col in [c for c in t.columns if pd.api.types.is_object_dtype(t[c].dtype)]:
         t[col] = t[col].map(
@@ -558,6 +557,7 @@ def score(
     )
     seed = opts.seed
     trials = normalize_trials(trials)
+    # start-up time: `import bayesobs` stays light (scipy.stats, stimuli)
     from .psychometric import psychometric_scores, with_psychometric
 
     psych = psychometric_scores(trials, seed=seed)  # search and perception levels; missing rows
@@ -566,16 +566,18 @@ def score(
     perceived = paradigm_rows(trials, "perception")
     extra = {}
     if perceived.any():
+        # start-up time: `import bayesobs` stays light (statsmodels, stimuli)
         from .perception import perception_scores
 
         extra = perception_scores(trials[perceived])
     trials = trials[~perceived]
     found = paradigm_rows(trials, "search")
     if found.any():
+        # start-up time: `import bayesobs` stays light (scipy.stats)
         from .search import search_scores
 
         extra.update(search_scores(trials[found]))
-    from .hvs.logged import hvs_scores, is_hvs
+    from .hvs.logged import hvs_scores, is_hvs  # start-up time: `import bayesobs` stays light
 
     hvs_rows = is_hvs(trials)  # HVSBench-style questions (paradigm hvs): hvs.csv
     if hvs_rows.any():
@@ -618,9 +620,6 @@ def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFr
 
 
 def _magnitude_scores(trials, opts: FitOptions, non_oracle, probe) -> Scores:
-    from .evidence import evidence_table
-    from .fitresults import collapse_levels, fits_table
-    from .fitting import fit_batch
 
     trials = with_baseline(trials.reset_index(drop=True))
     B, seed, resample, interleaved = opts.bootstrap, opts.seed, opts.resample, opts.interleaved
@@ -687,7 +686,6 @@ def _magnitude_scores(trials, opts: FitOptions, non_oracle, probe) -> Scores:
     bayesbench = _composite(
         subjects, acc_cells, nrmse, cue_groups, cue_vals, bcs_rows, bcs_vals, B, missing
     )
-    from .controls import controls_table, fit_controls
 
     fits = fits_table(level_batch)
     return Scores(

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesobsInputError
+from .fitresults import decode_params
 from .observers.models import log_epsilon, predict_mean, transform
 from .observers.variants import FACTORS, VARIANTS
 from .trials import CELL_KEYS
@@ -114,8 +115,6 @@ def transfer_table(
     ``trials``: the normalised trials that were fitted; ``fits``: their
     ``fits.csv`` rows (:func:`bayesobs.fitting.fits_table`).
     """
-    from .fitresults import decode_params
-
     trials = trials.assign(condition=trials["condition"].astype(str))
     fits = fits.assign(condition=fits["condition"].astype(str))
     by_cell = {k: g for k, g in trials.groupby(list(CELL_KEYS), sort=True)}

@@ -103,8 +103,8 @@ def kalman_means(z: np.ndarray, rho: np.ndarray | float) -> np.ndarray:
 
 def _kalman_jax(z, rho):
     """:func:`kalman_means` for JAX arrays (``lax.scan`` over time; finite ``rho``)."""
-    import jax
-    import jax.numpy as jnp
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+    import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
 
     r = jnp.broadcast_to(rho, z.shape[:-1])
 

@@ -18,7 +18,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ..perceptv import plots
 from ..plotting import figure_axes
+from ..tunnel.published import TABLE2, references
 from .figures import subject_colors
 
 TASK_TITLES = {
@@ -31,8 +33,6 @@ _REF_STYLE = {"chance": ("#777777", ":"), "human": ("#2a9d8f", "--")}
 
 def published_lines(task: str) -> pd.DataFrame:
     """The paper's accuracy numbers of a task as rows ``variant, who, value`` (fractions), with source."""
-    from ..tunnel.published import references
-
     rows = [
         {"variant": r.variant, "who": r.who, "value": r.value / 100, "source": r.source}
         for r in references(task, metric="accuracy")
@@ -42,8 +42,6 @@ def published_lines(task: str) -> pd.DataFrame:
 
 def published_table2() -> pd.DataFrame:
     """The paper's Table 2 (circuits): log-odds per px of distance and per crossing, by model."""
-    from ..tunnel.published import TABLE2
-
     return pd.DataFrame(
         [
             {
@@ -155,8 +153,6 @@ def table1_comparison(acc: pd.DataFrame) -> pd.DataFrame:
     ``final_on_path`` (final colour the gold path's by any path) and
     ``final_step_error`` (conditional on the first two steps right), in %.
     """
-    from ..tunnel.published import references
-
     cols = [
         "who",
         "modality",
@@ -457,8 +453,6 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
 
 def perceptv_sections(res, figs: Path, save) -> list[tuple]:
     """Percept-V figures: accuracy against size per domain and subject, skills vs published models."""
-    from ..perceptv import plots
-
     size = res.perception_size
     out = []
     if size is not None and len(size) and (size["task"] == "percept_v").any():

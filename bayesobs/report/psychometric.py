@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..plotting import figure_axes
-from ..psychometric import KEYS, psi
+from ..psychometric import KEYS, psi, psychometric_levels
 
 CURVE_POINTS = 200
 
@@ -90,8 +90,6 @@ def psychometric_sections(res, trials: pd.DataFrame, out: Path, save, table_html
     ``save(fig, path) -> src`` and ``table_html(df) -> str`` are the report
     builder's helpers; returns ``(sections, tail)``.
     """
-    from ..psychometric import psychometric_levels
-
     table = res.psychometric
     levels = psychometric_levels(trials)
     sections = []

@@ -56,6 +56,18 @@ import numpy as np
 from PIL import Image
 
 from ..errors import BayesobsInputError
+from ..hvs import (
+    DEFAULT_SCANPATH,
+    GT_MEAN_COUNT,
+    build_questions,
+    load_folder,
+    missing_report,
+    random_baseline_scores,
+    scanpath_score,
+    sim_context,
+    standardise,
+)
+from ..hvs.fixture import FIXTURE_NOTE
 from .base import Stimulus, Task, blur, to_png
 
 QTYPES = tuple(f"Q{i}" for i in range(1, 14))
@@ -66,8 +78,6 @@ DATA_PUBLIC = "public sources"
 
 def is_fixture(root: str | Path) -> bool:
     """Whether ``root`` is the synthetic fixture (its ``README.txt`` starts with the fixture note)."""
-    from ..hvs.fixture import FIXTURE_NOTE
-
     readme = Path(root) / "README.txt"
     try:
         return readme.is_file() and readme.read_text(encoding="utf-8").startswith(FIXTURE_NOTE)
@@ -77,8 +87,6 @@ def is_fixture(root: str | Path) -> bool:
 
 def no_folder_message() -> str:
     """The error of an ``hvs`` run without ``--hvs DIR``: what to download and where."""
-    from ..hvs import missing_report
-
     return (
         "task hvs needs --hvs DIR, a folder holding the public source datasets the "
         "HVSBench-style questions are built from (see docs/hvs.md). " + missing_report(Path("DIR"))
@@ -118,8 +126,6 @@ class HvsTask(Task):
         if self.root is None:
             raise BayesobsInputError(no_folder_message())
         if self._sources is None:
-            from ..hvs import load_folder
-
             self._sources = load_folder(self.root)
         return self._sources
 
@@ -156,8 +162,6 @@ class HvsTask(Task):
         """
         key = (types, seed)
         if key not in self._sets:
-            from ..hvs import build_questions, random_baseline_scores, sim_context
-
             src = self.sources()
             full = build_questions(src, seed=seed, hint=True, types=types)
             if not full:
@@ -285,8 +289,6 @@ class HvsTask(Task):
     # ------------------------------------------------------------ scoring
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict:
         """Standardise the reply (choice, count, ranking or scanpath) and score it against the gold answer."""
-        from ..hvs import DEFAULT_SCANPATH, GT_MEAN_COUNT, scanpath_score, standardise
-
         rec = stim.params["record"]
         kind, qtype = rec["kind"], rec["qtype"]
         pred = standardise(kind, reply)

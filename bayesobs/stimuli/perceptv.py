@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 
 from .. import perceptv
 from ..perceptv import parse as pparse
+from ..perceptv.parse import FORMATTERS
+from ..perceptv.prompts import BULLETS
 from .base import Stimulus
 from .perception import PerceptionTask, Question, png_bytes
 
@@ -104,16 +106,12 @@ class PerceptV(PerceptionTask):
 
     def human_question(self, stim: Stimulus) -> str:
         """The domain's question without the model's output format, then how to type the answer."""
-        from ..perceptv.prompts import BULLETS
-
         keep = [b.strip() for b in BULLETS[stim.params["variant"]] if not _FORMAT_BULLET.search(b)]
         said = " ".join(b if b.endswith((".", "?")) else b + "." for b in keep)
         return f"{said} {HOW_TO_ANSWER[stim.params['format']]}"
 
     def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
         """As typed, then in the domain's answer format (``4`` -> ``COUNT:4``)."""
-        from ..perceptv.parse import FORMATTERS
-
         try:
             formatted = FORMATTERS[stim.params["format"]](text.strip())
         except (KeyError, ValueError):  # e.g. too few values for a keyed format

@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..hvs import answer
 from ..seeds import stable_seed
 from ..stimuli import from_png
 from .base import FatalSubjectError, Reply, Request
@@ -52,8 +53,6 @@ def is_hvs_request(request: Request) -> bool:
 
 def reply(kind: str, request: Request, seed: int = 0) -> str:
     """A simulated subject's reply to the HVS question of ``request``."""
-    from ..hvs import answer
-
     meta = request.meta
     png = request.turns[-1].png
     image = _image(png) if png is not None and kind != "random" else None

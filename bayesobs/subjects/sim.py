@@ -150,6 +150,7 @@ def measure_image(task: str, img: np.ndarray) -> float:
         # ends of the line are half a pixel inside the crossings
         return (xm - (left + 0.5)) / ((right - 0.5) - (left + 0.5))
     if task == "numerosity":
+        # start-up time: this part of SciPy loads only where it is used
         from scipy.ndimage import label
 
         _, count = label(

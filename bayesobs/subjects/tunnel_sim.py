@@ -25,6 +25,10 @@ from ..seeds import stable_rng
 from ..tunnel import hunt, sims
 from ..tunnel.common import Trial
 from .base import FatalSubjectError, Reply, Request
+from .hvs_sim import is_hvs_request
+from .hvs_sim import reply as hvs_reply
+from .perceptv_sim import reply as perceptv_reply
+from .search_sim import SEARCH_TASKS, SearchSubject
 
 TUNNEL_TASKS = ("object_reid", "scavenger_hunt", "circuits")
 # kind -> (its task, the library function's name in sims.SIMS)
@@ -130,7 +134,6 @@ class RandomSubject:
     """
 
     def __init__(self, seed: int = 0):
-        from .search_sim import SEARCH_TASKS, SearchSubject
 
         self.seed = seed
         self.name = "sim:random"
@@ -140,9 +143,6 @@ class RandomSubject:
 
     def answer(self, request: Request) -> str:
         """A random valid answer in the format of the trial's paradigm."""
-        from .hvs_sim import is_hvs_request
-        from .hvs_sim import reply as hvs_reply
-
         task = request.meta["task"]
         if is_hvs_request(request):  # an HVSBench-style question: the paper's random reply
             return hvs_reply("random", request, self.seed)
@@ -151,8 +151,6 @@ class RandomSubject:
         if task in TUNNEL_TASKS:
             return self._tunnel.answer(request)
         if task == "percept_v":  # the guesser: a valid answer drawn from the domain's prior
-            from .perceptv_sim import reply as perceptv_reply
-
             return perceptv_reply("guesser", request, self.seed)
         if request.session_range is None:
             raise FatalSubjectError(f"sim:random has no answer format for task {task}")

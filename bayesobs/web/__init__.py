@@ -13,7 +13,7 @@ from .app import ParticipantServer
 @contextmanager
 def running(server: ParticipantServer, host: str = "127.0.0.1"):
     """Serve ``server`` on a free port in a background thread; yields the base URL."""
-    import uvicorn
+    import uvicorn  # start-up time: the ASGI server loads only for serve
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind((host, 0))
