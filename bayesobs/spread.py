@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .api import predictions
+from .predictions import predictions
 from .trials import CELL_KEYS
 
 COLUMNS = (

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 import bayesobs
-from bayesobs.api import level_predictions, predictions
+from bayesobs.predictions import level_predictions, predictions
 from bayesobs.fitting import decode_params
 from bayesobs.observers import VARIANT_NAMES, get_variant
 from bayesobs.observers.models import log_epsilon, predict_response

@@ -17,13 +17,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import leaderboard as LB
-from ..api import predictions
 from ..controls import anchoring_lines
 from ..errors import BayesobsInputError
 from ..evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column
 from ..exclusions import summary
 from ..hvs.logged import is_hvs
 from ..perception import is_perception
+from ..predictions import predictions
 from ..provenance import provenance, read_manifest
 from ..scores import (
     CONSTANT_REASON,
