@@ -12,10 +12,10 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .api import evidence_table, fit
 from .errors import BayesobsInputError
-from .evidence import factor_evidence
-from .fitresults import FitBatch, fits_table
-from .fitting import fit_batch
+from .fits.fitresults import FitBatch, fits_table
+from .fits.fitting import fit_batch
 from .scores import Scores, score
+from .scores.evidence import factor_evidence
 from .trials import normalize_trials, read_trials, write_trials
 
 try:
@@ -23,8 +23,18 @@ try:
 except PackageNotFoundError:  # running from a source tree without install
     __version__ = "0.0.0+unknown"
 
-_LAZY = {"sweep": ("runner", "sweep"), "rescore_folder": ("rescore", "rescore_folder")}
-_SUBMODULES = ("report", "posterior", "hvs", "tunnel", "runner", "observers", "search", "rescore")
+_LAZY = {"sweep": ("run.runner", "sweep"), "rescore_folder": ("run.rescore", "rescore_folder")}
+# attribute -> module, loaded on first use (runner, posterior ... keep their short names)
+_SUBMODULES = {
+    "report": "report",
+    "posterior": "fits.posterior",
+    "hvs": "hvs",
+    "tunnel": "tunnel",
+    "runner": "run.runner",
+    "observers": "fits.observers",
+    "search": "scores.search",
+    "rescore": "run.rescore",
+}
 
 
 def __getattr__(name: str):
@@ -33,7 +43,7 @@ def __getattr__(name: str):
         module, attr = _LAZY[name]
         return getattr(import_module(f".{module}", __name__), attr)
     if name in _SUBMODULES:
-        return import_module(f".{name}", __name__)
+        return import_module(f".{_SUBMODULES[name]}", __name__)
     raise AttributeError(f"module 'bayesobs' has no attribute {name!r}")
 
 

@@ -8,15 +8,15 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from .controls import controls_table, fit_controls
 from .errors import BayesobsInputError
-from .evidence import evidence_notes, evidence_table
-from .fitoptions import FitOptions, fit_options
-from .fitresults import FitBatch, fits_table
-from .fitting import fit_batch
+from .fits.controls import controls_table, fit_controls
+from .fits.fitoptions import FitOptions, fit_options
+from .fits.fitresults import FitBatch, fits_table
+from .fits.fitting import fit_batch
+from .fits.predictions import level_predictions, predictions
 from .logprobs import RESPONSES, use_expected
-from .predictions import level_predictions, predictions
 from .provenance import write_manifest
+from .scores.evidence import evidence_notes, evidence_table
 from .trials import CELL_KEYS, normalize_trials, paradigm_rows, write_csv
 
 
@@ -68,7 +68,7 @@ def fit_result(
         A trial table (DESIGN contract); it is validated here.
     options : FitOptions, optional
         Bootstrap, seed, progress, resampling, interleaved column and lapse
-        (default: :class:`~bayesobs.fitoptions.FitOptions` ``()``).
+        (default: :class:`~bayesobs.fits.fitoptions.FitOptions` ``()``).
     response : {"sampled", "expected"}
         As :func:`fit`.
 
@@ -194,7 +194,7 @@ def fit_summary(result: FitResult) -> dict:
         log variants were skipped), ``n_constant`` (cells of constant
         responses, not fitted), ``levels`` (interleaved levels, if any) and
         ``evidence_notes`` (lines on the evidence: its bounds, the veridical
-        reference, boundary fits; :func:`bayesobs.evidence.evidence_notes`).
+        reference, boundary fits; :func:`bayesobs.scores.evidence.evidence_notes`).
     """
     cells = result.batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
     return {

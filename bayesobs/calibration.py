@@ -2,9 +2,9 @@
 
 For each observer variant: draw ``n_sims`` parameter vectors from the
 variant's priors and a run of trials from its own generative model
-(:func:`bayesobs.posterior.model` with the responses unobserved, on a fixed
+(:func:`bayesobs.fits.posterior.model` with the responses unobserved, on a fixed
 design of stimuli), fit every simulated data set with the same NUTS sampler
-``fit --method posterior`` uses (:func:`bayesobs.posterior.sample_padded`,
+``fit --method posterior`` uses (:func:`bayesobs.fits.posterior.sample_padded`,
 all simulations in one vectorised call), and record the rank of each true
 parameter among ``draws`` thinned posterior draws.  If the fits are
 calibrated, every rank is uniform on ``0..draws``.
@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .observers.variants import VARIANT_NAMES, get_variant
-from .posterior import Data, model, sample_padded
-from .store import lock_folder
+from .fits.observers.variants import VARIANT_NAMES, get_variant
+from .fits.posterior import Data, model, sample_padded
+from .run.store import lock_folder
 from .trials import write_csv
 
 BINS = 10  # rank bins of the chi-square test
@@ -58,7 +58,7 @@ SITES = {
 def sbc_design(runs: int = RUNS, trials: int = TRIALS, seed: int = 0) -> Data:
     """A fixed design of standardised stimuli: ``runs`` runs of ``trials`` uniform magnitudes.
 
-    The responses (``u``) are left ``None``: :func:`bayesobs.posterior.model`
+    The responses (``u``) are left ``None``: :func:`bayesobs.fits.posterior.model`
     then draws them.
     """
     rng = np.random.default_rng(seed)

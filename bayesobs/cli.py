@@ -1,10 +1,10 @@
 """Command-line interface: argument parsing and printing over the library.
 
 Each command parses its arguments, calls the library function a notebook
-would call (``fit``: :func:`bayesobs.fitting.fit_batch` and
+would call (``fit``: :func:`bayesobs.fits.fitting.fit_batch` and
 :func:`bayesobs.report.posterior.write_outputs`; ``score``: :func:`bayesobs.score`
 and :meth:`bayesobs.Scores.to_folder`; ``run``/``sweep``:
-:func:`bayesobs.runner.run_task`/:func:`bayesobs.runner.sweep`; ``rescore``:
+:func:`bayesobs.run.runner.run_task`/:func:`bayesobs.run.runner.sweep`; ``rescore``:
 :func:`bayesobs.rescore_folder`; ``report``:
 :func:`bayesobs.report.build_report`; ``compare``:
 :func:`bayesobs.compare.run_compare`; ``calibrate``:
@@ -22,12 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-from .concurrency import DEFAULT_MAX_CONCURRENCY
 from .dataset import IMAGE_MODES
 from .errors import BayesobsInputError, FatalSubjectError
-from .imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
 from .logprobs import MAX_TOP_LOGPROBS, RESPONSES
-from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
+from .run.concurrency import DEFAULT_MAX_CONCURRENCY
+from .run.imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
+from .run.reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
 
 
 def _add_trial_options(p: argparse.ArgumentParser) -> None:
@@ -185,7 +185,7 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
     for n in notes:
         print(f"warning: {n}", file=sys.stderr)
     if args.prior_predictive:
-        from .posterior import prior_predictive
+        from .fits.posterior import prior_predictive
         from .trials import write_csv
 
         pp = prior_predictive(trials, variants=args.variant, seed=args.seed)
@@ -206,8 +206,8 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
 
 
 def _fit_options(args):
-    """The :class:`~bayesobs.fitoptions.FitOptions` of ``fit`` and ``score``, built once."""
-    from .fitoptions import FitOptions
+    """The :class:`~bayesobs.fits.fitoptions.FitOptions` of ``fit`` and ``score``, built once."""
+    from .fits.fitoptions import FitOptions
 
     return FitOptions(
         bootstrap=args.bootstrap,
@@ -224,7 +224,7 @@ def cmd_fit(args) -> int:
     from .api import fit_result, magnitude_trials, write_fit
 
     if args.variant:
-        from .observers import get_variant
+        from .fits.observers import get_variant
 
         for v in args.variant:
             try:
@@ -243,7 +243,7 @@ def cmd_fit(args) -> int:
     trials, exclusions = _read(args)
     trials, left_out = magnitude_trials(trials)
     if transfer:
-        from .transfer import check_conditions
+        from .fits.transfer import check_conditions
 
         check_conditions(trials, *transfer)
     if left_out:
@@ -307,7 +307,7 @@ def _transfer_spec(args) -> tuple[str, str] | None:
     """``fit --transfer A:B`` checked before any reading: ``(A, B)`` or ``None``."""
     if not getattr(args, "transfer", None):
         return None
-    from .transfer import parse_transfer
+    from .fits.transfer import parse_transfer
 
     if args.interleaved:
         raise BayesobsInputError(
@@ -319,7 +319,7 @@ def _transfer_spec(args) -> tuple[str, str] | None:
 
 def _write_transfer(trials, fits, transfer: tuple[str, str], out: Path) -> None:
     """Write ``transfer.csv`` and print its one-line summary."""
-    from .transfer import transfer_summary, transfer_table
+    from .fits.transfer import transfer_summary, transfer_table
     from .trials import write_csv
 
     table = transfer_table(trials, fits, *transfer)
@@ -483,7 +483,7 @@ def search_summary(search) -> str:
     import pandas as pd
 
     from .leaderboard import text_table
-    from .search import prefer
+    from .scores.search import prefer
 
     t = prefer(prefer(search, "ablation", "base"), "answer", "cell")
     rows = [
@@ -503,7 +503,7 @@ def search_summary(search) -> str:
 
 def cmd_rescore(args) -> int:
     """``bayesobs rescore``: re-read a folder's logged replies with today's parsers."""
-    from .rescore import rescore_folder
+    from .run.rescore import rescore_folder
 
     table = rescore_folder(args.folder, args.out)
     target = args.out or args.folder / "rescored.jsonl"
@@ -602,8 +602,8 @@ def cmd_serve(args) -> int:
     """``bayesobs serve``: the web app for human participants."""
     if not 1 <= args.port <= 65535:
         raise BayesobsInputError(f"--port must be a port number from 1 to 65535, not {args.port}")
-    from .runner import load_spec
-    from .store import lock_folder
+    from .run.runner import load_spec
+    from .run.store import lock_folder
 
     load_spec(args.spec)  # a bad spec is refused before the folder is made
     # the folder's one writer for the server's whole life: no run, sweep, rescore or second
@@ -698,7 +698,7 @@ def cmd_export_dataset(args) -> int:
 
 def cmd_simulate(args) -> int:
     """``bayesobs simulate``: trial tables of simulated observers with known parameters."""
-    from .synthetic import simulated_trials
+    from .fits.synthetic import simulated_trials
     from .trials import write_trials
 
     if args.subjects < 1 or args.trials < 2 or args.runs < 1:
@@ -919,7 +919,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--poll-max",
         type=float,
-        default=60.0,  # bayesobs.batch.POLL_MAX_S (not imported here: it loads the SDK)
+        default=60.0,  # bayesobs.run.batch.POLL_MAX_S (not imported here: it loads the SDK)
         metavar="SECONDS",
         help="with --batch: the longest wait between polls of a batch (default 60; polling "
         "starts after 1 s and doubles up to it)",
@@ -965,7 +965,7 @@ def _check_run_options(args) -> None:
             f"--temperature must be a finite number >= 0, not {args.temperature}"
         )
     if args.batch:
-        from .batch import check_batch_subjects, check_poll_max
+        from .run.batch import check_batch_subjects, check_poll_max
 
         check_poll_max(args.poll_max)
         check_batch_subjects(args.subject)
@@ -1028,7 +1028,7 @@ def _api_key(args) -> str | None:
 
 
 def _run_options(args) -> dict:
-    """The options ``run`` and ``sweep`` pass to :func:`bayesobs.runner.start`."""
+    """The options ``run`` and ``sweep`` pass to :func:`bayesobs.run.runner.start`."""
     chat = {
         "temperature": args.temperature,
         "max_tokens": args.max_tokens,
@@ -1119,7 +1119,7 @@ def _print_report(args, report) -> int:
 
 def cmd_run(args) -> int:
     """``bayesobs run``: one task spec on the given subjects into an experiment folder."""
-    from .runner import load_spec, run_task
+    from .run.runner import load_spec, run_task
 
     _check_run_options(args)
     if args.out is None:
@@ -1144,7 +1144,7 @@ def cmd_run(args) -> int:
 
 def cmd_sweep(args) -> int:
     """``bayesobs sweep``: a protocol (several specs) into one experiment folder."""
-    from .runner import sweep
+    from .run.runner import sweep
 
     _check_run_options(args)
     options, chat = _run_options(args)

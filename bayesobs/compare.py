@@ -32,8 +32,8 @@ import pandas as pd
 from .errors import BayesobsInputError
 from .leaderboard import text_table, wrap
 from .report.compare import compare_page
+from .run.store import lock_folder
 from .scores import NRMSE_MAX, Scores
-from .store import lock_folder
 from .trials import write_csv
 
 OUTCOMES: tuple[str, ...] = ("accuracy", "nrmse", "w_prior", "bcs", "bcs_p")

@@ -5,7 +5,7 @@ simulated through the session structure of a spec or protocol (its tasks,
 session ranges, trials per run, runs per session type) and fitted exactly as
 ``bayesobs fit`` fits real data: all replicates, variants and trial counts are
 one trial table (the replicate is encoded in ``subject``), fitted by one call
-of :func:`bayesobs.fitting.fit_batch`.  The outputs answer, before any model
+of :func:`bayesobs.fits.fitting.fit_batch`.  The outputs answer, before any model
 is paid for:
 
 * ``confusion``: how often each true variant is the best by AIC (the ten
@@ -46,17 +46,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .bcs import BCS_ABLATIONS, TIE, sign_probability, sign_score
-from .controls import fit_controls, simulate_anchor
 from .errors import BayesobsInputError
-from .evidence import factor_evidence_array
-from .fitting import fit_batch
-from .kernel import closed_forms, gram_stats, transformed
-from .observers import simulate
-from .observers.variants import FACTORS, VARIANT_NAMES, VARIANTS
-from .plan import load_protocol, whole_number
+from .fits.controls import fit_controls, simulate_anchor
+from .fits.fitting import fit_batch
+from .fits.kernel import closed_forms, gram_stats, transformed
+from .fits.observers import simulate
+from .fits.observers.variants import FACTORS, VARIANT_NAMES, VARIANTS
+from .fits.runtable import build_runs, dataset_matrix
 from .plotting import figure_axes
-from .runtable import build_runs, dataset_matrix
+from .run.plan import load_protocol, whole_number
+from .scores.bcs import BCS_ABLATIONS, TIE, sign_probability, sign_score
+from .scores.evidence import factor_evidence_array
 from .stimuli.distributions import draw_values
 from .trials import normalize_trials, write_csv
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from common import bayesbench_scale, time_cli
 
-from bayesobs.cue import cue_batch
-from bayesobs.fitting import fit_batch
+from bayesobs.fits.fitting import fit_batch
 from bayesobs.scores import accuracy_batch, cue_probe_table, with_baseline
+from bayesobs.scores.cue import cue_batch
 from bayesobs.trials import normalize_trials
 
 ROOT = Path(__file__).resolve().parents[1]

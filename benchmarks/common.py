@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from bayesobs.synthetic import simulated_trials
+from bayesobs.fits.synthetic import simulated_trials
 
 
 def bayesbench_scale(out: Path):

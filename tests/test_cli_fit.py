@@ -83,8 +83,8 @@ def test_bootstrap_adds_interval_columns(tmp_path, cell):
     ]
     assert ev["interval_note"].isna().all()  # three runs: resampled
     # the interval is the 16th/84th percentile of the replicates' evidence (METHOD §7)
-    from bayesobs.evidence import factor_evidence_array
-    from bayesobs.fitting import fit_batch
+    from bayesobs.fits.fitting import fit_batch
+    from bayesobs.scores.evidence import factor_evidence_array
 
     batch = fit_batch(bayesobs.read_trials(tmp_path / "t.csv"), bootstrap=8, seed=0)
     reps = factor_evidence_array(batch.aic)[0, 1:, :]  # (B, factors)
@@ -384,11 +384,14 @@ def test_cli_fit_goes_through_the_library_fit(tmp_path, cell, monkeypatch):
 def test_writing_fits_refits_nothing(tmp_path, cell, monkeypatch):
     """``write_fit`` writes the results it is given: no fit (of the controls or else) inside it."""
     import bayesobs.api
-    import bayesobs.controls
-    import bayesobs.fitting
+    import bayesobs.fits.controls
+    import bayesobs.fits.fitting
 
     result = bayesobs.api.fit_result(cell)
-    for mod, name in ((bayesobs.controls, "fit_controls"), (bayesobs.fitting, "fit_batch")):
+    for mod, name in (
+        (bayesobs.fits.controls, "fit_controls"),
+        (bayesobs.fits.fitting, "fit_batch"),
+    ):
         monkeypatch.setattr(mod, name, lambda *a, **k: pytest.fail("a writer fitted"))
     bayesobs.api.write_fit(result, tmp_path / "o")
     for name in ("fits.csv", "evidence.csv", "cells.csv", "controls.csv", "fit_manifest.json"):

@@ -9,7 +9,7 @@ from conftest import make_cell
 
 import bayesobs
 from bayesobs.errors import BayesobsInputError
-from bayesobs.fitoptions import FitOptions, fit_options
+from bayesobs.fits.fitoptions import FitOptions, fit_options
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from bayesobs import perception, search
 from bayesobs.intervals import wilson
+from bayesobs.scores import perception, search
 
 N = np.array([1, 2, 3, 7, 10, 10, 10, 37, 100, 100, 1000])
 K = np.array([0, 2, 1, 7, 0, 5, 10, 36, 0, 100, 999])

@@ -65,3 +65,17 @@ def test_import_linter_contracts_are_kept():
     proc = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "BROKEN" not in proc.stdout and "0 broken" in proc.stdout
+
+
+def test_the_wings_do_not_shadow_the_library_api():
+    """``bayesobs.fit`` stays the function (the fit wing is ``bayesobs.fits``); old short names load lazily."""
+    code = (
+        "import importlib, pkgutil, bayesobs\n"
+        "for m in pkgutil.walk_packages(bayesobs.__path__, 'bayesobs.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "assert callable(bayesobs.fit) and callable(bayesobs.sweep)\n"
+        "assert bayesobs.posterior.__name__ == 'bayesobs.fits.posterior'\n"
+        "assert bayesobs.runner.__name__ == 'bayesobs.run.runner'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]

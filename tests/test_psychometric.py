@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from bayesobs.errors import BayesobsInputError
-from bayesobs.psychometric import (
+from bayesobs.scores.psychometric import (
     COLUMNS,
     fit_many,
     fit_psychometric,

@@ -1,7 +1,7 @@
 """Figures modelled on the BayesBench paper.
 
 Every function takes result tables (DataFrames from :mod:`bayesobs.scores`,
-:mod:`bayesobs.api`, :mod:`bayesobs.cue`) and an optional ``ax`` (or ``axes``),
+:mod:`bayesobs.api`, :mod:`bayesobs.scores.cue`) and an optional ``ax`` (or ``axes``),
 draws, and returns the figure.  No statistics are computed here.  Figures use
 matplotlib's object-oriented API and change no global state.
 """
@@ -554,7 +554,7 @@ def posterior_predictive(ppc: pd.DataFrame, ax=None, color=None, title: str = ""
 def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="base", ax=None):
     """Accuracy (cell answers) or coordinate error (point answers) against set size, per condition.
 
-    ``acc``: :func:`bayesobs.search.search_accuracy` (binned or not).  Bars
+    ``acc``: :func:`bayesobs.scores.search.search_accuracy` (binned or not).  Bars
     are its 95% intervals, conditions dodged side by side; the dotted line is chance (25%) for cells and the
     image diagonal (a refusal's error) for points.  Pop-out shows as a flat
     curve, serial search as a falling (or, for errors, rising) one.

@@ -17,13 +17,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import leaderboard as LB
-from ..controls import anchoring_lines
 from ..errors import BayesobsInputError
-from ..evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column
 from ..exclusions import summary
+from ..fits.controls import anchoring_lines
+from ..fits.predictions import predictions
 from ..hvs.logged import is_hvs
-from ..perception import is_perception
-from ..predictions import predictions
 from ..provenance import provenance, read_manifest
 from ..scores import (
     CONSTANT_REASON,
@@ -34,7 +32,9 @@ from ..scores import (
     score,
     with_baseline,
 )
-from ..search import is_search, prefer
+from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column
+from ..scores.perception import is_perception
+from ..scores.search import is_search, prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
 from .hvs import hvs_sections

@@ -1,6 +1,6 @@
 """Report figures of the perception tasks (Tunnel Vision ...), and their report section.
 
-Plotting functions take the ``perception*`` tables of :mod:`bayesobs.perception`
+Plotting functions take the ``perception*`` tables of :mod:`bayesobs.scores.perception`
 (and published reference numbers) and an optional ``ax``; they draw and
 return the figure, computing no statistics.  Reference lines come from
 :mod:`bayesobs.tunnel.published` (chance, human, the paper's models), each

@@ -1,7 +1,7 @@
 """What ``bayesobs fit --method posterior`` writes: tables, InferenceData files and figures.
 
-The writer of :mod:`bayesobs.posterior` (which computes and writes nothing
-itself): :func:`write_outputs` runs :func:`bayesobs.posterior.fit_posterior`
+The writer of :mod:`bayesobs.fits.posterior` (which computes and writes nothing
+itself): :func:`write_outputs` runs :func:`bayesobs.fits.posterior.fit_posterior`
 and writes its results with the posterior predictive check figures.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..bcs import BCS_ABLATIONS
-from ..posterior import bcs_posterior, fit_posterior, ppc_table
+from ..fits.posterior import bcs_posterior, fit_posterior, ppc_table
+from ..scores.bcs import BCS_ABLATIONS
 from ..trials import CELL_KEYS
 from ..trials import write_csv as _csv
 from . import figures as F

@@ -1,7 +1,7 @@
 """Report figures of the psychometric functions (``psychometric.csv``) and their section.
 
-The plotting functions take the table of :func:`bayesobs.psychometric.psychometric_table`
-and the per-level counts of :func:`bayesobs.psychometric.psychometric_levels`
+The plotting functions take the table of :func:`bayesobs.scores.psychometric.psychometric_table`
+and the per-level counts of :func:`bayesobs.scores.psychometric.psychometric_levels`
 (with their 95% Wilson intervals) and an optional ``ax``; they draw the
 fitted curves over the data and return the figure, fitting nothing.
 """
@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..plotting import figure_axes
-from ..psychometric import KEYS, psi, psychometric_levels
+from ..scores.psychometric import KEYS, psi, psychometric_levels
 
 CURVE_POINTS = 200
 

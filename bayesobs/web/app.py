@@ -45,8 +45,9 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from ..plan import Session, load_spec
-from ..presentation import (
+from ..provenance import utc_now
+from ..run.plan import Session, load_spec
+from ..run.presentation import (
     human_instruction,
     human_plan,
     practice_stimulus,
@@ -54,9 +55,8 @@ from ..presentation import (
     stimulus_parts,
     trial_blur,
 )
-from ..provenance import utc_now
+from ..run.store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
 from ..stimuli import TASKS
-from ..store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
 from .study import (
     CATCH_RANGE,
     CATCH_SEED,
@@ -941,7 +941,7 @@ def check_tap(body: dict, area: tuple[int, int]) -> dict | Response:
 
 
 def trial_key(pid: str, sess: Session, t: int) -> tuple:
-    """The log key (:data:`bayesobs.store.TRIAL_ID`) of participant ``pid``'s trial ``t`` of ``sess``."""
+    """The log key (:data:`bayesobs.run.store.TRIAL_ID`) of participant ``pid``'s trial ``t`` of ``sess``."""
     ids = dict(zip(("task", "modality", "condition", "session", "run"), sess.key[1:], strict=True))
     ids.update(subject=pid, trial=t)
     return tuple(ids[k] for k in TRIAL_ID)
