@@ -268,8 +268,8 @@ def test_the_readme_library_snippet_runs(tmp_path, monkeypatch):
 
 def test_library_fit_outputs_are_the_cli_outputs(tmp_path):
     """`api.write_fit` writes the very tables `bayesobs fit` writes (one path)."""
-    from bayesobs.api import magnitude_trials, write_fit
-    from bayesobs.fits.fitting import fit_batch
+    from bayesobs.api import fit_result, magnitude_trials, write_fit
+    from bayesobs.fits.fitoptions import FitOptions
     from bayesobs.fits.synthetic import simulated_trials
     from bayesobs.trials import read_trials
 
@@ -278,7 +278,7 @@ def test_library_fit_outputs_are_the_cli_outputs(tmp_path):
     trials.to_csv(path, index=False)
     assert main(["fit", str(path), "--out", str(tmp_path / "cli"), "--bootstrap", "3"]) == 0
     table, _ = magnitude_trials(read_trials(path))
-    summary = write_fit(table, fit_batch(table, bootstrap=3), tmp_path / "lib")
+    summary = write_fit(fit_result(table, FitOptions(bootstrap=3)), tmp_path / "lib")
     assert summary["n_trials"] == len(trials)
     for name in ("fits.csv", "evidence.csv", "cells.csv", "controls.csv"):
         assert (tmp_path / "lib" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), (
@@ -337,15 +337,14 @@ def test_a_person_sees_the_blurred_images_a_model_sees(tmp_path):
 
 def test_library_writes_the_manifests_the_cli_writes(tmp_path):
     """fit_manifest.json / score_manifest.json come from the library (strict JSON, provenance)."""
-    from bayesobs.api import magnitude_trials, write_fit
-    from bayesobs.fits.fitting import fit_batch
+    from bayesobs.api import fit_result, magnitude_trials, write_fit
     from bayesobs.fits.synthetic import simulated_trials
     from bayesobs.trials import normalize_trials
 
     table, _ = magnitude_trials(
         normalize_trials(simulated_trials(n_subjects=1, trials_per_session=20, seed=3))
     )
-    write_fit(table, fit_batch(table), tmp_path / "fit", manifest={"bootstrap": 0, "x": np.nan})
+    write_fit(fit_result(table), tmp_path / "fit", manifest={"bootstrap": 0, "x": np.nan})
     man = json.loads((tmp_path / "fit" / "fit_manifest.json").read_text())
     assert man["command"] == "fit" and man["n_trials"] == len(table) and man["x"] is None
     assert man["git_revision"] is None or len(man["git_revision"]) >= 40
