@@ -51,10 +51,10 @@ SPEC_KEYS = {
 # ---------------------------------------------------------------- specs
 def spec_dirs() -> list[Path]:
     """Where task specs are looked for: ./tasks, the source tree's tasks, the installed share."""
-    here = Path(__file__).resolve().parent
+    source_root = Path(__file__).resolve().parents[2]  # bayesobs/run/plan.py -> the source tree
     return [
         Path.cwd() / "tasks",
-        here.parent / "tasks",
+        source_root / "tasks",
         Path(sys.prefix) / "share" / "bayesobs" / "tasks",
     ]
 
