@@ -53,13 +53,17 @@ $(VENV)/.installed-model: | $(VENV)/.installed-dev
 test-model: $(VENV)/.installed-dev $(VENV)/.installed-model
 	$(BIN)/python -m pytest -q -m model -rs
 
+## lint: ruff, and the architecture: import-linter's contracts (pyproject.toml) and
+## tools/check_imports.py (no import circles, no private cross-module imports)
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check bayesobs tests benchmarks fits
-	$(BIN)/ruff format --check bayesobs tests benchmarks fits
+	$(BIN)/ruff check bayesobs tests benchmarks fits tools
+	$(BIN)/ruff format --check bayesobs tests benchmarks fits tools
+	$(BIN)/lint-imports
+	$(BIN)/python tools/check_imports.py bayesobs
 
 format: $(VENV)/.installed-dev
-	$(BIN)/ruff check --fix bayesobs tests benchmarks
-	$(BIN)/ruff format bayesobs tests benchmarks
+	$(BIN)/ruff check --fix bayesobs tests benchmarks tools
+	$(BIN)/ruff format bayesobs tests benchmarks tools
 
 ## docs: the documentation site (mkdocs + mkdocstrings) into site/; warnings are errors
 docs: $(VENV)/.installed-dev

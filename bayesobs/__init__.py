@@ -15,19 +15,29 @@ from .errors import BayesobsInputError
 _LAZY = {
     "evidence_table": ("api", "evidence_table"),
     "fit": ("api", "fit"),
-    "factor_evidence": ("evidence", "factor_evidence"),
-    "FitBatch": ("fitting", "FitBatch"),
-    "fit_batch": ("fitting", "fit_batch"),
-    "fits_table": ("fitting", "fits_table"),
+    "factor_evidence": ("scores.evidence", "factor_evidence"),
+    "FitBatch": ("fits.fitresults", "FitBatch"),
+    "fit_batch": ("fits.fitting", "fit_batch"),
+    "fits_table": ("fits.fitresults", "fits_table"),
     "Scores": ("scores", "Scores"),
     "score": ("scores", "score"),
     "normalize_trials": ("trials", "normalize_trials"),
     "read_trials": ("trials", "read_trials"),
     "write_trials": ("trials", "write_trials"),
-    "sweep": ("runner", "sweep"),
-    "rescore_folder": ("rescore", "rescore_folder"),
+    "sweep": ("run.runner", "sweep"),
+    "rescore_folder": ("run.rescore", "rescore_folder"),
 }
-_SUBMODULES = ("report", "posterior", "hvs", "tunnel", "runner", "observers", "search", "rescore")
+# attribute -> module, loaded on first use (runner, posterior ... keep their short names)
+_SUBMODULES = {
+    "report": "report",
+    "posterior": "fits.posterior",
+    "hvs": "hvs",
+    "tunnel": "tunnel",
+    "runner": "run.runner",
+    "observers": "fits.observers",
+    "search": "scores.search",
+    "rescore": "run.rescore",
+}
 
 
 def _version() -> str:
@@ -51,7 +61,7 @@ def __getattr__(name: str):
         globals()[name] = value  # later look-ups skip this function
         return value
     if name in _SUBMODULES:
-        return import_module(f".{name}", __name__)
+        return import_module(f".{_SUBMODULES[name]}", __name__)
     raise AttributeError(f"module 'bayesobs' has no attribute {name!r}")
 
 

@@ -22,7 +22,7 @@ here; the Percept-V and HVSBench tasks use the others.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 Parsed = tuple[object | None, str | None]
 
@@ -31,8 +31,31 @@ _FIELD = re.compile(r"^\s*\**\s*([A-Za-z][A-Za-z _-]*?)\s*\**\s*:\s*(.+?)\s*$", 
 _BRACKETED = re.compile(r"[\[\{(]([^\[\]{}()]*)[\]\})]")
 
 
-def _empty(reply: str | None) -> bool:
+def empty(reply: str | None) -> bool:
+    """No reply, or only white space."""
     return reply is None or not str(reply).strip()
+
+
+def dispatch(
+    parsers: Mapping[str, Callable[[str | None], Parsed]], answer_format: str, reply: str | None
+) -> Parsed:
+    """Parse ``reply`` with the parser that ``parsers`` names for ``answer_format``.
+
+    The one answer dispatcher of the paradigms that name a parser per trial
+    (Tunnel Vision, Percept-V: their ``PARSERS``).
+
+    Raises
+    ------
+    ValueError
+        For an answer format ``parsers`` does not name.
+    """
+    try:
+        parser = parsers[answer_format]
+    except KeyError:
+        raise ValueError(
+            f"unknown answer format {answer_format!r}; expected one of {sorted(parsers)}"
+        ) from None
+    return parser(reply)
 
 
 def first_braced(reply: str) -> str | None:
@@ -101,7 +124,7 @@ def braced_word(
         ``None`` when valid, else why not: an empty reply, braces holding a
         word not allowed, or (without braces) no match under ``fallback``.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     allowed = set(allowed)
     braced = first_braced(reply)
@@ -142,7 +165,7 @@ def fields(reply: str | None) -> dict[str, str]:
         line; empty for an empty reply.
     """
     out: dict[str, str] = {}
-    if _empty(reply):
+    if empty(reply):
         return out
     for m in _FIELD.finditer(reply):
         key = m.group(1).strip().upper().replace(" ", "_")
@@ -171,7 +194,7 @@ def field(reply: str | None, key: str, allowed: Iterable[str] | None = None) -> 
         ``None`` when valid, else why not: an empty reply, no such field, or
         a value not allowed.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     got = fields(reply).get(key.upper())
     if got is None:
@@ -235,7 +258,7 @@ def label(reply: str | None, labels: Iterable[str], key: str | None = None) -> P
     reason : str or None
         ``None`` when valid, else why not.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     labels = list(labels)
     by_norm = {normalise(x): x for x in labels}
@@ -297,7 +320,7 @@ def ordered_list(
         ``None`` when valid, else why not: no list, an empty list, an item
         not allowed, or the wrong number of items.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     inner = _items(reply, key)
     if inner is None:

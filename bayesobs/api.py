@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-import numpy as np
+import warnings
+from pathlib import Path
+from typing import NamedTuple
+
 import pandas as pd
 
-from .bootstrap import check_resample
-from .evidence import evidence_notes, evidence_table
-from .fitting import fit_batch, fits_table
+from .errors import BayesobsInputError
+from .fits.controls import controls_table, fit_controls
+from .fits.fitoptions import FitOptions, fit_options
+from .fits.fitresults import FitBatch, fits_table
+from .fits.fitting import fit_batch
+from .fits.predictions import level_predictions, predictions
 from .logprobs import RESPONSES, use_expected
-from .trials import CELL_KEYS, normalize_trials, paradigm_rows
+from .provenance import write_manifest
+from .scores.evidence import evidence_notes, evidence_table
+from .trials import CELL_KEYS, normalize_trials, paradigm_rows, write_csv
 
 
 def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -36,8 +44,6 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     BayesobsInputError
         When every trial is a visual-search trial.
     """
-    from .errors import BayesobsInputError
-
     found = paradigm_rows(trials, "search") | paradigm_rows(trials, "perception")
     if found.all():
         raise BayesobsInputError(
@@ -49,6 +55,68 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return trials, 0
 
 
+class FitResult(NamedTuple):
+    """Maximum-likelihood fits of a trial table, computed once: what :func:`write_fit` writes."""
+
+    trials: pd.DataFrame  # the magnitude trials that were fitted
+    batch: FitBatch
+    fits: pd.DataFrame  # fits.csv
+    evidence: pd.DataFrame  # evidence.csv
+    controls: pd.DataFrame  # controls.csv (the anchoring control, METHOD §12)
+    left_out: int  # visual-search/perception trials left out
+    n_without_expected: int  # response="expected": trials without one, kept as missing
+
+
+def fit_result(
+    trials: pd.DataFrame, options: FitOptions | None = None, response: str = "sampled"
+) -> FitResult:
+    """Fit the ten observer variants and the anchoring controls: the one path of every fit.
+
+    :func:`fit` and ``bayesobs fit`` both fit through here.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table (DESIGN contract); it is validated here.
+    options : FitOptions, optional
+        Bootstrap, seed, progress, resampling, interleaved column and lapse
+        (default: :class:`~bayesobs.fits.fitoptions.FitOptions` ``()``).
+    response : {"sampled", "expected"}
+        As :func:`fit`.
+
+    Returns
+    -------
+    FitResult
+        Its tables are those of ``fits.csv``, ``evidence.csv``,
+        ``cells.csv`` and ``controls.csv``.
+
+    Raises
+    ------
+    BayesobsInputError
+        For a table of nothing but visual-search or perception trials.
+    ValueError
+        For an unknown ``response``.
+    """
+    options = options if options is not None else FitOptions()
+    if response not in RESPONSES:
+        raise ValueError(f"response must be one of {', '.join(RESPONSES)}, not {response!r}")
+    trials, left_out = magnitude_trials(normalize_trials(trials))
+    n_without = 0
+    if response == "expected":
+        trials, n_without = use_expected(trials)
+    batch = fit_batch(trials, options=options)
+    fits = fits_table(batch)
+    return FitResult(
+        trials=trials,
+        batch=batch,
+        fits=fits,
+        evidence=evidence_table(batch, trials),
+        controls=controls_table(fit_controls(trials), fits),
+        left_out=left_out,
+        n_without_expected=n_without,
+    )
+
+
 def fit(
     trials: pd.DataFrame,
     bootstrap: int = 0,
@@ -58,6 +126,7 @@ def fit(
     lapse: bool = False,
     resample: str = "pooled",
     response: str = "sampled",
+    options: FitOptions | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fit the ten observer variants to every cell; return ``(fits, evidence)``.
 
@@ -84,6 +153,9 @@ def fit(
         Fit the answers as written, or the mean of each answer's distribution
         (``response_expected``, from runs with ``--logprobs``;
         :func:`bayesobs.logprobs.use_expected`).
+    options : FitOptions, optional
+        ``bootstrap`` ... ``resample`` at once (checked once); when given,
+        those keywords are not read.
 
     Returns
     -------
@@ -92,23 +164,8 @@ def fit(
     evidence : DataFrame
         One row per cell and factor, the columns of ``evidence.csv``.
     """
-    trials, left_out = magnitude_trials(normalize_trials(trials))
-    if left_out:
-        import warnings
-
-        warnings.warn(
-            f"{left_out} visual-search trial(s) left out of the fits (score them with "
-            "bayesobs.score)",
-            UserWarning,
-            stacklevel=2,
-        )
-    check_resample(resample)
-    if response not in RESPONSES:
-        raise ValueError(f"response must be one of {', '.join(RESPONSES)}, not {response!r}")
-    if response == "expected":
-        trials, _ = use_expected(trials)
-    batch = fit_batch(
-        trials,
+    options = fit_options(
+        options,
         bootstrap=bootstrap,
         seed=seed,
         progress=progress,
@@ -116,150 +173,71 @@ def fit(
         lapse=lapse,
         resample=resample,
     )
-    return fits_table(batch), evidence_table(batch, trials)
+    result = fit_result(trials, options, response=response)
+    if result.left_out:
+        warnings.warn(
+            f"{result.left_out} visual-search trial(s) left out of the fits (score them with "
+            "bayesobs.score)",
+            UserWarning,
+            stacklevel=2,
+        )
+    return result.fits, result.evidence
 
 
-def predictions(
-    trials: pd.DataFrame, fits: pd.DataFrame, variants=("static", "kalman")
-) -> pd.DataFrame:
-    """Trials with each variant's fitted central prediction (``pred_<variant>``).
-
-    Parameters come from ``fits`` (full-data fits); predictions are on the
-    response scale (:func:`bayesobs.observers.predict_response`), run by run.
-    Fits of an interleaved column (a ``level`` column, one row per cell,
-    variant and level; METHOD §10) predict each trial with its own level's
-    parameters over the whole run, and the result gains ``level``
-    (``COL=value``) for drawing the levels apart.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A trial table (normalised here).
-    fits : DataFrame
-        ``fits.csv`` of the same trials (:func:`fit` or ``bayesobs fit``).
-    variants : sequence of str
-        The variants whose predictions to add.
-
-    Returns
-    -------
-    DataFrame
-        The normalised trials with a ``pred_<variant>`` column per variant
-        (NaN where the variant has no fit in the trial's cell).
-    """
-    from .fitting import decode_params, interleaved_levels
-    from .observers.models import predict_response
-
-    trials = normalize_trials(trials)
-    out = trials.copy()
-    for v in variants:
-        out[f"pred_{v}"] = np.nan
-    keys = [*CELL_KEYS, "variant"]
-    fits = fits.astype({k: str for k in CELL_KEYS})  # a CSV may read subject 1 as a number
-    levels = "level" in fits.columns and bool(fits["level"].notna().any())
-    if levels:
-        column = str(fits["level"].dropna().iloc[0]).split("=", 1)[0]
-        codes, names = interleaved_levels(trials, column)
-        out["level"] = [f"{column}={names[c]}" for c in codes]
-        keys.append("level")
-    table = fits.set_index(keys)["params"]
-    for key, cell in out.groupby(list(CELL_KEYS), sort=False):
-        run = (cell["session"].astype(str) + "/" + cell["run"].astype(str)).to_numpy()
-        x = cell["stimulus"].to_numpy()
-        for v in variants:
-            if levels:
-                by_level = {
-                    lev: decode_params(table.get((*key, v, lev), "{}"))
-                    for lev in dict.fromkeys(cell["level"])
-                }
-                if any("skipped" in p or not p for p in by_level.values()):
-                    continue
-                pred = level_predictions(v, by_level, x, run, cell["level"].to_numpy())
-            else:
-                params = decode_params(table.get((*key, v), "{}"))
-                if "skipped" in params or not params:
-                    continue
-                pred = predict_response(v, params, x, run)
-            out.loc[cell.index, f"pred_{v}"] = pred
-    return out
+__all__ = [
+    "FitResult",
+    "evidence_table",
+    "fit",
+    "fit_result",
+    "fit_summary",
+    "level_predictions",
+    "predictions",
+    "write_fit",
+]
 
 
-def level_predictions(variant, params: dict, x, run, level) -> np.ndarray:
-    """Central predictions of an interleaved fit: each trial under its own level's parameters.
+def fit_summary(result: FitResult) -> dict:
+    """Counts of a fit: what ``bayesobs fit`` prints and ``fit_manifest.json`` records.
 
     Parameters
     ----------
-    variant : str
-        Observer variant.
-    params : dict
-        Decoded parameters of each level, by level label.
-    x, run, level : arrays
-        Stimuli in presentation order, their session-run labels and level labels.
+    result : FitResult
+        :func:`fit_result` of the trials.
 
     Returns
     -------
-    ndarray
-        The central predicted response of each trial, on the response scale.
-
-    Notes
-    -----
-    Run means and the Kalman recursion go over all trials of a run whatever
-    their level (METHOD §10): static and linear predictions are per trial, so
-    each level's own prediction is exact; the Kalman filter takes each
-    trial's ``rho_c`` (``P-_t = P_{t-1} + 1``, ``K_t = rho_c P-_t /
-    (rho_c P-_t + 1)``, ``K_1 = 1``, ``P_1 = 1 / rho_c(1)``), the limits 0 and
-    infinity standing in as 1e-12 and 1e12.
+    dict
+        ``n_cells``, ``n_trials``, ``n_missing``, ``log_skipped`` (cells whose
+        log variants were skipped), ``n_constant`` (cells of constant
+        responses, not fitted), ``levels`` (interleaved levels, if any) and
+        ``evidence_notes`` (lines on the evidence: its bounds, the veridical
+        reference, boundary fits; :func:`bayesobs.scores.evidence.evidence_notes`).
     """
-    from .observers import get_variant
-    from .observers.models import log_epsilon, predict_response, transform
-
-    var = get_variant(variant)
-    x = np.asarray(x, dtype=float)
-    level = np.asarray(level)
-    run = np.asarray(run)
-    eps = log_epsilon(x)
-    if var.family != "kalman":
-        pred = np.full(len(x), np.nan)
-        for lev, p in params.items():
-            at = level == lev
-            pred[at] = predict_response(var, p, x, run, eps)[at]
-        return pred
-    z = transform(x, eps, var.log)
-    rho = np.clip([float(params[lev]["rho"]) for lev in level], 1e-12, 1e12)
-    mu = np.empty(len(x))
-    for r in dict.fromkeys(run):
-        idx = np.flatnonzero(run == r)
-        m, P = z[idx[0]], 1.0 / rho[idx[0]]
-        mu[idx[0]] = m
-        for t in idx[1:]:
-            pm = P + 1.0
-            d = rho[t] * pm + 1.0
-            m += rho[t] * pm / d * (z[t] - m)
-            P = pm / d
-            mu[t] = m
-    if var.gain:
-        g = np.array([float(params[lev].get("g", 1.0)) for lev in level])
-        delta = np.array([float(params[lev].get("delta", 0.0)) for lev in level])
-        mu = g * mu + delta
-    return np.exp(mu) - eps if var.log else mu
+    cells = result.batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
+    return {
+        "n_cells": len(cells),
+        "n_trials": int(cells["n_trials"].sum()),
+        "n_missing": int(cells["n_missing"].sum()),
+        "log_skipped": int((cells["log_skipped"] != "").sum()),
+        "n_constant": int(cells["constant"].sum()),
+        "levels": list(result.batch.cells.attrs.get("levels") or []),
+        "evidence_notes": evidence_notes(result.evidence),
+    }
 
 
-__all__ = ["evidence_table", "fit", "level_predictions", "predictions"]
-
-
-def write_fit(trials: pd.DataFrame, batch, out, manifest: dict | None = None) -> dict:
-    """Write the maximum-likelihood fit outputs of ``batch`` into folder ``out``.
+def write_fit(result: FitResult, out, manifest: dict | None = None) -> dict:
+    """Write the maximum-likelihood fit outputs of ``result`` into folder ``out``.
 
     ``fits.csv``, ``evidence.csv``, ``cells.csv`` and ``controls.csv`` (the
     anchoring control, METHOD §12), each atomically, and ``fit_manifest.json``
-    (provenance, the options in ``manifest`` and the counts returned here);
-    what ``bayesobs fit`` writes, callable from a notebook.
+    (provenance, the options in ``manifest`` and the counts); what
+    ``bayesobs fit`` writes, callable from a notebook.  It writes what it is
+    given and fits nothing.
 
     Parameters
     ----------
-    trials : DataFrame
-        The magnitude trials that were fitted (see :func:`magnitude_trials`).
-    batch : FitBatch
-        :func:`bayesobs.fitting.fit_batch` of those trials.
+    result : FitResult
+        :func:`fit_result` of the trials.
     out : path
         The output folder (created).
     manifest : dict, optional
@@ -269,37 +247,15 @@ def write_fit(trials: pd.DataFrame, batch, out, manifest: dict | None = None) ->
     Returns
     -------
     dict
-        ``n_cells``, ``n_trials``, ``n_missing``, ``log_skipped`` (cells whose
-        log variants were skipped), ``n_constant`` (cells of constant
-        responses, not fitted), ``levels`` (interleaved levels, if any) and
-        ``evidence_notes`` (lines on the evidence: its bounds, the veridical
-        reference, boundary fits; :func:`bayesobs.evidence.evidence_notes`).
+        :func:`fit_summary` of ``result``.
     """
-    from pathlib import Path
-
-    from .controls import controls_table, fit_controls
-    from .trials import write_csv
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    fits = fits_table(batch)
-    write_csv(fits, out / "fits.csv")
-    evidence = evidence_table(batch, trials)
-    write_csv(evidence, out / "evidence.csv")
-    write_csv(batch.cells, out / "cells.csv")
-    write_csv(controls_table(fit_controls(trials), fits), out / "controls.csv")
-    cells = batch.cells.drop_duplicates(list(CELL_KEYS))  # one row per cell, not per level
-    summary = {
-        "n_cells": len(cells),
-        "n_trials": int(cells["n_trials"].sum()),
-        "n_missing": int(cells["n_missing"].sum()),
-        "log_skipped": int((cells["log_skipped"] != "").sum()),
-        "n_constant": int(cells["constant"].sum()),
-        "levels": list(batch.cells.attrs.get("levels") or []),
-        "evidence_notes": evidence_notes(evidence),
-    }
-    from .provenance import write_manifest
-
+    write_csv(result.fits, out / "fits.csv")
+    write_csv(result.evidence, out / "evidence.csv")
+    write_csv(result.batch.cells, out / "cells.csv")
+    write_csv(result.controls, out / "controls.csv")
+    summary = fit_summary(result)
     counts = {k: summary[k] for k in ("n_cells", "n_trials", "n_missing")}
     write_manifest(out / "fit_manifest.json", "fit", **{**(manifest or {}), **counts})
     return summary

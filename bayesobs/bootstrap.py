@@ -22,7 +22,6 @@ Two resampling schemes (``resample``):
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 
 import numpy as np
@@ -30,6 +29,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .errors import BayesobsInputError
+from .seeds import key_digest
 
 GROUP_KEYS: tuple[str, ...] = ("subject", "task", "condition")
 RESAMPLE: tuple[str, ...] = ("pooled", "stratified")
@@ -75,7 +75,7 @@ def group_rng(seed: int, key: tuple) -> np.random.Generator:
     numpy.random.Generator
         The group's own random stream.
     """
-    digest = hashlib.sha256(repr(tuple(str(k) for k in key)).encode()).digest()
+    digest = key_digest(tuple(str(k) for k in key))
     words = np.frombuffer(digest[:16], dtype=np.uint32).tolist()
     return np.random.default_rng(np.random.SeedSequence([int(seed), *words]))
 

@@ -2,9 +2,9 @@
 
 For each observer variant: draw ``n_sims`` parameter vectors from the
 variant's priors and a run of trials from its own generative model
-(:func:`bayesobs.posterior.model` with the responses unobserved, on a fixed
+(:func:`bayesobs.fits.posterior.model` with the responses unobserved, on a fixed
 design of stimuli), fit every simulated data set with the same NUTS sampler
-``fit --method posterior`` uses (:func:`bayesobs.posterior.sample_padded`,
+``fit --method posterior`` uses (:func:`bayesobs.fits.posterior.sample_padded`,
 all simulations in one vectorised call), and record the rank of each true
 parameter among ``draws`` thinned posterior draws.  If the fits are
 calibrated, every rank is uniform on ``0..draws``.
@@ -26,13 +26,18 @@ test the same sampler on different compiled programs.
 from __future__ import annotations
 
 import math
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .observers.variants import VARIANT_NAMES, get_variant
-from .posterior import Data, model, sample_padded
+from .fits.observers.variants import VARIANT_NAMES, get_variant
+from .fits.posterior import Data, model, sample_padded
+from .report.calibration import rank_figure
+from .run.store import lock_folder
+from .trials import write_csv
 
 BINS = 10  # rank bins of the chi-square test
 ALPHA = 0.05  # family-wise level (Bonferroni over the tested parameters)
@@ -54,7 +59,7 @@ SITES = {
 def sbc_design(runs: int = RUNS, trials: int = TRIALS, seed: int = 0) -> Data:
     """A fixed design of standardised stimuli: ``runs`` runs of ``trials`` uniform magnitudes.
 
-    The responses (``u``) are left ``None``: :func:`bayesobs.posterior.model`
+    The responses (``u``) are left ``None``: :func:`bayesobs.fits.posterior.model`
     then draws them.
 
     Parameters
@@ -111,7 +116,9 @@ def prior_draws(variant, data: Data, n: int, seed: int = 0, prior_scale: float =
     dict of str to numpy.ndarray
         Every sample site of the model by name.
     """
-    import jax
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+
+    # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer import Predictive
 
     variant = get_variant(variant) if isinstance(variant, str) else variant
@@ -172,7 +179,7 @@ def rank_uniformity(ranks: np.ndarray, n_draws: int, bins: int = BINS) -> tuple[
     ValueError
         When ``bins`` is out of range or a rank is outside ``0..n_draws``.
     """
-    from scipy import stats
+    from scipy import stats  # start-up time: this part of SciPy loads only where it is used
 
     ranks = np.asarray(ranks, dtype=int)
     if bins < 2 or n_draws + 1 < bins:
@@ -320,8 +327,6 @@ def calibrate(
     ValueError
         An unknown variant, or ``n_sims``, ``draws`` or ``prior_scale`` out of range.
     """
-    import time
-
     names = list(variants or VARIANT_NAMES)
     for v in names:
         get_variant(v)
@@ -369,55 +374,6 @@ def calibrate(
     return table, pd.concat(long, ignore_index=True)
 
 
-def rank_figure(table: pd.DataFrame, ranks: pd.DataFrame):
-    """Rank histograms, one panel per (variant, parameter), with the uniform's 99% band.
-
-    Parameters
-    ----------
-    table : DataFrame
-        :func:`calibrate`'s table.
-    ranks : DataFrame
-        :func:`calibrate`'s ranks.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        A new figure; a panel of a non-uniform parameter is red.
-    """
-    from matplotlib.figure import Figure
-    from scipy import stats
-
-    names = list(dict.fromkeys(table["variant"]))
-    ncol = int(table.groupby("variant").size().max())
-    fig = Figure(figsize=(2.2 * ncol, 1.6 * len(names) + 0.4), layout="constrained")
-    axes = fig.subplots(len(names), ncol, squeeze=False)
-    for i, name in enumerate(names):
-        rows = table[table["variant"] == name].reset_index(drop=True)
-        for j in range(ncol):
-            ax = axes[i][j]
-            if j >= len(rows):
-                ax.set_axis_off()
-                continue
-            r = rows.iloc[j]
-            rk = ranks[(ranks["variant"] == name) & (ranks["parameter"] == r["parameter"])]["rank"]
-            b, m, n = int(r["bins"]), int(r["draws"]), int(r["n_sims"])
-            counts = np.bincount(rk.to_numpy() * b // (m + 1), minlength=b)
-            lo, hi = stats.binom.ppf([0.005, 0.995], n, 1 / b)
-            ax.axhspan(lo, hi, color="0.85")
-            ax.bar(np.arange(b), counts, width=0.9, color="C0" if r["uniform"] else "C3")
-            ax.set_title(
-                f"{name} · {r['parameter']} (p={r['p']:.2g})",
-                fontsize=7,
-                color="k" if r["uniform"] else "C3",
-            )
-            ax.set_xticks([])
-            ax.tick_params(labelsize=6)
-    fig.suptitle(
-        "SBC rank histograms (grey: 99% band of a uniform bin count; red: not uniform)", fontsize=8
-    )
-    return fig
-
-
 def write_calibration(out, table: pd.DataFrame, ranks: pd.DataFrame) -> list:
     """``sbc.csv``, ``sbc_ranks.csv`` and ``figures/sbc_ranks.png`` in ``out`` (holding its lock).
 
@@ -435,11 +391,6 @@ def write_calibration(out, table: pd.DataFrame, ranks: pd.DataFrame) -> list:
     list of Path
         The three paths written.
     """
-    from pathlib import Path
-
-    from .store import lock_folder
-    from .trials import write_csv
-
     out = Path(out)
     with lock_folder(out, "calibrate"):
         (out / "figures").mkdir(exist_ok=True)
@@ -455,7 +406,6 @@ def write_calibration(out, table: pd.DataFrame, ranks: pd.DataFrame) -> list:
 __all__ = [
     "calibrate",
     "prior_draws",
-    "rank_figure",
     "rank_uniformity",
     "sbc_design",
     "sbc_ranks",

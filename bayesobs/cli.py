@@ -1,10 +1,10 @@
 """Command-line interface: argument parsing and printing over the library.
 
 Each command parses its arguments, calls the library function a notebook
-would call (``fit``: :func:`bayesobs.fitting.fit_batch` and
-:func:`bayesobs.posterior.write_outputs`; ``score``: :func:`bayesobs.score`
+would call (``fit``: :func:`bayesobs.fits.fitting.fit_batch` and
+:func:`bayesobs.report.posterior.write_outputs`; ``score``: :func:`bayesobs.score`
 and :meth:`bayesobs.Scores.to_folder`; ``run``/``sweep``:
-:func:`bayesobs.runner.run_task`/:func:`bayesobs.runner.sweep`; ``rescore``:
+:func:`bayesobs.run.runner.run_task`/:func:`bayesobs.run.runner.sweep`; ``rescore``:
 :func:`bayesobs.rescore_folder`; ``report``:
 :func:`bayesobs.report.build_report`; ``compare``:
 :func:`bayesobs.compare.run_compare`; ``calibrate``:
@@ -22,11 +22,11 @@ import sys
 import time
 from pathlib import Path
 
-from .concurrency import DEFAULT_MAX_CONCURRENCY
 from .errors import BayesobsInputError, FatalSubjectError
-from .imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS, IMAGE_MODES
-from .logprobs import MAX_TOP_LOGPROBS, RESPONSES, use_expected
-from .reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
+from .logprobs import MAX_TOP_LOGPROBS, RESPONSES
+from .run.concurrency import DEFAULT_MAX_CONCURRENCY
+from .run.imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS, IMAGE_MODES
+from .run.reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
 
 
 def _add_trial_options(p: argparse.ArgumentParser) -> None:
@@ -168,7 +168,7 @@ def _trial_options(args, **extra) -> dict:
 def _fit_posterior(args, trials, fits, out: Path) -> None:
     """``fit --method posterior``: the library writes the outputs; here they are printed."""
     from .compile_cache import enable
-    from .posterior import write_outputs
+    from .report.posterior import write_outputs
 
     enable()  # JAX's persistent compilation cache (issue 32 §3)
 
@@ -187,7 +187,7 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
     for n in notes:
         print(f"warning: {n}", file=sys.stderr)
     if args.prior_predictive:
-        from .posterior import prior_predictive
+        from .fits.posterior import prior_predictive
         from .trials import write_csv
 
         pp = prior_predictive(trials, variants=args.variant, seed=args.seed)
@@ -204,6 +204,20 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
         f"posterior fits -> {out}/posterior.csv, {out}/loo.csv, {out}/bcs_posterior.csv, "
         f"{out}/posterior/*.nc; Pareto k > 0.7: {int(sum(high_k))} observation(s) in "
         f"{int(sum(k > 0 for k in high_k))} fit(s)"
+    )
+
+
+def _fit_options(args):
+    """The :class:`~bayesobs.fits.fitoptions.FitOptions` of ``fit`` and ``score``, built once."""
+    from .fits.fitoptions import FitOptions
+
+    return FitOptions(
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        progress=_progress(args),
+        resample=args.resample,
+        interleaved=args.interleaved,
+        lapse=args.lapse,
     )
 
 
@@ -230,11 +244,10 @@ def cmd_fit(args) -> int:
         ``--lapse``, a bad ``--transfer``, a negative ``--bootstrap``, or
         trial files or trial options that cannot be read.
     """
-    from .api import write_fit
-    from .fitting import fit_batch, fits_table
+    from .api import fit_result, magnitude_trials, write_fit
 
     if args.variant:
-        from .observers import get_variant
+        from .fits.observers import get_variant
 
         for v in args.variant:
             try:
@@ -251,19 +264,18 @@ def cmd_fit(args) -> int:
     transfer = _transfer_spec(args)
     t0 = time.perf_counter()
     trials, exclusions = _read(args)
-    from .api import magnitude_trials
-
     trials, left_out = magnitude_trials(trials)
     if transfer:
-        from .transfer import check_conditions
+        from .fits.transfer import check_conditions
 
         check_conditions(trials, *transfer)
     if left_out:
         print(
             f"note: {left_out} visual-search/perception trial(s) left out of the fits (see bayesobs score)"
         )
+    result = fit_result(trials, _fit_options(args), response=args.response)
     if args.response == "expected":
-        trials, n_without = use_expected(trials)
+        n_without = result.n_without_expected
         print(
             "fitting response_expected, the mean of each answer's distribution (--logprobs)"
             + (
@@ -272,17 +284,8 @@ def cmd_fit(args) -> int:
                 else ""
             )
         )
-    batch = fit_batch(
-        trials,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
-        progress=_progress(args),
-        interleaved=args.interleaved,
-        lapse=args.lapse,
-        resample=args.resample,
-    )
     options = _trial_options(args, seconds=round(time.perf_counter() - t0, 3))
-    summary = write_fit(trials, batch, args.out, manifest=options)
+    summary = write_fit(result, args.out, manifest=options)
     _write_exclusions(exclusions, args.out)
     n_missing, n_trials = summary["n_missing"], summary["n_trials"]
     skipped_log, n_constant, levels = (
@@ -291,7 +294,7 @@ def cmd_fit(args) -> int:
         summary["levels"],
     )
     if args.method == "posterior":
-        _fit_posterior(args, trials, fits_table(batch), args.out)
+        _fit_posterior(args, result.trials, result.fits, args.out)
     print(
         f"fitted {summary['n_cells']} cell(s), {n_trials} trials "
         + (f"with {len(levels)} interleaved level(s) of {args.interleaved} " if levels else "")
@@ -316,10 +319,10 @@ def cmd_fit(args) -> int:
     print(wrap(runs_summary(trials, parse_mapping(args.map))))
     for line in summary["evidence_notes"]:
         print(wrap(f"note: {line}"))
-    for line in fit_bootstrap_warnings(trials, batch.cells, args.bootstrap):
+    for line in fit_bootstrap_warnings(result.trials, result.batch.cells, args.bootstrap):
         print(wrap(f"warning: {line}"), file=sys.stderr)
     if transfer:
-        _write_transfer(trials, fits_table(batch), transfer, args.out)
+        _write_transfer(result.trials, result.fits, transfer, args.out)
     return 0
 
 
@@ -327,7 +330,7 @@ def _transfer_spec(args) -> tuple[str, str] | None:
     """``fit --transfer A:B`` checked before any reading: ``(A, B)`` or ``None``."""
     if not getattr(args, "transfer", None):
         return None
-    from .transfer import parse_transfer
+    from .fits.transfer import parse_transfer
 
     if args.interleaved:
         raise BayesobsInputError(
@@ -339,7 +342,7 @@ def _transfer_spec(args) -> tuple[str, str] | None:
 
 def _write_transfer(trials, fits, transfer: tuple[str, str], out: Path) -> None:
     """Write ``transfer.csv`` and print its one-line summary."""
-    from .transfer import transfer_summary, transfer_table
+    from .fits.transfer import transfer_summary, transfer_table
     from .trials import write_csv
 
     table = transfer_table(trials, fits, *transfer)
@@ -356,7 +359,7 @@ def fit_bootstrap_warnings(trials, cells, bootstrap: int) -> list[str]:
         The fitted magnitude trials.
     cells : DataFrame
         The fitted cells (``subject``, ``task``, ``modality``, ``condition``,
-        ``n_runs``) of :func:`bayesobs.fitting.fit_batch`.
+        ``n_runs``) of :func:`bayesobs.fits.fitting.fit_batch`.
     bootstrap : int
         The ``--bootstrap`` replicates (0: no warning).
 
@@ -443,14 +446,9 @@ def cmd_score(args) -> int:
     trials, exclusions = _read(args)
     result = score(
         trials,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
         non_oracle=args.non_oracle,
         probe=not args.no_probe,
-        progress=_progress(args),
-        resample=args.resample,
-        interleaved=args.interleaved,
-        lapse=args.lapse,
+        options=_fit_options(args),
         references=not args.no_references,
         humans=args.humans,
     )
@@ -516,7 +514,7 @@ def cmd_score(args) -> int:
         )
         print(perception_summary(result.perception))
     if result.cot_accuracy is not None:
-        from .cot_accuracy import cot_accuracy_summary
+        from .leaderboard import cot_accuracy_summary
 
         print()
         print(
@@ -607,7 +605,7 @@ def search_summary(search) -> str:
     import pandas as pd
 
     from .leaderboard import text_table
-    from .search import prefer
+    from .scores.search import prefer
 
     t = prefer(prefer(search, "ablation", "base"), "answer", "cell")
     rows = [
@@ -642,10 +640,10 @@ def cmd_rescore(args) -> int:
     Raises
     ------
     BayesobsInputError
-        A folder or log that :func:`bayesobs.rescore.rescore_folder`
+        A folder or log that :func:`bayesobs.run.rescore.rescore_folder`
         refuses.
     """
-    from .rescore import rescore_folder
+    from .run.rescore import rescore_folder
 
     table = rescore_folder(args.folder, args.out)
     target = args.out or args.folder / "rescored.jsonl"
@@ -821,8 +819,8 @@ def cmd_serve(args) -> int:
     """
     if not 1 <= args.port <= 65535:
         raise BayesobsInputError(f"--port must be a port number from 1 to 65535, not {args.port}")
-    from .runner import load_spec
-    from .store import lock_folder
+    from .run.runner import load_spec
+    from .run.store import lock_folder
 
     load_spec(args.spec)  # a bad spec is refused before the folder is made
     # the folder's one writer for the server's whole life: no run, sweep, rescore or second
@@ -970,7 +968,7 @@ def cmd_simulate(args) -> int:
     BayesobsInputError
         ``--subjects`` or ``--runs`` below 1, or ``--trials`` below 2.
     """
-    from .synthetic import simulated_trials
+    from .fits.synthetic import simulated_trials
     from .trials import write_trials
 
     if args.subjects < 1 or args.trials < 2 or args.runs < 1:
@@ -1223,7 +1221,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--poll-max",
         type=float,
-        default=60.0,  # bayesobs.batch.POLL_MAX_S (not imported here: it loads the SDK)
+        default=60.0,  # bayesobs.run.batch.POLL_MAX_S (not imported here: it loads the SDK)
         metavar="SECONDS",
         help="with --batch: the longest wait between polls of a batch (default 60; polling "
         "starts after 1 s and doubles up to it)",
@@ -1269,7 +1267,7 @@ def _check_run_options(args) -> None:
             f"--temperature must be a finite number >= 0, not {args.temperature}"
         )
     if args.batch:
-        from .batch import check_batch_subjects, check_poll_max
+        from .run.batch import check_batch_subjects, check_poll_max
 
         check_poll_max(args.poll_max)
         check_batch_subjects(args.subject)
@@ -1349,7 +1347,7 @@ def _api_key(args) -> str | None:
 
 
 def _run_options(args) -> dict:
-    """The options ``run`` and ``sweep`` pass to :func:`bayesobs.runner.start`."""
+    """The options ``run`` and ``sweep`` pass to :func:`bayesobs.run.runner.start`."""
     chat = {
         "temperature": args.temperature,
         "max_tokens": args.max_tokens,
@@ -1460,7 +1458,7 @@ def cmd_run(args) -> int:
         unreadable ``--api-key``/``--api-key-file``, or a spec that cannot
         be loaded.
     """
-    from .runner import load_spec, run_task
+    from .run.runner import load_spec, run_task
 
     _check_run_options(args)
     if args.out is None:
@@ -1505,7 +1503,7 @@ def cmd_sweep(args) -> int:
         unreadable ``--api-key``/``--api-key-file``, or a protocol that
         cannot be loaded.
     """
-    from .runner import sweep
+    from .run.runner import sweep
 
     _check_run_options(args)
     options, chat = _run_options(args)

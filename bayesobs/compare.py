@@ -30,8 +30,12 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesobsInputError
-from .references import subjects_only
+from .leaderboard import text_table, wrap
+from .report.compare import compare_page
+from .run.store import lock_folder
 from .scores import NRMSE_MAX, Scores
+from .scores.references import subjects_only
+from .trials import write_csv
 
 OUTCOMES: tuple[str, ...] = ("accuracy", "nrmse", "w_prior", "bcs", "bcs_p")
 COLUMNS: tuple[str, ...] = (
@@ -389,6 +393,7 @@ def fit_outcome(
         The distinct warning or error texts (``Category: first line``), so a
         ConvergenceWarning is reported, never raised.
     """
+    # start-up time: statsmodels loads only for its regressions
     from statsmodels.regression.mixed_linear_model import MixedLM
 
     with warnings.catch_warnings(record=True) as caught:
@@ -457,6 +462,7 @@ def compare_models(long: pd.DataFrame, design: pd.DataFrame, terms: list[dict]) 
         se = np.asarray(result.bse_fe, float) * sd_y
         with np.errstate(divide="ignore", invalid="ignore"):
             z = est / se
+        # start-up time: this part of SciPy loads only where it is used
         from scipy.stats import norm
 
         p = 2 * norm.sf(np.abs(z))
@@ -548,8 +554,6 @@ def summary_text(table: pd.DataFrame, board: pd.DataFrame, width: int = 100) -> 
     str
         The summary, lines joined by newlines.
     """
-    from .leaderboard import text_table, wrap
-
     out = [wrap("Mixed models: outcome ~ features + (1 | task); estimate (SE), 95% CI", width)]
     shown = table[table["term"] != "Intercept"]
     coef = pd.DataFrame(
@@ -627,9 +631,6 @@ def run_compare(folders, features, out, use=None, report: bool = False) -> dict:
         As :func:`load_folders`, :func:`read_features` and
         :func:`feature_matrix`, or when no folder holds a per-task magnitude score.
     """
-    from .store import lock_folder
-    from .trials import write_csv
-
     loaded = load_folders(folders)
     table = read_features(features)
     long = long_table(loaded)
@@ -650,8 +651,6 @@ def run_compare(folders, features, out, use=None, report: bool = False) -> dict:
         written.append(write_csv(board, out / "compare_leaderboard.csv"))
         written.append(write_csv(long, out / "compare_long.csv"))
         if report:
-            from .report.compare import compare_page
-
             written.append(compare_page(result, board, out / "report"))
     return {"compare": result, "leaderboard": board, "long": long, "written": written}
 

@@ -42,8 +42,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import BayesobsInputError
-from .imagecost import IMAGE_MODES
-from .store import FolderLock, writable_folder
+from .run.imagecost import IMAGE_MODES
+from .run.store import FolderLock, writable_folder
 from .trials import PARADIGM_MARKERS, paradigm_rows, read_trials
 
 #: each paradigm's file: ``train`` in its name makes it the train split of
@@ -440,7 +440,7 @@ def export_dataset(
     folder : path
         Experiment folder (``trials.jsonl`` and ``manifest.json``).
     out : path
-        Output folder: new or empty; held under its :class:`~bayesobs.store.FolderLock`.
+        Output folder: new or empty; held under its :class:`~bayesobs.run.store.FolderLock`.
     scores : path, optional
         Score folder of ``bayesobs score``; default ``folder/scores`` when it exists.
     images : {"paths", "copy", "omit"}

@@ -5,7 +5,7 @@ simulated through the session structure of a spec or protocol (its tasks,
 session ranges, trials per run, runs per session type) and fitted exactly as
 ``bayesobs fit`` fits real data: all replicates, variants and trial counts are
 one trial table (the replicate is encoded in ``subject``), fitted by one call
-of :func:`bayesobs.fitting.fit_batch`.  The outputs answer, before any model
+of :func:`bayesobs.fits.fitting.fit_batch`.  The outputs answer, before any model
 is paid for:
 
 * ``confusion``: how often each true variant is the best by AIC (the ten
@@ -47,7 +47,18 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesobsInputError
-from .observers.variants import FACTORS, VARIANT_NAMES, VARIANTS
+from .fits.controls import fit_controls, simulate_anchor
+from .fits.fitting import fit_batch
+from .fits.kernel import closed_forms, gram_stats, transformed
+from .fits.observers import simulate
+from .fits.observers.variants import FACTORS, VARIANT_NAMES, VARIANTS
+from .fits.runtable import build_runs, dataset_matrix
+from .plotting import figure_axes
+from .run.plan import load_protocol, whole_number
+from .scores.bcs import BCS_ABLATIONS, TIE, sign_probability, sign_score
+from .scores.evidence import factor_evidence_array
+from .stimuli.distributions import draw_values
+from .trials import normalize_trials, write_csv
 
 DEFAULT_SHIFTS = (0.0, 0.05, 0.1, 0.2)
 DEFAULT_NOISE = 0.1
@@ -61,14 +72,11 @@ _SEP = "|"
 
 def _structure(spec_or_protocol, trials, runs) -> list[dict]:
     """Tasks with their sessions ``[(name, low, high)]``, trial counts, runs and BCS ablations."""
-    from .bcs import BCS_ABLATIONS
-    from .runner import _count, load_protocol
-
     out = []
     for exp in load_protocol(spec_or_protocol):
         spec = exp["spec"]
-        t_list = [_count(t, "--trials") for t in trials] if trials else [int(spec["trials"])]
-        n_runs = _count(runs, "--runs") if runs is not None else int(spec.get("runs", 1))
+        t_list = [whole_number(t, "--trials") for t in trials] if trials else [int(spec["trials"])]
+        n_runs = whole_number(runs, "--runs") if runs is not None else int(spec.get("runs", 1))
         mods = set(spec.get("modalities", []))
         ablations = [
             c
@@ -113,8 +121,6 @@ def _stimuli(sessions, T: int, n_runs: int, rng, options=None):
 
     Values follow each session's distribution (uniform unless the spec sets one).
     """
-    from .stimuli.distributions import draw_values
-
     x, sess, run = [], [], []
     options = options or [{}] * len(sessions)
     for (name, lo, hi), opt in zip(sessions, options, strict=True):
@@ -130,9 +136,6 @@ def simulate_design(
     structure: list[dict], reps: int, noise: float, missing: float, seed: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One trial table of every (task, trial count, true model, replicate), and the truths."""
-    from .controls import simulate_anchor
-    from .observers import simulate
-
     rng = np.random.default_rng(seed)
     frames, truth = [], []
     for exp in structure:
@@ -213,11 +216,9 @@ def _static_w_prior(trials: pd.DataFrame, B: int, seed: int):
 
     Returns the cells and a ``(cells, 1 + B)`` array.
     """
-    from .fitting import _transformed, build_runs, closed_forms, dataset_matrix, gram_stats
-
     cells, runs = build_runs(trials)
     W = dataset_matrix(trials, cells, runs, B, seed)
-    z, u, obs, _, _ = _transformed(runs, cells, False)
+    z, u, obs, _, _ = transformed(runs, cells, False)
     Gd = np.asarray(W @ gram_stats(z, u, runs.present, obs))
     w = closed_forms(Gd)["static"][1]["w_prior"].reshape(len(cells), 1 + B)
     w[cells["constant"].to_numpy(bool)] = np.nan
@@ -228,9 +229,6 @@ def simulate_power(
     structure: list[dict], reps: int, shifts, noise: float, missing: float, seed: int
 ) -> pd.DataFrame:
     """Trial table of the BCS power simulation: one (base, ablation) pair per replicate."""
-    from .bcs import BCS_ABLATIONS
-    from .observers import simulate
-
     rng = np.random.default_rng(seed + 1)
     frames = []
     for exp in structure:
@@ -268,8 +266,6 @@ def simulate_power(
 
 
 def _power(trials: pd.DataFrame, bootstrap: int, seed: int) -> pd.DataFrame:
-    from .bcs import TIE, sign_probability, sign_score
-    from .trials import normalize_trials
 
     cols = [
         "task",
@@ -365,11 +361,6 @@ def design(
         ``summary`` (column meanings in ``docs/method.md``), and ``timing``
         (seconds per stage).
     """
-    from .controls import fit_controls
-    from .evidence import factor_evidence_array
-    from .fitting import fit_batch
-    from .trials import normalize_trials
-
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 2:
         raise BayesobsInputError(f"--reps must be a whole number >= 2, not {reps!r}")
     if not (np.isfinite(noise) and noise > 0):
@@ -550,16 +541,9 @@ def confusion_figure(confusion: pd.DataFrame, task: str = "all", axes=None):
     -------
     Figure
     """
-    from matplotlib.figure import Figure
-
     c = confusion[confusion["task"] == task]
     counts = sorted(c["trials"].unique())
-    if axes is None:
-        fig = Figure(figsize=(6.4 * len(counts), 5.6), layout="constrained")
-        axes = list(np.atleast_1d(fig.subplots(1, len(counts))))
-    else:
-        axes = list(np.atleast_1d(axes))
-        fig = axes[0].figure
+    fig, axes = figure_axes(axes, n=len(counts), size=(6.4, 5.6))
     for ax, T in zip(axes, counts, strict=False):
         m = (
             c[c["trials"] == T]
@@ -602,13 +586,7 @@ def power_figure(power: pd.DataFrame, ax=None):
     -------
     Figure
     """
-    from matplotlib.figure import Figure
-
-    if ax is None:
-        fig = Figure(figsize=(5.0, 3.6), layout="constrained")
-        ax = fig.subplots()
-    else:
-        fig = ax.figure
+    fig, (ax,) = figure_axes(ax, size=(5.0, 3.6))
     pw = power.groupby(["shift", "trials"])[["right_s", "right_s_p"]].mean().reset_index()
     for k, (d, g) in enumerate(pw.groupby("shift")):
         color = f"C{k}"
@@ -628,12 +606,6 @@ def write_design(res: dict, out) -> list[str]:
     atomically (:func:`bayesobs.trials.write_csv`).  Returns the files
     written, relative to ``out``.
     """
-    from pathlib import Path
-
-    import matplotlib.pyplot as plt
-
-    from .trials import write_csv
-
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     written = []
@@ -645,6 +617,5 @@ def write_design(res: dict, out) -> list[str]:
         figures.append(("power", power_figure(res["power"])))
     for name, fig in figures:
         fig.savefig(out / "figures" / f"{name}.png", dpi=110)
-        plt.close(fig)
         written.append(f"figures/{name}.png")
     return written

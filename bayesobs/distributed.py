@@ -60,6 +60,7 @@ def map_tasks(fn: Callable, items: Iterable, scheduler=None) -> list:
     if address is None or not items:
         return [fn(x) for x in items]
     try:
+        # optional dependency: dask.distributed (the distributed extra)
         from distributed import Client
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise ImportError(

@@ -2,7 +2,7 @@
 
 The CLI turns a :class:`BayesobsInputError` into a one-line message and exit
 status 2; library users can catch it like any ``ValueError``.  The subject
-errors live here (re-exported by :mod:`bayesobs.subjects`) so that the CLI can
+errors live here (re-exported by :mod:`bayesobs.run.subjects`) so that the CLI can
 catch them without importing every simulated subject.
 """
 

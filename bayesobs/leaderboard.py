@@ -14,8 +14,8 @@ import textwrap
 
 import pandas as pd
 
-from .references import HUMAN, KINDS, is_reference, subjects_only
 from .scores import CONSTANT_REASON, FEW_RUNS_REASON, PERFECT_REASON
+from .scores.references import HUMAN, KINDS, is_reference, subjects_only
 from .trials import natural_key
 
 # (column, digits) in the order shown: the paper's numbers, then METHOD §9's.
@@ -328,7 +328,7 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 
 
 def _reference_order(kind) -> tuple:
-    """Reference rows in the order of :data:`bayesobs.references.KINDS`, then humans."""
+    """Reference rows in the order of :data:`bayesobs.scores.references.KINDS`, then humans."""
     kind = str(kind)
     return (KINDS.index(kind), "") if kind in KINDS else (len(KINDS), kind)
 
@@ -518,11 +518,44 @@ def leaderboard_text(
     return "\n".join(out)
 
 
+def cot_accuracy_summary(table: pd.DataFrame) -> str:
+    """Plain-text digest: the rows pooling every level (the per-level rows are in the CSV).
+
+    Parameters
+    ----------
+    table : DataFrame
+        A :func:`bayesobs.scores.cot_accuracy.cot_accuracy_table`.
+
+    Returns
+    -------
+    str
+        A text table, one line per pooled row: subject, paradigm, task (with
+        its variant), modality, the base and cot accuracies, ``cot - base``
+        with its 95% interval, and the trials ``n_base/n_cot``.
+    """
+    pooled = table[table["x"].isna()]
+    rows = [
+        {
+            "subject": r.subject,
+            "paradigm": r.paradigm,
+            "task": r.task + (f" {r.variant}" if str(r.variant) not in ("", "nan") else ""),
+            "modality": r.modality,
+            "base": f"{r.accuracy_base:.2f}",
+            "cot": f"{r.accuracy_cot:.2f}",
+            "cot - base [95%]": f"{r.delta_accuracy:+.2f} [{r.delta_lo:+.2f}, {r.delta_hi:+.2f}]",
+            "n": f"{r.n_base}/{r.n_cot}",
+        }
+        for r in pooled.itertuples(index=False)
+    ]
+    return text_table(pd.DataFrame(rows))
+
+
 __all__ = [
     "LEGEND",
     "METRICS",
     "WIDTH",
     "board",
+    "cot_accuracy_summary",
     "interval_note",
     "leaderboard_text",
     "left_out",

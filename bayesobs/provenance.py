@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import platform
 import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+from .errors import BayesobsInputError
+from .jsonl import finite
 
 FORMAT_VERSION = 1
 _PACKAGES = ("bayesobs", "numpy", "scipy", "pandas", "pyarrow")
@@ -130,10 +134,6 @@ def write_manifest(path: str | Path, command: str, **fields) -> Path:
     Path
         ``path``.
     """
-    import json
-
-    from .jsonl import finite
-
     path = Path(path)
     record = finite(provenance(command=command, **fields))
     tmp = path.with_name(path.name + ".part")
@@ -164,10 +164,6 @@ def read_manifest(path: str | Path) -> dict:
         When the file cannot be opened (a missing file raises
         ``FileNotFoundError``).
     """
-    import json
-
-    from .errors import BayesobsInputError
-
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

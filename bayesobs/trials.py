@@ -18,8 +18,12 @@ is a number beyond :data:`MAX_MAGNITUDE` (the fits square and multiply values:
 
 from __future__ import annotations
 
+import codecs
+import csv
+import gzip
 import json
 import re
+import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -180,9 +184,6 @@ def _read_jsonl(path: Path, torn_ok: bool = False) -> pd.DataFrame:
 
 def _field_counts(path: Path, sep: str) -> list[tuple[int, int]]:
     """``(line, number of fields)`` of every non-blank CSV record (quotes respected)."""
-    import csv
-    import gzip
-
     opener = gzip.open if path.suffix == ".gz" else open
     out = []
     with opener(path, "rt", newline="", encoding="utf-8-sig", errors="replace") as fh:
@@ -251,7 +252,7 @@ def _csv_columns(reader) -> dict[str, object]:
     Numbers become NumPy arrays (integers stay integers unless a value is
     missing); text becomes categories, so the file is never held twice.
     """
-    import pyarrow as pa
+    import pyarrow as pa  # start-up time: pyarrow loads only for Parquet/Arrow files
 
     names = reader.schema.names
     numbers: dict[str, list[np.ndarray]] = {n: [] for n in names}
@@ -298,9 +299,6 @@ def _csv_columns(reader) -> dict[str, object]:
 
 def _check_text(path: Path, head_bytes: int = 1 << 16) -> None:
     """Refuse a file whose start is binary (NUL bytes) or not UTF-8 text: one clear error."""
-    import codecs
-    import gzip
-
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as fh:
@@ -330,14 +328,12 @@ class _Unraisable:
         self.errors: list[BaseException] = []
 
     def __enter__(self):
-        import sys
 
         self._saved = sys.unraisablehook
         sys.unraisablehook = lambda u: self.errors.append(u.exc_value)
         return self
 
     def __exit__(self, *exc):
-        import sys
 
         sys.unraisablehook = self._saved
         return False
@@ -384,8 +380,8 @@ def _read_csv_strict(
 
 def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
     """The body of :func:`_read_csv_strict`: pyarrow's streamed reader, block by block."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
+    import pyarrow as pa  # start-up time: pyarrow loads only for Parquet/Arrow files
+    import pyarrow.csv as pacsv  # start-up time: pyarrow loads only for Parquet/Arrow files
 
     as_text: dict[str, pa.DataType] = {}
     while True:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import bayesbench_scale, result, time_cli  # noqa: E402
 from naive import naive_fit  # noqa: E402
 
-from bayesobs.observers import VARIANT_NAMES  # noqa: E402
+from bayesobs.fits.observers import VARIANT_NAMES  # noqa: E402
 from bayesobs.trials import CELL_KEYS, normalize_trials  # noqa: E402
 
 

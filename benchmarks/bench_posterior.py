@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayesobs.observers import simulate
+from bayesobs.fits.observers import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,8 +60,8 @@ def scale(args) -> dict:
     import arviz as az
     import jax
 
-    from bayesobs.posterior import fit_posterior
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.fits.posterior import fit_posterior
+    from bayesobs.fits.synthetic import simulated_trials
     from bayesobs.trials import CELL_KEYS, normalize_trials
 
     keys = list(CELL_KEYS)
@@ -153,7 +153,7 @@ def main() -> int:
         res = scale(args)
         (args.out / "bench_posterior_scale.json").write_text(json.dumps(res, indent=2) + "\n")
         return 0
-    from bayesobs.posterior import fit_posterior
+    from bayesobs.fits.posterior import fit_posterior
 
     rng = np.random.default_rng(0)
     res = {}

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from common import bayesbench_scale, result, time_cli, yardstick
 
-from bayesobs.cue import cue_batch
-from bayesobs.fitting import fit_batch
-from bayesobs.observers import VARIANT_NAMES
+from bayesobs.fits.fitting import fit_batch
+from bayesobs.fits.observers import VARIANT_NAMES
 from bayesobs.scores import accuracy_batch, cue_probe_table, with_baseline
+from bayesobs.scores.cue import cue_batch
 from bayesobs.trials import normalize_trials
 
 ROOT = Path(__file__).resolve().parents[1]

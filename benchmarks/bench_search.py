@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from common import result, time_cli, yardstick
 
+from bayesobs.run.subjects.search_sim import segment_items
 from bayesobs.stimuli import from_png, get_task
-from bayesobs.subjects.search_sim import segment_items
 
 ROOT = Path(__file__).resolve().parents[1]
 LARGEST = {

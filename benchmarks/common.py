@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def bayesbench_scale(out: Path):
     """Write the BayesBench-scale synthetic trials (9 subjects, 783 cells, 93,960 trials)."""
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.fits.synthetic import simulated_trials
 
     trials = simulated_trials(n_subjects=9, trials_per_session=40, seed=0)
     path = out / "bayesbench_scale.parquet"
@@ -62,8 +62,8 @@ def yardstick(cells: int = 1, seed: int = 0) -> float:
     sys.path.insert(0, str(ROOT / "tests"))
     from naive import naive_fit
 
-    from bayesobs.observers import VARIANT_NAMES
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.fits.observers import VARIANT_NAMES
+    from bayesobs.fits.synthetic import simulated_trials
     from bayesobs.trials import CELL_KEYS, normalize_trials
 
     t = normalize_trials(simulated_trials(n_subjects=1, trials_per_session=40, seed=seed))

@@ -76,7 +76,7 @@ def make_cell(
     **keys,
 ):
     """A simulated cell: three sessions, one run each, as a trial DataFrame."""
-    from bayesobs.observers import simulate
+    from bayesobs.fits.observers import simulate
 
     params = params or {"w_prior": 0.4, "sigma": 0.03}
     xs, runs = [], []

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bayesobs.ablations import (
+from bayesobs.errors import BayesobsInputError
+from bayesobs.run.ablations import (
     COT_SENTENCE,
     DEFAULT_VISIBLE_BUDGET,
     DEFAULTS,
@@ -15,8 +16,7 @@ from bayesobs.ablations import (
     reply_budget,
     system_prompt,
 )
-from bayesobs.errors import BayesobsInputError
-from bayesobs.reasoning import DEFAULT_REASONING_BUDGET
+from bayesobs.run.reasoning import DEFAULT_REASONING_BUDGET
 from bayesobs.stimuli import get_task
 from bayesobs.trials import CONDITIONS
 

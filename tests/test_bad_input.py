@@ -213,7 +213,7 @@ def test_a_base_url_from_the_environment_is_checked_too(tmp_path, capsys, monkey
 
 
 def test_the_bundled_specs_pass_the_checks():
-    from bayesobs.runner import load_protocol, load_spec
+    from bayesobs.run.plan import load_protocol, load_spec
 
     for path in sorted(TASKS.glob("*.toml")):
         if "[[experiment]]" in path.read_text():

@@ -1,6 +1,6 @@
 """``--batch`` (issue 30 section 1): OpenAI's Batch API in rounds, against a local batch server.
 
-The server (:mod:`bayesobs.fakebatch`) implements the documented endpoints and
+The server (:mod:`bayesobs.run.fakebatch`) implements the documented endpoints and
 file formats; its ``hashed`` script answers a number hashed from the whole
 request, live and in batches alike, so a batch run that built any request
 differently from a live run (another context, another order) logs other
@@ -22,11 +22,12 @@ from pathlib import Path
 import openai
 import pytest
 
-from bayesobs import batch as B
 from bayesobs.cli import main
-from bayesobs.fakebatch import FakeBatchServer, Fate, always, check_input, hashed
-from bayesobs.fakeserver import Answer
-from bayesobs.runner import estimate, load_protocol, plan
+from bayesobs.run import batch as B
+from bayesobs.run.engine import estimate
+from bayesobs.run.fakebatch import FakeBatchServer, Fate, always, check_input, hashed
+from bayesobs.run.fakeserver import Answer
+from bayesobs.run.plan import load_protocol, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]
@@ -394,7 +395,7 @@ def test_bad_batch_options_are_one_line(tmp_path, capsys, extra, subject, messag
 
 
 def test_a_server_without_a_batch_api_is_one_line(tmp_path, capsys):
-    from bayesobs.fakeserver import FakeChatServer
+    from bayesobs.run.fakeserver import FakeChatServer
 
     with FakeChatServer(lambda b, n: Answer("Not Found", status=404)) as srv:  # no /v1/files
         assert _run(srv.url, tmp_path / "o") == 1

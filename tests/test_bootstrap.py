@@ -10,8 +10,8 @@ from bayesobs.api import fit
 from bayesobs.bootstrap import check_resample, group_rng, run_draws
 from bayesobs.cli import main
 from bayesobs.errors import BayesobsInputError
-from bayesobs.fitting import fit_batch
-from bayesobs.observers.variants import VARIANT_NAMES
+from bayesobs.fits.fitting import fit_batch
+from bayesobs.fits.observers.variants import VARIANT_NAMES
 from bayesobs.scores import score
 from bayesobs.trials import normalize_trials
 

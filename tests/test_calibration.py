@@ -109,7 +109,7 @@ def _cell(seed=7):
 
 
 def test_prior_predictive_covers_plausible_responses_and_flags_absurd_ones():
-    from bayesobs.posterior import prior_predictive
+    from bayesobs.fits.posterior import prior_predictive
 
     trials = _cell()
     pp = prior_predictive(trials, ["static", "kalman_log"], draws=200)

@@ -83,8 +83,8 @@ def test_bootstrap_adds_interval_columns(tmp_path, cell):
     ]
     assert ev["interval_note"].isna().all()  # three runs: resampled
     # the interval is the 16th/84th percentile of the replicates' evidence (METHOD §7)
-    from bayesobs.evidence import factor_evidence_array
-    from bayesobs.fitting import fit_batch
+    from bayesobs.fits.fitting import fit_batch
+    from bayesobs.scores.evidence import factor_evidence_array
 
     batch = fit_batch(bayesobs.read_trials(tmp_path / "t.csv"), bootstrap=8, seed=0)
     reps = factor_evidence_array(batch.aic)[0, 1:, :]  # (B, factors)
@@ -335,3 +335,64 @@ def test_fit_names_the_columns_that_formed_runs(tmp_path, cell, capsys):
     assert main(["fit", str(tmp_path / "t.csv"), *args]) == 0
     out = capsys.readouterr().out
     assert "runs: subject (<- person) x run (<- block) -> 5 run(s), 10-40 trials each" in out
+
+
+# ------------------------------------------------------------------ issue 29: one fit path
+def _fit_args(tmp_path, cell, *extra):
+    from bayesobs.cli import build_parser
+
+    cell.to_csv(tmp_path / "t.csv", index=False)
+    return build_parser().parse_args(
+        ["fit", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o"), *extra]
+    )
+
+
+def test_cli_fit_refuses_what_the_library_refuses(tmp_path, cell):
+    """``cmd_fit`` checks the options as ``bayesobs.fit`` does (it used to skip check_resample)."""
+    from bayesobs.cli import cmd_fit
+    from bayesobs.errors import BayesobsInputError
+
+    with pytest.raises(BayesobsInputError, match="resample"):
+        bayesobs.fit(cell, resample="bogus")
+    args = _fit_args(tmp_path, cell)
+    args.resample = "bogus"  # a caller that builds its own namespace, past argparse's choices
+    with pytest.raises(BayesobsInputError, match="resample"):
+        cmd_fit(args)
+    assert not (tmp_path / "o" / "fits.csv").exists()
+
+
+def test_cli_fit_goes_through_the_library_fit(tmp_path, cell, monkeypatch):
+    """One path: ``bayesobs fit`` fits with ``bayesobs.api.fit_result``, as ``bayesobs.fit`` does."""
+    import bayesobs.api
+
+    calls = []
+    real = bayesobs.api.fit_result
+
+    def spy(*a, **k):
+        calls.append(k)
+        return real(*a, **k)
+
+    monkeypatch.setattr(bayesobs.api, "fit_result", spy)
+    assert (
+        main(["fit", *map(str, _fit_args(tmp_path, cell).trials), "--out", str(tmp_path / "o")])
+        == 0
+    )
+    bayesobs.fit(cell)
+    assert len(calls) == 2
+
+
+def test_writing_fits_refits_nothing(tmp_path, cell, monkeypatch):
+    """``write_fit`` writes the results it is given: no fit (of the controls or else) inside it."""
+    import bayesobs.api
+    import bayesobs.fits.controls
+    import bayesobs.fits.fitting
+
+    result = bayesobs.api.fit_result(cell)
+    for mod, name in (
+        (bayesobs.fits.controls, "fit_controls"),
+        (bayesobs.fits.fitting, "fit_batch"),
+    ):
+        monkeypatch.setattr(mod, name, lambda *a, **k: pytest.fail("a writer fitted"))
+    bayesobs.api.write_fit(result, tmp_path / "o")
+    for name in ("fits.csv", "evidence.csv", "cells.csv", "controls.csv", "fit_manifest.json"):
+        assert (tmp_path / "o" / name).exists()

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bayesobs.cli import main
-from bayesobs.concurrency import AIMD, START_LEVEL, AdaptiveGate
-from bayesobs.fakeserver import FakeChatServer, TokenBucket, constant, rate_limited
+from bayesobs.run.concurrency import AIMD, START_LEVEL, AdaptiveGate
+from bayesobs.run.fakeserver import FakeChatServer, TokenBucket, constant, rate_limited
 
 
 def test_slow_start_doubles_each_round_until_the_first_429():
@@ -178,7 +178,7 @@ def test_bad_concurrency_is_one_line(tmp_path, capsys, argv, message):
 
 
 def test_the_progress_bar_shows_the_level(tmp_path, capsys):
-    from bayesobs.runner import run_task
+    from bayesobs.run.runner import run_task
 
     with FakeChatServer(rate_limited(constant("0.5"), rate=100, burst=10)) as srv:
         report = run_task(
@@ -199,7 +199,7 @@ def test_the_progress_bar_shows_the_level(tmp_path, capsys):
 
 
 def test_the_ratelimit_server_refuses_absurd_settings(capsys):
-    from bayesobs.fakeserver import main as serve
+    from bayesobs.run.fakeserver import main as serve
 
     assert serve(["--mode", "ratelimit", "--rate", "0"]) == 2
     assert "--rate must be > 0" in capsys.readouterr().err

@@ -9,8 +9,8 @@ from scipy import optimize, stats
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.controls import CONTROL_COLUMNS, controls_table, fit_controls
-from bayesobs.fitting import fit_batch, fits_table
+from bayesobs.fits.controls import CONTROL_COLUMNS, controls_table, fit_controls
+from bayesobs.fits.fitting import fit_batch, fits_table
 from bayesobs.trials import normalize_trials
 
 
@@ -186,7 +186,7 @@ def test_sim_anchor_is_identified_and_sim_kalman_is_not(tmp_path):
 
 def test_a_strongly_sequential_kalman_observer_is_not_anchoring():
     """A model-simulated Kalman observer (rho = 0.5, 120 trials) keeps the Kalman variants ahead."""
-    from bayesobs.observers import simulate
+    from bayesobs.fits.observers import simulate
 
     rng = np.random.default_rng(5)
     frames = []

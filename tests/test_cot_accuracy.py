@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from bayesobs.cli import main
-from bayesobs.cot_accuracy import COLUMNS, cot_accuracy
+from bayesobs.scores.cot_accuracy import COLUMNS, cot_accuracy
 from bayesobs.stimuli.search import CELLS
 from bayesobs.trials import normalize_trials
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy import optimize
 
-from bayesobs.cue import CUE_COLUMNS, combine, cue_table, gls_text_weight
 from bayesobs.scores import with_baseline
+from bayesobs.scores.cue import CUE_COLUMNS, combine, cue_table, gls_text_weight
 from bayesobs.trials import normalize_trials
 
 TOL = 1e-9
@@ -202,7 +202,7 @@ def test_bootstrap_same_seed_same_numbers():
     b, _ = cue_table(t, bootstrap=10, seed=5)
     pd.testing.assert_frame_equal(a, b)
     # the interval columns are the 16th/84th percentiles of the replicates (METHOD §7)
-    from bayesobs.cue import cue_batch
+    from bayesobs.scores.cue import cue_batch
 
     _, values, _ = cue_batch(t, 10, 5)
     reps = values["nrmse_multimodal"][:, 1:]

@@ -47,7 +47,7 @@ def test_default_is_this_process(monkeypatch):
 
 
 def test_mle_fits_and_bootstrap_are_identical_on_the_cluster(cluster):
-    from bayesobs.fitting import fit_batch
+    from bayesobs.fits.fitting import fit_batch
 
     t = bayesobs.normalize_trials(_trials(9))
     local = fit_batch(t, bootstrap=5, seed=3)
@@ -59,9 +59,9 @@ def test_mle_fits_and_bootstrap_are_identical_on_the_cluster(cluster):
 
 
 def test_cue_probe_is_identical_on_the_cluster(cluster):
-    from bayesobs.cue import cue_probe_table
+    from bayesobs.fits.synthetic import simulated_trials
     from bayesobs.scores import with_baseline
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.scores.cue import cue_probe_table
 
     t = with_baseline(
         bayesobs.normalize_trials(simulated_trials(n_subjects=1, trials_per_session=20, seed=1))
@@ -75,7 +75,7 @@ def test_cue_probe_is_identical_on_the_cluster(cluster):
 
 @pytest.mark.slow  # each worker compiles the sampler (minutes on a loaded 2-core machine)
 def test_batched_posterior_is_identical_on_the_cluster(cluster):
-    posterior = pytest.importorskip("bayesobs.posterior")
+    posterior = pytest.importorskip("bayesobs.fits.posterior")
     kw = {"variants": ["static", "kalman"], "chains": 2, "warmup": 100, "draws": 100, "seed": 1}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # short chains: diagnostics notes

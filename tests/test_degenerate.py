@@ -12,8 +12,8 @@ from conftest import RTOL, make_cell
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.fitting import decode_params, fit_batch, response_quantum
-from bayesobs.observers import VARIANT_NAMES
+from bayesobs.fits.fitting import decode_params, fit_batch, response_quantum
+from bayesobs.fits.observers import VARIANT_NAMES
 from bayesobs.trials import normalize_trials
 
 
@@ -256,7 +256,7 @@ def test_two_million_rows_fit_in_under_a_gigabyte(tmp_path):
     import subprocess
     import sys
 
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.fits.synthetic import simulated_trials
 
     base = simulated_trials(n_subjects=9, trials_per_session=40, seed=0)
     frames = [base.assign(subject=base["subject"] + f"_r{i}") for i in range(22)]

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from bayesobs.cli import main
-from bayesobs.controls import simulate_anchor
 from bayesobs.design import BAYESIAN_FLOOR, CANDIDATES, TRUE_MODELS, confusion_figure
+from bayesobs.fits.controls import simulate_anchor
 
 TABLES = ("confusion", "calibration", "factors", "recovery", "power", "controls", "summary")
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from conftest import RTOL
 
-from bayesobs.evidence import factor_evidence, factor_evidence_array
-from bayesobs.observers import FACTORS, VARIANT_NAMES
+from bayesobs.fits.observers import FACTORS, VARIANT_NAMES
+from bayesobs.scores.evidence import factor_evidence, factor_evidence_array
 
 # Factor labels written out by hand from METHOD §2 (not taken from the package).
 LABELS = {

@@ -10,7 +10,7 @@ import pytest
 
 from bayesobs.cli import main
 from bayesobs.dataset import secret_in, split_paradigms
-from bayesobs.store import FolderLock
+from bayesobs.run.store import FolderLock
 from bayesobs.trials import read_trials
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local folders only: never the Hub

@@ -11,8 +11,8 @@ from conftest import RTOL, make_cell
 from naive import FAMILY, LOG_RHO_BOUNDS, naive_fit, naive_loglik, naive_mean
 
 import bayesobs
-from bayesobs.fitting import decode_params, fit_batch
-from bayesobs.observers import VARIANT_NAMES
+from bayesobs.fits.fitting import decode_params, fit_batch
+from bayesobs.fits.observers import VARIANT_NAMES
 from bayesobs.trials import normalize_trials
 
 

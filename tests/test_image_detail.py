@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bayesobs.cli import main
-from bayesobs.fakeserver import FakeChatServer
-from bayesobs.imagecost import anthropic_image_tokens, openai_image_tokens, png_size
+from bayesobs.run.fakeserver import FakeChatServer
+from bayesobs.run.imagecost import anthropic_image_tokens, openai_image_tokens, png_size
 
 
 def _trials(folder: Path) -> list[dict]:

@@ -16,7 +16,7 @@ from scipy import optimize, stats
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.fitting import decode_params
+from bayesobs.fits.fitting import decode_params
 
 LEVELS = ("low", "high")
 

@@ -18,7 +18,7 @@ import pytest
 from scipy import optimize
 
 import bayesobs
-from bayesobs.fitting import decode_params
+from bayesobs.fits.fitting import decode_params
 
 TOL = 1e-6
 

@@ -12,7 +12,7 @@ from scipy import optimize, stats
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.fitting import decode_params
+from bayesobs.fits.fitting import decode_params
 
 RANGES = ((0.1, 0.5), (0.3, 0.7), (0.5, 0.9))
 

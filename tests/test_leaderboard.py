@@ -131,7 +131,7 @@ def test_score_of_the_readme_human_recipe_fits_100_columns(
 
 def test_perfect_observer_is_listed_in_missing_and_flagged(tmp_path, capsys):
     """Issue 28 item 7: exact answers make every RRE 0/0; say so instead of ranking silently."""
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.fits.synthetic import simulated_trials
 
     design = [
         ("line_ratio", m, c)
@@ -209,7 +209,7 @@ def test_report_figure_stars_points_outside_their_interval():
 
 @pytest.mark.parametrize("runs", [1, 2])
 def test_stratified_intervals_beside_pooled_where_every_cell_has_two_runs(runs, tmp_path, capsys):
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.fits.synthetic import simulated_trials
 
     design = [("line_ratio", m, "base") for m in ("text", "image", "multimodal")]
     trials = simulated_trials(n_subjects=2, design=design, runs=runs, seed=1)

@@ -1,8 +1,8 @@
-"""The model scale shared by the MLE and posterior fits (`bayesobs.observers.scale`)."""
+"""The model scale shared by the MLE and posterior fits (`bayesobs.fits.observers.scale`)."""
 
 import numpy as np
 
-from bayesobs.observers.scale import cell_moments, model_scale
+from bayesobs.fits.observers.scale import cell_moments, model_scale
 
 
 def _runs(rng):

@@ -8,7 +8,7 @@ from conftest import RTOL
 from naive import loop_kalman, naive_loglik
 from scipy import stats
 
-from bayesobs.observers import (
+from bayesobs.fits.observers import (
     VARIANT_NAMES,
     VARIANTS,
     get_variant,

@@ -14,7 +14,7 @@ import pytest
 import bayesobs
 from bayesobs.cli import main
 from bayesobs.errors import BayesobsInputError
-from bayesobs.fakeserver import FakeChatServer
+from bayesobs.run.fakeserver import FakeChatServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,8 +126,8 @@ def test_export_shows_the_steering_text(tmp_path):
 
 
 def test_serve_and_export_show_the_same_instruction(tmp_path):
-    from bayesobs.presentation import human_instruction
-    from bayesobs.runner import load_spec, plan
+    from bayesobs.run.plan import load_spec, plan
+    from bayesobs.run.presentation import human_instruction
 
     spec = load_spec("line_ratio")
     sess = plan(spec, ["sim:linear"], ["text"], ["steer_numeric"], 3, 1)[0]
@@ -183,9 +183,9 @@ def test_analysis_imports_never_pull_in_the_runner():
     import sys
 
     code = (
-        "import sys, bayesobs; import bayesobs.scores, bayesobs.fitting, bayesobs.cue, "
-        "bayesobs.search, bayesobs.evidence, bayesobs.bootstrap; "
-        "bad = [m for m in ('bayesobs.runner', 'openai', 'bayesobs.web') if m in sys.modules]; "
+        "import sys, bayesobs; import bayesobs.scores, bayesobs.fits.fitting, bayesobs.scores.cue, "
+        "bayesobs.scores.search, bayesobs.scores.evidence, bayesobs.bootstrap; "
+        "bad = [m for m in ('bayesobs.run.runner', 'openai', 'bayesobs.web') if m in sys.modules]; "
         "assert not bad, bad; "
         "assert callable(bayesobs.report.build_report) and callable(bayesobs.sweep)"
     )
@@ -195,7 +195,7 @@ def test_analysis_imports_never_pull_in_the_runner():
 
 def test_paradigm_column_routes_the_analyses(tmp_path):
     """Runner rows state their paradigm; a stated magnitude row is never taken for search."""
-    from bayesobs.search import is_search
+    from bayesobs.scores.search import is_search
 
     out = tmp_path / "run"
     assert (
@@ -226,8 +226,8 @@ def test_paradigm_column_routes_the_analyses(tmp_path):
 
 def test_scores_round_trip_through_a_folder(tmp_path):
     """The library writes and reads a score folder; ``report`` and ``score`` share it."""
+    from bayesobs.fits.synthetic import bayesbench_design, simulated_trials
     from bayesobs.scores import Scores
-    from bayesobs.synthetic import bayesbench_design, simulated_trials
 
     trials = simulated_trials(
         n_subjects=2, trials_per_session=12, seed=1, design=bayesbench_design()[:6]
@@ -259,7 +259,7 @@ def test_the_docs_library_snippet_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     exec(compile(code, "docs/library.md", "exec"), namespace)
-    w = bayesobs.fitting.decode_params(
+    w = bayesobs.fits.fitting.decode_params(
         namespace["fits"].set_index("variant").loc["static", "params"]
     )["w_prior"]
     assert w == pytest.approx(0.4, abs=0.06)
@@ -269,9 +269,9 @@ def test_the_docs_library_snippet_runs(tmp_path, monkeypatch):
 
 def test_library_fit_outputs_are_the_cli_outputs(tmp_path):
     """`api.write_fit` writes the very tables `bayesobs fit` writes (one path)."""
-    from bayesobs.api import magnitude_trials, write_fit
-    from bayesobs.fitting import fit_batch
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.api import fit_result, magnitude_trials, write_fit
+    from bayesobs.fits.fitoptions import FitOptions
+    from bayesobs.fits.synthetic import simulated_trials
     from bayesobs.trials import read_trials
 
     trials = simulated_trials(n_subjects=2, trials_per_session=20, seed=3)
@@ -279,7 +279,7 @@ def test_library_fit_outputs_are_the_cli_outputs(tmp_path):
     trials.to_csv(path, index=False)
     assert main(["fit", str(path), "--out", str(tmp_path / "cli"), "--bootstrap", "3"]) == 0
     table, _ = magnitude_trials(read_trials(path))
-    summary = write_fit(table, fit_batch(table, bootstrap=3), tmp_path / "lib")
+    summary = write_fit(fit_result(table, FitOptions(bootstrap=3)), tmp_path / "lib")
     assert summary["n_trials"] == len(trials)
     for name in ("fits.csv", "evidence.csv", "cells.csv", "controls.csv"):
         assert (tmp_path / "lib" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), (
@@ -338,15 +338,14 @@ def test_a_person_sees_the_blurred_images_a_model_sees(tmp_path):
 
 def test_library_writes_the_manifests_the_cli_writes(tmp_path):
     """fit_manifest.json / score_manifest.json come from the library (strict JSON, provenance)."""
-    from bayesobs.api import magnitude_trials, write_fit
-    from bayesobs.fitting import fit_batch
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.api import fit_result, magnitude_trials, write_fit
+    from bayesobs.fits.synthetic import simulated_trials
     from bayesobs.trials import normalize_trials
 
     table, _ = magnitude_trials(
         normalize_trials(simulated_trials(n_subjects=1, trials_per_session=20, seed=3))
     )
-    write_fit(table, fit_batch(table), tmp_path / "fit", manifest={"bootstrap": 0, "x": np.nan})
+    write_fit(fit_result(table), tmp_path / "fit", manifest={"bootstrap": 0, "x": np.nan})
     man = json.loads((tmp_path / "fit" / "fit_manifest.json").read_text())
     assert man["command"] == "fit" and man["n_trials"] == len(table) and man["x"] is None
     assert man["git_revision"] is None or len(man["git_revision"]) >= 40

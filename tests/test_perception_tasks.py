@@ -18,14 +18,14 @@ import pandas as pd
 import pytest
 
 from bayesobs import answers
-from bayesobs.ablations import condition, system_prompt
 from bayesobs.cli import main
 from bayesobs.errors import BayesobsInputError
-from bayesobs.fakeserver import Answer, FakeChatServer
-from bayesobs.perception import logistic, wilson
+from bayesobs.run.ablations import condition, system_prompt
+from bayesobs.run.fakeserver import Answer, FakeChatServer
+from bayesobs.run.subjects import Request, Turn
+from bayesobs.run.subjects.openai_chat import ChatOptions, OpenAIChatSubject, to_messages
+from bayesobs.scores.perception import logistic, wilson
 from bayesobs.stimuli import get_task
-from bayesobs.subjects import Request, Turn
-from bayesobs.subjects.openai_chat import ChatOptions, OpenAIChatSubject, to_messages
 
 NO_REASONING = "Do not explain or reason. Only output the final answer."
 
@@ -365,7 +365,7 @@ def test_scavenger_hunt_compounds_as_one_minus_e_to_the_l(scored):
 
 def test_the_text_table_is_read_like_the_pixels():
     """Scavenger hunt in the text modality: the subject reads the table and answers as from the image."""
-    from bayesobs.subjects.tunnel_sim import TunnelSubject, grid_from_text
+    from bayesobs.run.subjects.tunnel_sim import TunnelSubject, grid_from_text
     from bayesobs.tunnel import hunt
 
     task = get_task("scavenger_hunt")

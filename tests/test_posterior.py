@@ -12,11 +12,11 @@ from conftest import make_cell
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.observers import VARIANT_NAMES
-from bayesobs.observers.models import mean_padded
+from bayesobs.fits.observers import VARIANT_NAMES
+from bayesobs.fits.observers.models import mean_padded
 
 jnp = pytest.importorskip("jax.numpy")
-posterior = pytest.importorskip("bayesobs.posterior")
+posterior = pytest.importorskip("bayesobs.fits.posterior")
 QUICK = {"chains": 2, "warmup": 300, "draws": 300}
 WIDE = ((0.05, 0.4), (0.2, 0.7), (0.4, 1.0))
 PARAMS = {
@@ -76,7 +76,8 @@ def test_posterior_mode_agrees_with_mle(name):
     fits, _ = bayesobs.fit(df)
     mle = json.loads(fits.set_index("variant").loc[name, "params"])
     mode = posterior.posterior_mode(
-        name, posterior.prepare(bayesobs.normalize_trials(df), bayesobs.observers.get_variant(name))
+        name,
+        posterior.prepare(bayesobs.normalize_trials(df), bayesobs.fits.observers.get_variant(name)),
     )
     for k, v in mle.items():
         got = float(np.ravel(mode[k])[0])

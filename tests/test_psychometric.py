@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from bayesobs.errors import BayesobsInputError
-from bayesobs.psychometric import (
+from bayesobs.scores.psychometric import (
     COLUMNS,
     fit_many,
     fit_psychometric,
@@ -321,7 +321,7 @@ def test_report_draws_the_fitted_curves(tmp_path):
 def test_psychometric_bootstrap_follows_the_bootstrap_option(tmp_path, B):
     """Issue 32 §6: ``score --bootstrap B`` gives psychometric.csv B replicates (0: no intervals, a note)."""
     from bayesobs.cli import main
-    from bayesobs.psychometric import NO_BOOTSTRAP_NOTE
+    from bayesobs.scores.psychometric import NO_BOOTSTRAP_NOTE
 
     search_trials().to_csv(tmp_path / "trials.csv", index=False)
     out = tmp_path / "s"

@@ -8,15 +8,15 @@ import pytest
 from scipy.stats import truncnorm
 
 from bayesobs.cli import main
-from bayesobs.references import (
+from bayesobs.fits.synthetic import TASK_RANGES
+from bayesobs.scores import accuracy_table, score
+from bayesobs.scores.references import (
     ideal_responses,
     posterior_mean,
     random_responses,
     reference_trials,
     subjects_only,
 )
-from bayesobs.scores import accuracy_table, score
-from bayesobs.synthetic import TASK_RANGES
 from bayesobs.trials import normalize_trials
 
 TASKS = ("line_ratio", "marker_location")

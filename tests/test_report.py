@@ -260,7 +260,7 @@ def test_report_rebuilds_mapped_trials_from_the_score_folder_anywhere(tmp_path, 
 @pytest.fixture(scope="module")
 def base_only(tmp_path_factory):
     """Human-study-shaped data: every modality, base condition only (no ablations)."""
-    from bayesobs.runner import run_task
+    from bayesobs.run.runner import run_task
 
     out = tmp_path_factory.mktemp("human") / "exp"
     run_task(
@@ -322,7 +322,7 @@ def _few_search_trials() -> pd.DataFrame:
 def test_search_error_intervals_respect_their_bounds_and_legends_sit_outside():
     from scipy import stats
 
-    from bayesobs.search import search_accuracy
+    from bayesobs.scores.search import search_accuracy
 
     t = _few_search_trials()
     g = t.groupby("set_size")["error_px"]

@@ -8,10 +8,10 @@ import pytest
 from scipy import stats
 
 import bayesobs
-from bayesobs.api import level_predictions, predictions
-from bayesobs.fitting import decode_params
-from bayesobs.observers import VARIANT_NAMES, get_variant
-from bayesobs.observers.models import log_epsilon, predict_response
+from bayesobs.fits.fitting import decode_params
+from bayesobs.fits.observers import VARIANT_NAMES, get_variant
+from bayesobs.fits.observers.models import log_epsilon, predict_response
+from bayesobs.fits.predictions import level_predictions, predictions
 
 
 def _interleaved(seed=0):

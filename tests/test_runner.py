@@ -16,7 +16,7 @@ import pytest
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.fakeserver import Answer, FakeChatServer
+from bayesobs.run.fakeserver import Answer, FakeChatServer
 from bayesobs.scores import score
 
 SECRET = "sk-test-SECRET-0123456789"
@@ -432,7 +432,7 @@ def test_torn_line_is_cut_and_redone_on_resume(tmp_path, capsys):
 
 def test_planning_shows_progress_and_the_total_before_any_trial(tmp_path, capsys):
     """A large protocol renders its stimuli first: the bar shows that from the start."""
-    from bayesobs.runner import sweep
+    from bayesobs.run.runner import sweep
 
     proto = tmp_path / "p.toml"
     proto.write_text(

@@ -1,7 +1,7 @@
 """Runner integrity (issue 14): the log records only answers a model gave.
 
 Every scenario runs against a misbehaving local server on 127.0.0.1
-(:class:`bayesobs.fakeserver.FakeChatServer`): two endpoints behind one model
+(:class:`bayesobs.run.fakeserver.FakeChatServer`): two endpoints behind one model
 name, errors inside HTTP 200 replies, tricky replies, two runs on one folder,
 torn tails in all four logs, a garbage ``Retry-After``, a trickling server.
 """
@@ -25,7 +25,7 @@ import pytest
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.fakeserver import Answer, FakeChatServer
+from bayesobs.run.fakeserver import Answer, FakeChatServer
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]
@@ -605,7 +605,7 @@ def test_fakeserver_command_takes_host_and_port_and_ignores_hang_ups(tmp_path):
         [
             sys.executable,
             "-m",
-            "bayesobs.fakeserver",
+            "bayesobs.run.fakeserver",
             "--host",
             "127.0.0.1",
             "--port",
@@ -665,7 +665,7 @@ def test_read_trials_of_a_resumed_folder_has_the_reason_column(tmp_path):
 
 def test_blank_replies_cached_by_older_versions_are_not_replayed(tmp_path):
     """Older versions cached error bodies as empty replies (no finish_reason): never replayed."""
-    from bayesobs.subjects.cache import ResponseCache
+    from bayesobs.run.subjects.cache import ResponseCache
 
     log = tmp_path / "responses.jsonl"
     log.write_text(

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bayesobs.cli import main
-from bayesobs.fakeserver import Answer, FakeChatServer
+from bayesobs.run.fakeserver import Answer, FakeChatServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = str(ROOT / "tasks" / "line_ratio.toml")
@@ -218,7 +218,7 @@ def test_a_very_long_reply_is_read_from_its_start_and_end():
 
 # ------------------------------------------------------------------ item 5: a cache after a killed writer
 def test_a_cache_appended_after_a_killed_writer_loses_no_entry(tmp_path, capsys):
-    from bayesobs.subjects.cache import ResponseCache
+    from bayesobs.run.subjects.cache import ResponseCache
 
     running = ResponseCache(tmp_path)  # a run holding the cache
     running.put("a", "0.1", None, finish_reason="stop")
@@ -234,7 +234,7 @@ def test_a_cache_appended_after_a_killed_writer_loses_no_entry(tmp_path, capsys)
 
 
 def test_append_line_starts_a_new_line_after_a_torn_fragment(tmp_path):
-    from bayesobs.store import AppendLog, append_line
+    from bayesobs.run.store import AppendLog, append_line
 
     log = tmp_path / "x.jsonl"
     append_line(log, {"a": 1})
@@ -250,7 +250,7 @@ def test_append_line_starts_a_new_line_after_a_torn_fragment(tmp_path):
     "value", ["1e20", "Thu, 01 Jan 2099 00:00:00 GMT", "-5", "soon", "nan", "121"]
 )
 def test_an_absurd_retry_after_falls_back_to_the_backoff(value, tmp_path, monkeypatch):
-    from bayesobs.subjects import openai_chat
+    from bayesobs.run.subjects import openai_chat
 
     slept: list[float] = []
 
@@ -272,7 +272,7 @@ def test_an_absurd_retry_after_falls_back_to_the_backoff(value, tmp_path, monkey
 
 
 def test_a_sane_retry_after_is_honoured(tmp_path, monkeypatch):
-    from bayesobs.subjects import openai_chat
+    from bayesobs.run.subjects import openai_chat
 
     slept: list[float] = []
 
@@ -290,7 +290,7 @@ def test_a_sane_retry_after_is_honoured(tmp_path, monkeypatch):
 
 
 def test_max_wait_bounds_the_total_wait_of_a_trial(tmp_path, monkeypatch, capsys):
-    from bayesobs.subjects import openai_chat
+    from bayesobs.run.subjects import openai_chat
 
     slept: list[float] = []
 
@@ -372,7 +372,7 @@ def test_resume_says_which_unreadable_lines_it_skips(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{out / 'trials.jsonl'}: skipped 1 unreadable line (line 3)" in err
     assert "run again" in err
-    from bayesobs.store import read_jsonl
+    from bayesobs.run.store import read_jsonl
 
     records, unreadable = read_jsonl(out / "trials.jsonl")
     assert len(records) == 6 and unreadable == 1
@@ -380,7 +380,7 @@ def test_resume_says_which_unreadable_lines_it_skips(tmp_path, capsys):
 
 # ------------------------------------------------------------------ item 11: resume without rendering
 def test_resume_of_a_complete_run_renders_nothing(tmp_path, monkeypatch):
-    import bayesobs.runner
+    import bayesobs.run.engine
 
     out = tmp_path / "o"
     argv = ["run", SPEC, "--subject", "sim:bayesian", "--modality", "multimodal"]
@@ -388,13 +388,13 @@ def test_resume_of_a_complete_run_renders_nothing(tmp_path, monkeypatch):
     assert main(argv) == 0
     before = _snapshot(out)
     calls = []
-    real = bayesobs.runner.stimulus_images
+    real = bayesobs.run.engine.stimulus_images
 
     def counting(*a, **k):
         calls.append(a)
         return real(*a, **k)
 
-    monkeypatch.setattr(bayesobs.runner, "stimulus_images", counting)
+    monkeypatch.setattr(bayesobs.run.engine, "stimulus_images", counting)
     assert main(argv) == 0
     assert calls == []
     after = _snapshot(out)

@@ -11,9 +11,9 @@ from conftest import make_cell
 
 import bayesobs
 import bayesobs.scores
-from bayesobs.observers import get_variant
+from bayesobs.fits.observers import get_variant
 
-posterior = pytest.importorskip("bayesobs.posterior")
+posterior = pytest.importorskip("bayesobs.fits.posterior")
 
 
 def _cells(n, n_per=40, name="static"):
@@ -94,8 +94,8 @@ def test_batched_posterior_means_agree_with_per_cell_fits(name):
 @pytest.mark.slow
 def test_cheaper_cue_probe_keeps_the_out_of_fold_r2_of_the_papers_forest():
     """PROBE_TREES trees give the 100-tree forest's out-of-fold R^2 to 0.01."""
-    from bayesobs import cue
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.fits.synthetic import simulated_trials
+    from bayesobs.scores import cue
     from bayesobs.trials import normalize_trials
 
     t = bayesobs.scores.with_baseline(

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesobs.bcs import BCS_ABLATIONS, sign_score
 from bayesobs.bootstrap import run_draws
 from bayesobs.cli import main
-from bayesobs.observers import simulate
+from bayesobs.fits.observers import simulate
+from bayesobs.fits.synthetic import TASK_RANGES
 from bayesobs.scores import accuracy_batch, score, with_baseline
-from bayesobs.synthetic import TASK_RANGES
+from bayesobs.scores.bcs import BCS_ABLATIONS, sign_score
 from bayesobs.trials import normalize_trials, parse_mapping, read_trials
 
 CONTRACT = {

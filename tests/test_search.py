@@ -8,7 +8,13 @@ import pytest
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
 
-from bayesobs.search import logistic_slope, response_bias, search_accuracy, set_size_effect, wilson
+from bayesobs.scores.search import (
+    logistic_slope,
+    response_bias,
+    search_accuracy,
+    set_size_effect,
+    wilson,
+)
 
 CELLS = ["1,1", "1,2", "2,1", "2,2"]
 

@@ -47,7 +47,7 @@ def test_help_loads_no_numerics():
 
 @pytest.fixture
 def tiny_trials(tmp_path):
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.fits.synthetic import simulated_trials
 
     path = tmp_path / "tiny.csv"
     simulated_trials(n_subjects=1, trials_per_session=10, seed=0).to_csv(path, index=False)

@@ -1,4 +1,4 @@
-"""The experiment log (`bayesobs.store`): append-only, torn tails cut and kept, strict JSON, locks."""
+"""The experiment log (`bayesobs.run.store`): append-only, torn tails cut and kept, strict JSON, locks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from bayesobs.errors import BayesobsInputError
-from bayesobs.store import AppendLog, ExperimentStore, FolderLock, repair_tail, save_png
+from bayesobs.run.store import AppendLog, ExperimentStore, FolderLock, repair_tail, save_png
 
 KEY = dict(
     subject="s", task="line_ratio", modality="text", condition="base", session="short", run=0

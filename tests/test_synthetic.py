@@ -1,4 +1,4 @@
-"""`bayesobs.synthetic` (the known-observer trial tables) and `bcs.bcs_agreement` values."""
+"""`bayesobs.fits.synthetic` (the known-observer trial tables) and `bcs.bcs_agreement` values."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 import bayesobs
-from bayesobs.bcs import bcs_agreement
-from bayesobs.fitting import decode_params
-from bayesobs.synthetic import SESSIONS, TASK_RANGES, bayesbench_design, simulated_trials
+from bayesobs.fits.fitting import decode_params
+from bayesobs.fits.synthetic import SESSIONS, TASK_RANGES, bayesbench_design, simulated_trials
+from bayesobs.scores.bcs import bcs_agreement
 
 
 def test_design_is_the_papers_87_cells():

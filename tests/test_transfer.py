@@ -1,6 +1,6 @@
 """Cross-condition transfer (issue 28 item 9): fit on condition A, predict condition B.
 
-The reference is independent of the engine and of :mod:`bayesobs.transfer`:
+The reference is independent of the engine and of :mod:`bayesobs.fits.transfer`:
 ``tests/naive.py`` (Python-loop filter, ``scipy.stats.norm.logpdf``) and
 ``numpy.polyfit`` for the slopes.
 """
@@ -14,9 +14,9 @@ from naive import naive_loglik, naive_mean
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.fitting import decode_params
-from bayesobs.observers import simulate
-from bayesobs.transfer import COLUMNS, transfer_table
+from bayesobs.fits.fitting import decode_params
+from bayesobs.fits.observers import simulate
+from bayesobs.fits.transfer import COLUMNS, transfer_table
 from bayesobs.trials import normalize_trials
 
 GAIN = ("kalman_gain", "kalman_log_gain", "static_gain", "static_log_gain")

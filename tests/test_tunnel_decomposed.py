@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesobs.perception import chain_prediction, perception_table, skill_from_accuracy
-from bayesobs.runner import execute, plan
-from bayesobs.store import ExperimentStore
-from bayesobs.subjects import FatalSubjectError, Reply
-from bayesobs.subjects.tunnel_sim import grid_from_text
+from bayesobs.run.engine import execute
+from bayesobs.run.plan import plan
+from bayesobs.run.store import ExperimentStore
+from bayesobs.run.subjects import FatalSubjectError, Reply
+from bayesobs.run.subjects.tunnel_sim import grid_from_text
+from bayesobs.scores.perception import chain_prediction, perception_table, skill_from_accuracy
 
 _START = re.compile(r"Starting at the (\w+) (\w+), follow the label for 1 step\.")
 SPEC = {
@@ -120,7 +121,7 @@ def test_a_killed_run_resumes_each_step_from_the_logged_answer(tmp_path):
 
 
 def test_the_chainer_is_asked_from_its_own_path_through_the_runner(tmp_path):
-    from bayesobs.subjects.tunnel_sim import TunnelSubject
+    from bayesobs.run.subjects.tunnel_sim import TunnelSubject
 
     spec = {**SPEC, "trials": 20, "modalities": ["image"]}
     sessions = plan(spec, ["sim:chainer"])
@@ -139,7 +140,7 @@ def test_the_chainer_is_asked_from_its_own_path_through_the_runner(tmp_path):
 
 
 def test_a_reversed_condition_keeps_the_steps_of_a_sequence_in_order():
-    from bayesobs.runner import reverse_trials
+    from bayesobs.run.plan import reverse_trials
     from bayesobs.stimuli import get_task
 
     task = get_task("scavenger_hunt")
@@ -174,7 +175,7 @@ def _hunt_rows(subject, variant, L, hits, chances, **cols):
 
 
 def test_per_sequence_accuracy_and_conditional_final_step_error_by_hand():
-    from bayesobs.perception import perception_scores
+    from bayesobs.scores.perception import perception_scores
 
     ch = [1 / 33, 1 / 33, 1 / 11]
     rows = []
@@ -203,7 +204,7 @@ def test_per_sequence_accuracy_and_conditional_final_step_error_by_hand():
 
 
 def test_a_random_colour_answerer_is_not_flagged_but_the_plain_product_would_be():
-    from bayesobs.perception import chain_table
+    from bayesobs.scores.perception import chain_table
 
     rng = np.random.default_rng(1)
     g = 1 / 11
@@ -246,7 +247,7 @@ class Chainer:
         self.error = error
 
     async def complete(self, request):
-        from bayesobs.subjects.tunnel_sim import _rng, trial_of
+        from bayesobs.run.subjects.tunnel_sim import _rng, trial_of
         from bayesobs.tunnel import sims
 
         rng = _rng(0, "chainer", request.meta)
@@ -255,7 +256,7 @@ class Chainer:
 
 @pytest.mark.slow
 def test_a_subject_with_known_step_error_matches_the_predictions(tmp_path):
-    from bayesobs.perception import perception_scores
+    from bayesobs.scores.perception import perception_scores
 
     E, N = 0.25, 150
     spec = {
@@ -288,8 +289,8 @@ def test_a_subject_with_known_step_error_matches_the_predictions(tmp_path):
 def test_circuits_report_both_chance_levels_with_their_definitions(tmp_path):
     from fractions import Fraction
 
-    from bayesobs.perception import mean_inverse, perception_scores
-    from bayesobs.subjects.tunnel_sim import TunnelSubject
+    from bayesobs.run.subjects.tunnel_sim import TunnelSubject
+    from bayesobs.scores.perception import mean_inverse, perception_scores
     from bayesobs.tunnel import circuits
 
     low, high = circuits.N_COMPONENTS

@@ -11,11 +11,11 @@ from conftest import RTOL, make_cell
 from scipy import stats
 
 from bayesobs.cli import main
-from bayesobs.evidence import evidence_table, factor_bounds, factor_evidence_array
-from bayesobs.fitting import fit_batch
-from bayesobs.observers import FACTORS, VARIANT_NAMES
+from bayesobs.fits.fitting import fit_batch
+from bayesobs.fits.observers import FACTORS, VARIANT_NAMES
+from bayesobs.fits.veridical import veridical_fit
+from bayesobs.scores.evidence import evidence_table, factor_bounds, factor_evidence_array
 from bayesobs.trials import normalize_trials
-from bayesobs.veridical import veridical_fit
 
 SESSION_RANGES = ((0.1, 0.5), (0.3, 0.7), (0.5, 0.9))
 
@@ -247,7 +247,7 @@ def test_floor_is_reached_by_a_linear_observer_at_the_nesting_limit():
 
 
 def test_evidence_stays_within_its_bounds_on_fitted_observers():
-    from bayesobs.synthetic import simulated_trials
+    from bayesobs.fits.synthetic import simulated_trials
 
     trials = normalize_trials(
         simulated_trials(n_subjects=6, design=[("line_ratio", "text", "base")], seed=4)
@@ -305,7 +305,7 @@ def _linear_or_gain_trials(gain_observer: bool, seed: int = 2) -> pd.DataFrame:
 def test_a_linear_observers_p_gain_is_flagged_and_a_gain_observers_is_not(
     gain_observer, tmp_path, capsys
 ):
-    from bayesobs.evidence import LINEAR_THRESHOLD
+    from bayesobs.scores.evidence import LINEAR_THRESHOLD
 
     path = tmp_path / "t.csv"
     _linear_or_gain_trials(gain_observer).to_csv(path, index=False)

@@ -17,8 +17,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from bayesobs.cli import main
+from bayesobs.run.subjects.tunnel_sim import grid_from_text
 from bayesobs.stimuli.tunnel import ScavengerHunt
-from bayesobs.subjects.tunnel_sim import grid_from_text
 from bayesobs.web import ParticipantServer
 
 SPEC = """\

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from conftest import chromium_browser
 
-import bayesobs.store
+import bayesobs.run.store
 from bayesobs.cli import main
 from bayesobs.web import ParticipantServer, running
 
@@ -306,12 +306,12 @@ def test_a_full_disk_answers_json_503_logs_one_line_and_loses_nothing(
     with httpx.Client(base_url=url) as c:
         c.post("/api/start", json={"consent": True, "pid": "d"})
         assert c.get("/api/next").json()["id"] == 0  # served: its answer time is measured
-        real = bayesobs.store.append_line
+        real = bayesobs.run.store.append_line
 
         def full(path, rec):
             raise OSError(errno.ENOSPC, "No space left on device")
 
-        monkeypatch.setattr(bayesobs.store, "append_line", full)
+        monkeypatch.setattr(bayesobs.run.store, "append_line", full)
         caplog.clear()
         with caplog.at_level(logging.INFO):
             for _ in range(2):
@@ -322,7 +322,7 @@ def test_a_full_disk_answers_json_503_logs_one_line_and_loses_nothing(
         assert len(mine) == 2 and all(x.exc_info is None for x in mine)
         assert all("\n" not in x.getMessage() for x in mine)
         assert "Traceback" not in capfd.readouterr().err
-        monkeypatch.setattr(bayesobs.store, "append_line", real)
+        monkeypatch.setattr(bayesobs.run.store, "append_line", real)
         r = c.post("/api/answer", json={"id": 0, "response": "0.3"})  # the participant retries
         assert r.status_code == 200 and r.json()["id"] == 1
     rows = _rows(folder)

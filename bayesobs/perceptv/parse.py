@@ -23,13 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ..answers import dispatch, empty
+
 Parsed = tuple[str | None, str | None]
 
 _NUM = r"(\d+)"
-
-
-def _empty(reply) -> bool:
-    return reply is None or not str(reply).strip()
 
 
 def last_line(reply: str) -> str:
@@ -59,7 +57,7 @@ def _keyed(*keys: str) -> Callable[[str | None], Parsed]:
     form = " ".join(f"{k}:x" for k in keys)
 
     def parser(reply: str | None) -> Parsed:
-        if _empty(reply):
+        if empty(reply):
             return None, "empty reply"
         found = pat.findall(str(reply).replace("*", ""))
         if not found:
@@ -98,7 +96,7 @@ def parse_answer_yes_no(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is a format error.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     found = _ANSWER_WORD.findall(str(reply).replace("*", ""))
     if not found:
@@ -122,7 +120,7 @@ def parse_yes_no_line(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is a format error.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     line = last_line(reply).lower()
     if line in ("yes", "no"):
@@ -134,7 +132,7 @@ def _words(after_key: str | None, vocab: tuple[str, ...], what: str):
     pat = re.compile(rf"{after_key}\s*:\s*(.*)$", re.I | re.M) if after_key else None
 
     def parser(reply: str | None) -> Parsed:
-        if _empty(reply):
+        if empty(reply):
             return None, "empty reply"
         text = str(reply).replace("*", "")
         if pat is not None:
@@ -179,7 +177,7 @@ def parse_labels(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is a format error.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     line = last_line(reply)
     tokens = [t for t in re.split(r"[\s,]+", line) if t]
@@ -207,7 +205,7 @@ def parse_coords(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is a format error.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     line = last_line(reply)
     cells = {(int(a), int(b)) for a, b in _COORD.findall(line)}
@@ -295,7 +293,7 @@ def parse_shape_set(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is a format error.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     tokens = _unbracket(last_line(reply))
     if not tokens or any(t not in SHAPE_NAMES for t in tokens):
@@ -322,7 +320,7 @@ def parse_colour_set(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is a format error.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     tokens = _unbracket(last_line(reply))
     if not tokens or any(t not in PALETTE_NAMES for t in tokens):
@@ -347,7 +345,7 @@ def parse_cell_path(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is a format error.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     tokens = [t for t in re.split(r"[\s,]+", last_line(reply).lower()) if t]
     if len(tokens) < 2 or not all(t.isdigit() or t in ("s", "e") for t in tokens):
@@ -376,7 +374,7 @@ def parse_circle_labels(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is a format error.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     found = _CIRCLES.findall(str(reply).replace("*", ""))
     if not found:
@@ -403,7 +401,7 @@ def parse_cell_or_none(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is a format error.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     line = last_line(reply)
     if line.lower() == "none":
@@ -489,13 +487,7 @@ def parse(answer_format: str, reply: str | None) -> Parsed:
     ValueError
         If ``answer_format`` names no parser.
     """
-    try:
-        parser = PARSERS[answer_format]
-    except KeyError:
-        raise ValueError(
-            f"unknown answer format {answer_format!r}; expected one of {sorted(PARSERS)}"
-        ) from None
-    return parser(reply)
+    return dispatch(PARSERS, answer_format, reply)
 
 
 def format_reply(answer_format: str, value: str) -> str:

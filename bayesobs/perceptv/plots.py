@@ -7,21 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
+from ..plotting import figure_axes
 from . import published
 from .published import SKILLS
 
 
-def _axes(ax, figsize):
-    if ax is None:  # no pyplot: no global figure state
-        fig = Figure(figsize=figsize, layout="constrained")
-        return fig, fig.subplots()
-    return ax.figure, ax
-
-
 def plot_accuracy_vs_size(sizes: pd.DataFrame, domains=None, subject=None, ax=None):
-    """Accuracy (%) against problem size, one line per domain (and subject).
+    """Accuracy (%) against problem size, one line per domain (and subject), from :func:`score.size_table`.
 
     Parameters
     ----------
@@ -41,7 +34,7 @@ def plot_accuracy_vs_size(sizes: pd.DataFrame, domains=None, subject=None, ax=No
     matplotlib.figure.Figure
         The figure holding the axes.
     """
-    fig, ax = _axes(ax, (7, 4.5))
+    fig, (ax,) = figure_axes(ax, size=(7, 4.5))
     df = sizes
     if domains is not None:
         df = df[df.domain.isin(list(domains))]
@@ -84,7 +77,7 @@ def plot_skills(skills: pd.DataFrame, references=published.MODELS, ax=None):
     matplotlib.figure.Figure
         The figure holding the axes.
     """
-    fig, ax = _axes(ax, (8, 4.5))
+    fig, (ax,) = figure_axes(ax, size=(8, 4.5))
     keys = [*SKILLS, "average_of_skills"]
     x = np.arange(len(keys))
     subjects = sorted(skills.subject.unique())

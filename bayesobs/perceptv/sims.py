@@ -25,6 +25,7 @@ None reads the generator's metadata or gold answer.
 from __future__ import annotations
 
 import itertools
+from collections import deque
 
 import numpy as np
 from scipy import ndimage
@@ -32,7 +33,7 @@ from scipy import ndimage
 from ..tunnel.common import render_text
 from . import DOMAINS
 from .common import PALETTE20, Trial, rgb
-from .domains import NUMBERED_COLOURS
+from .domains import GRAPH_R, NUMBERED_COLOURS, safe_cells, segment_cover
 from .parse import format_reply, malformed_reply
 
 ERROR = 0.01
@@ -600,7 +601,6 @@ def _cross_and_knots(t, rng, e):
             if cell.sum() > 500:  # an X (two 6 px strokes) vs a small "(i,j)" label
                 crosses.append((i, j))
     seen = [c for c in crosses if rng.random() >= e]  # each X overlooked with probability e
-    from .domains import safe_cells
 
     safe = safe_cells(seen)
     return f"({safe[0][0]},{safe[0][1]})" if safe else "none"
@@ -701,7 +701,6 @@ def _list_colours(t, rng, e):
 
 
 def _graph_counting(t, rng, e):
-    from .domains import GRAPH_R, segment_cover
 
     arr = rgb_array(t.images[0])
     nodes = [(b["x"], b["y"]) for b in blobs(colour_mask(arr, (0, 0, 255)), 100)]
@@ -753,7 +752,6 @@ def _layered_shapes(t, rng, e):
 
 
 def _maze_solving(t, rng, e):
-    from collections import deque
 
     arr = rgb_array(t.images[0])
     black = colour_mask(arr, (0, 0, 0))

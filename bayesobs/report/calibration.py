@@ -14,6 +14,7 @@ import html
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import BayesobsInputError
@@ -216,12 +217,60 @@ def _rank_figure(folder: Path, sbc: pd.DataFrame, out: Path, save_figure) -> str
         shutil.copyfile(folder / SBC_FIGURE, target)
         return f"figures/{target.name}"
     if (folder / SBC_RANKS).is_file():
-        from ..calibration import rank_figure
-
         ranks = _read(folder / SBC_RANKS, ("variant", "parameter", "rank"))
         table = sbc.assign(uniform=sbc["p"] >= sbc["threshold"])
         return save_figure(rank_figure(table, ranks), target)
     return None
+
+
+def rank_figure(table: pd.DataFrame, ranks: pd.DataFrame):
+    """Rank histograms, one panel per (variant, parameter), with the uniform's 99% band.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`bayesobs.calibration.calibrate`'s table.
+    ranks : DataFrame
+        :func:`bayesobs.calibration.calibrate`'s ranks.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        A new figure; a panel of a non-uniform parameter is red.
+    """
+    # start-up time: matplotlib loads only when a figure is drawn
+    from matplotlib.figure import Figure
+    from scipy import stats  # start-up time: this part of SciPy loads only where it is used
+
+    names = list(dict.fromkeys(table["variant"]))
+    ncol = int(table.groupby("variant").size().max())
+    fig = Figure(figsize=(2.2 * ncol, 1.6 * len(names) + 0.4), layout="constrained")
+    axes = fig.subplots(len(names), ncol, squeeze=False)
+    for i, name in enumerate(names):
+        rows = table[table["variant"] == name].reset_index(drop=True)
+        for j in range(ncol):
+            ax = axes[i][j]
+            if j >= len(rows):
+                ax.set_axis_off()
+                continue
+            r = rows.iloc[j]
+            rk = ranks[(ranks["variant"] == name) & (ranks["parameter"] == r["parameter"])]["rank"]
+            b, m, n = int(r["bins"]), int(r["draws"]), int(r["n_sims"])
+            counts = np.bincount(rk.to_numpy() * b // (m + 1), minlength=b)
+            lo, hi = stats.binom.ppf([0.005, 0.995], n, 1 / b)
+            ax.axhspan(lo, hi, color="0.85")
+            ax.bar(np.arange(b), counts, width=0.9, color="C0" if r["uniform"] else "C3")
+            ax.set_title(
+                f"{name} · {r['parameter']} (p={r['p']:.2g})",
+                fontsize=7,
+                color="k" if r["uniform"] else "C3",
+            )
+            ax.set_xticks([])
+            ax.tick_params(labelsize=6)
+    fig.suptitle(
+        "SBC rank histograms (grey: 99% band of a uniform bin count; red: not uniform)", fontsize=8
+    )
+    return fig
 
 
 __all__ = [
@@ -229,5 +278,6 @@ __all__ = [
     "diagnostics_only",
     "find_diagnostics",
     "holds_diagnostics",
+    "rank_figure",
     "sbc_table",
 ]

@@ -1,7 +1,7 @@
 """Figures modelled on the BayesBench paper.
 
 Every function takes result tables (DataFrames from :mod:`bayesobs.scores`,
-:mod:`bayesobs.api`, :mod:`bayesobs.cue`) and an optional ``ax`` (or ``axes``),
+:mod:`bayesobs.api`, :mod:`bayesobs.scores.cue`) and an optional ``ax`` (or ``axes``),
 draws, and returns the figure.  No statistics are computed here.  Figures use
 matplotlib's object-oriented API and change no global state.
 """
@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ..plotting import figure_axes
 from ..trials import natural_key
 
 UNITS = {
@@ -47,14 +48,6 @@ def subject_colors(subjects) -> dict[str, tuple]:
     """
     cmap = matplotlib.colormaps["tab10"]
     return {s: cmap(i % 10) for i, s in enumerate(sorted(set(subjects)))}
-
-
-def _axes(ax, n=1, size=(4.2, 3.4)):
-    if ax is not None:
-        axes = list(np.atleast_1d(ax))
-        return axes[0].figure, axes
-    fig = Figure(figsize=(size[0] * n, size[1]), layout="constrained")
-    return fig, list(np.atleast_1d(fig.subplots(1, n)))
 
 
 def _cell(df, subject, task, modality=None, condition=None):
@@ -95,7 +88,7 @@ def regression_to_the_mean(
     matplotlib.figure.Figure
         The figure drawn on.
     """
-    fig, (ax,) = _axes(ax)
+    fig, (ax,) = figure_axes(ax)
     d = _cell(pred, subject, task, modality, condition)
     color = color or "C0"
     lo, hi = d["stimulus"].min(), d["stimulus"].max()  # over the stimuli: outliers stay points
@@ -162,7 +155,7 @@ def trajectory(
     matplotlib.figure.Figure
         The figure drawn on.
     """
-    fig, (ax,) = _axes(ax, size=(6, 3.2))
+    fig, (ax,) = figure_axes(ax, size=(6, 3.2))
     d = _cell(pred, subject, task, modality, condition)
     session = session or d["session"].iloc[0]
     d = d[(d["session"] == session) & (d["run"] == d["run"].min())].sort_values("trial")
@@ -404,7 +397,7 @@ def steering(bias_var, evidence, cue, subject, task, modality="multimodal", axes
     ]
     if not panels:
         return None
-    fig, axs = _axes(axes, n=len(panels), size=(3.6, 3.2))
+    fig, axs = figure_axes(axes, n=len(panels), size=(3.6, 3.2))
     for ax in axs[len(panels) :]:
         ax.set_axis_off()
     for ax, (draw, table) in zip(axs, panels, strict=False):
@@ -458,7 +451,7 @@ def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
     Parameters
     ----------
     cue_pred : DataFrame
-        :func:`bayesobs.cue.cue_predictions` rows.
+        :func:`bayesobs.scores.cue.cue_predictions` rows.
     subject, task : str
         The group drawn.
     condition : str
@@ -471,7 +464,7 @@ def cue_fits(cue_pred: pd.DataFrame, subject, task, condition="base", ax=None):
     matplotlib.figure.Figure
         The figure drawn on; the legend gives each fit's R².
     """
-    fig, (ax,) = _axes(ax)
+    fig, (ax,) = figure_axes(ax)
     d = _cell(cue_pred, subject, task, condition=condition)
     y = d["y_multimodal"]
     lo, hi = y.min(), y.max()
@@ -558,7 +551,7 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
     panels = summary_panels(summary, bayesbench)
     if not panels:
         return None
-    fig, axs = _axes(axes, n=len(panels), size=(3.8, 3.4))
+    fig, axs = figure_axes(axes, n=len(panels), size=(3.8, 3.4))
     for ax in axs[len(panels) :]:
         ax.set_axis_off()
     colors = colors or subject_colors(summary["subject"])
@@ -665,7 +658,7 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=No
         return None
     has_s = any(c == "S" for c, _, _ in parts)
     caveats = caveats or {}
-    fig, (ax,) = _axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
+    fig, (ax,) = figure_axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
     colors = colors or subject_colors(d["subject"])
     width = 0.2
     x = np.arange(len(d))
@@ -764,7 +757,7 @@ def bcs_table(bcs_tasks: pd.DataFrame, ax=None, na=None):
     t = bcs_tasks.pivot(index="subject", columns="task", values=col)
     if na is not None:
         t = t.mask(na.reindex(index=t.index, columns=t.columns, fill_value=False).astype(bool))
-    fig, (ax,) = _axes(ax, size=(1.6 * t.shape[1] + 2, 0.45 * t.shape[0] + 1.2))
+    fig, (ax,) = figure_axes(ax, size=(1.6 * t.shape[1] + 2, 0.45 * t.shape[0] + 1.2))
     im = ax.imshow(t.to_numpy(dtype=float), cmap="RdBu", vmin=-5, vmax=5, aspect="auto")
     ax.set_xticks(range(t.shape[1]), t.columns, fontsize=8)
     ax.set_yticks(range(t.shape[0]), t.index, fontsize=8)
@@ -784,7 +777,7 @@ def posterior_predictive(ppc: pd.DataFrame, ax=None, color=None, title: str = ""
     Parameters
     ----------
     ppc : DataFrame
-        :func:`bayesobs.posterior.ppc_table` rows of one cell and variant:
+        :func:`bayesobs.fits.posterior.ppc_table` rows of one cell and variant:
         ``session, run, trial, response, pred_q05, pred_median, pred_q95, variant``.
     ax : matplotlib.axes.Axes, optional
         Where to draw; a new figure otherwise.
@@ -798,7 +791,7 @@ def posterior_predictive(ppc: pd.DataFrame, ax=None, color=None, title: str = ""
     matplotlib.figure.Figure
         The figure drawn on (dotted lines separate the sessions).
     """
-    fig, (ax,) = _axes(ax, size=(6, 3.2))
+    fig, (ax,) = figure_axes(ax, size=(6, 3.2))
     d = ppc.sort_values(["session", "run", "trial"]).reset_index(drop=True)
     x = np.arange(len(d))
     ax.fill_between(x, d["pred_q05"], d["pred_q95"], color="0.8", label="posterior predictive 90%")
@@ -816,7 +809,7 @@ def posterior_predictive(ppc: pd.DataFrame, ax=None, color=None, title: str = ""
 def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="base", ax=None):
     """Accuracy (cell answers) or coordinate error (point answers) against set size, per condition.
 
-    ``acc``: :func:`bayesobs.search.search_accuracy` (binned or not).  Bars
+    ``acc``: :func:`bayesobs.scores.search.search_accuracy` (binned or not).  Bars
     are its 95% intervals, conditions dodged side by side; the dotted line is chance (25%) for cells and the
     image diagonal (a refusal's error) for points.  Pop-out shows as a flat
     curve, serial search as a falling (or, for errors, rising) one.
@@ -839,7 +832,7 @@ def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="bas
     matplotlib.figure.Figure
         The figure drawn on.
     """
-    fig, (ax,) = _axes(ax)
+    fig, (ax,) = figure_axes(ax)
     d = acc[
         (acc["subject"] == subject)
         & (acc["task"] == task)
@@ -893,7 +886,7 @@ def search_bias(bias: pd.DataFrame, subject, task, answer="cell", ax=None):
     Parameters
     ----------
     bias : DataFrame
-        :func:`bayesobs.search.response_bias` rows (``cell`` as ``"row,col"``,
+        :func:`bayesobs.scores.search.response_bias` rows (``cell`` as ``"row,col"``,
         ``selected``, ``precision``, ``recall``, ``invalid``).
     subject, task : str
         The subject and task drawn.
@@ -907,7 +900,7 @@ def search_bias(bias: pd.DataFrame, subject, task, answer="cell", ax=None):
     matplotlib.figure.Figure
         The figure drawn on; the title gives the share of invalid answers.
     """
-    fig, (ax,) = _axes(ax, size=(3.2, 3.0))
+    fig, (ax,) = figure_axes(ax, size=(3.2, 3.0))
     d = bias[(bias["subject"] == subject) & (bias["task"] == task) & (bias["answer"] == answer)]
     grid = np.full((2, 2), np.nan)
     for r in d.itertuples(index=False):

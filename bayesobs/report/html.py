@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import leaderboard as LB
-from ..api import predictions
 from ..errors import BayesobsInputError
+from ..exclusions import summary
+from ..fits.controls import anchoring_lines
+from ..fits.predictions import predictions
 from ..hvs.logged import is_hvs
-from ..perception import is_perception
-from ..provenance import provenance
-from ..references import subjects_only
+from ..provenance import provenance, read_manifest
 from ..scores import (
     CONSTANT_REASON,
     SCORED_TRIALS,
@@ -31,7 +32,10 @@ from ..scores import (
     score,
     with_baseline,
 )
-from ..search import is_search, prefer
+from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column
+from ..scores.perception import is_perception
+from ..scores.references import subjects_only
+from ..scores.search import is_search, prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
 from .calibration import calibration_sections, diagnostics_only, find_diagnostics
@@ -54,8 +58,6 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]
     looked up from the working directory, then from the score folder.  A
     manifest that is not a JSON object is one clear error.
     """
-    from ..provenance import read_manifest
-
     scores, frames, trial_paths, manifests = None, [], [], []
     for p in paths:
         found = Scores.from_folder(p) if p.is_dir() else None
@@ -98,8 +100,6 @@ def _manifest_trials(folder: Path, m: dict) -> pd.DataFrame:
     an error asking for ``bayesobs score`` to be run again.  Plain renames
     (``--map NEW=COLUMN``, ``@file``) and ``--columns`` are applied.
     """
-    import re
-
     where = f"{folder}/score_manifest.json"
     plain = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|@file")
 
@@ -600,7 +600,7 @@ def cot_accuracy_html(table: pd.DataFrame | None) -> list[str]:
     Parameters
     ----------
     table : DataFrame or None
-        A :func:`bayesobs.cot_accuracy.cot_accuracy_table`.
+        A :func:`bayesobs.scores.cot_accuracy.cot_accuracy_table`.
 
     Returns
     -------
@@ -824,8 +824,6 @@ def sequential_control_table(evidence: pd.DataFrame) -> pd.DataFrame:
 
 def _sequential_controls_html(res: Scores) -> list[str]:
     """The in-context-learning control (base vs context_none) and anchoring lines (folded)."""
-    from ..controls import anchoring_lines
-
     out = []
     table = sequential_control_table(res.evidence)
     if len(table):
@@ -863,13 +861,11 @@ def veridical_table(evidence: pd.DataFrame | None) -> pd.DataFrame:
     DataFrame
         One row per flagged cell (``bayesian`` rows of ``evidence.csv``,
         ``veridical_dAIC`` at least
-        :data:`bayesobs.evidence.VERIDICAL_THRESHOLD` or a non-empty
+        :data:`bayesobs.scores.evidence.VERIDICAL_THRESHOLD` or a non-empty
         ``boundary``): the cell keys, ``p``, ``p_veridical``,
         ``veridical_dAIC`` and ``boundary``; empty (no columns) when the
         evidence has no veridical reference.
     """
-    from ..evidence import VERIDICAL_THRESHOLD, text_column
-
     cols = ["p", "p_veridical", "veridical_dAIC", "boundary"]
     if evidence is None or not len(evidence) or "veridical_dAIC" not in evidence:
         return pd.DataFrame()
@@ -880,8 +876,6 @@ def veridical_table(evidence: pd.DataFrame | None) -> pd.DataFrame:
 
 def _evidence_notes_html(res: Scores) -> list[str]:
     """The bounds of factor evidence, the veridical reference and boundary fits."""
-    from ..evidence import evidence_notes, text_column
-
     ev = res.evidence
     if ev is None or not len(ev) or "p_floor" not in ev:
         return []
@@ -971,7 +965,6 @@ def _exclusions_html(table: pd.DataFrame | None) -> list[str]:
     """What was excluded before scoring (catch trials, ``--exclude`` rules), and by which rule."""
     if table is None:
         return []
-    from ..exclusions import summary
 
     inner = _table_html(table)
     return [

@@ -1,6 +1,6 @@
 """Report figures of the perception tasks (Tunnel Vision ...), and their report section.
 
-Plotting functions take the ``perception*`` tables of :mod:`bayesobs.perception`
+Plotting functions take the ``perception*`` tables of :mod:`bayesobs.scores.perception`
 (and published reference numbers) and an optional ``ax``; they draw and
 return the figure, computing no statistics.  Reference lines come from
 :mod:`bayesobs.tunnel.published` (chance, human, the paper's models), each
@@ -18,7 +18,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .figures import _axes, subject_colors
+from ..perceptv import plots
+from ..plotting import figure_axes
+from ..tunnel.published import TABLE2, references
+from .figures import subject_colors
 
 TASK_TITLES = {
     "object_reid": "Object re-identification",
@@ -42,8 +45,6 @@ def published_lines(task: str) -> pd.DataFrame:
         ``variant, who, value, source``: one row per published accuracy, as a
         fraction.
     """
-    from ..tunnel.published import references
-
     rows = [
         {"variant": r.variant, "who": r.who, "value": r.value / 100, "source": r.source}
         for r in references(task, metric="accuracy")
@@ -60,8 +61,6 @@ def published_table2() -> pd.DataFrame:
         ``variant, who, metric, value, note``; ``metric`` is
         ``log_odds_distance`` or ``log_odds_crossings``.
     """
-    from ..tunnel.published import TABLE2
-
     return pd.DataFrame(
         [
             {
@@ -109,7 +108,7 @@ def accuracy_by_variant(
     t = t[t["condition"] == "base"] if (t["condition"] == "base").any() else t
     t = per_sequence(t)  # the decomposed hunt on the paper's Table 1 metric
     variants = list(dict.fromkeys(t["variant"]))
-    fig, (ax,) = _axes(ax, size=(max(7.2, 3.6 + 0.45 * len(variants)), 3.6))
+    fig, (ax,) = figure_axes(ax, size=(max(7.2, 3.6 + 0.45 * len(variants)), 3.6))
     subjects = sorted(t["subject"].unique())
     colors = subject_colors(subjects)
     width = 0.8 / max(len(subjects), 1)
@@ -220,8 +219,6 @@ def table1_comparison(acc: pd.DataFrame) -> pd.DataFrame:
         final_step_n``; the published rows have ``who`` ``"paper: NAME"`` and
         NaN where the paper gives no number.
     """
-    from ..tunnel.published import references
-
     cols = [
         "who",
         "modality",
@@ -313,7 +310,7 @@ def f1_by_class(f1: pd.DataFrame, task: str = "object_reid", ax=None) -> Figure:
     matplotlib.figure.Figure
         The figure drawn on.
     """
-    fig, (ax,) = _axes(ax, size=(6.0, 3.4))
+    fig, (ax,) = figure_axes(ax, size=(6.0, 3.4))
     t = f1[f1["task"] == task]
     labels = [f"{s}\n{v}" for s, v in dict.fromkeys(zip(t["subject"], t["variant"], strict=True))]
     keys = list(dict.fromkeys(zip(t["subject"], t["variant"], strict=True)))
@@ -350,7 +347,7 @@ def chain_accuracy(chain: pd.DataFrame, modality: str = "image", ax=None) -> Fig
     matplotlib.figure.Figure
         The figure drawn on.
     """
-    fig, (ax,) = _axes(ax, size=(5.0, 3.6))
+    fig, (ax,) = figure_axes(ax, size=(5.0, 3.6))
     t = chain[chain["modality"] == modality]
     colors = subject_colors(t["subject"].unique())
     for s, g in t.groupby("subject", sort=True):
@@ -406,7 +403,7 @@ def effect_coefficients(
         The figure drawn on; a coefficient that could not be fitted is named
         with its note.
     """
-    fig, (ax,) = _axes(ax, size=(5.6, 3.6))
+    fig, (ax,) = figure_axes(ax, size=(5.6, 3.6))
     t = effects[
         (effects["task"] == task)
         & (effects["covariate"] == covariate)
@@ -462,7 +459,7 @@ def accuracy_by_size(size: pd.DataFrame, task: str, modality: str = "image", ax=
     matplotlib.figure.Figure
         The figure drawn on.
     """
-    fig, (ax,) = _axes(ax, size=(5.0, 3.4))
+    fig, (ax,) = figure_axes(ax, size=(5.0, 3.4))
     t = size[(size["task"] == task) & (size["modality"] == modality)]
     colors = subject_colors(t["subject"].unique())
     markers = dict(zip(dict.fromkeys(t["variant"]), "osD^v<>", strict=False))
@@ -640,8 +637,6 @@ def perceptv_sections(res, figs: Path, save) -> list[tuple]:
     list of tuple
         ``(title, caption, [src, ...])`` per section; empty without Percept-V rows.
     """
-    from ..perceptv import plots
-
     size = res.perception_size
     out = []
     if size is not None and len(size) and (size["task"] == "percept_v").any():

@@ -1,7 +1,7 @@
 """Report figures of the psychometric functions (``psychometric.csv``) and their section.
 
-The plotting functions take the table of :func:`bayesobs.psychometric.psychometric_table`
-and the per-level counts of :func:`bayesobs.psychometric.psychometric_levels`
+The plotting functions take the table of :func:`bayesobs.scores.psychometric.psychometric_table`
+and the per-level counts of :func:`bayesobs.scores.psychometric.psychometric_levels`
 (with their 95% Wilson intervals) and an optional ``ax``; they draw the
 fitted curves over the data and return the figure, fitting nothing.
 """
@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..psychometric import KEYS, psi
+from ..plotting import figure_axes
+from ..scores.psychometric import KEYS, psi, psychometric_levels
 
 CURVE_POINTS = 200
 
@@ -25,7 +26,7 @@ def group_levels(levels: pd.DataFrame, row) -> pd.DataFrame:
     Parameters
     ----------
     levels : DataFrame
-        :func:`bayesobs.psychometric.psychometric_levels` rows.
+        :func:`bayesobs.scores.psychometric.psychometric_levels` rows.
     row : Mapping
         A ``psychometric.csv`` row (a dict or Series); its group keys are
         compared as text, a missing key as ``""``.
@@ -59,7 +60,7 @@ def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=Non
         A ``psychometric.csv`` row: the group keys, ``level``, ``threshold``,
         ``width``, ``lapse``, ``sigmoid`` and ``direction``.
     levels : DataFrame
-        :func:`bayesobs.psychometric.psychometric_levels` rows (``x``,
+        :func:`bayesobs.scores.psychometric.psychometric_levels` rows (``x``,
         ``accuracy``, ``lo``, ``hi``, ``guess``).
     ax : matplotlib.axes.Axes, optional
         Where to draw; a new figure otherwise.
@@ -73,10 +74,7 @@ def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=Non
     matplotlib.figure.Figure
         The figure drawn on.
     """
-    if ax is None:
-        fig = Figure(figsize=(4.2, 3.2), layout="constrained")
-        ax = fig.subplots()
-    fig = ax.figure
+    fig, (ax,) = figure_axes(ax, size=(4.2, 3.2))
     d = group_levels(levels, row)
     x = d["x"].to_numpy(float)
     acc = d["accuracy"].to_numpy(float)
@@ -110,7 +108,7 @@ def psychometric_grid(table: pd.DataFrame, levels: pd.DataFrame, ncols: int = 4)
     table : DataFrame
         ``psychometric.csv`` rows, one panel each.
     levels : DataFrame
-        :func:`bayesobs.psychometric.psychometric_levels` rows.
+        :func:`bayesobs.scores.psychometric.psychometric_levels` rows.
     ncols : int
         Panels per row.
 
@@ -161,8 +159,6 @@ def psychometric_sections(res, trials: pd.DataFrame, out: Path, save, table_html
     tail : list of str
         HTML blocks for the end of the page: heading, note and table.
     """
-    from ..psychometric import psychometric_levels
-
     table = res.psychometric
     levels = psychometric_levels(trials)
     sections = []

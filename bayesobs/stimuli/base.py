@@ -327,7 +327,7 @@ class Task:
         stim : Stimulus
             The trial's stimulus.
         cond : Condition
-            The trial's condition (:class:`bayesobs.ablations.Condition`).
+            The trial's condition (:class:`bayesobs.run.ablations.Condition`).
 
         Returns
         -------

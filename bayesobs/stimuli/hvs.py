@@ -56,6 +56,18 @@ import numpy as np
 from PIL import Image
 
 from ..errors import BayesobsInputError
+from ..hvs import (
+    DEFAULT_SCANPATH,
+    GT_MEAN_COUNT,
+    build_questions,
+    load_folder,
+    missing_report,
+    random_baseline_scores,
+    scanpath_score,
+    sim_context,
+    standardise,
+)
+from ..hvs.fixture import FIXTURE_NOTE
 from .base import Stimulus, Task, blur, to_png
 
 QTYPES = tuple(f"Q{i}" for i in range(1, 14))
@@ -78,8 +90,6 @@ def is_fixture(root: str | Path) -> bool:
         True when ``root/README.txt`` is readable and starts with
         :data:`bayesobs.hvs.fixture.FIXTURE_NOTE`.
     """
-    from ..hvs.fixture import FIXTURE_NOTE
-
     readme = Path(root) / "README.txt"
     try:
         return readme.is_file() and readme.read_text(encoding="utf-8").startswith(FIXTURE_NOTE)
@@ -96,8 +106,6 @@ def no_folder_message() -> str:
         The message, ending with :func:`bayesobs.hvs.missing_report` for a
         folder called ``DIR``.
     """
-    from ..hvs import missing_report
-
     return (
         "task hvs needs --hvs DIR, a folder holding the public source datasets the "
         "HVSBench-style questions are built from (see docs/hvs.md). " + missing_report(Path("DIR"))
@@ -150,8 +158,6 @@ class HvsTask(Task):
         if self.root is None:
             raise BayesobsInputError(no_folder_message())
         if self._sources is None:
-            from ..hvs import load_folder
-
             self._sources = load_folder(self.root)
         return self._sources
 
@@ -209,8 +215,6 @@ class HvsTask(Task):
         """
         key = (types, seed)
         if key not in self._sets:
-            from ..hvs import build_questions, random_baseline_scores, sim_context
-
             src = self.sources()
             full = build_questions(src, seed=seed, hint=True, types=types)
             if not full:
@@ -478,8 +482,6 @@ class HvsTask(Task):
             ``repeat``, ``hvs_data`` and the chance columns), plus
             ``invalid_reason`` when the reply could not be read.
         """
-        from ..hvs import DEFAULT_SCANPATH, GT_MEAN_COUNT, scanpath_score, standardise
-
         rec = stim.params["record"]
         kind, qtype = rec["kind"], rec["qtype"]
         pred = standardise(kind, reply)

@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 
 from .. import perceptv
 from ..perceptv import parse as pparse
+from ..perceptv.parse import FORMATTERS
+from ..perceptv.prompts import BULLETS
 from .base import Stimulus
 from .perception import PerceptionTask, Question, png_bytes
 
@@ -195,8 +197,6 @@ class PerceptV(PerceptionTask):
             format, each ending in a full stop, then the answer format's
             line of :data:`HOW_TO_ANSWER`.
         """
-        from ..perceptv.prompts import BULLETS
-
         keep = [b.strip() for b in BULLETS[stim.params["variant"]] if not _FORMAT_BULLET.search(b)]
         said = " ".join(b if b.endswith((".", "?")) else b + "." for b in keep)
         return f"{said} {HOW_TO_ANSWER[stim.params['format']]}"
@@ -218,8 +218,6 @@ class PerceptV(PerceptionTask):
             ``(text, formatted)``, or ``(text,)`` when the format has no
             formatter or its formatter refuses the text.
         """
-        from ..perceptv.parse import FORMATTERS
-
         try:
             formatted = FORMATTERS[stim.params["format"]](text.strip())
         except (KeyError, ValueError):  # e.g. too few values for a keyed format

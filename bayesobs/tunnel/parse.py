@@ -24,17 +24,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..answers import first_braced
+from ..answers import dispatch, empty, first_braced
 from .hunt import COLOURS, SHAPES
 
 _YESNO = re.compile(r"\b(yes|no)\b", re.I)
 _COMPONENT = re.compile(r"^C(\d+)$")
 
 Parsed = tuple[str | None, str | None]
-
-
-def _empty(reply: str | None) -> bool:
-    return reply is None or not str(reply).strip()
 
 
 def parse_reid(reply: str | None) -> Parsed:
@@ -56,7 +52,7 @@ def parse_reid(reply: str | None) -> Parsed:
         ``None``, or why the reply is invalid (empty; braces hold something
         else; no yes/no word).
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
     if braced is not None:
@@ -86,7 +82,7 @@ def parse_colour(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is invalid (empty, or not exactly a colour).
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
     value = (braced if braced is not None else reply.strip()).lower()
@@ -114,7 +110,7 @@ def parse_cell(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is invalid.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
     value = " ".join((braced if braced is not None else reply.strip()).lower().split())
@@ -142,7 +138,7 @@ def parse_component(reply: str | None) -> Parsed:
     reason : str or None
         ``None``, or why the reply is invalid.
     """
-    if _empty(reply):
+    if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
     value = (braced if braced is not None else reply.strip()).upper().replace(" ", "")
@@ -184,10 +180,4 @@ def parse(answer_format: str, reply: str | None) -> Parsed:
     ValueError
         If ``answer_format`` names no parser.
     """
-    try:
-        parser = PARSERS[answer_format]
-    except KeyError:
-        raise ValueError(
-            f"unknown answer format {answer_format!r}; expected one of {sorted(PARSERS)}"
-        ) from None
-    return parser(reply)
+    return dispatch(PARSERS, answer_format, reply)

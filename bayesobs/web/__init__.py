@@ -31,7 +31,7 @@ def running(server: ParticipantServer, host: str = "127.0.0.1"):
     str
         The base URL, ``http://HOST:PORT``.
     """
-    import uvicorn
+    import uvicorn  # start-up time: the ASGI server loads only for serve
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind((host, 0))

@@ -45,7 +45,9 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from ..presentation import (
+from ..provenance import utc_now
+from ..run.plan import Session, load_spec
+from ..run.presentation import (
     human_instruction,
     human_plan,
     practice_stimulus,
@@ -53,10 +55,8 @@ from ..presentation import (
     stimulus_parts,
     trial_blur,
 )
-from ..provenance import utc_now
-from ..runner import Session, load_spec
+from ..run.store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
 from ..stimuli import TASKS
-from ..store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
 from .study import (
     CATCH_RANGE,
     CATCH_SEED,
@@ -1400,7 +1400,7 @@ def check_tap(body: dict, area: tuple[int, int]) -> dict | Response:
 
 
 def trial_key(pid: str, sess: Session, t: int) -> tuple:
-    """The log key (:data:`bayesobs.store.TRIAL_ID`) of participant ``pid``'s trial ``t`` of ``sess``.
+    """The log key (:data:`bayesobs.run.store.TRIAL_ID`) of participant ``pid``'s trial ``t`` of ``sess``.
 
     Parameters
     ----------
@@ -1414,7 +1414,7 @@ def trial_key(pid: str, sess: Session, t: int) -> tuple:
     Returns
     -------
     tuple
-        The key's values in :data:`~bayesobs.store.TRIAL_ID` order.
+        The key's values in :data:`~bayesobs.run.store.TRIAL_ID` order.
     """
     ids = dict(zip(("task", "modality", "condition", "session", "run"), sess.key[1:], strict=True))
     ids.update(subject=pid, trial=t)

@@ -37,7 +37,9 @@ import secrets
 from pathlib import Path
 
 from ..errors import BayesobsInputError
-from ..presentation import (
+from ..provenance import provenance
+from ..run.plan import load_spec
+from ..run.presentation import (
     human_instruction,
     human_plan,
     practice_stimulus,
@@ -45,10 +47,8 @@ from ..presentation import (
     stimulus_text,
     trial_blur,
 )
-from ..provenance import provenance
-from ..runner import load_spec
+from ..run.store import save_png
 from ..stimuli import TASKS
-from ..store import save_png
 from .app import ANSWER_RANGE, CATCH_INSTRUCTION, WRAP_TEXT
 from .study import (
     block_order,

@@ -1,0 +1,345 @@
+"""The fitting kernel: closed forms, Kalman moments and the 1-D search (METHOD §2).
+
+Public building blocks of every fit (the batched engine of
+:mod:`bayesobs.fits.fitting`, the lapse EM of :mod:`bayesobs.fits.lapse`, the anchoring
+controls, the design study and the interleaved fits of
+:mod:`bayesobs.fits.levels`):
+
+* :func:`transformed` puts a run table on a variant's scale, centred per cell;
+* :func:`gram_stats` are the sufficient statistics of ``(z, zbar_r, 1, u)``
+  (their columns are indexed by ``G_N`` ... ``G_SUU``), additive over runs;
+* :func:`closed_forms` solves ``linear``, ``static`` and ``static_gain``
+  exactly, :func:`rss_kalman` gives the Kalman variants' residual sum of
+  squares from :func:`kalman_moments`;
+* :func:`golden` is the golden-section search of ``log rho``;
+* :func:`profiled_loglik`, :func:`variance_floor` and :func:`quantum_floor`
+  profile ``sigma`` out with a floor.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+
+from .observers.scale import cell_moments, model_scale
+from .runtable import RunTable
+
+LOG_RHO_GRID = np.arange(-18.0, 18.0 + 1e-9, 0.25)
+
+
+GOLDEN_ITERATIONS = 32  # bracket 0.5 -> 1e-7 in log rho
+
+
+VARIANCE_FLOOR = 1e-12
+
+
+_PHI = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+# Gram statistics of (z, zbar, 1, u) over observed trials.
+G_N, G_SZ, G_SZB, G_SU, G_SZZ, G_SZZB, G_SZBZB, G_SZU, G_SZBU, G_SUU = range(10)
+
+
+# ------------------------------------------------------------ statistics
+def transformed(runs: RunTable, cells: pd.DataFrame, log: bool):
+    """Centred ``z``, ``u`` (0 where not applicable), observed mask, Jacobian."""
+    eps = cells["eps"].to_numpy()[runs.cell][:, None]
+    ok = (cells["log_skipped"].to_numpy() == "")[runs.cell][:, None]
+    z, u, obs, jac = model_scale(runs.x, runs.y, runs.present, eps, log, ok)
+    jac_run = jac.sum(1)
+    # Per-cell centring constant: mean of z over all trials of the cell.
+    centre = cell_moments(z, runs.present, runs.cell, len(cells))[0][runs.cell][:, None]
+    z = np.where(runs.present, z - centre, 0.0)
+    u = np.where(obs, u - centre, 0.0)
+    return z, u, obs, jac_run, centre[:, 0]
+
+
+def gram_stats(z, u, present, obs) -> np.ndarray:
+    """Gram statistics of ``(z, zbar_r, 1, u)`` of every run: ``(runs, 10)``.
+
+    ``obs`` weights each trial (a mask, or EM responsibilities); ``zbar_r``
+    is the mean of ``z`` over every trial of the run.
+    """
+    o = obs.astype(float)
+    zb = z.sum(1) / present.sum(1)
+    n = o.sum(1)
+    sz = (o * z).sum(1)
+    su = (o * u).sum(1)
+    return np.stack(
+        [
+            n,
+            sz,
+            zb * n,
+            su,
+            (o * z * z).sum(1),
+            zb * sz,
+            zb * zb * n,
+            (o * z * u).sum(1),
+            zb * su,
+            (o * u * u).sum(1),
+        ],
+        axis=1,
+    )
+
+
+def kalman_moments(z, u, obs, rho):
+    """``sum mu``, ``sum mu^2``, ``sum mu u`` over observed trials.
+
+    ``z``, ``u``, ``obs``: time-major ``(T, R)`` arrays; ``rho`` broadcasts
+    against ``(R,)`` (e.g. ``(C, 1)`` for a grid, or ``(R,)``, one per run).
+    The gains are computed inside the recursion; ``rho = inf`` is replaced by
+    ``1e300``, for which ``K_t = p / (p + 1)`` is exactly 1 in floating point.
+    Returns three arrays of shape ``broadcast(rho, (R,))``.
+    """
+    rho = np.asarray(rho, dtype=float)
+    r = np.where(np.isinf(rho), 1e300, rho)
+    lead = np.broadcast_shapes(r.shape, z.shape[1:])
+    T = z.shape[0]
+    o = obs.astype(float)
+    k = np.ones(lead)
+    mu = np.broadcast_to(z[0], lead).copy()
+    s1 = mu * o[0]
+    s2 = mu * s1
+    s3 = s1 * u[0]
+    m = np.empty(lead)
+    for t in range(1, T):
+        k += r
+        k /= k + 1.0
+        np.subtract(z[t], mu, out=m)
+        m *= k
+        mu += m
+        np.multiply(mu, o[t], out=m)
+        s1 += m
+        s3 += m * u[t]
+        m *= mu
+        s2 += m
+    return s1, s2, s3
+
+
+KALMAN_BLOCK = 8192  # columns per block: the recursion's working set stays in cache
+
+
+def kalman_moments_blocked(z, u, obs, rho):
+    """:func:`kalman_moments` with one ``rho`` per column, block by block.
+
+    The same operations on every element (so the same numbers), on blocks of
+    :data:`KALMAN_BLOCK` columns that stay in cache, in two threads where
+    there are two cores or more (NumPy releases the GIL).
+    """
+    blocks = [slice(a, a + KALMAN_BLOCK) for a in range(0, z.shape[1], KALMAN_BLOCK)]
+
+    def one(b):
+        return kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b])
+
+    if len(blocks) > 1 and (os.cpu_count() or 1) > 1:
+        with ThreadPoolExecutor(2) as pool:
+            parts = list(pool.map(one, blocks))
+    else:
+        parts = [one(b) for b in blocks]
+    if not parts:
+        return [np.zeros(0)] * 3
+    return [np.concatenate(p) for p in zip(*parts, strict=True)]
+
+
+def rss_kalman(G, s1, s2, s3):
+    """RSS of ``kalman`` and ``kalman_gain`` given dataset moments.
+
+    ``G``: dataset Gram stats broadcastable to ``s1``'s leading shape.
+    Returns ``(rss_kalman, rss_kalman_gain, g, delta)``.
+    """
+    n, su, suu = G[..., G_N], G[..., G_SU], G[..., G_SUU]
+    rss_k = suu - 2 * s3 + s2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        vmu = s2 - s1 * s1 / n
+        cmu = s3 - s1 * su / n
+        vu = suu - su * su / n
+        g = np.where(vmu > 1e-14 * np.maximum(s2, 1e-300), cmu / vmu, 0.0)
+        g = np.maximum(g, 0.0)
+        rss_g = vu - 2 * g * cmu + g * g * vmu
+        # n = 0: a bootstrap draw of runs without one response (NaN, as in closed_forms)
+        delta = (su - g * s1) / n
+    return rss_k, rss_g, g, delta
+
+
+def closed_forms(G):
+    """RSS and (centred) parameters of linear, static and static_gain.
+
+    ``G``: ``(D, 10)`` dataset Gram statistics (:func:`gram_stats`).  Returns
+    ``{name: (rss, params)}``.
+    """
+    n = G[:, G_N]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mz, mzb, mu_ = G[:, G_SZ] / n, G[:, G_SZB] / n, G[:, G_SU] / n
+        vzz = G[:, G_SZZ] - n * mz * mz
+        vbb = G[:, G_SZBZB] - n * mzb * mzb
+        vzb = G[:, G_SZZB] - n * mz * mzb
+        czu = G[:, G_SZU] - n * mz * mu_
+        cbu = G[:, G_SZBU] - n * mzb * mu_
+        vu = G[:, G_SUU] - n * mu_ * mu_
+        tiny = 1e-13
+        # linear
+        w = np.where(vzz > tiny * G[:, G_SZZ], czu / vzz, 0.0)
+        rss_lin = vu - w * czu
+        b = mu_ - w * mz
+        # static: residual e = u - z regressed on d = zbar - z, no intercept
+        sdd = G[:, G_SZBZB] - 2 * G[:, G_SZZB] + G[:, G_SZZ]
+        sde = G[:, G_SZBU] - G[:, G_SZZB] - G[:, G_SZU] + G[:, G_SZZ]
+        see = G[:, G_SUU] - 2 * G[:, G_SZU] + G[:, G_SZZ]
+        om = np.where(sdd > tiny * (G[:, G_SZZ] + G[:, G_SZBZB]), sde / sdd, 0.0)
+        om = np.clip(om, 0.0, 1.0)
+        rss_st = see - 2 * om * sde + om * om * sdd
+
+        # static_gain: min over faces of {a >= 0, c >= 0}
+        def rss(a, c):
+            return vu - 2 * (a * czu + c * cbu) + a * a * vzz + 2 * a * c * vzb + c * c * vbb
+
+        det = vzz * vbb - vzb * vzb
+        full_ok = det > 1e-10 * vzz * vbb
+        a_f = np.where(full_ok, (vbb * czu - vzb * cbu) / det, 0.0)
+        c_f = np.where(full_ok, (vzz * cbu - vzb * czu) / det, 0.0)
+        full_ok &= (a_f >= 0) & (c_f >= 0)
+        a_1 = np.where(vzz > tiny * G[:, G_SZZ], np.maximum(czu / vzz, 0.0), 0.0)
+        c_2 = np.where(vbb > tiny * G[:, G_SZBZB], np.maximum(cbu / vbb, 0.0), 0.0)
+        cands = np.stack(
+            [np.where(full_ok, rss(a_f, c_f), np.inf), rss(a_1, 0.0), rss(0.0, c_2)], axis=1
+        )
+        pick = np.argmin(cands, axis=1)
+        a = np.choose(pick, [a_f, a_1, np.zeros_like(a_1)])
+        c = np.choose(pick, [c_f, np.zeros_like(c_2), c_2])
+        rss_sg = cands[np.arange(len(pick)), pick]
+        g = a + c
+        om_g = np.where(g > 0, c / np.where(g > 0, g, 1.0), 0.0)  # g = 0: unidentified, report 0
+        d_sg = mu_ - a * mz - c * mzb
+    return {
+        "linear": (rss_lin, {"w": w, "b": b}),
+        "static": (rss_st, {"w_prior": om}),
+        "static_gain": (rss_sg, {"w_prior": om_g, "g": g, "delta": d_sg}),
+    }
+
+
+def golden(evaluate, lo, hi, iterations=GOLDEN_ITERATIONS):
+    """Vectorised golden-section minimisation of ``evaluate(theta)`` on [lo, hi]."""
+    x1 = hi - _PHI * (hi - lo)
+    x2 = lo + _PHI * (hi - lo)
+    f1, f2 = evaluate(x1), evaluate(x2)
+    for _ in range(iterations):
+        left = f1 < f2  # minimum in [lo, x2]
+        hi = np.where(left, x2, hi)
+        lo = np.where(left, lo, x1)
+        xn = np.where(left, hi - _PHI * (hi - lo), lo + _PHI * (hi - lo))
+        fn = evaluate(xn)
+        x2, f2, x1, f1 = (
+            np.where(left, x1, xn),
+            np.where(left, f1, fn),
+            np.where(left, xn, x2),
+            np.where(left, fn, f2),
+        )
+    best = f1 <= f2
+    return np.where(best, x1, x2), np.where(best, f1, f2)
+
+
+def fit_kalman(W, Gd, z, u, obs):
+    """Profiled fits of ``kalman`` and ``kalman_gain`` for every dataset.
+
+    ``z``, ``u``, ``obs`` are time-major ``(T, runs)``.
+    """
+    theta = np.concatenate([[-np.inf], LOG_RHO_GRID, [np.inf]])
+    s1, s2, s3 = kalman_moments(z, u, obs, np.exp(theta)[:, None])  # (C, R)
+    agg = [(W @ s.T) for s in (s1, s2, s3)]  # (D, C)
+    rss_k, rss_g, _, _ = rss_kalman(Gd[:, None, :], *agg)
+    D = W.shape[0]
+    coo = W.tocoo()
+    d_p, r_p, w_p = coo.row, coo.col, coo.data  # (dataset, run) pairs, by dataset (CSR order)
+    first = np.searchsorted(d_p, np.arange(D + 1))
+
+    def pairs_of(d_sel):
+        """The (dataset, run) pairs of datasets ``d_sel``: item index, weight, gathered runs."""
+        cnt = first[d_sel + 1] - first[d_sel]
+        item = np.repeat(np.arange(len(d_sel)), cnt)
+        pos = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt - first[d_sel], cnt)
+        c = r_p[pos]
+        return item, w_p[pos], len(d_sel), z[:, c], u[:, c], obs[:, c]
+
+    def moments_of(pairs, th):
+        """Moments of the datasets of ``pairs`` at ``log rho = th`` (one per dataset)."""
+        item, w, n, zc, uc, oc = pairs
+        m = kalman_moments_blocked(zc, uc, oc, np.exp(th)[item])
+        return [np.bincount(item, weights=w * mm, minlength=n) for mm in m]
+
+    def moments_at(th):  # th: (2, D) -> moments (2, D) each (row 0 kalman, row 1 kalman_gain)
+        d_all = np.arange(D)
+        m = moments_of(pairs_of(np.concatenate([d_all, d_all])), th.reshape(-1))
+        return [mm.reshape(2, D) for mm in m]
+
+    grids = np.stack([rss_k, rss_g])  # (2, D, C)
+    i = np.argmin(np.where(np.isnan(grids), np.inf, grids), axis=2)  # (2, D)
+    best_theta = theta[i]
+    best_rss = np.take_along_axis(grids, i[..., None], axis=2)[..., 0]
+    interior = (i > 0) & (i < len(theta) - 1)
+    lo = theta[np.clip(i - 1, 1, len(theta) - 2)]
+    hi = theta[np.clip(i + 1, 1, len(theta) - 2)]
+    if interior.any():
+        # refine only the interior minima (the others are kept as they are): (row, dataset) items
+        j_sel, d_sel = np.nonzero(interior)
+        pairs, Gd_sel = pairs_of(d_sel), Gd[d_sel]
+
+        def evaluate(th):
+            rk, rg, _, _ = rss_kalman(Gd_sel, *moments_of(pairs, th))
+            return np.where(j_sel == 0, rk, rg)
+
+        th_r, f_r = golden(evaluate, lo[j_sel, d_sel], hi[j_sel, d_sel])
+        better = f_r < best_rss[j_sel, d_sel]
+        best_theta[j_sel[better], d_sel[better]] = th_r[better]
+    rk, rg, g, delta = rss_kalman(Gd, *moments_at(best_theta))
+    return {
+        "kalman": (rk[0], {"rho": np.exp(best_theta[0])}),
+        "kalman_gain": (rg[1], {"rho": np.exp(best_theta[1]), "g": g[1], "delta": delta[1]}),
+    }
+
+
+def profiled_loglik(rss, n, floor, jac=0.0):
+    """Profiled variance and log-likelihood of a Gaussian fit (METHOD §2, §8).
+
+    ``sigma^2 = max(RSS / n, floor)`` and
+    ``LL = -n/2 log(2 pi sigma^2) - RSS / (2 sigma^2) - jac``.  ``RSS`` is
+    first clipped at 0: computed from sums (``sum u^2 - 2 sum mu u + ...``) an
+    exact fit can come out a rounding error below 0, and a negative RSS under
+    the floor would lift the LL above ``-n/2 log(2 pi floor)``, the most the
+    floor allows.  Every variant's LL goes through here.  Returns
+    ``(sigma^2, LL)``; NaN where ``n = 0``.
+    """
+    rss = np.maximum(rss, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s2 = np.maximum(rss / n, floor)
+        loglik = -0.5 * n * np.log(2 * np.pi * s2) - 0.5 * rss / s2 - jac
+    return s2, loglik
+
+
+def variance_floor(Gd: np.ndarray, qfloor: np.ndarray) -> np.ndarray:
+    """Per-dataset floor of the profiled variance.
+
+    The response quantum's Sheppard variance, and at least ``1e-12`` times
+    the response variance (no infinite LL).
+    """
+    n = Gd[:, G_N]
+    nn = np.where(n > 0, n, 1)
+    vu = Gd[:, G_SUU] - Gd[:, G_SU] ** 2 / nn
+    return np.maximum(VARIANCE_FLOOR * np.maximum(vu / nn, 1e-300), qfloor)
+
+
+def quantum_floor(cells: pd.DataFrame, log: bool) -> np.ndarray:
+    """Per-cell variance floor from the response quantum (Sheppard, METHOD §8).
+
+    ``delta**2 / 12`` on the response scale; for log variants
+    ``(delta / (median y + eps))**2 / 12``, the same rounding seen in log space.
+    """
+    delta = cells["delta"].to_numpy(float)
+    if log:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            delta = delta / (cells["y_median"].to_numpy(float) + cells["eps"].to_numpy(float))
+        delta = np.where(np.isfinite(delta), delta, 0.0)
+    return delta**2 / 12.0

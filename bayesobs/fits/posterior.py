@@ -1,0 +1,899 @@
+"""Full posterior fits of the ten observer variants with NumPyro (NUTS), ArviZ and PSIS-LOO.
+
+Each variant's mean is :func:`bayesobs.fits.observers.models.mean_padded` — the same
+pure function the NumPy observer functions use — evaluated with ``jax.numpy``.
+
+Scales: within a dataset, ``z`` and ``u`` are standardised by the mean and SD
+of ``z`` (``z' = (z - c) / s``).  Static and Kalman means are shift- and
+scale-equivariant, so ``w_prior`` and ``rho`` are unchanged; ``g`` is
+unchanged; ``b``, ``delta`` and ``sigma`` are mapped back to natural units
+for reporting.  Log-likelihoods (and so LOO) are on the response scale:
+``log p(y) = log p(u') - log s - log(y + eps)`` (the last term for log variants).
+
+Priors (standardised scale, weakly informative): ``w_prior ~ Beta(1.1, 1.1)``,
+``log rho ~ Normal(0, 3)``, ``g ~ HalfNormal(2)``, ``delta', b' ~ Normal(0, 2)``,
+``w ~ Normal(1, 1)``, ``sigma' ~ HalfNormal(1)``.  Hierarchical models draw
+each subject's ``logit w_prior``, ``log rho`` or ``w`` from a population
+``Normal(mu, tau)`` with ``tau ~ HalfNormal(1)`` (non-centred).
+
+Single-cell fits are batched (:func:`sample_batch`): one compiled sampler per
+variant and cell shape, ``vmap`` over cells and chains of NumPyro's NUTS
+kernel, each cell with its own adaptation and diagnostics; the batches run
+here or on a Dask cluster (:mod:`bayesobs.distributed`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import multiprocessing as mp
+import os
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from ..distributed import map_tasks, scheduler_address
+from ..trials import CELL_KEYS, normalize_trials
+from .observers.models import mean_padded
+from .observers.scale import cell_moments, model_scale
+from .observers.variants import VARIANTS, Variant, get_variant
+from .runtable import build_runs
+
+CORE = {"linear": "w", "static": "w_prior", "kalman": "rho"}
+RHAT_MAX = 1.01
+PARETO_K_MAX = 0.7  # Vehtari et al. (2017): PSIS-LOO unreliable above
+ESS_PER_CHAIN = 100  # Vehtari et al. (2021): bulk ESS above 100 per chain
+
+
+@dataclass
+class Data:
+    """Padded, standardised arrays of one or several cells (one subject each)."""
+
+    z: np.ndarray  # (R, T)
+    u: np.ndarray  # (R, T), 0 where missing/padded
+    obs: np.ndarray  # (R, T) bool
+    zbar: np.ndarray  # (R, 1)
+    subject: np.ndarray  # (R,) subject index
+    const: np.ndarray  # (R, T) per-trial log-likelihood offset to the response scale
+    c: np.ndarray  # (S,) centre per subject
+    s: np.ndarray  # (S,) scale per subject
+    subjects: list
+
+
+def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
+    """Standardised padded arrays; one subject per cell of ``trials``."""
+    cells, runs = build_runs(trials)
+    present = runs.present
+    eps = cells["eps"].to_numpy()[runs.cell][:, None]
+    if variant.log and (cells["log_skipped"] != "").any():
+        raise ValueError(f"{variant.name}: not applicable ({cells['log_skipped'].iloc[0]})")
+    z, u, obs, jac = model_scale(runs.x, runs.y, present, eps, variant.log)
+    S = len(cells)
+    c, s = cell_moments(z, present, runs.cell, S)
+    s = np.where(s > 0, s, 1.0)
+    cr, sr = c[runs.cell][:, None], s[runs.cell][:, None]
+    zs = np.where(present, (z - cr) / sr, 0.0)
+    us = np.where(obs, (u - cr) / sr, 0.0)
+    zbar = (zs.sum(1) / present.sum(1))[:, None]
+    const = np.where(obs, -np.log(sr) - jac, 0.0)
+    subjects = [tuple(cells.loc[k, list(CELL_KEYS)]) for k in range(S)]
+    return Data(zs, us, obs, zbar, runs.cell, const, c, s, subjects)
+
+
+def model(variant: Variant, data: Data, hierarchical: bool = False, prior_scale: float = 1.0):
+    """The NumPyro model of ``variant`` for ``data`` (several subjects if hierarchical).
+
+    With ``data.u`` set to ``None`` the responses are drawn rather than
+    observed (prior predictive draws, simulation-based calibration).
+    ``prior_scale`` multiplies the scale of every Normal and half-Normal
+    prior (not the Beta prior of ``w_prior``); anything but 1 is a
+    deliberately wrong prior, used to show that the calibration check
+    (:mod:`bayesobs.calibration`) detects one.
+    """
+    import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
+    import numpyro  # optional weight: NumPyro loads only for posterior/calibration work
+    import numpyro.distributions as dist  # optional weight: NumPyro loads only for posterior/calibration work
+
+    S = len(data.subjects)
+    fam = variant.family
+    with numpyro.plate("subject", S):
+        if hierarchical and S > 1:
+            mu = numpyro.sample(
+                "mu_pop", dist.Normal(0.0 if fam != "linear" else 1.0, 1.5 * prior_scale)
+            )
+            tau = numpyro.sample("tau_pop", dist.HalfNormal(1.0 * prior_scale))
+            eta = numpyro.sample("eta", dist.Normal(0.0, 1.0))
+            raw = mu + tau * eta
+            core = {"linear": raw, "static": 1 / (1 + jnp.exp(-raw)), "kalman": jnp.exp(raw)}[fam]
+            numpyro.deterministic(CORE[fam], core)
+        elif fam == "linear":
+            core = numpyro.sample("w", dist.Normal(1.0, 1.0 * prior_scale))
+        elif fam == "static":
+            core = numpyro.sample("w_prior", dist.Beta(1.1, 1.1))
+        else:
+            core = jnp.exp(numpyro.sample("log_rho", dist.Normal(0.0, 3.0 * prior_scale)))
+            numpyro.deterministic("rho", core)
+        params = {CORE[fam]: core}
+        if fam == "linear":
+            params["b"] = numpyro.sample("b_std", dist.Normal(0.0, 2.0 * prior_scale))
+        if variant.gain:
+            params["g"] = numpyro.sample("g", dist.HalfNormal(2.0 * prior_scale))
+            params["delta"] = numpyro.sample("delta_std", dist.Normal(0.0, 2.0 * prior_scale))
+        sigma = numpyro.sample("sigma_std", dist.HalfNormal(1.0 * prior_scale))
+    idx = jnp.asarray(data.subject)
+    per_run = {k: v[idx][:, None] for k, v in params.items()}
+    m = mean_padded(variant, per_run, jnp.asarray(data.z), jnp.asarray(data.zbar), xp=jnp)
+    numpyro.sample(
+        "u",
+        dist.Normal(m, sigma[idx][:, None]).mask(jnp.asarray(data.obs)),
+        obs=None if data.u is None else jnp.asarray(data.u),
+    )
+
+
+def natural_params(variant: Variant, samples: dict, data: Data) -> dict[str, np.ndarray]:
+    """Posterior draws in natural units (``(..., S)`` arrays)."""
+    fam = variant.family
+    out = {CORE[fam]: np.asarray(samples[CORE[fam]])}
+    c, s = data.c, data.s
+    g = np.asarray(samples["g"]) if variant.gain else 1.0
+    if fam == "linear":
+        w = out["w"]
+        out["b"] = s * np.asarray(samples["b_std"]) + c - w * c  # u = w z + b in natural units
+    if variant.gain:
+        out["g"] = g
+        out["delta"] = s * np.asarray(samples["delta_std"]) + c * (1 - g)
+    out["sigma"] = s * np.asarray(samples["sigma_std"])
+    return out
+
+
+def _rng_key(seed: int):
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+
+    return jax.random.PRNGKey(seed)
+
+
+def sample(
+    variant, data: Data, hierarchical=False, chains=4, warmup=500, draws=500, seed=0, progress=False
+):
+    """NUTS draws of one variant; returns an ArviZ InferenceData with pointwise log-likelihood."""
+    import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
+
+    # optional weight: NumPyro loads only for posterior/calibration work
+    from numpyro.infer import MCMC, NUTS, log_likelihood
+
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    mcmc = MCMC(
+        NUTS(model),
+        num_warmup=warmup,
+        num_samples=draws,
+        num_chains=chains,
+        chain_method="vectorized",
+        progress_bar=progress,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # numpyro: "There are not enough devices ..."
+        mcmc.run(_rng_key(seed), variant, data, hierarchical)
+    post = mcmc.get_samples(group_by_chain=True)
+    ll = np.asarray(log_likelihood(model, mcmc.get_samples(), variant, data, hierarchical)["u"])
+    ll = ll + data.const  # response scale
+    ll = ll[:, data.obs].reshape(chains, draws, -1)
+    nat = natural_params(variant, post, data)
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    idata = az.from_dict(
+        posterior={k: np.asarray(v) for k, v in nat.items()},
+        log_likelihood={"y": ll},
+        sample_stats={"diverging": np.asarray(extra["diverging"])},
+        coords={"subject": ["/".join(map(str, s)) for s in data.subjects]},
+        dims={k: ["subject"] for k in nat},
+    )
+    return idata
+
+
+# ------------------------------------------------------------ batched fits
+T_BUCKET = 8  # trials per run are padded up to a multiple of this (a cell's own canonical shape)
+BATCH_CELLS = 128  # cells sampled together in one compiled call (memory: draws x trials x chains)
+
+
+def canonical_shape(data: Data) -> tuple[int, int]:
+    """The padded ``(runs, trials)`` shape a cell is sampled at, a function of the cell alone.
+
+    Runs are kept exactly; trials per run are padded to a multiple of
+    :data:`T_BUCKET`.  Because the shape depends on nothing but the cell, a
+    cell's draws do not depend on which other cells share its batch.
+    """
+    R, T = data.z.shape
+    return R, -(-T // T_BUCKET) * T_BUCKET
+
+
+def _padded(data: Data, shape: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """``(z, u, obs, zbar)`` of one cell padded to ``shape`` (float32, as JAX computes)."""
+    R, T = shape
+    r, t = data.z.shape
+    z = np.zeros((R, T), np.float32)
+    u = np.zeros((R, T), np.float32)
+    obs = np.zeros((R, T), bool)
+    z[:r, :t], u[:r, :t], obs[:r, :t] = data.z, data.u, data.obs
+    zbar = np.zeros((R, 1), np.float32)
+    zbar[:r] = data.zbar
+    return z, u, obs, zbar
+
+
+def _traced_data(z, u, obs, zbar) -> Data:
+    R = z.shape[0]
+    return Data(z, u, obs, zbar, np.zeros(R, dtype=np.int64), None, None, None, [None])
+
+
+@lru_cache(maxsize=64)
+def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scale: float = 1.0):
+    """One compiled function: NUTS chains of ``name`` for a batch of same-shape cells.
+
+    Each cell and chain runs NumPyro's own NUTS kernel (the kernel ``MCMC``
+    uses) with its own step-size and diagonal mass-matrix adaptation; the
+    batch is ``vmap`` over cells of ``vmap`` over chains, and every cell uses
+    the same chain keys (``split(PRNGKey(seed), chains)``), as the per-cell
+    fits do.  ``prior_scale`` is :func:`model`'s (1: the variant's priors).
+    """
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+    from jax import lax, random  # optional weight: JAX loads only for posterior/calibration work
+
+    # optional weight: NumPyro loads only for posterior/calibration work
+    from numpyro.infer import NUTS
+
+    # optional weight: NumPyro loads only for posterior/calibration work
+    from numpyro.infer.util import log_likelihood
+
+    variant = get_variant(name)
+
+    def chain(key, z, u, obs, zbar):
+        data = _traced_data(z, u, obs, zbar)
+        args = (variant, data, False, prior_scale)
+        kernel = NUTS(model)
+        state = kernel.init(key, warmup, model_args=args)
+
+        def step(s, _):  # one scan over warm-up and draws: the kernel is compiled once
+            s = kernel.sample(s, args, {})
+            return s, (s.z, s.diverging)
+
+        _, (zs, div) = lax.scan(step, state, None, length=warmup + draws)
+        zs, div = jax.tree.map(lambda a: a[warmup:], (zs, div))
+        post = jax.vmap(kernel.postprocess_fn(args, {}))(zs)
+        ll = log_likelihood(model, post, *args)["u"]
+        return post, div, ll
+
+    def cell(seed, z, u, obs, zbar):
+        key = random.PRNGKey(seed)
+        keys = random.split(key, chains) if chains > 1 else key[None]  # as MCMC does
+        return jax.vmap(chain, in_axes=(0, None, None, None, None))(keys, z, u, obs, zbar)
+
+    return jax.jit(jax.vmap(cell, in_axes=(None, 0, 0, 0, 0)))
+
+
+def sample_padded(
+    variant, z, u, obs, zbar, chains=2, warmup=300, draws=200, seed=0, prior_scale=1.0
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """NUTS draws for many single-subject data sets of one padded shape, in one compiled call.
+
+    The arrays are standardised as :func:`prepare` leaves them, stacked on a
+    leading axis (``z``, ``u``, ``obs``: ``(n, runs, T)``; ``zbar``:
+    ``(n, runs, 1)``).  Returns the draws of every site of :func:`model`
+    on its own (standardised) scale, each ``(n, chains, draws, 1)``, and the
+    divergent transitions ``(n, chains, draws)``.
+    """
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    fn = _batched_sampler(variant.name, chains, warmup, draws, float(prior_scale))
+    arrays = (
+        np.asarray(z, np.float32),
+        np.asarray(u, np.float32),
+        np.asarray(obs, bool),
+        np.asarray(zbar, np.float32),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        post, div, _ = fn(seed, *arrays)
+    return {k: np.asarray(v) for k, v in post.items()}, np.asarray(div)
+
+
+def _slice_size(n: int) -> int:
+    """Cells per compiled call for ``n`` cells of one shape: equal slices of at most BATCH_CELLS."""
+    return -(-n // -(-n // BATCH_CELLS))
+
+
+def sample_batch(
+    variant, datas: list[Data], chains=4, warmup=500, draws=500, seed=0, pad_to: int | None = None
+) -> list:
+    """NUTS draws of one variant for many single-subject cells, sampled together.
+
+    Cells are grouped by :func:`canonical_shape` and each group is sampled by
+    one compiled, vectorised call (in equal slices of at most
+    :data:`BATCH_CELLS`, or ``pad_to`` cells).  Every
+    cell keeps its own adaptation per chain, and its draws are the same
+    whether it is sampled alone or with others (same seed, same shape).
+
+    Returns one ArviZ InferenceData per cell, as :func:`sample` does.
+    """
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    out = [None] * len(datas)
+    shapes = [canonical_shape(d) for d in datas]
+    for shape in sorted(set(shapes)):
+        idx = [i for i, s in enumerate(shapes) if s == shape]
+        size = pad_to or _slice_size(len(idx))
+        for lo in range(0, len(idx), size):
+            part = [datas[i] for i in idx[lo : lo + size]]
+            raw = _dispatch(variant, part, chains, warmup, draws, seed, size)
+            for i, idata in zip(idx[lo : lo + size], _collect(variant, part, raw), strict=True):
+                out[i] = idata
+    return out
+
+
+def _dispatch(variant, part: list[Data], chains, warmup, draws, seed, size):
+    """Start sampling one slice of same-shape cells; returns JAX arrays (computed asynchronously)."""
+    fn = _batched_sampler(variant.name, chains, warmup, draws)
+    shape = canonical_shape(part[0])
+    # a short slice is padded with copies of its first cell: one compiled size per shape
+    fill = part + [part[0]] * (size - len(part))
+    arrays = [np.stack(a) for a in zip(*(_padded(d, shape) for d in fill), strict=True)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return fn(seed, *arrays)
+
+
+def _collect(variant, part: list[Data], raw) -> list:
+    """One ArviZ InferenceData per cell of a dispatched slice (waits for its draws)."""
+    post, div, ll = raw
+    post = {k: np.asarray(v) for k, v in post.items()}
+    div, ll = np.asarray(div), np.asarray(ll)
+    out = []
+    for j, d in enumerate(part):
+        r, t = d.z.shape
+        cell_ll = (ll[j][..., :r, :t] + d.const)[:, :, d.obs]  # (chains, draws, n)
+        nat = natural_params(variant, {k: v[j] for k, v in post.items()}, d)
+        out.append(_inference_data(nat, cell_ll, div[j], d.subjects))
+    return out
+
+
+def _inference_data(nat: dict, ll: np.ndarray, div: np.ndarray, subjects: list):
+    """The InferenceData :func:`sample` builds with ``az.from_dict``, built directly (10x faster).
+
+    Same groups, variables, dimensions, coordinates and attributes
+    (``created_at``, ``arviz_version``); ``tests/test_scale.py`` compares them.
+    """
+    import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
+    import xarray as xr  # start-up time: xarray loads only when posteriors are summarised
+
+    C, D = div.shape
+    attrs = {
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(),
+        "arviz_version": az.__version__,
+    }
+    cd = {"chain": np.arange(C), "draw": np.arange(D)}
+    subj = ["/".join(map(str, s)) for s in subjects]
+    post = xr.Dataset(
+        {k: (("chain", "draw", "subject"), np.asarray(v)) for k, v in nat.items()},
+        coords={**cd, "subject": subj},
+        attrs=attrs,
+    )
+    lld = xr.Dataset(
+        {"y": (("chain", "draw", "y_dim_0"), ll)},
+        coords={**cd, "y_dim_0": np.arange(ll.shape[-1])},
+        attrs=attrs,
+    )
+    stats = xr.Dataset({"diverging": (("chain", "draw"), div)}, coords=cd, attrs=attrs)
+    return az.InferenceData(posterior=post, log_likelihood=lld, sample_stats=stats)
+
+
+def diagnostics(idata) -> dict:
+    """Worst R-hat, smallest bulk ESS and the number of divergent transitions."""
+    import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
+
+    summ = az.summary(idata, kind="diagnostics")
+    return {
+        "r_hat_max": float(summ["r_hat"].max()),
+        "ess_bulk_min": float(summ["ess_bulk"].min()),
+        "divergences": int(np.asarray(idata.sample_stats["diverging"]).sum()),
+    }
+
+
+def diagnostics_failures(d: dict, chains: int) -> str:
+    """Each failed check with its value and threshold, e.g. ``R-hat 1.052 > 1.01``."""
+    out = []
+    if not d["r_hat_max"] <= RHAT_MAX:
+        out.append(f"R-hat {d['r_hat_max']:.3f} > {RHAT_MAX}")
+    if not d["ess_bulk_min"] >= ESS_PER_CHAIN * chains:
+        out.append(
+            f"bulk ESS {d['ess_bulk_min']:.0f} < {ESS_PER_CHAIN * chains} "
+            f"({ESS_PER_CHAIN} per chain x {chains} chains)"
+        )
+    if d["divergences"]:
+        out.append(f"{d['divergences']} divergent transition(s) > 0")
+    return ", ".join(out)
+
+
+def diagnostics_ok(d: dict, chains: int) -> bool:
+    """R-hat at most 1.01, bulk ESS above 100 per chain, no divergences."""
+    return (
+        d["r_hat_max"] <= RHAT_MAX
+        and d["ess_bulk_min"] >= ESS_PER_CHAIN * chains
+        and d["divergences"] == 0
+    )
+
+
+def _map_start(info):
+    """Minimise the potential (negative log posterior) from one NumPyro initialisation."""
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+
+    # start-up time: this part of SciPy loads only where it is used
+    from scipy.optimize import minimize
+
+    flat, unravel = jax.flatten_util.ravel_pytree(info.param_info.z)
+    pot = jax.jit(lambda v: info.potential_fn(unravel(v)))
+    grad = jax.jit(jax.grad(lambda v: info.potential_fn(unravel(v))))
+    res = minimize(
+        lambda v: float(pot(v)),
+        np.asarray(flat, dtype=float),
+        jac=lambda v: np.asarray(grad(v), dtype=float),
+        method="L-BFGS-B",
+    )
+    return res.fun, unravel(res.x)
+
+
+def posterior_mode(
+    variant, data: Data, hierarchical=False, starts=4, seed=0
+) -> dict[str, np.ndarray]:
+    """Maximum a posteriori parameters (natural units), multi-start L-BFGS on the unconstrained scale."""
+    # optional weight: NumPyro loads only for posterior/calibration work
+    from numpyro.infer.util import constrain_fn, initialize_model
+
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    best = None
+    for k in range(starts):
+        info = initialize_model(_rng_key(seed + k), model, model_args=(variant, data, hierarchical))
+        fun, start = _map_start(info)
+        if best is None or fun < best[0]:
+            best = (fun, start)
+    constrained = constrain_fn(
+        model, (variant, data, hierarchical), {}, best[1], return_deterministic=True
+    )
+    return {k: np.asarray(v) for k, v in natural_params(variant, constrained, data).items()}
+
+
+def prepare_cells(trials: pd.DataFrame, variant: Variant) -> list[tuple[tuple, Data | str]]:
+    """:func:`prepare` of every cell of ``trials`` at once: ``(cell key, Data or skip reason)``.
+
+    The arrays are exactly those :func:`prepare` gives for the cell alone
+    (one run table for all cells, each cell trimmed to its own longest run).
+    """
+    cells, runs = build_runs(trials)
+    x, y, present = runs.x, runs.y, runs.present
+    obs_all = present & ~np.isnan(y)
+    order = np.argsort(runs.cell, kind="stable")
+    bounds = np.searchsorted(runs.cell[order], np.arange(len(cells) + 1))
+    out = []
+    for k in range(len(cells)):
+        key = tuple(cells.loc[k, list(CELL_KEYS)])
+        if variant.log and cells.at[k, "log_skipped"] != "":
+            out.append((key, f"{variant.name}: not applicable ({cells.at[k, 'log_skipped']})"))
+            continue
+        rows = order[bounds[k] : bounds[k + 1]]
+        pres = present[rows]
+        T = int(pres.sum(1).max())
+        pres, ob = pres[:, :T], obs_all[rows, :T]
+        xr, yr = x[rows, :T], y[rows, :T]
+        eps = cells.at[k, "eps"]
+        z, u, ob, jac = model_scale(xr, yr, pres, eps, variant.log)
+        mean, sdev = cell_moments(z, pres, np.zeros(len(rows), dtype=np.int64), 1)
+        c, sd = float(mean[0]), float(sdev[0])
+        sd = sd if sd > 0 else 1.0
+        zs = np.where(pres, (z - c) / sd, 0.0)
+        us = np.where(ob, (u - c) / sd, 0.0)
+        zbar = (zs.sum(1) / pres.sum(1))[:, None]
+        const = np.where(ob, -np.log(sd) - jac, 0.0)
+        data = Data(
+            zs,
+            us,
+            ob,
+            zbar,
+            np.zeros(len(rows), dtype=np.int64),
+            const,
+            np.array([c]),
+            np.array([sd]),
+            [key],
+        )
+        out.append((key, data))
+    return out
+
+
+def _cell_results(group_keys, key, name, idata, chains):
+    """Summary rows, LOO row and notes of one fitted (group, variant)."""
+    import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
+
+    label = "/".join(map(str, key))
+    summ = az.summary(idata, hdi_prob=0.94)
+    diag = {  # = diagnostics(idata): the same columns of the same (rounded) summary
+        "r_hat_max": float(summ["r_hat"].max()),
+        "ess_bulk_min": float(summ["ess_bulk"].min()),
+        "divergences": int(np.asarray(idata.sample_stats["diverging"]).sum()),
+    }
+    notes = []
+    if not diagnostics_ok(diag, chains):
+        notes.append(
+            f"{label} {name}: sampler diagnostics failed ({diagnostics_failures(diag, chains)}); "
+            "treat with care"
+        )
+    rows = []
+    for lab, r in summ.iterrows():
+        param, _, subj = lab.partition("[")
+        rows.append(
+            {
+                **dict(zip(group_keys, key, strict=True)),
+                "subject_cell": subj.rstrip("]"),
+                "variant": name,
+                "param": param,
+                **{c: r[c] for c in summ.columns},
+                **diag,
+            }
+        )
+    with warnings.catch_warnings():
+        # arviz's generic warning is replaced by a note with the count and the threshold
+        warnings.filterwarnings("ignore", message=".*[Pp]areto", category=UserWarning)
+        loo = az.loo(idata, pointwise=True)
+    k = np.asarray(loo.pareto_k)
+    high = int((k > PARETO_K_MAX).sum())
+    if high:
+        notes.append(
+            f"{label} {name}: {high} of {k.size} observation(s) have Pareto k > {PARETO_K_MAX} "
+            f"(largest {k.max():.2f}): PSIS-LOO is unreliable for them; compare variants with "
+            "care (K-fold CV, or a lapse/heavier-tailed model)"
+        )
+    loo_row = {
+        **dict(zip(group_keys, key, strict=True)),
+        "variant": name,
+        "elpd_loo": float(loo.elpd_loo),
+        "se": float(loo.se),
+        "p_loo": float(loo.p_loo),
+        "pareto_k_over_0.7": high,
+    }
+    return rows, loo_row, "; ".join(notes) or None
+
+
+def _fit_one(job):
+    """Fit one (group, variant): InferenceData, summary rows, LOO row, or a note. Runs in a worker."""
+    g, group_keys, key, name, hierarchical, chains, warmup, draws, seed, progress = job
+    v = get_variant(name)
+    label = "/".join(map(str, key))
+    try:
+        data = prepare(g, v)
+    except ValueError as exc:
+        return key, name, None, [], None, f"{label}: {exc}"
+    idata = sample(v, data, hierarchical, chains, warmup, draws, seed, progress)
+    return (key, name, idata, *_cell_results(group_keys, key, name, idata, chains))
+
+
+def _dispatch_job(job):
+    name, items, chains, warmup, draws, seed, size = job
+    return _dispatch(get_variant(name), [d for _, d in items], chains, warmup, draws, seed, size)
+
+
+def _finish_job(job, raw) -> list:
+    name, items, chains, *_ = job
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
+        idatas = _collect(get_variant(name), [d for _, d in items], raw)
+        return [
+            (key, name, idata, *_cell_results(list(CELL_KEYS), key, name, idata, chains))
+            for (key, _), idata in zip(items, idatas, strict=True)
+        ]
+
+
+def _fit_batch_job(job) -> list:
+    """Fit one variant for a slice of same-shape cells (one task: here, or on a Dask worker)."""
+    return _finish_job(job, _dispatch_job(job))
+
+
+def _sunk(results: list, sink) -> list:
+    """``results`` with each InferenceData replaced by ``sink((*key, variant), idata)``."""
+    if sink is None:
+        return results
+    return [
+        (key, name, idata if idata is None else sink((*key, name), idata), *rest)
+        for key, name, idata, *rest in results
+    ]
+
+
+def _run_batch_jobs(jobs, scheduler=None, sink=None) -> list:
+    """Every batched task, on the Dask cluster at ``scheduler`` or here.
+
+    Here, the next slice is dispatched (JAX computes asynchronously) before
+    the summaries of the current one are made, so that the two overlap, and
+    each slice's results go through ``sink`` as soon as they are made.
+    """
+    if scheduler_address(scheduler) is not None:
+        parts = map_tasks(_fit_batch_job, jobs, scheduler=scheduler)
+        return [r for part in parts for r in _sunk(part, sink)]
+    out, pending = [], None
+    for job in [*jobs, None]:
+        nxt = None if job is None else (job, _dispatch_job(job))
+        if pending is not None:
+            out += _sunk(_finish_job(*pending), sink)
+        pending = nxt
+    return out
+
+
+def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, seed=0):
+    """The batched tasks of a non-hierarchical fit, the skipped (cell, variant)s and the cell order.
+
+    One task per variant and slice of :data:`BATCH_CELLS` cells of the same
+    :func:`canonical_shape`; tasks are independent, so they run in any order
+    and on any worker with the same result.
+    """
+    jobs, skipped, order = [], [], {}
+    for name in names:
+        prepared = prepare_cells(trials, get_variant(name))
+        order = order or {k: i for i, (k, _) in enumerate(prepared)}
+        ready = [(k, d) for k, d in prepared if isinstance(d, Data)]
+        skipped += [
+            (k, name, f"{'/'.join(map(str, k))}: {d}") for k, d in prepared if isinstance(d, str)
+        ]
+        by_shape: dict = {}
+        for k, d in ready:
+            by_shape.setdefault(canonical_shape(d), []).append((k, d))
+        for shape in sorted(by_shape):
+            group = by_shape[shape]
+            size = _slice_size(len(group))
+            for lo in range(0, len(group), size):
+                jobs.append((name, group[lo : lo + size], chains, warmup, draws, seed, size))
+    return jobs, skipped, order
+
+
+def _worker_init() -> None:
+    warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
+
+
+def fit_posterior(
+    trials: pd.DataFrame,
+    variants=None,
+    hierarchical=False,
+    chains=4,
+    warmup=500,
+    draws=500,
+    seed=0,
+    progress=False,
+    workers: int | None = None,
+    batched: bool = True,
+    scheduler: str | None = None,
+    sink=None,
+):
+    """Posterior fits of every variant; returns ``(summary, loo, idatas, notes)``.
+
+    Without ``hierarchical`` each cell is fitted on its own; with it, the
+    cells of each ``(task, modality, condition)`` are fitted jointly, one
+    subject per cell, with a population distribution on the core parameter.
+
+    Single-cell fits are ``batched`` by default: each variant is compiled once
+    per cell shape and all cells of that shape are sampled together
+    (:func:`sample_batch`), each with its own adaptation and diagnostics, in
+    this process; with ``scheduler`` (a Dask scheduler address, or
+    ``BAYESOBS_SCHEDULER``) the batches run on that cluster with the same
+    result.  ``batched=False`` (and hierarchical fits) use NumPyro's ``MCMC``
+    per (group, variant), in ``workers`` processes (default
+    ``min(2, os.cpu_count())``; 1 runs in this process).  Failed sampler
+    diagnostics (each with its threshold) and observations with Pareto
+    ``k > 0.7`` are returned in ``notes`` and raised as ``RuntimeWarning``.
+
+    ``sink(key, idata)``, if given, receives each fit's InferenceData as soon
+    as its batch is done (``key`` is the cell key plus the variant) and
+    returns what ``idatas`` keeps: :func:`bayesobs.report.posterior.write_outputs` writes each to disk
+    there and keeps only the posterior draws, so memory does not grow with
+    the pointwise log-likelihoods of every cell.
+    """
+    trials = normalize_trials(trials)
+    names = list(variants or [v.name for v in VARIANTS])
+    group_keys = ["task", "modality", "condition"] if hierarchical else list(CELL_KEYS)
+    if batched and not hierarchical:
+        jobs, skipped, order = batch_jobs(trials, names, chains, warmup, draws, seed)
+        results = [(k, n, None, [], None, note) for k, n, note in skipped]
+        results += _run_batch_jobs(jobs, scheduler, sink)
+        rank = {n: i for i, n in enumerate(names)}
+        results.sort(key=lambda r: (order[r[0]], rank[r[1]]))  # as the per-cell path orders them
+    else:
+        jobs = []
+        for key, g in trials.groupby(group_keys, sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            jobs += [
+                (g, group_keys, key, n, hierarchical, chains, warmup, draws, seed, progress)
+                for n in names
+            ]
+        workers = min(len(jobs), workers or min(2, os.cpu_count() or 1))
+        if workers > 1:
+            with ProcessPoolExecutor(
+                workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
+            ) as pool:
+                results = list(pool.map(_fit_one, jobs))
+        else:
+            results = [_fit_one(j) for j in jobs]
+        results = _sunk(results, sink)
+    rows, loo_rows, idatas, notes = [], [], {}, []
+    for key, name, idata, r, loo_row, note in results:
+        if note:
+            notes.append(note)
+            if idata is not None:
+                warnings.warn(note, RuntimeWarning, stacklevel=2)
+        if idata is None:
+            continue
+        idatas[(*key, name)] = idata
+        rows += r
+        loo_rows.append(loo_row)
+    loo = pd.DataFrame(loo_rows)
+    if len(loo):
+        loo["rank"] = (
+            loo.groupby(group_keys)["elpd_loo"].rank(ascending=False, method="first").astype(int)
+        )
+    return pd.DataFrame(rows), loo, idatas, notes
+
+
+def bcs_posterior(idatas: dict, base_key: tuple, ablation_key: tuple) -> float:
+    """P(w_prior rose under the ablation) from two independent posteriors of ``static``."""
+    a = np.asarray(idatas[(*base_key, "static")].posterior["w_prior"]).ravel()
+    b = np.asarray(idatas[(*ablation_key, "static")].posterior["w_prior"]).ravel()
+    n = min(len(a), len(b))
+    return float(np.mean(b[:n] > a[:n]))
+
+
+def ppc_table(
+    trials_cell: pd.DataFrame, variant, idata, draws: int = 200, seed: int = 0
+) -> pd.DataFrame:
+    """Posterior predictive check of one cell: observed responses beside the model's predictive band.
+
+    Simulates ``draws`` response sequences from posterior draws (through
+    :func:`bayesobs.fits.observers.simulate`'s model, :func:`mean_padded`) and
+    returns per trial the observed ``response`` and the predictive median,
+    5% and 95% quantiles on the response scale.
+    """
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    data = prepare(trials_cell, variant)
+    post = idata.posterior
+    rng = np.random.default_rng(seed)
+    flat = {
+        k: np.asarray(post[k]).reshape(-1, np.asarray(post[k]).shape[-1])[:, 0]
+        for k in post.data_vars
+    }
+    pick = rng.choice(len(flat["sigma"]), size=min(draws, len(flat["sigma"])), replace=False)
+    c, sc = data.c[0], data.s[0]
+    z_nat = data.z * sc + c
+    zbar_nat = data.zbar * sc + c
+    sims = []
+    for i in pick:
+        params = {k: v[i] for k, v in flat.items()}
+        m = mean_padded(variant, params, z_nat, zbar_nat)
+        u = m + params["sigma"] * rng.standard_normal(m.shape)
+        sims.append(u)
+    sims = np.array(sims)
+
+    cells, runs = build_runs(trials_cell)
+    eps = float(cells["eps"].iloc[0])
+    y_sim = np.exp(sims) - eps if variant.log else sims
+    q = np.quantile(y_sim, [0.05, 0.5, 0.95], axis=0)
+    present = runs.present
+    out = pd.DataFrame(
+        {
+            "session": np.repeat(runs.session, present.sum(1)),
+            "run": np.repeat(runs.run, present.sum(1)),
+            "trial": np.concatenate([np.arange(k) for k in present.sum(1)]),
+            "stimulus": runs.x[present],
+            "response": runs.y[present],
+            "pred_q05": q[0][present],
+            "pred_median": q[1][present],
+            "pred_q95": q[2][present],
+        }
+    )
+    out.insert(0, "variant", variant.name)
+    return out
+
+
+PRIOR_PREDICTIVE_QUANTILES = (0.01, 0.05, 0.5, 0.95, 0.99)
+
+
+@lru_cache(maxsize=64)
+def _prior_sampler(name: str, draws: int):
+    """One compiled function: ``draws`` response sequences of ``name`` from its priors.
+
+    Takes a key and one cell's padded ``(z, obs, zbar)``; compiled once per
+    variant and :func:`canonical_shape` (padding lies after each run's real
+    trials, so it leaves their distribution unchanged).
+    """
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+
+    # optional weight: NumPyro loads only for posterior/calibration work
+    from numpyro.infer import Predictive
+
+    variant = get_variant(name)
+
+    def draw(key, z, obs, zbar):
+        data = _traced_data(z, None, obs, zbar)
+        return Predictive(model, num_samples=draws)(key, variant, data, False)["u"]
+
+    return jax.jit(draw)
+
+
+def prior_predictive(
+    trials: pd.DataFrame, variants=None, draws: int = 500, seed: int = 0
+) -> pd.DataFrame:
+    """Prior predictive check: whether responses drawn from the priors cover the observed range.
+
+    For each cell and variant, ``draws`` response sequences are drawn from
+    :func:`model` with every parameter from its prior (the cell's own
+    stimuli, standardised as the fit standardises them) and mapped back to
+    the response scale.  One row per (cell, variant): the pooled prior
+    predictive quantiles ``q01, q05, q50, q95, q99`` of the responses at the
+    observed trials; ``sim_min_q01``, the 1% quantile of each simulated data
+    set's smallest response, and ``sim_max_q99``, the 99% quantile of its
+    largest; the observed ``observed_min`` and ``observed_max``; and
+    ``covers``: ``sim_min_q01 <= observed_min`` and ``sim_max_q99 >=
+    observed_max`` (the priors make a range as wide as the observed one
+    plausible; pooled quantiles would be too strict, as the extremes of
+    many trials lie beyond them).  Cells where a log variant does not apply
+    are left out.
+    """
+    trials = normalize_trials(trials)
+    cells, _ = build_runs(trials)
+    eps = {tuple(r[list(CELL_KEYS)]): float(r["eps"]) for _, r in cells.iterrows()}
+    names = list(variants or [v.name for v in VARIANTS])
+    rows = []
+    for name in names:
+        v = get_variant(name)
+        for key, data in prepare_cells(trials, v):
+            if isinstance(data, str):
+                continue
+            shape = canonical_shape(data)
+            z, _, obs, zbar = _padded(data, shape)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                u = np.asarray(_prior_sampler(name, draws)(_rng_key(seed), z, obs, zbar))
+            u = u[:, : data.z.shape[0], : data.z.shape[1]]  # padding is past the real trials
+            c, sd = data.c[0], data.s[0]
+            u_nat = u[:, data.obs] * sd + c
+            y_obs = data.u[data.obs] * sd + c
+            if v.log:
+                with np.errstate(over="ignore"):
+                    u_nat, y_obs = np.exp(u_nat) - eps[key], np.exp(y_obs) - eps[key]
+            q = np.quantile(u_nat, PRIOR_PREDICTIVE_QUANTILES)
+            lo, hi = float(y_obs.min()), float(y_obs.max())
+            # the flag compares like with like: a data set's extremes with simulated data sets' extremes
+            sim_lo = float(np.quantile(u_nat.min(axis=1), 0.01))
+            sim_hi = float(np.quantile(u_nat.max(axis=1), 0.99))
+            rows.append(
+                {
+                    **dict(zip(CELL_KEYS, key, strict=True)),
+                    "variant": name,
+                    "draws": draws,
+                    **{
+                        f"q{round(p * 100):02d}": float(x)
+                        for p, x in zip(PRIOR_PREDICTIVE_QUANTILES, q, strict=True)
+                    },
+                    "sim_min_q01": sim_lo,
+                    "sim_max_q99": sim_hi,
+                    "observed_min": lo,
+                    "observed_max": hi,
+                    "covers": bool(sim_lo <= lo and sim_hi >= hi),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+__all__ = [
+    "bcs_posterior",
+    "canonical_shape",
+    "diagnostics",
+    "fit_posterior",
+    "model",
+    "posterior_mode",
+    "ppc_table",
+    "prepare",
+    "prepare_cells",
+    "prior_predictive",
+    "sample",
+    "sample_batch",
+    "sample_padded",
+]

@@ -1,0 +1,34 @@
+"""Binomial intervals: the one Wilson score interval of the package."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+Z95 = float(stats.norm.ppf(0.975))  # the normal quantile of a two-sided 95% interval
+
+
+def wilson(k, n, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of ``k`` successes in ``n`` trials.
+
+    Parameters
+    ----------
+    k, n : array_like
+        Successes and trials (NaN bounds where ``n = 0``).
+    z : float
+        Normal quantile (95%: :data:`Z95`).
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(lo, hi)``; ``lo <= k / n <= hi`` holds exactly (the rounding at
+        ``k = 0`` and ``k = n`` is clipped: the bounds there are 0 and 1), as
+        ``statsmodels``' ``proportion_confint(method="wilson")``.
+    """
+    k, n = np.asarray(k, float), np.asarray(n, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k / n
+        den = 1 + z * z / n
+        centre = (p + z * z / (2 * n)) / den
+        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return np.clip(centre - half, 0.0, p), np.clip(centre + half, p, 1.0)

@@ -1,0 +1,31 @@
+"""The one figure helper: axes to draw on, given or new, without pyplot's global state."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+
+def figure_axes(ax=None, n: int = 1, size: tuple[float, float] = (4.2, 3.4)):
+    """The figure and the axes a plotting function draws on.
+
+    Parameters
+    ----------
+    ax : Axes or sequence of Axes, optional
+        Where to draw; its figure is returned.
+    n : int
+        Panels of a new figure, side by side.
+    size : tuple of float
+        Width and height of one panel of a new figure, in inches.
+
+    Returns
+    -------
+    tuple
+        ``(figure, axes)``: a :class:`matplotlib.figure.Figure` (never
+        pyplot's, so nothing is left open) and a list of axes.
+    """
+    if ax is not None:
+        axes = list(np.atleast_1d(ax))
+        return axes[0].figure, axes
+    fig = Figure(figsize=(size[0] * n, size[1]), layout="constrained")
+    return fig, list(np.atleast_1d(fig.subplots(1, n)))

@@ -1,0 +1,173 @@
+"""Re-read every logged reply with today's parsers (``bayesobs rescore``).
+
+A trial's ``raw_response`` is kept in the log, so a parser fix never needs a
+new run: :func:`rescore_folder` re-plans the experiment from its
+``manifest.json`` (stimuli are a function of the spec and seeds), checks that
+each logged trial's stimulus is the one re-planned, and scores the reply again
+with the task's own ``record`` (numbers, cells, points).  The log itself is
+never rewritten (it is append-only evidence); the rescored table goes to a
+file of its own that ``fit`` and ``score`` read like any trial file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pandas as pd
+
+from .. import trials
+from ..errors import BayesobsInputError
+from ..logprobs import COLUMNS as DISTRIBUTION_COLUMNS
+from ..logprobs import reply_distribution
+from ..provenance import read_manifest
+from ..trials import RUN_KEYS
+from .engine import reasoned, reasoned_start
+from .plan import plan
+from .reasoning import BUDGET_EXHAUSTED, budget_exhausted
+from .store import FolderLock, read_jsonl
+
+# columns a task's record() may (re)write; stale ones are cleared first
+SCORED = ("response", "valid", "invalid_reason", *DISTRIBUTION_COLUMNS, "response_dist_note")
+
+
+def _sessions(folder: Path) -> dict[tuple, object]:
+    """Planned session runs of an experiment folder, by session key."""
+    man = folder / "manifest.json"
+    if not man.exists():
+        raise BayesobsInputError(
+            f"{folder}: no manifest.json, so the experiment cannot be re-planned"
+        )
+    exp = read_manifest(man).get("experiment")
+    if not isinstance(exp, dict) or not isinstance(exp.get("specs"), list):
+        raise BayesobsInputError(
+            f"{man}: not an experiment manifest (no 'experiment' with its specs)"
+        )
+    out = {}
+    for spec in exp["specs"]:
+        sessions = plan(
+            spec,
+            exp["subjects"],
+            exp.get("modalities"),
+            exp.get("conditions"),
+            exp.get("trials"),
+            exp.get("runs"),
+            ami=exp.get("ami"),
+            hvs=exp.get("hvs"),
+        )
+        out.update({s.key: s for s in sessions})
+    return out
+
+
+def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.DataFrame:
+    """Score every record's ``raw_response`` again; adds ``response_logged`` and ``rescored_changed``.
+
+    Each record is matched to its re-planned session by the :data:`RUN_KEYS`
+    and to its stimulus by ``trial``; the task's ``record`` reads the reply
+    again (after the last answer label for chain-of-thought runs), a logged
+    ``logprobs`` is turned into a reply distribution again for numeric tasks,
+    and a reply that used up its reasoning budget is invalid.
+
+    Parameters
+    ----------
+    records : list of dict
+        Logged trial records (lines of ``trials.jsonl``).
+    sessions : dict
+        The planned sessions by session key (the :data:`RUN_KEYS` values), each
+        with its ``task`` and ``stimuli``.
+
+    Returns
+    -------
+    DataFrame
+        One row per record: the record with the :data:`SCORED` columns
+        rewritten, plus ``response_logged`` (the logged ``response``) and
+        ``rescored_changed`` (whether the response differs from it).
+
+    Raises
+    ------
+    BayesobsInputError
+        When a record's session or trial is not in the planned experiment, or
+        its ``stimulus_id`` differs from the re-planned stimulus.
+    """
+    rows = []
+    for rec in records:
+        key = tuple(rec[k] for k in RUN_KEYS)
+        sess = sessions.get(key)
+        t = int(rec["trial"])
+        if sess is None or t >= len(sess.stimuli):
+            raise BayesobsInputError(
+                f"trial {'/'.join(map(str, key))}/{t} is not in the experiment the manifest describes"
+            )
+        stim = sess.stimuli[t]
+        if rec.get("stimulus_id") not in (None, stim.key()):
+            raise BayesobsInputError(
+                f"trial {'/'.join(map(str, key))}/{t}: the logged stimulus differs from the "
+                "re-planned one (was the folder made by another version of the task?)"
+            )
+        # cot: the answer after the reply's last answer label, as the runner read it
+        answer = sess.task.record(
+            stim,
+            reasoned(sess, rec.get("raw_response")),
+            truncated=rec.get("finish_reason") == "length",
+        )
+        if rec.get("logprobs") and not sess.task.worded():  # --logprobs: recomputed, too
+            answer.update(
+                reply_distribution(
+                    rec["logprobs"],
+                    rec.get("raw_response"),
+                    sess.task.fraction,
+                    sess.task.answer_range,
+                    truncated=rec.get("finish_reason") == "length",
+                    start=reasoned_start(sess, rec.get("raw_response")),
+                )
+            )
+        if budget_exhausted(
+            rec.get("raw_response"), rec.get("finish_reason"), rec.get("reasoning_tokens")
+        ):
+            answer["valid"], answer["invalid_reason"] = False, BUDGET_EXHAUSTED
+        if not answer["valid"]:
+            answer.setdefault("invalid_reason", "no answer in the asked format")
+        new = {k: v for k, v in rec.items() if k not in SCORED}
+        new.update(answer)
+        new["response_logged"] = rec.get("response")
+        old, now = rec.get("response"), answer["response"]
+        new["rescored_changed"] = not (
+            (old is None and now is None) or (old is not None and now is not None and old == now)
+        )
+        rows.append(new)
+    return pd.DataFrame(rows)
+
+
+def rescore_folder(folder: str | Path, out: str | Path | None = None) -> pd.DataFrame:
+    """Rescore an experiment folder's ``trials.jsonl``; write ``out`` (default ``DIR/rescored.jsonl``).
+
+    Parameters
+    ----------
+    folder : path
+        An experiment folder (``manifest.json`` and ``trials.jsonl``).
+    out : path, optional
+        Where to write the rescored trials (JSONL, CSV or Parquet by suffix);
+        ``trials.jsonl`` itself is never rewritten.  A target inside the
+        folder (the default) is written holding the folder's lock, so a
+        folder another command is writing is refused (exit 2, naming it).
+
+    Returns
+    -------
+    DataFrame
+        The rescored trials, with ``response_logged`` (what the log says) and
+        ``rescored_changed``.
+    """
+    folder = Path(folder)
+    target = Path(out) if out is not None else folder / "rescored.jsonl"
+    if target.resolve() == (folder / "trials.jsonl").resolve():
+        raise BayesobsInputError("rescore never rewrites trials.jsonl; choose another --out")
+    # writing into the folder makes rescore one of its writers: it holds the folder's lock,
+    # so it never runs beside a run, sweep or server of that folder (nor another rescore)
+    writes_here = folder.is_dir() and target.resolve().is_relative_to(folder.resolve())
+    with FolderLock(folder, "rescore") if writes_here else contextlib.nullcontext():
+        records, _ = read_jsonl(folder / "trials.jsonl")
+        if not records:
+            raise BayesobsInputError(f"{folder}: no logged trials to rescore")
+        table = rescore_records(records, _sessions(folder))
+        trials.write_trials(table, target)
+    return table

@@ -1,0 +1,208 @@
+"""Start a run: the one path of ``bayesobs run`` and ``sweep`` (:func:`start`).
+
+:func:`run_task` and :func:`sweep` plan a spec or a protocol
+(:mod:`bayesobs.run.plan`) and :func:`start` runs the sessions into an experiment
+folder, trial by trial (:mod:`bayesobs.run.engine`) or through a provider's Batch
+API (:mod:`bayesobs.run.batch`).  The planning and engine names that used to live
+here are re-exported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .batch import BatchOptions, check_batch_subjects, execute_batch, rounds_needed
+from .concurrency import DEFAULT_MAX_CONCURRENCY
+from .engine import RunReport as RunReport  # re-exported: the engine's names' old home
+from .engine import estimate as estimate
+from .engine import execute as execute
+from .engine import experiment_record, make_subjects
+from .plan import HUMAN as HUMAN
+from .plan import Session as Session  # re-exported: the planning API's old home
+from .plan import load_protocol as load_protocol
+from .plan import load_spec as load_spec
+from .plan import plan as plan
+from .plan import plan_all
+from .plan import reverse_trials as reverse_trials
+from .store import TRIAL_ID, ExperimentStore, read_jsonl
+
+
+def start(
+    specs: list[dict],
+    sessions: list[Session],
+    subjects: list[str],
+    out: str | Path,
+    settings: dict,
+    chat: dict | None = None,
+    sim_seed: int = 0,
+    ami: str | None = None,
+    api_key: str | None = None,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    cache_scope: str = "folder",
+    concurrency: int | str = 16,
+    progress: bool = False,
+    dry_run: bool = False,
+    hvs: str | None = None,
+    batch: dict | None = None,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+) -> RunReport:
+    """Run planned sessions into experiment folder ``out``: the one path of ``run`` and ``sweep``.
+
+    Builds the experiment record (compared with the folder's manifest on
+    resume), the subjects, takes the folder's lock, and logs every trial.
+    With ``dry_run`` nothing is called: the report's ``dry_run`` holds the
+    calls still to make and a rough input-token count.  With ``batch``
+    (:class:`bayesobs.run.batch.BatchOptions` fields, e.g. ``{"poll_max": 60}``)
+    the requests go through the provider's Batch API in rounds
+    (:mod:`bayesobs.run.batch`); the experiment record is the same, so a folder
+    may be resumed with or without it.
+    """
+    if batch is not None:
+        check_batch_subjects(subjects)
+        batch_options = BatchOptions(**batch)
+
+    record = experiment_record(specs, subjects, **settings, chat=chat, sim_seed=sim_seed, ami=ami)
+    if hvs:  # only then: folders without hvs keep their manifest
+        record["hvs"] = hvs
+    if dry_run:
+        done = {tuple(r[k] for k in TRIAL_ID) for r in read_jsonl(Path(out) / "trials.jsonl")[0]}
+        extra = {"batch_rounds": rounds_needed(sessions, done)} if batch is not None else {}
+        return RunReport(
+            dry_run={
+                **estimate(sessions, done, chat),
+                "logged": len(done),
+                "sessions": len(sessions),
+                **extra,
+            }
+        )
+    objs = make_subjects(
+        subjects,
+        sim_seed=sim_seed,
+        chat=chat,
+        api_key=api_key,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        cache_scope=cache_scope,
+        folder=out,
+    )
+    with ExperimentStore(out, record, lock=True) as store:
+        torn, unreadable = list(store.torn_logs), list(store.unreadable_lines)
+        if batch is not None:
+            report = execute_batch(sessions, store, objs, batch_options, chat, progress)
+        else:
+            report = execute(
+                sessions,
+                store,
+                objs,
+                concurrency=concurrency,
+                progress=progress,
+                max_concurrency=max_concurrency,
+            )
+    report.torn_logs = torn
+    report.unreadable_lines = unreadable
+    return report
+
+
+def run_task(
+    task: str | Path,
+    subjects: list[str],
+    out: str | Path,
+    modalities: list[str] | None = None,
+    conditions: list[str] | None = None,
+    trials: int | None = None,
+    runs: int | None = None,
+    ami: str | Path | None = None,
+    hvs: str | Path | None = None,
+    **options,
+) -> RunReport:
+    """Run one task spec on subjects into ``out``: the library form of ``bayesobs run``.
+
+    ``options`` are those of :func:`start` (``chat``, ``api_key``,
+    ``concurrency``, ``dry_run`` ...).
+    """
+    spec = load_spec(task)
+    ami = str(ami) if ami else None
+    hvs = str(hvs) if hvs else None
+    if options.get("batch") is not None:  # before planning: one line for a subject without one
+        check_batch_subjects(subjects)
+    kw = dict(
+        subjects=subjects,
+        modalities=modalities,
+        conditions=conditions,
+        trials=trials,
+        runs=runs,
+        ami=ami,
+        hvs=hvs,
+    )
+    sessions = plan_all([(spec, kw)], progress=bool(options.get("progress")))
+    settings = {
+        "command": "run",
+        "modalities": modalities,
+        "conditions": conditions,
+        "trials": trials,
+        "runs": runs,
+    }
+    return start([spec], sessions, subjects, out, settings, ami=ami, hvs=hvs, **options)
+
+
+def sweep(
+    protocol: str | Path,
+    subjects: list[str],
+    out: str | Path,
+    trials: int | None = None,
+    runs: int | None = None,
+    ami: str | Path | None = None,
+    concurrency: int | str = 16,
+    progress: bool = False,
+    sim_seed: int = 0,
+    cache_scope: str = "folder",
+    api_key: str | None = None,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    dry_run: bool = False,
+    hvs: str | Path | None = None,
+    batch: dict | None = None,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    **chat,
+) -> RunReport:
+    """Run a protocol (e.g. ``tasks/bayesbench.toml``) on subjects into folder ``out``.
+
+    The library form of ``bayesobs sweep`` (the CLI calls it, so either
+    resumes a folder the other started); resumes an existing folder (held
+    with a lock while it runs).  ``chat`` takes
+    :class:`bayesobs.run.subjects.openai_chat.ChatOptions` fields (``temperature``,
+    ``base_url`` ...) for ``openai:`` subjects; ``api_key`` (never written
+    anywhere; default ``$OPENAI_API_KEY``), ``cache_dir``/``use_cache`` as
+    ``--cache``/``--no-cache``; ``cache_scope`` is ``"folder"`` (replay cached
+    replies only into ``out``) or ``"global"``; ``batch`` as in :func:`start`
+    (``--batch``).
+    """
+    exps = load_protocol(protocol)
+    ami = str(ami) if ami else None
+    hvs = str(hvs) if hvs else None
+    if batch is not None:  # before planning: one line for a subject without a batch API
+        check_batch_subjects(subjects)
+    kw = dict(subjects=subjects, trials=trials, runs=runs, ami=ami, hvs=hvs)
+    sessions = plan_all([(e["spec"], kw) for e in exps], progress=progress)
+    settings = {"command": "sweep", "protocol": str(protocol), "trials": trials, "runs": runs}
+    return start(
+        [e["spec"] for e in exps],
+        sessions,
+        subjects,
+        out,
+        settings,
+        chat=chat,
+        sim_seed=sim_seed,
+        ami=ami,
+        api_key=api_key,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        cache_scope=cache_scope,
+        concurrency=concurrency,
+        progress=progress,
+        dry_run=dry_run,
+        hvs=hvs,
+        batch=batch,
+        max_concurrency=max_concurrency,
+    )

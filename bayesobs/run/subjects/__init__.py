@@ -1,0 +1,63 @@
+"""Who answers: simulated observers, OpenAI-compatible chat models and Claude (Messages API)."""
+
+from __future__ import annotations
+
+from ...errors import BayesobsInputError
+from .base import FatalSubjectError, Reply, Request, SubjectError, Turn
+from .hvs_sim import HVS_KINDS, HvsSubject
+from .perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
+from .search_sim import SEARCH_KINDS, SearchSubject
+from .sim import KINDS, SimSubject
+from .tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
+
+SIM_KINDS = KINDS + SEARCH_KINDS + TUNNEL_KINDS + HVS_KINDS + PERCEPTV_KINDS
+
+
+def parse_subject(spec: str) -> tuple[str, str]:
+    """``"sim:bayesian"`` -> ``("sim", "bayesian")``, validating the form.
+
+    Parameters
+    ----------
+    spec : str
+        ``KIND:NAME``: ``sim:<kind>`` with a kind of :data:`SIM_KINDS`,
+        ``openai:<model>`` or ``anthropic:<model>``.
+
+    Returns
+    -------
+    kind, name : str
+        The part before the first colon and the part after it.
+
+    Raises
+    ------
+    BayesobsInputError
+        When ``spec`` has no colon or no name, its kind is not ``sim``,
+        ``openai`` or ``anthropic``, or a ``sim`` name is not a simulated kind.
+    """
+    kind, sep, name = spec.partition(":")
+    if not sep or not name or kind not in ("sim", "openai", "anthropic"):
+        raise BayesobsInputError(
+            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(SIM_KINDS)}), openai:<model> "
+            "or anthropic:<model>"
+        )
+    if kind == "sim" and name not in SIM_KINDS:
+        raise BayesobsInputError(
+            f"unknown simulated subject {spec!r}; choose from {', '.join('sim:' + k for k in SIM_KINDS)}"
+        )
+    return kind, name
+
+
+__all__ = [
+    "SIM_KINDS",
+    "FatalSubjectError",
+    "HvsSubject",
+    "PerceptVSubject",
+    "RandomSubject",
+    "Reply",
+    "Request",
+    "SearchSubject",
+    "SimSubject",
+    "SubjectError",
+    "TunnelSubject",
+    "Turn",
+    "parse_subject",
+]

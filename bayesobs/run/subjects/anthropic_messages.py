@@ -1,0 +1,521 @@
+"""``anthropic:<model>``: Claude through Anthropic's Messages API and its official SDK.
+
+The same contract as :mod:`bayesobs.run.subjects.openai_chat` (a
+:class:`~bayesobs.run.subjects.base.Request` in, a
+:class:`~bayesobs.run.subjects.base.Reply` out, the same
+:class:`~bayesobs.run.subjects.cache.ResponseCache`), in the Messages API's
+terms:
+
+* the system prompt goes as the top-level ``system``; images as base64
+  ``image`` content blocks (``{"type": "image", "source": {"type":
+  "base64", "media_type": "image/png", "data": ...}}``), after the turn's
+  text as in the OpenAI form; an earlier answer that was empty goes as
+  :data:`EMPTY_ANSWER` (the API refuses empty assistant turns);
+* ``max_tokens`` is required: the reply budget (the task's, else
+  ``--max-tokens``), plus with ``--reasoning-effort`` (other than ``none``)
+  the ``--reasoning-budget``, which is sent as extended thinking,
+  ``thinking: {"type": "enabled", "budget_tokens": N}`` (``N`` >= 1024,
+  and so below ``max_tokens``).  Thinking is incompatible with a modified
+  temperature: then no ``temperature`` is sent and replies are logged
+  with ``temperature_effective`` 1;
+* the reply's text blocks, joined, are the answer; ``stop_reason``
+  ``"max_tokens"`` is logged as ``finish_reason`` ``"length"`` (so a
+  truncated or budget-exhausted reply is recognised as for OpenAI),
+  ``"end_turn"``/``"stop_sequence"`` as ``"stop"``, ``"refusal"`` as
+  ``"content_filter"``;
+* usage: ``prompt_tokens`` is all input (``input_tokens`` plus the cache's
+  ``cache_creation_input_tokens`` and ``cache_read_input_tokens``, so that,
+  as for OpenAI, ``cached_tokens`` is a part of it), ``completion_tokens``
+  the ``output_tokens`` (thinking included), ``cached_tokens`` the
+  ``cache_read_input_tokens``.  The API does not report thinking tokens
+  apart: ``reasoning_tokens`` is logged only for a reply that is all
+  thinking (every output token), which is what ``budget_exhausted`` needs.
+
+Retries: 429 ``rate_limit_error`` (honouring ``retry-after`` as
+:func:`~bayesobs.run.subjects.openai_chat.retry_after` does), 529
+``overloaded_error`` and other 5xx, time-outs, connection errors and 200
+replies without a message are retried with the same capped, jittered
+backoff and the same ``--max-wait`` bound.  401, 403, 404, 402 (billing)
+and a 429 whose ``error_code`` is ``enforced_spend_limit_reached`` (no
+retry can succeed before the month ends) stop the run; any other 4xx
+(``invalid_request_error``) fails the trial, which is logged in
+``runs.jsonl`` and redone on resume.
+
+The key is ``--api-key-file``/``--api-key`` or ``ANTHROPIC_API_KEY``; it is
+never written anywhere, and replaced by ``[redacted]`` wherever a server
+echoes it.  The endpoint is ``--base-url`` or ``ANTHROPIC_BASE_URL``
+(default ``https://api.anthropic.com``, *without* ``/v1``).  The Messages
+API has no image ``detail`` setting: ``image_detail`` is logged as None
+(``--image-detail`` applies to ``openai:`` subjects), and it has no
+logprobs (``--logprobs`` is refused for ``anthropic:`` subjects).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import time
+from functools import lru_cache
+
+import anthropic
+import httpx2
+
+from ...errors import BayesobsInputError
+from ..reasoning import reasoning_budget
+from .base import FatalSubjectError, Reply, Request, SubjectError
+from .cache import ResponseCache
+from .openai_chat import (
+    CachedReplies,
+    ChatOptions,
+    EmptyReply,
+    backoff,
+    pause,
+    redact,
+    retry_after,
+)
+
+MIN_THINKING_BUDGET = 1024  # the API's least budget_tokens
+EMPTY_ANSWER = "(no answer)"  # an earlier empty answer, as the API refuses empty assistant turns
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+}
+FATAL_CODES = ("enforced_spend_limit_reached",)  # a 429 that no wait can cure
+
+
+@lru_cache(maxsize=8192)
+def b64(png: bytes) -> str:
+    """Base64 of a PNG (cached: history images recur in every request).
+
+    Parameters
+    ----------
+    png : bytes
+        A PNG file's bytes.
+
+    Returns
+    -------
+    str
+        Its base64 text.
+    """
+    return base64.b64encode(png).decode()
+
+
+def image_block(png: bytes) -> dict:
+    """An image content block of a PNG, base64-encoded.
+
+    Parameters
+    ----------
+    png : bytes
+        A PNG file's bytes.
+
+    Returns
+    -------
+    dict
+        ``{"type": "image", "source": {"type": "base64", "media_type":
+        "image/png", "data": ...}}``.
+    """
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": b64(png)},
+    }
+
+
+def to_messages(request: Request) -> list[dict]:
+    """Messages API turns of a request (the system prompt goes apart, as ``system``).
+
+    Parameters
+    ----------
+    request : Request
+        The trial's request.
+
+    Returns
+    -------
+    list of dict
+        One message per turn: an assistant turn's text (:data:`EMPTY_ANSWER`
+        when empty), a user turn's text, or, for a user turn with images, a
+        list of blocks (its text, then one :func:`image_block` per image).
+    """
+    msgs: list[dict] = []
+    for t in request.turns:
+        if t.role == "assistant":
+            msgs.append({"role": "assistant", "content": t.text or EMPTY_ANSWER})
+            continue
+        pngs = t.pngs
+        if not pngs:
+            msgs.append({"role": "user", "content": t.text or ""})
+            continue
+        blocks: list[dict] = []
+        if t.text is not None:
+            blocks.append({"type": "text", "text": t.text})
+        blocks += [image_block(p) for p in pngs]
+        msgs.append({"role": "user", "content": blocks})
+    return msgs
+
+
+def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
+    """Text, ``finish_reason``, usage and token details of a Messages API body.
+
+    Parameters
+    ----------
+    raw : bytes
+        The HTTP body of a 200 reply.
+
+    Returns
+    -------
+    text : str
+        The reply's text blocks, joined.
+    finish_reason : str or None
+        ``stop_reason`` mapped by :data:`FINISH_REASONS` (an unknown one kept
+        as it is).
+    usage : dict or None
+        In the OpenAI form the trial table keeps: ``prompt_tokens`` (all
+        input, cache reads and writes included) and ``completion_tokens``
+        (``output_tokens``); None without usage.
+    details : dict
+        ``cached_tokens`` (``cache_read_input_tokens``) and, for a reply of
+        thinking only, ``reasoning_tokens``.
+
+    Raises
+    ------
+    EmptyReply
+        For a body that holds no message: not JSON, an ``error`` object, no
+        ``content`` list, a text block without text.
+    """
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        head = raw[:40].decode("utf-8", "replace").strip()
+        raise EmptyReply(f"body is not JSON ({head!r}...)") from None
+    if not isinstance(body, dict):
+        raise EmptyReply("body is not a JSON object")
+    if body.get("type") == "error" or body.get("error"):
+        err = body.get("error")
+        msg = err.get("message", err) if isinstance(err, dict) else err
+        raise EmptyReply(f"error in a 200 reply: {str(msg)[:200]}")
+    content = body.get("content")
+    if not isinstance(content, list):
+        raise EmptyReply("no content" if content is None else "content is not a list")
+    blocks = [b for b in content if isinstance(b, dict)]
+    texts = [b.get("text") for b in blocks if b.get("type") == "text"]
+    if any(not isinstance(t, str) for t in texts):
+        raise EmptyReply("a text block without text")
+    text = "".join(texts)
+    stop = body.get("stop_reason")
+    finish = FINISH_REASONS.get(stop, stop)
+    raw_usage = body.get("usage")
+    usage = None
+    details: dict = {}
+    if isinstance(raw_usage, dict):
+
+        def count(key: str) -> int:
+            value = raw_usage.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        out = raw_usage.get("output_tokens")
+        usage = {
+            "prompt_tokens": count("input_tokens")
+            + count("cache_creation_input_tokens")
+            + count("cache_read_input_tokens"),
+            "completion_tokens": out,
+        }
+        if isinstance(raw_usage.get("cache_read_input_tokens"), int):
+            details["cached_tokens"] = raw_usage["cache_read_input_tokens"]
+        thought = any(b.get("type") in ("thinking", "redacted_thinking") for b in blocks)
+        if thought and not texts and isinstance(out, int) and out > 0:
+            details["reasoning_tokens"] = out  # every output token went to thinking
+    return text, finish, usage, details
+
+
+class AnthropicSubject(CachedReplies):
+    """A Claude model behind Anthropic's Messages API.
+
+    Parameters
+    ----------
+    options : ChatOptions
+        Model, endpoint and request parameters (``token_param`` does not
+        apply: the budget is always ``max_tokens``; ``logprobs`` must be None).
+    api_key : str, optional
+        The key (default ``ANTHROPIC_API_KEY``); never written anywhere.
+    cache : ResponseCache, optional
+        Where replies that hold an answer are kept.
+    cache_scope : str
+        ``"global"``, or the experiment folder that alone may replay a cached reply.
+    folder : str, optional
+        The experiment folder, recorded with each cached reply.
+    """
+
+    def __init__(
+        self,
+        options: ChatOptions,
+        api_key: str | None = None,
+        cache: ResponseCache | None = None,
+        cache_scope: str = "global",
+        folder: str | None = None,
+    ):
+        self.options = options
+        self.name = f"anthropic:{options.model}"
+        if options.logprobs is not None:
+            raise BayesobsInputError(
+                f"--logprobs: {self.name}: Anthropic's Messages API returns no logprobs"
+            )
+        budget = reasoning_budget(options.reasoning_effort, options.reasoning_budget)
+        if budget and budget < MIN_THINKING_BUDGET:
+            raise BayesobsInputError(
+                f"--reasoning-budget {budget}: {self.name}: extended thinking needs at least "
+                f"{MIN_THINKING_BUDGET} tokens"
+            )
+        base_url = options.base_url or os.environ.get("ANTHROPIC_BASE_URL")
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        self._secret = key
+        if not key:
+            if base_url is None:
+                raise FatalSubjectError(
+                    "no API key: set ANTHROPIC_API_KEY or pass --api-key-file (or --api-key)"
+                )
+            key = "not-needed"  # a local server
+        self.client = anthropic.AsyncAnthropic(
+            api_key=key, base_url=base_url, max_retries=0, timeout=options.timeout_s
+        )
+        self.endpoint = str(self.client.base_url).rstrip("/")
+        self.cache = cache
+        self.cache_scope = cache_scope
+        self.folder = folder
+        self.adaptations: list[dict] = []  # the runner's report hook; the Messages API needs none
+        self.pacer = None  # set by the runner with --concurrency auto (bayesobs.run.concurrency)
+
+    def _redact(self, text: str) -> str:
+        return redact(text, self._secret)
+
+    @property
+    def thinking_budget(self) -> int:
+        """Tokens of extended thinking each request allows (0: no thinking)."""
+        o = self.options
+        return reasoning_budget(o.reasoning_effort, o.reasoning_budget)
+
+    def budget(self, request: Request) -> int:
+        """``max_tokens``: the visible answer's budget plus the thinking budget.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request; its ``max_tokens`` (a task's own reply budget)
+            wins over the option's.
+
+        Returns
+        -------
+        int
+            Tokens.
+        """
+        o = self.options
+        visible = request.max_tokens if request.max_tokens is not None else o.max_tokens
+        return visible + self.thinking_budget
+
+    def payload(self, request: Request) -> dict:
+        """The Messages API request body of a request.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        dict
+            ``model``, ``max_tokens`` (:meth:`budget`), ``system``, ``messages``
+            (:func:`to_messages`) and either ``thinking`` (with a thinking
+            budget) or ``temperature``.
+        """
+        o = self.options
+        body: dict = {
+            "model": o.model,
+            "max_tokens": self.budget(request),
+            "system": request.system,
+            "messages": to_messages(request),
+        }
+        if self.thinking_budget:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        else:
+            body["temperature"] = o.temperature
+        return body
+
+    @property
+    def temperature_effective(self) -> float:
+        """The temperature replies are sampled at (1 with extended thinking: the API's only one)."""
+        return 1.0 if self.thinking_budget else self.options.temperature
+
+    def summary(self) -> dict:
+        """The run's request choices, for the manifest.
+
+        Returns
+        -------
+        dict
+            ``api`` (``"anthropic-messages"``), ``token_param`` (``"max_tokens"``),
+            ``temperature_effective``, ``thinking_budget`` (None without
+            thinking) and ``image_detail`` (None).
+        """
+        return {
+            "api": "anthropic-messages",
+            "token_param": "max_tokens",
+            "temperature_effective": self.temperature_effective,
+            "thinking_budget": self.thinking_budget or None,
+            "image_detail": None,
+        }
+
+    def columns(self, body: dict, details: dict) -> dict:
+        """A reply's API columns of the trial row (the same for every body of a run).
+
+        Parameters
+        ----------
+        body : dict
+            The request body the reply answers (not read: the columns are the
+            same for every body).
+        details : dict
+            The reply's token details (:func:`reply_of`).
+
+        Returns
+        -------
+        dict
+            ``token_param`` (``"max_tokens"``), ``temperature_effective``,
+            ``image_detail`` (None) and the details.
+        """
+        return {
+            "token_param": "max_tokens",
+            "temperature_effective": self.temperature_effective,
+            "image_detail": None,
+            **details,
+        }
+
+    def _fatal(self, exc: Exception) -> bool:
+        if isinstance(
+            exc,
+            (
+                anthropic.AuthenticationError,
+                anthropic.PermissionDeniedError,
+                anthropic.NotFoundError,
+                anthropic.PaymentRequiredError,
+            ),
+        ):
+            return True
+        return (
+            isinstance(exc, anthropic.RateLimitError)
+            and getattr(exc, "error_code", None) in FATAL_CODES
+        )
+
+    def _describe(self, exc: Exception) -> str:
+        if isinstance(exc, TimeoutError):
+            return f"time-out: no complete reply within {self.options.timeout_s:g} s"
+        if isinstance(exc, EmptyReply):
+            return f"reply without an answer: {exc}"
+        status = getattr(exc, "status_code", None)
+        kind = getattr(exc, "type", None)
+        where = f"{status}, {kind}" if kind else f"{status}"
+        return f"{type(exc).__name__} ({where}): {exc}"
+
+    async def complete(self, request: Request) -> Reply:
+        """Ask the model (or replay the cache), retrying transient failures.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            The (redacted) text with latency, usage, attempts, finish reason and
+            the trial-row columns; a replayed reply is marked ``cached``.
+
+        Raises
+        ------
+        FatalSubjectError
+            On 401, 402, 403 or 404, or a 429 of a spend limit (the run stops).
+        SubjectError
+            When the attempts or ``max_wait_s`` run out, or the request cannot
+            succeed (another 4xx).
+        """
+        body = self.payload(request)
+        key, hit = self._replay(body, request)
+        if hit is not None:
+            return hit
+        attempt = 0
+        waited = 0.0
+        while True:
+            attempt += 1
+            epoch = self.pacer.epoch if self.pacer is not None else 0
+            t0 = time.perf_counter()
+            try:
+                # the SDK's low-level post: its error classes and headers, the raw body checked here
+                async with asyncio.timeout(self.options.timeout_s):
+                    resp = await self.client.post(
+                        "/v1/messages", body=body, cast_to=httpx2.Response
+                    )
+                text, finish, usage, details = reply_of(resp.content)
+            except anthropic.APIStatusError as exc:
+                if self._fatal(exc):
+                    raise FatalSubjectError(self._redact(self._describe(exc))) from None
+                if not isinstance(
+                    exc,
+                    (
+                        anthropic.RateLimitError,
+                        anthropic.InternalServerError,
+                        anthropic.ConflictError,
+                    ),
+                ):  # invalid_request_error and other 4xx: this request cannot succeed
+                    raise SubjectError(self._redact(self._describe(exc))) from None
+                if isinstance(exc, anthropic.RateLimitError) and self.pacer is not None:
+                    self.pacer.throttled(epoch)
+                waited = await self._wait(exc, attempt, waited)
+                continue
+            except (anthropic.APIConnectionError, TimeoutError, EmptyReply) as exc:
+                waited = await self._wait(exc, attempt, waited)
+                continue
+            latency = time.perf_counter() - t0
+            if self.pacer is not None:
+                self.pacer.succeeded(epoch)
+            text = self._redact(text)
+            if key is not None:
+                self.cache.put(
+                    key,
+                    text,
+                    usage,
+                    finish_reason=finish,
+                    folder=self.folder,
+                    endpoint=self.endpoint,
+                    **details,
+                )
+            return Reply(
+                text=text,
+                latency_s=latency,
+                usage=usage,
+                attempts=attempt,
+                finish_reason=finish,
+                extra=self.columns(body, details),
+            )
+
+    async def _wait(self, exc: Exception, attempt: int, waited: float) -> float:
+        """Sleep before the next attempt; the new total wait.  Raises when attempts or time run out."""
+        o = self.options
+        what = self._describe(exc)
+        if attempt >= o.max_attempts:
+            raise SubjectError(self._redact(f"gave up after {attempt} attempts: {what}")) from None
+        delay = retry_after(exc)
+        if delay is None:
+            delay = backoff(attempt, o.backoff_s, o.backoff_cap_s)
+        delay = min(delay, o.backoff_cap_s)
+        if waited + delay > o.max_wait_s:
+            raise SubjectError(
+                self._redact(
+                    f"gave up after {attempt} attempts and {waited:.0f} s of waiting (the next "
+                    f"wait of {delay:.0f} s would pass --max-wait {o.max_wait_s:g}): {what}"
+                )
+            ) from None
+        await pause(delay)
+        return waited + delay
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self.client.close()

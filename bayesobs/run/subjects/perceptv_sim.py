@@ -1,0 +1,132 @@
+"""Simulated Percept-V subjects as runner subjects: ``sim:perceiver``, ``sim:guesser``, ``sim:sloppy``.
+
+Each regenerates the trial from its identity (domain and seed, passed in the
+request's unlogged meta by :meth:`bayesobs.stimuli.perceptv.PerceptV.request_meta`)
+and answers with :func:`bayesobs.perceptv.sims.answer`, seeded by the subject
+seed and the trial identity.  The library sims look at the pixels only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import perceptv
+from ...perceptv import sims
+from ...seeds import stable_rng
+from ...stimuli.perceptv import size_of_seed
+from .base import FatalSubjectError, Reply, Request
+
+PERCEPTV_KINDS = tuple(sims.SIMS)
+
+
+def _rng(seed: int, kind: str, meta: dict) -> np.random.Generator:
+    ident = (
+        seed,
+        kind,
+        meta.get("session"),
+        meta.get("run"),
+        meta.get("condition"),
+        meta.get("modality"),
+        meta.get("trial"),
+        meta.get("perceptv_seed"),
+    )
+    return stable_rng(ident)
+
+
+def is_perceptv_request(request: Request) -> bool:
+    """Whether the request is a ``percept_v`` trial.
+
+    Parameters
+    ----------
+    request : Request
+        The trial's request.
+
+    Returns
+    -------
+    bool
+        True when its meta names the ``percept_v`` task and holds a
+        ``perceptv_seed``.
+    """
+    return request.meta.get("task") == "percept_v" and "perceptv_seed" in request.meta
+
+
+def reply(kind: str, request: Request, seed: int) -> str:
+    """The reply of the library sim ``kind`` to the request's regenerated trial.
+
+    The trial is rebuilt with :func:`bayesobs.perceptv.make_trial` from
+    ``meta["perceptv_domain"]`` and ``meta["perceptv_seed"]``.
+
+    Parameters
+    ----------
+    kind : str
+        A key of :data:`bayesobs.perceptv.sims.SIMS`.
+    request : Request
+        A ``percept_v`` trial's request.
+    seed : int
+        The subject seed; the draw is seeded by it, ``kind`` and the trial
+        identity.
+
+    Returns
+    -------
+    str
+        The sim's reply text.
+    """
+    meta = request.meta
+    s = int(meta["perceptv_seed"])
+    trial = perceptv.make_trial(meta["perceptv_domain"], size_of_seed(s), s)
+    return sims.answer(kind, trial, _rng(seed, kind, meta))
+
+
+class PerceptVSubject:
+    """``sim:<kind>`` for a Percept-V sim (``perceiver``, ``guesser``, ``sloppy``)."""
+
+    def __init__(self, kind: str, seed: int = 0):
+        if kind not in sims.SIMS:
+            raise ValueError(f"unknown Percept-V subject sim:{kind}")
+        self.kind, self.seed = kind, seed
+        self.name = f"sim:{kind}"
+
+    def answer(self, request: Request) -> str:
+        """The reply to one ``percept_v`` trial.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        str
+            The reply text (see :func:`reply`).
+
+        Raises
+        ------
+        FatalSubjectError
+            When the request is not a ``percept_v`` trial.
+        """
+        if not is_perceptv_request(request):
+            raise FatalSubjectError(
+                f"{self.name} answers the percept_v task only; task {request.meta.get('task')} "
+                "needs another subject"
+            )
+        return reply(self.kind, request, self.seed)
+
+    async def complete(self, request: Request) -> Reply:
+        """The subject interface: :meth:`answer` as a :class:`Reply`.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            The reply text (no usage, no latency).
+
+        Raises
+        ------
+        FatalSubjectError
+            When the request is not a ``percept_v`` trial.
+        """
+        return Reply(text=self.answer(request))

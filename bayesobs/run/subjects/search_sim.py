@@ -1,0 +1,335 @@
+"""Simulated visual searchers that look at the rendered image.
+
+Each searcher segments the PNG into items (pixels that differ in colour
+from the background, or carry a luminance gradient, as for shaded spheres),
+measures every item's features (centroid, area, colour, the direction its
+shading brightens towards and, for digits, which of the glyphs 2 and 5 it
+matches best over rotations) and scores how target-like each item is from
+the question it was asked (the larger circle; the named or odd digit; the
+sphere lit against the rest).  Strategies:
+
+* ``sim:parallel``: a pop-out searcher: it scores every item at once and
+  answers the best one, so its accuracy does not depend on the set size
+  (apart from a lapse rate of 5%).
+* ``sim:serial``: a capacity-limited searcher: it inspects at most
+  ``CAPACITY`` = 8 items in a random order and answers the best of those,
+  so accuracy falls as ``min(1, 8 / (k + 1))`` with ``k`` distractors.
+* ``sim:random``: answers a uniformly random cell or point without looking
+  (on an HVSBench-style question, task ``hvs``: a random reply, see
+  :mod:`bayesobs.run.subjects.hvs_sim`).
+
+Answers are ``Cell (i,j)`` or ``(x, y)``, as the question asks.  Draws are
+seeded by the subject seed and the trial identity (reproducible, and a
+resumed run answers as an uninterrupted one).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+from scipy import ndimage
+
+from ...seeds import stable_rng
+from ...stimuli import from_png
+from ...stimuli.search import CELLS, COLOURS, SIZE, cell_of, draw_digit
+from .base import FatalSubjectError, Reply, Request
+from .hvs_sim import is_hvs_request
+from .hvs_sim import reply as hvs_reply
+
+SEARCH_KINDS = ("parallel", "serial", "random")
+SEARCH_TASKS = ("circle_sizes", "two_among_five", "light_priors")
+CAPACITY = 8
+LAPSE = 0.05
+POINT_SD = 4.0  # px: localisation noise of a coordinate answer
+_PATCH = 13  # half-width of the digit templates (27 x 27 px)
+_COLOUR_NAMES = sorted(COLOURS)
+
+
+@lru_cache(maxsize=1)
+def _templates() -> np.ndarray:
+    """Unit-norm, zero-mean ink templates of 2 and 5 at every 5 degrees: ``(2, 72, 27*27)``."""
+    size = 2 * _PATCH + 1
+    out = np.empty((2, 72, size * size))
+    for d, digit in enumerate("25"):
+        for a in range(72):
+            img = np.zeros((size, size, 3))
+            draw_digit(img, digit, _PATCH, _PATCH, 5.0 * a, (1.0, 1.0, 1.0))
+            t = img[..., 0].ravel()
+            t = t - t.mean()
+            out[d, a] = t / np.linalg.norm(t)
+    return out
+
+
+def segment_items(img: np.ndarray, shading: bool = False) -> dict[str, np.ndarray]:
+    """Items of a search image and their features.
+
+    An item is a connected region whose colour differs from the background
+    (the commonest luminance); with ``shading`` (shaded spheres, whose middle
+    matches the background) a region with a luminance gradient counts too.
+    A region far larger than the typical item and touching the image's edge
+    (the frame around the light-priors field) is not an item, holes are
+    filled, and regions under 20 px (specks) are dropped.
+
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 3)
+        The image, RGB in 0..255.
+    shading : bool
+        Whether a luminance gradient also marks an item (light priors).
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``x``, ``y`` (centroids, px), ``area`` (px), ``colour`` (mean RGB,
+        ``(n, 3)``), ``light`` (unit vector towards the brighter side,
+        ``(n, 2)``) and ``ink`` (the per-pixel contrast map used for shapes,
+        ``(H, W)``); the per-item arrays are empty when nothing is found.
+    """
+    lum = img.mean(axis=2)
+    hist = np.bincount(np.clip(lum, 0, 255).astype(int).ravel(), minlength=256)
+    bg_lum = int(np.argmax(hist))  # the commonest luminance is the background
+    bg = img[np.abs(lum - bg_lum) < 1].mean(axis=0)
+    ink = np.abs(img - bg).max(axis=2)
+    mask = ink > 40
+    if shading:
+        mask |= ndimage.gaussian_gradient_magnitude(lum, 1.0) > 1.5
+    labels, n = ndimage.label(mask)
+    idx = np.arange(1, n + 1)
+    area = ndimage.sum(mask, labels, idx)
+    edge = np.isin(idx, np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]]))
+    frame = edge & (area > 8 * np.median(area)) if n else edge
+    mask = ndimage.binary_fill_holes(mask & ~np.isin(labels, idx[frame]))
+    labels, n = ndimage.label(mask)
+    lab = labels.ravel()
+    h, w = lum.shape
+    yy, xx = np.divmod(np.arange(h * w), w)
+
+    def per_item(v):  # sums over each labelled region (index 0: background)
+        return np.bincount(lab, weights=v, minlength=n + 1)[1:]
+
+    area = np.bincount(lab, minlength=n + 1)[1:].astype(float)
+    keep = area >= 20  # specks
+    if not keep.any():
+        return {
+            "x": np.empty(0),
+            "y": np.empty(0),
+            "area": np.empty(0),
+            "colour": np.empty((0, 3)),
+            "light": np.empty((0, 2)),
+            "ink": ink,
+        }
+    L = lum.ravel()
+    cx, cy = per_item(xx) / area, per_item(yy) / area
+    colour = np.column_stack([per_item(img[..., c].ravel()) for c in range(3)]) / area[:, None]
+    # the luminance-weighted offset from the centroid points to the lit side
+    sl = per_item(L)
+    lx = per_item(L * xx) - cx * sl
+    ly = per_item(L * yy) - cy * sl
+    norm = np.hypot(lx, ly)
+    light = np.column_stack([lx, ly]) / np.where(norm > 0, norm, 1.0)[:, None]
+    return {
+        "x": cx[keep],
+        "y": cy[keep],
+        "area": area[keep],
+        "colour": colour[keep],
+        "light": light[keep],
+        "ink": ink,
+    }
+
+
+def digit_evidence(ink: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per item, best match to a rotated 2 minus best match to a rotated 5 (correlations).
+
+    Each item's patch (27 x 27 px of ``ink`` around its centroid, zero-mean
+    and unit-norm) is correlated with the templates of 2 and 5 at every
+    5 degrees of rotation.
+
+    Parameters
+    ----------
+    ink : ndarray, shape (H, W)
+        The contrast map of :func:`segment_items`.
+    x, y : ndarray, shape (n,)
+        The items' centroids (px).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        Best correlation with a 2 minus best correlation with a 5: positive
+        for a 2-like item, negative for a 5-like one.
+    """
+    templates = _templates()
+    pad = np.pad(ink / max(float(ink.max()), 1e-9), _PATCH + 1)
+    patches = []
+    for cx, cy in zip(np.rint(x).astype(int), np.rint(y).astype(int), strict=True):
+        p = pad[cy + 1 : cy + 2 * _PATCH + 2, cx + 1 : cx + 2 * _PATCH + 2].ravel()
+        p = p - p.mean()
+        patches.append(p / max(float(np.linalg.norm(p)), 1e-9))
+    if not patches:
+        return np.empty(0)
+    score = np.einsum("np,dap->nda", np.array(patches), templates).max(axis=2)
+    return score[:, 0] - score[:, 1]
+
+
+@lru_cache(maxsize=2048)
+def _items(png: bytes, shading: bool) -> dict[str, np.ndarray]:
+    return segment_items(from_png(png), shading)
+
+
+def target_scores(task: str, question: str, items: dict[str, np.ndarray]) -> np.ndarray:
+    """How target-like each item is, given the task and the question asked.
+
+    ``circle_sizes``: the item's area; ``light_priors``: how much its lit
+    side points against the median direction; ``two_among_five``: for a
+    question naming a colour and digit, how many of the two the item matches,
+    else whether it is the asked digit plus how rare its colour is (both with
+    a small tie-break by digit evidence).
+
+    Parameters
+    ----------
+    task : str
+        One of :data:`SEARCH_TASKS`.
+    question : str
+        The question text the subject was shown.
+    items : dict
+        The items of :func:`segment_items`.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        One score per item; the highest is the most target-like.
+
+    Raises
+    ------
+    ValueError
+        When ``task`` is not a search task.
+    """
+    n = len(items["x"])
+    if n == 0:
+        return np.empty(0)
+    if task == "circle_sizes":
+        return items["area"]
+    if task == "light_priors":
+        ref = np.median(items["light"], axis=0)
+        return -(items["light"] @ ref)  # lit against the majority
+    if task == "two_among_five":
+        chir = digit_evidence(items["ink"], items["x"], items["y"])
+        digit = np.where(chir > 0, "2", "5")
+        colour = np.array(_COLOUR_NAMES)[
+            np.argmax([_colour_match(items["colour"], c) for c in _COLOUR_NAMES], axis=0)
+        ]
+        named = re.search(r"the (red|green|blue) '([25])'", question)
+        if named:  # the shape-colour conjunction names its target
+            hits = (colour == named.group(1)).astype(float) + (digit == named.group(2))
+            return hits + 0.01 * np.abs(chir)
+        other = re.search(r"the number ([25]) written", question)
+        target = "5" if other and other.group(1) == "2" else "2"
+        share = np.array([(colour == c).mean() for c in colour])
+        return (digit == target) + (1.0 - share) + 0.01 * np.abs(chir)
+    raise ValueError(task)
+
+
+def _colour_match(rgb: np.ndarray, name: str) -> np.ndarray:
+    ref = np.array(COLOURS[name], float)
+    ref = ref - ref.mean()
+    v = rgb - rgb.mean(axis=1, keepdims=True)
+    return (v @ ref) / (np.linalg.norm(v, axis=1) * np.linalg.norm(ref) + 1e-9)
+
+
+class SearchSubject:
+    """A simulated searcher (``sim:parallel``, ``sim:serial``, ``sim:random``)."""
+
+    def __init__(self, kind: str, seed: int = 0, capacity: int = CAPACITY, lapse: float = LAPSE):
+        if kind not in SEARCH_KINDS:
+            raise ValueError(
+                f"unknown simulated searcher sim:{kind}; choose from {', '.join('sim:' + k for k in SEARCH_KINDS)}"
+            )
+        self.kind, self.seed, self.capacity, self.lapse = kind, seed, capacity, lapse
+        self.name = f"sim:{kind}"
+
+    def answer(self, request: Request) -> str:
+        """The cell or point this searcher answers for a trial (seeded by the trial).
+
+        ``sim:random`` (and any searcher given no image) answers a uniformly
+        random cell or point; with probability ``lapse`` a random item is
+        answered; ``sim:parallel`` answers the best-scoring item and
+        ``sim:serial`` the best of at most ``capacity`` items in a random order.
+        A point answer is the item's centroid plus Gaussian noise of
+        :data:`POINT_SD` px.  ``sim:random`` answers an HVS question with the
+        HVS random reply.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request: its last turn holds the question and the PNG,
+            its meta the task and the trial identity.
+
+        Returns
+        -------
+        str
+            ``Cell (i,j)`` when the question asks for a cell, else ``(x, y)`` in
+            pixels; ``I cannot find the target.`` when a point is asked and no
+            item is found.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task is not a visual search task.
+        """
+        meta = request.meta
+        task = meta["task"]
+        if self.kind == "random" and is_hvs_request(request):  # an HVS question: a random reply
+            return hvs_reply("random", request, self.seed)
+        if task not in SEARCH_TASKS:
+            raise FatalSubjectError(
+                f"{self.name} is a visual searcher ({', '.join(SEARCH_TASKS)}); task {task} "
+                "needs a magnitude observer such as sim:bayesian"
+            )
+        turn = request.turns[-1]
+        question = turn.text or ""
+        cells = "Cell (i,j)" in question
+        ident = (meta["session"], meta["run"], meta["condition"], meta["modality"], meta["trial"])
+        rng = stable_rng((self.seed, self.kind, ident))
+        if self.kind == "random" or turn.png is None:
+            if cells:
+                return f"Cell ({CELLS[rng.integers(4)]})"
+            x, y = rng.uniform(0, SIZE, 2)
+            return f"({x:.0f}, {y:.0f})"
+        items = _items(turn.png, task == "light_priors")
+        n = len(items["x"])
+        if n == 0:
+            return "I cannot find the target." if not cells else "Cell (1,1)"
+        score = target_scores(task, question, items)
+        if rng.random() < self.lapse:
+            pick = int(rng.integers(n))
+        elif self.kind == "parallel":
+            pick = int(np.argmax(score))
+        else:  # serial: inspect at most `capacity` items in a random order
+            look = rng.permutation(n)[: self.capacity]
+            pick = int(look[np.argmax(score[look])])
+        x, y = float(items["x"][pick]), float(items["y"][pick])
+        if cells:
+            return f"Cell ({cell_of(x, y)})"
+        x, y = x + POINT_SD * rng.standard_normal(), y + POINT_SD * rng.standard_normal()
+        return f"({x:.0f}, {y:.0f})"
+
+    async def complete(self, request: Request) -> Reply:
+        """Answer one trial (refused for tasks that are not visual search).
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            :meth:`answer` as the reply text.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task is not a visual search task.
+        """
+        return Reply(text=self.answer(request))

@@ -1,0 +1,442 @@
+"""Simulated observers that perceive the *rendered* stimulus.
+
+A simulated subject reads the ASCII text (counting characters, parsing moves,
+counting words) and measures the PNG's pixels (line extents, marker and
+endpoint centroids), with perceptual noise that grows with the blur it can
+see in the image.  In multimodal trials it fuses the two percepts by their
+reliabilities.  It then answers as an observer over its own context window
+(the earlier stimuli in its chat history, perceived the same way):
+
+In a session with a non-uniform stimulus distribution the static-Bayes
+observers centre their prior on its true mean (the runner passes it), not
+on the mean of their context.
+
+Smudges in a ``noise_text`` rendering tell it how degraded the text is, and
+its text noise grows with them, as its image noise grows with blur.
+
+* ``sim:bayesian``: precision-weighted average of the percept and a prior
+  from the context (and from a numerical range in the system prompt); it
+  trusts the prior more when told the data are noisy and when the context is
+  longer.  Bayes-consistent: ``w_prior`` rises under every BCS ablation.
+* ``sim:antibayes``: the same computation with the prior weight mirrored
+  (``0.7 - w``), so ``w_prior`` falls under the ablations.
+* ``sim:kalman``: a Kalman filter over the context percepts and the current one.
+* ``sim:linear``: ``0.8 * percept + 0.2 * anchor`` with a fixed task anchor.
+* ``sim:anchor``: not Bayesian, sequential: ``(1 - a) * percept + a * previous
+  answer`` with ``a = 0.5`` (its own last reply in the chat history; the first
+  trial of a run, and every trial without history, answer the percept).  The
+  anchoring control of METHOD §12 identifies it.
+
+Under ``cot`` (the system prompt asks it to think step by step,
+:data:`bayesobs.run.ablations.COT_SENTENCE`) every kind writes its reasoning
+(its percept and the prior it weighs it against) before ``Answer: X``, and
+the static-Bayes observers trust their prior less (its variance doubled):
+reasoning over the stimulus lowers ``w_prior``, the effect the ``cot``
+ablation measures.
+
+Every random draw is seeded by the subject seed and the trial identity, so a
+run is reproducible and a resumed run answers exactly as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+
+import numpy as np
+
+from ...seeds import stable_rng
+from ...stimuli import from_png
+from ...stimuli.maze import DIRS, UNIT_PX
+from ..ablations import COT_SENTENCE
+from .base import FatalSubjectError, Reply, Request, Turn
+
+KINDS = ("bayesian", "antibayes", "kalman", "linear", "anchor")
+ANCHOR_WEIGHT = 0.5  # sim:anchor: weight on its own previous answer
+# perceptual noise SD per task as a fraction of a typical magnitude; image noise is larger
+SCALE = {
+    "line_ratio": 0.5,
+    "marker_location": 0.5,
+    "maze_distance": 10.0,
+    "duration": 10.0,
+    "numerosity": 20.0,
+}
+WEBER = ("duration", "numerosity")  # noise proportional to the magnitude
+TEXT_SD, IMAGE_SD = 0.05, 0.09
+WORDS_PER_S = 2.6
+COT_PRIOR_VARIANCE = 2.0  # cot: the static-Bayes prior's variance is multiplied by this
+
+
+# ---------------------------------------------------------------- perception
+def read_text(task: str, text: str) -> float:
+    """The value a careful reader gets from the ASCII / text rendering.
+
+    ``line_ratio``: shorter over longer run of ``-``/``~``; ``marker_location``:
+    the ``0``'s position along its line (0..1); ``maze_distance``: the
+    straight-line distance of the summed moves (maze units); ``numerosity``:
+    the number of ``o``; ``duration``: words at :data:`WORDS_PER_S` plus
+    0.4 s per turn change (seconds).
+
+    Parameters
+    ----------
+    task : str
+        The magnitude task.
+    text : str
+        The text rendering of the stimulus.
+
+    Returns
+    -------
+    float
+        The value read, in the task's units.
+
+    Raises
+    ------
+    ValueError
+        When the task has no text reading.
+    """
+    if task == "line_ratio":
+        lengths = [len(m) for m in re.findall(r"[-~]+", text)]  # ~: a smudge (noise_text)
+        return min(lengths) / max(lengths)
+    if task == "marker_location":
+        line = next(ln for ln in text.splitlines() if "0" in ln).strip()
+        return line.index("0") / (len(line) - 1)
+    if task == "maze_distance":
+        x = y = 0
+        for name, n in re.findall(r"(right|left|up|down) ~?(\d+)", text):
+            dx, dy = DIRS[name]
+            x, y = x + dx * int(n), y + dy * int(n)
+        return math.hypot(x, y)
+    if task == "numerosity":
+        return float(text.count("o"))
+    if task == "duration":
+        words = sum(len(ln.split(":", 1)[-1].split()) for ln in text.splitlines())
+        turns = len(text.splitlines())
+        return words / WORDS_PER_S + 0.4 * (turns - 1)
+    raise ValueError(f"cannot read task {task!r}")
+
+
+def text_noise_level(text: str) -> float:
+    """The degradation a reader can see in a ``noise_text`` rendering: the share of smudges.
+
+    Smudges ``~`` replace characters of symbol runs and mark jittered numbers
+    (:func:`bayesobs.run.ablations.degrade_text`), each with probability ``s``;
+    their share among the run characters and numbers estimates ``s`` (0 for
+    clean text).
+
+    Parameters
+    ----------
+    text : str
+        The text rendering of the stimulus.
+
+    Returns
+    -------
+    float
+        The estimated smudge probability, 0..1.
+    """
+    marked = len(re.findall(r"~(?=\d)", text))
+    smudges = text.count("~") - marked
+    numbers = sum(int(n) >= 1 for n in re.findall(r"(?<![\d.])\d+(?![\d.])", text))
+    units = text.count("-") + smudges + numbers
+    return (smudges + marked) / units if units else 0.0
+
+
+def _half_max_extent(profile: np.ndarray) -> tuple[float, float]:
+    """Sub-pixel left/right edges where a 1-D profile crosses half its maximum."""
+    half = profile.max() / 2
+    above = np.flatnonzero(profile >= half)
+    i, j = above[0], above[-1]
+    left = i - (profile[i] - half) / (profile[i] - profile[i - 1]) if i > 0 else float(i)
+    right = (
+        j + (profile[j] - half) / (profile[j] - profile[j + 1])
+        if j + 1 < len(profile)
+        else float(j)
+    )
+    return left, right  # positions of the half-max crossings (pixel-centre coordinates)
+
+
+def estimate_blur(img: np.ndarray) -> float:
+    """Blur sigma (pixels) from the steepest horizontal edge of the image.
+
+    A step edge of contrast 1 blurred by a Gaussian of SD sigma has a
+    largest gradient of ``1 / (sigma sqrt(2 pi))``; a gradient of 0.4 or more
+    (per pixel, on a 0..1 scale) reads as sharp.
+
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 3)
+        The image, RGB in 0..255.
+
+    Returns
+    -------
+    float
+        The blur SD in pixels (0 for a sharp image).
+    """
+    gray = img.mean(axis=2)
+    steepest = np.abs(np.diff(gray, axis=1)).max() / 255.0
+    # a step edge of contrast 1 blurred by sigma has a maximal gradient 1 / (sigma sqrt(2 pi))
+    return 0.0 if steepest >= 0.4 else 1.0 / (steepest * math.sqrt(2 * math.pi))
+
+
+def measure_image(task: str, img: np.ndarray) -> float:
+    """The value measured from the image's pixels.
+
+    ``line_ratio``: shorter over longer half-maximum extent of the two dark
+    lines; ``marker_location``: the red tick's centroid along the line (0..1);
+    ``numerosity``: the connected regions above half the darkest ink (blur
+    merges close dots); ``maze_distance``: the distance between the green and
+    red markers' centroids in maze units.
+
+    Parameters
+    ----------
+    task : str
+        The magnitude task.
+    img : ndarray, shape (H, W, 3)
+        The image, RGB in 0..255.
+
+    Returns
+    -------
+    float
+        The value measured, in the task's units.
+
+    Raises
+    ------
+    ValueError
+        When the task has no image (``duration``).
+    """
+    dark = 255.0 - img.mean(axis=2)  # ink
+    red = np.clip(img[..., 0] - (img[..., 1] + img[..., 2]) / 2, 0, None)
+    green = np.clip(img[..., 1] - (img[..., 0] + img[..., 2]) / 2, 0, None)
+    if task == "line_ratio":
+        mid = img.shape[0] // 2  # one line above the middle, one below
+        lengths = []
+        for band in (dark[:mid], dark[mid:]):
+            r = int(np.argmax(band.sum(axis=1)))
+            left, right = _half_max_extent(band[r])
+            lengths.append(right - left)
+        return min(lengths) / max(lengths)
+    if task == "marker_location":
+        # the line's row: the darkest row of black ink; the red tick counts as ink there
+        r = int(np.argmax(np.clip(dark - 2 * red, 0, None).sum(axis=1)))
+        left, right = _half_max_extent(np.maximum(dark[r], red[r]))
+        xm = _centroid(red)[0]
+        # ends of the line are half a pixel inside the crossings
+        return (xm - (left + 0.5)) / ((right - 0.5) - (left + 0.5))
+    if task == "numerosity":
+        # start-up time: this part of SciPy loads only where it is used
+        from scipy.ndimage import label
+
+        _, count = label(
+            dark > 0.5 * dark.max()
+        )  # half-maximum; blur merges close dots: counts fall
+        return float(count)
+    if task == "maze_distance":
+        gx, gy = _centroid(green)
+        rx, ry = _centroid(red)
+        return math.hypot(rx - gx, ry - gy) / UNIT_PX
+    raise ValueError(f"task {task!r} has no image")
+
+
+def _centroid(weight: np.ndarray) -> tuple[float, float]:
+    w = np.where(weight >= 0.5 * weight.max(), weight, 0.0)
+    yy, xx = np.mgrid[0 : w.shape[0], 0 : w.shape[1]]
+    return float((w * xx).sum() / w.sum()), float((w * yy).sum() / w.sum())
+
+
+@lru_cache(maxsize=4096)
+def _image_percept(task: str, png: bytes) -> tuple[float, float]:
+    img = from_png(png)
+    return measure_image(task, img), estimate_blur(img)
+
+
+def _previous_answer(turns) -> float | None:
+    """The number in the last assistant turn of the history, or None (no history, no number)."""
+    for t in reversed(turns):
+        if t.role == "assistant":
+            try:
+                return float(t.text)
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+class SimSubject:
+    """A simulated magnitude observer.
+
+    One of ``sim:bayesian``, ``sim:antibayes``, ``sim:kalman``, ``sim:linear``
+    and ``sim:anchor`` (see the module docstring).
+    """
+
+    def __init__(self, kind: str, seed: int = 0):
+        if kind not in KINDS:
+            raise ValueError(
+                f"unknown simulated subject sim:{kind}; choose from {', '.join('sim:' + k for k in KINDS)}"
+            )
+        self.kind = kind
+        self.seed = seed
+        self.name = f"sim:{kind}"
+
+    def perceive(self, task: str, turn: Turn, salt) -> tuple[float, float]:
+        """Percept and its noise variance for one user turn.
+
+        The text and the image (whichever the turn has) are each read with
+        Gaussian noise, its SD a fraction (:data:`TEXT_SD`, :data:`IMAGE_SD`) of
+        the task's :data:`SCALE` (of the value itself for :data:`WEBER` tasks),
+        raised by the smudges the text shows and the blur the image shows; the two
+        percepts are fused by their precisions.
+
+        Parameters
+        ----------
+        task : str
+            The magnitude task.
+        turn : Turn
+            A user turn holding the stimulus (text and/or PNG).
+        salt : object
+            Mixed into the noise seed with the subject seed and the stimulus, so
+            the same stimulus is perceived the same way within one run.
+
+        Returns
+        -------
+        percept, variance : float
+            The fused percept (task units) and its noise variance.
+        """
+        scale = SCALE[task]
+        est, var = [], []
+        if turn.text is not None:
+            v = read_text(task, turn.text)
+            sd = TEXT_SD * (v if task in WEBER else scale)
+            # noise_text: two jittered lengths (or several moves) of relative SD ~ s
+            sd = math.hypot(sd, math.sqrt(2.0) * text_noise_level(turn.text) * abs(v))
+            est.append(v + sd * stable_rng((self.seed, "text", turn.text, salt)).standard_normal())
+            var.append(sd * sd)
+        if turn.png is not None:
+            v, sigma = _image_percept(task, turn.png)
+            # estimate_blur reads about 2-4x the true sigma off thin lines: sd grows ~1.3x at
+            # sigma 3 px and ~2-3x at sigma 6 px
+            sd = IMAGE_SD * (v if task in WEBER else scale) * math.sqrt(1.0 + (sigma / 8.0) ** 2)
+            est.append(v + sd * stable_rng((self.seed, "image", turn.png, salt)).standard_normal())
+            var.append(sd * sd)
+        prec = [1 / v for v in var]
+        fused = sum(p * e for p, e in zip(prec, est, strict=True)) / sum(prec)
+        return fused, 1.0 / sum(prec)
+
+    def answer(self, request: Request) -> float:
+        """The observer's numerical answer to one trial (seeded by the trial).
+
+        Every user turn before the last is the context, perceived as in
+        :meth:`perceive`; the last is the stimulus.  How the percept and context
+        are combined depends on the kind (see the module docstring); a decision
+        noise of 0.2 percept SDs is added.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request; its meta gives the task and the trial identity
+            (and, for a non-uniform session, ``prior_mean``), its system prompt
+            may give a numerical range, the noise instruction and ``cot``.
+
+        Returns
+        -------
+        float
+            The answer, in the task's units.
+        """
+        meta = request.meta
+        task = meta["task"]
+        users = [t for t in request.turns if t.role == "user"]
+        ident = (meta["session"], meta["run"], meta["condition"], meta["modality"])
+        # context percepts: the same stimulus is always perceived the same way within a run
+        context = [self.perceive(task, t, ident)[0] for t in users[:-1]]
+        m, v_m = self.perceive(task, users[-1], ident)
+        rng = stable_rng((self.seed, "decision", ident, meta["trial"]))
+        if self.kind == "linear":
+            anchor = {
+                "line_ratio": 0.5,
+                "marker_location": 0.5,
+                "maze_distance": 10.0,
+                "duration": 10.0,
+                "numerosity": 30.0,
+            }[task]
+            y = 0.8 * m + 0.2 * anchor
+            return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
+        if self.kind == "anchor":
+            previous = _previous_answer(request.turns)
+            y = m if previous is None else (1 - ANCHOR_WEIGHT) * m + ANCHOR_WEIGHT * previous
+            return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
+        if self.kind == "kalman":
+            mu, p = (context[0], v_m) if context else (m, math.inf)
+            q = 0.05 * SCALE[task] ** 2
+            for c in [*context[1:], m] if context else []:
+                p += q
+                k = p / (p + v_m)
+                mu += k * (c - mu)
+                p *= 1 - k
+            return mu + 0.2 * math.sqrt(v_m) * rng.standard_normal()
+        # static Bayes over the context window
+        prior_prec, prior_sum = 0.0, 0.0
+        k = len(context)
+        if k >= 2:
+            var_p = float(np.var(context, ddof=1)) * (
+                1.0 + 10.0 / k
+            )  # less sure with a short window
+            if "Bayesian observer" in request.system:
+                var_p *= 0.5  # told the data are noisy: trust the prior more
+            if COT_SENTENCE in request.system:
+                var_p *= COT_PRIOR_VARIANCE  # reasoning over the stimulus: trust the prior less
+            # a non-uniform session tells its true prior mean (request.meta["prior_mean"]);
+            # otherwise the context's mean stands for it
+            centre = float(meta.get("prior_mean", np.mean(context)))
+            prior_prec += 1 / var_p
+            prior_sum += centre / var_p
+        num = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+        rng_match = re.search(rf"range of {num} to {num}", request.system)
+        if rng_match:
+            lo, hi = float(rng_match.group(1)), float(rng_match.group(2))
+            var_r = max((hi - lo) ** 2 / 12, 1e-6 * SCALE[task] ** 2)
+            prior_prec += 1 / var_r
+            prior_sum += (lo + hi) / 2 / var_r
+        if prior_prec == 0:
+            y = m
+        else:
+            w = prior_prec / (prior_prec + 1 / v_m)  # weight on the prior
+            if self.kind == "antibayes":
+                w = min(max(0.7 - w, 0.0), 1.0)
+            y = (1 - w) * m + w * prior_sum / prior_prec
+        return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
+
+    async def complete(self, request: Request) -> Reply:
+        """Answer one trial (refused for tasks that are not magnitude estimation).
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            The answer to four significant digits; under ``cot``, two reasoning
+            lines and then ``Answer: X``.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task is not a magnitude task.
+        """
+        if request.meta["task"] not in SCALE:
+            raise FatalSubjectError(
+                f"{self.name} is a magnitude observer ({', '.join(SCALE)}); task "
+                f"{request.meta['task']} needs a searcher such as sim:parallel"
+            )
+        value = self.answer(request)
+        if COT_SENTENCE in request.system:  # cot: reasoning, then the labelled answer
+            users = [t for t in request.turns if t.role == "user"]
+            ident = (request.meta["session"], request.meta["run"], request.meta["condition"])
+            seen, _ = self.perceive(request.meta["task"], users[-1], (*ident, "cot"))
+            return Reply(
+                text=(
+                    f"Step 1: the stimulus looks like about {seen:.3g}.\n"
+                    f"Step 2: I weigh it against the {len(users) - 1} earlier stimuli.\n"
+                    f"Answer: {value:.4g}"
+                )
+            )
+        return Reply(text=f"{value:.4g}")

@@ -1,0 +1,264 @@
+"""Simulated subjects of the Tunnel Vision tasks, as runner subjects (``sim:matcher`` ...).
+
+Each wraps a pure function of :mod:`bayesobs.tunnel.sims`: it decodes the
+trial turn's PNG images and reads its question text, exactly what a model
+is shown (never the trial's metadata or gold answer).  In the scavenger
+hunt's text modality the grid is read from the text table and drawn, so
+the same pixel reader answers.
+
+A specialist asked about another Tunnel Vision task (``sim:matcher`` on a
+circuit) answers like ``sim:random`` -- a uniformly random valid answer --
+so one sweep of ``tasks/tunnel_vision.toml`` runs every subject on every
+task; asked about a magnitude or search task it stops the run.
+``sim:random`` answers in each paradigm's format (:class:`RandomSubject`).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+from PIL import Image
+
+from ...seeds import stable_rng
+from ...tunnel import hunt, sims
+from ...tunnel.common import Trial
+from .base import FatalSubjectError, Reply, Request
+from .hvs_sim import is_hvs_request
+from .hvs_sim import reply as hvs_reply
+from .perceptv_sim import reply as perceptv_reply
+from .search_sim import SEARCH_TASKS, SearchSubject
+
+TUNNEL_TASKS = ("object_reid", "scavenger_hunt", "circuits")
+# kind -> (its task, the library function's name in sims.SIMS)
+SPECIALISTS = {
+    "matcher": ("object_reid", "matcher"),
+    "gist": ("object_reid", "gist"),
+    "yes": ("object_reid", "yes"),
+    "chainer": ("scavenger_hunt", "chainer"),
+    "frequent": ("scavenger_hunt", "frequent"),
+    "tracer": ("circuits", "tracer"),
+    "colourcue": ("circuits", "colourcue"),
+    "nearest": ("circuits", "nearest"),
+}
+TUNNEL_KINDS = tuple(SPECIALISTS)
+_ROW = re.compile(r"^(\d+) \| (\d+) \| (\w+) \| (\w+) \| (\w+ \w+)$", re.M)
+
+
+def _rng(seed: int, kind: str, meta: dict) -> np.random.Generator:
+    ident = (
+        seed,
+        kind,
+        meta.get("task"),
+        meta.get("session"),
+        meta.get("run"),
+        meta.get("condition"),
+        meta.get("modality"),
+        meta.get("trial"),
+    )
+    return stable_rng(ident)
+
+
+def grid_from_text(text: str) -> list[dict] | None:
+    """The scavenger-hunt cells of a text table (:func:`bayesobs.tunnel.hunt.grid_text`), or None.
+
+    Parameters
+    ----------
+    text : str
+        A turn's text; rows ``row | col | shape | colour | label`` (1-based
+        row and column) are read from it.
+
+    Returns
+    -------
+    list of dict or None
+        One dict per cell (``row``, ``col`` 0-based, ``shape``, ``colour``,
+        ``label``), or None unless the table holds a full
+        ``hunt.GRID`` x ``hunt.GRID`` grid.
+    """
+    cells = [
+        {"row": int(r) - 1, "col": int(c) - 1, "shape": s, "colour": col, "label": lab}
+        for r, c, s, col, lab in _ROW.findall(text)
+    ]
+    return cells if len(cells) == hunt.GRID * hunt.GRID else None
+
+
+def trial_of(request: Request) -> Trial:
+    """The trial as the subject sees it: the last turn's images and text (no gold answer).
+
+    In the scavenger hunt's text modality (no image) the grid is read from
+    the table in the text and drawn with :func:`bayesobs.tunnel.hunt.render`.
+
+    Parameters
+    ----------
+    request : Request
+        The trial's request; only its last turn and ``meta["task"]`` are read.
+
+    Returns
+    -------
+    Trial
+        The task, the turn's images (RGB) and its text as the prompt; the
+        variant, demos, answer and answer format are empty.
+    """
+    meta = request.meta
+    turn = request.turns[-1]
+    text = turn.text or ""
+    images = tuple(Image.open(io.BytesIO(p)).convert("RGB") for p in turn.pngs)
+    if not images and meta["task"] == "scavenger_hunt":  # text modality: draw the table's grid
+        cells = grid_from_text(text)
+        if cells is not None:
+            images = (hunt.render(cells),)
+    return Trial(
+        task=meta["task"],
+        variant="",
+        images=images,
+        prompt=text,
+        demos=(),
+        answer="",
+        answer_format="",
+        max_tokens=0,
+    )
+
+
+class TunnelSubject:
+    """``sim:<kind>`` for a Tunnel Vision specialist (see :data:`SPECIALISTS`)."""
+
+    def __init__(self, kind: str, seed: int = 0):
+        if kind not in SPECIALISTS and kind != "random":
+            raise ValueError(f"unknown Tunnel Vision subject sim:{kind}")
+        self.kind, self.seed = kind, seed
+        self.name = f"sim:{kind}"
+
+    def answer(self, request: Request) -> str:
+        """The reply to one trial (its own task; a random valid answer on another).
+
+        A subject given no image answers randomly (``{C1}`` on a circuit).
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        str
+            The specialist's reply on its own task, else a uniformly random valid
+            answer (:func:`bayesobs.tunnel.sims.random_reply`).
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task is not a Tunnel Vision task.
+        """
+        task = request.meta["task"]
+        if task not in TUNNEL_TASKS:
+            raise FatalSubjectError(
+                f"{self.name} answers the Tunnel Vision tasks ({', '.join(TUNNEL_TASKS)}); "
+                f"task {task} needs another subject"
+            )
+        trial = trial_of(request)
+        rng = _rng(self.seed, self.kind, request.meta)
+        if not trial.images:  # nothing to look at (a text turn it cannot read)
+            return sims.random_reply(trial, rng) if task != "circuits" else "{C1}"
+        own = SPECIALISTS.get(self.kind)
+        if own is None or own[0] != task:  # not its task: a uniformly random valid answer
+            return sims.random_reply(trial, rng)
+        return sims.SIMS[task][own[1]](trial, rng)
+
+    async def complete(self, request: Request) -> Reply:
+        """The subject interface: :meth:`answer` as a :class:`Reply`.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            :meth:`answer` as the reply text.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task is not a Tunnel Vision task.
+        """
+        return Reply(text=self.answer(request))
+
+
+class RandomSubject:
+    """``sim:random``: a uniformly random valid answer in the format of each paradigm.
+
+    Visual search: a random cell or point (:class:`~bayesobs.run.subjects.search_sim.SearchSubject`);
+    an HVSBench-style question: the paper's random reply (:mod:`~bayesobs.run.subjects.hvs_sim`);
+    perception: a random valid answer of the task (``{yes}``/``{no}``, one of
+    the 11 colours, a component shown); magnitude: a number drawn uniformly
+    in the session's range (the request's ``session_range``), blind to the
+    stimulus.
+    """
+
+    def __init__(self, seed: int = 0):
+
+        self.seed = seed
+        self.name = "sim:random"
+        self._search = SearchSubject("random", seed=seed)
+        self._search_tasks = SEARCH_TASKS
+        self._tunnel = TunnelSubject("random", seed=seed)
+
+    def answer(self, request: Request) -> str:
+        """A random valid answer in the format of the trial's paradigm.
+
+        An HVS question gets the HVS random reply; a visual search or Tunnel
+        Vision task the random answer of :class:`SearchSubject` or
+        :class:`TunnelSubject`; ``percept_v`` the guesser's reply; any other task
+        a number drawn uniformly in the request's ``session_range`` (four
+        significant digits).
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        str
+            The reply text.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task has no answer format here (no ``session_range``).
+        """
+        task = request.meta["task"]
+        if is_hvs_request(request):  # an HVSBench-style question: the paper's random reply
+            return hvs_reply("random", request, self.seed)
+        if task in self._search_tasks:
+            return self._search.answer(request)
+        if task in TUNNEL_TASKS:
+            return self._tunnel.answer(request)
+        if task == "percept_v":  # the guesser: a valid answer drawn from the domain's prior
+            return perceptv_reply("guesser", request, self.seed)
+        if request.session_range is None:
+            raise FatalSubjectError(f"sim:random has no answer format for task {task}")
+        low, high = request.session_range  # a magnitude task: a uniform number in the range
+        return f"{_rng(self.seed, 'random', request.meta).uniform(low, high):.4g}"
+
+    async def complete(self, request: Request) -> Reply:
+        """The subject interface: :meth:`answer` as a :class:`Reply`.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            :meth:`answer` as the reply text.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task has no answer format here.
+        """
+        return Reply(text=self.answer(request))

@@ -1,0 +1,90 @@
+"""Noise within an answer versus noise across answers (``answer_spread.csv``; docs/method.md).
+
+With ``--logprobs`` each numeric answer carries the standard deviation of the
+model's own answer distribution (``response_sd``, :mod:`bayesobs.logprobs`).
+Per cell, :func:`answer_spread` sets their mean beside the residual standard
+deviation of the cell's best observer model (lowest AIC), both on the
+response scale: how much of a model's noise is already in each answer versus
+across answers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..fits.predictions import predictions
+from ..trials import CELL_KEYS
+
+COLUMNS = (
+    *CELL_KEYS,
+    "n_trials",
+    "n_with_distribution",
+    "within_sd_mean",
+    "best_variant",
+    "residual_sd",
+    "within_to_residual",
+)
+
+
+def _best(fits: pd.DataFrame) -> pd.Series:
+    """The lowest-AIC variant of each cell (summed over the levels of an interleaved fit)."""
+    ok = fits[np.isfinite(pd.to_numeric(fits["aic"], errors="coerce"))]
+    aic = ok.groupby([*CELL_KEYS, "variant"], sort=False)["aic"].sum().reset_index()
+    if aic.empty:
+        return pd.Series(dtype=object)
+    return aic.loc[aic.groupby(list(CELL_KEYS), sort=False)["aic"].idxmin()].set_index(
+        list(CELL_KEYS)
+    )["variant"]
+
+
+def answer_spread(trials: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: the mean within-answer sd beside the best model's across-answer residual sd.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials with a ``response_sd`` column.
+    fits : DataFrame
+        ``fits.csv`` rows of the same trials.
+
+    Returns
+    -------
+    DataFrame
+        :data:`COLUMNS`; ``residual_sd`` is ``sqrt(mean((response -
+        prediction)**2))`` over the cell's answered trials under the best
+        variant's full-data fit; ``within_sd_mean`` the mean ``response_sd``
+        over the trials that have one.  Empty (no columns) without
+        ``response_sd`` values.
+    """
+    if "response_sd" not in trials or not trials["response_sd"].notna().any():
+        return pd.DataFrame()
+    fits = fits.astype({k: str for k in CELL_KEYS})
+    best = _best(fits)
+    variants = tuple(dict.fromkeys(best))
+    pred = predictions(trials, fits, variants=variants) if variants else trials
+    rows = []
+    for key, cell in pred.groupby(list(CELL_KEYS), sort=True):
+        key = tuple(str(k) for k in key)
+        answered = cell["response"].notna()
+        sd = pd.to_numeric(cell["response_sd"], errors="coerce")
+        with_sd = answered & sd.notna()
+        variant = best.get(key)
+        residual = np.nan
+        if variant is not None:
+            r = (cell["response"] - cell[f"pred_{variant}"])[answered].to_numpy(dtype=float)
+            r = r[np.isfinite(r)]
+            residual = float(np.sqrt(np.mean(r**2))) if r.size else np.nan
+        within = float(sd[with_sd].mean()) if with_sd.any() else np.nan
+        rows.append(
+            (
+                *key,
+                int(answered.sum()),
+                int(with_sd.sum()),
+                within,
+                variant,
+                residual,
+                within / residual if residual > 0 else np.nan,
+            )
+        )
+    return pd.DataFrame(rows, columns=list(COLUMNS))

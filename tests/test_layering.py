@@ -1,0 +1,81 @@
+"""The architecture is enforced (issue 29): no import circles, no private cross-module imports,
+no upward imports (import-linter's contracts in pyproject.toml), lazy imports only with a reason."""
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _checker():
+    spec = importlib.util.spec_from_file_location(
+        "check_imports", ROOT / "tools" / "check_imports.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_package_has_no_circle_no_private_import_no_unexplained_lazy_import():
+    assert _checker().problems(ROOT / "bayesobs") == []
+
+
+def _toy(tmp_path, files: dict) -> Path:
+    pkg = tmp_path / "toy"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name, text in files.items():
+        (pkg / f"{name}.py").write_text(text)
+    return pkg
+
+
+def test_the_checker_finds_circles_private_and_unexplained_lazy_imports(tmp_path, capsys):
+    check = _checker()
+    pkg = _toy(
+        tmp_path,
+        {
+            "a": "from .b import helper\n",
+            "b": "def helper():\n    from .a import x\n    return x\n",
+            "c": "from .a import _hidden, __version__\n",
+            "d": "def f():\n    # start-up time: only here\n    import json\n    import math\n    return json, math\n",
+        },
+    )
+    found = check.problems(pkg)
+    assert "import circle: toy.a <-> toy.b" in found
+    assert "private import: toy.c takes toy.a._hidden" in found
+    assert "function-level import without a reason: toy.b line 2" in found
+    assert not any("toy.d" in line or "__version__" in line for line in found)
+    assert len(found) == 3
+    assert check.main([str(pkg)]) == 1
+    assert check.main([str(tmp_path / "nowhere")]) == 2
+
+
+@pytest.mark.skipif(
+    shutil.which("lint-imports") is None
+    and not (Path(sys.executable).parent / "lint-imports").exists(),
+    reason="import-linter not installed (dev extra)",
+)
+def test_import_linter_contracts_are_kept():
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
+    proc = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "BROKEN" not in proc.stdout and "0 broken" in proc.stdout
+
+
+def test_the_wings_do_not_shadow_the_library_api():
+    """``bayesobs.fit`` stays the function (the fit wing is ``bayesobs.fits``); old short names load lazily."""
+    code = (
+        "import importlib, pkgutil, bayesobs\n"
+        "for m in pkgutil.walk_packages(bayesobs.__path__, 'bayesobs.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "assert callable(bayesobs.fit) and callable(bayesobs.sweep)\n"
+        "assert bayesobs.fits.posterior.__name__ == 'bayesobs.fits.posterior'\n"
+        "assert bayesobs.run.runner.__name__ == 'bayesobs.run.runner'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
