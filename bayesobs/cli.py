@@ -1572,9 +1572,10 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=default, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from . import __version__
+        from . import __version__  # start-up time: importlib.metadata only for --version
 
-        parser.exit(message=f"bayesobs {__version__}\n")
+        print(f"bayesobs {__version__}")  # on stdout, as argparse's own version action
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
