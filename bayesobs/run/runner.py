@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .batch import BatchOptions, check_batch_subjects, execute_batch, rounds_needed
 from .concurrency import DEFAULT_MAX_CONCURRENCY
 from .engine import RunReport as RunReport  # re-exported: the engine's names' old home
 from .engine import estimate as estimate
@@ -25,6 +24,14 @@ from .plan import plan as plan
 from .plan import plan_all
 from .plan import reverse_trials as reverse_trials
 from .store import TRIAL_ID, ExperimentStore, read_jsonl
+
+
+def _batch():
+    """The Batch API path (:mod:`bayesobs.run.batch`)."""
+    # start-up time: the batch path loads the OpenAI and Anthropic SDKs; only with --batch
+    from . import batch
+
+    return batch
 
 
 def start(
@@ -59,15 +66,17 @@ def start(
     may be resumed with or without it.
     """
     if batch is not None:
-        check_batch_subjects(subjects)
-        batch_options = BatchOptions(**batch)
+        _batch().check_batch_subjects(subjects)
+        batch_options = _batch().BatchOptions(**batch)
 
     record = experiment_record(specs, subjects, **settings, chat=chat, sim_seed=sim_seed, ami=ami)
     if hvs:  # only then: folders without hvs keep their manifest
         record["hvs"] = hvs
     if dry_run:
         done = {tuple(r[k] for k in TRIAL_ID) for r in read_jsonl(Path(out) / "trials.jsonl")[0]}
-        extra = {"batch_rounds": rounds_needed(sessions, done)} if batch is not None else {}
+        extra = (
+            {"batch_rounds": _batch().rounds_needed(sessions, done)} if batch is not None else {}
+        )
         return RunReport(
             dry_run={
                 **estimate(sessions, done, chat),
@@ -89,7 +98,7 @@ def start(
     with ExperimentStore(out, record, lock=True) as store:
         torn, unreadable = list(store.torn_logs), list(store.unreadable_lines)
         if batch is not None:
-            report = execute_batch(sessions, store, objs, batch_options, chat, progress)
+            report = _batch().execute_batch(sessions, store, objs, batch_options, chat, progress)
         else:
             report = execute(
                 sessions,
@@ -125,7 +134,7 @@ def run_task(
     ami = str(ami) if ami else None
     hvs = str(hvs) if hvs else None
     if options.get("batch") is not None:  # before planning: one line for a subject without one
-        check_batch_subjects(subjects)
+        _batch().check_batch_subjects(subjects)
     kw = dict(
         subjects=subjects,
         modalities=modalities,
@@ -182,7 +191,7 @@ def sweep(
     ami = str(ami) if ami else None
     hvs = str(hvs) if hvs else None
     if batch is not None:  # before planning: one line for a subject without a batch API
-        check_batch_subjects(subjects)
+        _batch().check_batch_subjects(subjects)
     kw = dict(subjects=subjects, trials=trials, runs=runs, ami=ami, hvs=hvs)
     sessions = plan_all([(e["spec"], kw) for e in exps], progress=progress)
     settings = {"command": "sweep", "protocol": str(protocol), "trials": trials, "runs": runs}

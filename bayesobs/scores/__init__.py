@@ -743,15 +743,7 @@ def score(
                 magnitude,
                 humans,
                 references,
-                dict(
-                    bootstrap=bootstrap,
-                    seed=seed,
-                    non_oracle=non_oracle,
-                    progress=progress,
-                    resample=resample,
-                    interleaved=interleaved,
-                    lapse=lapse,
-                ),
+                dict(non_oracle=non_oracle, options=opts),
             )
         )
     return with_psychometric(res._replace(**extra, cot_accuracy=cot_acc), *psych)
@@ -761,7 +753,7 @@ def _with_reference_rows(bayesbench, magnitude, patterns, references, options) -
     """``bayesbench`` with the reference rows, scored by :func:`score` on the same cells."""
     humans = human_subjects(magnitude["subject"].unique(), patterns)
     kinds = ("random", "ideal") if references else ()
-    refs = reference_trials(magnitude, options["seed"], humans, kinds)
+    refs = reference_trials(magnitude, options["options"].seed, humans, kinds)
     ref_bb = None
     if len(refs):
         ref_bb = score(refs, probe=False, **options).bayesbench
