@@ -141,3 +141,31 @@ def test_batched_inference_data_is_built_like_from_dict():
         a, b = got[g], ref[g]
         xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
         assert set(a.attrs) == set(b.attrs) - {"inference_library"}
+
+
+def test_slice_results_are_the_per_cell_arviz_summaries_and_loo():
+    """One az.summary and one vectorised PSIS-LOO per slice: the numbers of each cell's own."""
+    from bayesobs.trials import CELL_KEYS
+
+    df = bayesobs.normalize_trials(pd.concat([_cells(3), _cells(1, n_per=23).assign(subject="t")]))
+    v = get_variant("kalman")  # compiled as in test_a_cell_gets_the_same_draws_alone_or_batched
+    items = [(k, d) for k, d in posterior.prepare_cells(df, v) if k[0] != "t"]
+    raw = posterior._dispatch(v, [d for _, d in items], 2, 60, 40, 5, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        got = posterior.slice_results(v, items, raw, 2)
+        idatas = posterior._collect(v, [d for _, d in items], raw)
+        ref = [
+            posterior._cell_results(list(CELL_KEYS), k, v.name, idata, 2)
+            for (k, _), idata in zip(items, idatas, strict=True)
+        ]
+    assert any(note for *_, note in ref)  # short chains: the diagnostics notes are compared too
+    for (key, name, idata, rows, loo_row, note), (rows0, loo0, note0), idata0 in zip(
+        got, ref, idatas, strict=True
+    ):
+        assert (key, name) in {(k, v.name) for k, _ in items}
+        pd.testing.assert_frame_equal(pd.DataFrame(rows), pd.DataFrame(rows0))
+        assert loo_row == loo0 and note == note0
+        for g in ("posterior", "log_likelihood", "sample_stats"):
+            for var in idata0[g].data_vars:
+                np.testing.assert_array_equal(idata[g][var], idata0[g][var])
