@@ -714,11 +714,13 @@ def _run_batch_jobs(jobs, scheduler=None, sink=None) -> list:
     the summaries of the current one are made, so that the two overlap, and
     each slice's results go through ``sink`` as soon as they are made.
     """
-    from .distributed import map_tasks, scheduler_address
+    from .distributed import iter_tasks, scheduler_address
 
     if scheduler_address(scheduler) is not None:
-        parts = map_tasks(_fit_batch_job, jobs, scheduler=scheduler)
-        return [r for part in parts for r in _sunk(part, sink)]
+        # each slice goes through the sink as it arrives: the draws of all never pile up here
+        return [
+            r for _, part in iter_tasks(_fit_batch_job, jobs, scheduler) for r in _sunk(part, sink)
+        ]
     out, pending = [], None
     for job in [*jobs, None]:
         nxt = None if job is None else (job, _dispatch_job(job))
