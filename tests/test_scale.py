@@ -169,3 +169,19 @@ def test_slice_results_are_the_per_cell_arviz_summaries_and_loo():
         for g in ("posterior", "log_likelihood", "sample_stats"):
             for var in idata0[g].data_vars:
                 np.testing.assert_array_equal(idata[g][var], idata0[g][var])
+
+
+@pytest.mark.slow  # two samplers compiled: a minute or more on a loaded 2-core machine
+def test_a_cell_gets_the_same_draws_in_a_group_of_a_larger_call():
+    """17 cells: one call padded to 32, sampled as two groups of 16 (lax.map); the first 16
+    alone are one group of 16 (no map).  Same group width, so the same draws."""
+    df = bayesobs.normalize_trials(_cells(17, n_per=20))
+    v = get_variant("kalman")
+    datas = [d for _, d in posterior.prepare_cells(df, v)]
+    assert posterior._slice_size(17) == 2 * posterior.LOCKSTEP_CELLS
+    kw = {"chains": 2, "warmup": 30, "draws": 20, "seed": 2}
+    big = posterior.sample_batch(v, datas, **kw)
+    first = posterior.sample_batch(v, datas[:16], **kw)
+    for i in (0, 15):
+        np.testing.assert_array_equal(big[i].posterior["rho"], first[i].posterior["rho"])
+        np.testing.assert_array_equal(big[i].log_likelihood["y"], first[i].log_likelihood["y"])
