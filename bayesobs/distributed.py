@@ -7,16 +7,34 @@ environment variable) sends the same tasks to that cluster instead: a
 started with ``dask-jobqueue`` (docs/scale.md, "Scale").  Every task is a pure
 function of its inputs (seeds included), so the results are the same
 wherever it runs.
+
+Each worker runs ``threads`` tasks at a time and must not start more
+compute threads than that: :func:`thread_env` caps NumPy's BLAS/OpenMP
+pools and JAX's XLA (``--xla_cpu_multi_thread_eigen``), and the worker
+preload of this module (:func:`dask_setup`) pins each worker process to its
+own ``threads`` cores, which is what sizes XLA's CPU thread pool (JAX sizes
+it from the process's CPU affinity).  :func:`local_cluster` and
+:func:`jobqueue_options` (SLURM/PBS through ``dask-jobqueue``) set both.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 ENV = "BAYESOBS_SCHEDULER"
+# the thread pools a worker caps at its own thread count
+THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+PRELOAD = "bayesobs.distributed"  # the worker preload: pins each worker to its cores
 _CURRENT: ContextVar = ContextVar("bayesobs_scheduler", default=None)
 
 
@@ -73,4 +91,178 @@ def map_tasks(fn: Callable, items: Iterable, scheduler=None) -> list:
         return client.gather(client.map(fn, items, pure=False))
 
 
-__all__ = ["ENV", "map_tasks", "scheduler_address", "use_scheduler"]
+def iter_tasks(fn: Callable, items: Iterable, scheduler=None) -> Iterator[tuple[int, object]]:
+    """``(i, fn(items[i]))`` for every task, as each finishes, here or on the Dask cluster.
+
+    Like :func:`map_tasks`, but each result is handed over as soon as it is
+    done (in the order they finish on a cluster) and then dropped by the
+    cluster, so the caller can write it out and keep only what it needs.
+    """
+    items = list(items)
+    address = scheduler_address(scheduler)
+    if address is None or not items:
+        for i, x in enumerate(items):
+            yield i, fn(x)
+        return
+    from distributed import Client, as_completed  # optional dependency: bayesobs[distributed]
+
+    def run(client):
+        futures = client.map(fn, items, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        for fut in as_completed(futures, loop=client.loop):
+            result = fut.result()
+            fut.release()
+            yield index[fut.key], result
+
+    if isinstance(address, Client):
+        yield from run(address)
+    else:
+        with Client(address, set_as_default=False) as client:
+            yield from run(client)
+
+
+def _threads(threads) -> int:
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads per worker must be a positive integer, not {threads!r}")
+    return threads
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment variables that cap a worker's compute threads at ``threads``.
+
+    ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` (and
+    the Accelerate and numexpr equivalents) for NumPy/SciPy, and
+    ``XLA_FLAGS`` for JAX: ``--xla_cpu_multi_thread_eigen=false`` with one
+    thread (XLA's Eigen calls stay on the calling thread), and
+    ``intra_op_parallelism_threads=N``, the setting JAX's issue tracker
+    gives for older jaxlib versions.  Current jaxlib sizes its CPU thread
+    pool from the CPU affinity instead, which :func:`dask_setup` sets.
+    They must be in the environment before the worker process starts (NumPy
+    and JAX read them when they load).
+
+    Parameters
+    ----------
+    threads : int
+        Threads per worker (Dask's ``nthreads``).
+
+    Returns
+    -------
+    dict
+        Variable name to value.
+    """
+    n = _threads(threads)
+    env = dict.fromkeys(THREAD_VARS, str(n))
+    eigen = "true" if n > 1 else "false"
+    env["XLA_FLAGS"] = f"--xla_cpu_multi_thread_eigen={eigen} intra_op_parallelism_threads={n}"
+    return env
+
+
+def worker_cores(name, threads: int, available: list[int]) -> list[int] | None:
+    """The cores worker ``name`` is pinned to: its own ``threads`` of ``available``, or None.
+
+    Workers of one machine are numbered: a ``LocalCluster`` names them
+    0, 1, ...; ``dask worker --nworkers K --name NAME`` (what dask-jobqueue
+    starts) names them ``NAME-0`` ... ``NAME-(K-1)``.  Worker ``i`` gets
+    cores ``available[i*threads:(i+1)*threads]``; None (no pinning) when the
+    name carries no number or the cores do not go round.
+    """
+    n = _threads(threads)
+    tail = str(name).rsplit("-", 1)[-1]
+    if not tail.isdigit():
+        return None
+    i = int(tail)
+    cores = sorted(available)[i * n : (i + 1) * n]
+    return cores if len(cores) == n and len(available) > n else None
+
+
+def dask_setup(worker) -> None:
+    """Worker preload (``--preload bayesobs.distributed``): pin the worker to its own cores.
+
+    Runs in the worker process before any task, so JAX, which sizes its CPU
+    thread pool from the process's CPU affinity when it first computes, and
+    the BLAS pools start no more threads than the worker's ``nthreads``.
+    """
+    if not hasattr(os, "sched_setaffinity"):  # pragma: no cover - not Linux
+        return
+    cores = worker_cores(worker.name, worker.state.nthreads, sorted(os.sched_getaffinity(0)))
+    if cores is not None:
+        os.sched_setaffinity(0, cores)
+
+
+def local_cluster(n_workers: int = 2, threads_per_worker: int = 1, pin: bool = True, **kwargs):
+    """A ``dask.distributed.LocalCluster`` whose workers cap their threads (:func:`thread_env`).
+
+    Parameters
+    ----------
+    n_workers, threads_per_worker : int
+        Worker processes and threads (tasks at a time) in each.
+    pin : bool
+        Pin each worker to its own cores (:func:`dask_setup`), when the
+        machine's cores go round.
+    **kwargs
+        Passed to ``LocalCluster`` (e.g. ``memory_limit``).
+
+    Returns
+    -------
+    distributed.LocalCluster
+        Use it as a context manager; ``cluster.scheduler_address`` is the
+        ``--scheduler`` address.
+    """
+    from distributed import LocalCluster  # optional dependency: bayesobs[distributed]
+
+    n = _threads(threads_per_worker)
+    _threads(n_workers)
+    kwargs.setdefault("dashboard_address", None)
+    return LocalCluster(
+        n_workers=n_workers,
+        threads_per_worker=n,
+        processes=True,
+        env=thread_env(n),
+        preload=[PRELOAD] if pin else [],
+        **kwargs,
+    )
+
+
+def jobqueue_options(cores: int, processes: int = 1) -> dict:
+    """Keyword arguments for a dask-jobqueue cluster (``SLURMCluster``, ``PBSCluster``, ...).
+
+    Each job of ``cores`` cores runs ``processes`` workers of
+    ``cores // processes`` threads; the job script exports
+    :func:`thread_env` of that many threads and each worker loads the
+    preload that pins it to its own cores.
+
+    Parameters
+    ----------
+    cores : int
+        Cores per job (the cluster's ``cores``).
+    processes : int
+        Worker processes per job (the cluster's ``processes``).
+
+    Returns
+    -------
+    dict
+        ``job_script_prologue`` and ``worker_extra_args``.
+    """
+    cores, processes = _threads(cores), _threads(processes)
+    if cores % processes:
+        raise ValueError(f"{cores} cores do not split evenly into {processes} worker processes")
+    env = thread_env(cores // processes)
+    return {
+        "job_script_prologue": [f"export {k}={shlex.quote(v)}" for k, v in env.items()],
+        "worker_extra_args": ["--preload", PRELOAD],
+    }
+
+
+__all__ = [
+    "ENV",
+    "THREAD_VARS",
+    "dask_setup",
+    "iter_tasks",
+    "jobqueue_options",
+    "local_cluster",
+    "map_tasks",
+    "scheduler_address",
+    "thread_env",
+    "use_scheduler",
+    "worker_cores",
+]

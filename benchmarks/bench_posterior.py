@@ -4,21 +4,26 @@ Usage::
 
     .venv/bin/python benchmarks/bench_posterior.py [--out bench-output]
 
-    .venv/bin/python benchmarks/bench_posterior.py --scale [--scale-cells 783] [--check-cells 3]
-        [--warmup 500 --draws 500] [--scheduler ADDRESS | --dask-local]
+    .venv/bin/python benchmarks/bench_posterior.py --scale [--cells 783] [--check-cells 3]
+        [--warmup 500 --draws 500] [--scheduler ADDRESS | --workers 2]
 
 1. One cell of 120 trials, all ten variants, 4 chains x (500 warm-up + 500 draws).
 2. The hierarchical model over 9 subjects (120 trials each), 4 chains x (500 + 500):
    the static observer alone, then all ten variants.
 3. ``--scale``: the BayesBench-scale data set (783 cells x 10 variants, or a
-   seeded sample of ``--scale-cells`` cells, extrapolated linearly to 783:
+   seeded sample of ``--cells`` cells, extrapolated linearly to 783:
    an upper bound, as the compile time does not grow with the cells),
-   batched, 4 chains x (500 + 500); then per-cell fits (NumPyro ``MCMC``)
-   of ``--check-cells`` sampled cells, all ten variants, and the share of
-   posterior means within 2 Monte Carlo standard errors (combined, of the
-   two fits).  ``--dask-local`` runs the batched fit again through a Dask
-   ``LocalCluster`` (2 workers) and checks that the tables are identical.
-Wall times include JIT compilation; the JAX device is reported.
+   batched, 4 chains x (500 + 500), keeping what ``fit --method posterior``
+   keeps (the tables and each fit's draws); then per-cell fits (NumPyro
+   ``MCMC``) of ``--check-cells`` sampled cells, all ten variants, and the
+   share of posterior means within 2 Monte Carlo standard errors (combined,
+   of the two fits).  ``--workers N`` runs the batched fit again on a Dask
+   ``LocalCluster`` of N one-thread workers with their thread caps
+   (:func:`bayesobs.distributed.local_cluster`), states the speed-up over
+   this one process and checks that the tables are identical.
+Wall times include JIT compilation; the JAX device and the peak resident
+memory of this process (``ru_maxrss``; the workers' own is not in it) are
+reported.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import time
 import warnings
 from pathlib import Path
@@ -82,11 +88,13 @@ def scale(args) -> dict:
     }
     warnings.simplefilter("ignore", RuntimeWarning)  # counted below instead
     t, cpu = time.perf_counter(), time.process_time()
-    summ, loo, idatas, notes = fit_posterior(sub, scheduler=args.scheduler, **kw)
+    summ, loo, idatas, notes = fit_posterior(sub, scheduler=args.scheduler, sink=draws_only, **kw)
     wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     res.update(
         wall_s=round(wall, 1),
         cpu_s=round(cpu, 1),
+        peak_rss_gib=round(rss, 2),
         load_avg_1min=os.getloadavg()[0],
         extrapolated_all_cells_s=round(wall * n_all / len(pick), 1),
         fits=len(loo),
@@ -94,20 +102,30 @@ def scale(args) -> dict:
     )
     print(
         f"BayesBench scale, {len(pick)} of {n_all} cells x 10 variants, 4 x ({args.warmup} + {args.draws}) "
-        f"on {res['device']}: {wall:.1f} s wall, {cpu:.1f} s CPU, load {res['load_avg_1min']:.1f} ({len(loo)} fits, {len(notes)} diagnostic notes); "
-        f"x {n_all}/{len(pick)} -> {res['extrapolated_all_cells_s'] / 60:.1f} min for all cells"
+        f"on {res['device']}: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:.2f} GiB, "
+        f"load {res['load_avg_1min']:.1f} ({len(loo)} fits, {len(notes)} diagnostic notes); "
+        f"x {n_all}/{len(pick)} -> {res['extrapolated_all_cells_s'] / 60:.1f} min for all cells "
+        f"(target <= 8 min, <= 4 GiB)"
     )
-    if args.dask_local:
-        from distributed import LocalCluster
+    if args.workers:
+        from bayesobs.distributed import local_cluster
 
-        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        with local_cluster(n_workers=args.workers, threads_per_worker=1) as cluster:
             t = time.perf_counter()
-            s2, l2, _, _ = fit_posterior(sub, scheduler=cluster.scheduler_address, **kw)
-            res["dask_local_wall_s"] = round(time.perf_counter() - t, 1)
+            s2, l2, _, _ = fit_posterior(
+                sub, scheduler=cluster.scheduler_address, sink=draws_only, **kw
+            )
+            res["dask_wall_s"] = round(time.perf_counter() - t, 1)
         same = summ.equals(s2) and loo.equals(l2)
-        res["dask_local_identical_tables"] = bool(same)
+        res.update(
+            dask_workers=args.workers,
+            dask_speedup=round(wall / res["dask_wall_s"], 2),
+            dask_identical_tables=bool(same),
+        )
         print(
-            f"Dask LocalCluster (2 workers): {res['dask_local_wall_s']} s; tables identical: {same}"
+            f"Dask LocalCluster ({args.workers} one-thread workers, thread caps): "
+            f"{res['dask_wall_s']} s against {wall:.1f} s in one process, "
+            f"speed-up x{res['dask_speedup']}; tables identical: {same}"
         )
     if args.check_cells:
         check = pick.iloc[rng.choice(len(pick), min(args.check_cells, len(pick)), replace=False)]
@@ -136,16 +154,25 @@ def scale(args) -> dict:
     return res
 
 
+def draws_only(key, idata):
+    """What ``fit --method posterior`` keeps of each fit: its draws (not the log-likelihood)."""
+    import arviz as az
+
+    return az.InferenceData(posterior=idata.posterior)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench-output")
     ap.add_argument("--scale", action="store_true", help="only the BayesBench-scale case")
-    ap.add_argument("--scale-cells", type=int, default=783)
+    ap.add_argument("--cells", "--scale-cells", dest="scale_cells", type=int, default=783)
     ap.add_argument("--check-cells", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=500)
     ap.add_argument("--draws", type=int, default=500)
     ap.add_argument("--scheduler", default=None, help="a Dask scheduler address")
-    ap.add_argument("--dask-local", action="store_true", help="also run through a LocalCluster")
+    ap.add_argument(
+        "--workers", type=int, default=0, help="also run on a LocalCluster of this many workers"
+    )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     warnings.simplefilter("ignore", FutureWarning)

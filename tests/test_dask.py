@@ -10,7 +10,7 @@ import pytest
 from conftest import make_cell
 
 import bayesobs
-from bayesobs.distributed import map_tasks, scheduler_address, use_scheduler
+from bayesobs.distributed import local_cluster, map_tasks, scheduler_address, use_scheduler
 
 distributed = pytest.importorskip("distributed")
 
@@ -19,9 +19,8 @@ distributed = pytest.importorskip("distributed")
 def cluster():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as c:
+        # the capped cluster of docs/scale.md (bayesobs.distributed.local_cluster)
+        with local_cluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as c:
             yield c.scheduler_address
 
 

@@ -69,6 +69,10 @@ ELSEWHERE = {
     # a SLURM cluster cannot run in the suite: the --scheduler commands it serves run on a
     # local Dask cluster instead
     "# start_cluster.py: keep it running while you work": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
+    # scaling a SLURM cluster submits jobs: no scheduler here; its job script is checked
+    "cluster.scale(jobs=10)  # 10 SLURM jobs, 20 Dask workers": "test_distributed.py::test_docs_slurm_recipe_builds_a_job_script_with_the_caps",
+    # posterior fits on the capped local cluster (slow: each worker compiles the sampler)
+    "from bayesobs.distributed import local_cluster": "test_dask.py::test_batched_posterior_is_identical_on_the_cluster",
     "python start_cluster.py &": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs fit study/ --out fits --method posterior --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs score study/ --out scores --bootstrap 200 --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",

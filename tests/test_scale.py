@@ -144,3 +144,47 @@ def test_batched_inference_data_is_built_like_from_dict():
         a, b = got[g], ref[g]
         xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
         assert set(a.attrs) == set(b.attrs) - {"inference_library"}
+
+
+def test_slice_results_are_the_per_cell_arviz_summaries_and_loo():
+    """One az.summary and one vectorised PSIS-LOO per slice: the numbers of each cell's own."""
+    from bayesobs.trials import CELL_KEYS
+
+    df = bayesobs.normalize_trials(pd.concat([_cells(3), _cells(1, n_per=23).assign(subject="t")]))
+    v = get_variant("kalman")  # compiled as in test_a_cell_gets_the_same_draws_alone_or_batched
+    items = [(k, d) for k, d in posterior.prepare_cells(df, v) if k[0] != "t"]
+    raw = posterior._dispatch(v, [d for _, d in items], 2, 60, 40, 5, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        got = posterior.slice_results(v, items, raw, 2)
+        idatas = posterior._collect(v, [d for _, d in items], raw)
+        ref = [
+            posterior._cell_results(list(CELL_KEYS), k, v.name, idata, 2)
+            for (k, _), idata in zip(items, idatas, strict=True)
+        ]
+    assert any(note for *_, note in ref)  # short chains: the diagnostics notes are compared too
+    for (key, name, idata, rows, loo_row, note), (rows0, loo0, note0), idata0 in zip(
+        got, ref, idatas, strict=True
+    ):
+        assert (key, name) in {(k, v.name) for k, _ in items}
+        pd.testing.assert_frame_equal(pd.DataFrame(rows), pd.DataFrame(rows0))
+        assert loo_row == loo0 and note == note0
+        for g in ("posterior", "log_likelihood", "sample_stats"):
+            for var in idata0[g].data_vars:
+                np.testing.assert_array_equal(idata[g][var], idata0[g][var])
+
+
+@pytest.mark.slow  # two samplers compiled: a minute or more on a loaded 2-core machine
+def test_a_cell_gets_the_same_draws_in_a_group_of_a_larger_call():
+    """17 cells: one call padded to 32, sampled as two groups of 16 (lax.map); the first 16
+    alone are one group of 16 (no map).  Same group width, so the same draws."""
+    df = bayesobs.normalize_trials(_cells(17, n_per=20))
+    v = get_variant("kalman")
+    datas = [d for _, d in posterior.prepare_cells(df, v)]
+    assert posterior._slice_size(17) == 2 * posterior.LOCKSTEP_CELLS
+    kw = {"chains": 2, "warmup": 30, "draws": 20, "seed": 2}
+    big = posterior.sample_batch(v, datas, **kw)
+    first = posterior.sample_batch(v, datas[:16], **kw)
+    for i in (0, 15):
+        np.testing.assert_array_equal(big[i].posterior["rho"], first[i].posterior["rho"])
+        np.testing.assert_array_equal(big[i].log_likelihood["y"], first[i].log_likelihood["y"])

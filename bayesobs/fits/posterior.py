@@ -35,11 +35,12 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from ..distributed import map_tasks, scheduler_address
+from ..distributed import iter_tasks, scheduler_address
 from ..trials import CELL_KEYS, normalize_trials
 from .observers.models import mean_padded
 from .observers.scale import cell_moments, model_scale
 from .observers.variants import VARIANTS, Variant, get_variant
+from .psis import loo_many
 from .runtable import build_runs
 
 CORE = {"linear": "w", "static": "w_prior", "kalman": "rho"}
@@ -195,6 +196,12 @@ def sample(
 # ------------------------------------------------------------ batched fits
 T_BUCKET = 8  # trials per run are padded up to a multiple of this (a cell's own canonical shape)
 BATCH_CELLS = 128  # cells sampled together in one compiled call (memory: draws x trials x chains)
+# Cells whose chains step in lockstep.  A vmapped NUTS transition lasts as long as the
+# longest trajectory of any of its chains, so a call's cells are sampled in groups of
+# this many (lax.map over groups, vmap within one): for kalman_gain, 112 cells x 4
+# chains in one group took 22.6 s CPU, in groups of 16 11.6 s, with the same draws
+# (groups of 8 or 28 change the float32 rounding of the vectorised code, 16 does not).
+LOCKSTEP_CELLS = 16
 
 
 def canonical_shape(data: Data) -> tuple[int, int]:
@@ -227,7 +234,9 @@ def _traced_data(z, u, obs, zbar) -> Data:
 
 
 @lru_cache(maxsize=64)
-def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scale: float = 1.0):
+def _batched_sampler(
+    name: str, chains: int, warmup: int, draws: int, prior_scale: float = 1.0, group: int = 0
+):
     """One compiled function: NUTS chains of ``name`` for a batch of same-shape cells.
 
     Each cell and chain runs NumPyro's own NUTS kernel (the kernel ``MCMC``
@@ -235,6 +244,8 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scal
     batch is ``vmap`` over cells of ``vmap`` over chains, and every cell uses
     the same chain keys (``split(PRNGKey(seed), chains)``), as the per-cell
     fits do.  ``prior_scale`` is :func:`model`'s (1: the variant's priors).
+    With ``group``, a batch of more than ``group`` cells (a multiple of it)
+    is sampled ``group`` cells at a time (:data:`LOCKSTEP_CELLS`).
     """
     import jax  # optional weight: JAX loads only for posterior/calibration work
     from jax import lax, random  # optional weight: JAX loads only for posterior/calibration work
@@ -268,7 +279,19 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scal
         keys = random.split(key, chains) if chains > 1 else key[None]  # as MCMC does
         return jax.vmap(chain, in_axes=(0, None, None, None, None))(keys, z, u, obs, zbar)
 
-    return jax.jit(jax.vmap(cell, in_axes=(None, 0, 0, 0, 0)))
+    cells = jax.vmap(cell, in_axes=(None, 0, 0, 0, 0))
+    if not group:
+        return jax.jit(cells)
+
+    def grouped(seed, *arrays):
+        n = arrays[0].shape[0]
+        if n <= group or n % group:
+            return cells(seed, *arrays)
+        parts = [a.reshape(n // group, group, *a.shape[1:]) for a in arrays]
+        out = lax.map(lambda xs: cells(seed, *xs), parts)
+        return jax.tree.map(lambda a: a.reshape(n, *a.shape[2:]), out)
+
+    return jax.jit(grouped)
 
 
 def sample_padded(
@@ -297,8 +320,13 @@ def sample_padded(
 
 
 def _slice_size(n: int) -> int:
-    """Cells per compiled call for ``n`` cells of one shape: equal slices of at most BATCH_CELLS."""
-    return -(-n // -(-n // BATCH_CELLS))
+    """Cells per compiled call for ``n`` cells of one shape.
+
+    Equal slices of at most about :data:`BATCH_CELLS`, rounded up to a
+    multiple of :data:`LOCKSTEP_CELLS` (the short slice is padded).
+    """
+    size = -(-n // -(-n // BATCH_CELLS))
+    return size if size <= LOCKSTEP_CELLS else -(-size // LOCKSTEP_CELLS) * LOCKSTEP_CELLS
 
 
 def sample_batch(
@@ -330,7 +358,7 @@ def sample_batch(
 
 def _dispatch(variant, part: list[Data], chains, warmup, draws, seed, size):
     """Start sampling one slice of same-shape cells; returns JAX arrays (computed asynchronously)."""
-    fn = _batched_sampler(variant.name, chains, warmup, draws)
+    fn = _batched_sampler(variant.name, chains, warmup, draws, group=LOCKSTEP_CELLS)
     shape = canonical_shape(part[0])
     # a short slice is padded with copies of its first cell: one compiled size per shape
     fill = part + [part[0]] * (size - len(part))
@@ -580,11 +608,124 @@ def _finish_job(job, raw) -> list:
     name, items, chains, *_ = job
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
-        idatas = _collect(get_variant(name), [d for _, d in items], raw)
-        return [
-            (key, name, idata, *_cell_results(list(CELL_KEYS), key, name, idata, chains))
-            for (key, _), idata in zip(items, idatas, strict=True)
-        ]
+        return slice_results(get_variant(name), items, raw, chains)
+
+
+def slice_results(variant, items: list, raw, chains: int) -> list:
+    """Summary rows, LOO rows, notes and InferenceData of a sampled slice of cells, all at once.
+
+    The numbers are those :func:`_cell_results` gives for each cell's own
+    InferenceData (``arviz.summary`` and ``arviz.loo``), computed for the
+    whole slice in one call of each (the per-element statistics are the same
+    functions on the same ``(chain, draw)`` arrays; PSIS-LOO through
+    :func:`bayesobs.psis.loo_many`, ArviZ's arithmetic vectorised).
+
+    Parameters
+    ----------
+    variant : Variant
+        The variant the slice was sampled with.
+    items : list of (key, Data)
+        The slice's cells, in the order they were sampled.
+    raw : tuple
+        The sampler's ``(draws, divergences, log-likelihood)`` of the slice
+        (a short slice may carry padding cells after ``items``).
+    chains : int
+        Chains per cell.
+
+    Returns
+    -------
+    list
+        ``(key, variant name, idata, summary rows, LOO row, note)`` per cell.
+    """
+    # start-up time: ArviZ and xarray (~1 s) load only when posterior summaries are made
+    import arviz as az
+    import xarray as xr
+
+    post, div, ll = raw
+    n = len(items)
+    datas = [d for _, d in items]
+    post = {k: np.asarray(v)[:n] for k, v in post.items()}
+    div, ll = np.asarray(div)[:n], np.asarray(ll)[:n]
+    scales = _Scales(
+        np.array([d.c[0] for d in datas])[:, None, None, None],
+        np.array([d.s[0] for d in datas])[:, None, None, None],
+    )
+    nat = natural_params(variant, post, scales)  # (cells, chain, draw, 1) each
+    labels = ["/".join(map(str, key)) for key, _ in items]
+    # cells first: each cell's (chain, draw) block is contiguous, as in its own InferenceData
+    ds = xr.Dataset(
+        {k: (("cell", "chain", "draw"), v[..., 0]) for k, v in nat.items()},
+        coords={"cell": labels, "chain": np.arange(chains), "draw": np.arange(div.shape[2])},
+    )
+    summ = az.summary(ds, hdi_prob=0.94)
+    C, D = div.shape[1:]
+    if chains == 1:
+        reff = np.ones(n)
+    else:
+        ess = az.ess(ds, method="mean")
+        reff = np.array([np.array([ess[k].values[j] for k in nat]).mean() for j in range(n)])
+        reff = reff / (C * D)
+    cell_ll = []
+    for j, d in enumerate(datas):
+        r, t = d.z.shape
+        cell_ll.append((ll[j][..., :r, :t] + d.const)[:, :, d.obs])  # (chains, draws, obs)
+    loo = loo_many(cell_ll, reff)
+    out = []
+    for j, ((key, d), label) in enumerate(zip(items, labels, strict=True)):
+        rows_j = summ.iloc[j::n]
+        diag = {
+            "r_hat_max": float(rows_j["r_hat"].max()),
+            "ess_bulk_min": float(rows_j["ess_bulk"].min()),
+            "divergences": int(div[j].sum()),
+        }
+        notes = []
+        if not diagnostics_ok(diag, chains):
+            notes.append(
+                f"{label} {variant.name}: sampler diagnostics failed "
+                f"({diagnostics_failures(diag, chains)}); treat with care"
+            )
+        rows = []
+        for lab, row in rows_j.iterrows():
+            param, _, subj = lab.partition("[")
+            rows.append(
+                {
+                    **dict(zip(CELL_KEYS, key, strict=True)),
+                    "subject_cell": subj.rstrip("]"),
+                    "variant": variant.name,
+                    "param": param,
+                    **{c: row[c] for c in summ.columns},
+                    **diag,
+                }
+            )
+        k = loo["pareto_k"][j]
+        high = int((k > PARETO_K_MAX).sum())
+        if high:
+            notes.append(
+                f"{label} {variant.name}: {high} of {k.size} observation(s) have Pareto k > "
+                f"{PARETO_K_MAX} (largest {k.max():.2f}): PSIS-LOO is unreliable for them; "
+                "compare variants with care (K-fold CV, or a lapse/heavier-tailed model)"
+            )
+        loo_row = {
+            **dict(zip(CELL_KEYS, key, strict=True)),
+            "variant": variant.name,
+            "elpd_loo": float(loo["elpd_loo"][j]),
+            "se": float(loo["se"][j]),
+            "p_loo": float(loo["p_loo"][j]),
+            "pareto_k_over_0.7": high,
+        }
+        idata = _inference_data(
+            {name: v[j] for name, v in nat.items()}, cell_ll[j], div[j], d.subjects
+        )
+        out.append((key, variant.name, idata, rows, loo_row, "; ".join(notes) or None))
+    return out
+
+
+@dataclass
+class _Scales:
+    """The centre and scale :func:`natural_params` reads, for a stack of cells."""
+
+    c: np.ndarray
+    s: np.ndarray
 
 
 def _fit_batch_job(job) -> list:
@@ -610,8 +751,10 @@ def _run_batch_jobs(jobs, scheduler=None, sink=None) -> list:
     each slice's results go through ``sink`` as soon as they are made.
     """
     if scheduler_address(scheduler) is not None:
-        parts = map_tasks(_fit_batch_job, jobs, scheduler=scheduler)
-        return [r for part in parts for r in _sunk(part, sink)]
+        # each slice goes through the sink as it arrives: the draws of all never pile up here
+        return [
+            r for _, part in iter_tasks(_fit_batch_job, jobs, scheduler) for r in _sunk(part, sink)
+        ]
     out, pending = [], None
     for job in [*jobs, None]:
         nxt = None if job is None else (job, _dispatch_job(job))

@@ -1,0 +1,86 @@
+"""Vectorised PSIS-LOO (bayesobs.psis): the numbers of arviz.loo, bit for bit."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from bayesobs.fits.psis import loo_many, psislw_rows
+
+az = pytest.importorskip("arviz")
+
+
+def _arviz_loo(ll, post):
+    import xarray as xr
+
+    C, D, _ = ll.shape
+    cd = {"chain": np.arange(C), "draw": np.arange(D)}
+    idata = az.InferenceData(
+        posterior=xr.Dataset({k: (("chain", "draw"), v) for k, v in post.items()}, coords=cd),
+        log_likelihood=xr.Dataset({"y": (("chain", "draw", "obs"), ll)}, coords=cd),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return az.loo(idata, pointwise=True)
+
+
+def _fits(rng, n_fits=6, C=4, D=500, n=40):
+    out = []
+    for f in range(n_fits):
+        theta = rng.normal(size=(C, D))
+        y = rng.normal(size=n) * (1 + f)  # later fits: outlying observations, heavy tails
+        ll = -0.5 * (y[None, None, :] - theta[..., None]) ** 2 * (0.3 + 0.2 * f)
+        if f == 1:  # repeated draws (a rejected NUTS step): ties in the tail
+            ll[:, 1::3] = ll[:, 0:-1:3]
+        if f == 2:  # a far outlier: Pareto k above 0.7
+            ll[..., 0] *= 40
+        out.append((ll, {"a": theta, "b": np.exp(theta[:, ::-1])}))
+    return out
+
+
+def _reff(post, C, D):
+    import xarray as xr
+
+    ess = az.ess(xr.Dataset({k: (("chain", "draw"), v) for k, v in post.items()}), method="mean")
+    return np.hstack([ess[v].values.flatten() for v in ess.data_vars]).mean() / (C * D)
+
+
+def test_loo_many_gives_arviz_loo_of_each_fit_exactly():
+    rng = np.random.default_rng(3)
+    fits = _fits(rng)
+    ref = [_arviz_loo(ll, post) for ll, post in fits]
+    got = loo_many(
+        [ll for ll, _ in fits],
+        [_reff(post, *ll.shape[:2]) for ll, post in fits],
+    )
+    assert any(np.max(r.pareto_k.values) > 0.7 for r in ref)  # the heavy tail is in the test
+    for i, r in enumerate(ref):
+        assert got["elpd_loo"][i] == r.elpd_loo
+        assert got["se"][i] == r.se
+        assert got["p_loo"][i] == r.p_loo
+        np.testing.assert_array_equal(got["pareto_k"][i], r.pareto_k.values)
+
+
+def test_one_chain_and_mixed_observation_counts():
+    rng = np.random.default_rng(4)
+    lls = [rng.normal(size=(1, 400, 7)) - 2, rng.normal(size=(1, 400, 12)) * 3]
+    got = loo_many(lls, [1.0, 1.0])
+    for i, ll in enumerate(lls):
+        r = _arviz_loo(ll, {"a": rng.normal(size=(1, 400))})
+        assert got["elpd_loo"][i] == r.elpd_loo and got["p_loo"][i] == r.p_loo
+        np.testing.assert_array_equal(got["pareto_k"][i], r.pareto_k.values)
+
+
+def test_psislw_rows_is_arviz_psislw():
+    rng = np.random.default_rng(5)
+    lw = rng.standard_t(3, size=(50, 1000))
+    lw[3, :10] = lw[3, -10:]  # a tie
+    lw[7] = 0.0  # all equal: no tail, arviz's fallback
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref_lw, ref_k = az.psislw(lw.copy(), 0.7)
+    got_lw, got_k = psislw_rows(lw, 0.7)
+    np.testing.assert_array_equal(got_k, ref_k)
+    np.testing.assert_array_equal(got_lw, ref_lw)
