@@ -140,7 +140,7 @@ def simulate_design(
     Parameters
     ----------
     structure : list of dict
-        Tasks as ``_structure`` builds them from a spec or protocol: ``task``,
+        Tasks as :func:`design` reads them from a spec or protocol: ``task``,
         ``sessions`` (``[(name, low, high)]``), ``options`` (one dict per
         session), ``trials`` (trial counts per run), ``runs`` (runs per session).
     reps : int
