@@ -182,7 +182,7 @@ def trial_blur(sess, t: int) -> float:
 def stimulus_images(sess, stim, blur: float) -> tuple[bytes, ...]:
     """The PNG images a subject sees with a stimulus, in order, at ``blur``.
 
-    None in the text modality; in the image and multimodal modalities the
+    Nothing (an empty tuple) in the text modality; in the image and multimodal modalities the
     task's rendering (one image for the magnitude and search tasks, two for
     object re-identification).  The runner, the web app and the jsPsych
     export all show these.
