@@ -32,7 +32,18 @@ _BRACKETED = re.compile(r"[\[\{(]([^\[\]{}()]*)[\]\})]")
 
 
 def empty(reply: str | None) -> bool:
-    """No reply, or only white space."""
+    """No reply, or only white space.
+
+    Parameters
+    ----------
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    bool
+        True when ``reply`` is None or blank after stripping white space.
+    """
     return reply is None or not str(reply).strip()
 
 
@@ -43,6 +54,21 @@ def dispatch(
 
     The one answer dispatcher of the paradigms that name a parser per trial
     (Tunnel Vision, Percept-V: their ``PARSERS``).
+
+    Parameters
+    ----------
+    parsers : Mapping of str to callable
+        Answer format name to the parser that reads a reply in that format.
+    answer_format : str
+        The trial's answer format.
+    reply : str or None
+        The subject's reply.
+
+    Returns
+    -------
+    Parsed
+        What the chosen parser returns for ``reply``: ``(value, failure)``,
+        with ``value`` None and ``failure`` the reason when it could not parse.
 
     Raises
     ------

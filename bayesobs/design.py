@@ -135,7 +135,32 @@ def _stimuli(sessions, T: int, n_runs: int, rng, options=None):
 def simulate_design(
     structure: list[dict], reps: int, noise: float, missing: float, seed: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One trial table of every (task, trial count, true model, replicate), and the truths."""
+    """One trial table of every (task, trial count, true model, replicate), and the truths.
+
+    Parameters
+    ----------
+    structure : list of dict
+        Tasks as :func:`design` reads them from a spec or protocol: ``task``,
+        ``sessions`` (``[(name, low, high)]``), ``options`` (one dict per
+        session), ``trials`` (trial counts per run), ``runs`` (runs per session).
+    reps : int
+        Replicates per (task, trial count, true model).
+    noise : float
+        Response noise as a fraction of the mean session width (see the module docstring).
+    missing : float
+        Fraction of responses set to NaN at random, in [0, 1).
+    seed : int
+        Seed of the simulation.
+
+    Returns
+    -------
+    trials : DataFrame
+        The trial table (``subject`` is ``MODEL|T<count>|r<rep>``, modality
+        ``text``, condition ``base``).
+    truth : DataFrame
+        One row per simulated subject: ``subject``, ``task``, ``trials``,
+        ``true`` (the true model), ``rep`` and ``true_<param>`` per drawn parameter.
+    """
     rng = np.random.default_rng(seed)
     frames, truth = [], []
     for exp in structure:
@@ -228,7 +253,31 @@ def _static_w_prior(trials: pd.DataFrame, B: int, seed: int):
 def simulate_power(
     structure: list[dict], reps: int, shifts, noise: float, missing: float, seed: int
 ) -> pd.DataFrame:
-    """Trial table of the BCS power simulation: one (base, ablation) pair per replicate."""
+    """Trial table of the BCS power simulation: one (base, ablation) pair per replicate.
+
+    Parameters
+    ----------
+    structure : list of dict
+        Tasks as in :func:`simulate_design`, with ``ablations`` (the BCS
+        ablations the spec runs in a modality it has).
+    reps : int
+        Replicates per (task, trial count, ablation, shift).
+    shifts : iterable of float
+        True shifts of ``w_prior`` under the ablation.
+    noise : float
+        Response noise as a fraction of the mean session width.
+    missing : float
+        Fraction of responses set to NaN at random, in [0, 1).
+    seed : int
+        Seed of the simulation (``seed + 1`` is used, apart from :func:`simulate_design`).
+
+    Returns
+    -------
+    DataFrame
+        Trial table of static observers (``subject`` is
+        ``ABLATION|T<count>|d<shift>|r<rep>``) with extra columns ``shift``
+        and ``trials``; empty when no task has an ablation.
+    """
     rng = np.random.default_rng(seed + 1)
     frames = []
     for exp in structure:
@@ -603,8 +652,20 @@ def write_design(res: dict, out) -> list[str]:
     """Write :func:`design`'s tables as ``out/NAME.csv`` and its figures under ``out/figures``.
 
     What ``bayesobs design`` writes, callable from a notebook; each table
-    atomically (:func:`bayesobs.trials.write_csv`).  Returns the files
-    written, relative to ``out``.
+    atomically (:func:`bayesobs.trials.write_csv`).
+
+    Parameters
+    ----------
+    res : dict of str to DataFrame
+        :func:`design`'s result (it needs ``confusion`` and ``power``).
+    out : str or Path
+        The output folder (created if absent).
+
+    Returns
+    -------
+    list of str
+        The files written, relative to ``out`` (``NAME.csv``, then
+        ``figures/confusion.png`` and, when ``power`` has rows, ``figures/power.png``).
     """
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)

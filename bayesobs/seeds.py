@@ -14,15 +14,50 @@ import numpy as np
 
 
 def key_digest(key) -> bytes:
-    """SHA-256 digest of ``repr(key)``."""
+    """SHA-256 digest of ``repr(key)``.
+
+    Parameters
+    ----------
+    key : object
+        Any value whose ``repr`` is stable (a tuple of strings and numbers, typically).
+
+    Returns
+    -------
+    bytes
+        The 32-byte SHA-256 digest of ``repr(key)`` encoded as UTF-8.
+    """
     return hashlib.sha256(repr(key).encode()).digest()
 
 
 def stable_seed(key, nbytes: int = 8) -> int:
-    """A non-negative integer seed from the first ``nbytes`` of :func:`key_digest`."""
+    """A non-negative integer seed from the first ``nbytes`` of :func:`key_digest`.
+
+    Parameters
+    ----------
+    key : object
+        The key to derive the seed from (see :func:`key_digest`).
+    nbytes : int, default 8
+        How many leading bytes of the digest to read (little-endian), 1 to 32.
+
+    Returns
+    -------
+    int
+        A seed in ``[0, 256**nbytes)``.
+    """
     return int.from_bytes(key_digest(key)[:nbytes], "little")
 
 
 def stable_rng(key) -> np.random.Generator:
-    """A generator seeded by :func:`stable_seed` of ``key``."""
+    """A generator seeded by :func:`stable_seed` of ``key``.
+
+    Parameters
+    ----------
+    key : object
+        The key to derive the seed from (see :func:`key_digest`).
+
+    Returns
+    -------
+    numpy.random.Generator
+        ``numpy.random.default_rng(stable_seed(key))``.
+    """
     return np.random.default_rng(stable_seed(key))

@@ -204,7 +204,20 @@ def controls_table(controls: ControlBatch, fits: pd.DataFrame) -> pd.DataFrame:
 
 
 def anchoring_lines(controls: pd.DataFrame) -> list[str]:
-    """One report line per cell where a control beats every Kalman observer by AIC."""
+    """One report line per cell where a control beats every Kalman observer by AIC.
+
+    Parameters
+    ----------
+    controls : DataFrame or None
+        The controls table (:func:`controls_table`): cell keys, ``control``,
+        ``delta_aic`` and ``delta_aic_kalman``.
+
+    Returns
+    -------
+    list of str
+        One line per row with ``delta_aic_kalman < 0``; empty when
+        ``controls`` is None, empty or has no ``delta_aic_kalman`` column.
+    """
     if controls is None or controls.empty or "delta_aic_kalman" not in controls:
         return []
     hits = controls[controls["delta_aic_kalman"] < 0]

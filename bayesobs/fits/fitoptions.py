@@ -74,5 +74,23 @@ def fit_options(options: FitOptions | None = None, **keywords) -> FitOptions:
     The library functions keep their keyword arguments (``bootstrap=30``,
     ``seed=1``...) and build their options here, once; ``options``, when
     given, replaces them all.
+
+    Parameters
+    ----------
+    options : FitOptions, optional
+        Options built by the caller; when given, ``keywords`` are ignored.
+    **keywords
+        The fields of :class:`FitOptions` (``bootstrap``, ``seed``, ``progress``,
+        ``resample``, ``interleaved``, ``lapse``), used when ``options`` is None.
+
+    Returns
+    -------
+    FitOptions
+        ``options``, or a new one built from ``keywords``.
+
+    Raises
+    ------
+    BayesobsInputError
+        When a keyword value is invalid (see :class:`FitOptions`).
     """
     return options if options is not None else FitOptions(**keywords)

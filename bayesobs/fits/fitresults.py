@@ -40,6 +40,18 @@ def collapse_levels(batch: FitBatch) -> FitBatch:
     ``loglik``, ``aic``, ``n`` and ``k`` are the joint fit's (the same on
     every level's row); the per-level parameters have no single value per
     cell and become NaN.
+
+    Parameters
+    ----------
+    batch : FitBatch
+        Fits, one row per cell or (interleaved) one row per level of a cell.
+
+    Returns
+    -------
+    FitBatch
+        ``batch`` itself when it has no ``level`` column or fewer than two
+        levels; else one row per cell (the first level's row, without the
+        ``level`` and ``n_level`` columns), parameters NaN.
     """
     if "level" not in batch.cells.columns or len(batch.cells.attrs.get("levels", [])) < 2:
         return batch
@@ -62,6 +74,21 @@ def encode_params(params: dict) -> str:
     ``rho = inf`` (the Kalman filter that copies the stimulus) is written
     ``"rho": null, "rho_limit": "inf"``, so R, JavaScript and every other
     strict JSON parser can read ``fits.csv``; :func:`decode_params` restores it.
+
+    Parameters
+    ----------
+    params : dict
+        Parameter name to value (floats, or the ``skipped`` reason string).
+
+    Returns
+    -------
+    str
+        A JSON object with no NaN or infinity in it.
+
+    Raises
+    ------
+    ValueError
+        For a NaN value (strict JSON has no NaN).
     """
     out = {}
     for name, value in params.items():
@@ -74,7 +101,19 @@ def encode_params(params: dict) -> str:
 
 
 def decode_params(text: str) -> dict:
-    """Parameters written by :func:`encode_params` (``*_limit`` flags restored)."""
+    """Parameters written by :func:`encode_params` (``*_limit`` flags restored).
+
+    Parameters
+    ----------
+    text : str
+        The ``params`` field of a ``fits.csv`` row; empty gives ``{}``.
+
+    Returns
+    -------
+    dict
+        Parameter name to value; each ``NAME_limit`` flag is removed and
+        ``NAME`` set to ``inf`` or ``-inf``.
+    """
     params = json.loads(text) if text else {}
     for name in [k for k in params if k.endswith("_limit")]:
         params[name[: -len("_limit")]] = float(params.pop(name))
@@ -82,7 +121,22 @@ def decode_params(text: str) -> dict:
 
 
 def fits_table(batch: FitBatch) -> pd.DataFrame:
-    """``fits.csv`` rows (DESIGN contract) of the full-data fits."""
+    """``fits.csv`` rows (DESIGN contract) of the full-data fits.
+
+    Parameters
+    ----------
+    batch : FitBatch
+        Fits of every cell; only replicate 0 (the full data) is written.
+
+    Returns
+    -------
+    DataFrame
+        One row per cell (or level) and variant: the cell keys, ``variant``,
+        the variant's factor flags, ``n``, ``k``, ``loglik``, ``aic``,
+        ``params`` (JSON by :func:`encode_params`, ``{"skipped": reason}`` for
+        a skipped variant, plus ``lapse`` when fitted) and, for an interleaved
+        fit, ``level`` and ``n_level``.
+    """
     rows = []
     cells = batch.cells
     # column values read once (element access on Arrow-backed columns is slow)

@@ -46,7 +46,32 @@ G_N, G_SZ, G_SZB, G_SU, G_SZZ, G_SZZB, G_SZBZB, G_SZU, G_SZBU, G_SUU = range(10)
 
 # ------------------------------------------------------------ statistics
 def transformed(runs: RunTable, cells: pd.DataFrame, log: bool):
-    """Centred ``z``, ``u`` (0 where not applicable), observed mask, Jacobian."""
+    """Centred ``z``, ``u`` (0 where not applicable), observed mask, Jacobian.
+
+    Parameters
+    ----------
+    runs : RunTable
+        The padded run table (:func:`bayesobs.fits.runtable.build_runs`).
+    cells : DataFrame
+        Its cells, with the ``eps`` and ``log_skipped`` columns.
+    log : bool
+        A log (Weber) variant: stimuli and responses are ``log(value + eps)``;
+        cells whose log variants are skipped get ``z = u = 0``.
+
+    Returns
+    -------
+    z : ndarray, shape (runs, T)
+        Stimuli on the model scale minus their cell's mean, 0 where absent.
+    u : ndarray, shape (runs, T)
+        Responses on the model scale minus the same cell mean, 0 where not observed.
+    obs : ndarray of bool, shape (runs, T)
+        Observed responses (present and not missing).
+    jac_run : ndarray, shape (runs,)
+        The Jacobian term of each run (sum of ``log(y + eps)`` over its
+        observed responses for a log variant, else 0).
+    centre : ndarray, shape (runs,)
+        The centring constant (cell mean of ``z``) of each run's cell.
+    """
     eps = cells["eps"].to_numpy()[runs.cell][:, None]
     ok = (cells["log_skipped"].to_numpy() == "")[runs.cell][:, None]
     z, u, obs, jac = model_scale(runs.x, runs.y, runs.present, eps, log, ok)
@@ -63,6 +88,25 @@ def gram_stats(z, u, present, obs) -> np.ndarray:
 
     ``obs`` weights each trial (a mask, or EM responsibilities); ``zbar_r``
     is the mean of ``z`` over every trial of the run.
+
+    Parameters
+    ----------
+    z : ndarray, shape (runs, T)
+        Stimuli on the model scale, 0 where absent.
+    u : ndarray, shape (runs, T)
+        Responses on the model scale, 0 where not observed.
+    present : ndarray of bool, shape (runs, T)
+        Which trials exist (for ``zbar_r``).
+    obs : ndarray, shape (runs, T)
+        Weight of each trial in the sums (bool mask or weights in [0, 1]).
+
+    Returns
+    -------
+    ndarray, shape (runs, 10)
+        Per run, the weighted sums indexed by ``G_N, G_SZ, G_SZB, G_SU, G_SZZ,
+        G_SZZB, G_SZBZB, G_SZU, G_SZBU, G_SUU`` (``n``, ``sum z``, ``sum zbar``,
+        ``sum u``, ``sum z^2``, ``sum z zbar``, ``sum zbar^2``, ``sum z u``,
+        ``sum zbar u``, ``sum u^2``).
     """
     o = obs.astype(float)
     zb = z.sum(1) / present.sum(1)
@@ -93,7 +137,24 @@ def kalman_moments(z, u, obs, rho):
     against ``(R,)`` (e.g. ``(C, 1)`` for a grid, or ``(R,)``, one per run).
     The gains are computed inside the recursion; ``rho = inf`` is replaced by
     ``1e300``, for which ``K_t = p / (p + 1)`` is exactly 1 in floating point.
-    Returns three arrays of shape ``broadcast(rho, (R,))``.
+
+    Parameters
+    ----------
+    z : ndarray, shape (T, R)
+        Stimuli on the model scale, time-major.
+    u : ndarray, shape (T, R)
+        Responses on the model scale.
+    obs : ndarray, shape (T, R)
+        Weight of each trial (bool mask or EM responsibilities).
+    rho : float or ndarray
+        Kalman process-to-measurement noise ratio, ``>= 0`` (``inf`` allowed);
+        broadcasts against ``(R,)``.
+
+    Returns
+    -------
+    s1, s2, s3 : ndarray
+        ``sum mu``, ``sum mu^2`` and ``sum mu u`` over the (weighted) trials,
+        each of shape ``broadcast(rho, (R,))``.
     """
     rho = np.asarray(rho, dtype=float)
     r = np.where(np.isinf(rho), 1e300, rho)
@@ -129,6 +190,18 @@ def kalman_moments_blocked(z, u, obs, rho):
     The same operations on every element (so the same numbers), on blocks of
     :data:`KALMAN_BLOCK` columns that stay in cache, in two threads where
     there are two cores or more (NumPy releases the GIL).
+
+    Parameters
+    ----------
+    z, u, obs : ndarray, shape (T, R)
+        As in :func:`kalman_moments`.
+    rho : ndarray, shape (R,)
+        One Kalman ratio per column.
+
+    Returns
+    -------
+    list of ndarray
+        ``[s1, s2, s3]``, each of shape ``(R,)`` (``(0,)`` when ``R = 0``).
     """
     blocks = [slice(a, a + KALMAN_BLOCK) for a in range(0, z.shape[1], KALMAN_BLOCK)]
 
@@ -148,8 +221,24 @@ def kalman_moments_blocked(z, u, obs, rho):
 def rss_kalman(G, s1, s2, s3):
     """RSS of ``kalman`` and ``kalman_gain`` given dataset moments.
 
-    ``G``: dataset Gram stats broadcastable to ``s1``'s leading shape.
-    Returns ``(rss_kalman, rss_kalman_gain, g, delta)``.
+    Parameters
+    ----------
+    G : ndarray, shape (..., 10)
+        Dataset Gram statistics (:func:`gram_stats` summed over a dataset's
+        runs), broadcastable to ``s1``'s shape.
+    s1, s2, s3 : ndarray
+        The dataset's Kalman moments (:func:`kalman_moments` summed over its runs).
+
+    Returns
+    -------
+    rss_kalman : ndarray
+        Residual sum of squares of ``kalman`` (``u`` against ``mu``).
+    rss_kalman_gain : ndarray
+        Residual sum of squares of ``kalman_gain`` (``u`` against ``g mu + delta``).
+    g : ndarray
+        The least-squares gain, clipped at 0 (0 where ``mu`` has no variance).
+    delta : ndarray
+        The least-squares offset; NaN where the dataset has no response.
     """
     n, su, suu = G[..., G_N], G[..., G_SU], G[..., G_SUU]
     rss_k = suu - 2 * s3 + s2
@@ -168,8 +257,18 @@ def rss_kalman(G, s1, s2, s3):
 def closed_forms(G):
     """RSS and (centred) parameters of linear, static and static_gain.
 
-    ``G``: ``(D, 10)`` dataset Gram statistics (:func:`gram_stats`).  Returns
-    ``{name: (rss, params)}``.
+    Parameters
+    ----------
+    G : ndarray, shape (D, 10)
+        Dataset Gram statistics (:func:`gram_stats` summed over each dataset's runs).
+
+    Returns
+    -------
+    dict of str to tuple
+        ``{name: (rss, params)}`` for ``"linear"`` (params ``w``, ``b``),
+        ``"static"`` (``w_prior`` in [0, 1]) and ``"static_gain"``
+        (``w_prior``, ``g >= 0``, ``delta``); ``rss`` and every parameter are
+        arrays of shape ``(D,)``, on the centred scale.
     """
     n = G[:, G_N]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -222,7 +321,24 @@ def closed_forms(G):
 
 
 def golden(evaluate, lo, hi, iterations=GOLDEN_ITERATIONS):
-    """Vectorised golden-section minimisation of ``evaluate(theta)`` on [lo, hi]."""
+    """Vectorised golden-section minimisation of ``evaluate(theta)`` on [lo, hi].
+
+    Parameters
+    ----------
+    evaluate : callable
+        Maps an array of ``theta`` (the shape of ``lo``) to the objective, elementwise.
+    lo, hi : ndarray
+        The brackets, one per problem.
+    iterations : int, default GOLDEN_ITERATIONS
+        Golden-section steps (each shrinks the bracket by about 0.618).
+
+    Returns
+    -------
+    theta : ndarray
+        The best of the two final interior points of each bracket.
+    value : ndarray
+        ``evaluate`` at ``theta``.
+    """
     x1 = hi - _PHI * (hi - lo)
     x2 = lo + _PHI * (hi - lo)
     f1, f2 = evaluate(x1), evaluate(x2)
@@ -245,7 +361,25 @@ def golden(evaluate, lo, hi, iterations=GOLDEN_ITERATIONS):
 def fit_kalman(W, Gd, z, u, obs):
     """Profiled fits of ``kalman`` and ``kalman_gain`` for every dataset.
 
-    ``z``, ``u``, ``obs`` are time-major ``(T, runs)``.
+    ``log rho`` is searched on :data:`LOG_RHO_GRID` plus ``rho = 0`` and
+    ``rho = inf``; an interior grid minimum is refined by :func:`golden`.
+
+    Parameters
+    ----------
+    W : scipy.sparse matrix, shape (D, runs)
+        Run counts per dataset (:func:`bayesobs.fits.runtable.dataset_matrix`).
+    Gd : ndarray, shape (D, 10)
+        Dataset Gram statistics (``W @ gram_stats(...)``).
+    z, u : ndarray, shape (T, runs)
+        Centred stimuli and responses on the model scale, time-major.
+    obs : ndarray, shape (T, runs)
+        Observed responses (bool mask).
+
+    Returns
+    -------
+    dict of str to tuple
+        ``{"kalman": (rss, {"rho"}), "kalman_gain": (rss, {"rho", "g",
+        "delta"})}``, each array of shape ``(D,)``.
     """
     theta = np.concatenate([[-np.inf], LOG_RHO_GRID, [np.inf]])
     s1, s2, s3 = kalman_moments(z, u, obs, np.exp(theta)[:, None])  # (C, R)
@@ -309,8 +443,25 @@ def profiled_loglik(rss, n, floor, jac=0.0):
     first clipped at 0: computed from sums (``sum u^2 - 2 sum mu u + ...``) an
     exact fit can come out a rounding error below 0, and a negative RSS under
     the floor would lift the LL above ``-n/2 log(2 pi floor)``, the most the
-    floor allows.  Every variant's LL goes through here.  Returns
-    ``(sigma^2, LL)``; NaN where ``n = 0``.
+    floor allows.  Every variant's LL goes through here.
+
+    Parameters
+    ----------
+    rss : ndarray
+        Residual sums of squares.
+    n : ndarray
+        Observed responses per dataset.
+    floor : ndarray or float
+        Variance floor (:func:`variance_floor`).
+    jac : ndarray or float, default 0.0
+        Jacobian term of a log variant (sum of ``log(y + eps)``).
+
+    Returns
+    -------
+    sigma2 : ndarray
+        The profiled variance ``max(RSS / n, floor)``.
+    loglik : ndarray
+        The log-likelihood; NaN where ``n = 0``.
     """
     rss = np.maximum(rss, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -324,6 +475,18 @@ def variance_floor(Gd: np.ndarray, qfloor: np.ndarray) -> np.ndarray:
 
     The response quantum's Sheppard variance, and at least ``1e-12`` times
     the response variance (no infinite LL).
+
+    Parameters
+    ----------
+    Gd : ndarray, shape (D, 10)
+        Dataset Gram statistics.
+    qfloor : ndarray, shape (D,)
+        The quantum floor of each dataset's cell (:func:`quantum_floor`).
+
+    Returns
+    -------
+    ndarray, shape (D,)
+        ``max(1e-12 * var(u), qfloor)`` per dataset.
     """
     n = Gd[:, G_N]
     nn = np.where(n > 0, n, 1)
@@ -336,6 +499,19 @@ def quantum_floor(cells: pd.DataFrame, log: bool) -> np.ndarray:
 
     ``delta**2 / 12`` on the response scale; for log variants
     ``(delta / (median y + eps))**2 / 12``, the same rounding seen in log space.
+
+    Parameters
+    ----------
+    cells : DataFrame
+        Cells with ``delta`` (response quantum), ``y_median`` and ``eps``
+        (:func:`bayesobs.fits.runtable.build_runs`).
+    log : bool
+        Floors for the log (Weber) variants.
+
+    Returns
+    -------
+    ndarray, shape (cells,)
+        The variance floor of each cell; 0 where the quantum is 0 or not finite.
     """
     delta = cells["delta"].to_numpy(float)
     if log:

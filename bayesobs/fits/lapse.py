@@ -63,19 +63,55 @@ class Pairs:
         self.gram = gram_stats
 
     def stats(self, r):
-        """``r``-weighted Gram statistics per dataset, ``(D, 10)``."""
+        """``r``-weighted Gram statistics per dataset, ``(D, 10)``.
+
+        Parameters
+        ----------
+        r : ndarray, shape (P, T)
+            Weight of each pair-trial (the observer's responsibilities).
+
+        Returns
+        -------
+        ndarray, shape (D, 10)
+            :func:`bayesobs.fits.kernel.gram_stats` summed over each dataset's
+            pairs with their bootstrap multiplicities.
+        """
         G = self.gram(self.z, self.u, self.present, r)
         return np.stack(
             [_to_dataset(G[:, j], self.d_p, self.w_p, self.D) for j in range(G.shape[1])], axis=1
         )
 
     def kalman_moments(self, r, log_rho):
-        """``r``-weighted ``sum mu``, ``sum mu^2``, ``sum mu u`` per dataset."""
+        """``r``-weighted ``sum mu``, ``sum mu^2``, ``sum mu u`` per dataset.
+
+        Parameters
+        ----------
+        r : ndarray, shape (P, T)
+            Weight of each pair-trial.
+        log_rho : ndarray, shape (D,)
+            ``log rho`` of each dataset.
+
+        Returns
+        -------
+        list of ndarray
+            ``[s1, s2, s3]``, each of shape ``(D,)``.
+        """
         s = kalman_moments(self.z.T.copy(), self.u.T.copy(), r.T.copy(), np.exp(log_rho)[self.d_p])
         return [_to_dataset(m, self.d_p, self.w_p, self.D) for m in s]
 
     def kalman_mean(self, log_rho):
-        """Filter means ``mu_t`` of every pair at ``log_rho`` (one value per dataset)."""
+        """Filter means ``mu_t`` of every pair at ``log_rho`` (one value per dataset).
+
+        Parameters
+        ----------
+        log_rho : ndarray, shape (D,)
+            ``log rho`` of each dataset.
+
+        Returns
+        -------
+        ndarray, shape (P, T)
+            The Kalman filter's mean after each trial of each pair's run.
+        """
         T, P = self.z.shape[1], self.z.shape[0]
         rho = np.exp(log_rho)[self.d_p]
         mu = np.empty((P, T))
@@ -174,6 +210,24 @@ def fit_lapse(variant, pairs: Pairs, log_rho0):
     parameters are in the centred coordinates of the engine (``b`` and
     ``delta`` still to be shifted back), with ``sigma`` and, for the Kalman
     variants, ``log_rho``.
+
+    Parameters
+    ----------
+    variant : Variant
+        The observer variant (:data:`bayesobs.fits.observers.variants.VARIANTS`).
+    pairs : Pairs
+        The (dataset, run) pairs' trial arrays on the variant's scale.
+    log_rho0 : ndarray, shape (D,)
+        Start of ``log rho`` (clipped to [-18, 18]); unused for non-Kalman variants.
+
+    Returns
+    -------
+    ll : ndarray, shape (D,)
+        The mixture log-likelihood of the better EM start per dataset.
+    params : dict of str to ndarray
+        Its parameters per dataset (centred), with ``sigma``.
+    lapse : ndarray, shape (D,)
+        Its lapse rate ``lambda`` in [0, LAPSE_MAX].
     """
     D = pairs.D
     n_obs = _to_dataset(pairs.obs.sum(1).astype(float), pairs.d_p, pairs.w_p, D)
@@ -230,11 +284,34 @@ class LevelPairs(Pairs):
         self.zt, self.ut, self.levt = self.z.T.copy(), self.u.T.copy(), self.lev.T.copy()
 
     def level_stats(self, r):
-        """``r``-weighted Gram statistics per level and dataset, ``(L, D, 10)``."""
+        """``r``-weighted Gram statistics per level and dataset, ``(L, D, 10)``.
+
+        Parameters
+        ----------
+        r : ndarray, shape (P, T)
+            Weight of each pair-trial.
+
+        Returns
+        -------
+        ndarray, shape (L, D, 10)
+            :meth:`Pairs.stats` of the trials of each level.
+        """
         return np.stack([self.stats(np.where(self.lev == c, r, 0.0)) for c in range(self.L)])
 
     def level_mean(self, log_rho):
-        """Filter means ``mu_t`` of every pair at ``log_rho`` (``(D, L)``, one vector per dataset)."""
+        """Filter means ``mu_t`` of every pair at ``log_rho`` (``(D, L)``, one vector per dataset).
+
+        Parameters
+        ----------
+        log_rho : ndarray, shape (D, L)
+            ``log rho`` of each level of each dataset; each trial's gain uses
+            its own level's ``rho``.
+
+        Returns
+        -------
+        ndarray, shape (P, T)
+            The filter's mean after each trial of each pair's run.
+        """
         rho = np.exp(log_rho)[self.d_p]  # (P, L)
         P, T = self.z.shape
         rows = np.arange(P)
@@ -314,6 +391,24 @@ def fit_lapse_levels(variant, pairs: LevelPairs, log_rho0):
     per dataset.  Starts and stopping as :func:`fit_lapse`.  ``log_rho0``:
     ``(D, L)``, the no-lapse fit's (Kalman variants).  Parameters come back
     as ``(L, D)`` arrays in centred coordinates (``log_rho``: ``(D, L)``).
+
+    Parameters
+    ----------
+    variant : Variant
+        The observer variant.
+    pairs : LevelPairs
+        The (dataset, run) pairs with their level codes.
+    log_rho0 : ndarray, shape (D, L)
+        Start of ``log rho`` (clipped to [-18, 18]); unused for non-Kalman variants.
+
+    Returns
+    -------
+    ll : ndarray, shape (D,)
+        The mixture log-likelihood of the better EM start per dataset.
+    params : dict of str to ndarray
+        Its per-level parameters (centred), with ``sigma``.
+    lapse : ndarray, shape (D,)
+        Its lapse rate ``lambda`` in [0, LAPSE_MAX].
     """
     D = pairs.D
     n_obs = _to_dataset(pairs.obs.sum(1).astype(float), pairs.d_p, pairs.w_p, D)

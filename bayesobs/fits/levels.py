@@ -36,7 +36,20 @@ LEVEL_BLOCK_COLUMNS = 8192  # (item, run) columns per filter call: bounded memor
 
 
 def level_grid(L: int) -> np.ndarray:
-    """Candidate vectors of ``log rho_c``: ``(Q, L)``, the ends -18 and 18 included."""
+    """Candidate vectors of ``log rho_c``: ``(Q, L)``, the ends -18 and 18 included.
+
+    Parameters
+    ----------
+    L : int
+        Number of levels, 1 or more.
+
+    Returns
+    -------
+    ndarray, shape (Q, L)
+        The full grid of ``per`` evenly spaced values of ``[-18, 18]`` per
+        level, ``per = max(5, round(LEVEL_GRID_CANDIDATES ** (1 / L)))`` and
+        ``Q = per**L``, the last level varying fastest.
+    """
     per = max(5, round(LEVEL_GRID_CANDIDATES ** (1.0 / L)))
     axis = np.linspace(-18.0, 18.0, per)
     return np.stack([g.ravel() for g in np.meshgrid(*([axis] * L), indexing="ij")], axis=1)
@@ -51,7 +64,25 @@ def kalman_moments_levels(z, u, obs, lev, rho, L):
     ``P-_t = P_{t-1} + 1``, ``K_t = rho_c P-_t / (rho_c P-_t + 1)``,
     ``P_t = P-_t / (rho_c P-_t + 1)``, diffuse start ``K_1 = 1``,
     ``P_1 = 1 / rho_{c(1)}``.  ``obs`` weights each trial's terms: a mask,
-    or EM responsibilities (METHOD §11).  Returns three arrays ``(L, *lead)``.
+    or EM responsibilities (METHOD §11).
+
+    Parameters
+    ----------
+    z, u : ndarray, shape (T, R)
+        Stimuli and responses on the model scale, time-major.
+    obs : ndarray, shape (T, R)
+        Weight of each trial (mask or responsibilities).
+    lev : ndarray of int, shape (T, R)
+        Level code of each trial, in ``[0, L)``.
+    rho : ndarray, shape (..., L)
+        Noise ratio of each level; the leading shape broadcasts against ``(R,)``.
+    L : int
+        Number of levels.
+
+    Returns
+    -------
+    s1, s2, s3 : ndarray, shape (L, *lead)
+        ``sum mu``, ``sum mu^2`` and ``sum mu u`` over each level's trials.
     """
     rho = np.asarray(rho, dtype=float)
     lead = np.broadcast_shapes(rho.shape[:-1], z.shape[1:])
@@ -92,7 +123,22 @@ def kalman_moments_levels(z, u, obs, lev, rho, L):
 
 
 def level_objective(rss, n, floor):
-    """``sum_c [n_c log s2_c + RSS_c / s2_c]`` (minus twice the profiled LL, up to constants)."""
+    """``sum_c [n_c log s2_c + RSS_c / s2_c]`` (minus twice the profiled LL, up to constants).
+
+    Parameters
+    ----------
+    rss : ndarray, shape (L, ...)
+        Residual sum of squares per level (clipped at 0).
+    n : ndarray, shape (L, ...)
+        Observed responses per level; a level with none adds 0.
+    floor : ndarray, shape (L, ...)
+        Variance floor per level; ``s2_c = max(RSS_c / n_c, floor_c)``.
+
+    Returns
+    -------
+    ndarray
+        The objective summed over the levels (axis 0).
+    """
     rss = np.maximum(rss, 0.0)  # a sum of squares: rounding can take it below 0
     with np.errstate(invalid="ignore", divide="ignore"):
         s2 = np.maximum(rss / np.where(n > 0, n, 1.0), floor)
@@ -120,8 +166,30 @@ def fit_kalman_levels(W, Gds, floors, z, u, obs, lev, L):
 
     A coordinate-wise search (golden sections one level at a time) stops
     short of the joint maximum when the levels' noise ratios interact; the
-    joint Newton step does not.  Returns ``{variant: (rss (L, D), params)}``
-    with ``(L, D)`` parameters.
+    joint Newton step does not.
+
+    Parameters
+    ----------
+    W : scipy.sparse matrix, shape (D, runs)
+        Run counts per dataset.
+    Gds : ndarray, shape (L, D, 10)
+        Dataset Gram statistics per level.
+    floors : ndarray, shape (L, D)
+        Variance floors per level and dataset.
+    z, u : ndarray, shape (T, runs)
+        Centred stimuli and responses on the model scale, time-major.
+    obs : ndarray, shape (T, runs)
+        Observed responses.
+    lev : ndarray of int, shape (T, runs)
+        Level code of each trial.
+    L : int
+        Number of levels.
+
+    Returns
+    -------
+    dict of str to tuple
+        ``{"kalman": (rss, {"rho"}), "kalman_gain": (rss, {"rho", "g",
+        "delta"})}``, each array of shape ``(L, D)``.
     """
     D = W.shape[0]
     n = Gds[..., G_N]  # (L, D)
@@ -171,6 +239,22 @@ def grid_local_minima(values: np.ndarray, per: int, L: int, K: int) -> np.ndarra
     every axis; the global minimum always is one.  Returns ``(..., K)``
     indices, lowest first, ``-1`` where there are fewer than ``K`` finite
     local minima.
+
+    Parameters
+    ----------
+    values : ndarray, shape (..., per**L)
+        Objective on the grid.
+    per : int
+        Grid points per axis.
+    L : int
+        Number of axes (levels).
+    K : int
+        How many minima to return.
+
+    Returns
+    -------
+    ndarray of int, shape (..., K)
+        Flat grid indices of the minima, lowest value first, ``-1`` padding.
     """
     lead = values.shape[:-1]
     v = np.where(np.isnan(values), np.inf, values).reshape(*lead, *([per] * L))
@@ -193,8 +277,27 @@ def level_evaluator(W, Gds, floors, z, u, obs, lev, L):
     Item ``i`` is variant ``j[i]`` (0 ``kalman``, 1 ``kalman_gain``) on
     dataset ``d[i]`` at ``th[i]`` (``(M, L)``).  Runs through the §10
     recursion once per (item, run of its dataset) pair, in blocks of
-    :data:`LEVEL_BLOCK_COLUMNS` columns.  Returns ``f (M,)`` and ``(L, M)``
-    arrays of RSS, ``g`` and ``delta``.
+    :data:`LEVEL_BLOCK_COLUMNS` columns.
+
+    Parameters
+    ----------
+    W : scipy.sparse matrix, shape (D, runs)
+        Run counts per dataset.
+    Gds : ndarray, shape (L, D, 10)
+        Dataset Gram statistics per level.
+    floors : ndarray, shape (L, D)
+        Variance floors per level and dataset.
+    z, u, obs, lev : ndarray, shape (T, runs)
+        As in :func:`fit_kalman_levels`.
+    L : int
+        Number of levels.
+
+    Returns
+    -------
+    callable
+        ``evaluate(th, j, d) -> (f, rss, g, delta)``: the objective
+        (:func:`level_objective`) ``f`` of shape ``(M,)`` and ``(L, M)``
+        arrays of RSS, ``g`` and ``delta``.
     """
     D = W.shape[0]
     coo = W.tocoo()
@@ -278,7 +381,25 @@ def newton_levels(objective, th0: np.ndarray, f0: np.ndarray, iterations: int = 
     radius grows), otherwise the radius shrinks.  An item stops when its
     radius falls below 1e-9 or a step changes it by less than 1e-12.
     At most ``iterations`` steps (a generalised EM step needs only a few).
-    Returns the final points and values (never worse than the starts).
+
+    Parameters
+    ----------
+    objective : callable
+        ``objective(th, items)``: values of shape ``(M',)`` at points ``th``
+        ``(M', L)`` for the items ``items``.
+    th0 : ndarray, shape (M, L)
+        Starting points in ``[-18, 18]^L``.
+    f0 : ndarray, shape (M,)
+        Objective at the starts (NaN: the item is not refined).
+    iterations : int, default NEWTON_ITERATIONS
+        Most Newton steps.
+
+    Returns
+    -------
+    th : ndarray, shape (M, L)
+        The final points.
+    f : ndarray, shape (M,)
+        Their values, never above ``f0`` (NaN starts come back as ``inf``).
     """
     M, L = th0.shape
     th = th0.copy()

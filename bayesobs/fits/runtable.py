@@ -42,6 +42,31 @@ def build_runs(
     With ``interleaved`` (a column name), ``RunTable.level`` holds each
     trial's level code (the index into ``cells.attrs["levels"]``); runs keep
     every trial in order whatever its level (METHOD §10).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A normalised trial table (cell keys, ``session``, ``run``, ``trial``,
+        ``stimulus``, ``response``; NaN for a missing response).
+    interleaved : str, optional
+        A column whose level changes trial by trial inside a run.
+
+    Returns
+    -------
+    cells : DataFrame
+        One row per cell, sorted by the cell keys, with ``n_runs``,
+        ``n_trials``, ``n_missing``, ``eps`` (log offset), ``log_skipped``
+        (reason or ""), ``constant`` (a constant responder), ``delta``
+        (response quantum) and ``y_median``; ``attrs["levels"]`` lists the
+        ``COL=value`` labels of ``interleaved`` (empty without one).
+    runs : RunTable
+        The trials as padded ``(runs, T)`` arrays, trials in ``trial`` order.
+
+    Raises
+    ------
+    BayesobsInputError
+        For an ``interleaved`` column that cannot be used (see
+        :func:`interleaved_levels`).
     """
     cell_id = trials.groupby(list(CELL_KEYS), sort=True).ngroup().to_numpy()
     run_id = trials.groupby(list(CELL_KEYS) + ["session", "run"], sort=True).ngroup().to_numpy()
@@ -115,6 +140,21 @@ def build_runs(
 def interleaved_levels(trials: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str]]:
     """Level code of every trial and the sorted level labels of ``column``.
 
+    Parameters
+    ----------
+    trials : DataFrame
+        The trial table.
+    column : str
+        The interleaved column.
+
+    Returns
+    -------
+    codes : ndarray of int64
+        Each trial's index into ``labels``.
+    labels : list of str
+        The distinct values as text (floats in ``g`` format), numbers in
+        numeric order before other text.
+
     Raises
     ------
     BayesobsInputError
@@ -164,6 +204,20 @@ def response_quantum(y: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndar
     the absolute tolerance would let every answer below ``1e-6 * 10**k`` pass
     for large ``k``); 0 where no such ``k`` exists (answers not rounded to a
     power of ten) or the group is empty.
+
+    Parameters
+    ----------
+    y : ndarray
+        Observed responses.
+    group : ndarray of int
+        Each response's group (cell) index, in ``[0, n_groups)``.
+    n_groups : int
+        How many groups.
+
+    Returns
+    -------
+    ndarray, shape (n_groups,)
+        The quantum of each group, 0 where there is none.
     """
     y = np.asarray(y, dtype=float)
     scale = 10.0 ** QUANTUM_EXPONENTS.astype(float)  # (K,)
@@ -191,6 +245,26 @@ def dataset_matrix(
 
     Row ``c * (1 + B) + b`` is replicate ``b`` of cell ``c`` (``b = 0``: the
     full data, every run once).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The trial table the runs were built from (the bootstrap draws its units from it).
+    cells : DataFrame
+        Cells of :func:`build_runs`.
+    runs : RunTable
+        Run table of :func:`build_runs`.
+    B : int
+        Bootstrap replicates, 0 or more.
+    seed : int
+        Seed of the bootstrap draws.
+    resample : {"pooled", "stratified"}, default "pooled"
+        Bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Shape ``(len(cells) * (1 + B), n_runs)``: how often each run enters each dataset.
     """
     draws = run_draws(trials, B, seed, resample) if B > 0 else {}
     return unit_draws(cells, runs.cell, runs.session, runs.run, draws, B)

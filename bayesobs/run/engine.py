@@ -55,7 +55,20 @@ AUTO = "auto"  # --concurrency auto
 
 
 def check_concurrency(concurrency, max_concurrency) -> None:
-    """``--concurrency`` is a whole number >= 1 or ``auto``; ``--max-concurrency`` a whole number >= 1."""
+    """``--concurrency`` is a whole number >= 1 or ``auto``; ``--max-concurrency`` a whole number >= 1.
+
+    Parameters
+    ----------
+    concurrency : int or "auto"
+        Sessions run at once, or ``"auto"`` (adaptive).
+    max_concurrency : int
+        Ceiling of the adaptive level.
+
+    Raises
+    ------
+    BayesobsInputError
+        For a value that is neither (a bool, a float, a number below 1, other text).
+    """
     if concurrency != AUTO and (
         isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
     ):
@@ -199,7 +212,26 @@ class Runner:
         self._reported[name] = len(changes)
 
     async def run_session(self, sess: Session, bar) -> None:
-        """Run one session's trials in order, skipping those already logged."""
+        """Run one session's trials in order, skipping those already logged.
+
+        Each new trial is asked with the session's system prompt, its few-shot
+        demonstrations and the rolling context of the subject's earlier
+        answers, then parsed and appended to the store; the report's counts
+        are updated.
+
+        Parameters
+        ----------
+        sess : Session
+            The session run.
+        bar : tqdm or None
+            Progress bar advanced once per trial logged.
+
+        Raises
+        ------
+        SubjectError
+            When the subject cannot answer a trial (logged as ``trial_failed``
+            unless fatal; the session stops there).
+        """
         subject = self.subjects[sess.subject]
         history: list[tuple[Callable[[], Turn], Turn, int]] = []
         previous: list[float] = []
@@ -348,7 +380,30 @@ class Runner:
             asked, last = stim, rec
 
     async def run(self, sessions: list[Session]) -> RunReport:
-        """Run sessions concurrently (up to ``concurrency``) and return the report."""
+        """Run sessions concurrently (up to ``concurrency``) and return the report.
+
+        A session that fails (a subject error or any other exception) is
+        noted in the report's ``failed_sessions`` and in ``runs.jsonl``; the
+        others go on.
+
+        Parameters
+        ----------
+        sessions : list of Session
+            The session runs; trials already in the store are skipped.
+
+        Returns
+        -------
+        RunReport
+            The counts, failed sessions, seconds and (with ``"auto"``) the
+            concurrency controller's summary.
+
+        Raises
+        ------
+        FatalSubjectError
+            When a subject cannot answer at all (bad key, unknown model): the run stops.
+        LogWriteError
+            When the log cannot be written: the run stops, what was logged is kept.
+        """
         t0 = time.perf_counter()
         todo = sum(
             1 for s in sessions for t in range(len(s.stimuli)) if (*s.key, t) not in self.store.done
@@ -398,14 +453,42 @@ class Runner:
 
 
 def reasoned(sess: Session, text: str | None) -> str | None:
-    """A reply as the task reads it: under ``cot`` its final answer part, else the whole reply."""
+    """A reply as the task reads it: under ``cot`` its final answer part, else the whole reply.
+
+    Parameters
+    ----------
+    sess : Session
+        The session run (its condition says whether the subject reasons).
+    text : str or None
+        The reply.
+
+    Returns
+    -------
+    str or None
+        :func:`bayesobs.run.ablations.final_answer` of ``text`` under a
+        reasoning condition, else ``text`` itself (None stays None).
+    """
     if not sess.cond.reasoning or text is None:
         return text
     return final_answer(text)
 
 
 def reasoned_start(sess: Session, text: str | None) -> int:
-    """Where :func:`reasoned`'s part of a reply begins in it (0: the whole reply is read)."""
+    """Where :func:`reasoned`'s part of a reply begins in it (0: the whole reply is read).
+
+    Parameters
+    ----------
+    sess : Session
+        The session run.
+    text : str or None
+        The reply.
+
+    Returns
+    -------
+    int
+        The character offset of the last occurrence of the read part in
+        ``text``; 0 when the whole reply is read or either is empty.
+    """
     part = reasoned(sess, text)
     if not text or not part or part is text:
         return 0
@@ -433,6 +516,23 @@ def estimate(sessions: list[Session], done: dict, chat: dict | None = None) -> d
     budget, :func:`bayesobs.run.ablations.reply_budget`) plus, with
     ``reasoning_effort``, the reasoning budget
     (:func:`bayesobs.run.reasoning.reasoning_budget`).
+
+    Parameters
+    ----------
+    sessions : list of Session
+        The planned session runs.
+    done : dict
+        The trials already logged, keyed by ``(*Session.key, trial)``; they cost nothing.
+    chat : dict, optional
+        Chat options (``max_tokens``, ``reasoning_effort``, ``image_detail`` ...).
+
+    Returns
+    -------
+    dict of str to int
+        ``calls`` (trials still to ask), ``input_tokens`` (a rough count:
+        about 4 characters a token, the context window and demonstrations
+        included, images at their measured cost), ``output_tokens`` (the
+        most the replies may spend) and ``reasoning_budget`` (per call).
     """
     opts = chat_identity(chat, every=True)
     extra = reasoning_budget(opts["reasoning_effort"], opts["reasoning_budget"])
@@ -473,6 +573,21 @@ def session_image_tokens(sess: Session, detail: str, seen: dict[tuple, int]) -> 
     The session's first image is rendered and measured once per task,
     modality, subject kind and ``detail`` (kept in ``seen``); a text
     session costs 0, a task that renders no image :data:`TOKENS_PER_IMAGE`.
+
+    Parameters
+    ----------
+    sess : Session
+        The session run.
+    detail : str
+        The image detail asked for (``ChatOptions.image_detail``).
+    seen : dict
+        Cache of measured costs, keyed by ``(task, modality, subject kind,
+        detail)``; updated in place.
+
+    Returns
+    -------
+    int
+        Input tokens of one image.
     """
     if sess.modality == "text" or not sess.stimuli:
         return 0
@@ -588,6 +703,21 @@ def chat_identity(chat: dict | None, every: bool = False) -> dict:
     when it is not ``auto``, ``reasoning_budget`` when a reasoning effort
     adds it and ``logprobs`` when asked for (so folders of earlier versions
     resume), ``image_detail`` when not the default; ``every`` gives them always.
+
+    Parameters
+    ----------
+    chat : dict or None
+        Chat options (:class:`bayesobs.run.subjects.openai_chat.ChatOptions`
+        fields; None values take the defaults).
+    every : bool, default False
+        Include ``token_param``, ``reasoning_budget``, ``logprobs`` and
+        ``image_detail`` whatever their values.
+
+    Returns
+    -------
+    dict
+        ``temperature``, ``max_tokens``, ``reasoning_effort``, ``base_url``
+        and the conditional keys above.
     """
     # start-up time: the OpenAI SDK loads only for API subjects
     from .subjects.openai_chat import ChatOptions
@@ -611,6 +741,22 @@ def experiment_record(specs: list[dict], subjects: list[str], **settings) -> dic
     ``chat`` (the options of ``openai:`` and ``anthropic:`` subjects) is
     recorded through :func:`chat_identity`, and only when such a subject
     takes part.
+
+    Parameters
+    ----------
+    specs : list of dict
+        The task specs.
+    subjects : list of str
+        Subject specifiers.
+    **settings
+        Command settings (``command``, ``trials``, ``runs``, ``protocol`` ...),
+        and ``chat`` (the chat options), ``sim_seed``, ``ami``.
+
+    Returns
+    -------
+    dict
+        ``specs``, ``subjects``, the settings and ``chat`` (None without an
+        API subject).
     """
     uses_api = any(str(s).partition(":")[0] in API_KINDS for s in subjects)
     chat = settings.pop("chat", None)
@@ -648,6 +794,36 @@ def execute(
 
     ``concurrency`` is a number of sessions, or ``"auto"``: adaptive, up to
     ``max_concurrency`` (:mod:`bayesobs.run.concurrency`).
+
+    Parameters
+    ----------
+    sessions : list of Session
+        The session runs.
+    store : ExperimentStore
+        The open experiment folder (its lock held).
+    subjects : dict
+        Subject objects by name (:func:`make_subjects`); closed at the end.
+    concurrency : int or "auto", default 16
+        Sessions run at once.
+    progress : bool, default True
+        Show a progress bar.
+    max_concurrency : int, default DEFAULT_MAX_CONCURRENCY
+        Ceiling of ``"auto"``.
+
+    Returns
+    -------
+    RunReport
+        What the run did; ``runs.jsonl`` gets ``start`` and ``end`` events
+        (``stopped`` when it is interrupted).
+
+    Raises
+    ------
+    BayesobsInputError
+        For an invalid ``concurrency`` or ``max_concurrency``.
+    FatalSubjectError
+        When a subject cannot answer at all.
+    LogWriteError
+        When the log cannot be written.
     """
     store.log_run(event="start", sessions=len(sessions))
     runner = Runner(

@@ -50,7 +50,14 @@ SPEC_KEYS = {
 
 # ---------------------------------------------------------------- specs
 def spec_dirs() -> list[Path]:
-    """Where task specs are looked for: ./tasks, the source tree's tasks, the installed share."""
+    """Where task specs are looked for: ./tasks, the source tree's tasks, the installed share.
+
+    Returns
+    -------
+    list of Path
+        ``./tasks`` (of the working directory), the source tree's ``tasks``
+        and ``<sys.prefix>/share/bayesobs/tasks``, in that order.
+    """
     source_root = Path(__file__).resolve().parents[2]  # bayesobs/run/plan.py -> the source tree
     return [
         Path.cwd() / "tasks",
@@ -60,7 +67,24 @@ def spec_dirs() -> list[Path]:
 
 
 def find_spec(name: str | Path) -> Path:
-    """A spec file from a path, or ``tasks/NAME.toml`` in the usual places."""
+    """A spec file from a path, or ``tasks/NAME.toml`` in the usual places.
+
+    Parameters
+    ----------
+    name : str or Path
+        A path to an existing ``.toml`` file, a file name ``NAME.toml`` or a bare
+        spec name ``NAME``, looked for in :func:`spec_dirs`.
+
+    Returns
+    -------
+    Path
+        The spec file.
+
+    Raises
+    ------
+    BayesobsInputError
+        When no such file exists (the message lists the folders searched).
+    """
     p = Path(name)
     if p.suffix == ".toml" and p.exists():
         return p
@@ -88,14 +112,55 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def whole_number(value, what: str, low: int = 1) -> int:
-    """A whole number >= ``low`` (bools and 2.5 are refused)."""
+    """A whole number >= ``low`` (bools and 2.5 are refused).
+
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    what : str
+        Its name in the error message (``"trials"``, ``"--runs"``).
+    low : int, default 1
+        The smallest value allowed.
+
+    Returns
+    -------
+    int
+        ``value`` unchanged.
+
+    Raises
+    ------
+    BayesobsInputError
+        When ``value`` is not an ``int`` (or is a bool) or is below ``low``.
+    """
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise BayesobsInputError(f"{what} must be a whole number >= {low}, not {value!r}")
     return value
 
 
 def finite_number(value, what: str, low: float | None = 0.0) -> float:
-    """A finite number >= ``low`` (``low=None``: any finite number; bools are refused)."""
+    """A finite number >= ``low`` (``low=None``: any finite number; bools are refused).
+
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    what : str
+        Its name in the error message.
+    low : float or None, default 0.0
+        The smallest value allowed; None for no lower bound.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Raises
+    ------
+    BayesobsInputError
+        When ``value`` is not an int or float, is a bool, is NaN or infinite,
+        or is below ``low``.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise BayesobsInputError(f"{what} must be a finite number, not {value!r}")
     if low is not None and value < low:
@@ -196,6 +261,13 @@ def check_task_values(spec: dict, where: str) -> None:
     holds) within ``option_bounds``; ``modalities`` and ``conditions`` are
     non-empty lists of names.
 
+    Parameters
+    ----------
+    spec : dict
+        A parsed task spec whose ``task`` names a known task.
+    where : str
+        Prefix of the error message (the file).
+
     Raises
     ------
     BayesobsInputError
@@ -227,7 +299,26 @@ def check_task_values(spec: dict, where: str) -> None:
 
 
 def load_spec(name: str | Path) -> dict[str, Any]:
-    """Load and validate a task spec (TOML); errors name the file and key."""
+    """Load and validate a task spec (TOML); errors name the file and key.
+
+    Parameters
+    ----------
+    name : str or Path
+        The spec's path or name (see :func:`find_spec`).
+
+    Returns
+    -------
+    dict
+        The spec's table, checked by :func:`check_spec_values`,
+        :func:`check_task_values` and :func:`load_spec_checks`, with
+        ``_path`` set to the file read.
+
+    Raises
+    ------
+    BayesobsInputError
+        For a missing, unreadable or malformed file, an unknown or missing
+        key, an unknown task, or a value out of its range.
+    """
     path = find_spec(name)
     spec = _read_toml(path)
     unknown = set(spec) - SPEC_KEYS
@@ -248,7 +339,29 @@ def load_spec(name: str | Path) -> dict[str, Any]:
 
 
 def load_protocol(path: str | Path) -> list[dict[str, Any]]:
-    """A protocol file (e.g. ``tasks/bayesbench.toml``): a list of experiments."""
+    """A protocol file (e.g. ``tasks/bayesbench.toml``): a list of experiments.
+
+    Each ``[[experiment]]`` table names a spec file (``spec = "FILE.toml"``,
+    relative to the protocol) and may override its ``modalities`` and
+    ``conditions``; a single task spec is read as a one-experiment protocol.
+
+    Parameters
+    ----------
+    path : str or Path
+        The protocol's path or name (see :func:`find_spec`).
+
+    Returns
+    -------
+    list of dict
+        One ``{"spec": spec}`` per experiment, each spec as :func:`load_spec`
+        returns it (with the experiment's overrides).
+
+    Raises
+    ------
+    BayesobsInputError
+        For a file without experiments, an experiment that is not a table or
+        names no spec, or a spec or override that does not load.
+    """
     path = find_spec(path)
     proto = _read_toml(path)
     if "experiment" not in proto:
@@ -286,7 +399,21 @@ def load_protocol(path: str | Path) -> list[dict[str, Any]]:
 
 
 def load_spec_checks(spec: dict, where: str) -> None:
-    """Conditions and modalities of a spec exist and fit the task."""
+    """Conditions and modalities of a spec exist and fit the task.
+
+    Parameters
+    ----------
+    spec : dict
+        A parsed task spec.
+    where : str
+        Prefix of the error message (the file, or file and experiment).
+
+    Raises
+    ------
+    BayesobsInputError
+        For an unknown condition, ``noise_text`` on a task without a text
+        rendering to degrade, or a modality the task does not render.
+    """
     for c in spec.get("conditions", ["base"]):
         try:
             condition(c, spec.get("ablations"))
@@ -304,7 +431,20 @@ def load_spec_checks(spec: dict, where: str) -> None:
 
 
 def check_modalities(task: str, modalities) -> None:
-    """Each modality exists and the task renders it (e.g. duration is text only, search image only)."""
+    """Each modality exists and the task renders it (e.g. duration is text only, search image only).
+
+    Parameters
+    ----------
+    task : str
+        A task name of :data:`bayesobs.stimuli.TASKS`.
+    modalities : iterable of str
+        The modalities asked for.
+
+    Raises
+    ------
+    BayesobsInputError
+        For an unknown modality or one the task does not render.
+    """
     allowed = TASKS[task].modalities
     for m in modalities:
         if m not in MODALITIES:
@@ -358,6 +498,44 @@ def plan(
 
     ``planned`` is called with the number of stimuli after each session run's
     stimuli are made (images are rendered here: a progress bar's hook).
+
+    Each (session, run) draws its stimuli once, seeded by
+    ``stable_seed((spec seed, task, session, run))``; every condition,
+    modality and subject of that run shares them (reversed under a reverse
+    condition).
+
+    Parameters
+    ----------
+    spec : dict
+        A task spec (:func:`load_spec`).
+    subjects : list of str
+        Subject specifiers (``sim:...``, ``openai:...``) or :data:`HUMAN`.
+    modalities : list of str, optional
+        Modalities to run; default the spec's, else the task's first.
+    conditions : list of str, optional
+        Conditions to run; default the spec's, else ``["base"]``.
+    trials : int, optional
+        Trials per run for every session (overrides the spec and its sessions).
+    runs : int, optional
+        Runs per session (overrides the spec's ``runs``, default 1).
+    ami : str, optional
+        A folder of the AMI corpus (task ``duration``).
+    hvs : str, optional
+        The source folder of task ``hvs``.
+    planned : callable, optional
+        Called with the number of stimuli after each session run is made.
+
+    Returns
+    -------
+    list of Session
+        One per (session, run, condition, modality, subject), in that nesting order.
+
+    Raises
+    ------
+    BayesobsInputError
+        For a trial or run count that is not a whole number >= 1, a modality
+        the task does not render, an unknown condition, a ``hint`` condition
+        on a task without hints, or a subject specifier that does not parse.
     """
     task = get_task(spec["task"], ami=ami, hvs=hvs)
     mods = modalities or spec.get("modalities", [task.modalities[0]])
@@ -428,6 +606,18 @@ def plan_all(jobs: list[tuple[dict, dict]], progress: bool = False) -> list[Sess
     protocol (Tunnel Vision's 1,475 questions per subject and modality); with
     ``progress`` a bar over the session runs shows it from the start, and a
     line gives the total planned.
+
+    Parameters
+    ----------
+    jobs : list of (dict, dict)
+        ``(spec, keyword arguments of plan)`` pairs.
+    progress : bool, default False
+        Show a bar on stderr and a closing line with the counts and time.
+
+    Returns
+    -------
+    list of Session
+        The session runs of every job, in order.
     """
     if not progress:
         return [x for spec, kw in jobs for x in plan(spec, **kw)]
@@ -461,6 +651,19 @@ def reverse_trials(task: Task, stimuli: list[Stimulus]) -> list[Stimulus]:
     A stimulus for which ``task.follows`` is true is asked from the answer to
     the one before it (the decomposed scavenger hunt's steps), so a reversed
     condition reverses whole sequences, not the steps within one.
+
+    Parameters
+    ----------
+    task : Task
+        The task (its ``follows`` says which stimuli continue the one before).
+    stimuli : list of Stimulus
+        The planned order.
+
+    Returns
+    -------
+    list of Stimulus
+        The groups (a stimulus and its followers) in reverse order, each
+        group's own order kept.
     """
     groups: list[list[Stimulus]] = []
     for stim in stimuli:

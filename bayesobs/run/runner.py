@@ -64,6 +64,59 @@ def start(
     the requests go through the provider's Batch API in rounds
     (:mod:`bayesobs.run.batch`); the experiment record is the same, so a folder
     may be resumed with or without it.
+
+    Parameters
+    ----------
+    specs : list of dict
+        The task specs the sessions were planned from (for the experiment record).
+    sessions : list of Session
+        The planned session runs (:func:`bayesobs.run.plan.plan`).
+    subjects : list of str
+        Subject specifiers (``sim:...``, ``openai:...``, ``anthropic:...``).
+    out : str or Path
+        The experiment folder (created, or resumed when its manifest matches).
+    settings : dict
+        Command settings recorded in the manifest (``command``, ``trials``, ``runs`` ...).
+    chat : dict, optional
+        Chat options of API subjects (:class:`bayesobs.run.subjects.openai_chat.ChatOptions` fields).
+    sim_seed : int, default 0
+        Seed of the simulated subjects.
+    ami : str, optional
+        A folder of the AMI corpus (task ``duration``), recorded in the manifest.
+    api_key : str, optional
+        API key of the subjects (never written anywhere).
+    cache_dir : str or Path, optional
+        The reply cache's folder.
+    use_cache : bool, default True
+        Replay and store replies in the cache.
+    cache_scope : {"folder", "global"}, default "folder"
+        Replay cached replies only into ``out``, or from any folder.
+    concurrency : int or "auto", default 16
+        Sessions run at once; ``"auto"`` adapts it to the provider's limits.
+    progress : bool, default False
+        Show a progress bar.
+    dry_run : bool, default False
+        Call nothing; report what is left to call.
+    hvs : str, optional
+        Source folder of task ``hvs``, recorded in the manifest when given.
+    batch : dict, optional
+        :class:`bayesobs.run.batch.BatchOptions` fields; run through the Batch API.
+    max_concurrency : int, default DEFAULT_MAX_CONCURRENCY
+        Ceiling of ``concurrency="auto"``.
+
+    Returns
+    -------
+    RunReport
+        What the run did (trials logged, resumed, cached, unparsed, failed
+        sessions, time, torn logs and unreadable lines cut on resume); with
+        ``dry_run`` only its ``dry_run`` dictionary (calls, tokens, trials
+        logged, sessions and, with ``batch``, the rounds needed).
+
+    Raises
+    ------
+    BayesobsInputError
+        For a subject that cannot be built or has no Batch API (with
+        ``batch``), bad batch options, or a folder whose manifest differs.
     """
     if batch is not None:
         _batch().check_batch_subjects(subjects)
@@ -129,6 +182,37 @@ def run_task(
 
     ``options`` are those of :func:`start` (``chat``, ``api_key``,
     ``concurrency``, ``dry_run`` ...).
+
+    Parameters
+    ----------
+    task : str or Path
+        The task spec's path or name (:func:`bayesobs.run.plan.load_spec`).
+    subjects : list of str
+        Subject specifiers.
+    out : str or Path
+        The experiment folder.
+    modalities, conditions : list of str, optional
+        Override the spec's modalities and conditions.
+    trials : int, optional
+        Trials per run (overrides the spec).
+    runs : int, optional
+        Runs per session (overrides the spec).
+    ami : str or Path, optional
+        A folder of the AMI corpus (task ``duration``).
+    hvs : str or Path, optional
+        Source folder of task ``hvs``.
+    **options
+        Keyword arguments of :func:`start`.
+
+    Returns
+    -------
+    RunReport
+        As :func:`start` returns it.
+
+    Raises
+    ------
+    BayesobsInputError
+        For a spec that does not load or plan, or as :func:`start` raises.
     """
     spec = load_spec(task)
     ami = str(ami) if ami else None
@@ -186,6 +270,55 @@ def sweep(
     ``--cache``/``--no-cache``; ``cache_scope`` is ``"folder"`` (replay cached
     replies only into ``out``) or ``"global"``; ``batch`` as in :func:`start`
     (``--batch``).
+
+    Parameters
+    ----------
+    protocol : str or Path
+        The protocol's path or name (:func:`bayesobs.run.plan.load_protocol`).
+    subjects : list of str
+        Subject specifiers.
+    out : str or Path
+        The experiment folder.
+    trials : int, optional
+        Trials per run for every experiment (overrides the specs).
+    runs : int, optional
+        Runs per session (overrides the specs).
+    ami : str or Path, optional
+        A folder of the AMI corpus (task ``duration``).
+    concurrency : int or "auto", default 16
+        Sessions run at once.
+    progress : bool, default False
+        Progress bars while planning and running.
+    sim_seed : int, default 0
+        Seed of the simulated subjects.
+    cache_scope : {"folder", "global"}, default "folder"
+        Where cached replies may be replayed from.
+    api_key : str, optional
+        API key (default ``$OPENAI_API_KEY``).
+    cache_dir : str or Path, optional
+        The reply cache's folder.
+    use_cache : bool, default True
+        Replay and store replies in the cache.
+    dry_run : bool, default False
+        Call nothing; report what is left to call.
+    hvs : str or Path, optional
+        Source folder of task ``hvs``.
+    batch : dict, optional
+        :class:`bayesobs.run.batch.BatchOptions` fields.
+    max_concurrency : int, default DEFAULT_MAX_CONCURRENCY
+        Ceiling of ``concurrency="auto"``.
+    **chat
+        Chat options of API subjects.
+
+    Returns
+    -------
+    RunReport
+        As :func:`start` returns it.
+
+    Raises
+    ------
+    BayesobsInputError
+        For a protocol that does not load or plan, or as :func:`start` raises.
     """
     exps = load_protocol(protocol)
     ami = str(ami) if ami else None

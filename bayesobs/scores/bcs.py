@@ -240,12 +240,42 @@ def sign_probability(w_base: np.ndarray, w_ablation: np.ndarray) -> np.ndarray:
 
 
 def nansum_or_nan(values: np.ndarray, axis: int = 0) -> np.ndarray:
-    """Sum ignoring NaN, but NaN where every value is NaN."""
+    """Sum ignoring NaN, but NaN where every value is NaN.
+
+    Parameters
+    ----------
+    values : ndarray
+        The values to sum.
+    axis : int, default 0
+        The axis to sum over.
+
+    Returns
+    -------
+    ndarray
+        ``numpy.nansum`` over ``axis``, NaN where every summed value is NaN.
+    """
     return np.where(np.isnan(values).all(axis=axis), np.nan, np.nansum(values, axis=axis))
 
 
 def sum_by(keys: pd.DataFrame, by: list[str], values: np.ndarray):
-    """Sum rows of ``values`` within groups of ``keys[by]`` (NaN rows count as 0)."""
+    """Sum rows of ``values`` within groups of ``keys[by]`` (NaN rows count as 0).
+
+    Parameters
+    ----------
+    keys : DataFrame
+        One row per row of ``values``, holding the ``by`` columns.
+    by : list of str
+        The grouping columns.
+    values : ndarray
+        Shape ``(len(keys), m)``; NaN entries count as 0.
+
+    Returns
+    -------
+    groups : DataFrame
+        The distinct ``keys[by]`` rows, sorted by ``by``, index reset.
+    sums : ndarray
+        Shape ``(len(groups), m)``: row ``g`` is the sum of the rows of group ``g``.
+    """
     codes = keys.groupby(by, sort=True).ngroup().to_numpy()
     groups = keys[by].drop_duplicates().sort_values(by).reset_index(drop=True)
     out = np.zeros((len(groups), values.shape[1]))
