@@ -40,7 +40,20 @@ _CURRENT: ContextVar = ContextVar("bayesobs_scheduler", default=None)
 
 @contextmanager
 def use_scheduler(scheduler) -> Iterator[None]:
-    """Within the block, library calls send their tasks to ``scheduler`` (None: no change)."""
+    """Within the block, library calls send their tasks to ``scheduler`` (None: no change).
+
+    Parameters
+    ----------
+    scheduler : str or distributed.Client or None
+        A scheduler address or a connected ``Client``; None (or ``""``)
+        keeps the scheduler already in effect.
+
+    Yields
+    ------
+    None
+        The block runs with the scheduler set (per context, so threads and
+        async tasks do not see each other's); it is restored on exit.
+    """
     token = _CURRENT.set(scheduler or _CURRENT.get())
     try:
         yield
@@ -49,7 +62,18 @@ def use_scheduler(scheduler) -> Iterator[None]:
 
 
 def scheduler_address(scheduler=None):
-    """``scheduler``, else the one of :func:`use_scheduler`, else ``$BAYESOBS_SCHEDULER``, else None."""
+    """``scheduler``, else the one of :func:`use_scheduler`, else ``$BAYESOBS_SCHEDULER``, else None.
+
+    Parameters
+    ----------
+    scheduler : str or distributed.Client, optional
+        An explicit scheduler; None or ``""`` falls through to the others.
+
+    Returns
+    -------
+    str or distributed.Client or None
+        Where tasks go; None means this process.
+    """
     if scheduler is not None and scheduler != "":
         return scheduler
     return _CURRENT.get() or os.environ.get(ENV) or None
@@ -97,6 +121,21 @@ def iter_tasks(fn: Callable, items: Iterable, scheduler=None) -> Iterator[tuple[
     Like :func:`map_tasks`, but each result is handed over as soon as it is
     done (in the order they finish on a cluster) and then dropped by the
     cluster, so the caller can write it out and keep only what it needs.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level (picklable) function of one task.
+    items : iterable
+        The tasks.
+    scheduler : str or distributed.Client, optional
+        As in :func:`map_tasks`; None (after :func:`scheduler_address`)
+        runs each task here, in order.
+
+    Yields
+    ------
+    tuple of (int, object)
+        The task's index in ``items`` and its result.
     """
     items = list(items)
     address = scheduler_address(scheduler)
@@ -165,6 +204,27 @@ def worker_cores(name, threads: int, available: list[int]) -> list[int] | None:
     starts) names them ``NAME-0`` ... ``NAME-(K-1)``.  Worker ``i`` gets
     cores ``available[i*threads:(i+1)*threads]``; None (no pinning) when the
     name carries no number or the cores do not go round.
+
+    Parameters
+    ----------
+    name : str or int
+        The Dask worker's name.
+    threads : int
+        Threads per worker.
+    available : list of int
+        The cores the process may run on (sorted here).
+
+    Returns
+    -------
+    list of int or None
+        The worker's ``threads`` cores; None when the name has no number,
+        its slice would be short, or ``available`` holds no more than
+        ``threads`` cores.
+
+    Raises
+    ------
+    ValueError
+        When ``threads`` is not a positive integer.
     """
     n = _threads(threads)
     tail = str(name).rsplit("-", 1)[-1]
@@ -181,6 +241,13 @@ def dask_setup(worker) -> None:
     Runs in the worker process before any task, so JAX, which sizes its CPU
     thread pool from the process's CPU affinity when it first computes, and
     the BLAS pools start no more threads than the worker's ``nthreads``.
+
+    Parameters
+    ----------
+    worker : distributed.Worker
+        The worker Dask hands the preload (its ``name`` and
+        ``state.nthreads`` choose the cores, :func:`worker_cores`); nothing
+        is pinned off Linux or when the cores do not go round.
     """
     if not hasattr(os, "sched_setaffinity"):  # pragma: no cover - not Linux
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import pytest
@@ -20,6 +21,7 @@ COMPLETE = (
     "compile_cache.py",
     "dataset.py",
     "design.py",
+    "distributed.py",
     "exclusions.py",
     "expr.py",
     "fits/controls.py",
@@ -31,6 +33,8 @@ COMPLETE = (
     "fits/observers/models.py",
     "fits/observers/scale.py",
     "fits/observers/variants.py",
+    "fits/posterior.py",
+    "fits/psis.py",
     "fits/runtable.py",
     "fits/synthetic.py",
     "fits/transfer.py",
@@ -147,3 +151,34 @@ def test_the_api_reference_names_only_modules_that_exist():
             parts = module.split(".")[1:]
             path = PACKAGE.joinpath(*parts)
             assert path.with_suffix(".py").exists() or (path / "__init__.py").exists(), module
+
+
+def _tables_tool():
+    spec = importlib.util.spec_from_file_location(
+        "architecture_tables", ROOT / "tools" / "architecture_tables.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_architecture_tables_are_drawn_from_the_code_as_it_is():
+    # after moving a module or changing its imports: python tools/architecture_tables.py
+    tool = _tables_tool()
+    text = page("architecture.md")
+    stale = [
+        t.splitlines()[2] for t in tool.tables(PACKAGE, ROOT / "pyproject.toml") if t not in text
+    ]
+    assert not stale, f"docs/architecture.md: tables out of date, first rows: {stale}"
+
+
+def test_the_table_check_notices_a_changed_import(tmp_path, capsys):
+    tool = _tables_tool()
+    page_path = tmp_path / "architecture.md"
+    good = (ROOT / "docs" / "architecture.md").read_text()
+    page_path.write_text(good)
+    assert tool.main([str(PACKAGE), "--check", str(page_path)]) == 0
+    row = next(line for line in good.splitlines() if line.startswith("| `fits.lapse` |"))
+    page_path.write_text(good.replace(row, row.replace("fits.kernel, ", "")))
+    assert tool.main([str(PACKAGE), "--check", str(page_path)]) == 1
+    assert "out of date" in capsys.readouterr().err

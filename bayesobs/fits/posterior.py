@@ -65,7 +65,30 @@ class Data:
 
 
 def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
-    """Standardised padded arrays; one subject per cell of ``trials``."""
+    """Standardised padded arrays; one subject per cell of ``trials``.
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        Normalised trial table; every cell (``subject, task, modality,
+        condition``) becomes one subject of the returned data.
+    variant : Variant
+        The observer variant; a log variant takes logs of stimuli and
+        responses (with the cell's ``eps``).
+
+    Returns
+    -------
+    Data
+        Runs padded to the longest run, ``z`` and ``u`` standardised per
+        subject by the mean and SD of its stimuli (``c``, ``s``), and the
+        per-trial offset ``const`` back to the response scale.
+
+    Raises
+    ------
+    ValueError
+        When ``variant`` is a log variant and a cell cannot take logs
+        (its ``log_skipped`` reason).
+    """
     cells, runs = build_runs(trials)
     present = runs.present
     eps = cells["eps"].to_numpy()[runs.cell][:, None]
@@ -93,6 +116,25 @@ def model(variant: Variant, data: Data, hierarchical: bool = False, prior_scale:
     prior (not the Beta prior of ``w_prior``); anything but 1 is a
     deliberately wrong prior, used to show that the calibration check
     (:mod:`bayesobs.calibration`) detects one.
+
+    Parameters
+    ----------
+    variant : Variant
+        The observer variant (its family sets the core parameter; ``gain``
+        adds ``g`` and ``delta``).
+    data : Data
+        Standardised arrays from :func:`prepare` or :func:`prepare_cells`.
+    hierarchical : bool, default False
+        Draw each subject's core parameter (on its unconstrained scale) from
+        a population ``Normal(mu_pop, tau_pop)``; needs more than one subject.
+    prior_scale : float, default 1.0
+        Factor on the scale of every Normal and half-Normal prior.
+
+    Returns
+    -------
+    None
+        A NumPyro model: it records sample sites (the parameters, the
+        responses ``u``) when run under a NumPyro handler.
     """
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
     import numpyro  # optional weight: NumPyro loads only for posterior/calibration work
@@ -135,7 +177,26 @@ def model(variant: Variant, data: Data, hierarchical: bool = False, prior_scale:
 
 
 def natural_params(variant: Variant, samples: dict, data: Data) -> dict[str, np.ndarray]:
-    """Posterior draws in natural units (``(..., S)`` arrays)."""
+    """Posterior draws in natural units (``(..., S)`` arrays).
+
+    Parameters
+    ----------
+    variant : Variant
+        The variant the draws come from.
+    samples : dict
+        Draws of :func:`model`'s sites on the standardised scale (the core
+        parameter, ``b_std``, ``g``, ``delta_std``, ``sigma_std``).
+    data : Data
+        Supplies the per-subject centre ``c`` and scale ``s`` (anything with
+        those two attributes will do).
+
+    Returns
+    -------
+    dict of str to ndarray
+        The core parameter (``w``, ``w_prior`` or ``rho``, unchanged by the
+        scaling), ``b`` (linear), ``g`` and ``delta`` (gain variants) and
+        ``sigma``, in the units of the stimuli.
+    """
     fam = variant.family
     out = {CORE[fam]: np.asarray(samples[CORE[fam]])}
     c, s = data.c, data.s
@@ -159,7 +220,31 @@ def _rng_key(seed: int):
 def sample(
     variant, data: Data, hierarchical=False, chains=4, warmup=500, draws=500, seed=0, progress=False
 ):
-    """NUTS draws of one variant; returns an ArviZ InferenceData with pointwise log-likelihood."""
+    """NUTS draws of one variant; returns an ArviZ InferenceData with pointwise log-likelihood.
+
+    Parameters
+    ----------
+    variant : Variant or str
+        The variant, or its name.
+    data : Data
+        Standardised arrays from :func:`prepare`.
+    hierarchical : bool, default False
+        Fit the subjects jointly with a population distribution
+        (:func:`model`).
+    chains, warmup, draws : int, default 4, 500, 500
+        NUTS chains (run vectorised), warm-up and kept draws per chain.
+    seed : int, default 0
+        Seed of the sampler's PRNG key.
+    progress : bool, default False
+        Show NumPyro's progress bar.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior`` in natural units (:func:`natural_params`, one
+        ``subject`` dimension), ``log_likelihood`` ``y`` on the response
+        scale (observed trials only) and ``sample_stats`` ``diverging``.
+    """
     import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
 
     # optional weight: NumPyro loads only for posterior/calibration work
@@ -210,6 +295,17 @@ def canonical_shape(data: Data) -> tuple[int, int]:
     Runs are kept exactly; trials per run are padded to a multiple of
     :data:`T_BUCKET`.  Because the shape depends on nothing but the cell, a
     cell's draws do not depend on which other cells share its batch.
+
+    Parameters
+    ----------
+    data : Data
+        One cell's arrays.
+
+    Returns
+    -------
+    tuple of int
+        ``(runs, trials)``, trials rounded up to a multiple of
+        :data:`T_BUCKET`.
     """
     R, T = data.z.shape
     return R, -(-T // T_BUCKET) * T_BUCKET
@@ -304,6 +400,30 @@ def sample_padded(
     ``(n, runs, 1)``).  Returns the draws of every site of :func:`model`
     on its own (standardised) scale, each ``(n, chains, draws, 1)``, and the
     divergent transitions ``(n, chains, draws)``.
+
+    Parameters
+    ----------
+    variant : Variant or str
+        The variant, or its name.
+    z, u : array_like
+        ``(n, runs, T)`` standardised stimuli and responses.
+    obs : array_like of bool
+        ``(n, runs, T)``: which trials are observed.
+    zbar : array_like
+        ``(n, runs, 1)`` mean standardised stimulus of each run.
+    chains, warmup, draws : int, default 2, 300, 200
+        NUTS chains, warm-up and kept draws per chain.
+    seed : int, default 0
+        Seed of the chains' keys (the same for every data set).
+    prior_scale : float, default 1.0
+        :func:`model`'s factor on the prior scales.
+
+    Returns
+    -------
+    draws : dict of str to ndarray
+        Every site's draws, ``(n, chains, draws, 1)``.
+    divergent : ndarray of bool
+        ``(n, chains, draws)``.
     """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     fn = _batched_sampler(variant.name, chains, warmup, draws, float(prior_scale))
@@ -340,7 +460,24 @@ def sample_batch(
     cell keeps its own adaptation per chain, and its draws are the same
     whether it is sampled alone or with others (same seed, same shape).
 
-    Returns one ArviZ InferenceData per cell, as :func:`sample` does.
+    Parameters
+    ----------
+    variant : Variant or str
+        The variant, or its name.
+    datas : list of Data
+        Single-subject cells (from :func:`prepare_cells`).
+    chains, warmup, draws : int, default 4, 500, 500
+        NUTS chains, warm-up and kept draws per chain.
+    seed : int, default 0
+        Seed of every cell's chain keys.
+    pad_to : int, optional
+        Cells per compiled call (a short slice is padded); default equal
+        slices of at most :data:`BATCH_CELLS`.
+
+    Returns
+    -------
+    list of arviz.InferenceData
+        One per cell, in the order of ``datas``, as :func:`sample` builds it.
     """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     out = [None] * len(datas)
@@ -413,7 +550,19 @@ def _inference_data(nat: dict, ll: np.ndarray, div: np.ndarray, subjects: list):
 
 
 def diagnostics(idata) -> dict:
-    """Worst R-hat, smallest bulk ESS and the number of divergent transitions."""
+    """Worst R-hat, smallest bulk ESS and the number of divergent transitions.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit with a ``posterior`` and ``sample_stats.diverging``.
+
+    Returns
+    -------
+    dict
+        ``r_hat_max`` (float), ``ess_bulk_min`` (float) and ``divergences``
+        (int) over every parameter.
+    """
     import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
 
     summ = az.summary(idata, kind="diagnostics")
@@ -425,7 +574,21 @@ def diagnostics(idata) -> dict:
 
 
 def diagnostics_failures(d: dict, chains: int) -> str:
-    """Each failed check with its value and threshold, e.g. ``R-hat 1.052 > 1.01``."""
+    """Each failed check with its value and threshold, e.g. ``R-hat 1.052 > 1.01``.
+
+    Parameters
+    ----------
+    d : dict
+        :func:`diagnostics` of a fit.
+    chains : int
+        Chains of the fit (the bulk-ESS threshold is
+        :data:`ESS_PER_CHAIN` per chain).
+
+    Returns
+    -------
+    str
+        The failures joined by ``", "``; empty when every check passes.
+    """
     out = []
     if not d["r_hat_max"] <= RHAT_MAX:
         out.append(f"R-hat {d['r_hat_max']:.3f} > {RHAT_MAX}")
@@ -440,7 +603,20 @@ def diagnostics_failures(d: dict, chains: int) -> str:
 
 
 def diagnostics_ok(d: dict, chains: int) -> bool:
-    """R-hat at most 1.01, bulk ESS above 100 per chain, no divergences."""
+    """R-hat at most 1.01, bulk ESS above 100 per chain, no divergences.
+
+    Parameters
+    ----------
+    d : dict
+        :func:`diagnostics` of a fit.
+    chains : int
+        Chains of the fit.
+
+    Returns
+    -------
+    bool
+        Whether all three checks pass.
+    """
     return (
         d["r_hat_max"] <= RHAT_MAX
         and d["ess_bulk_min"] >= ESS_PER_CHAIN * chains
@@ -470,7 +646,27 @@ def _map_start(info):
 def posterior_mode(
     variant, data: Data, hierarchical=False, starts=4, seed=0
 ) -> dict[str, np.ndarray]:
-    """Maximum a posteriori parameters (natural units), multi-start L-BFGS on the unconstrained scale."""
+    """Maximum a posteriori parameters (natural units), multi-start L-BFGS on the unconstrained scale.
+
+    Parameters
+    ----------
+    variant : Variant or str
+        The variant, or its name.
+    data : Data
+        Standardised arrays from :func:`prepare`.
+    hierarchical : bool, default False
+        Use the hierarchical :func:`model`.
+    starts : int, default 4
+        NumPyro initialisations (seeds ``seed``, ``seed + 1``, ...); the
+        lowest minimum wins.
+    seed : int, default 0
+        Seed of the first start.
+
+    Returns
+    -------
+    dict of str to ndarray
+        :func:`natural_params` of the mode.
+    """
     # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer.util import constrain_fn, initialize_model
 
@@ -492,6 +688,19 @@ def prepare_cells(trials: pd.DataFrame, variant: Variant) -> list[tuple[tuple, D
 
     The arrays are exactly those :func:`prepare` gives for the cell alone
     (one run table for all cells, each cell trimmed to its own longest run).
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        Normalised trial table.
+    variant : Variant
+        The variant (a log variant skips cells that cannot take logs).
+
+    Returns
+    -------
+    list of (tuple, Data or str)
+        Per cell, in run-table order: its key ``(subject, task, modality,
+        condition)`` and its :class:`Data`, or the reason it was skipped.
     """
     cells, runs = build_runs(trials)
     x, y, present = runs.x, runs.y, runs.present
@@ -618,7 +827,7 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
     InferenceData (``arviz.summary`` and ``arviz.loo``), computed for the
     whole slice in one call of each (the per-element statistics are the same
     functions on the same ``(chain, draw)`` arrays; PSIS-LOO through
-    :func:`bayesobs.psis.loo_many`, ArviZ's arithmetic vectorised).
+    :func:`bayesobs.fits.psis.loo_many`, ArviZ's arithmetic vectorised).
 
     Parameters
     ----------
@@ -770,6 +979,27 @@ def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, see
     One task per variant and slice of :data:`BATCH_CELLS` cells of the same
     :func:`canonical_shape`; tasks are independent, so they run in any order
     and on any worker with the same result.
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        Normalised trial table.
+    names : iterable of str
+        Variant names.
+    chains, warmup, draws : int, default 4, 500, 500
+        NUTS chains, warm-up and kept draws per chain.
+    seed : int, default 0
+        Seed of every cell's chain keys.
+
+    Returns
+    -------
+    jobs : list of tuple
+        ``(variant name, [(key, Data), ...], chains, warmup, draws, seed,
+        slice size)`` per task.
+    skipped : list of tuple
+        ``(key, variant name, note)`` of the cells a variant does not apply to.
+    order : dict
+        Cell key to its position in the run table (the order of results).
     """
     jobs, skipped, order = [], [], {}
     for name in names:
@@ -830,6 +1060,46 @@ def fit_posterior(
     returns what ``idatas`` keeps: :func:`bayesobs.report.posterior.write_outputs` writes each to disk
     there and keeps only the posterior draws, so memory does not grow with
     the pointwise log-likelihoods of every cell.
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        Trial table (normalised here).
+    variants : list of str, optional
+        Variant names; default all ten.
+    hierarchical : bool, default False
+        Fit the cells of each ``(task, modality, condition)`` jointly.
+    chains, warmup, draws : int, default 4, 500, 500
+        NUTS chains, warm-up and kept draws per chain.
+    seed : int, default 0
+        Sampler seed (the same for every fit).
+    progress : bool, default False
+        NumPyro's progress bar (unbatched fits).
+    workers : int, optional
+        Processes for unbatched fits.
+    batched : bool, default True
+        Sample single-cell fits in batches (:func:`sample_batch`).
+    scheduler : str or distributed.Client, optional
+        Dask scheduler for the batches (:mod:`bayesobs.distributed`).
+    sink : callable, optional
+        ``sink(key, idata)``, called on each fit as it is done.
+
+    Returns
+    -------
+    summary : pandas.DataFrame
+        One row per (fit, parameter, subject): the group keys,
+        ``subject_cell``, ``variant``, ``param``, ArviZ's summary columns
+        (``mean``, ``sd``, ``hdi_3%``, ``hdi_97%``, ``mcse_mean``, ``mcse_sd``,
+        ``ess_bulk``, ``ess_tail``, ``r_hat``) and the fit's ``r_hat_max``,
+        ``ess_bulk_min``, ``divergences``.
+    loo : pandas.DataFrame
+        One row per fit: the group keys, ``variant``, ``elpd_loo``, ``se``,
+        ``p_loo``, ``pareto_k_over_0.7`` and ``rank`` (1: highest
+        ``elpd_loo`` in its group).
+    idatas : dict
+        ``(*key, variant)`` to the InferenceData (or what ``sink`` returned).
+    notes : list of str
+        Skipped fits, failed diagnostics and high Pareto ``k``.
     """
     trials = normalize_trials(trials)
     names = list(variants or [v.name for v in VARIANTS])
@@ -877,7 +1147,22 @@ def fit_posterior(
 
 
 def bcs_posterior(idatas: dict, base_key: tuple, ablation_key: tuple) -> float:
-    """P(w_prior rose under the ablation) from two independent posteriors of ``static``."""
+    """P(w_prior rose under the ablation) from two independent posteriors of ``static``.
+
+    Parameters
+    ----------
+    idatas : dict
+        :func:`fit_posterior`'s fits, keyed ``(*cell key, variant)``.
+    base_key, ablation_key : tuple
+        Cell keys of the baseline and the ablated condition; both need a
+        ``static`` fit.
+
+    Returns
+    -------
+    float
+        The share of paired draws (first ``n`` of each, flattened) in which
+        the ablation's ``w_prior`` exceeds the baseline's.
+    """
     a = np.asarray(idatas[(*base_key, "static")].posterior["w_prior"]).ravel()
     b = np.asarray(idatas[(*ablation_key, "static")].posterior["w_prior"]).ravel()
     n = min(len(a), len(b))
@@ -893,6 +1178,26 @@ def ppc_table(
     :func:`bayesobs.fits.observers.simulate`'s model, :func:`mean_padded`) and
     returns per trial the observed ``response`` and the predictive median,
     5% and 95% quantiles on the response scale.
+
+    Parameters
+    ----------
+    trials_cell : pandas.DataFrame
+        The trials of one cell.
+    variant : Variant or str
+        The fitted variant, or its name.
+    idata : arviz.InferenceData
+        The cell's fit (its ``posterior`` in natural units).
+    draws : int, default 200
+        Posterior draws simulated (at most the fit's number of draws).
+    seed : int, default 0
+        Seed of the draw choice and the response noise.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per observed trial: ``variant``, ``session``, ``run``,
+        ``trial``, ``stimulus``, ``response``, ``pred_q05``,
+        ``pred_median``, ``pred_q95``.
     """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     data = prepare(trials_cell, variant)
@@ -978,6 +1283,24 @@ def prior_predictive(
     plausible; pooled quantiles would be too strict, as the extremes of
     many trials lie beyond them).  Cells where a log variant does not apply
     are left out.
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        Trial table (normalised here).
+    variants : list of str, optional
+        Variant names; default all ten.
+    draws : int, default 500
+        Response sequences drawn per cell and variant.
+    seed : int, default 0
+        Seed of the prior draws.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (cell, variant): the cell keys, ``variant``, ``draws``,
+        ``q01``, ``q05``, ``q50``, ``q95``, ``q99``, ``sim_min_q01``,
+        ``sim_max_q99``, ``observed_min``, ``observed_max``, ``covers``.
     """
     trials = normalize_trials(trials)
     cells, _ = build_runs(trials)

@@ -36,7 +36,20 @@ def _logsumexp_rows(a: np.ndarray, b_inv: float | None = None) -> np.ndarray:
 
 
 def tail_length(n_samples: int, reff: float) -> int:
-    """Draws in the Pareto tail: ``ceil(min(S / 5, 3 sqrt(S / reff)))`` (Vehtari et al. 2024)."""
+    """Draws in the Pareto tail: ``ceil(min(S / 5, 3 sqrt(S / reff)))`` (Vehtari et al. 2024).
+
+    Parameters
+    ----------
+    n_samples : int
+        ``S``, the posterior draws (all chains together).
+    reff : float
+        Relative efficiency of the fit (ESS over ``S``).
+
+    Returns
+    -------
+    int
+        ``M``, the number of largest weights that are Pareto-smoothed.
+    """
     return int(np.ceil(min(n_samples / 5.0, 3 * (n_samples / reff) ** 0.5)))
 
 
