@@ -15,6 +15,7 @@ from .fits.fitresults import FitBatch, fits_table
 from .fits.fitting import fit_batch
 from .fits.predictions import level_predictions, predictions
 from .logprobs import RESPONSES, use_expected
+from .paradigms import registered
 from .provenance import write_manifest
 from .scores.evidence import evidence_notes, evidence_table
 from .trials import CELL_KEYS, normalize_trials, paradigm_rows, write_csv
@@ -44,7 +45,9 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     BayesobsInputError
         When every trial is a visual-search trial.
     """
-    found = paradigm_rows(trials, "search") | paradigm_rows(trials, "perception")
+    found = paradigm_rows(trials, "perception")
+    for paradigm in registered():  # search and any plug-in paradigm (bayesobs.paradigms)
+        found = found | paradigm.rows(trials)
     if found.all():
         raise BayesobsInputError(
             "these are visual-search trials or perception trials (correct answers, not magnitudes): "

@@ -440,6 +440,7 @@ def cmd_score(args) -> int:
         that cannot be read.
     """
     from .leaderboard import wrap
+    from .paradigms import registered
     from .scores import score
 
     t0 = time.perf_counter()
@@ -488,15 +489,12 @@ def cmd_score(args) -> int:
             where = "/".join(str(x) for x in (first.subject, first.task) if x)
             more = f" (and {len(g) - 1} more)" if len(g) > 1 else ""
             print(wrap(f"  {reason}: {where}: {first.component}{more}"))
-    if result.search is not None:
-        print()
-        print(
-            wrap(
-                "Visual search: accuracy and set-size effect (r: point-biserial, Bonferroni p; "
-                f"every ablation and answer mode in {args.out}/search.csv)"
-            )
-        )
-        print(search_summary(result.search))
+    tables = result.tables()
+    for paradigm in registered():  # the paradigms on the plug-in interface (bayesobs.paradigms)
+        mine = {n: tables[n] for n in paradigm.tables if tables.get(n) is not None}
+        if mine and (text := paradigm.summary_text(mine, args.out)):
+            print()
+            print(text)
     if result.hvs is not None and len(result.hvs.columns):  # task hvs: HVSBench-style
         from .hvs.logged import hvs_summary
 
@@ -585,42 +583,6 @@ def perception_summary(table) -> str:
     if not out["per sequence"].astype(bool).any():
         out = out.drop(columns="per sequence")
     return text_table(out)
-
-
-def search_summary(search) -> str:
-    """Plain-text digest of search.csv: base ablation and cell answers where present (all rows are in the file).
-
-    Parameters
-    ----------
-    search : DataFrame
-        ``search.csv`` rows.
-
-    Returns
-    -------
-    str
-        A text table: subject, task, condition, answer, accuracy, ``r``
-        (point-biserial, with set size) and its Bonferroni ``p`` (``n/a``
-        where missing).
-    """
-    import pandas as pd
-
-    from .leaderboard import text_table
-    from .scores.search import prefer
-
-    t = prefer(prefer(search, "ablation", "base"), "answer", "cell")
-    rows = [
-        {
-            "subject": r.subject,
-            "task": r.task,
-            "condition": r.condition,
-            "answer": r.answer,
-            "accuracy": f"{r.accuracy:.2f}",
-            "r": "n/a" if r.r != r.r else f"{r.r:+.2f}",
-            "p": "n/a" if r.p_bonferroni != r.p_bonferroni else f"{r.p_bonferroni:.2g}",
-        }
-        for r in t.itertuples(index=False)
-    ]
-    return text_table(pd.DataFrame(rows))
 
 
 def cmd_rescore(args) -> int:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesobsInputError
+from .paradigms import registered
 from .trials import TRUE_WORDS, catch_rows, natural_key, paradigm_rows
 
 #: participant measures a rule may name, with what they are
@@ -260,7 +261,10 @@ def exclude(trials: pd.DataFrame, rules=()) -> Exclusions:
         raise BayesobsInputError(
             f"--exclude: every trial is excluded ({', '.join(r.text for r in rules)})"
         )
-    other = (paradigm_rows(kept, "search") | paradigm_rows(kept, "perception")).to_numpy()
+    other = paradigm_rows(kept, "perception")
+    for paradigm in registered():  # search and any plug-in paradigm (bayesobs.paradigms)
+        other = other | paradigm.rows(kept)
+    other = other.to_numpy()
     done = kept["response"].isna().to_numpy() & ~other  # already missing: nothing to exclude
     drop = np.zeros(len(kept), dtype=bool)
     ksub = kept["subject"].astype(str).to_numpy()

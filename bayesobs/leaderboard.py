@@ -560,8 +560,65 @@ __all__ = [
     "leaderboard_text",
     "left_out",
     "reference_note",
+    "search_summary",
+    "search_text",
     "shown_metrics",
     "subject_flags",
     "text_table",
     "wrap",
 ]
+
+
+def search_summary(search) -> str:
+    """Plain-text digest of search.csv: base ablation and cell answers where present (all rows are in the file).
+
+    Parameters
+    ----------
+    search : DataFrame
+        ``search.csv`` rows.
+
+    Returns
+    -------
+    str
+        A text table: subject, task, condition, answer, accuracy, ``r``
+        (point-biserial, with set size) and its Bonferroni ``p`` (``n/a``
+        where missing).
+    """
+    from .scores.search import prefer  # start-up time: scipy.stats only for a search digest
+
+    t = prefer(prefer(search, "ablation", "base"), "answer", "cell")
+    rows = [
+        {
+            "subject": r.subject,
+            "task": r.task,
+            "condition": r.condition,
+            "answer": r.answer,
+            "accuracy": f"{r.accuracy:.2f}",
+            "r": "n/a" if r.r != r.r else f"{r.r:+.2f}",
+            "p": "n/a" if r.p_bonferroni != r.p_bonferroni else f"{r.p_bonferroni:.2g}",
+        }
+        for r in t.itertuples(index=False)
+    ]
+    return text_table(pd.DataFrame(rows))
+
+
+def search_text(tables: dict[str, pd.DataFrame], out) -> str:
+    """The visual-search paradigm's terminal summary (its ``summary`` hook): heading and digest.
+
+    Parameters
+    ----------
+    tables : dict of str to DataFrame
+        The search paradigm's tables (``search`` is used).
+    out : str or pathlib.Path
+        The score folder (named in the heading).
+
+    Returns
+    -------
+    str
+        A wrapped heading line, then :func:`search_summary` of ``search.csv``.
+    """
+    head = wrap(
+        "Visual search: accuracy and set-size effect (r: point-biserial, Bonferroni p; "
+        f"every ablation and answer mode in {out}/search.csv)"
+    )
+    return f"{head}\n{search_summary(tables['search'])}"

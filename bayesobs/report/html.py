@@ -22,6 +22,7 @@ from ..exclusions import summary
 from ..fits.controls import anchoring_lines
 from ..fits.predictions import predictions
 from ..hvs.logged import is_hvs
+from ..paradigms import registered
 from ..provenance import provenance, read_manifest
 from ..scores import (
     CONSTANT_REASON,
@@ -35,7 +36,7 @@ from ..scores import (
 from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column
 from ..scores.perception import is_perception
 from ..scores.references import subjects_only
-from ..scores.search import is_search, prefer
+from ..scores.search import prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
 from .calibration import calibration_sections, diagnostics_only, find_diagnostics
@@ -43,7 +44,7 @@ from .hvs import hvs_sections
 from .perception import perception_sections
 from .psychometric import psychometric_sections
 
-TABLES = tuple(Scores._fields)
+TABLES = tuple(f for f in Scores._fields if f != "plugins")  # + Scores.plugins
 VISUAL = ("line_ratio", "marker_location", "maze_distance")
 
 
@@ -241,13 +242,19 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(exist_ok=True)
     written = []
-    for name in TABLES:
-        table = getattr(res, name)
+    tables = res.tables()  # the fields (TABLES), then the plug-in paradigms' tables
+    for name, table in tables.items():
         if table is not None and len(table.columns):
             table.to_csv(out / "tables" / f"{name}.csv", index=False)
             written.append(name)
     perceived = is_perception(trials)
-    found = is_search(trials) & ~perceived
+    # the paradigms on the plug-in interface (bayesobs.paradigms): their rows, in registry order
+    found, plugged = pd.Series(False, index=trials.index), []
+    for paradigm in registered():
+        rows = paradigm.rows(trials) & ~perceived & ~found
+        if rows.any():
+            found = found | rows
+            plugged.append((paradigm, rows))
     hvs_rows = is_hvs(trials)  # task hvs: its own section (report/hvs.py), not magnitudes
     subjects = sorted(trials["subject"].unique())
     head, sections, notes, tail = [], [], [], []
@@ -259,9 +266,11 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
             seed,
             scheme,
         )
-    if found.any():
-        sections_s, tail = _search_sections(res, out, trials, seed)
+    for paradigm, rows in plugged:
+        mine = {n: tables[n] for n in paradigm.tables if tables.get(n) is not None}
+        sections_s, tail_s = paradigm.sections(mine, trials[rows], out, _save, _table_html)
         sections += sections_s
+        tail += tail_s
     if hvs_rows.any():
         head_h, sections_h = hvs_sections(res, trials[hvs_rows], out, _save, _table_html)
         head += head_h
@@ -318,10 +327,34 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     return index
 
 
-def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0):
-    """The visual-search part: accuracy curves, cell-bias maps, then the set-size table."""
-    search, bias = res.search, res.search_bias
-    acc = res.search_accuracy  # error intervals: bootstrap of the mean, within the data's bounds
+def search_sections(tables: dict, trials: pd.DataFrame, out: Path, save, table_html):
+    """The visual-search part (the search paradigm's ``report_sections`` hook).
+
+    Parameters
+    ----------
+    tables : dict of str to DataFrame
+        ``search``, ``search_accuracy`` and ``search_bias``.
+    trials : DataFrame
+        The search rows of the trial table (not needed: the tables hold it all).
+    out : pathlib.Path
+        The report folder (figures go to ``out/figures``).
+    save : callable
+        ``save(fig, path) -> link``: writes a figure.
+    table_html : callable
+        ``table_html(df) -> str``: an HTML table.
+
+    Returns
+    -------
+    sections : list of tuple
+        ``(title, caption, [links])``: accuracy curves per task, the cell-bias maps.
+    tail : list of str
+        The set-size table (HTML), after every figure.
+    """
+    del trials  # the tables hold everything drawn here
+    search, bias = tables["search"], tables["search_bias"]
+    acc = tables[
+        "search_accuracy"
+    ]  # error intervals: bootstrap of the mean, within the data's bounds
     base = prefer(search, "ablation", "base")
     cols = [
         "subject",
@@ -339,7 +372,7 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
         "<p>Point-biserial r of correctness with the number of distractors (Bonferroni-corrected p "
         "across the whole table) and the logistic slope per distractor; base condition. Pop-out: "
         "r near 0; serial search: r clearly negative.</p>",
-        folded(f"All {len(base)} rows", _table_html(base[cols]), len(base)),
+        folded(f"All {len(base)} rows", table_html(base[cols]), len(base)),
     ]
     sections = []
     ablation = "base" if (acc["ablation"] == "base").any() else acc["ablation"].iloc[0]
@@ -359,7 +392,7 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
                 "error (point answers, dotted: a refusal's 566 px) against the number of distractors, "
                 f"per search condition ({ablation}); bars are 95% intervals (Wilson for accuracy, "
                 "bootstrap of the mean for errors, so both stay within their bounds).",
-                [_save(fig, out / "figures" / f"search_{task}.png")],
+                [save(fig, out / "figures" / f"search_{task}.png")],
             )
         )
     pairs = bias[bias["answer"] == "cell"][["subject", "task"]].drop_duplicates()
@@ -376,7 +409,7 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
                 "Visual search: response bias",
                 "How often each cell was chosen (cell answers), "
                 "with its precision (P) and recall (R), and the rate of invalid answers.",
-                [_save(fig, out / "figures" / "search_bias.png")],
+                [save(fig, out / "figures" / "search_bias.png")],
             )
         )
     return sections, tail

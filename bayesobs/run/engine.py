@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import BayesobsInputError
 from ..logprobs import reply_distribution
+from ..paradigms import registered
 from ..provenance import utc_now
 from ..stimuli import Stimulus
 from .ablations import (
@@ -40,7 +41,6 @@ from .store import ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Reply, Request, SubjectError, Turn, parse_subject
 from .subjects.hvs_sim import HVS_KINDS, HvsSubject
 from .subjects.perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
-from .subjects.search_sim import SEARCH_KINDS, SearchSubject
 from .subjects.sim import SimSubject
 from .subjects.tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
 
@@ -653,6 +653,11 @@ def make_subjects(
             if rest == "random":  # answers every paradigm in its format: search, perception, hvs
                 out[name] = RandomSubject(seed=sim_seed)
                 continue
+            # the paradigms on the plug-in interface (bayesobs.paradigms) make their own
+            plugin = next((p for p in registered() if rest in p.subjects), None)
+            if plugin is not None:
+                out[name] = plugin.subject(rest, seed=sim_seed)
+                continue
             kind_cls = (
                 TunnelSubject
                 if rest in TUNNEL_KINDS
@@ -660,8 +665,6 @@ def make_subjects(
                 if rest in PERCEPTV_KINDS
                 else HvsSubject
                 if rest in HVS_KINDS
-                else SearchSubject
-                if rest in SEARCH_KINDS
                 else SimSubject
             )
             out[name] = kind_cls(rest, seed=sim_seed)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import BayesobsInputError
 from ..seeds import stable_seed
-from ..stimuli import TASKS, Stimulus, Task, get_task
+from ..stimuli import Stimulus, Task, get_task, task_classes
 from ..stimuli.distributions import check_distribution, label, prior_mean
 from ..trials import MODALITIES
 from .ablations import (
@@ -273,7 +273,7 @@ def check_task_values(spec: dict, where: str) -> None:
     BayesobsInputError
         One line naming the file, the key and the allowed bounds.
     """
-    task = TASKS[spec["task"]]
+    task = task_classes()[spec["task"]]
     try:
         for key in ("modalities", "conditions"):
             if key in spec:
@@ -327,9 +327,10 @@ def load_spec(name: str | Path) -> dict[str, Any]:
     for key in ("task", "seed", "trials", "sessions"):
         if key not in spec:
             raise BayesobsInputError(f"{path}: missing key {key!r}")
-    if not isinstance(spec["task"], str) or spec["task"] not in TASKS:
+    tasks = task_classes()
+    if not isinstance(spec["task"], str) or spec["task"] not in tasks:
         raise BayesobsInputError(
-            f"{path}: unknown task {spec['task']!r}; choose from {', '.join(TASKS)}"
+            f"{path}: unknown task {spec['task']!r}; choose from {', '.join(tasks)}"
         )
     check_spec_values(spec, str(path))
     check_task_values(spec, str(path))
@@ -425,7 +426,9 @@ def load_spec_checks(spec: dict, where: str) -> None:
                 f"task {spec['task']} has none (use it with {', '.join(TEXT_NOISE_TASKS)})"
             )
     try:
-        check_modalities(spec["task"], spec.get("modalities", TASKS[spec["task"]].modalities[:1]))
+        check_modalities(
+            spec["task"], spec.get("modalities", task_classes()[spec["task"]].modalities[:1])
+        )
     except BayesobsInputError as exc:
         raise BayesobsInputError(f"{where}: {exc}") from None
 
@@ -436,7 +439,7 @@ def check_modalities(task: str, modalities) -> None:
     Parameters
     ----------
     task : str
-        A task name of :data:`bayesobs.stimuli.TASKS`.
+        A task name (:func:`bayesobs.stimuli.task_classes`).
     modalities : iterable of str
         The modalities asked for.
 
@@ -445,7 +448,7 @@ def check_modalities(task: str, modalities) -> None:
     BayesobsInputError
         For an unknown modality or one the task does not render.
     """
-    allowed = TASKS[task].modalities
+    allowed = task_classes()[task].modalities
     for m in modalities:
         if m not in MODALITIES:
             raise BayesobsInputError(f"unknown modality {m!r}; choose from {', '.join(MODALITIES)}")

@@ -32,6 +32,7 @@ from ..fits.fitoptions import FitOptions, fit_options
 from ..fits.fitresults import collapse_levels, fits_table
 from ..fits.fitting import fit_batch
 from ..fits.observers.variants import FACTORS, VARIANT_NAMES
+from ..paradigms import registered, table_names
 from ..parse import invalid_reply_rows
 from ..provenance import write_manifest
 from ..trials import (
@@ -335,6 +336,19 @@ class Scores(NamedTuple):
     psychometric: pd.DataFrame | None = None
     # right/wrong paradigms with cot beside base: accuracy(cot) - accuracy(base) (bayesobs.scores.cot_accuracy)
     cot_accuracy: pd.DataFrame | None = None
+    # the tables of registered paradigms (bayesobs.paradigms) that have no field above, by name
+    plugins: dict[str, pd.DataFrame] | None = None
+
+    def tables(self) -> dict[str, pd.DataFrame | None]:
+        """Every table by name: the fields in order, then :attr:`plugins`' tables.
+
+        Returns
+        -------
+        dict of str to DataFrame or None
+            ``NAME -> table`` (None or a table without columns: not computed).
+        """
+        out = {name: getattr(self, name) for name in self._fields if name != "plugins"}
+        return {**out, **(self.plugins or {})}
 
     def to_folder(
         self, out, trials: pd.DataFrame | None = None, manifest: dict | None = None
@@ -368,7 +382,7 @@ class Scores(NamedTuple):
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         written = []
-        for name, table in self._asdict().items():
+        for name, table in self.tables().items():
             if table is not None and len(table.columns):  # no columns: not computed
                 write_csv(table, out / f"{name}.csv")
                 written.append(name)
@@ -402,18 +416,18 @@ class Scores(NamedTuple):
             ``perception.csv`` and ``hvs.csv``.
         """
         folder = Path(folder)
+        own = [n for n in table_names() if n not in cls._fields]  # plug-ins' tables
         if not any(
-            (folder / f"{n}.csv").exists() for n in ("bayesbench", "search", "perception", "hvs")
+            (folder / f"{n}.csv").exists()
+            for n in ("bayesbench", "search", "perception", "hvs", *own)
         ):
             return None
         tables = {}
-        for name in cls._fields:
+        for name in (*(f for f in cls._fields if f != "plugins"), *own):
             p = folder / f"{name}.csv"
             tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
         for name in (
-            "search",
-            "search_accuracy",
-            "search_bias",
+            *table_names(),
             "hvs",
             "answer_spread",
             "psychometric",
@@ -426,7 +440,8 @@ class Scores(NamedTuple):
             for t in tables.values():
                 if t is not None and name in t:
                     t[name] = t[name].astype(str)
-        return cls(**tables)
+        plugins = {n: tables.pop(n) for n in own if tables[n] is not None}
+        return cls(**tables, plugins=plugins or None)
 
 
 SCORED_TRIALS = "trials.parquet"  # the scored trial table inside a score folder
@@ -703,29 +718,29 @@ def score(
 
         extra = perception_scores(trials[perceived])
     trials = trials[~perceived]
-    found = paradigm_rows(trials, "search")
-    if found.any():
-        # start-up time: `import bayesobs` stays light (scipy.stats)
-        from .search import search_scores
-
-        extra.update(search_scores(trials[found]))
+    # the paradigms on the plug-in interface (bayesobs.paradigms): each scores its own rows
+    found, plugins = pd.Series(False, index=trials.index), {}
+    for paradigm in registered():
+        rows = paradigm.rows(trials) & ~found
+        if rows.any():
+            for name, table in paradigm_tables(paradigm, trials[rows]).items():
+                (extra if name in Scores._fields else plugins)[name] = table
+            found = found | rows
     from ..hvs.logged import hvs_scores, is_hvs  # start-up time: `import bayesobs` stays light
 
     hvs_rows = is_hvs(trials)  # HVSBench-style questions (paradigm hvs): hvs.csv
     if hvs_rows.any():
-        none = {} if found.any() else {"search": None, "search_accuracy": None, "search_bias": None}
-        extra = {**none, **extra, **hvs_scores(trials[hvs_rows])}
+        extra = {**extra, **hvs_scores(trials[hvs_rows])}
         found = found | hvs_rows
     if found.all():
         # no magnitude trials: those tables are empty; search/perception ones absent unless found
         empty = {
             name: pd.DataFrame()
             for name in Scores._fields
-            if name
-            not in ("search", "search_accuracy", "search_bias", "hvs", "cot_accuracy", *_PERCEPTION)
+            if name not in (*table_names(), "hvs", "cot_accuracy", "plugins", *_PERCEPTION)
         }
         return with_psychometric(Scores(**{**empty, **extra}), *psych)._replace(
-            cot_accuracy=cot_acc
+            cot_accuracy=cot_acc, plugins=plugins or None
         )
     magnitude = trials[~found]
     res = _magnitude_scores(magnitude, opts, non_oracle, probe)
@@ -746,7 +761,39 @@ def score(
                 dict(non_oracle=non_oracle, options=opts),
             )
         )
-    return with_psychometric(res._replace(**extra, cot_accuracy=cot_acc), *psych)
+    return with_psychometric(
+        res._replace(**extra, cot_accuracy=cot_acc, plugins=plugins or None), *psych
+    )
+
+
+def paradigm_tables(paradigm, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """A registered paradigm's score tables from its rows, checked against the names it declares.
+
+    Parameters
+    ----------
+    paradigm : bayesobs.paradigms.Paradigm
+        The paradigm.
+    trials : DataFrame
+        Its rows of the (normalised) trial table.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        ``paradigm.analysis(trials)``.
+
+    Raises
+    ------
+    ValueError
+        A table the paradigm does not declare in ``tables``, or not a DataFrame.
+    """
+    out = paradigm.analysis(trials)
+    for name, table in out.items():
+        if name not in paradigm.tables or not isinstance(table, pd.DataFrame):
+            raise ValueError(
+                f"paradigm {paradigm.name}: its analysis returned {name!r}, not one of its "
+                f"declared tables ({', '.join(paradigm.tables)}) as a DataFrame"
+            )
+    return out
 
 
 def _with_reference_rows(bayesbench, magnitude, patterns, references, options) -> pd.DataFrame:

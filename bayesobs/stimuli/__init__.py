@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import BayesobsInputError
+from ..paradigms import registered
 from .base import Stimulus, Task, blur, from_png, to_png
 from .duration import Duration
 from .hvs import HvsTask
@@ -11,7 +12,7 @@ from .maze import MazeDistance
 from .numerosity import Numerosity
 from .perception import PerceptionTask
 from .perceptv import PerceptV
-from .search import CircleSizes, LightPriors, SearchTask, TwoAmongFive
+from .search import SearchTask
 from .tunnel import Circuits, ObjectReid, ScavengerHunt
 
 TASKS: dict[str, type[Task]] = {
@@ -20,15 +21,25 @@ TASKS: dict[str, type[Task]] = {
     "maze_distance": MazeDistance,
     "duration": Duration,
     "numerosity": Numerosity,
-    "circle_sizes": CircleSizes,
-    "two_among_five": TwoAmongFive,
-    "light_priors": LightPriors,
     "hvs": HvsTask,  # HVSBench-style questions (needs hvs=DIR)
     "object_reid": ObjectReid,
     "scavenger_hunt": ScavengerHunt,
     "circuits": Circuits,
     "percept_v": PerceptV,
+    # the tasks of the paradigms on the plug-in interface (bayesobs.paradigms): visual search
+    **{name: p.task(name) for p in registered() for name in p.tasks},
 }
+
+
+def task_classes() -> dict[str, type[Task]]:
+    """Every task by name: :data:`TASKS`, then those of paradigms registered since.
+
+    Returns
+    -------
+    dict of str to type
+        Task name -> its :class:`~bayesobs.stimuli.base.Task` class.
+    """
+    return {**TASKS, **{n: p.task(n) for p in registered() for n in p.tasks if n not in TASKS}}
 
 
 def get_task(name: str, **options) -> Task:
@@ -37,7 +48,7 @@ def get_task(name: str, **options) -> Task:
     Parameters
     ----------
     name : str
-        A key of :data:`TASKS`.
+        A key of :func:`task_classes`.
     **options
         ``ami`` (a folder of the AMI corpus, for ``duration``) or ``hvs``
         (a folder of HVSBench-style questions, for ``hvs``); ignored for
@@ -53,13 +64,14 @@ def get_task(name: str, **options) -> Task:
     BayesobsInputError
         When ``name`` is not a task (the message lists them).
     """
-    if name not in TASKS:
-        raise BayesobsInputError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
+    tasks = task_classes()
+    if name not in tasks:
+        raise BayesobsInputError(f"unknown task {name!r}; choose from {', '.join(tasks)}")
     if name == "duration":
         return Duration(ami=options.get("ami"))
     if name == "hvs":
         return HvsTask(hvs=options.get("hvs"))
-    return TASKS[name]()
+    return tasks[name]()
 
 
 __all__ = [
@@ -71,5 +83,6 @@ __all__ = [
     "blur",
     "from_png",
     "get_task",
+    "task_classes",
     "to_png",
 ]

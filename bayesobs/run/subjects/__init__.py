@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...errors import BayesobsInputError
+from ...paradigms import sim_kinds
 from .base import FatalSubjectError, Reply, Request, SubjectError, Turn
 from .hvs_sim import HVS_KINDS, HvsSubject
 from .perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
@@ -19,7 +20,8 @@ def parse_subject(spec: str) -> tuple[str, str]:
     Parameters
     ----------
     spec : str
-        ``KIND:NAME``: ``sim:<kind>`` with a kind of :data:`SIM_KINDS`,
+        ``KIND:NAME``: ``sim:<kind>`` with a kind of :data:`SIM_KINDS` or of a registered
+        paradigm (:mod:`bayesobs.paradigms`),
         ``openai:<model>`` or ``anthropic:<model>``.
 
     Returns
@@ -34,14 +36,15 @@ def parse_subject(spec: str) -> tuple[str, str]:
         ``openai`` or ``anthropic``, or a ``sim`` name is not a simulated kind.
     """
     kind, sep, name = spec.partition(":")
+    known = (*SIM_KINDS, *(k for k in sim_kinds() if k not in SIM_KINDS))  # + plug-ins' kinds
     if not sep or not name or kind not in ("sim", "openai", "anthropic"):
         raise BayesobsInputError(
-            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(SIM_KINDS)}), openai:<model> "
+            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(known)}), openai:<model> "
             "or anthropic:<model>"
         )
-    if kind == "sim" and name not in SIM_KINDS:
+    if kind == "sim" and name not in known:
         raise BayesobsInputError(
-            f"unknown simulated subject {spec!r}; choose from {', '.join('sim:' + k for k in SIM_KINDS)}"
+            f"unknown simulated subject {spec!r}; choose from {', '.join('sim:' + k for k in known)}"
         )
     return kind, name
 

@@ -1,0 +1,288 @@
+"""Paradigms as plug-ins (issue 29): one small interface and one registry.
+
+A :class:`Paradigm` names everything that one experimental paradigm adds to
+the package: how its rows of the trial table are recognised, its tasks, its
+simulated subjects, its analysis (named score tables, written as
+``NAME.csv``), its terminal summary and its report sections.  ``score``,
+``report``, the CLI and :func:`bayesobs.run.engine.make_subjects` loop over
+:func:`registered` instead of naming a paradigm.
+
+The package's own paradigms are registered at one place, the end of this
+module.  Their hooks are given as ``"module:attribute"`` references (the
+syntax of entry points), resolved only when a layer asks for its own part:
+the run wing resolves ``subjects``, the scores resolve ``analyse``, the
+report resolves ``report_sections``, so this declaration sits at the ground
+and no layer imports a higher one.  A paradigm defined elsewhere (a test, a
+user's package) may give plain callables instead::
+
+    register(Paradigm(name="toy", tasks={"toy_task": ToyTask}, ...))
+
+Paradigms not yet moved onto the interface (magnitude, perception/tunnel,
+Percept-V, HVS) are still handled by name where they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib import import_module
+from types import MappingProxyType
+from typing import Any
+
+import pandas as pd
+
+from .errors import BayesobsInputError
+
+Hook = Callable[..., Any] | str  # a callable, or "package.module:attribute"
+
+
+def resolve(hook: Hook) -> Any:
+    """The object a hook names: a callable as it is, ``"module:attribute"`` imported.
+
+    Parameters
+    ----------
+    hook : callable or str
+        A callable (or class), or a reference ``"package.module:attribute"``.
+
+    Returns
+    -------
+    object
+        The callable itself, or the attribute of the imported module.
+
+    Raises
+    ------
+    ValueError
+        A string without exactly one ``:``.
+    """
+    if not isinstance(hook, str):
+        return hook
+    module, sep, attr = hook.partition(":")
+    if not sep or not module or not attr or ":" in attr:
+        raise ValueError(f"a hook reference is 'package.module:attribute', not {hook!r}")
+    obj = import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass(frozen=True)
+class Paradigm:
+    """One paradigm's parts, each a hook (a callable or a ``"module:attribute"`` reference).
+
+    Parameters
+    ----------
+    name : str
+        The paradigm's name: the trial table's ``paradigm`` column value of its rows.
+    markers : tuple of str
+        Columns that mark a row without a ``paradigm`` value (human CSVs,
+        older logs) as one of this paradigm's when all are filled in; empty:
+        only the ``paradigm`` column marks its rows.
+    tasks : mapping of str to hook
+        Task name -> its :class:`~bayesobs.stimuli.base.Task` class.
+    subjects : mapping of str to hook
+        Simulated subject kind (``sim:KIND``) -> a factory called as
+        ``factory(kind, seed=SEED)``.
+    tables : tuple of str
+        The names of the tables ``analyse`` returns (``NAME.csv`` in a score folder).
+    analyse : hook, optional
+        ``analyse(trials) -> dict[str, DataFrame]``: the paradigm's score
+        tables from its rows of the trial table.
+    summary : hook, optional
+        ``summary(tables, out) -> str``: the terminal text ``bayesobs score``
+        prints (``out``: the score folder, for the files it names).
+    report_sections : hook, optional
+        ``report_sections(tables, trials, out, save, table_html) -> (sections, tail)``:
+        figure sections ``(title, caption, [image paths])`` and HTML blocks
+        after the figures; ``save(fig, path)`` writes a figure and returns
+        its link, ``table_html(df)`` renders a table.
+    """
+
+    name: str
+    markers: tuple[str, ...] = ()
+    tasks: Mapping[str, Hook] = field(default_factory=dict)
+    subjects: Mapping[str, Hook] = field(default_factory=dict)
+    tables: tuple[str, ...] = ()
+    analyse: Hook | None = None
+    summary: Hook | None = None
+    report_sections: Hook | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"a paradigm's name is an identifier, not {self.name!r}")
+        bad = [t for t in self.tables if not isinstance(t, str) or not t.isidentifier()]
+        if bad:
+            raise ValueError(f"paradigm {self.name}: table names are identifiers, not {bad}")
+        object.__setattr__(self, "markers", tuple(self.markers))
+        object.__setattr__(self, "tables", tuple(self.tables))
+        object.__setattr__(self, "tasks", MappingProxyType(dict(self.tasks)))
+        object.__setattr__(self, "subjects", MappingProxyType(dict(self.subjects)))
+
+    def rows(self, trials: pd.DataFrame) -> pd.Series:
+        """Which rows of ``trials`` are this paradigm's.
+
+        The ``paradigm`` column decides where it is filled in; a row without
+        it belongs here when it fills in every one of :attr:`markers`.
+
+        Parameters
+        ----------
+        trials : DataFrame
+            A trial table.
+
+        Returns
+        -------
+        pandas.Series
+            One bool per row (the table's index).
+        """
+        return marked_rows(trials, self.name, self.markers)
+
+    def task(self, name: str) -> Any:
+        """The task class called ``name`` (a key of :attr:`tasks`)."""
+        return resolve(self.tasks[name])
+
+    def subject(self, kind: str, seed: int = 0) -> Any:
+        """A new simulated subject of ``kind`` (a key of :attr:`subjects`)."""
+        return resolve(self.subjects[kind])(kind, seed=seed)
+
+    def analysis(self, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        """The paradigm's score tables from its rows (``{}`` without an analysis)."""
+        return dict(resolve(self.analyse)(trials)) if self.analyse is not None else {}
+
+    def summary_text(self, tables: Mapping[str, pd.DataFrame], out) -> str:
+        """The terminal text of ``tables`` (``""`` without a summary)."""
+        return resolve(self.summary)(tables, out) if self.summary is not None else ""
+
+    def sections(self, tables, trials, out, save, table_html) -> tuple[list, list]:
+        """Report sections and tail blocks (``([], [])`` without any)."""
+        if self.report_sections is None:
+            return [], []
+        sections, tail = resolve(self.report_sections)(tables, trials, out, save, table_html)
+        return list(sections), list(tail)
+
+
+def marked_rows(trials: pd.DataFrame, name: str, markers: tuple[str, ...] = ()) -> pd.Series:
+    """Rows whose ``paradigm`` is ``name``, or, where it is empty or absent, that fill in ``markers``.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table.
+    name : str
+        The paradigm's name.
+    markers : tuple of str
+        Columns that mark an unlabelled row (none: only the ``paradigm`` column counts).
+
+    Returns
+    -------
+    pandas.Series
+        One bool per row (the table's index).
+    """
+    if markers and set(markers) <= set(trials.columns):
+        guessed = trials[list(markers)].notna().all(axis=1)
+    else:
+        guessed = pd.Series(False, index=trials.index)
+    if "paradigm" not in trials.columns:
+        return guessed.astype(bool)
+    stated = trials["paradigm"]
+    return (stated == name).where(stated.notna(), guessed).astype(bool)
+
+
+_REGISTRY: dict[str, Paradigm] = {}
+
+
+def register(paradigm: Paradigm, replace: bool = False) -> Paradigm:
+    """Add ``paradigm`` to the registry; returns it.
+
+    Parameters
+    ----------
+    paradigm : Paradigm
+        The paradigm to add.
+    replace : bool
+        Replace a registered paradigm of the same name (otherwise an error).
+
+    Returns
+    -------
+    Paradigm
+        ``paradigm``.
+
+    Raises
+    ------
+    BayesobsInputError
+        Not a :class:`Paradigm`; its name, a task, a simulated subject kind
+        or a table name already belongs to another registered paradigm.
+    """
+    if not isinstance(paradigm, Paradigm):
+        raise BayesobsInputError(f"register takes a Paradigm, not {type(paradigm).__name__}")
+    if paradigm.name in _REGISTRY and not replace:
+        raise BayesobsInputError(f"paradigm {paradigm.name!r} is already registered")
+    for other in _REGISTRY.values():
+        if other.name == paradigm.name:
+            continue
+        for what, mine, theirs in (
+            ("task", paradigm.tasks, other.tasks),
+            ("simulated subject kind", paradigm.subjects, other.subjects),
+            ("table", paradigm.tables, other.tables),
+        ):
+            clash = sorted(set(mine) & set(theirs))
+            if clash:
+                raise BayesobsInputError(
+                    f"paradigm {paradigm.name}: {what} {', '.join(clash)} already belongs to "
+                    f"paradigm {other.name}"
+                )
+    _REGISTRY[paradigm.name] = paradigm
+    return paradigm
+
+
+def unregister(name: str) -> None:
+    """Remove the paradigm called ``name`` from the registry (nothing if it is not there)."""
+    _REGISTRY.pop(name, None)
+
+
+def registered() -> tuple[Paradigm, ...]:
+    """The registered paradigms, in the order they were registered.
+
+    Returns
+    -------
+    tuple of Paradigm
+        The package's own paradigms first, then any registered later.
+    """
+    return tuple(_REGISTRY.values())
+
+
+def find_task(name: str) -> Any | None:
+    """The task class called ``name`` from a registered paradigm, or None."""
+    for p in _REGISTRY.values():
+        if name in p.tasks:
+            return p.task(name)
+    return None
+
+
+def sim_kinds() -> tuple[str, ...]:
+    """Every simulated subject kind the registered paradigms provide."""
+    return tuple(k for p in _REGISTRY.values() for k in p.subjects)
+
+
+def table_names() -> tuple[str, ...]:
+    """Every table name the registered paradigms' analyses write."""
+    return tuple(t for p in _REGISTRY.values() for t in p.tables)
+
+
+# ------------------------------------------------------------ the package's own
+register(
+    Paradigm(
+        name="search",
+        markers=("set_size", "correct"),
+        tasks={
+            "circle_sizes": "bayesobs.stimuli.search:CircleSizes",
+            "two_among_five": "bayesobs.stimuli.search:TwoAmongFive",
+            "light_priors": "bayesobs.stimuli.search:LightPriors",
+        },
+        subjects={
+            "parallel": "bayesobs.run.subjects.search_sim:SearchSubject",
+            "serial": "bayesobs.run.subjects.search_sim:SearchSubject",
+        },
+        tables=("search", "search_accuracy", "search_bias"),
+        analyse="bayesobs.scores.search:search_scores",
+        summary="bayesobs.leaderboard:search_text",
+        report_sections="bayesobs.report.html:search_sections",
+    )
+)

@@ -1,0 +1,161 @@
+"""Issue 29: a paradigm defined only here (no edit to the package) runs through sweep, score and report."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesobs import paradigms
+from bayesobs.cli import main
+from bayesobs.paradigms import Paradigm, register, registered, resolve, unregister
+from bayesobs.run.subjects import Reply
+from bayesobs.stimuli.base import Stimulus, Task
+
+
+class ParityTask(Task):
+    """Is a number even?  A text-only right/wrong task."""
+
+    name = "toy_parity"
+    role = "parity judge"
+    instruction = "Answer 1 if the number is even and 0 if it is odd."
+    modalities = ("text",)
+    paradigm = "toy"
+
+    def generate(self, rng, low, high, n, options):
+        values = rng.integers(int(low), int(high) + 1, n)
+        return [Stimulus(self.name, float(v), f"The number is {int(v)}.") for v in values]
+
+    def record(self, stim, reply, truncated=False):
+        guess = None if reply is None or reply.strip() not in ("0", "1") else int(reply.strip())
+        truth = int(stim.value) % 2 == 0
+        return {
+            "response": None if guess is None else float(guess),
+            "valid": guess is not None,
+            "parity_correct": None if guess is None else int(bool(guess) == truth),
+        }
+
+
+class ParitySubject:
+    """``sim:toy_even``: says "even" for every number (right on half of them)."""
+
+    def __init__(self, kind, seed=0):
+        self.kind, self.seed, self.name = kind, seed, f"sim:{kind}"
+
+    async def complete(self, request):
+        return Reply(text="1")
+
+
+def parity_table(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    acc = trials.groupby(["subject", "task"], sort=True)["parity_correct"].mean()
+    return {"toy_parity": acc.rename("accuracy").reset_index()}
+
+
+def parity_summary(tables, out) -> str:
+    t = tables["toy_parity"]
+    return "\n".join(f"Toy parity: {r.subject} {r.accuracy:.3f}" for r in t.itertuples())
+
+
+def parity_sections(tables, trials, out, save, table_html):
+    return [], [f"<h2>Toy parity</h2>{table_html(tables['toy_parity'])}"]
+
+
+TOY = Paradigm(
+    name="toy",
+    tasks={"toy_parity": ParityTask},
+    subjects={"toy_even": ParitySubject},
+    tables=("toy_parity",),
+    analyse=parity_table,
+    summary=parity_summary,
+    report_sections=parity_sections,
+)
+
+SPEC = """\
+task = "toy_parity"
+seed = 3
+trials = 20
+runs = 1
+modalities = ["text"]
+conditions = ["base"]
+
+[[sessions]]
+name = "small"
+range = [1, 40]
+"""
+
+
+@pytest.fixture
+def toy():
+    register(TOY)
+    yield TOY
+    unregister("toy")
+
+
+def test_a_paradigm_defined_in_the_tests_runs_through_sweep_score_and_report(toy, tmp_path, capsys):
+    spec = tmp_path / "toy.toml"
+    spec.write_text(SPEC)
+    run, scores, report = tmp_path / "run", tmp_path / "scores", tmp_path / "report"
+    assert main(["sweep", str(spec), "--subject", "sim:toy_even", "--out", str(run)]) == 0
+    trials = pd.read_json(run / "trials.jsonl", lines=True)
+    assert len(trials) == 20 and set(trials["paradigm"]) == {"toy"}
+    assert set(trials["raw_response"].astype(str)) == {"1"}
+    capsys.readouterr()
+
+    assert main(["score", str(run), "--out", str(scores)]) == 0
+    printed = capsys.readouterr().out
+    table = pd.read_csv(scores / "toy_parity.csv")
+    even = (trials["stimulus"] % 2 == 0).mean()
+    assert list(table.columns) == ["subject", "task", "accuracy"]
+    assert table["accuracy"].iloc[0] == pytest.approx(even)
+    assert f"Toy parity: sim:toy_even {even:.3f}" in printed
+    assert "toy_parity" in printed.split("tables ->")[-1]  # the written tables name it
+    # the toy rows are not magnitudes: no BayesBench tables were made of them
+    assert not (scores / "bayesbench.csv").exists()
+
+    assert main(["report", str(scores), "--out", str(report)]) == 0
+    page = (report / "index.html").read_text()
+    assert "<h2>Toy parity</h2>" in page
+    assert (report / "tables" / "toy_parity.csv").exists()
+    assert 'href="tables/toy_parity.csv"' in page
+
+
+def test_without_its_registration_the_toy_task_and_subject_are_unknown(tmp_path, capsys):
+    spec = tmp_path / "toy.toml"
+    spec.write_text(SPEC)
+    assert main(["sweep", str(spec), "--subject", "sim:bayesian", "--out", str(tmp_path)]) == 2
+    assert "unknown task 'toy_parity'" in capsys.readouterr().err
+    assert "toy" not in [p.name for p in registered()]
+
+
+def test_the_registry_refuses_clashes_and_bad_declarations(toy):
+    with pytest.raises(paradigms.BayesobsInputError, match="already registered"):
+        register(TOY)
+    clash = Paradigm(name="other", tasks={"circle_sizes": ParityTask})
+    with pytest.raises(paradigms.BayesobsInputError, match="circle_sizes already belongs"):
+        register(clash)
+    with pytest.raises(ValueError, match="identifier"):
+        Paradigm(name="no good")
+    with pytest.raises(ValueError, match="module:attribute"):
+        resolve("bayesobs.scores.search")
+    assert [p.name for p in registered()][:1] == ["search"]
+
+
+def test_every_builtin_hook_resolves():
+    for p in registered():
+        for ref in (*p.tasks.values(), *p.subjects.values()):
+            assert callable(resolve(ref))
+        for ref in (p.analyse, p.summary, p.report_sections):
+            assert ref is None or callable(resolve(ref))
+
+
+def test_rows_follow_the_paradigm_column_then_the_markers():
+    search = next(p for p in registered() if p.name == "search")
+    t = pd.DataFrame(
+        {
+            "paradigm": ["search", "magnitude", None, None],
+            "set_size": [1, 2, 3, np.nan],
+            "correct": [1, 0, 1, 1],
+        }
+    )
+    assert search.rows(t).tolist() == [True, False, True, False]
+    assert search.rows(t.drop(columns="paradigm")).tolist() == [True, True, True, False]
