@@ -136,23 +136,92 @@ class Paradigm:
         return marked_rows(trials, self.name, self.markers)
 
     def task(self, name: str) -> Any:
-        """The task class called ``name`` (a key of :attr:`tasks`)."""
+        """The task class called ``name`` (a key of :attr:`tasks`).
+
+        Parameters
+        ----------
+        name : str
+            A task name of this paradigm.
+
+        Returns
+        -------
+        type
+            The task class (its hook resolved).
+        """
         return resolve(self.tasks[name])
 
     def subject(self, kind: str, seed: int = 0) -> Any:
-        """A new simulated subject of ``kind`` (a key of :attr:`subjects`)."""
+        """A new simulated subject of ``kind`` (a key of :attr:`subjects`).
+
+        Parameters
+        ----------
+        kind : str
+            A simulated subject kind of this paradigm (``sim:KIND``).
+        seed : int
+            The subject's seed.
+
+        Returns
+        -------
+        object
+            The subject, as its factory makes it.
+        """
         return resolve(self.subjects[kind])(kind, seed=seed)
 
     def analysis(self, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        """The paradigm's score tables from its rows (``{}`` without an analysis)."""
+        """The paradigm's score tables from its rows (``{}`` without an analysis).
+
+        Parameters
+        ----------
+        trials : DataFrame
+            The paradigm's trial rows (normalised).
+
+        Returns
+        -------
+        dict of str to DataFrame
+            Each table by its name (written as ``NAME.csv``).
+        """
         return dict(resolve(self.analyse)(trials)) if self.analyse is not None else {}
 
     def summary_text(self, tables: Mapping[str, pd.DataFrame], out) -> str:
-        """The terminal text of ``tables`` (``""`` without a summary)."""
+        """The terminal text of ``tables`` (``""`` without a summary).
+
+        Parameters
+        ----------
+        tables : mapping of str to DataFrame
+            The paradigm's score tables.
+        out : path
+            The score folder they are written to.
+
+        Returns
+        -------
+        str
+            What ``bayesobs score`` prints for this paradigm.
+        """
         return resolve(self.summary)(tables, out) if self.summary is not None else ""
 
     def sections(self, tables, trials, out, save, table_html) -> tuple[list, list]:
-        """Report sections and tail blocks (``([], [])`` without any)."""
+        """Report sections and tail blocks (``([], [])`` without any).
+
+        Parameters
+        ----------
+        tables : mapping of str to DataFrame
+            The paradigm's score tables.
+        trials : DataFrame
+            The trials behind them.
+        out : path
+            The report folder.
+        save : callable
+            The report's figure saver (figure, path -> relative link).
+        table_html : callable
+            The report's table renderer (DataFrame -> HTML).
+
+        Returns
+        -------
+        sections : list
+            Sections of the report's body.
+        tail : list
+            Blocks for the end of the report.
+        """
         if self.report_sections is None:
             return [], []
         sections, tail = resolve(self.report_sections)(tables, trials, out, save, table_html)
@@ -233,7 +302,13 @@ def register(paradigm: Paradigm, replace: bool = False) -> Paradigm:
 
 
 def unregister(name: str) -> None:
-    """Remove the paradigm called ``name`` from the registry (nothing if it is not there)."""
+    """Remove the paradigm called ``name`` from the registry (nothing if it is not there).
+
+    Parameters
+    ----------
+    name : str
+        The paradigm's name.
+    """
     _REGISTRY.pop(name, None)
 
 
@@ -249,7 +324,18 @@ def registered() -> tuple[Paradigm, ...]:
 
 
 def find_task(name: str) -> Any | None:
-    """The task class called ``name`` from a registered paradigm, or None."""
+    """The task class called ``name`` from a registered paradigm, or None.
+
+    Parameters
+    ----------
+    name : str
+        A task name.
+
+    Returns
+    -------
+    type or None
+        The task class of the paradigm that provides it.
+    """
     for p in _REGISTRY.values():
         if name in p.tasks:
             return p.task(name)
@@ -257,12 +343,24 @@ def find_task(name: str) -> Any | None:
 
 
 def sim_kinds() -> tuple[str, ...]:
-    """Every simulated subject kind the registered paradigms provide."""
+    """Every simulated subject kind the registered paradigms provide.
+
+    Returns
+    -------
+    tuple of str
+        The kinds (``sim:KIND``), paradigm by paradigm.
+    """
     return tuple(k for p in _REGISTRY.values() for k in p.subjects)
 
 
 def table_names() -> tuple[str, ...]:
-    """Every table name the registered paradigms' analyses write."""
+    """Every table name the registered paradigms' analyses write.
+
+    Returns
+    -------
+    tuple of str
+        The table names, paradigm by paradigm.
+    """
     return tuple(t for p in _REGISTRY.values() for t in p.tables)
 
 

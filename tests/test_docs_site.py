@@ -50,6 +50,7 @@ COMPLETE = (
     "jsonl.py",
     "leaderboard.py",
     "logprobs.py",
+    "paradigms.py",
     "parse.py",
     "perceptv/__init__.py",
     "perceptv/common.py",
