@@ -1,0 +1,155 @@
+"""The faster search-image code (issue 32) gives exactly what the straightforward code gives.
+
+Each rewrite is compared, bit for bit, with the straightforward version it
+replaced (kept here as the reference): the simulated searchers' segmentation
+(:func:`segment_items`, :func:`fill_holes`, :func:`contrast`), the digit
+drawing and the PNG encoding.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+from scipy import ndimage
+
+from bayesobs.stimuli import from_png, to_png
+from bayesobs.stimuli.base import canvas, segment
+from bayesobs.stimuli.search import (
+    STROKE,
+    CircleSizes,
+    LightPriors,
+    TwoAmongFive,
+    draw_digit,
+    glyph_segments,
+)
+from bayesobs.subjects.search_sim import contrast, fill_holes, segment_items
+
+
+def straightforward_segment_items(img: np.ndarray, shading: bool = False) -> dict:
+    """segment_items as it was before issue 32 (whole-image reductions, binary_fill_holes)."""
+    lum = img.mean(axis=2)
+    hist = np.bincount(np.clip(lum, 0, 255).astype(int).ravel(), minlength=256)
+    bg_lum = int(np.argmax(hist))
+    bg = img[np.abs(lum - bg_lum) < 1].mean(axis=0)
+    ink = np.abs(img - bg).max(axis=2)
+    mask = ink > 40
+    if shading:
+        mask |= ndimage.gaussian_gradient_magnitude(lum, 1.0) > 1.5
+    labels, n = ndimage.label(mask)
+    idx = np.arange(1, n + 1)
+    area = ndimage.sum(mask, labels, idx)
+    edge = np.isin(idx, np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]]))
+    frame = edge & (area > 8 * np.median(area)) if n else edge
+    mask = ndimage.binary_fill_holes(mask & ~np.isin(labels, idx[frame]))
+    labels, n = ndimage.label(mask)
+    lab = labels.ravel()
+    h, w = lum.shape
+    yy, xx = np.divmod(np.arange(h * w), w)
+
+    def per_item(v):
+        return np.bincount(lab, weights=v, minlength=n + 1)[1:]
+
+    area = np.bincount(lab, minlength=n + 1)[1:].astype(float)
+    keep = area >= 20
+    if not keep.any():
+        return {"x": np.empty(0), "ink": ink}
+    L = lum.ravel()
+    cx, cy = per_item(xx) / area, per_item(yy) / area
+    colour = np.column_stack([per_item(img[..., c].ravel()) for c in range(3)]) / area[:, None]
+    sl = per_item(L)
+    lx = per_item(L * xx) - cx * sl
+    ly = per_item(L * yy) - cy * sl
+    norm = np.hypot(lx, ly)
+    light = np.column_stack([lx, ly]) / np.where(norm > 0, norm, 1.0)[:, None]
+    return {
+        "x": cx[keep],
+        "y": cy[keep],
+        "area": area[keep],
+        "colour": colour[keep],
+        "light": light[keep],
+        "ink": ink,
+    }
+
+
+def search_images(n: int = 4, seed: int = 0, blur: float = 0.0) -> list[tuple[bytes, bool]]:
+    """PNGs of every search task (``n`` each, all set sizes), with their ``shading`` flag."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for task, search, top in (
+        (CircleSizes(), "small", 49),
+        (TwoAmongFive(), "shape_colour_conjunctive", 99),
+        (LightPriors(), "left", 17),
+    ):
+        for stim in task.generate(rng, 0, top, n, {"search": search}):
+            out.append((task.render_png(stim, blur), isinstance(task, LightPriors)))
+    return out
+
+
+def assert_same(a: dict, b: dict) -> None:
+    for key in a:
+        assert b[key].dtype == a[key].dtype, key
+        np.testing.assert_array_equal(b[key], a[key], err_msg=key, strict=True)
+
+
+@pytest.mark.parametrize("blur", [0.0, 3.0])
+def test_segment_items_equals_the_straightforward_code(blur):
+    for png, _ in search_images(blur=blur):
+        for shading in (False, True):
+            want = straightforward_segment_items(from_png(png), shading)
+            assert_same(want, segment_items(from_png(png), shading))  # float path
+            assert_same(want, segment_items(from_png(png, dtype=np.uint8), shading))  # 8-bit
+
+
+def test_segment_items_float_path_on_fractional_values():
+    """A float image whose values are not whole numbers (no 8-bit shortcut) still matches."""
+    rng = np.random.default_rng(1)
+    png, _ = search_images(n=1)[0]
+    img = from_png(png) + rng.uniform(-0.49, 0.49, (400, 400, 3))
+    lum, ink = contrast(img)
+    want = straightforward_segment_items(img)
+    np.testing.assert_array_equal(ink, want["ink"], strict=True)
+    np.testing.assert_array_equal(lum, img.mean(axis=2), strict=True)
+    assert_same(want, segment_items(img))
+
+
+def test_fill_holes_equals_scipy():
+    rng = np.random.default_rng(2)
+    for density in (0.2, 0.45, 0.6, 0.8):
+        mask = rng.uniform(size=(60, 70)) < density
+        np.testing.assert_array_equal(fill_holes(mask), ndimage.binary_fill_holes(mask))
+    ring = np.zeros((9, 9), bool)  # a ring around a hole, and one open to the edge
+    ring[2:7, 2:7] = True
+    ring[3:6, 3:6] = False
+    ring[0:4, 7] = True
+    np.testing.assert_array_equal(fill_holes(ring), ndimage.binary_fill_holes(ring))
+    assert fill_holes(ring)[4, 4]
+    assert not fill_holes(np.zeros((5, 5), bool)).any()
+    assert fill_holes(np.ones((5, 5), bool)).all()
+
+
+def test_draw_digit_equals_stroke_by_stroke():
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        digit = str(rng.choice(["2", "5"]))
+        x, y = rng.uniform(8, 32, 2)  # some strokes cut by the edges
+        angle = float(np.round(rng.uniform(0, 360), 1))
+        want, got = canvas(40, 40), canvas(40, 40)
+        for x0, y0, x1, y1 in glyph_segments(digit, x, y, angle):
+            segment(want, x0, y0, x1, y1, STROKE, (20, 150, 20))
+        draw_digit(got, digit, x, y, angle, (20, 150, 20))
+        np.testing.assert_array_equal(got, want)
+
+
+def test_to_png_equals_round_then_clip():
+    rng = np.random.default_rng(4)
+    img = rng.uniform(-30, 290, (37, 23, 3))
+    img[0, 0] = (0.5, 1.5, 254.5)  # halves round to even
+    png = to_png(img)
+    want = np.clip(np.rint(img), 0, 255).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(want, mode="RGB").save(buf, format="PNG", compress_level=1)
+    assert png == buf.getvalue()
+    np.testing.assert_array_equal(from_png(png, dtype=np.uint8), want)
