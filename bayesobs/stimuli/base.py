@@ -457,6 +457,26 @@ def from_png(data: bytes, dtype=float) -> np.ndarray:
         return np.asarray(im.convert("RGB"), dtype=dtype)
 
 
+def channel_mean(img: np.ndarray) -> np.ndarray:
+    """The mean of the three channels per pixel: ``img.mean(axis=2)``, faster.
+
+    The same sums in the same order (``(r + g + b) / 3``), so the same
+    values, without numpy's slow reduction over a short last axis.
+
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 3)
+        An RGB image.
+
+    Returns
+    -------
+    ndarray of float, shape (H, W)
+        Per pixel, the mean of its three channels.
+    """
+    img = np.asarray(img, dtype=float)
+    return (img[..., 0] + img[..., 1] + img[..., 2]) / 3
+
+
 def canvas(width: int, height: int) -> np.ndarray:
     """A white ``(height, width, 3)`` image in [0, 255].
 

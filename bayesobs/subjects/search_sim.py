@@ -32,6 +32,7 @@ import numpy as np
 from scipy import ndimage
 
 from ..stimuli import from_png
+from ..stimuli.base import channel_mean
 from ..stimuli.search import CELLS, COLOURS, SIZE, cell_of, draw_digit
 from .base import FatalSubjectError, Reply, Request
 from .hvs_sim import is_hvs_request
@@ -130,7 +131,7 @@ def contrast(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     if img.dtype != np.uint8:
         img = np.asarray(img, dtype=float)
-        lum = (img[..., 0] + img[..., 1] + img[..., 2]) / 3  # img.mean(axis=2), faster
+        lum = channel_mean(img)
         hist = np.bincount(np.clip(lum, 0, 255).astype(int).ravel(), minlength=256)
         bg_lum = int(np.argmax(hist))  # the commonest luminance is the background
         bg = img[np.abs(lum - bg_lum) < 1].mean(axis=0)

@@ -43,12 +43,14 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
 
 from ..ablations import COT_SENTENCE
 from ..stimuli import from_png
+from ..stimuli.base import channel_mean
 from ..stimuli.maze import DIRS, UNIT_PX
 from .base import FatalSubjectError, Reply, Request, Turn
 
@@ -66,6 +68,7 @@ WEBER = ("duration", "numerosity")  # noise proportional to the magnitude
 TEXT_SD, IMAGE_SD = 0.05, 0.09
 WORDS_PER_S = 2.6
 COT_PRIOR_VARIANCE = 2.0  # cot: the static-Bayes prior's variance is multiplied by this
+PERCEPT_CACHE = 4096  # percepts kept per subject (a run's context is perceived once)
 
 
 # ---------------------------------------------------------------- perception
@@ -172,7 +175,7 @@ def estimate_blur(img: np.ndarray) -> float:
     float
         The blur SD in pixels (0 for a sharp image).
     """
-    gray = img.mean(axis=2)
+    gray = channel_mean(img)
     steepest = np.abs(np.diff(gray, axis=1)).max() / 255.0
     # a step edge of contrast 1 blurred by sigma has a maximal gradient 1 / (sigma sqrt(2 pi))
     return 0.0 if steepest >= 0.4 else 1.0 / (steepest * math.sqrt(2 * math.pi))
@@ -204,7 +207,7 @@ def measure_image(task: str, img: np.ndarray) -> float:
     ValueError
         When the task has no image (``duration``).
     """
-    dark = 255.0 - img.mean(axis=2)  # ink
+    dark = 255.0 - channel_mean(img)  # ink
     red = np.clip(img[..., 0] - (img[..., 1] + img[..., 2]) / 2, 0, None)
     green = np.clip(img[..., 1] - (img[..., 0] + img[..., 2]) / 2, 0, None)
     if task == "line_ratio":
@@ -279,6 +282,9 @@ class SimSubject:
         self.kind = kind
         self.seed = seed
         self.name = f"sim:{kind}"
+        # perceive() is a pure function of its inputs: a trial re-perceives its whole context,
+        # so the percepts of the turns of the runs in flight are kept (least recently used out)
+        self._percepts: OrderedDict[tuple, tuple[float, float]] = OrderedDict()
 
     def perceive(self, task: str, turn: Turn, salt) -> tuple[float, float]:
         """Percept and its noise variance for one user turn.
@@ -304,6 +310,17 @@ class SimSubject:
         percept, variance : float
             The fused percept (task units) and its noise variance.
         """
+        key = (self.seed, task, turn.text, turn.png, salt)
+        hit = self._percepts.get(key)
+        if hit is not None:
+            self._percepts.move_to_end(key)
+            return hit
+        hit = self._percepts[key] = self._perceive(task, turn, salt)
+        if len(self._percepts) > PERCEPT_CACHE:
+            self._percepts.popitem(last=False)
+        return hit
+
+    def _perceive(self, task: str, turn: Turn, salt) -> tuple[float, float]:
         scale = SCALE[task]
         est, var = [], []
         if turn.text is not None:

@@ -1,9 +1,10 @@
-"""The faster search-image code (issue 32) gives exactly what the straightforward code gives.
+"""The faster code of issue 32 gives exactly what the straightforward code gives.
 
 Each rewrite is compared, bit for bit, with the straightforward version it
 replaced (kept here as the reference): the simulated searchers' segmentation
 (:func:`segment_items`, :func:`fill_holes`, :func:`contrast`), the digit
-drawing and the PNG encoding.
+drawing, the PNG encoding, the channel mean and the simulated observers'
+percepts (kept per run instead of re-perceived on every trial).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from PIL import Image
 from scipy import ndimage
 
 from bayesobs.stimuli import from_png, to_png
-from bayesobs.stimuli.base import canvas, segment
+from bayesobs.stimuli.base import canvas, channel_mean, segment
 from bayesobs.stimuli.search import (
     STROKE,
     CircleSizes,
@@ -25,6 +26,7 @@ from bayesobs.stimuli.search import (
     draw_digit,
     glyph_segments,
 )
+from bayesobs.subjects import Request, SimSubject, Turn
 from bayesobs.subjects.search_sim import contrast, fill_holes, segment_items
 
 
@@ -153,3 +155,45 @@ def test_to_png_equals_round_then_clip():
     Image.fromarray(want, mode="RGB").save(buf, format="PNG", compress_level=1)
     assert png == buf.getvalue()
     np.testing.assert_array_equal(from_png(png, dtype=np.uint8), want)
+
+
+def test_channel_mean_equals_numpy_mean():
+    rng = np.random.default_rng(5)
+    for shape in ((400, 400, 3), (7, 5, 3), (1, 1, 3)):
+        img = rng.uniform(0, 255, shape)
+        np.testing.assert_array_equal(channel_mean(img), img.mean(axis=2), strict=True)
+
+
+def run_requests(kind: str) -> list[Request]:
+    """A text run of 12 trials with a growing context, then one image trial, as the runner asks."""
+    rng = np.random.default_rng(6)
+    texts = [f"A: {'-' * int(a)}\nB: {'-' * int(b)}" for a, b in rng.integers(5, 60, (12, 2))]
+    out = []
+    for t in range(len(texts)):
+        turns = []
+        for past in range(t):
+            turns += [Turn("user", text=texts[past]), Turn("assistant", text="0.5")]
+        meta = dict(
+            task="line_ratio",
+            modality="text",
+            condition="context_long",
+            session="s",
+            run=0,
+            trial=t,
+        )
+        out.append(Request(f"system {kind}", (*turns, Turn("user", text=texts[t])), meta))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["bayesian", "antibayes", "kalman", "linear", "anchor"])
+def test_kept_percepts_give_the_answers_of_fresh_subjects(kind):
+    """One subject answering a whole run equals a fresh subject per trial (nothing kept)."""
+    requests = run_requests(kind)
+    kept = SimSubject(kind, seed=3)
+    answers = [kept.answer(r) for r in requests]
+    assert answers == [SimSubject(kind, seed=3).answer(r) for r in requests]
+    assert len(set(answers)) == len(answers)
+    reseeded = SimSubject(kind, seed=3)
+    reseeded.answer(requests[-1])
+    reseeded.seed = 4  # a changed seed is a different percept, never a kept one
+    assert reseeded.answer(requests[-1]) == SimSubject(kind, seed=4).answer(requests[-1])
