@@ -10,6 +10,7 @@ percepts (kept per run instead of re-perceived on every trial).
 from __future__ import annotations
 
 import io
+import math
 
 import numpy as np
 import pytest
@@ -197,3 +198,47 @@ def test_kept_percepts_give_the_answers_of_fresh_subjects(kind):
     reseeded.answer(requests[-1])
     reseeded.seed = 4  # a changed seed is a different percept, never a kept one
     assert reseeded.answer(requests[-1]) == SimSubject(kind, seed=4).answer(requests[-1])
+
+
+def straightforward_measure_image(task: str, img: np.ndarray) -> float:
+    """measure_image as it was before issue 32 (every map computed, full index grids)."""
+    from bayesobs.stimuli.maze import UNIT_PX
+    from bayesobs.subjects.sim import _half_max_extent
+
+    def centroid(weight):
+        w = np.where(weight >= 0.5 * weight.max(), weight, 0.0)
+        yy, xx = np.mgrid[0 : w.shape[0], 0 : w.shape[1]]
+        return float((w * xx).sum() / w.sum()), float((w * yy).sum() / w.sum())
+
+    dark = 255.0 - img.mean(axis=2)
+    red = np.clip(img[..., 0] - (img[..., 1] + img[..., 2]) / 2, 0, None)
+    green = np.clip(img[..., 1] - (img[..., 0] + img[..., 2]) / 2, 0, None)
+    if task == "line_ratio":
+        mid = img.shape[0] // 2
+        lengths = []
+        for band in (dark[:mid], dark[mid:]):
+            left, right = _half_max_extent(band[int(np.argmax(band.sum(axis=1)))])
+            lengths.append(right - left)
+        return min(lengths) / max(lengths)
+    if task == "marker_location":
+        r = int(np.argmax(np.clip(dark - 2 * red, 0, None).sum(axis=1)))
+        left, right = _half_max_extent(np.maximum(dark[r], red[r]))
+        return (centroid(red)[0] - (left + 0.5)) / ((right - 0.5) - (left + 0.5))
+    if task == "numerosity":
+        return float(ndimage.label(dark > 0.5 * dark.max())[1])
+    (gx, gy), (rx, ry) = centroid(green), centroid(red)
+    return math.hypot(rx - gx, ry - gy) / UNIT_PX
+
+
+@pytest.mark.parametrize("task", ["line_ratio", "marker_location", "numerosity", "maze_distance"])
+def test_measure_image_equals_the_straightforward_code(task):
+    from bayesobs.stimuli import get_task
+    from bayesobs.subjects.sim import measure_image
+
+    t = get_task(task)
+    lo, hi = t.value_range or (0.1, 0.9)
+    rng = np.random.default_rng(7)
+    for stim in t.generate(rng, lo, hi, 3, {}):
+        for sigma in (0.0, 3.0):
+            img = from_png(t.render_png(stim, sigma))
+            assert measure_image(task, img) == straightforward_measure_image(task, img)

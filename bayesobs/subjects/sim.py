@@ -207,41 +207,50 @@ def measure_image(task: str, img: np.ndarray) -> float:
     ValueError
         When the task has no image (``duration``).
     """
-    dark = 255.0 - channel_mean(img)  # ink
-    red = np.clip(img[..., 0] - (img[..., 1] + img[..., 2]) / 2, 0, None)
-    green = np.clip(img[..., 1] - (img[..., 0] + img[..., 2]) / 2, 0, None)
+
+    def dark():  # ink
+        return 255.0 - channel_mean(img)
+
+    def red():
+        return np.clip(img[..., 0] - (img[..., 1] + img[..., 2]) / 2, 0, None)
+
+    def green():
+        return np.clip(img[..., 1] - (img[..., 0] + img[..., 2]) / 2, 0, None)
+
     if task == "line_ratio":
         mid = img.shape[0] // 2  # one line above the middle, one below
         lengths = []
-        for band in (dark[:mid], dark[mid:]):
+        ink = dark()
+        for band in (ink[:mid], ink[mid:]):
             r = int(np.argmax(band.sum(axis=1)))
             left, right = _half_max_extent(band[r])
             lengths.append(right - left)
         return min(lengths) / max(lengths)
     if task == "marker_location":
         # the line's row: the darkest row of black ink; the red tick counts as ink there
-        r = int(np.argmax(np.clip(dark - 2 * red, 0, None).sum(axis=1)))
-        left, right = _half_max_extent(np.maximum(dark[r], red[r]))
-        xm = _centroid(red)[0]
+        ink, tick = dark(), red()
+        r = int(np.argmax(np.clip(ink - 2 * tick, 0, None).sum(axis=1)))
+        left, right = _half_max_extent(np.maximum(ink[r], tick[r]))
+        xm = _centroid(tick)[0]
         # ends of the line are half a pixel inside the crossings
         return (xm - (left + 0.5)) / ((right - 0.5) - (left + 0.5))
     if task == "numerosity":
         from scipy.ndimage import label
 
-        _, count = label(
-            dark > 0.5 * dark.max()
-        )  # half-maximum; blur merges close dots: counts fall
+        ink = dark()
+        _, count = label(ink > 0.5 * ink.max())  # half-maximum; blur merges close dots: counts fall
         return float(count)
     if task == "maze_distance":
-        gx, gy = _centroid(green)
-        rx, ry = _centroid(red)
+        gx, gy = _centroid(green())
+        rx, ry = _centroid(red())
         return math.hypot(rx - gx, ry - gy) / UNIT_PX
     raise ValueError(f"task {task!r} has no image")
 
 
 def _centroid(weight: np.ndarray) -> tuple[float, float]:
     w = np.where(weight >= 0.5 * weight.max(), weight, 0.0)
-    yy, xx = np.mgrid[0 : w.shape[0], 0 : w.shape[1]]
+    # the index grids broadcast (the same products, summed in the same order as full grids)
+    xx, yy = np.arange(w.shape[1]), np.arange(w.shape[0])[:, None]
     return float((w * xx).sum() / w.sum()), float((w * yy).sum() / w.sum())
 
 
