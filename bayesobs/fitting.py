@@ -457,8 +457,43 @@ def _golden(evaluate, lo, hi, iterations=GOLDEN_ITERATIONS):
 def _fit_kalman(W, Gd, z, u, obs):
     """Profiled fits of ``kalman`` and ``kalman_gain`` for every dataset.
 
-    ``z``, ``u``, ``obs`` are time-major ``(T, runs)``.
+    ``z``, ``u``, ``obs`` are time-major ``(T, runs)``.  Datasets with the
+    same row of ``W`` (bootstrap draws of the same runs, as often as each
+    other: a cell of three runs has ten distinct draws) are fitted once; every
+    step is computed dataset by dataset, so each copy gets the same numbers.
     """
+    rows, inverse = _distinct_rows(W)
+    if len(rows) == W.shape[0]:
+        return _fit_kalman_distinct(W, Gd, z, u, obs)
+    fits = _fit_kalman_distinct(W[rows], Gd[rows], z, u, obs)
+    return {
+        name: (rss[inverse], {p: v[inverse] for p, v in params.items()})
+        for name, (rss, params) in fits.items()
+    }
+
+
+def _distinct_rows(W) -> tuple[np.ndarray, np.ndarray]:
+    """The first of each distinct row of CSR ``W`` (same columns and values, in the same order).
+
+    Returns ``(rows, inverse)``: ``W[rows]`` holds each distinct row once and
+    ``W[rows][inverse]`` is ``W``.
+    """
+    W = W.tocsr()
+    seen: dict[tuple[bytes, bytes], int] = {}
+    inverse = np.empty(W.shape[0], dtype=np.int64)
+    rows = []
+    for i in range(W.shape[0]):
+        a, b = W.indptr[i], W.indptr[i + 1]
+        key = (W.indices[a:b].tobytes(), W.data[a:b].tobytes())
+        j = seen.setdefault(key, len(rows))
+        if j == len(rows):
+            rows.append(i)
+        inverse[i] = j
+    return np.asarray(rows, dtype=np.int64), inverse
+
+
+def _fit_kalman_distinct(W, Gd, z, u, obs):
+    """:func:`_fit_kalman` of every row of ``W``."""
     theta = np.concatenate([[-np.inf], LOG_RHO_GRID, [np.inf]])
     s1, s2, s3 = _kalman_moments(z, u, obs, np.exp(theta)[:, None])  # (C, R)
     agg = [(W @ s.T) for s in (s1, s2, s3)]  # (D, C)

@@ -203,7 +203,15 @@ def test_kept_percepts_give_the_answers_of_fresh_subjects(kind):
 def straightforward_measure_image(task: str, img: np.ndarray) -> float:
     """measure_image as it was before issue 32 (every map computed, full index grids)."""
     from bayesobs.stimuli.maze import UNIT_PX
-    from bayesobs.subjects.sim import _half_max_extent
+
+    def _half_max_extent(profile):
+        half = profile.max() / 2
+        above = np.flatnonzero(profile >= half)
+        i, j = above[0], above[-1]
+        left = i - (profile[i] - half) / (profile[i] - profile[i - 1]) if i > 0 else float(i)
+        n = len(profile)
+        right = j + (profile[j] - half) / (profile[j] - profile[j + 1]) if j + 1 < n else float(j)
+        return left, right
 
     def centroid(weight):
         w = np.where(weight >= 0.5 * weight.max(), weight, 0.0)
@@ -242,3 +250,32 @@ def test_measure_image_equals_the_straightforward_code(task):
         for sigma in (0.0, 3.0):
             img = from_png(t.render_png(stim, sigma))
             assert measure_image(task, img) == straightforward_measure_image(task, img)
+
+
+def test_identical_bootstrap_draws_are_fitted_once_with_the_same_numbers(monkeypatch):
+    """fit_batch fits each distinct draw of runs once (issue 32): the numbers of fitting every one."""
+    import bayesobs.fitting as fitting
+    from bayesobs.synthetic import simulated_trials
+    from bayesobs.trials import normalize_trials
+
+    trials = normalize_trials(simulated_trials(n_subjects=2, trials_per_session=20, seed=1))
+    trials = trials[trials["condition"].isin(["base", "noise_constant"])]
+    once = fitting.fit_batch(trials, bootstrap=12, seed=4)
+    calls = []
+
+    def every_row(W):
+        calls.append(W.shape[0])
+        return np.arange(W.shape[0]), np.arange(W.shape[0])
+
+    monkeypatch.setattr(fitting, "_distinct_rows", every_row)
+    each = fitting.fit_batch(trials, bootstrap=12, seed=4)
+    assert calls  # the Kalman fits went through the patched (no sharing) path
+    np.testing.assert_array_equal(once.loglik, each.loglik)
+    for name in once.params:
+        np.testing.assert_array_equal(once.params[name], each.params[name], err_msg=name)
+    monkeypatch.undo()
+    # three runs per cell: at most ten distinct draws of 13 datasets, so copies were shared
+    rows, inverse = fitting._distinct_rows(
+        fitting.dataset_matrix(trials, *fitting.build_runs(trials, None), 12, 4)
+    )
+    assert len(rows) < len(inverse)
