@@ -279,3 +279,22 @@ def test_identical_bootstrap_draws_are_fitted_once_with_the_same_numbers(monkeyp
         fitting.dataset_matrix(trials, *fitting.build_runs(trials, None), 12, 4)
     )
     assert len(rows) < len(inverse)
+
+
+@pytest.mark.parametrize(
+    "shape, axis", [((300, 30), -1), ((50, 30, 4), 1), ((6, 2, 31), 0), ((9, 1), 1)]
+)
+def test_nan_percentiles_equal_numpy(shape, axis):
+    import warnings
+
+    from bayesobs.bootstrap import nan_percentiles
+
+    rng = np.random.default_rng(8)
+    a = rng.normal(size=shape) * 10.0 ** rng.uniform(-5, 5, size=shape)
+    a[rng.uniform(size=shape) < 0.05] = np.nan
+    a[(0,) * len(shape)] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices
+        want = np.nanpercentile(a, [16, 84], axis=axis)
+        got = nan_percentiles(a, [16, 84], axis=axis)
+    np.testing.assert_array_equal(got, want, strict=True)
