@@ -298,3 +298,17 @@ def test_nan_percentiles_equal_numpy(shape, axis):
         want = np.nanpercentile(a, [16, 84], axis=axis)
         got = nan_percentiles(a, [16, 84], axis=axis)
     np.testing.assert_array_equal(got, want, strict=True)
+
+
+def test_disc_on_open_grids_equals_full_grids():
+    from bayesobs.stimuli.base import disc
+
+    rng = np.random.default_rng(9)
+    for _ in range(30):
+        cx, cy = rng.uniform(-5, 45, 2)
+        r = float(rng.uniform(0.5, 15))
+        want, got = canvas(40, 30), canvas(40, 30)
+        yy, xx = np.mgrid[0:30, 0:40]
+        want[(xx - cx) ** 2 + (yy - cy) ** 2 <= r * r] = (30, 30, 220)
+        disc(got, cx, cy, r, (30, 30, 220))
+        np.testing.assert_array_equal(got, want)

@@ -164,6 +164,7 @@ def draw_digit(img: np.ndarray, digit: str, x: float, y: float, angle: float, co
         max(x0.max(), x1.max()),
         max(y0.max(), y1.max()),
         STROKE,
+        sparse=True,
     )
     t = np.clip(((xx - x0) * dx + (yy - y0) * dy) / length2, 0, 1)
     px, py = x0 + t * dx, y0 + t * dy
@@ -1018,7 +1019,7 @@ class LightPriors(SearchTask):
         """
         img = np.zeros((SIZE, SIZE, 3))
         disc(img, HALF, HALF, FIELD_RADIUS, (FIELD_GREY,) * 3)
-        yy, xx = np.mgrid[0:SIZE, 0:SIZE]
+        yy, xx = np.ogrid[0:SIZE, 0:SIZE]  # open grids: the same values, broadcast
         for x, y, light in zip(
             stim.params["x"], stim.params["y"], stim.params["light"], strict=True
         ):
@@ -1026,7 +1027,7 @@ class LightPriors(SearchTask):
             r = SPHERE_RADIUS
             ya, yb = int(y - r - 1), int(y + r + 2)
             xa, xb = int(x - r - 1), int(x + r + 2)
-            sx, sy = xx[ya:yb, xa:xb] - x, yy[ya:yb, xa:xb] - y
+            sx, sy = xx[:, xa:xb] - x, yy[ya:yb, :] - y
             inside = sx * sx + sy * sy <= r * r
             lum = FIELD_GREY + SHADE * (sx * ux + sy * uy) / r  # brighter towards the light
             view = img[ya:yb, xa:xb]
