@@ -66,7 +66,9 @@ def split_levels(levels: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
     return {tuple(k): levels.iloc[np.sort(i)] for k, i in positions.items()}
 
 
-def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=None) -> Figure:
+def psychometric_curve(
+    row, levels: pd.DataFrame, ax=None, color="C0", label=None, grouped: bool = False
+) -> Figure:
     """One fitted psychometric function over its data.
 
     Points: accuracy per level with 95% Wilson bars; line: the fitted
@@ -88,6 +90,9 @@ def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=Non
         The points' and curve's colour.
     label : str, optional
         The points' legend label.
+    grouped : bool
+        ``levels`` are already this row's group, sorted by ``x`` (as
+        :func:`psychometric_grid` passes them), not to be selected again.
 
     Returns
     -------
@@ -98,7 +103,7 @@ def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=Non
         fig = Figure(figsize=(4.2, 3.2), layout="constrained")
         ax = fig.subplots()
     fig = ax.figure
-    d = group_levels(levels, row)
+    d = levels if grouped else group_levels(levels, row)
     x = d["x"].to_numpy(float)
     acc = d["accuracy"].to_numpy(float)
     err = np.vstack([acc - d["lo"].to_numpy(float), d["hi"].to_numpy(float) - acc])
@@ -148,7 +153,8 @@ def psychometric_grid(table: pd.DataFrame, levels: pd.DataFrame, ncols: int = 4)
     groups = split_levels(levels)  # each panel's rows, found once (not one pass per panel)
     none = levels.iloc[:0]
     for ax, row in zip(axs, table.to_dict("records"), strict=False):
-        psychometric_curve(row, groups.get(tuple(_text(row[k]) for k in KEYS), none), ax=ax)
+        d = groups.get(tuple(_text(row[k]) for k in KEYS), none).sort_values("x")
+        psychometric_curve(row, d, ax=ax, grouped=True)  # what group_levels would select
         ax.set_title(
             f"{_title(row)}\nthreshold {row['threshold']:.3g}, lapse {row['lapse']:.2f}",
             fontsize=7,

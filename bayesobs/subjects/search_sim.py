@@ -271,6 +271,7 @@ def _items(png: bytes, task: str) -> dict[str, np.ndarray]:
     items = segment_items(from_png(png, dtype=np.uint8), task == "light_priors")
     if task == "two_among_five":  # once per image, not once per trial and searcher
         items["digits"] = digit_evidence(items["ink"], items["x"], items["y"])
+    del items["ink"]  # read only for the digit evidence: not kept (1.3 MB an image)
     return items
 
 
