@@ -38,7 +38,6 @@ from .calibration import calibration_sections, diagnostics_only, find_diagnostic
 from .hvs import hvs_sections
 from .perception import perception_sections
 from .psychometric import psychometric_sections
-from .saver import DPI, FigureWriter
 
 TABLES = tuple(Scores._fields)
 VISUAL = ("line_ratio", "marker_location", "maze_distance")
@@ -137,7 +136,7 @@ def _manifest_trials(folder: Path, m: dict) -> pd.DataFrame:
 
 
 def _save(fig: Figure, path: Path) -> str:
-    fig.savefig(path, dpi=DPI)
+    fig.savefig(path, dpi=110)
     return f"figures/{path.name}"
 
 
@@ -217,35 +216,31 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     hvs_rows = is_hvs(trials)  # task hvs: its own section (report/hvs.py), not magnitudes
     subjects = sorted(trials["subject"].unique())
     head, sections, notes, tail = [], [], [], []
-    with FigureWriter() as save:  # figures of many panels are drawn by worker processes
-        # the largest figures first, so the workers draw them while the rest is built here
-        sections_q, tail_q = [], []
-        if res.psychometric is not None and len(res.psychometric):  # fitted curves over data
-            sections_q, tail_q = psychometric_sections(res, trials, out, save, _table_html)
-        if not (found | perceived | hvs_rows).all():
-            head, sections, notes = _magnitude_sections(
-                with_baseline(trials[~(found | perceived | hvs_rows)].reset_index(drop=True)),
-                res,
-                out,
-                seed,
-                scheme,
-                save,
-            )
-        if found.any():
-            sections_s, tail = _search_sections(res, out, trials, seed, save)
-            sections += sections_s
-        if hvs_rows.any():
-            head_h, sections_h = hvs_sections(res, trials[hvs_rows], out, save, _table_html)
-            head += head_h
-            sections += sections_h
-        if perceived.any() and res.perception is not None:  # the perception tasks' figures
-            head_p, sections_p = perception_sections(res, out, save, _table_html)
-            head += head_p
-            sections += sections_p
+    if not (found | perceived | hvs_rows).all():
+        head, sections, notes = _magnitude_sections(
+            with_baseline(trials[~(found | perceived | hvs_rows)].reset_index(drop=True)),
+            res,
+            out,
+            seed,
+            scheme,
+        )
+    if found.any():
+        sections_s, tail = _search_sections(res, out, trials, seed)
+        sections += sections_s
+    if hvs_rows.any():
+        head_h, sections_h = hvs_sections(res, trials[hvs_rows], out, _save, _table_html)
+        head += head_h
+        sections += sections_h
+    if perceived.any() and res.perception is not None:  # the perception tasks' figures
+        head_p, sections_p = perception_sections(res, out, _save, _table_html)
+        head += head_p
+        sections += sections_p
+    if res.psychometric is not None and len(res.psychometric):  # fitted curves over the data
+        sections_q, tail_q = psychometric_sections(res, trials, out, _save, _table_html)
         sections += sections_q
         tail += tail_q
-        tail += cot_accuracy_html(res.cot_accuracy)
-        tail += calibration_sections(diagnostics, out, save, _table_html)
+    tail += cot_accuracy_html(res.cot_accuracy)
+    tail += calibration_sections(diagnostics, out, _save, _table_html)
     prov = provenance(command="report", inputs=[str(p) for p in paths])
     excluded = _exclusions(paths)
     if excluded is not None:
@@ -288,7 +283,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     return index
 
 
-def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0, save=_save):
+def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0):
     """The visual-search part: accuracy curves, cell-bias maps, then the set-size table."""
     search, bias = res.search, res.search_bias
     acc = res.search_accuracy  # error intervals: bootstrap of the mean, within the data's bounds
@@ -329,7 +324,7 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
                 "error (point answers, dotted: a refusal's 566 px) against the number of distractors, "
                 f"per search condition ({ablation}); bars are 95% intervals (Wilson for accuracy, "
                 "bootstrap of the mean for errors, so both stay within their bounds).",
-                [save(fig, out / "figures" / f"search_{task}.png")],
+                [_save(fig, out / "figures" / f"search_{task}.png")],
             )
         )
     pairs = bias[bias["answer"] == "cell"][["subject", "task"]].drop_duplicates()
@@ -346,19 +341,14 @@ def _search_sections(res: Scores, out: Path, trials: pd.DataFrame, seed: int = 0
                 "Visual search: response bias",
                 "How often each cell was chosen (cell answers), "
                 "with its precision (P) and recall (R), and the rate of invalid answers.",
-                [save(fig, out / "figures" / "search_bias.png")],
+                [_save(fig, out / "figures" / "search_bias.png")],
             )
         )
     return sections, tail
 
 
 def _magnitude_sections(
-    trials: pd.DataFrame,
-    res: Scores,
-    out: Path,
-    seed: int,
-    resample: str | None = "pooled",
-    save=_save,
+    trials: pd.DataFrame, res: Scores, out: Path, seed: int, resample: str | None = "pooled"
 ):
     """The BayesBench part: leaderboard, BCS table and the paper's figures."""
     colors = F.subject_colors(trials["subject"])
@@ -387,7 +377,7 @@ def _magnitude_sections(
                 f"{which} Lines are the static-Bayes fits per session"
                 + (" and level (one fit per level of the interleaved column)" if levels else "")
                 + " (regression to each session's mean); one panel per subject, shared axes.",
-                [save(fig, out / "figures" / f"fig1_regression_{k}.png")],
+                [_save(fig, out / "figures" / f"fig1_regression_{k}.png")],
             )
         )
     # 2. trajectories: one panel per subject, its first task drawn above
@@ -408,7 +398,7 @@ def _magnitude_sections(
                 "Trial-by-trial responses",
                 "One session run per subject (its first task and condition drawn above) "
                 "against the fitted sequential (Kalman) observer.",
-                [save(fig, out / "figures" / "fig2_trajectory.png")],
+                [_save(fig, out / "figures" / "fig2_trajectory.png")],
             )
         )
     else:
@@ -424,7 +414,7 @@ def _magnitude_sections(
             continue
         fig = F.steering(bv, res.evidence, res.cue, s, t, color=colors[s])
         if fig is not None:  # None: only base, nothing to compare with
-            imgs.append(save(fig, out / "figures" / f"fig3_steering_{len(imgs)}.png"))
+            imgs.append(_save(fig, out / "figures" / f"fig3_steering_{len(imgs)}.png"))
     if not imgs and not any(n.startswith("Steering and noise") for n in notes):
         notes.append(
             "Steering and noise: no subject has multimodal trials under a steer_* or noise_* "
@@ -464,7 +454,7 @@ def _magnitude_sections(
                 "Cue combination",
                 "Multimodal responses against out-of-fold predictions from the "
                 "text and image responses (base condition).",
-                [save(fig, out / "figures" / "fig4_cue.png")],
+                [_save(fig, out / "figures" / "fig4_cue.png")],
             )
         )
     # 5. summary and 6. BayesBench
@@ -477,9 +467,11 @@ def _magnitude_sections(
         ("fig6_bayesbench", F.bayesbench_scores(ranked, colors=colors, caveats=caveats)),
     ):
         if fig is not None:
-            imgs.append(save(fig, out / "figures" / f"{name}.png"))
+            imgs.append(_save(fig, out / "figures" / f"{name}.png"))
     if _has_bcs(res.bcs_tasks):
-        imgs.append(save(F.bcs_table(res.bcs_tasks, na=na), out / "figures" / "fig6_bcs_table.png"))
+        imgs.append(
+            _save(F.bcs_table(res.bcs_tasks, na=na), out / "figures" / "fig6_bcs_table.png")
+        )
     if not imgs:
         notes.append(
             "Summary: no subject has both an accuracy and an evidence, efficiency or "
