@@ -301,8 +301,42 @@ def percentile_interval(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices -> NaN
         mean = np.nanmean(values, axis=axis)
-        lo, hi = np.nanpercentile(values, [16, 84], axis=axis)
+        lo, hi = nan_percentiles(values, [16, 84], axis=axis)
     return mean, lo, hi
+
+
+def nan_percentiles(values: np.ndarray, q, axis: int = -1) -> np.ndarray:
+    """``numpy.nanpercentile(values, q, axis=axis)``, faster where most slices hold no NaN.
+
+    numpy takes every slice alone (``apply_along_axis``) as soon as the array
+    holds one NaN; here the slices without NaN go through
+    ``numpy.percentile`` together (the same per-slice computation, so the
+    same numbers) and only those with NaN one by one.
+
+    Parameters
+    ----------
+    values : array
+        The values, slices along ``axis``.
+    q : sequence of float
+        Percentiles in [0, 100].
+    axis : int
+        The axis of the slices.
+
+    Returns
+    -------
+    ndarray, shape (len(q), *values.shape without axis)
+        The percentiles of each slice, ignoring NaN (NaN for an all-NaN slice).
+    """
+    values = np.asarray(values, dtype=float)
+    v = np.moveaxis(values, axis, -1)
+    flat = v.reshape(-1, v.shape[-1])
+    nan = np.isnan(flat).any(axis=1)
+    out = np.empty((len(q), flat.shape[0]))
+    if not nan.all():
+        out[:, ~nan] = np.percentile(flat[~nan], q, axis=1)
+    if nan.any():
+        out[:, nan] = np.nanpercentile(flat[nan], q, axis=1)
+    return out.reshape(len(q), *v.shape[:-1])
 
 
 def add_interval(df: pd.DataFrame, name: str, replicates: np.ndarray) -> pd.DataFrame:

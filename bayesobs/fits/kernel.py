@@ -364,6 +364,11 @@ def fit_kalman(W, Gd, z, u, obs):
     ``log rho`` is searched on :data:`LOG_RHO_GRID` plus ``rho = 0`` and
     ``rho = inf``; an interior grid minimum is refined by :func:`golden`.
 
+    Datasets with the same row of ``W`` (bootstrap draws of the same runs,
+    as often as each other: a cell of three runs has ten distinct draws) are
+    fitted once; every step is computed dataset by dataset, so each copy gets
+    the same numbers.
+
     Parameters
     ----------
     W : scipy.sparse matrix, shape (D, runs)
@@ -381,6 +386,38 @@ def fit_kalman(W, Gd, z, u, obs):
         ``{"kalman": (rss, {"rho"}), "kalman_gain": (rss, {"rho", "g",
         "delta"})}``, each array of shape ``(D,)``.
     """
+    rows, inverse = _distinct_rows(W)
+    if len(rows) == W.shape[0]:
+        return _fit_kalman_distinct(W, Gd, z, u, obs)
+    fits = _fit_kalman_distinct(W[rows], Gd[rows], z, u, obs)
+    return {
+        name: (rss[inverse], {p: v[inverse] for p, v in params.items()})
+        for name, (rss, params) in fits.items()
+    }
+
+
+def _distinct_rows(W) -> tuple[np.ndarray, np.ndarray]:
+    """The first of each distinct row of CSR ``W`` (same columns and values, in the same order).
+
+    Returns ``(rows, inverse)``: ``W[rows]`` holds each distinct row once and
+    ``W[rows][inverse]`` is ``W``.
+    """
+    W = W.tocsr()
+    seen: dict[tuple[bytes, bytes], int] = {}
+    inverse = np.empty(W.shape[0], dtype=np.int64)
+    rows = []
+    for i in range(W.shape[0]):
+        a, b = W.indptr[i], W.indptr[i + 1]
+        key = (W.indices[a:b].tobytes(), W.data[a:b].tobytes())
+        j = seen.setdefault(key, len(rows))
+        if j == len(rows):
+            rows.append(i)
+        inverse[i] = j
+    return np.asarray(rows, dtype=np.int64), inverse
+
+
+def _fit_kalman_distinct(W, Gd, z, u, obs):
+    """:func:`fit_kalman` of every row of ``W``."""
     theta = np.concatenate([[-np.inf], LOG_RHO_GRID, [np.inf]])
     s1, s2, s3 = kalman_moments(z, u, obs, np.exp(theta)[:, None])  # (C, R)
     agg = [(W @ s.T) for s in (s1, s2, s3)]  # (D, C)

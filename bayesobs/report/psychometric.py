@@ -36,17 +36,40 @@ def group_levels(levels: pd.DataFrame, row) -> pd.DataFrame:
     DataFrame
         The group's rows of ``levels``, sorted by ``x``.
     """
-
-    def text(v) -> str:  # a CSV read back gives NaN for an empty key (e.g. ``answer``)
-        return "" if v is None or (isinstance(v, float) and v != v) else str(v)
-
     sel = np.ones(len(levels), bool)
     for k in KEYS:
-        sel &= levels[k].map(text).to_numpy() == text(row[k])
+        sel &= levels[k].map(_text).to_numpy() == _text(row[k])
     return levels[sel].sort_values("x")
 
 
-def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=None) -> Figure:
+def _text(v) -> str:
+    """A group key as text: a CSV read back gives NaN for an empty key (e.g. ``answer``)."""
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+
+
+def split_levels(levels: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+    """The rows of ``levels`` by group (the keys as text, as :func:`group_levels` compares them).
+
+    Parameters
+    ----------
+    levels : DataFrame
+        :func:`bayesobs.scores.psychometric.psychometric_levels` rows.
+
+    Returns
+    -------
+    dict of tuple to DataFrame
+        Per group (its keys as text, in the order of ``KEYS``), its rows of
+        ``levels`` in their order there, with their index: what
+        :func:`group_levels` selects from the whole table, found in one pass.
+    """
+    keys = pd.DataFrame({k: levels[k].map(_text).to_numpy() for k in KEYS})
+    positions = keys.groupby(list(KEYS), sort=False).indices
+    return {tuple(k): levels.iloc[np.sort(i)] for k, i in positions.items()}
+
+
+def psychometric_curve(
+    row, levels: pd.DataFrame, ax=None, color="C0", label=None, grouped: bool = False
+) -> Figure:
     """One fitted psychometric function over its data.
 
     Points: accuracy per level with 95% Wilson bars; line: the fitted
@@ -68,6 +91,9 @@ def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=Non
         The points' and curve's colour.
     label : str, optional
         The points' legend label.
+    grouped : bool
+        ``levels`` are already this row's group, sorted by ``x`` (as
+        :func:`psychometric_grid` passes them), not to be selected again.
 
     Returns
     -------
@@ -75,7 +101,7 @@ def psychometric_curve(row, levels: pd.DataFrame, ax=None, color="C0", label=Non
         The figure drawn on.
     """
     fig, (ax,) = figure_axes(ax, size=(4.2, 3.2))
-    d = group_levels(levels, row)
+    d = levels if grouped else group_levels(levels, row)
     x = d["x"].to_numpy(float)
     acc = d["accuracy"].to_numpy(float)
     err = np.vstack([acc - d["lo"].to_numpy(float), d["hi"].to_numpy(float) - acc])
@@ -122,8 +148,11 @@ def psychometric_grid(table: pd.DataFrame, levels: pd.DataFrame, ncols: int = 4)
     nrows = -(-n // ncols)
     fig = Figure(figsize=(3.1 * ncols, 2.6 * nrows), layout="constrained")
     axs = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    groups = split_levels(levels)  # each panel's rows, found once (not one pass per panel)
+    none = levels.iloc[:0]
     for ax, row in zip(axs, table.to_dict("records"), strict=False):
-        psychometric_curve(row, levels, ax=ax)
+        d = groups.get(tuple(_text(row[k]) for k in KEYS), none).sort_values("x")
+        psychometric_curve(row, d, ax=ax, grouped=True)  # what group_levels would select
         ax.set_title(
             f"{_title(row)}\nthreshold {row['threshold']:.3g}, lapse {row['lapse']:.2f}",
             fontsize=7,

@@ -33,6 +33,7 @@ import json
 import os
 import socket
 import sys
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from ..provenance import FORMAT_VERSION, provenance, read_manifest, utc_now
 from ..trials import TRIAL_KEYS
 
 TRIAL_ID = TRIAL_KEYS  # a trial's identity in the log: the trial table's key
+SAVED_PNGS = 4096  # names of written PNGs a store remembers (see ExperimentStore.save_png)
 # keys that name a file rather than say what it holds: the same spec reached by two names is one experiment
 _PATH_KEYS = ("_path", "protocol")
 
@@ -507,6 +509,9 @@ class ExperimentStore:
         self.stimuli = self.folder / "stimuli"
         self.manifest = self.folder / "manifest.json"
         self.requests: dict[str, dict] = {}  # API subject -> request choices (manifest "requests")
+        # PNGs this store has written: the same image recurs on many trials (every subject,
+        # every condition), so its name is not hashed again each time (least recently used out)
+        self._saved: OrderedDict[bytes, str] = OrderedDict()
         writable_folder(self.folder)
         try:
             self.stimuli.mkdir(exist_ok=True)
@@ -618,10 +623,17 @@ class ExperimentStore:
         LogWriteError
             When the file cannot be written.
         """
+        name = self._saved.get(png)
+        if name is not None:
+            self._saved.move_to_end(png)
+            return name
         try:
-            return save_png(self.folder, png)
+            name = self._saved[png] = save_png(self.folder, png)
         except OSError as exc:
             raise _write_error(self.stimuli, exc) from None
+        if len(self._saved) > SAVED_PNGS:
+            self._saved.popitem(last=False)
+        return name
 
     def close(self) -> None:
         """Free the folder lock (if held)."""

@@ -42,12 +42,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
 
 from ...seeds import stable_rng
 from ...stimuli import from_png
+from ...stimuli.base import channel_mean
 from ...stimuli.maze import DIRS, UNIT_PX
 from ..ablations import COT_SENTENCE
 from .base import FatalSubjectError, Reply, Request, Turn
@@ -66,6 +68,7 @@ WEBER = ("duration", "numerosity")  # noise proportional to the magnitude
 TEXT_SD, IMAGE_SD = 0.05, 0.09
 WORDS_PER_S = 2.6
 COT_PRIOR_VARIANCE = 2.0  # cot: the static-Bayes prior's variance is multiplied by this
+PERCEPT_CACHE = 4096  # percepts kept per subject (a run's context is perceived once)
 
 
 # ---------------------------------------------------------------- perception
@@ -172,7 +175,7 @@ def estimate_blur(img: np.ndarray) -> float:
     float
         The blur SD in pixels (0 for a sharp image).
     """
-    gray = img.mean(axis=2)
+    gray = channel_mean(img)
     steepest = np.abs(np.diff(gray, axis=1)).max() / 255.0
     # a step edge of contrast 1 blurred by sigma has a maximal gradient 1 / (sigma sqrt(2 pi))
     return 0.0 if steepest >= 0.4 else 1.0 / (steepest * math.sqrt(2 * math.pi))
@@ -204,42 +207,51 @@ def measure_image(task: str, img: np.ndarray) -> float:
     ValueError
         When the task has no image (``duration``).
     """
-    dark = 255.0 - img.mean(axis=2)  # ink
-    red = np.clip(img[..., 0] - (img[..., 1] + img[..., 2]) / 2, 0, None)
-    green = np.clip(img[..., 1] - (img[..., 0] + img[..., 2]) / 2, 0, None)
+
+    def dark():  # ink
+        return 255.0 - channel_mean(img)
+
+    def red():
+        return np.clip(img[..., 0] - (img[..., 1] + img[..., 2]) / 2, 0, None)
+
+    def green():
+        return np.clip(img[..., 1] - (img[..., 0] + img[..., 2]) / 2, 0, None)
+
     if task == "line_ratio":
         mid = img.shape[0] // 2  # one line above the middle, one below
         lengths = []
-        for band in (dark[:mid], dark[mid:]):
+        ink = dark()
+        for band in (ink[:mid], ink[mid:]):
             r = int(np.argmax(band.sum(axis=1)))
             left, right = _half_max_extent(band[r])
             lengths.append(right - left)
         return min(lengths) / max(lengths)
     if task == "marker_location":
         # the line's row: the darkest row of black ink; the red tick counts as ink there
-        r = int(np.argmax(np.clip(dark - 2 * red, 0, None).sum(axis=1)))
-        left, right = _half_max_extent(np.maximum(dark[r], red[r]))
-        xm = _centroid(red)[0]
+        ink, tick = dark(), red()
+        r = int(np.argmax(np.clip(ink - 2 * tick, 0, None).sum(axis=1)))
+        left, right = _half_max_extent(np.maximum(ink[r], tick[r]))
+        xm = _centroid(tick)[0]
         # ends of the line are half a pixel inside the crossings
         return (xm - (left + 0.5)) / ((right - 0.5) - (left + 0.5))
     if task == "numerosity":
         # start-up time: this part of SciPy loads only where it is used
         from scipy.ndimage import label
 
-        _, count = label(
-            dark > 0.5 * dark.max()
-        )  # half-maximum; blur merges close dots: counts fall
+        ink = dark()
+        _, count = label(ink > 0.5 * ink.max())  # half-maximum; blur merges close dots: counts fall
         return float(count)
     if task == "maze_distance":
-        gx, gy = _centroid(green)
-        rx, ry = _centroid(red)
+        gx, gy = _centroid(green())
+        rx, ry = _centroid(red())
         return math.hypot(rx - gx, ry - gy) / UNIT_PX
     raise ValueError(f"task {task!r} has no image")
 
 
 def _centroid(weight: np.ndarray) -> tuple[float, float]:
     w = np.where(weight >= 0.5 * weight.max(), weight, 0.0)
-    yy, xx = np.mgrid[0 : w.shape[0], 0 : w.shape[1]]
+    # the index grids broadcast (the same products, summed in the same order as full grids)
+    xx, yy = np.arange(w.shape[1]), np.arange(w.shape[0])[:, None]
     return float((w * xx).sum() / w.sum()), float((w * yy).sum() / w.sum())
 
 
@@ -275,6 +287,9 @@ class SimSubject:
         self.kind = kind
         self.seed = seed
         self.name = f"sim:{kind}"
+        # perceive() is a pure function of its inputs: a trial re-perceives its whole context,
+        # so the percepts of the turns of the runs in flight are kept (least recently used out)
+        self._percepts: OrderedDict[tuple, tuple[float, float]] = OrderedDict()
 
     def perceive(self, task: str, turn: Turn, salt) -> tuple[float, float]:
         """Percept and its noise variance for one user turn.
@@ -300,6 +315,17 @@ class SimSubject:
         percept, variance : float
             The fused percept (task units) and its noise variance.
         """
+        key = (self.seed, task, turn.text, turn.png, salt)
+        hit = self._percepts.get(key)
+        if hit is not None:
+            self._percepts.move_to_end(key)
+            return hit
+        hit = self._percepts[key] = self._perceive(task, turn, salt)
+        if len(self._percepts) > PERCEPT_CACHE:
+            self._percepts.popitem(last=False)
+        return hit
+
+    def _perceive(self, task: str, turn: Turn, salt) -> tuple[float, float]:
         scale = SCALE[task]
         est, var = [], []
         if turn.text is not None:
