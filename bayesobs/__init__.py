@@ -29,6 +29,7 @@ _LAZY = {
 }
 # attribute -> module, loaded on first use (runner, posterior ... keep their short names)
 _SUBMODULES = {
+    "api": "api",
     "report": "report",
     "posterior": "fits.posterior",
     "hvs": "hvs",

@@ -71,7 +71,10 @@ class FitResult(NamedTuple):
 
 
 def fit_result(
-    trials: pd.DataFrame, options: FitOptions | None = None, response: str = "sampled"
+    trials: pd.DataFrame,
+    options: FitOptions | None = None,
+    response: str = "sampled",
+    normalized: bool = False,
 ) -> FitResult:
     """Fit the ten observer variants and the anchoring controls: the one path of every fit.
 
@@ -86,6 +89,10 @@ def fit_result(
         (default: :class:`~bayesobs.fits.fitoptions.FitOptions` ``()``).
     response : {"sampled", "expected"}
         As :func:`fit`.
+    normalized : bool
+        ``trials`` is already :func:`~bayesobs.trials.normalize_trials`' output
+        (as ``bayesobs fit`` reads it): it is not validated again, so no second
+        copy of a large table is held while it is fitted.
 
     Returns
     -------
@@ -103,7 +110,7 @@ def fit_result(
     options = options if options is not None else FitOptions()
     if response not in RESPONSES:
         raise ValueError(f"response must be one of {', '.join(RESPONSES)}, not {response!r}")
-    trials, left_out = magnitude_trials(normalize_trials(trials))
+    trials, left_out = magnitude_trials(trials if normalized else normalize_trials(trials))
     n_without = 0
     if response == "expected":
         trials, n_without = use_expected(trials)

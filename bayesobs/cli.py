@@ -273,7 +273,7 @@ def cmd_fit(args) -> int:
         print(
             f"note: {left_out} visual-search/perception trial(s) left out of the fits (see bayesobs score)"
         )
-    result = fit_result(trials, _fit_options(args), response=args.response)
+    result = fit_result(trials, _fit_options(args), response=args.response, normalized=True)
     if args.response == "expected":
         n_without = result.n_without_expected
         print(
