@@ -754,11 +754,7 @@ def score(
     if references or humans:
         res = res._replace(
             bayesbench=_with_reference_rows(
-                res.bayesbench,
-                magnitude,
-                humans,
-                references,
-                dict(non_oracle=non_oracle, options=opts),
+                res.bayesbench, magnitude, humans, references, opts, non_oracle
             )
         )
     return with_psychometric(
@@ -796,14 +792,16 @@ def paradigm_tables(paradigm, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
-def _with_reference_rows(bayesbench, magnitude, patterns, references, options) -> pd.DataFrame:
+def _with_reference_rows(
+    bayesbench, magnitude, patterns, references, opts: FitOptions, non_oracle
+) -> pd.DataFrame:
     """``bayesbench`` with the reference rows, scored by :func:`score` on the same cells."""
     humans = human_subjects(magnitude["subject"].unique(), patterns)
     kinds = ("random", "ideal") if references else ()
-    refs = reference_trials(magnitude, options["options"].seed, humans, kinds)
+    refs = reference_trials(magnitude, opts.seed, humans, kinds)
     ref_bb = None
     if len(refs):
-        ref_bb = score(refs, probe=False, **options).bayesbench
+        ref_bb = score(refs, probe=False, non_oracle=non_oracle, options=opts).bayesbench
     return with_references(bayesbench, ref_bb, humans)
 
 
