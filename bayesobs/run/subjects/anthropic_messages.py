@@ -70,10 +70,9 @@ from .openai_chat import (
     CachedReplies,
     ChatOptions,
     EmptyReply,
-    backoff,
     pause,
     redact,
-    retry_after,
+    retry_delay,
 )
 
 MIN_THINKING_BUDGET = 1024  # the API's least budget_tokens
@@ -498,21 +497,7 @@ class AnthropicSubject(CachedReplies):
 
     async def _wait(self, exc: Exception, attempt: int, waited: float) -> float:
         """Sleep before the next attempt; the new total wait.  Raises when attempts or time run out."""
-        o = self.options
-        what = self._describe(exc)
-        if attempt >= o.max_attempts:
-            raise SubjectError(self._redact(f"gave up after {attempt} attempts: {what}")) from None
-        delay = retry_after(exc)
-        if delay is None:
-            delay = backoff(attempt, o.backoff_s, o.backoff_cap_s)
-        delay = min(delay, o.backoff_cap_s)
-        if waited + delay > o.max_wait_s:
-            raise SubjectError(
-                self._redact(
-                    f"gave up after {attempt} attempts and {waited:.0f} s of waiting (the next "
-                    f"wait of {delay:.0f} s would pass --max-wait {o.max_wait_s:g}): {what}"
-                )
-            ) from None
+        delay = retry_delay(exc, self._describe(exc), attempt, waited, self.options, self._redact)
         await pause(delay)
         return waited + delay
 

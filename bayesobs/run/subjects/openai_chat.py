@@ -247,6 +247,56 @@ def backoff(attempt: int, base_s: float, cap_s: float) -> float:
     return min(cap_s, base_s * 2 ** min(attempt - 1, 64)) * random.uniform(0.5, 1.0)
 
 
+def retry_delay(
+    exc: Exception, what: str, attempt: int, waited: float, options: ChatOptions, redact_text
+) -> float:
+    """The wait before the next attempt of a failed request, or the error that ends it.
+
+    ``Retry-After`` when the provider gave a believable one (:func:`retry_after`),
+    else the backoff schedule (:func:`backoff`), capped at ``backoff_cap_s``.
+
+    Parameters
+    ----------
+    exc : Exception
+        The failure of this attempt.
+    what : str
+        The failure as one line, for the error message.
+    attempt : int
+        The attempt that failed (1 for the first).
+    waited : float
+        Seconds waited before earlier attempts of this request.
+    options : ChatOptions
+        ``max_attempts``, ``backoff_s``, ``backoff_cap_s`` and ``max_wait_s``.
+    redact_text : callable
+        The subject's redaction of its API key from a message.
+
+    Returns
+    -------
+    float
+        Seconds to wait.
+
+    Raises
+    ------
+    SubjectError
+        When the attempts are used up, or the wait would pass ``max_wait_s``.
+    """
+    if attempt >= options.max_attempts:
+        raise SubjectError(redact_text(f"gave up after {attempt} attempts: {what}")) from None
+    delay = retry_after(exc)
+    if delay is None:
+        delay = backoff(attempt, options.backoff_s, options.backoff_cap_s)
+    delay = min(delay, options.backoff_cap_s)
+    if waited + delay > options.max_wait_s:
+        raise SubjectError(
+            redact_text(
+                f"gave up after {attempt} attempts and {waited:.0f} s of waiting "
+                f"(the next wait of {delay:.0f} s would pass --max-wait "
+                f"{options.max_wait_s:g}): {what}"
+            )
+        ) from None
+    return delay
+
+
 async def pause(seconds: float) -> None:
     """Wait between attempts (one place, so tests can count the waits instead of sleeping).
 
@@ -841,22 +891,7 @@ class OpenAIChatSubject(CachedReplies):
                 else:
                     status = getattr(exc, "status_code", None)
                     what = f"{type(exc).__name__} ({status}): {exc}"
-                if attempt >= self.options.max_attempts:
-                    raise SubjectError(
-                        self._redact(f"gave up after {attempt} attempts: {what}")
-                    ) from None
-                delay = retry_after(exc)
-                if delay is None:
-                    delay = backoff(attempt, self.options.backoff_s, self.options.backoff_cap_s)
-                delay = min(delay, self.options.backoff_cap_s)
-                if waited + delay > self.options.max_wait_s:
-                    raise SubjectError(
-                        self._redact(
-                            f"gave up after {attempt} attempts and {waited:.0f} s of waiting "
-                            f"(the next wait of {delay:.0f} s would pass --max-wait "
-                            f"{self.options.max_wait_s:g}): {what}"
-                        )
-                    ) from None
+                delay = retry_delay(exc, what, attempt, waited, self.options, self._redact)
                 await pause(delay)
                 waited += delay
                 continue
