@@ -209,3 +209,36 @@ def test_bootstrap_same_seed_same_numbers():
     np.testing.assert_allclose(a["nrmse_multimodal_lo"], np.percentile(reps, 16, axis=1))
     np.testing.assert_allclose(a["nrmse_multimodal_hi"], np.percentile(reps, 84, axis=1))
     assert (a["nrmse_multimodal_hi"] > a["nrmse_multimodal_lo"]).all()  # not degenerate
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_forest_predict_is_scikit_learns_random_forest_bit_for_bit(seed):
+    """issue 32: the probe's forest, built tree by tree, equals RandomForestRegressor exactly.
+
+    Ties (rounded features), several sizes, leaf sizes and tree counts, and a
+    second fit with the same cached seeds; inputs with NaN take the forest itself.
+    """
+    from sklearn.ensemble import RandomForestRegressor
+
+    from bayesobs.scores.cue import forest_predict
+
+    rng = np.random.default_rng(seed)
+    for n, features, trees, leaf, decimals in [
+        (96, 2, 30, 3, 1),
+        (96, 2, 30, 3, 2),
+        (37, 3, 5, 1, 0),
+    ]:
+        X = np.round(rng.normal(size=(n, features)), decimals)
+        y = np.round(X.sum(1) + rng.normal(size=n), 2)
+        X_test = rng.normal(size=(24, features))
+        want = (
+            RandomForestRegressor(n_estimators=trees, min_samples_leaf=leaf, random_state=seed)
+            .fit(X, y)
+            .predict(X_test)
+        )
+        for _ in range(2):  # the second time from the cached seeds and bootstrap counts
+            got = forest_predict(X, y, X_test, trees, seed, leaf)
+            assert np.array_equal(got, want)
+    X[0, 0] = np.nan  # scikit-learn's own path (missing values) for inputs that are not finite
+    want = RandomForestRegressor(n_estimators=4, min_samples_leaf=1, random_state=seed)
+    assert np.array_equal(forest_predict(X, y, X_test, 4, seed, 1), want.fit(X, y).predict(X_test))
