@@ -176,8 +176,9 @@ def controls_table(controls: ControlBatch, fits: pd.DataFrame) -> pd.DataFrame:
     kal = f[f["variant"].isin(KALMAN_VARIANTS)].groupby(keys, sort=False)["aic"].min()
     rows = []
     cells = controls.cells
+    key_cols = {k: list(cells[k]) for k in keys}  # read once (Arrow element access is slow)
     for c in range(len(cells)):
-        key = {k: cells[k].iat[c] for k in keys}
+        key = {k: col[c] for k, col in key_cols.items()}
         for j, (name, _) in enumerate(CONTROLS):
             reason = controls.skipped[c, j]
             if reason:

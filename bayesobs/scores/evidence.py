@@ -354,8 +354,11 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
             best10 = np.nanmin(np.where(fitted, batch.aic[:, 0, :], np.nan), axis=1, initial=np.inf)
             best_ref = np.nanmin(np.where(np.isfinite(ref), ref, np.nan), axis=1, initial=np.inf)
             d_aic = np.where(np.isfinite(best10) & np.isfinite(best_ref), best10 - best_ref, np.nan)
+    # column values read once (element access on Arrow-backed columns is slow)
+    key_cols = {kk: list(batch.cells[kk]) for kk in CELL_KEYS}
+    level_col = list(batch.cells["level"]) if has_level else None
     for c in range(len(batch.cells)):
-        key = {kk: batch.cells[kk].iat[c] for kk in CELL_KEYS}
+        key = {kk: col[c] for kk, col in key_cols.items()}
         for i, f in enumerate(FACTORS):
             row = {**key, "factor": f, "p": p[c, 0, i]}
             if B:
@@ -366,7 +369,7 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
                     p_hi=np.nan if empty else hi[c, i],
                 )
             if has_level:  # METHOD §10: the joint fit's evidence, on each level's row
-                row["level"] = batch.cells["level"].iat[c]
+                row["level"] = level_col[c]
             row.update(
                 p_floor=floor[c, i],
                 p_ceiling=ceiling[c, i],
