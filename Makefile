@@ -19,12 +19,15 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed
 
 ## demo: the BayesBench protocol on the four simulated observers and the visual-search
-## protocol on the three simulated searchers, then every score and the report
+## protocol on the three simulated searchers (side by side: they are independent, and a
+## second core halves their wait; the search one without a progress bar), then every
+## score and the report
 demo: $(VENV)/.installed
-	$(BIN)/bayesobs sweep tasks/bayesbench.toml --subject sim:bayesian --subject sim:antibayes \
-		--subject sim:kalman --subject sim:linear --out $(DEMO)/run
 	$(BIN)/bayesobs sweep tasks/visual_search.toml --subject sim:parallel --subject sim:serial \
-		--subject sim:random --trials 20 --out $(DEMO)/search
+		--subject sim:random --trials 20 --out $(DEMO)/search --no-progress & search=$$!; \
+	$(BIN)/bayesobs sweep tasks/bayesbench.toml --subject sim:bayesian --subject sim:antibayes \
+		--subject sim:kalman --subject sim:linear --out $(DEMO)/run; status=$$?; \
+	wait $$search && exit $$status
 	$(BIN)/bayesobs score $(DEMO)/run $(DEMO)/search --bootstrap 30 --out $(DEMO)/scores
 	$(BIN)/bayesobs report $(DEMO)/scores --out $(DEMO)/report
 	@echo "trials: $(DEMO)/run/trials.jsonl  scores: $(DEMO)/scores/"

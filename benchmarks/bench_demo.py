@@ -5,11 +5,12 @@ Usage::
     .venv/bin/python benchmarks/bench_demo.py [--out DIR] [--keep]
 
 Runs the demo's four commands (the Makefile's ``demo`` target: the BayesBench
-protocol on four simulated observers, the visual-search protocol on three
-simulated searchers, ``score --bootstrap 30`` of both, ``report``) into a
-temporary folder (or ``--out``), and prints each command's wall and CPU
-seconds, the total, and the total beside the target and the peer
-(:func:`common.yardstick`, timed in the same run).
+protocol on four simulated observers and the visual-search protocol on three
+simulated searchers, side by side as the Makefile runs them, then ``score
+--bootstrap 30`` of both and ``report``) into a temporary folder (or
+``--out``), and prints each stage's wall and CPU seconds (the two sweeps: one
+stage, their CPU summed), the total, and the total beside the target and the
+peer (:func:`common.yardstick`, timed in the same run).
 """
 
 from __future__ import annotations
@@ -61,6 +62,15 @@ def demo_commands(d: Path) -> list[tuple[str, list[str]]]:
     ]
 
 
+def demo_stages(commands):
+    """The commands as the Makefile runs them: the two sweeps side by side, then one by one."""
+    sweeps = [(n, a) for n, a in commands if a[0] == "sweep"]
+    rest = [(n, a) for n, a in commands if a[0] != "sweep"]
+    return [(" + ".join(n for n, _ in sweeps), [a for _, a in sweeps])] + [
+        (n, [a]) for n, a in rest
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="demo folder (default: a temporary folder, removed)")
@@ -72,17 +82,22 @@ def main() -> int:
         stages = {}
         total = 0.0
         print(f"make demo's commands into {d} ({load()})")
-        for name, argv in demo_commands(d):
+        for name, argvs in demo_stages(demo_commands(d)):
             cpu0, t0 = children_cpu(), time.perf_counter()
-            subprocess.run(
-                [str(exe), *argv, *(["--no-progress"] if argv[0] != "report" else [])],
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
+            procs = [
+                subprocess.Popen(
+                    [str(exe), *argv, *(["--no-progress"] if argv[0] != "report" else [])],
+                    stdout=subprocess.DEVNULL,
+                )
+                for argv in argvs
+            ]
+            for proc, argv in zip(procs, argvs, strict=True):
+                if proc.wait():
+                    raise subprocess.CalledProcessError(proc.returncode, argv)
             wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
             stages[name] = {"wall_seconds": wall, "cpu_seconds": cpu}
             total += wall
-            print(f"  {name:40s} {wall:7.1f} s wall  {cpu:7.1f} s CPU")
+            print(f"  {name:60s} {wall:7.1f} s wall  {cpu:7.1f} s CPU")
     peer = yardstick()
     line = result(
         "make demo (4 commands)",
