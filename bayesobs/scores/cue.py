@@ -366,7 +366,7 @@ def _tree_seeds(seed: int, trees: int) -> tuple[int, ...]:
     return tuple(int(rng.randint(_TREE_SEED_BOUND)) for _ in range(trees))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)  # 30 trees x 17 training sizes; 8 bytes a row each
 def _bootstrap_counts(tree_seed: int, n: int) -> np.ndarray:
     """How often each of ``n`` training rows is in the forest's bootstrap sample of one tree."""
     rows = np.random.RandomState(tree_seed).randint(0, n, n).astype(np.int32)
@@ -375,7 +375,7 @@ def _bootstrap_counts(tree_seed: int, n: int) -> np.ndarray:
     return counts
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)  # about 5 kB each
 def _seed_state(tree_seed: int) -> tuple:
     """The state of ``numpy.random.RandomState(tree_seed)`` (creating one costs ~0.1 ms)."""
     return np.random.RandomState(tree_seed).get_state()
