@@ -29,7 +29,7 @@ from bayesobs.run.fakebatch import FakeBatchServer, Fate, always, check_input, h
 from bayesobs.run.fakeserver import Answer
 from bayesobs.run.plan import load_protocol, plan
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]
 # what the subject was shown and answered (timing, attempts and batch_id differ by design)
 SAME = [
