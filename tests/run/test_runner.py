@@ -302,6 +302,10 @@ def test_context_reversed_and_none(tmp_path):
     assert s.loc[("context_short", 5), "context_trials"] == [2, 3, 4]
 
 
+# slow: three CLI processes run the whole BayesBench protocol (2,352 trials each, ~14 s of CPU);
+# the fast tier keeps the deterministic resume checks (test_torn_line_is_cut_and_redone_on_resume,
+# run/test_runner_integrity.py's torn tails and redone trials)
+@pytest.mark.slow
 def test_resume_after_kill_loses_nothing_and_doubles_nothing(tmp_path):
     cmd = [
         sys.executable,
