@@ -284,10 +284,6 @@ def test_local_message_batches_server_lists_cancels_and_refuses_bad_ids():
 
 
 @pytest.mark.slow
-# slow: up to four CLI processes (each pays Python's and the package's start-up) killed at random
-# moments, a new seed each run; the fast tier keeps the deterministic kill between creating a
-# batch and logging it (test_a_batch_created_but_not_logged_before_a_kill_is_found_not_resubmitted)
-@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_nothing_and_doubles_nothing(tmp_path):
     """Killed while Message Batches are created, polled and collected; restarted; as if never."""
     seed = int.from_bytes(os.urandom(4), "little")
