@@ -38,10 +38,20 @@ def out(tmp_path_factory):
     return d
 
 
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """The same command at two replicates and no study-sized bootstrap: the fast tier's run."""
+    d = tmp_path_factory.mktemp("design-small") / "d"
+    argv = ["design", "tasks/bayesbench.toml", "--reps", "2", "--trials", "20,40"]
+    assert main([*argv, "--bootstrap", "2", "--out", str(d)]) == 0
+    return d
+
+
 def _read(out, name):
     return pd.read_csv(out / f"{name}.csv")
 
 
+@pytest.mark.slow  # the recovery study (20 replicates x 3 trial counts)
 def test_writes_every_table_and_figure(out):
     for name in TABLES:
         assert (out / f"{name}.csv").stat().st_size > 0
@@ -61,6 +71,20 @@ def test_writes_every_table_and_figure(out):
     }
 
 
+def test_a_small_design_writes_every_table_and_figure(small):
+    for name in TABLES:
+        assert (small / f"{name}.csv").stat().st_size > 0
+    assert (small / "figures" / "confusion.png").stat().st_size > 0
+    assert (small / "figures" / "power.png").stat().st_size > 0
+    conf = _read(small, "confusion")
+    sums = conf.groupby(["task", "trials", "true"])["rate"].sum()
+    assert np.allclose(sums, 1.0)
+    assert set(conf["true"]) == set(TRUE_MODELS) and set(conf["best"]) <= set(CANDIDATES)
+    assert set(conf["trials"]) == {20, 40}
+    assert list(_read(small, "summary")["trials"]) == [20, 40]
+
+
+@pytest.mark.slow  # the recovery study (20 replicates x 3 trial counts)
 def test_confusion_diagonal_at_the_papers_design(out):
     """40 trials x 3 session types x 1 run, noise 0.1 of the session width."""
     conf = _read(out, "confusion")
@@ -72,6 +96,7 @@ def test_confusion_diagonal_at_the_papers_design(out):
     assert diag.set_index("true").loc["anchor", "rate"] >= 0.8
 
 
+@pytest.mark.slow  # the recovery study (20 replicates x 3 trial counts)
 def test_bayesian_floor_and_gain_reading_of_linear_observers(out):
     f = _read(out, "factors")
     lin = f[(f["true"] == "linear") & (f["factor"] == "bayesian")]
@@ -88,6 +113,7 @@ def test_bayesian_floor_and_gain_reading_of_linear_observers(out):
     assert (w["p_present"] > 0.9).all() and (w["p_absent"] < 0.1).all()
 
 
+@pytest.mark.slow  # the recovery study (20 replicates x 3 trial counts)
 def test_parameter_recovery_improves_with_trials(out):
     r = _read(out, "recovery").set_index(["variant", "param", "trials"]).sort_index()
     for variant, param in (("static", "w_prior"), ("kalman", "log_rho"), ("static_gain", "g")):
@@ -96,6 +122,7 @@ def test_parameter_recovery_improves_with_trials(out):
         assert abs(r.loc[(variant, param, 80), "bias"]) < 2 * sd.loc[80]
 
 
+@pytest.mark.slow  # the recovery study (20 replicates x 3 trial counts)
 def test_bcs_power_rises_with_trials(out):
     p = _read(out, "power")
     pw = p[p["shift"] == 0.05].groupby("trials")[["right_s", "right_s_p"]].mean()
@@ -106,18 +133,19 @@ def test_bcs_power_rises_with_trials(out):
     assert s.loc[80, "diagonal_mean"] >= s.loc[20, "diagonal_mean"]
 
 
+@pytest.mark.slow  # the recovery study (20 replicates x 3 trial counts)
 def test_controls_summary_separates_anchor_from_kalman(out):
     c = _read(out, "controls").set_index(["trials", "true"]).sort_index()
     assert c.loc[(80, "anchor"), "beats_kalman"] > 0.9
     assert c.loc[(80, "kalman"), "beats_kalman"] < 0.1
 
 
-def test_confusion_figure_draws_into_given_axes(out):
+def test_confusion_figure_draws_into_given_axes(small):
     from matplotlib.figure import Figure
 
     fig = Figure()
     axes = fig.subplots(1, 3)
-    assert confusion_figure(_read(out, "confusion"), axes=axes) is fig
+    assert confusion_figure(_read(small, "confusion"), axes=axes) is fig
     assert axes[0].get_title() == "all: 20 trials per run"
 
 

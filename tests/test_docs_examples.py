@@ -29,7 +29,7 @@ ELSEWHERE = {
     "bayesobs run TASK --subject SUBJECT [--modality M ...] [--condition C ...] [--trials N] [--runs R] [--out DIR]": "test_cli_fit.py::test_every_command_is_listed_and_has_help",
     "bayesobs sweep tasks/bayesbench.toml --subject SUBJECT [--subject ...] --out DIR": "test_batch.py::test_batch_sweep_of_the_full_bayesbench_protocol_matches_live",
     "bayesobs serve tasks/line_ratio.toml --out DIR [--host 127.0.0.1] [--port 8000] [--condition base --condition noise_constant ...] [--order counterbalanced|fixed] [--minutes M] [--catch-every N] [--allow-host NAME ...]": "test_safety.py::test_two_writers_on_one_folder_are_refused_for_every_pair",
-    "bayesobs export jspsych tasks/line_ratio.toml --out DIR --platform jatos|pavlovia|cognition|prolific|local [--order counterbalanced|fixed] [--break-every N] [--completion-code CODE] [--prolific-code CODE] [--datapipe ID] [--minutes M] [--catch-every N]": "test_human_study.py::test_platform_export_saves_the_data_where_fit_and_score_read_it",
+    "bayesobs export jspsych tasks/line_ratio.toml --out DIR --platform jatos|pavlovia|cognition|prolific|local [--order counterbalanced|fixed] [--break-every N] [--completion-code CODE] [--prolific-code CODE] [--datapipe ID] [--minutes M] [--catch-every N]": "test_web_study.py::test_platform_export_saves_the_data_where_fit_and_score_read_it",
     "bayesobs fit TRIALS... --out DIR [--bootstrap 30] [--seed 0] [--resample pooled|stratified] [--map NEW=OLD ...] [--where EXPR] [--missing-where EXPR] [--columns NAME,...] [--interleaved COL] [--lapse] [--exclude RULE ...] [--transfer A:B]": "test_cli_fit.py::test_fit_writes_contract_files",
     "bayesobs fit TRIALS... --out DIR --method posterior [--hierarchical] [--chains 4 --warmup 500 --draws 500] [--variant static ...]": "test_posterior.py::test_cli_posterior_writes_tables_netcdf_and_bcs",
     "bayesobs score TRIALS... --out DIR [--bootstrap 30] [--seed 0] [--resample pooled|stratified] [--non-oracle response|error] [--no-probe] [--interleaved COL] [--lapse] [--no-references] [--humans PATTERN]... (and the trial options of fit)": "test_scores.py::test_score_cli_writes_contract_tables_and_leaderboard",
@@ -43,8 +43,8 @@ ELSEWHERE = {
     "python -m llama_cpp.server --model": "test_real_model.py::test_the_docs_local_model_command_runs",
     "bayesobs run line_ratio --modality text --subject openai:smollm2 --base-url http://127.0.0.1:8080/v1 --trials 4 --out runs/smollm2": "test_real_model.py::test_the_docs_local_model_command_runs",
     # Claude: against the local Messages server, read from docs/llm-runs.md
-    "bayesobs run line_ratio --modality text --modality image --subject anthropic:claude-sonnet-4-5 --out runs/claude": "test_anthropic.py::test_the_docs_claude_commands_run_against_the_local_messages_server",
-    "bayesobs sweep tasks/bayesbench.toml --subject anthropic:claude-sonnet-4-5 --out runs/bayesbench-claude --dry-run": "test_anthropic.py::test_the_docs_claude_commands_run_against_the_local_messages_server",
+    "bayesobs run line_ratio --modality text --modality image --subject anthropic:claude-sonnet-4-5 --out runs/claude": "test_anthropic_messages.py::test_the_docs_claude_commands_run_against_the_local_messages_server",
+    "bayesobs sweep tasks/bayesbench.toml --subject anthropic:claude-sonnet-4-5 --out runs/bayesbench-claude --dry-run": "test_anthropic_messages.py::test_the_docs_claude_commands_run_against_the_local_messages_server",
     # Gemini: Google's endpoint and a key file; the key-file path against the local server
     "bayesobs sweep tasks/bayesbench.toml --subject openai:gemini-2.5-flash --base-url https://generativelanguage.googleapis.com/v1beta/openai/ --api-key-file ~/.gemini-key --out runs/bayesbench-gemini": "test_safety.py::test_a_key_echoed_by_the_server_is_written_nowhere",
     # a participant server runs until stopped: served studies are driven through its app
@@ -130,7 +130,10 @@ def test_every_listed_example_is_in_the_docs_and_its_test_exists():
     assert not set(ELSEWHERE) - shown, "listed but gone from the docs"
     for where in set(ELSEWHERE.values()):
         file, name = where.split("::")
-        assert re.search(rf"^def {name}\(", (ROOT / "tests" / file).read_text(), re.M), where
+        # test files live in folders that mirror the package; their basenames are unique
+        found = sorted((ROOT / "tests").rglob(file))
+        assert len(found) == 1, f"{where}: {len(found)} test files named {file}"
+        assert re.search(rf"^def {name}\(", found[0].read_text(), re.M), where
 
 
 def _subcommand(argv: list[str]) -> tuple[list[str], argparse.ArgumentParser]:

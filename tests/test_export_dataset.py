@@ -14,7 +14,6 @@ from bayesobs.run.store import FolderLock
 from bayesobs.trials import read_trials
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local folders only: never the Hub
-datasets = pytest.importorskip("datasets")
 
 PROTOCOL = """
 [[experiment]]
@@ -42,6 +41,8 @@ def experiment(tmp_path_factory):
 
 
 def _load(*args, tmp_path, **kwargs):
+    # imported here, not at collection: ~0.8 s of CPU that only the loading tests need
+    datasets = pytest.importorskip("datasets")
     ds = datasets.load_dataset(*args, cache_dir=str(tmp_path / "hf"), **kwargs)
     return ds["train"].to_pandas()
 

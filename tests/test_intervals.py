@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from statsmodels.stats.proportion import proportion_confint
 
 from bayesobs.intervals import wilson
 from bayesobs.scores import perception, search
@@ -13,6 +12,9 @@ K = np.array([0, 2, 1, 7, 0, 5, 10, 36, 0, 100, 999])
 
 @pytest.mark.parametrize("fn", [wilson, search.wilson, perception.wilson])
 def test_wilson_is_statsmodels_wilson_with_exact_edges(fn):
+    # imported here, not at collection: statsmodels costs ~1 s of CPU per process
+    from statsmodels.stats.proportion import proportion_confint
+
     lo, hi = fn(K, N)
     ref_lo, ref_hi = proportion_confint(K, N, alpha=0.05, method="wilson")
     np.testing.assert_allclose(lo, ref_lo, rtol=1e-12, atol=1e-15)

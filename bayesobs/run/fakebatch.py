@@ -92,6 +92,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from .fakeserver import (
     ANTHROPIC_ERROR_TYPES,
+    POLL_S,
     Answer,
     LocalServer,
     Script,
@@ -404,7 +405,9 @@ class FakeBatchServer(LocalServer):
 
         self._httpd = QuietServer((host, port), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": POLL_S}, daemon=True
+        )
 
     # ------------------------------------------------------------ routes
     def chat(self, data: bytes) -> tuple[int, dict | bytes]:

@@ -229,6 +229,9 @@ def reasoning(
 
 
 LLAMACPP_CONTEXT = 4096  # tokens: where an unbounded llama.cpp reply stops
+# seconds between the serving thread's checks for shutdown (the standard library's 0.5 s made
+# every `with FakeChatServer(...)` wait up to half a second on exit)
+POLL_S = 0.02
 
 
 def llamacpp(text: str = "0.5") -> Script:
@@ -732,7 +735,9 @@ class FakeChatServer(LocalServer):
 
         self._httpd = _QuietServer((host, port), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": POLL_S}, daemon=True
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ import bayesobs
 from bayesobs.cli import main
 from bayesobs.run.fakeserver import Answer, FakeChatServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]
 
 

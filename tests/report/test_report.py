@@ -24,7 +24,7 @@ from bayesobs.trials import normalize_trials
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "exp"
     bayesobs.sweep(
-        Path(__file__).resolve().parents[1] / "tasks" / "bayesbench.toml",
+        Path(__file__).resolve().parents[2] / "tasks" / "bayesbench.toml",
         ["sim:bayesian", "sim:linear"],
         out,
         trials=12,
@@ -264,7 +264,7 @@ def base_only(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("human") / "exp"
     run_task(
-        Path(__file__).resolve().parents[1] / "tasks" / "line_ratio.toml",
+        Path(__file__).resolve().parents[2] / "tasks" / "line_ratio.toml",
         ["sim:bayesian", "sim:linear"],
         out,
         None,

@@ -16,7 +16,7 @@ import bayesobs
 from bayesobs.cli import main
 from bayesobs.web import ParticipantServer, running
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
 )

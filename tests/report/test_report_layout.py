@@ -16,7 +16,7 @@ from bayesobs.report import figures as F
 from bayesobs.report.html import bcs_not_available, constant_subjects
 from bayesobs.scores import Scores
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -302,6 +302,10 @@ def test_context_reversed_and_none(tmp_path):
     assert s.loc[("context_short", 5), "context_trials"] == [2, 3, 4]
 
 
+# slow: three CLI processes run the whole BayesBench protocol (2,352 trials each, ~14 s of CPU);
+# the fast tier keeps the deterministic resume checks (test_torn_line_is_cut_and_redone_on_resume,
+# run/test_runner_integrity.py's torn tails and redone trials)
+@pytest.mark.slow
 def test_resume_after_kill_loses_nothing_and_doubles_nothing(tmp_path):
     cmd = [
         sys.executable,
@@ -317,7 +321,7 @@ def test_resume_after_kill_loses_nothing_and_doubles_nothing(tmp_path):
         str(tmp_path / "killed"),
         "--no-progress",
     ]
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log = tmp_path / "killed" / "trials.jsonl"
     deadline = time.time() + 60
@@ -367,7 +371,7 @@ def test_resume_refuses_a_different_experiment(tmp_path, capsys):
 def test_bcs_sign_of_simulated_observers(tmp_path):
     """sim:bayesian is Bayes-consistent (BCS > 0), sim:antibayes is not (BCS < 0)."""
     proto = tmp_path / "proto.toml"
-    root = Path(__file__).resolve().parents[1] / "tasks"
+    root = Path(__file__).resolve().parents[2] / "tasks"
     conds = '["base", "steer_verbal", "steer_numeric", "noise_constant", "noise_gradual", "context_long"]'
     proto.write_text(
         "".join(
@@ -437,7 +441,7 @@ def test_planning_shows_progress_and_the_total_before_any_trial(tmp_path, capsys
     proto = tmp_path / "p.toml"
     proto.write_text(
         "".join(
-            f'[[experiment]]\nspec = "{Path(__file__).resolve().parents[1] / "tasks" / t}.toml"\nmodalities = ["text"]\n\n'
+            f'[[experiment]]\nspec = "{Path(__file__).resolve().parents[2] / "tasks" / t}.toml"\nmodalities = ["text"]\n\n'
             for t in ("line_ratio", "numerosity")
         )
     )

@@ -29,7 +29,7 @@ from bayesobs.run.fakebatch import FakeBatchServer, Fate, always, check_input, h
 from bayesobs.run.fakeserver import Answer
 from bayesobs.run.plan import load_protocol, plan
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]
 # what the subject was shown and answered (timing, attempts and batch_id differ by design)
 SAME = [
@@ -316,6 +316,10 @@ def _kill_cmd(url, proto, out):
     ]
 
 
+# slow: up to four CLI processes (each pays Python's and the package's start-up) killed at random
+# moments, a new seed each run; the fast tier keeps the deterministic kill between creating a
+# batch and logging it (test_a_batch_created_but_not_logged_before_a_kill_is_found_not_resubmitted)
+@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_nothing_and_doubles_nothing(tmp_path):
     """Killed while batches are submitted, polled and collected; restarted; as if never killed."""
     seed = int.from_bytes(os.urandom(4), "little")  # conftest resets random: a new seed each run

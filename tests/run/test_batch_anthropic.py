@@ -26,7 +26,7 @@ from bayesobs.run import batch as B
 from bayesobs.run.fakebatch import FakeBatchServer, Fate, always, hashed
 from bayesobs.run.fakeserver import Answer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]
 SAME = [
     "stimulus",

@@ -21,7 +21,7 @@ import bayesobs.run.store
 from bayesobs.cli import main
 from bayesobs.web import ParticipantServer, running
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tasks"
 # what a model is told and a person must never read
 MODEL_TEXT = re.compile(

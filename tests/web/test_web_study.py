@@ -18,7 +18,7 @@ from conftest import chromium_browser
 from bayesobs.cli import main
 from bayesobs.web import ParticipantServer, running
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "tasks" / "line_ratio.toml"
 
 

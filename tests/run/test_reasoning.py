@@ -19,7 +19,7 @@ from bayesobs.cli import main
 from bayesobs.run.fakeserver import FakeChatServer, legacy, llamacpp, reasoning
 from bayesobs.run.reasoning import DEFAULT_REASONING_BUDGET
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "tasks" / "line_ratio.toml")
 
 

@@ -123,14 +123,16 @@ def test_cli_lapse_flag(tmp_path):
     assert all("lapse" in decode_params(p) for p in fits["params"])
 
 
-def test_score_with_lapse_uses_the_lapse_fits(tmp_path):
+# the reference rows are fitted with --lapse too: ~15 s of CPU, so the fast tier leaves them out
+@pytest.mark.parametrize(
+    "extra", [["--no-references"], pytest.param([], marks=pytest.mark.slow, id="references")]
+)
+def test_score_with_lapse_uses_the_lapse_fits(tmp_path, extra):
     path = tmp_path / "t.csv"
     _lapsing_static(2).to_csv(path, index=False)
     out = tmp_path / "s"
-    assert (
-        main(["score", str(path), "--lapse", "--bootstrap", "0", "--no-probe", "--out", str(out)])
-        == 0
-    )
+    argv = ["score", str(path), "--lapse", "--bootstrap", "0", "--no-probe", "--out", str(out)]
+    assert main([*argv, *extra]) == 0
     fits = pd.read_csv(out / "fits.csv")
     p = decode_params(fits.set_index("variant").loc["static", "params"])
     assert p["lapse"] > 0.03 and p["w_prior"] == pytest.approx(0.5, abs=0.05)

@@ -198,7 +198,7 @@ def test_the_jspsych_export_refuses_questions_built_from_answers(tmp_path, monke
 
     line_ratio = TASKS["line_ratio"]
     monkeypatch.setattr(line_ratio, "follows", lambda self, stim: stim.value > 0.5)
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     args = ["export", "jspsych", str(root / "tasks" / "line_ratio.toml"), "--trials", "3"]
     assert main([*args, "--out", str(tmp_path / "y")]) == 2
     err = capsys.readouterr().err.strip()
