@@ -1331,7 +1331,8 @@ def _run_options(args) -> dict:
         "cache_scope": args.cache_scope,
         "concurrency": args.concurrency,
         "max_concurrency": args.max_concurrency,
-        "progress": _progress(args),
+        # a bar on a terminal; plain lines into a log file (a long run shows signs of life)
+        "progress": _progress(args) or ("lines" if not args.no_progress else False),
         "dry_run": args.dry_run,
         "batch": {"poll_max": args.poll_max} if args.batch else None,
     }, chat

@@ -32,6 +32,8 @@ from .ablations import (
     blur_schedule,
     condition,
 )
+from .progress import bar as progress_bar
+from .progress import plan_line
 from .subjects import parse_subject
 
 SPEC_KEYS = {
@@ -602,20 +604,23 @@ def plan(
     return out
 
 
-def plan_all(jobs: list[tuple[dict, dict]], progress: bool = False) -> list[Session]:
+def plan_all(jobs: list[tuple[dict, dict]], progress: bool | str = False) -> list[Session]:
     """:func:`plan` of several ``(spec, keyword arguments)`` jobs, with a progress bar.
 
     Making the stimuli (rendering every image) is the slow part of a large
     protocol (Tunnel Vision's 1,475 questions per subject and modality); with
-    ``progress`` a bar over the session runs shows it from the start, and a
-    line gives the total planned.
+    ``progress`` a line naming the plan comes first
+    (:func:`bayesobs.run.progress.plan_line`: tasks, subjects, cells, trials),
+    then a bar over the session runs shows the stimuli being made, and a line
+    gives the total planned.
 
     Parameters
     ----------
     jobs : list of (dict, dict)
         ``(spec, keyword arguments of plan)`` pairs.
-    progress : bool, default False
-        Show a bar on stderr and a closing line with the counts and time.
+    progress : bool or str, default False
+        Show the lines and a bar on stderr (``"lines"``: plain lines instead
+        of the bar, for a log file).
 
     Returns
     -------
@@ -624,26 +629,25 @@ def plan_all(jobs: list[tuple[dict, dict]], progress: bool = False) -> list[Sess
     """
     if not progress:
         return [x for spec, kw in jobs for x in plan(spec, **kw)]
-    from tqdm.auto import tqdm  # start-up time: tqdm loads only when a bar is shown
 
     def runs_of(spec: dict, kw: dict) -> int:
         n = kw.get("runs") if kw.get("runs") is not None else spec.get("runs", 1)
         return len(spec.get("sessions", ())) * (n if isinstance(n, int) and n > 0 else 1)
 
     t0 = time.perf_counter()
+    print(plan_line(jobs), file=sys.stderr, flush=True)
     total = sum(runs_of(spec, kw) for spec, kw in jobs)
     tasks = ", ".join(dict.fromkeys(str(spec.get("task")) for spec, _ in jobs))
-    with tqdm(
-        total=total, unit="session run", desc=f"making stimuli ({tasks})", file=sys.stderr
-    ) as bar:
+    with progress_bar(progress, total, f"making stimuli ({tasks})", "session run") as b:
         sessions = [
-            x for spec, kw in jobs for x in plan(spec, **kw, planned=lambda _n: bar.update(1))
+            x for spec, kw in jobs for x in plan(spec, **kw, planned=lambda _n: b.update(1))
         ]
     n_trials = sum(len(x.stimuli) for x in sessions)
     print(
         f"planned {len(sessions):,} session(s), {n_trials:,} trial(s) in "
         f"{time.perf_counter() - t0:.1f} s",
         file=sys.stderr,
+        flush=True,
     )
     return sessions
 
