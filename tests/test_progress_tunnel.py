@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bayesobs.cli import main
 from bayesobs.run import progress
 from bayesobs.run.subjects import tunnel_sim
@@ -15,7 +17,7 @@ SUBJECTS = ("sim:matcher", "sim:chainer", "sim:tracer")
 def test_sweep_names_the_plan_before_the_first_trial_and_prints_the_total(
     tmp_path, capsys, monkeypatch
 ):
-    """Into a log (stderr not a terminal): plain lines, the plan first, the total last."""
+    """Into a log (stderr not a terminal) with --progress: plain lines, the plan first, the total last."""
     seen: list[str] = []  # stderr written before the first trial was answered
     answer = tunnel_sim.TunnelSubject.answer
 
@@ -30,7 +32,7 @@ def test_sweep_names_the_plan_before_the_first_trial_and_prints_the_total(
         f'[[experiment]]\nspec = "{TASKS / "object_reid.toml"}"\n\n'
         f'[[experiment]]\nspec = "{TASKS / "circuits.toml"}"\n'
     )
-    args = ["sweep", str(proto), "--out", str(tmp_path / "o"), "--trials", "1"]
+    args = ["sweep", str(proto), "--out", str(tmp_path / "o"), "--trials", "1", "--progress"]
     assert main([*args, *(x for s in SUBJECTS for x in ("--subject", s))]) == 0
     rest = capsys.readouterr()
 
@@ -56,12 +58,18 @@ def test_sweep_names_the_plan_before_the_first_trial_and_prints_the_total(
     assert err.splitlines()[-1].startswith("total: 0 trial(s) logged (18 already logged)")
 
 
-def test_no_progress_keeps_stderr_quiet(tmp_path, capsys):
+@pytest.mark.parametrize("flag", [[], ["--no-progress"]])
+def test_without_progress_a_log_stays_quiet(tmp_path, capsys, flag):
+    """Not a terminal and no --progress (or --no-progress): stderr holds nothing (errors alone)."""
     proto = tmp_path / "tiny.toml"
     proto.write_text(f'[[experiment]]\nspec = "{TASKS / "circuits.toml"}"\n')
     args = ["sweep", str(proto), "--subject", "sim:tracer", "--trials", "1"]
-    assert main([*args, "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    assert main([*args, "--out", str(tmp_path / "o"), *flag]) == 0
     assert capsys.readouterr().err == ""
+    assert main([*args, "--out", str(tmp_path / "o"), "--progress", "--no-progress"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "bayesobs: error: give --progress or --no-progress, not both"
+    )
 
 
 def test_plan_counts_follow_the_specs_and_the_overrides():

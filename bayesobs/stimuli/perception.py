@@ -124,6 +124,26 @@ class PerceptionTask(Task):
         """
         raise NotImplementedError
 
+    def seed_size(self, variant: str, seed: int) -> int | None:
+        """The problem size the trial of ``seed`` will have, when known without generating it.
+
+        :meth:`generate` skips a seed whose size is out of range or full
+        without rendering its trial (the same stimuli, fewer images made).
+
+        Parameters
+        ----------
+        variant : str
+            One of the task's ``variants``.
+        seed : int
+            A trial seed.
+
+        Returns
+        -------
+        int or None
+            Here None (unknown: the trial is generated to learn it).
+        """
+        return None
+
     def questions(self, variant: str, seed: int) -> list[Question]:
         """The question(s) of the trial generated from ``seed`` (library call).
 
@@ -264,6 +284,11 @@ class PerceptionTask(Task):
             if made == n:
                 break
             seed = int(rng.integers(0, 2**62))
+            known = self.seed_size(variant, seed)
+            if known is not None and (
+                known not in sizes or (quota is not None and quota[known] == 0)
+            ):
+                continue  # the seed's size is not wanted: skip rendering a trial to drop it
             qs = self.questions(variant, seed)
             size = int(qs[0][0].value)
             if size not in sizes or (quota is not None and quota[size] == 0):
