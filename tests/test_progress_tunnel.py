@@ -83,10 +83,24 @@ def test_plan_counts_follow_the_specs_and_the_overrides():
     kw = {"subjects": ["sim:a", "sim:b"], "trials": None, "runs": None}
     c = progress.plan_counts([(spec, kw), (dict(spec, task="u"), dict(kw, subjects=["sim:a"]))])
     # cells: 2 sessions x 2 runs x 2 modalities x (2 + 1) subjects; trials (3 + 5) per 2 x 2 x ...
-    assert c == {"tasks": ["t", "u"], "subjects": 2, "cells": 24, "trials": 96}
+    assert c == {"tasks": ["t", "u"], "subjects": 2, "cells": 24, "trials": 96, "stimuli": 32}
     # --trials overrides every session's count
     c = progress.plan_counts([(spec, dict(kw, trials=1, runs=1))])
-    assert c["cells"] == 8 and c["trials"] == 8
+    assert c["cells"] == 8 and c["trials"] == 8 and c["stimuli"] == 2
+
+
+def test_making_stimuli_counts_each_rendered_trial():
+    """A perception task reports every trial it renders; another task its session run at once."""
+    from bayesobs.run.plan import load_spec, plan
+
+    calls: list[int] = []
+    reid = plan(load_spec(TASKS / "object_reid.toml"), ["sim:matcher"], trials=2, made=calls.append)
+    assert calls == [1] * 6 and len(reid) == 3  # three sessions, two trials each, one by one
+    calls.clear()
+    plan(
+        load_spec("line_ratio"), ["sim:bayesian"], trials=4, modalities=["text"], made=calls.append
+    )
+    assert calls and sum(calls) == 4 * len(calls) and set(calls) == {4}
 
 
 def test_line_bar_prints_at_once_then_at_most_every_interval_and_on_close(capsys, monkeypatch):

@@ -33,7 +33,7 @@ from .ablations import (
     condition,
 )
 from .progress import bar as progress_bar
-from .progress import plan_line
+from .progress import plan_counts, plan_line
 from .subjects import parse_subject
 
 SPEC_KEYS = {
@@ -498,6 +498,7 @@ def plan(
     ami: str | None = None,
     hvs: str | None = None,
     planned: Callable[[int], None] | None = None,
+    made: Callable[[int], None] | None = None,
 ) -> list[Session]:
     """Every session run of a spec for the given subjects (``hvs``: the task hvs's source folder).
 
@@ -529,6 +530,10 @@ def plan(
         The source folder of task ``hvs``.
     planned : callable, optional
         Called with the number of stimuli after each session run is made.
+    made : callable, optional
+        Called with a number of trials whenever they are made: 1 per trial
+        by a task that reports each (the perception tasks, whose images
+        take time), else a session run's count once it is made.
 
     Returns
     -------
@@ -573,7 +578,17 @@ def plan(
         n_sess = n if trials is not None else sess.get("trials", n)
         for r in range(n_runs):
             seed = stable_seed((spec["seed"], task.name, sess["name"], r))
+            reported = [0]  # trials the task reported as made in this session run
+            if made is not None:
+
+                def count(k: int, reported=reported) -> None:
+                    reported[0] += k
+                    made(k)
+
+                task.made = count  # a perception task calls it after each trial
             stimuli = task.generate(np.random.default_rng(seed), low, high, n_sess, options)
+            if made is not None and not reported[0]:
+                made(n_sess)
             if planned is not None:
                 planned(len(stimuli))
             dist = label(low, high, options)
@@ -630,18 +645,13 @@ def plan_all(jobs: list[tuple[dict, dict]], progress: bool | str = False) -> lis
     if not progress:
         return [x for spec, kw in jobs for x in plan(spec, **kw)]
 
-    def runs_of(spec: dict, kw: dict) -> int:
-        n = kw.get("runs") if kw.get("runs") is not None else spec.get("runs", 1)
-        return len(spec.get("sessions", ())) * (n if isinstance(n, int) and n > 0 else 1)
-
     t0 = time.perf_counter()
     print(plan_line(jobs), file=sys.stderr, flush=True)
-    total = sum(runs_of(spec, kw) for spec, kw in jobs)
-    tasks = ", ".join(dict.fromkeys(str(spec.get("task")) for spec, _ in jobs))
-    with progress_bar(progress, total, f"making stimuli ({tasks})", "session run") as b:
-        sessions = [
-            x for spec, kw in jobs for x in plan(spec, **kw, planned=lambda _n: b.update(1))
-        ]
+    c = plan_counts(jobs)
+    tasks = ", ".join(c["tasks"])
+    # trial by trial where images are rendered: the bar moves within seconds
+    with progress_bar(progress, c["stimuli"], f"making stimuli ({tasks})", "trial") as b:
+        sessions = [x for spec, kw in jobs for x in plan(spec, **kw, made=b.update)]
     n_trials = sum(len(x.stimuli) for x in sessions)
     print(
         f"planned {len(sessions):,} session(s), {n_trials:,} trial(s) in "

@@ -141,11 +141,13 @@ def plan_counts(jobs: list[tuple[dict, dict]]) -> dict:
     -------
     dict
         ``tasks`` (names, in order), ``subjects`` (count), ``cells`` (session
-        runs: subject x session x run x condition x modality) and ``trials``
+        runs: subject x session x run x condition x modality), ``trials``
         (the specs' trial counts over those cells; a decomposed trial that
-        asks several questions counts once).
+        asks several questions counts once) and ``stimuli`` (trials to make:
+        per session and run, shared by its conditions, modalities and
+        subjects).
     """
-    tasks, subjects, cells, trials = [], set(), 0, 0
+    tasks, subjects, cells, trials, stimuli = [], set(), 0, 0, 0
     for spec, kw in jobs:
         tasks.append(str(spec.get("task")))
         subj = list(kw.get("subjects") or [])
@@ -159,11 +161,13 @@ def plan_counts(jobs: list[tuple[dict, dict]]) -> dict:
             n_sess = n if kw.get("trials") is not None else _count(sess.get("trials"), n)
             cells += per
             trials += per * n_sess
+            stimuli += runs * n_sess
     return {
         "tasks": list(dict.fromkeys(tasks)),
         "subjects": len(subjects),
         "cells": cells,
         "trials": trials,
+        "stimuli": stimuli,
     }
 
 

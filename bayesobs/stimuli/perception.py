@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -98,6 +99,9 @@ class PerceptionTask(Task):
     covariates: ClassVar[tuple[str, ...]] = ()
     # covariates also fitted together (each adjusted for the others), e.g. distance and crossings
     joint_covariates: ClassVar[tuple[str, ...]] = ()
+
+    # called with 1 after each trial generated (a progress bar's hook, set by bayesobs.run.plan)
+    made: Callable[[int], None] | None = None
 
     def __init__(self) -> None:
         self._images: dict[str, tuple[bytes, ...]] = {}
@@ -300,6 +304,8 @@ class PerceptionTask(Task):
                 self._demos[stim.key()] = demos
                 out.append(stim)
             made += 1
+            if self.made is not None:  # a progress bar's hook (bayesobs.run.plan.plan)
+                self.made(1)
         if made < n:
             raise BayesobsInputError(
                 f"{self.name} ({variant}): could not draw {n} trials with problem sizes {sizes} "
