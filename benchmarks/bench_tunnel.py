@@ -97,6 +97,7 @@ def runner(subjects: list[str], trials: int | None) -> None:
         stamped, first_cpu = [], None
         for line in child.stderr:
             stamped.append((time.perf_counter() - t0, line.rstrip("\n")))
+            print(f"  [{stamped[-1][0]:7.1f} s] {stamped[-1][1]}", flush=True)  # the user's view
             if first_cpu is None:  # the child's CPU seconds so far (Linux), load aside
                 with contextlib.suppress(OSError, IndexError, ValueError):
                     fields = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -106,9 +107,6 @@ def runner(subjects: list[str], trials: int | None) -> None:
         cpu_run = children_cpu() - cpu0
         first = stamped[0][0]
         moving = next(t for t, x in stamped if x.startswith("making stimuli"))
-        print()
-        for t, x in stamped:  # the user's view, with the time each line came
-            print(f"  [{t:7.1f} s] {x}")
         t1, c1 = time.perf_counter(), time.process_time()
         res = score(read_trials([out]), bootstrap=0, probe=False)
         t_score, cpu_score = time.perf_counter() - t1, time.process_time() - c1
