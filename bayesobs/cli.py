@@ -1174,6 +1174,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress also when stderr is not a terminal (a log file): the plan, a plain "
+        "line every 10 s and the total (on a terminal: always, with bars)",
+    )
+    p.add_argument(
         "--batch",
         action="store_true",
         help="ask through OpenAI's Batch API (anthropic: subjects: Anthropic's Message "
@@ -1228,6 +1234,8 @@ def _check_run_options(args) -> None:
         raise BayesobsInputError(
             f"--temperature must be a finite number >= 0, not {args.temperature}"
         )
+    if args.progress and args.no_progress:
+        raise BayesobsInputError("give --progress or --no-progress, not both")
     if args.batch:
         from .run.batch import check_batch_subjects, check_poll_max
 
@@ -1331,7 +1339,8 @@ def _run_options(args) -> dict:
         "cache_scope": args.cache_scope,
         "concurrency": args.concurrency,
         "max_concurrency": args.max_concurrency,
-        "progress": _progress(args),
+        # a bar on a terminal; with --progress plain lines into a log file
+        "progress": _progress(args) or ("lines" if args.progress else False),
         "dry_run": args.dry_run,
         "batch": {"poll_max": args.poll_max} if args.batch else None,
     }, chat

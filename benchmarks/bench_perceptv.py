@@ -1,90 +1,119 @@
-"""Benchmark the Percept-V library: generate and score the full protocol for one simulated subject.
+"""Benchmark Percept-V end to end: the protocol's 6,000 images through the runner, then score.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_perceptv.py [--per-size 10] [--subject perceiver] [--seed 0]
+    .venv/bin/python benchmarks/bench_perceptv.py [--protocol tasks/percept_v.toml]
+        [--subject sim:perceiver] [--trials N] [--out DIR]
 
-Generates every implemented domain at sizes 1..20 with ``--per-size`` images
-per size (10 = the paper's 200 per domain; 6,000 images for all 30), has the
-simulated subject answer each, parses and scores the replies, and builds the
-score tables.  Prints, per domain, the time spent generating, answering and
-scoring (ms per image) and the subject's accuracy, then the totals, where the
-time goes, and the extrapolation to 30 domains (the mean per-domain time of
-the implemented ones times 30).  Target: the full 6,000 images under 10 minutes.
+Runs the whole protocol (30 domains x 200 images = 6,000 trials) the way
+``bayesobs sweep tasks/percept_v.toml --subject sim:perceiver --out DIR`` does
+(plan, then the runner: the subject, the log, the PNG files), then
+``bayesobs score DIR --out DIR/scores``, and prints per stage the CPU seconds
+(the main figure: the machine may be shared) and the wall seconds:
+
+* stimuli: generating every trial and encoding its PNG image(s) (planning);
+* subject: the simulated subject answering (it regenerates each trial and
+  reads its pixels);
+* runner: the rest of the run (prompts, the append-only log, the PNG files);
+* score: parsing, scoring and the score tables.
+
+``--trials N`` runs N trials per domain (a multiple of 20) for a quick check.
+Target (issue 32): the 6,000 images end to end in 5 minutes on 2 idle cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
-import numpy as np
-import pandas as pd
-from common import result, yardstick
+from common import ROOT, result, yardstick
 
-from bayesobs import perceptv as pv
-from bayesobs.perceptv import score, sims
+
+class Clock:
+    """CPU (this process) and wall seconds of a stage."""
+
+    def __enter__(self):
+        self.c0, self.w0 = time.process_time(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.cpu = time.process_time() - self.c0
+        self.wall = time.perf_counter() - self.w0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--per-size", type=int, default=pv.IMAGES_PER_SIZE)
-    ap.add_argument("--subject", default="perceiver", choices=sorted(sims.SIMS))
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--domains", nargs="*", default=None)
+    ap.add_argument("--protocol", type=Path, default=ROOT / "tasks" / "percept_v.toml")
+    ap.add_argument("--subject", default="sim:perceiver")
+    ap.add_argument("--trials", type=int, default=None, help="trials per domain (default 200)")
+    ap.add_argument("--out", type=Path, default=None, help="keep the experiment folder here")
     args = ap.parse_args()
 
-    fn = sims.SIMS[args.subject]
-    rows, totals = [], {"generate": 0.0, "answer": 0.0, "score": 0.0}
-    print(f"{'domain':24s} {'n':>4s} {'gen ms':>7s} {'ans ms':>7s} {'score ms':>8s}  accuracy")
-    t_all = time.perf_counter()
-    for domain in args.domains or sorted(pv.DOMAINS):
-        rng = np.random.default_rng([args.seed, pv.ALL_DOMAINS.index(domain)])
-        t = {"generate": 0.0, "answer": 0.0, "score": 0.0}
-        dom_rows = []
-        for d, size, seed in pv.protocol([domain], per_size=args.per_size, seed=args.seed):
-            t0 = time.perf_counter()
-            trial = pv.make_trial(d, size, seed)
-            t1 = time.perf_counter()
-            reply = fn(trial, rng)
-            t2 = time.perf_counter()
-            dom_rows.append(score.trial_row(trial, f"sim:{args.subject}", reply))
-            t3 = time.perf_counter()
-            t["generate"] += t1 - t0
-            t["answer"] += t2 - t1
-            t["score"] += t3 - t2
-        n = len(dom_rows)
-        acc = np.mean([r["correct"] for r in dom_rows])
-        print(
-            f"{domain:24s} {n:4d} {1000 * t['generate'] / n:7.1f} {1000 * t['answer'] / n:7.1f} "
-            f"{1000 * t['score'] / n:8.2f}  {100 * acc:5.1f}%"
-        )
-        rows += dom_rows
-        for k in totals:
-            totals[k] += t[k]
-    t0 = time.perf_counter()
-    df = pd.DataFrame(rows)
-    dom = score.domain_table(df)
-    score.skill_table(dom)
-    score.format_table(df)
-    score.size_table(df)
-    score.counting_table(dom)
-    tables = time.perf_counter() - t0
-    wall = time.perf_counter() - t_all
-    n_dom = df.domain.nunique()
-    print(f"\n{len(df)} images, {n_dom} domains, subject sim:{args.subject}: {wall:.1f} s wall")
-    for k, v in totals.items():
-        print(f"  {k:9s} {v:7.1f} s ({100 * v / wall:4.1f}%)")
-    print(f"  tables    {tables:7.2f} s")
-    full = wall / n_dom * 30 * (10 / args.per_size)
-    print(f"extrapolated to 30 domains x 200 images: {full:.0f} s")
+    from bayesobs.cli import main as cli
+    from bayesobs.run.plan import load_protocol, plan_all
+    from bayesobs.run.runner import start
+    from bayesobs.run.subjects import perceptv_sim
+
+    answered = {"cpu": 0.0, "wall": 0.0}
+    answer = perceptv_sim.PerceptVSubject.answer
+
+    def timed_answer(self, request):  # the subject's share of the runner
+        with Clock() as c:
+            out = answer(self, request)
+        answered["cpu"] += c.cpu
+        answered["wall"] += c.wall
+        return out
+
+    perceptv_sim.PerceptVSubject.answer = timed_answer
+    tmp = tempfile.TemporaryDirectory()
+    out = args.out or Path(tmp.name) / "run"
+    with Clock() as total:
+        # what `bayesobs sweep` does (bayesobs.run.runner.sweep), in its stages
+        exps = load_protocol(args.protocol)
+        kw = dict(subjects=[args.subject], trials=args.trials, runs=None, ami=None, hvs=None)
+        with Clock() as stimuli:
+            sessions = plan_all([(e["spec"], kw) for e in exps])
+        settings = {
+            "command": "sweep",
+            "protocol": str(args.protocol),
+            "trials": args.trials,
+            "runs": None,
+        }
+        with Clock() as run:
+            rep = start([e["spec"] for e in exps], sessions, [args.subject], out, settings)
+        with Clock() as scored:
+            assert cli(["score", str(out), "--out", str(out / "scores"), "--no-progress"]) == 0
+    n = rep.done
+    print(f"\n{n:,} trials ({len(sessions)} sessions), subject {args.subject}, -> {out}")
+    print(f"{'stage':44s} {'CPU s':>8s} {'wall s':>8s} {'CPU ms/trial':>13s}")
+    rows = [
+        ("stimuli: generate + PNG encode (planning)", stimuli.cpu, stimuli.wall),
+        ("subject: the sim answers", answered["cpu"], answered["wall"]),
+        ("runner: prompts, log, PNG files", run.cpu - answered["cpu"], run.wall - answered["wall"]),
+        ("score: parse, score, tables", scored.cpu, scored.wall),
+        ("total (sweep + score)", total.cpu, total.wall),
+    ]
+    for name, cpu, wall in rows:
+        print(f"{name:44s} {cpu:8.1f} {wall:8.1f} {1000 * cpu / max(n, 1):13.1f}")
+    peer = yardstick()
+    scale = "" if args.trials is None else f", {args.trials} per domain"
     result(
-        "Percept-V, 30 domains x 200 images (library, extrapolated)",
-        full,
-        300.0,  # issue 32: 6,000 images under 5 minutes
-        yardstick(),
+        f"Percept-V end to end ({n:,} images{scale}), CPU",
+        total.cpu,
+        300.0,  # issue 32: 6,000 images in 5 minutes
+        peer,
         "yardstick: scipy per-cell loop, 1 cell x 10 variants (tests/naive.py)",
     )
+    result(
+        f"Percept-V end to end ({n:,} images{scale}), wall",
+        total.wall,
+        300.0,
+        peer,
+        "yardstick: scipy per-cell loop, 1 cell x 10 variants (tests/naive.py)",
+    )
+    tmp.cleanup()
     return 0
 
 

@@ -133,3 +133,41 @@ def test_unknown_domain_fails_before_any_call(tmp_path, capsys):
     assert _sweep(spec, out, ("sim:perceiver",)) == 2
     assert "percept_v: unknown variant 'counting_sheep'" in capsys.readouterr().err
     assert not (out / "trials.jsonl").exists()
+
+
+def test_skipping_unwanted_seeds_makes_the_same_stimuli(monkeypatch):
+    """Issue 32: seeds whose size is not wanted are dropped unrendered; nothing else changes."""
+    task = get_task("percept_v")
+    opts = {"variant": "counting_circles", "stratified": True}
+    rendered: list[int] = []
+    questions = type(task).questions
+
+    def counted(self, variant, seed):
+        rendered.append(seed)
+        return questions(self, variant, seed)
+
+    monkeypatch.setattr(type(task), "questions", counted)
+    fast = task.generate(np.random.default_rng(7), 1, 20, 40, opts)
+    n_fast = len(rendered)
+    monkeypatch.setattr(type(task), "seed_size", lambda self, variant, seed: None)  # the old way
+    slow_task = get_task("percept_v")
+    slow = slow_task.generate(np.random.default_rng(7), 1, 20, 40, opts)
+    assert n_fast == 40 < len(rendered) - n_fast  # only the kept trials were rendered
+    assert [s.key() for s in fast] == [s.key() for s in slow]
+    assert [task.render_pngs(s) for s in fast] == [slow_task.render_pngs(s) for s in slow]
+
+
+def test_pixel_masks_match_their_definitions():
+    """The channel-by-channel masks equal np.all/np.any over the colour axis (issue 32 speed-up)."""
+    from bayesobs.perceptv.domains import PALETTE20, background
+
+    rng = np.random.default_rng(3)
+    arr = rng.choice(np.array([0, 1, 42, 165, 255], np.uint8), (60, 70, 3))
+    for colour in [(0, 0, 0), (255, 255, 255), (165, 42, 42), (1, 255, 0)]:
+        want = np.all(arr == np.asarray(colour, np.uint8), axis=-1)
+        assert np.array_equal(sims.colour_mask(arr, colour), want)
+    assert np.array_equal(sims.ink_mask(arr), np.any(arr != 255, axis=-1))
+    img = np.asarray(background(np.random.default_rng(5), 300, 200)).astype(np.int32)
+    packed = (img[..., 0] << 16) | (img[..., 1] << 8) | img[..., 2]
+    palette = [(r << 16) | (g << 8) | b for r, g, b in PALETTE20.values()]
+    assert not np.isin(packed, palette).any()

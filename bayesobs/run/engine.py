@@ -36,6 +36,7 @@ from .concurrency import AIMD, DEFAULT_MAX_CONCURRENCY, AdaptiveGate
 from .imagecost import DEFAULT_IMAGE_DETAIL, image_tokens, png_size
 from .plan import Session
 from .presentation import stimulus_images, stimulus_text, trial_blur
+from .progress import bar as progress_bar
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
 from .store import ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Reply, Request, SubjectError, Turn, parse_subject
@@ -114,7 +115,7 @@ class Runner:
         store: ExperimentStore,
         subjects: dict[str, Any],
         concurrency: int | str = 16,
-        progress: bool = True,
+        progress: bool | str = True,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ):
         check_concurrency(concurrency, max_concurrency)
@@ -408,11 +409,7 @@ class Runner:
         todo = sum(
             1 for s in sessions for t in range(len(s.stimuli)) if (*s.key, t) not in self.store.done
         )
-        bar = None
-        if self.progress and todo:
-            from tqdm.auto import tqdm  # start-up time: tqdm loads only when a bar is shown
-
-            bar = tqdm(total=todo, unit="trial", desc="trials", file=sys.stderr)
+        bar = progress_bar(self.progress, todo, "trials", "trial") if todo else None
         gate = self.gate
         if gate is not None:
             for subj in self.subjects.values():
@@ -790,7 +787,7 @@ def execute(
     store: ExperimentStore,
     subjects: dict,
     concurrency: int | str = 16,
-    progress: bool = True,
+    progress: bool | str = True,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
 ) -> RunReport:
     """Run sessions into ``store``; logs the invocation in ``runs.jsonl``.
@@ -808,8 +805,8 @@ def execute(
         Subject objects by name (:func:`make_subjects`); closed at the end.
     concurrency : int or "auto", default 16
         Sessions run at once.
-    progress : bool, default True
-        Show a progress bar.
+    progress : bool or str, default True
+        Show a progress bar (``"lines"``: plain lines, for a log file).
     max_concurrency : int, default DEFAULT_MAX_CONCURRENCY
         Ceiling of ``"auto"``.
 

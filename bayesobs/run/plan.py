@@ -32,6 +32,8 @@ from .ablations import (
     blur_schedule,
     condition,
 )
+from .progress import bar as progress_bar
+from .progress import plan_counts, plan_line
 from .subjects import parse_subject
 
 SPEC_KEYS = {
@@ -496,6 +498,7 @@ def plan(
     ami: str | None = None,
     hvs: str | None = None,
     planned: Callable[[int], None] | None = None,
+    made: Callable[[int], None] | None = None,
 ) -> list[Session]:
     """Every session run of a spec for the given subjects (``hvs``: the task hvs's source folder).
 
@@ -527,6 +530,10 @@ def plan(
         The source folder of task ``hvs``.
     planned : callable, optional
         Called with the number of stimuli after each session run is made.
+    made : callable, optional
+        Called with a number of trials whenever they are made: 1 per trial
+        by a task that reports each (the perception tasks, whose images
+        take time), else a session run's count once it is made.
 
     Returns
     -------
@@ -571,7 +578,17 @@ def plan(
         n_sess = n if trials is not None else sess.get("trials", n)
         for r in range(n_runs):
             seed = stable_seed((spec["seed"], task.name, sess["name"], r))
+            reported = [0]  # trials the task reported as made in this session run
+            if made is not None:
+
+                def count(k: int, reported=reported) -> None:
+                    reported[0] += k
+                    made(k)
+
+                task.made = count  # a perception task calls it after each trial
             stimuli = task.generate(np.random.default_rng(seed), low, high, n_sess, options)
+            if made is not None and not reported[0]:
+                made(n_sess)
             if planned is not None:
                 planned(len(stimuli))
             dist = label(low, high, options)
@@ -602,20 +619,23 @@ def plan(
     return out
 
 
-def plan_all(jobs: list[tuple[dict, dict]], progress: bool = False) -> list[Session]:
+def plan_all(jobs: list[tuple[dict, dict]], progress: bool | str = False) -> list[Session]:
     """:func:`plan` of several ``(spec, keyword arguments)`` jobs, with a progress bar.
 
     Making the stimuli (rendering every image) is the slow part of a large
     protocol (Tunnel Vision's 1,475 questions per subject and modality); with
-    ``progress`` a bar over the session runs shows it from the start, and a
-    line gives the total planned.
+    ``progress`` a line naming the plan comes first
+    (:func:`bayesobs.run.progress.plan_line`: tasks, subjects, cells, trials),
+    then a bar over the session runs shows the stimuli being made, and a line
+    gives the total planned.
 
     Parameters
     ----------
     jobs : list of (dict, dict)
         ``(spec, keyword arguments of plan)`` pairs.
-    progress : bool, default False
-        Show a bar on stderr and a closing line with the counts and time.
+    progress : bool or str, default False
+        Show the lines and a bar on stderr (``"lines"``: plain lines instead
+        of the bar, for a log file).
 
     Returns
     -------
@@ -624,26 +644,20 @@ def plan_all(jobs: list[tuple[dict, dict]], progress: bool = False) -> list[Sess
     """
     if not progress:
         return [x for spec, kw in jobs for x in plan(spec, **kw)]
-    from tqdm.auto import tqdm  # start-up time: tqdm loads only when a bar is shown
-
-    def runs_of(spec: dict, kw: dict) -> int:
-        n = kw.get("runs") if kw.get("runs") is not None else spec.get("runs", 1)
-        return len(spec.get("sessions", ())) * (n if isinstance(n, int) and n > 0 else 1)
 
     t0 = time.perf_counter()
-    total = sum(runs_of(spec, kw) for spec, kw in jobs)
-    tasks = ", ".join(dict.fromkeys(str(spec.get("task")) for spec, _ in jobs))
-    with tqdm(
-        total=total, unit="session run", desc=f"making stimuli ({tasks})", file=sys.stderr
-    ) as bar:
-        sessions = [
-            x for spec, kw in jobs for x in plan(spec, **kw, planned=lambda _n: bar.update(1))
-        ]
+    print(plan_line(jobs), file=sys.stderr, flush=True)
+    c = plan_counts(jobs)
+    tasks = ", ".join(c["tasks"])
+    # trial by trial where images are rendered: the bar moves within seconds
+    with progress_bar(progress, c["stimuli"], f"making stimuli ({tasks})", "trial") as b:
+        sessions = [x for spec, kw in jobs for x in plan(spec, **kw, made=b.update)]
     n_trials = sum(len(x.stimuli) for x in sessions)
     print(
         f"planned {len(sessions):,} session(s), {n_trials:,} trial(s) in "
         f"{time.perf_counter() - t0:.1f} s",
         file=sys.stderr,
+        flush=True,
     )
     return sessions
 

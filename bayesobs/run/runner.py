@@ -9,6 +9,8 @@ here are re-exported.
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 
 from .concurrency import DEFAULT_MAX_CONCURRENCY
@@ -23,6 +25,7 @@ from .plan import load_spec as load_spec
 from .plan import plan as plan
 from .plan import plan_all
 from .plan import reverse_trials as reverse_trials
+from .progress import total_line
 from .store import TRIAL_ID, ExperimentStore, read_jsonl
 
 
@@ -48,7 +51,7 @@ def start(
     use_cache: bool = True,
     cache_scope: str = "folder",
     concurrency: int | str = 16,
-    progress: bool = False,
+    progress: bool | str = False,
     dry_run: bool = False,
     hvs: str | None = None,
     batch: dict | None = None,
@@ -93,8 +96,8 @@ def start(
         Replay cached replies only into ``out``, or from any folder.
     concurrency : int or "auto", default 16
         Sessions run at once; ``"auto"`` adapts it to the provider's limits.
-    progress : bool, default False
-        Show a progress bar.
+    progress : bool or str, default False
+        Show a progress bar (``"lines"``: plain lines on stderr, for a log file).
     dry_run : bool, default False
         Call nothing; report what is left to call.
     hvs : str, optional
@@ -151,7 +154,10 @@ def start(
     with ExperimentStore(out, record, lock=True) as store:
         torn, unreadable = list(store.torn_logs), list(store.unreadable_lines)
         if batch is not None:
-            report = _batch().execute_batch(sessions, store, objs, batch_options, chat, progress)
+            # the batch path's bar, else its own line per poll
+            report = _batch().execute_batch(
+                sessions, store, objs, batch_options, chat, progress is True
+            )
         else:
             report = execute(
                 sessions,
@@ -228,7 +234,9 @@ def run_task(
         ami=ami,
         hvs=hvs,
     )
-    sessions = plan_all([(spec, kw)], progress=bool(options.get("progress")))
+    t0 = time.perf_counter()
+    sessions = plan_all([(spec, kw)], progress=options.get("progress", False))
+    planning = time.perf_counter() - t0
     settings = {
         "command": "run",
         "modalities": modalities,
@@ -236,7 +244,10 @@ def run_task(
         "trials": trials,
         "runs": runs,
     }
-    return start([spec], sessions, subjects, out, settings, ami=ami, hvs=hvs, **options)
+    report = start([spec], sessions, subjects, out, settings, ami=ami, hvs=hvs, **options)
+    if options.get("progress") and not options.get("dry_run"):
+        print(total_line(report, time.perf_counter() - t0, planning), file=sys.stderr, flush=True)
+    return report
 
 
 def sweep(
@@ -247,7 +258,7 @@ def sweep(
     runs: int | None = None,
     ami: str | Path | None = None,
     concurrency: int | str = 16,
-    progress: bool = False,
+    progress: bool | str = False,
     sim_seed: int = 0,
     cache_scope: str = "folder",
     api_key: str | None = None,
@@ -287,8 +298,9 @@ def sweep(
         A folder of the AMI corpus (task ``duration``).
     concurrency : int or "auto", default 16
         Sessions run at once.
-    progress : bool, default False
-        Progress bars while planning and running.
+    progress : bool or str, default False
+        The plan line, progress bars while planning and running (``"lines"``:
+        plain lines, for a log file) and the total line, on stderr.
     sim_seed : int, default 0
         Seed of the simulated subjects.
     cache_scope : {"folder", "global"}, default "folder"
@@ -326,9 +338,11 @@ def sweep(
     if batch is not None:  # before planning: one line for a subject without a batch API
         _batch().check_batch_subjects(subjects)
     kw = dict(subjects=subjects, trials=trials, runs=runs, ami=ami, hvs=hvs)
+    t0 = time.perf_counter()
     sessions = plan_all([(e["spec"], kw) for e in exps], progress=progress)
+    planning = time.perf_counter() - t0
     settings = {"command": "sweep", "protocol": str(protocol), "trials": trials, "runs": runs}
-    return start(
+    report = start(
         [e["spec"] for e in exps],
         sessions,
         subjects,
@@ -348,3 +362,6 @@ def sweep(
         batch=batch,
         max_concurrency=max_concurrency,
     )
+    if progress and not dry_run:
+        print(total_line(report, time.perf_counter() - t0, planning), file=sys.stderr, flush=True)
+    return report

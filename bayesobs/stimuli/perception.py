@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -99,6 +100,9 @@ class PerceptionTask(Task):
     # covariates also fitted together (each adjusted for the others), e.g. distance and crossings
     joint_covariates: ClassVar[tuple[str, ...]] = ()
 
+    # called with 1 after each trial generated (a progress bar's hook, set by bayesobs.run.plan)
+    made: Callable[[int], None] | None = None
+
     def __init__(self) -> None:
         self._images: dict[str, tuple[bytes, ...]] = {}
         self._demos: dict[str, tuple] = {}
@@ -123,6 +127,26 @@ class PerceptionTask(Task):
             Here: every perception task implements it.
         """
         raise NotImplementedError
+
+    def seed_size(self, variant: str, seed: int) -> int | None:
+        """The problem size the trial of ``seed`` will have, when known without generating it.
+
+        :meth:`generate` skips a seed whose size is out of range or full
+        without rendering its trial (the same stimuli, fewer images made).
+
+        Parameters
+        ----------
+        variant : str
+            One of the task's ``variants``.
+        seed : int
+            A trial seed.
+
+        Returns
+        -------
+        int or None
+            Here None (unknown: the trial is generated to learn it).
+        """
+        return None
 
     def questions(self, variant: str, seed: int) -> list[Question]:
         """The question(s) of the trial generated from ``seed`` (library call).
@@ -264,6 +288,11 @@ class PerceptionTask(Task):
             if made == n:
                 break
             seed = int(rng.integers(0, 2**62))
+            known = self.seed_size(variant, seed)
+            if known is not None and (
+                known not in sizes or (quota is not None and quota[known] == 0)
+            ):
+                continue  # the seed's size is not wanted: skip rendering a trial to drop it
             qs = self.questions(variant, seed)
             size = int(qs[0][0].value)
             if size not in sizes or (quota is not None and quota[size] == 0):
@@ -275,6 +304,8 @@ class PerceptionTask(Task):
                 self._demos[stim.key()] = demos
                 out.append(stim)
             made += 1
+            if self.made is not None:  # a progress bar's hook (bayesobs.run.plan.plan)
+                self.made(1)
         if made < n:
             raise BayesobsInputError(
                 f"{self.name} ({variant}): could not draw {n} trials with problem sizes {sizes} "

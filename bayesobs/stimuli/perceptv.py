@@ -89,6 +89,23 @@ class PerceptV(PerceptionTask):
         """
         return tuple(range(1, N_SIZES + 1))
 
+    def seed_size(self, variant, seed):
+        """The size a seed encodes (:func:`size_of_seed`): known before generating.
+
+        Parameters
+        ----------
+        variant : str
+            The domain (every domain encodes the size alike).
+        seed : int
+            A trial seed.
+
+        Returns
+        -------
+        int
+            ``1 + seed % 20``.
+        """
+        return size_of_seed(seed)
+
     def parse(self, answer_format, reply):
         """The library's parser for ``answer_format`` (:mod:`bayesobs.perceptv.parse`).
 

@@ -447,7 +447,9 @@ def test_planning_shows_progress_and_the_total_before_any_trial(tmp_path, capsys
     )
     sweep(proto, ["sim:bayesian"], tmp_path / "o", trials=3, progress=True)
     err = capsys.readouterr().err.replace("\r", "\n")
-    first = next(i for i, x in enumerate(err.splitlines()) if x.strip())
-    assert err.splitlines()[first].startswith("making stimuli (line_ratio, numerosity)")
+    lines = [x for x in err.splitlines() if x.strip()]
+    # issue 32: the plan is named first
+    assert lines[0].startswith("plan: line_ratio, numerosity; 1 subject(s), 6 cell(s)")
+    assert lines[1].startswith("making stimuli (line_ratio, numerosity)")
     assert "planned 6 session(s), 18 trial(s)" in err
     assert err.index("planned") < err.index("trials:")  # before the trials' bar
