@@ -18,7 +18,7 @@ from .logprobs import RESPONSES, use_expected
 from .paradigms import registered
 from .provenance import write_manifest
 from .scores.evidence import evidence_notes, evidence_table
-from .trials import CELL_KEYS, normalize_trials, paradigm_rows, write_csv
+from .trials import CELL_KEYS, normalize_trials, write_csv
 
 
 def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -45,8 +45,8 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     BayesobsInputError
         When every trial is a visual-search trial.
     """
-    found = paradigm_rows(trials, "perception")
-    for paradigm in registered():  # search and any plug-in paradigm (bayesobs.paradigms)
+    found = pd.Series(False, index=trials.index)
+    for paradigm in registered():  # every registered paradigm's rows (bayesobs.paradigms)
         found = found | paradigm.rows(trials)
     if found.all():
         raise BayesobsInputError(

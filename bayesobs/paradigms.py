@@ -91,10 +91,15 @@ class Paradigm:
         ``summary(tables, out) -> str``: the terminal text ``bayesobs score``
         prints (``out``: the score folder, for the files it names).
     report_sections : hook, optional
-        ``report_sections(tables, trials, out, save, table_html) -> (sections, tail)``:
-        figure sections ``(title, caption, [image paths])`` and HTML blocks
-        after the figures; ``save(fig, path)`` writes a figure and returns
-        its link, ``table_html(df)`` renders a table.
+        ``report_sections(tables, trials, out, save, table_html) -> (sections, tail)``
+        or ``-> (head, sections, tail)``: HTML blocks for the top of the
+        report, figure sections ``(title, caption, [image paths])`` and HTML
+        blocks after the figures; ``save(fig, path)`` writes a figure and
+        returns its link, ``table_html(df)`` renders a table.
+    part_of : str, optional
+        The name of the paradigm whose rows this one shares (its ``paradigm``
+        column value): its rows are that paradigm's rows of its own
+        :attr:`tasks`, analysed by both (e.g. Percept-V inside perception).
     """
 
     name: str
@@ -105,6 +110,7 @@ class Paradigm:
     analyse: Hook | None = None
     summary: Hook | None = None
     report_sections: Hook | None = None
+    part_of: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -121,7 +127,8 @@ class Paradigm:
         """Which rows of ``trials`` are this paradigm's.
 
         The ``paradigm`` column decides where it is filled in; a row without
-        it belongs here when it fills in every one of :attr:`markers`.
+        it belongs here when it fills in every one of :attr:`markers`.  A
+        paradigm :attr:`part_of` another has that one's rows of its own tasks.
 
         Parameters
         ----------
@@ -133,6 +140,9 @@ class Paradigm:
         pandas.Series
             One bool per row (the table's index).
         """
+        if self.part_of:
+            mine = trials["task"].astype(str).isin(list(self.tasks)) if "task" in trials else False
+            return marked_rows(trials, self.part_of, self.markers) & mine
         return marked_rows(trials, self.name, self.markers)
 
     def task(self, name: str) -> Any:
@@ -222,10 +232,39 @@ class Paradigm:
         tail : list
             Blocks for the end of the report.
         """
+        _, sections, tail = self.report_parts(tables, trials, out, save, table_html)
+        return sections, tail
+
+    def report_parts(self, tables, trials, out, save, table_html) -> tuple[list, list, list]:
+        """Report head blocks, sections and tail blocks (``([], [], [])`` without any).
+
+        Parameters
+        ----------
+        tables : mapping of str to DataFrame
+            The paradigm's score tables.
+        trials : DataFrame
+            The trials behind them.
+        out : path
+            The report folder.
+        save : callable
+            The report's figure saver (figure, path -> relative link).
+        table_html : callable
+            The report's table renderer (DataFrame -> HTML).
+
+        Returns
+        -------
+        head : list
+            HTML blocks for the top of the report (empty when the hook gives two parts).
+        sections : list
+            Sections of the report's body.
+        tail : list
+            Blocks for the end of the report.
+        """
         if self.report_sections is None:
-            return [], []
-        sections, tail = resolve(self.report_sections)(tables, trials, out, save, table_html)
-        return list(sections), list(tail)
+            return [], [], []
+        parts = tuple(resolve(self.report_sections)(tables, trials, out, save, table_html))
+        head, sections, tail = parts if len(parts) == 3 else ([], *parts)
+        return list(head), list(sections), list(tail)
 
 
 def marked_rows(trials: pd.DataFrame, name: str, markers: tuple[str, ...] = ()) -> pd.Series:
@@ -353,6 +392,30 @@ def sim_kinds() -> tuple[str, ...]:
     return tuple(k for p in _REGISTRY.values() for k in p.subjects)
 
 
+def paradigm_tables_of(paradigm: Paradigm, tables: Mapping[str, Any]) -> dict[str, Any]:
+    """The computed tables a paradigm's summary and report sections see.
+
+    Its own :attr:`Paradigm.tables`, and for a paradigm :attr:`Paradigm.part_of`
+    another, that one's too (both analyse the same rows).
+
+    Parameters
+    ----------
+    paradigm : Paradigm
+        The paradigm.
+    tables : mapping of str to DataFrame or None
+        Every score table by name (None: not computed).
+
+    Returns
+    -------
+    dict of str to DataFrame
+        The paradigm's tables that are not None, by name.
+    """
+    names = list(paradigm.tables)
+    if paradigm.part_of in _REGISTRY:
+        names = [*_REGISTRY[paradigm.part_of].tables, *names]
+    return {n: tables[n] for n in dict.fromkeys(names) if tables.get(n) is not None}
+
+
 def table_names() -> tuple[str, ...]:
     """Every table name the registered paradigms' analyses write.
 
@@ -382,5 +445,56 @@ register(
         analyse="bayesobs.scores.search:search_scores",
         summary="bayesobs.leaderboard:search_text",
         report_sections="bayesobs.report.html:search_sections",
+    )
+)
+register(
+    Paradigm(
+        name="hvs",
+        tasks={"hvs": "bayesobs.stimuli.hvs:HvsTask"},
+        subjects={
+            kind: "bayesobs.run.subjects.hvs_sim:HvsSubject"
+            for kind in ("center", "saliency", "largest")
+        },
+        tables=("hvs",),
+        analyse="bayesobs.hvs.logged:hvs_scores",
+        summary="bayesobs.leaderboard:hvs_text",
+        report_sections="bayesobs.report.hvs:hvs_report",
+    )
+)
+register(
+    Paradigm(
+        name="perception",  # Tunnel Vision (Berman et al. 2025)
+        markers=("problem_size", "gold"),
+        tasks={
+            "object_reid": "bayesobs.stimuli.tunnel:ObjectReid",
+            "scavenger_hunt": "bayesobs.stimuli.tunnel:ScavengerHunt",
+            "circuits": "bayesobs.stimuli.tunnel:Circuits",
+        },
+        subjects={
+            kind: "bayesobs.run.subjects.tunnel_sim:TunnelSubject"
+            for kind in (
+                "matcher",
+                "gist",
+                "yes",
+                "chainer",
+                "frequent",
+                "tracer",
+                "colourcue",
+                "nearest",
+            )
+        },
+        tables=(
+            "perception",
+            "perception_size",
+            "perception_effects",
+            "perception_f1",
+            "perception_chain",
+            "perceptv_domains",
+            "perceptv_skills",
+            "perceptv_formats",
+        ),
+        analyse="bayesobs.scores.perception:perception_scores",
+        summary="bayesobs.leaderboard:perception_text",
+        report_sections="bayesobs.report.perception:perception_report",
     )
 )

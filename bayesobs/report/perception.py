@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -479,6 +480,53 @@ def accuracy_by_size(size: pd.DataFrame, task: str, modality: str = "image", ax=
     ax.set_title(f"{TASK_TITLES.get(task, task)}: accuracy by problem size", fontsize=10)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
+
+
+#: the perception paradigm's tables (bayesobs.scores.perception) read by :func:`perception_report`
+PERCEPTION_TABLES = (
+    "perception",
+    "perception_size",
+    "perception_effects",
+    "perception_f1",
+    "perception_chain",
+    "perceptv_domains",
+    "perceptv_skills",
+    "perceptv_formats",
+)
+
+
+def perception_report(tables, trials: pd.DataFrame, out: Path, save, table_html):
+    """The perception paradigm's ``report_sections`` hook: :func:`perception_sections` of its tables.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        The paradigm's score tables (``perception`` and the others of
+        :data:`PERCEPTION_TABLES` that were computed).
+    trials : DataFrame
+        Its rows of the trial table (not needed: the tables hold it all).
+    out : Path
+        The report folder; figures go to ``out/figures``.
+    save : callable
+        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
+    table_html : callable
+        ``table_html(df) -> str``: a table as HTML.
+
+    Returns
+    -------
+    head : list of str
+        HTML blocks for the top of the page (none without ``perception``).
+    sections : list of tuple
+        ``(title, caption, [src, ...])`` per figure section.
+    tail : list of str
+        Always empty.
+    """
+    del trials  # the tables hold everything drawn here
+    if tables.get("perception") is None:
+        return [], [], []
+    res = SimpleNamespace(**{name: tables.get(name) for name in PERCEPTION_TABLES})
+    head, sections = perception_sections(res, out, save, table_html)
+    return head, sections, []
 
 
 def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], list[tuple]]:

@@ -13,7 +13,6 @@ from .numerosity import Numerosity
 from .perception import PerceptionTask
 from .perceptv import PerceptV
 from .search import SearchTask
-from .tunnel import Circuits, ObjectReid, ScavengerHunt
 
 TASKS: dict[str, type[Task]] = {
     "line_ratio": LineRatio,
@@ -21,12 +20,9 @@ TASKS: dict[str, type[Task]] = {
     "maze_distance": MazeDistance,
     "duration": Duration,
     "numerosity": Numerosity,
-    "hvs": HvsTask,  # HVSBench-style questions (needs hvs=DIR)
-    "object_reid": ObjectReid,
-    "scavenger_hunt": ScavengerHunt,
-    "circuits": Circuits,
     "percept_v": PerceptV,
-    # the tasks of the paradigms on the plug-in interface (bayesobs.paradigms): visual search
+    # the tasks of the registered paradigms (bayesobs.paradigms): visual search, hvs
+    # (HVSBench-style questions, needs hvs=DIR), perception (Tunnel Vision)
     **{name: p.task(name) for p in registered() for name in p.tasks},
 }
 
