@@ -362,6 +362,27 @@ def registered() -> tuple[Paradigm, ...]:
     return tuple(_REGISTRY.values())
 
 
+def by_name(name: str) -> Paradigm:
+    """The registered paradigm called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A paradigm's name.
+
+    Returns
+    -------
+    Paradigm
+        The paradigm.
+
+    Raises
+    ------
+    KeyError
+        No registered paradigm has that name.
+    """
+    return _REGISTRY[name]
+
+
 def find_task(name: str) -> Any | None:
     """The task class called ``name`` from a registered paradigm, or None.
 
@@ -489,12 +510,23 @@ register(
             "perception_effects",
             "perception_f1",
             "perception_chain",
-            "perceptv_domains",
-            "perceptv_skills",
-            "perceptv_formats",
         ),
         analyse="bayesobs.scores.perception:perception_scores",
         summary="bayesobs.leaderboard:perception_text",
         report_sections="bayesobs.report.perception:perception_report",
+    )
+)
+register(
+    Paradigm(
+        name="perceptv",  # Percept-V: its rows are perception rows of task percept_v
+        part_of="perception",
+        tasks={"percept_v": "bayesobs.stimuli.perceptv:PerceptV"},
+        subjects={
+            kind: "bayesobs.run.subjects.perceptv_sim:PerceptVSubject"
+            for kind in ("perceiver", "guesser", "sloppy")
+        },
+        tables=("perceptv_domains", "perceptv_skills", "perceptv_formats"),
+        analyse="bayesobs.perceptv.score:perceptv_scores",
+        report_sections="bayesobs.report.perception:perceptv_report",
     )
 )

@@ -489,9 +489,6 @@ PERCEPTION_TABLES = (
     "perception_effects",
     "perception_f1",
     "perception_chain",
-    "perceptv_domains",
-    "perceptv_skills",
-    "perceptv_formats",
 )
 
 
@@ -551,8 +548,8 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
     head : list of str
         HTML blocks for the top of the page (the accuracy tables).
     sections : list of tuple
-        ``(title, caption, [src, ...])`` per figure section, the Percept-V
-        ones (:func:`perceptv_sections`) last.
+        ``(title, caption, [src, ...])`` per figure section (Percept-V's
+        own: :func:`perceptv_sections`).
     """
     acc = res.perception
     head = [
@@ -664,8 +661,40 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
             f"<p>{html.escape('Logistic regressions of correctness (perception_effects.csv).')}</p>",
             table_html(eff[eff["task"] == "circuits"]),
         ]
-    sections += perceptv_sections(res, figs, save)
     return head, sections
+
+
+def perceptv_report(tables, trials: pd.DataFrame, out: Path, save, table_html):
+    """The Percept-V paradigm's ``report_sections`` hook: :func:`perceptv_sections`.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        Its tables and the perception paradigm's (``perception_size`` and
+        ``perceptv_skills`` are drawn).
+    trials : DataFrame
+        Its rows of the trial table (not needed: the tables hold it all).
+    out : Path
+        The report folder; figures go to ``out/figures``.
+    save : callable
+        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
+    table_html : callable
+        ``table_html(df) -> str``: a table as HTML (not needed).
+
+    Returns
+    -------
+    head : list of str
+        Always empty.
+    sections : list of tuple
+        ``(title, caption, [src, ...])`` per figure section.
+    tail : list of str
+        Always empty.
+    """
+    del trials, table_html  # the tables hold everything drawn here; no table is shown
+    res = SimpleNamespace(
+        perception_size=tables.get("perception_size"), perceptv_skills=tables.get("perceptv_skills")
+    )
+    return [], perceptv_sections(res, out / "figures", save), []
 
 
 def perceptv_sections(res, figs: Path, save) -> list[tuple]:

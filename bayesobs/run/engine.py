@@ -39,7 +39,6 @@ from .presentation import stimulus_images, stimulus_text, trial_blur
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
 from .store import ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Reply, Request, SubjectError, Turn, parse_subject
-from .subjects.perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
 from .subjects.sim import SimSubject
 from .subjects.tunnel_sim import RandomSubject
 
@@ -657,8 +656,7 @@ def make_subjects(
             if plugin is not None:
                 out[name] = plugin.subject(rest, seed=sim_seed)
                 continue
-            kind_cls = PerceptVSubject if rest in PERCEPTV_KINDS else SimSubject
-            out[name] = kind_cls(rest, seed=sim_seed)
+            out[name] = SimSubject(rest, seed=sim_seed)
         else:
             # the API clients (openai, anthropic: ~1 s of start-up) only for an API subject
             from .subjects.anthropic_messages import AnthropicSubject

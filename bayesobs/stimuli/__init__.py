@@ -11,7 +11,6 @@ from .lines import LineRatio, MarkerLocation
 from .maze import MazeDistance
 from .numerosity import Numerosity
 from .perception import PerceptionTask
-from .perceptv import PerceptV
 from .search import SearchTask
 
 TASKS: dict[str, type[Task]] = {
@@ -20,9 +19,8 @@ TASKS: dict[str, type[Task]] = {
     "maze_distance": MazeDistance,
     "duration": Duration,
     "numerosity": Numerosity,
-    "percept_v": PerceptV,
     # the tasks of the registered paradigms (bayesobs.paradigms): visual search, hvs
-    # (HVSBench-style questions, needs hvs=DIR), perception (Tunnel Vision)
+    # (HVSBench-style questions, needs hvs=DIR), perception (Tunnel Vision), Percept-V
     **{name: p.task(name) for p in registered() for name in p.tasks},
 }
 
