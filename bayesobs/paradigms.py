@@ -17,8 +17,13 @@ user's package) may give plain callables instead::
 
     register(Paradigm(name="toy", tasks={"toy_task": ToyTask}, ...))
 
-Paradigms not yet moved onto the interface (magnitude, perception/tunnel,
-Percept-V, HVS) are still handled by name where they were.
+Every paradigm of the package is registered: magnitude estimation (the
+default paradigm: the rows no other claims, analysed by the observer fits of
+:mod:`bayesobs.scores`), visual search, HVSBench-style questions, perception
+(Tunnel Vision) and Percept-V (part of perception).  The names other modules
+keep (``trials.PARADIGM_MARKERS``, ``dataset.DEFAULT_PARADIGM``,
+``scores.psychometric.LEVELS``, ``run.subjects.SIM_KINDS``, ``stimuli.TASKS``)
+are derived from here.
 """
 
 from __future__ import annotations
@@ -100,6 +105,14 @@ class Paradigm:
         The name of the paradigm whose rows this one shares (its ``paradigm``
         column value): its rows are that paradigm's rows of its own
         :attr:`tasks`, analysed by both (e.g. Percept-V inside perception).
+    level : str, optional
+        The column that grades its trials' difficulty (a psychometric
+        function's level, :mod:`bayesobs.scores.psychometric`); empty: none.
+    default : bool
+        The paradigm of every row no other paradigm claims (magnitude
+        estimation, whose analysis is the observer fits of
+        :mod:`bayesobs.scores`, not a hook); one at most.  ``registered()``
+        leaves it out: the loops that route rows skip it.
     """
 
     name: str
@@ -111,6 +124,8 @@ class Paradigm:
     summary: Hook | None = None
     report_sections: Hook | None = None
     part_of: str = ""
+    level: str = ""
+    default: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -322,6 +337,8 @@ def register(paradigm: Paradigm, replace: bool = False) -> Paradigm:
         raise BayesobsInputError(f"register takes a Paradigm, not {type(paradigm).__name__}")
     if paradigm.name in _REGISTRY and not replace:
         raise BayesobsInputError(f"paradigm {paradigm.name!r} is already registered")
+    if paradigm.default and any(p.default and p.name != paradigm.name for p in _REGISTRY.values()):
+        raise BayesobsInputError(f"paradigm {paradigm.name}: there is a default paradigm already")
     for other in _REGISTRY.values():
         if other.name == paradigm.name:
             continue
@@ -351,15 +368,54 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-def registered() -> tuple[Paradigm, ...]:
+def registered(default: bool = False) -> tuple[Paradigm, ...]:
     """The registered paradigms, in the order they were registered.
+
+    Parameters
+    ----------
+    default : bool
+        Include the default paradigm (magnitude: the rows no other claims,
+        :attr:`Paradigm.default`); left out, the paradigms that claim rows.
 
     Returns
     -------
     tuple of Paradigm
         The package's own paradigms first, then any registered later.
     """
-    return tuple(_REGISTRY.values())
+    return tuple(p for p in _REGISTRY.values() if default or not p.default)
+
+
+def default_paradigm() -> str:
+    """The name of the default paradigm (the one of rows no other paradigm claims).
+
+    Returns
+    -------
+    str
+        Its name (``"magnitude"``).
+    """
+    return next(p.name for p in _REGISTRY.values() if p.default)
+
+
+def markers() -> dict[str, tuple[str, ...]]:
+    """The marker columns of each registered paradigm that has some.
+
+    Returns
+    -------
+    dict of str to tuple of str
+        Paradigm name -> the columns that mark an unlabelled row as its own.
+    """
+    return {p.name: p.markers for p in _REGISTRY.values() if p.markers}
+
+
+def levels() -> dict[str, str]:
+    """The level column of each registered paradigm that grades its trials.
+
+    Returns
+    -------
+    dict of str to str
+        Paradigm name -> its :attr:`Paradigm.level` column.
+    """
+    return {p.name: p.level for p in _REGISTRY.values() if p.level}
 
 
 def by_name(name: str) -> Paradigm:
@@ -396,7 +452,7 @@ def find_task(name: str) -> Any | None:
     type or None
         The task class of the paradigm that provides it.
     """
-    for p in _REGISTRY.values():
+    for p in registered(default=True):
         if name in p.tasks:
             return p.task(name)
     return None
@@ -410,7 +466,7 @@ def sim_kinds() -> tuple[str, ...]:
     tuple of str
         The kinds (``sim:KIND``), paradigm by paradigm.
     """
-    return tuple(k for p in _REGISTRY.values() for k in p.subjects)
+    return tuple(k for p in registered(default=True) for k in p.subjects)
 
 
 def paradigm_tables_of(paradigm: Paradigm, tables: Mapping[str, Any]) -> dict[str, Any]:
@@ -438,21 +494,54 @@ def paradigm_tables_of(paradigm: Paradigm, tables: Mapping[str, Any]) -> dict[st
 
 
 def table_names() -> tuple[str, ...]:
-    """Every table name the registered paradigms' analyses write.
+    """Every table name the registered paradigms' analyses write (the default paradigm's aside).
 
     Returns
     -------
     tuple of str
         The table names, paradigm by paradigm.
     """
-    return tuple(t for p in _REGISTRY.values() for t in p.tables)
+    return tuple(t for p in registered() for t in p.tables)
 
 
 # ------------------------------------------------------------ the package's own
 register(
     Paradigm(
+        name="magnitude",  # BayesBench (METHOD): the rows no other paradigm claims
+        default=True,
+        tasks={
+            "line_ratio": "bayesobs.stimuli.lines:LineRatio",
+            "marker_location": "bayesobs.stimuli.lines:MarkerLocation",
+            "maze_distance": "bayesobs.stimuli.maze:MazeDistance",
+            "duration": "bayesobs.stimuli.duration:Duration",
+            "numerosity": "bayesobs.stimuli.numerosity:Numerosity",
+        },
+        subjects={
+            kind: "bayesobs.run.subjects.sim:SimSubject"
+            for kind in ("bayesian", "antibayes", "kalman", "linear", "anchor")
+        },
+        # the observer fits and scores of bayesobs.scores (they need the fit wing)
+        tables=(
+            "fits",
+            "evidence",
+            "accuracy",
+            "cue",
+            "bcs",
+            "bayesbench",
+            "bcs_tasks",
+            "bcs_agreement",
+            "cue_probe",
+            "summary",
+            "controls",
+            "bcs_extra",
+        ),
+    )
+)
+register(
+    Paradigm(
         name="search",
         markers=("set_size", "correct"),
+        level="set_size",
         tasks={
             "circle_sizes": "bayesobs.stimuli.search:CircleSizes",
             "two_among_five": "bayesobs.stimuli.search:TwoAmongFive",
@@ -486,6 +575,7 @@ register(
     Paradigm(
         name="perception",  # Tunnel Vision (Berman et al. 2025)
         markers=("problem_size", "gold"),
+        level="problem_size",
         tasks={
             "object_reid": "bayesobs.stimuli.tunnel:ObjectReid",
             "scavenger_hunt": "bayesobs.stimuli.tunnel:ScavengerHunt",

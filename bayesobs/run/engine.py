@@ -39,7 +39,6 @@ from .presentation import stimulus_images, stimulus_text, trial_blur
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
 from .store import ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Reply, Request, SubjectError, Turn, parse_subject
-from .subjects.sim import SimSubject
 from .subjects.tunnel_sim import RandomSubject
 
 TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
@@ -652,11 +651,10 @@ def make_subjects(
                 out[name] = RandomSubject(seed=sim_seed)
                 continue
             # the registered paradigms (bayesobs.paradigms) make their own
-            plugin = next((p for p in registered() if rest in p.subjects), None)
-            if plugin is not None:
-                out[name] = plugin.subject(rest, seed=sim_seed)
-                continue
-            out[name] = SimSubject(rest, seed=sim_seed)
+            plugin = next((p for p in registered(default=True) if rest in p.subjects), None)
+            if plugin is None:  # a paradigm unregistered since parse_subject's check
+                raise BayesobsInputError(f"unknown simulated subject {name!r}")
+            out[name] = plugin.subject(rest, seed=sim_seed)
         else:
             # the API clients (openai, anthropic: ~1 s of start-up) only for an API subject
             from .subjects.anthropic_messages import AnthropicSubject

@@ -7,21 +7,13 @@ from ..paradigms import registered
 from .base import Stimulus, Task, blur, from_png, to_png
 from .duration import Duration
 from .hvs import HvsTask
-from .lines import LineRatio, MarkerLocation
-from .maze import MazeDistance
-from .numerosity import Numerosity
 from .perception import PerceptionTask
 from .search import SearchTask
 
+# the tasks of the registered paradigms (bayesobs.paradigms): magnitude, visual search, hvs
+# (HVSBench-style questions, needs hvs=DIR), perception (Tunnel Vision), Percept-V
 TASKS: dict[str, type[Task]] = {
-    "line_ratio": LineRatio,
-    "marker_location": MarkerLocation,
-    "maze_distance": MazeDistance,
-    "duration": Duration,
-    "numerosity": Numerosity,
-    # the tasks of the registered paradigms (bayesobs.paradigms): visual search, hvs
-    # (HVSBench-style questions, needs hvs=DIR), perception (Tunnel Vision), Percept-V
-    **{name: p.task(name) for p in registered() for name in p.tasks},
+    name: p.task(name) for p in registered(default=True) for name in p.tasks
 }
 
 
@@ -33,7 +25,10 @@ def task_classes() -> dict[str, type[Task]]:
     dict of str to type
         Task name -> its :class:`~bayesobs.stimuli.base.Task` class.
     """
-    return {**TASKS, **{n: p.task(n) for p in registered() for n in p.tasks if n not in TASKS}}
+    return {
+        **TASKS,
+        **{n: p.task(n) for p in registered(default=True) for n in p.tasks if n not in TASKS},
+    }
 
 
 def get_task(name: str, **options) -> Task:
