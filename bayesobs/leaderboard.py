@@ -584,7 +584,7 @@ def search_summary(search) -> str:
         (point-biserial, with set size) and its Bonferroni ``p`` (``n/a``
         where missing).
     """
-    from .scores.search import prefer  # start-up time: scipy.stats only for a search digest
+    from .search.scores import prefer  # start-up time: scipy.stats only for a search digest
 
     t = prefer(prefer(search, "ablation", "base"), "answer", "cell")
     rows = [

@@ -510,11 +510,11 @@ register(
         name="magnitude",  # BayesBench (METHOD): the rows no other paradigm claims
         default=True,
         tasks={
-            "line_ratio": "bayesobs.stimuli.lines:LineRatio",
-            "marker_location": "bayesobs.stimuli.lines:MarkerLocation",
-            "maze_distance": "bayesobs.stimuli.maze:MazeDistance",
-            "duration": "bayesobs.stimuli.duration:Duration",
-            "numerosity": "bayesobs.stimuli.numerosity:Numerosity",
+            "line_ratio": "bayesobs.magnitude.lines:LineRatio",
+            "marker_location": "bayesobs.magnitude.lines:MarkerLocation",
+            "maze_distance": "bayesobs.magnitude.maze:MazeDistance",
+            "duration": "bayesobs.magnitude.duration:Duration",
+            "numerosity": "bayesobs.magnitude.numerosity:Numerosity",
         },
         subjects={
             kind: "bayesobs.run.subjects.sim:SimSubject"
@@ -543,16 +543,16 @@ register(
         markers=("set_size", "correct"),
         level="set_size",
         tasks={
-            "circle_sizes": "bayesobs.stimuli.search:CircleSizes",
-            "two_among_five": "bayesobs.stimuli.search:TwoAmongFive",
-            "light_priors": "bayesobs.stimuli.search:LightPriors",
+            "circle_sizes": "bayesobs.search.tasks:CircleSizes",
+            "two_among_five": "bayesobs.search.tasks:TwoAmongFive",
+            "light_priors": "bayesobs.search.tasks:LightPriors",
         },
         subjects={
             "parallel": "bayesobs.run.subjects.search_sim:SearchSubject",
             "serial": "bayesobs.run.subjects.search_sim:SearchSubject",
         },
         tables=("search", "search_accuracy", "search_bias"),
-        analyse="bayesobs.scores.search:search_scores",
+        analyse="bayesobs.search.scores:search_scores",
         summary="bayesobs.leaderboard:search_text",
         report_sections="bayesobs.report.html:search_sections",
     )
@@ -560,7 +560,7 @@ register(
 register(
     Paradigm(
         name="hvs",
-        tasks={"hvs": "bayesobs.stimuli.hvs:HvsTask"},
+        tasks={"hvs": "bayesobs.hvs.tasks:HvsTask"},
         subjects={
             kind: "bayesobs.run.subjects.hvs_sim:HvsSubject"
             for kind in ("center", "saliency", "largest")
@@ -568,7 +568,7 @@ register(
         tables=("hvs",),
         analyse="bayesobs.hvs.logged:hvs_scores",
         summary="bayesobs.leaderboard:hvs_text",
-        report_sections="bayesobs.report.hvs:hvs_report",
+        report_sections="bayesobs.hvs.report:hvs_report",
     )
 )
 register(
@@ -577,9 +577,9 @@ register(
         markers=("problem_size", "gold"),
         level="problem_size",
         tasks={
-            "object_reid": "bayesobs.stimuli.tunnel:ObjectReid",
-            "scavenger_hunt": "bayesobs.stimuli.tunnel:ScavengerHunt",
-            "circuits": "bayesobs.stimuli.tunnel:Circuits",
+            "object_reid": "bayesobs.tunnel.tasks:ObjectReid",
+            "scavenger_hunt": "bayesobs.tunnel.tasks:ScavengerHunt",
+            "circuits": "bayesobs.tunnel.tasks:Circuits",
         },
         subjects={
             kind: "bayesobs.run.subjects.tunnel_sim:TunnelSubject"
@@ -601,7 +601,7 @@ register(
             "perception_f1",
             "perception_chain",
         ),
-        analyse="bayesobs.scores.perception:perception_scores",
+        analyse="bayesobs.tunnel.scores:perception_scores",
         summary="bayesobs.leaderboard:perception_text",
         report_sections="bayesobs.report.perception:perception_report",
     )
@@ -610,7 +610,7 @@ register(
     Paradigm(
         name="perceptv",  # Percept-V: its rows are perception rows of task percept_v
         part_of="perception",
-        tasks={"percept_v": "bayesobs.stimuli.perceptv:PerceptV"},
+        tasks={"percept_v": "bayesobs.perceptv.tasks:PerceptV"},
         subjects={
             kind: "bayesobs.run.subjects.perceptv_sim:PerceptVSubject"
             for kind in ("perceiver", "guesser", "sloppy")

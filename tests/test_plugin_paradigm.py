@@ -137,7 +137,7 @@ def test_the_registry_refuses_clashes_and_bad_declarations(toy):
     with pytest.raises(ValueError, match="identifier"):
         Paradigm(name="no good")
     with pytest.raises(ValueError, match="module:attribute"):
-        resolve("bayesobs.scores.search")
+        resolve("bayesobs.search.scores")
     assert [p.name for p in registered()][:1] == ["search"]
 
 

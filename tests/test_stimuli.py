@@ -9,16 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesobs.parse import parse_number
-from bayesobs.run.subjects.sim import estimate_blur, measure_image, read_text
-from bayesobs.stimuli import blur, from_png, get_task
-from bayesobs.stimuli.duration import (
+from bayesobs.magnitude.duration import (
     Duration,
     load_ami,
     parse_words_xml,
     synthetic_meeting,
     transcript,
 )
+from bayesobs.parse import parse_number
+from bayesobs.run.subjects.sim import estimate_blur, measure_image, read_text
+from bayesobs.stimuli import blur, from_png, get_task
 
 RANGES = {"line_ratio": (0.1, 0.9), "marker_location": (0.02, 0.98), "maze_distance": (2.0, 18.0)}
 # measured - drawn, unblurred and at sigma = 6 px (the marker tick is clipped at the line ends)

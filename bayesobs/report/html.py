@@ -34,7 +34,7 @@ from ..scores import (
 )
 from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column
 from ..scores.references import subjects_only
-from ..scores.search import prefer
+from ..search.scores import prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
 from .calibration import calibration_sections, diagnostics_only, find_diagnostics

@@ -1,6 +1,6 @@
 """Report figures of the perception tasks (Tunnel Vision ...), and their report section.
 
-Plotting functions take the ``perception*`` tables of :mod:`bayesobs.scores.perception`
+Plotting functions take the ``perception*`` tables of :mod:`bayesobs.tunnel.scores`
 (and published reference numbers) and an optional ``ax``; they draw and
 return the figure, computing no statistics.  Reference lines come from
 :mod:`bayesobs.tunnel.published` (chance, human, the paper's models), each
@@ -482,7 +482,7 @@ def accuracy_by_size(size: pd.DataFrame, task: str, modality: str = "image", ax=
     return fig
 
 
-#: the perception paradigm's tables (bayesobs.scores.perception) read by :func:`perception_report`
+#: the perception paradigm's tables (bayesobs.tunnel.scores) read by :func:`perception_report`
 PERCEPTION_TABLES = (
     "perception",
     "perception_size",

@@ -307,7 +307,7 @@ class Scores(NamedTuple):
     controls: pd.DataFrame | None = None  # METHOD §12: the anchoring control, not a factor
     bcs_extra: pd.DataFrame | None = None  # noise_text, cot: ablations outside the BCS
     hvs: pd.DataFrame | None = None  # HVSBench-style questions (task hvs): the Table 3 layout
-    # perception tasks (bayesobs.scores.perception): accuracy, by problem size, covariate effects, F1, chains
+    # perception tasks (bayesobs.tunnel.scores): accuracy, by problem size, covariate effects, F1, chains
     perception: pd.DataFrame | None = None
     perception_size: pd.DataFrame | None = None
     perception_effects: pd.DataFrame | None = None
@@ -664,7 +664,7 @@ def score(
     Scores
         DataFrames; ``missing`` lists what could not be computed and why.
         Visual-search trials (with ``set_size`` and ``correct``) are scored
-        by :func:`bayesobs.scores.search.search_scores` into ``search``,
+        by :func:`bayesobs.search.scores.search_scores` into ``search``,
         ``search_accuracy`` and ``search_bias``; HVSBench-style trials (paradigm
         ``hvs``) by :func:`bayesobs.hvs.logged.hvs_scores` into ``hvs``; the
         other tables come from the magnitude trials.  Search and perception

@@ -49,10 +49,10 @@ from ..errors import BayesobsInputError
 from ..hvs.logged import is_hvs
 from ..intervals import wilson
 from ..paradigms import levels
-from ..stimuli import search as S
+from ..search import tasks as S
+from ..search.scores import search_table
 from ..trials import paradigm_rows
-from .perception import perception_table
-from .search import search_table
+from ..tunnel.scores import perception_table
 
 SIGMOIDS = ("norm", "logistic")
 DIRECTIONS = ("decreasing", "increasing")

@@ -25,7 +25,7 @@ from bayesobs.run.subjects import Request, Turn
 from bayesobs.run.subjects.openai_chat import ChatOptions, OpenAIChatSubject
 from bayesobs.stimuli import from_png
 
-SMALL = str(Path(__file__).resolve().parents[1] / "tasks" / "hvs_small.toml")
+SMALL = str(Path(__file__).resolve().parents[2] / "tasks" / "hvs_small.toml")
 N_IMAGES = 20  # enough questions to tell the sims apart (the default fixture has 6 images)
 SUBJECTS = ["sim:saliency", "sim:random", "sim:center"]
 ACC = ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "Q10", "Q11", "Q13")
