@@ -55,8 +55,9 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
             names.append(paradigm.name)
     if found.all():
         raise BayesobsInputError(
-            f"these are trials of paradigm {', '.join(names)} (right or wrong answers, not "
-            "magnitudes): observer models fit magnitudes; use `bayesobs score` for their analyses"
+            "these are visual-search trials, perception trials or HVSBench-style questions "
+            f"(paradigm {', '.join(names)}: right or wrong answers, not magnitudes): observer "
+            "models fit magnitudes; use `bayesobs score` for their analyses"
         )
     if found.any():
         return trials[~found].reset_index(drop=True), int(found.sum())
