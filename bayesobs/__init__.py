@@ -36,7 +36,7 @@ _SUBMODULES = {
     "tunnel": "tunnel",
     "runner": "run.runner",
     "observers": "fits.observers",
-    "search": "scores.search",
+    "search": "search",
     "rescore": "run.rescore",
 }
 

@@ -18,15 +18,17 @@ from .logprobs import RESPONSES, use_expected
 from .paradigms import registered
 from .provenance import write_manifest
 from .scores.evidence import evidence_notes, evidence_table
-from .trials import CELL_KEYS, normalize_trials, paradigm_rows, write_csv
+from .trials import CELL_KEYS, normalize_trials, write_csv
 
 
 def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """The magnitude trials of a normalised table, and how many other trials were left out.
 
-    Observer models fit magnitudes: visual-search trials (``set_size`` and
-    ``correct``) and perception trials (``paradigm = perception``) are left out, and a table of nothing else is refused.  The
-    one decision for :func:`fit` and ``bayesobs fit``.
+    Observer models fit magnitudes: the trials of every registered paradigm
+    other than magnitude (:mod:`bayesobs.paradigms`: visual search, perception,
+    Percept-V, HVSBench-style questions and plug-ins) are left out, and a table
+    of nothing else is refused.  The one decision for :func:`fit` and
+    ``bayesobs fit``.
 
     Parameters
     ----------
@@ -38,20 +40,24 @@ def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     magnitude : DataFrame
         The magnitude trials (index reset when some were left out).
     left_out : int
-        How many visual-search and perception trials were left out.
+        How many trials of the other paradigms were left out.
 
     Raises
     ------
     BayesobsInputError
-        When every trial is a visual-search trial.
+        When every trial belongs to another paradigm.
     """
-    found = paradigm_rows(trials, "perception")
-    for paradigm in registered():  # search and any plug-in paradigm (bayesobs.paradigms)
-        found = found | paradigm.rows(trials)
+    found, names = pd.Series(False, index=trials.index), []
+    for paradigm in registered():  # every registered paradigm's rows (bayesobs.paradigms)
+        rows = paradigm.rows(trials)
+        if rows.any():
+            found = found | rows
+            names.append(paradigm.name)
     if found.all():
         raise BayesobsInputError(
-            "these are visual-search trials or perception trials (correct answers, not magnitudes): "
-            "observer models fit magnitudes; use `bayesobs score` for their analyses"
+            "these are visual-search trials, perception trials or HVSBench-style questions "
+            f"(paradigm {', '.join(names)}: right or wrong answers, not magnitudes): observer "
+            "models fit magnitudes; use `bayesobs score` for their analyses"
         )
     if found.any():
         return trials[~found].reset_index(drop=True), int(found.sum())

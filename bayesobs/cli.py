@@ -440,7 +440,7 @@ def cmd_score(args) -> int:
         that cannot be read.
     """
     from .leaderboard import wrap
-    from .paradigms import registered
+    from .paradigms import paradigm_tables_of, registered
     from .scores import score
 
     t0 = time.perf_counter()
@@ -490,27 +490,11 @@ def cmd_score(args) -> int:
             more = f" (and {len(g) - 1} more)" if len(g) > 1 else ""
             print(wrap(f"  {reason}: {where}: {first.component}{more}"))
     tables = result.tables()
-    for paradigm in registered():  # the paradigms on the plug-in interface (bayesobs.paradigms)
-        mine = {n: tables[n] for n in paradigm.tables if tables.get(n) is not None}
+    for paradigm in registered():  # each registered paradigm's summary (bayesobs.paradigms)
+        mine = paradigm_tables_of(paradigm, tables)
         if mine and (text := paradigm.summary_text(mine, args.out)):
             print()
             print(text)
-    if result.hvs is not None and len(result.hvs.columns):  # task hvs: HVSBench-style
-        from .hvs.logged import hvs_summary
-
-        print()
-        print(wrap(f"HVSBench-style questions (accuracy; all columns in {args.out}/hvs.csv)"))
-        print(hvs_summary(result.hvs))
-    if result.perception is not None:
-        print()
-        print(
-            wrap(
-                "Perception tasks: accuracy per question (95% Wilson interval) against the "
-                "trials' chance (the paper's where it differs; per sequence: every step right) "
-                f"(every table in {args.out}/perception*.csv)"
-            )
-        )
-        print(perception_summary(result.perception))
     if result.cot_accuracy is not None:
         from .leaderboard import cot_accuracy_summary
 
@@ -526,63 +510,6 @@ def cmd_score(args) -> int:
     print()
     print(wrap(f"tables -> {args.out}/ ({', '.join(written)})"))
     return 0
-
-
-def perception_summary(table) -> str:
-    """Plain-text digest of perception.csv, one line per subject x task x variant x modality.
-
-    Fits :data:`~bayesobs.leaderboard.WIDTH` columns: a column with one value
-    throughout is said once above the rows.
-
-    Parameters
-    ----------
-    table : DataFrame
-        ``perception.csv`` rows (``accuracy``, ``lo``, ``hi``, ``chance``,
-        ``n``, ``invalid_rate``; optional ``chance_paper``,
-        ``sequence_accuracy``, ``sequence_n``).
-
-    Returns
-    -------
-    str
-        A text table: accuracy with its 95% interval, chance (the paper's
-        beside it where it differs), trials, invalid rate and, where some
-        row has one, the per-sequence accuracy.
-    """
-    import math
-
-    import pandas as pd
-
-    from .leaderboard import text_table
-
-    def chance(r) -> str:  # the trials' own; the paper's beside it where it differs
-        paper = getattr(r, "chance_paper", math.nan)
-        if paper == paper and not math.isclose(paper, r.chance, abs_tol=5e-3):
-            return f"{r.chance:.2f} (paper {paper:.2f})"
-        return f"{r.chance:.2f}"
-
-    def sequence(r) -> str:  # the decomposed hunt: every step right (Table 1's metric)
-        acc = getattr(r, "sequence_accuracy", math.nan)
-        return f"{acc:.2f} of {int(r.sequence_n)}" if acc == acc else ""
-
-    rows = [
-        {
-            "subject": r.subject,
-            "task": r.task,
-            "variant": r.variant,
-            "modality": r.modality,
-            "condition": r.condition,
-            "accuracy [95%]": f"{r.accuracy:.2f} [{r.lo:.2f}, {r.hi:.2f}]",
-            "chance": chance(r),
-            "n": str(r.n),
-            "invalid": f"{r.invalid_rate:.0%}",
-            "per sequence": sequence(r),
-        }
-        for r in table.itertuples(index=False)
-    ]
-    out = pd.DataFrame(rows)
-    if not out["per sequence"].astype(bool).any():
-        out = out.drop(columns="per sequence")
-    return text_table(out)
 
 
 def cmd_rescore(args) -> int:

@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import BayesobsInputError
+from .paradigms import default_paradigm
 from .run.imagecost import IMAGE_MODES
 from .run.store import FolderLock, writable_folder
 from .trials import PARADIGM_MARKERS, paradigm_rows, read_trials
@@ -50,7 +51,7 @@ from .trials import PARADIGM_MARKERS, paradigm_rows, read_trials
 #: ``load_dataset("parquet", data_dir=OUT)``, which reads only split-named files
 DATA_FILE = "train.parquet"
 #: paradigm of rows that state none and match no :data:`PARADIGM_MARKERS`
-DEFAULT_PARADIGM = "magnitude"
+DEFAULT_PARADIGM = default_paradigm()  # magnitude (bayesobs.paradigms)
 #: environment variables whose values must never appear in an export
 KEY_VARIABLES: tuple[str, ...] = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 _KEY_NAME = re.compile(r"api[_-]?key|secret|password|authorization|bearer|access[_-]?token", re.I)

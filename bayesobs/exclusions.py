@@ -33,7 +33,7 @@ import pandas as pd
 
 from .errors import BayesobsInputError
 from .paradigms import registered
-from .trials import TRUE_WORDS, catch_rows, natural_key, paradigm_rows
+from .trials import TRUE_WORDS, catch_rows, natural_key
 
 #: participant measures a rule may name, with what they are
 PARTICIPANT_MEASURES: dict[str, str] = {
@@ -261,8 +261,8 @@ def exclude(trials: pd.DataFrame, rules=()) -> Exclusions:
         raise BayesobsInputError(
             f"--exclude: every trial is excluded ({', '.join(r.text for r in rules)})"
         )
-    other = paradigm_rows(kept, "perception")
-    for paradigm in registered():  # search and any plug-in paradigm (bayesobs.paradigms)
+    other = pd.Series(False, index=kept.index)
+    for paradigm in registered():  # every registered paradigm's rows (bayesobs.paradigms)
         other = other | paradigm.rows(kept)
     other = other.to_numpy()
     done = kept["response"].isna().to_numpy() & ~other  # already missing: nothing to exclude

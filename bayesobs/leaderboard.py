@@ -584,7 +584,7 @@ def search_summary(search) -> str:
         (point-biserial, with set size) and its Bonferroni ``p`` (``n/a``
         where missing).
     """
-    from .scores.search import prefer  # start-up time: scipy.stats only for a search digest
+    from .search.scores import prefer  # start-up time: scipy.stats only for a search digest
 
     t = prefer(prefer(search, "ablation", "base"), "answer", "cell")
     rows = [
@@ -622,3 +622,106 @@ def search_text(tables: dict[str, pd.DataFrame], out) -> str:
         f"every ablation and answer mode in {out}/search.csv)"
     )
     return f"{head}\n{search_summary(tables['search'])}"
+
+
+def perception_summary(table) -> str:
+    """Plain-text digest of perception.csv, one line per subject x task x variant x modality.
+
+    Fits :data:`~bayesobs.leaderboard.WIDTH` columns: a column with one value
+    throughout is said once above the rows.
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``perception.csv`` rows (``accuracy``, ``lo``, ``hi``, ``chance``,
+        ``n``, ``invalid_rate``; optional ``chance_paper``,
+        ``sequence_accuracy``, ``sequence_n``).
+
+    Returns
+    -------
+    str
+        A text table: accuracy with its 95% interval, chance (the paper's
+        beside it where it differs), trials, invalid rate and, where some
+        row has one, the per-sequence accuracy.
+    """
+
+    def chance(r) -> str:  # the trials' own; the paper's beside it where it differs
+        paper = getattr(r, "chance_paper", math.nan)
+        if paper == paper and not math.isclose(paper, r.chance, abs_tol=5e-3):
+            return f"{r.chance:.2f} (paper {paper:.2f})"
+        return f"{r.chance:.2f}"
+
+    def sequence(r) -> str:  # the decomposed hunt: every step right (Table 1's metric)
+        acc = getattr(r, "sequence_accuracy", math.nan)
+        return f"{acc:.2f} of {int(r.sequence_n)}" if acc == acc else ""
+
+    rows = [
+        {
+            "subject": r.subject,
+            "task": r.task,
+            "variant": r.variant,
+            "modality": r.modality,
+            "condition": r.condition,
+            "accuracy [95%]": f"{r.accuracy:.2f} [{r.lo:.2f}, {r.hi:.2f}]",
+            "chance": chance(r),
+            "n": str(r.n),
+            "invalid": f"{r.invalid_rate:.0%}",
+            "per sequence": sequence(r),
+        }
+        for r in table.itertuples(index=False)
+    ]
+    out = pd.DataFrame(rows)
+    if not out["per sequence"].astype(bool).any():
+        out = out.drop(columns="per sequence")
+    return text_table(out)
+
+
+def perception_text(tables: dict[str, pd.DataFrame], out) -> str:
+    """The perception paradigm's terminal summary (its ``summary`` hook): heading and digest.
+
+    Parameters
+    ----------
+    tables : dict of str to DataFrame
+        The perception paradigm's tables (``perception`` is used).
+    out : str or pathlib.Path
+        The score folder (named in the heading).
+
+    Returns
+    -------
+    str
+        A wrapped heading line, then :func:`perception_summary` of
+        ``perception.csv``; empty without it.
+    """
+    if tables.get("perception") is None:
+        return ""
+    head = wrap(
+        "Perception tasks: accuracy per question (95% Wilson interval) against the "
+        "trials' chance (the paper's where it differs; per sequence: every step right) "
+        f"(every table in {out}/perception*.csv)"
+    )
+    return f"{head}\n{perception_summary(tables['perception'])}"
+
+
+def hvs_text(tables: dict[str, pd.DataFrame], out) -> str:
+    """The hvs paradigm's terminal summary (its ``summary`` hook): heading and digest.
+
+    Parameters
+    ----------
+    tables : dict of str to DataFrame
+        The hvs paradigm's tables (``hvs`` is used).
+    out : str or pathlib.Path
+        The score folder (named in the heading).
+
+    Returns
+    -------
+    str
+        A wrapped heading line, then :func:`bayesobs.hvs.logged.hvs_summary`
+        of ``hvs.csv``; empty without it.
+    """
+    table = tables.get("hvs")
+    if table is None or not len(table.columns):
+        return ""
+    from .hvs.logged import hvs_summary  # start-up time: the HVS modules load only for hvs rows
+
+    head = wrap(f"HVSBench-style questions (accuracy; all columns in {out}/hvs.csv)")
+    return f"{head}\n{hvs_summary(table)}"

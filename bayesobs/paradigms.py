@@ -17,8 +17,13 @@ user's package) may give plain callables instead::
 
     register(Paradigm(name="toy", tasks={"toy_task": ToyTask}, ...))
 
-Paradigms not yet moved onto the interface (magnitude, perception/tunnel,
-Percept-V, HVS) are still handled by name where they were.
+Every paradigm of the package is registered: magnitude estimation (the
+default paradigm: the rows no other claims, analysed by the observer fits of
+:mod:`bayesobs.scores`), visual search, HVSBench-style questions, perception
+(Tunnel Vision) and Percept-V (part of perception).  The names other modules
+keep (``trials.PARADIGM_MARKERS``, ``dataset.DEFAULT_PARADIGM``,
+``scores.psychometric.LEVELS``, ``run.subjects.SIM_KINDS``, ``stimuli.TASKS``)
+are derived from here.
 """
 
 from __future__ import annotations
@@ -91,10 +96,23 @@ class Paradigm:
         ``summary(tables, out) -> str``: the terminal text ``bayesobs score``
         prints (``out``: the score folder, for the files it names).
     report_sections : hook, optional
-        ``report_sections(tables, trials, out, save, table_html) -> (sections, tail)``:
-        figure sections ``(title, caption, [image paths])`` and HTML blocks
-        after the figures; ``save(fig, path)`` writes a figure and returns
-        its link, ``table_html(df)`` renders a table.
+        ``report_sections(tables, trials, out, save, table_html) -> (sections, tail)``
+        or ``-> (head, sections, tail)``: HTML blocks for the top of the
+        report, figure sections ``(title, caption, [image paths])`` and HTML
+        blocks after the figures; ``save(fig, path)`` writes a figure and
+        returns its link, ``table_html(df)`` renders a table.
+    part_of : str, optional
+        The name of the paradigm whose rows this one shares (its ``paradigm``
+        column value): its rows are that paradigm's rows of its own
+        :attr:`tasks`, analysed by both (e.g. Percept-V inside perception).
+    level : str, optional
+        The column that grades its trials' difficulty (a psychometric
+        function's level, :mod:`bayesobs.scores.psychometric`); empty: none.
+    default : bool
+        The paradigm of every row no other paradigm claims (magnitude
+        estimation, whose analysis is the observer fits of
+        :mod:`bayesobs.scores`, not a hook); one at most.  ``registered()``
+        leaves it out: the loops that route rows skip it.
     """
 
     name: str
@@ -105,6 +123,9 @@ class Paradigm:
     analyse: Hook | None = None
     summary: Hook | None = None
     report_sections: Hook | None = None
+    part_of: str = ""
+    level: str = ""
+    default: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -121,7 +142,8 @@ class Paradigm:
         """Which rows of ``trials`` are this paradigm's.
 
         The ``paradigm`` column decides where it is filled in; a row without
-        it belongs here when it fills in every one of :attr:`markers`.
+        it belongs here when it fills in every one of :attr:`markers`.  A
+        paradigm :attr:`part_of` another has that one's rows of its own tasks.
 
         Parameters
         ----------
@@ -133,6 +155,9 @@ class Paradigm:
         pandas.Series
             One bool per row (the table's index).
         """
+        if self.part_of:
+            mine = trials["task"].astype(str).isin(list(self.tasks)) if "task" in trials else False
+            return marked_rows(trials, self.part_of, self.markers) & mine
         return marked_rows(trials, self.name, self.markers)
 
     def task(self, name: str) -> Any:
@@ -222,10 +247,39 @@ class Paradigm:
         tail : list
             Blocks for the end of the report.
         """
+        _, sections, tail = self.report_parts(tables, trials, out, save, table_html)
+        return sections, tail
+
+    def report_parts(self, tables, trials, out, save, table_html) -> tuple[list, list, list]:
+        """Report head blocks, sections and tail blocks (``([], [], [])`` without any).
+
+        Parameters
+        ----------
+        tables : mapping of str to DataFrame
+            The paradigm's score tables.
+        trials : DataFrame
+            The trials behind them.
+        out : path
+            The report folder.
+        save : callable
+            The report's figure saver (figure, path -> relative link).
+        table_html : callable
+            The report's table renderer (DataFrame -> HTML).
+
+        Returns
+        -------
+        head : list
+            HTML blocks for the top of the report (empty when the hook gives two parts).
+        sections : list
+            Sections of the report's body.
+        tail : list
+            Blocks for the end of the report.
+        """
         if self.report_sections is None:
-            return [], []
-        sections, tail = resolve(self.report_sections)(tables, trials, out, save, table_html)
-        return list(sections), list(tail)
+            return [], [], []
+        parts = tuple(resolve(self.report_sections)(tables, trials, out, save, table_html))
+        head, sections, tail = parts if len(parts) == 3 else ([], *parts)
+        return list(head), list(sections), list(tail)
 
 
 def marked_rows(trials: pd.DataFrame, name: str, markers: tuple[str, ...] = ()) -> pd.Series:
@@ -283,6 +337,8 @@ def register(paradigm: Paradigm, replace: bool = False) -> Paradigm:
         raise BayesobsInputError(f"register takes a Paradigm, not {type(paradigm).__name__}")
     if paradigm.name in _REGISTRY and not replace:
         raise BayesobsInputError(f"paradigm {paradigm.name!r} is already registered")
+    if paradigm.default and any(p.default and p.name != paradigm.name for p in _REGISTRY.values()):
+        raise BayesobsInputError(f"paradigm {paradigm.name}: there is a default paradigm already")
     for other in _REGISTRY.values():
         if other.name == paradigm.name:
             continue
@@ -312,15 +368,75 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-def registered() -> tuple[Paradigm, ...]:
+def registered(default: bool = False) -> tuple[Paradigm, ...]:
     """The registered paradigms, in the order they were registered.
+
+    Parameters
+    ----------
+    default : bool
+        Include the default paradigm (magnitude: the rows no other claims,
+        :attr:`Paradigm.default`); left out, the paradigms that claim rows.
 
     Returns
     -------
     tuple of Paradigm
         The package's own paradigms first, then any registered later.
     """
-    return tuple(_REGISTRY.values())
+    return tuple(p for p in _REGISTRY.values() if default or not p.default)
+
+
+def default_paradigm() -> str:
+    """The name of the default paradigm (the one of rows no other paradigm claims).
+
+    Returns
+    -------
+    str
+        Its name (``"magnitude"``).
+    """
+    return next(p.name for p in _REGISTRY.values() if p.default)
+
+
+def markers() -> dict[str, tuple[str, ...]]:
+    """The marker columns of each registered paradigm that has some.
+
+    Returns
+    -------
+    dict of str to tuple of str
+        Paradigm name -> the columns that mark an unlabelled row as its own.
+    """
+    return {p.name: p.markers for p in _REGISTRY.values() if p.markers}
+
+
+def levels() -> dict[str, str]:
+    """The level column of each registered paradigm that grades its trials.
+
+    Returns
+    -------
+    dict of str to str
+        Paradigm name -> its :attr:`Paradigm.level` column.
+    """
+    return {p.name: p.level for p in _REGISTRY.values() if p.level}
+
+
+def by_name(name: str) -> Paradigm:
+    """The registered paradigm called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A paradigm's name.
+
+    Returns
+    -------
+    Paradigm
+        The paradigm.
+
+    Raises
+    ------
+    KeyError
+        No registered paradigm has that name.
+    """
+    return _REGISTRY[name]
 
 
 def find_task(name: str) -> Any | None:
@@ -336,7 +452,7 @@ def find_task(name: str) -> Any | None:
     type or None
         The task class of the paradigm that provides it.
     """
-    for p in _REGISTRY.values():
+    for p in registered(default=True):
         if name in p.tasks:
             return p.task(name)
     return None
@@ -350,37 +466,157 @@ def sim_kinds() -> tuple[str, ...]:
     tuple of str
         The kinds (``sim:KIND``), paradigm by paradigm.
     """
-    return tuple(k for p in _REGISTRY.values() for k in p.subjects)
+    return tuple(k for p in registered(default=True) for k in p.subjects)
+
+
+def paradigm_tables_of(paradigm: Paradigm, tables: Mapping[str, Any]) -> dict[str, Any]:
+    """The computed tables a paradigm's summary and report sections see.
+
+    Its own :attr:`Paradigm.tables`, and for a paradigm :attr:`Paradigm.part_of`
+    another, that one's too (both analyse the same rows).
+
+    Parameters
+    ----------
+    paradigm : Paradigm
+        The paradigm.
+    tables : mapping of str to DataFrame or None
+        Every score table by name (None: not computed).
+
+    Returns
+    -------
+    dict of str to DataFrame
+        The paradigm's tables that are not None, by name.
+    """
+    names = list(paradigm.tables)
+    if paradigm.part_of in _REGISTRY:
+        names = [*_REGISTRY[paradigm.part_of].tables, *names]
+    return {n: tables[n] for n in dict.fromkeys(names) if tables.get(n) is not None}
 
 
 def table_names() -> tuple[str, ...]:
-    """Every table name the registered paradigms' analyses write.
+    """Every table name the registered paradigms' analyses write (the default paradigm's aside).
 
     Returns
     -------
     tuple of str
         The table names, paradigm by paradigm.
     """
-    return tuple(t for p in _REGISTRY.values() for t in p.tables)
+    return tuple(t for p in registered() for t in p.tables)
 
 
 # ------------------------------------------------------------ the package's own
 register(
     Paradigm(
+        name="magnitude",  # BayesBench (METHOD): the rows no other paradigm claims
+        default=True,
+        tasks={
+            "line_ratio": "bayesobs.magnitude.lines:LineRatio",
+            "marker_location": "bayesobs.magnitude.lines:MarkerLocation",
+            "maze_distance": "bayesobs.magnitude.maze:MazeDistance",
+            "duration": "bayesobs.magnitude.duration:Duration",
+            "numerosity": "bayesobs.magnitude.numerosity:Numerosity",
+        },
+        subjects={
+            kind: "bayesobs.run.subjects.sim:SimSubject"
+            for kind in ("bayesian", "antibayes", "kalman", "linear", "anchor")
+        },
+        # the observer fits and scores of bayesobs.scores (they need the fit wing)
+        tables=(
+            "fits",
+            "evidence",
+            "accuracy",
+            "cue",
+            "bcs",
+            "bayesbench",
+            "bcs_tasks",
+            "bcs_agreement",
+            "cue_probe",
+            "summary",
+            "controls",
+            "bcs_extra",
+        ),
+    )
+)
+register(
+    Paradigm(
         name="search",
         markers=("set_size", "correct"),
+        level="set_size",
         tasks={
-            "circle_sizes": "bayesobs.stimuli.search:CircleSizes",
-            "two_among_five": "bayesobs.stimuli.search:TwoAmongFive",
-            "light_priors": "bayesobs.stimuli.search:LightPriors",
+            "circle_sizes": "bayesobs.search.tasks:CircleSizes",
+            "two_among_five": "bayesobs.search.tasks:TwoAmongFive",
+            "light_priors": "bayesobs.search.tasks:LightPriors",
         },
         subjects={
             "parallel": "bayesobs.run.subjects.search_sim:SearchSubject",
             "serial": "bayesobs.run.subjects.search_sim:SearchSubject",
         },
         tables=("search", "search_accuracy", "search_bias"),
-        analyse="bayesobs.scores.search:search_scores",
+        analyse="bayesobs.search.scores:search_scores",
         summary="bayesobs.leaderboard:search_text",
         report_sections="bayesobs.report.html:search_sections",
+    )
+)
+register(
+    Paradigm(
+        name="hvs",
+        tasks={"hvs": "bayesobs.hvs.tasks:HvsTask"},
+        subjects={
+            kind: "bayesobs.run.subjects.hvs_sim:HvsSubject"
+            for kind in ("center", "saliency", "largest")
+        },
+        tables=("hvs",),
+        analyse="bayesobs.hvs.logged:hvs_scores",
+        summary="bayesobs.leaderboard:hvs_text",
+        report_sections="bayesobs.hvs.report:hvs_report",
+    )
+)
+register(
+    Paradigm(
+        name="perception",  # Tunnel Vision (Berman et al. 2025)
+        markers=("problem_size", "gold"),
+        level="problem_size",
+        tasks={
+            "object_reid": "bayesobs.tunnel.tasks:ObjectReid",
+            "scavenger_hunt": "bayesobs.tunnel.tasks:ScavengerHunt",
+            "circuits": "bayesobs.tunnel.tasks:Circuits",
+        },
+        subjects={
+            kind: "bayesobs.run.subjects.tunnel_sim:TunnelSubject"
+            for kind in (
+                "matcher",
+                "gist",
+                "yes",
+                "chainer",
+                "frequent",
+                "tracer",
+                "colourcue",
+                "nearest",
+            )
+        },
+        tables=(
+            "perception",
+            "perception_size",
+            "perception_effects",
+            "perception_f1",
+            "perception_chain",
+        ),
+        analyse="bayesobs.tunnel.scores:perception_scores",
+        summary="bayesobs.leaderboard:perception_text",
+        report_sections="bayesobs.report.perception:perception_report",
+    )
+)
+register(
+    Paradigm(
+        name="perceptv",  # Percept-V: its rows are perception rows of task percept_v
+        part_of="perception",
+        tasks={"percept_v": "bayesobs.perceptv.tasks:PerceptV"},
+        subjects={
+            kind: "bayesobs.run.subjects.perceptv_sim:PerceptVSubject"
+            for kind in ("perceiver", "guesser", "sloppy")
+        },
+        tables=("perceptv_domains", "perceptv_skills", "perceptv_formats"),
+        analyse="bayesobs.perceptv.score:perceptv_scores",
+        report_sections="bayesobs.report.perception:perceptv_report",
     )
 )

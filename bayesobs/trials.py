@@ -35,16 +35,16 @@ from pandas.api.types import union_categoricals
 from .errors import BayesobsInputError
 from .expr import ExpressionError, evaluate
 from .jsonl import read_records
+from .paradigms import marked_rows
+from .paradigms import markers as paradigm_markers
 
 CELL_KEYS: tuple[str, ...] = ("subject", "task", "modality", "condition")
 RUN_KEYS: tuple[str, ...] = CELL_KEYS + ("session", "run")
 TRIAL_KEYS: tuple[str, ...] = RUN_KEYS + ("trial",)
 # the columns that mark a row without a ``paradigm`` as a trial of that paradigm
-# (human CSVs, older logs); a paradigm not listed is known only by its ``paradigm`` value
-PARADIGM_MARKERS: dict[str, tuple[str, ...]] = {
-    "search": ("set_size", "correct"),
-    "perception": ("problem_size", "gold"),
-}
+# (human CSVs, older logs); a paradigm not listed is known only by its ``paradigm`` value.
+# Derived from the registered paradigms (bayesobs.paradigms).
+PARADIGM_MARKERS: dict[str, tuple[str, ...]] = paradigm_markers()
 REQUIRED: tuple[str, ...] = ("stimulus", "response")
 DEFAULTS: dict[str, object] = {
     "subject": "subject",
@@ -140,7 +140,7 @@ def paradigm_rows(trials: pd.DataFrame, paradigm: str) -> pd.Series:
 
     A ``paradigm`` column (written by the runner) decides where it is filled
     in; rows without it (human CSVs, older logs) belong to the paradigm when
-    they fill in every one of its :data:`PARADIGM_MARKERS` (e.g.
+    they fill in every one of its markers (:data:`PARADIGM_MARKERS`, e.g.
     ``set_size`` and ``correct`` for search).
 
     Parameters
@@ -155,15 +155,7 @@ def paradigm_rows(trials: pd.DataFrame, paradigm: str) -> pd.Series:
     pandas.Series
         One bool per row (the table's index), true where the row belongs to ``paradigm``.
     """
-    markers = PARADIGM_MARKERS.get(paradigm, ())
-    if markers and set(markers) <= set(trials.columns):
-        guessed = trials[list(markers)].notna().all(axis=1)
-    else:
-        guessed = pd.Series(False, index=trials.index)
-    if "paradigm" not in trials.columns:
-        return guessed.astype(bool)
-    stated = trials["paradigm"]
-    return (stated == paradigm).where(stated.notna(), guessed).astype(bool)
+    return marked_rows(trials, paradigm, paradigm_markers().get(paradigm, ()))
 
 
 def _read_jsonl(path: Path, torn_ok: bool = False) -> pd.DataFrame:

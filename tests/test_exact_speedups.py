@@ -19,9 +19,7 @@ from scipy import ndimage
 
 from bayesobs.run.subjects import Request, SimSubject, Turn
 from bayesobs.run.subjects.search_sim import contrast, fill_holes, segment_items
-from bayesobs.stimuli import from_png, to_png
-from bayesobs.stimuli.base import canvas, channel_mean, segment
-from bayesobs.stimuli.search import (
+from bayesobs.search.tasks import (
     STROKE,
     CircleSizes,
     LightPriors,
@@ -29,6 +27,8 @@ from bayesobs.stimuli.search import (
     draw_digit,
     glyph_segments,
 )
+from bayesobs.stimuli import from_png, to_png
+from bayesobs.stimuli.base import canvas, channel_mean, segment
 
 
 def straightforward_segment_items(img: np.ndarray, shading: bool = False) -> dict:
@@ -202,7 +202,7 @@ def test_kept_percepts_give_the_answers_of_fresh_subjects(kind):
 
 def straightforward_measure_image(task: str, img: np.ndarray) -> float:
     """measure_image as it was before issue 32 (every map computed, full index grids)."""
-    from bayesobs.stimuli.maze import UNIT_PX
+    from bayesobs.magnitude.maze import UNIT_PX
 
     def _half_max_extent(profile):
         half = profile.max() / 2

@@ -184,7 +184,7 @@ def test_analysis_imports_never_pull_in_the_runner():
 
     code = (
         "import sys, bayesobs; import bayesobs.scores, bayesobs.fits.fitting, bayesobs.scores.cue, "
-        "bayesobs.scores.search, bayesobs.scores.evidence, bayesobs.bootstrap; "
+        "bayesobs.search.scores, bayesobs.scores.evidence, bayesobs.bootstrap; "
         "bad = [m for m in ('bayesobs.run.runner', 'openai', 'bayesobs.web') if m in sys.modules]; "
         "assert not bad, bad; "
         "assert callable(bayesobs.report.build_report) and callable(bayesobs.sweep)"
@@ -195,7 +195,7 @@ def test_analysis_imports_never_pull_in_the_runner():
 
 def test_paradigm_column_routes_the_analyses(tmp_path):
     """Runner rows state their paradigm; a stated magnitude row is never taken for search."""
-    from bayesobs.scores.search import is_search
+    from bayesobs.search.scores import is_search
 
     out = tmp_path / "run"
     assert (

@@ -8,7 +8,8 @@ import pytest
 
 from bayesobs import paradigms
 from bayesobs.cli import main
-from bayesobs.paradigms import Paradigm, register, registered, resolve, unregister
+from bayesobs.errors import BayesobsInputError
+from bayesobs.paradigms import Paradigm, by_name, register, registered, resolve, unregister
 from bayesobs.run.subjects import Reply
 from bayesobs.stimuli.base import Stimulus, Task
 
@@ -136,16 +137,49 @@ def test_the_registry_refuses_clashes_and_bad_declarations(toy):
     with pytest.raises(ValueError, match="identifier"):
         Paradigm(name="no good")
     with pytest.raises(ValueError, match="module:attribute"):
-        resolve("bayesobs.scores.search")
+        resolve("bayesobs.search.scores")
     assert [p.name for p in registered()][:1] == ["search"]
 
 
 def test_every_builtin_hook_resolves():
-    for p in registered():
+    for p in registered(default=True):
         for ref in (*p.tasks.values(), *p.subjects.values()):
             assert callable(resolve(ref))
         for ref in (p.analyse, p.summary, p.report_sections):
             assert ref is None or callable(resolve(ref))
+
+
+def test_the_derived_names_match_the_paradigms_own_modules():
+    # the registry lists each paradigm's tasks and simulated subjects; the modules that
+    # implement them keep their own lists, which must not drift from it
+    from bayesobs.dataset import DEFAULT_PARADIGM
+    from bayesobs.run.subjects import SIM_KINDS, hvs_sim, perceptv_sim, search_sim, sim, tunnel_sim
+    from bayesobs.scores.psychometric import LEVELS
+    from bayesobs.stimuli import TASKS
+    from bayesobs.trials import PARADIGM_MARKERS
+
+    kinds = {p.name: tuple(p.subjects) for p in registered(default=True)}
+    assert kinds["magnitude"] == sim.KINDS
+    assert kinds["search"] + ("random",) == search_sim.SEARCH_KINDS
+    assert kinds["perception"] == tunnel_sim.TUNNEL_KINDS
+    assert kinds["hvs"] == hvs_sim.HVS_KINDS
+    assert kinds["perceptv"] == perceptv_sim.PERCEPTV_KINDS
+    assert sorted(SIM_KINDS) == sorted({k for ks in kinds.values() for k in ks} | {"random"})
+    assert set(search_sim.SEARCH_TASKS) == set(by_name("search").tasks)
+    assert set(TASKS) == {t for p in registered(default=True) for t in p.tasks}
+    assert all(isinstance(TASKS[t], type) for t in TASKS)
+    assert DEFAULT_PARADIGM == "magnitude" and "magnitude" not in [p.name for p in registered()]
+    assert LEVELS == {"search": "set_size", "perception": "problem_size"}
+    assert PARADIGM_MARKERS == {
+        "search": ("set_size", "correct"),
+        "perception": ("problem_size", "gold"),
+    }
+
+
+def test_there_is_one_default_paradigm():
+    with pytest.raises(BayesobsInputError, match="default paradigm already"):
+        register(Paradigm(name="other_default", default=True))
+    assert "other_default" not in [p.name for p in registered(default=True)]
 
 
 def test_rows_follow_the_paradigm_column_then_the_markers():

@@ -56,7 +56,7 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "bayesobs.parse": (
         "number parsing of replies; tested where replies are read",
-        ("test_safety.py", "test_stimuli.py", "test_runner_integrity.py"),
+        ("test_safety.py", "test_magnitude_tasks.py", "test_runner_integrity.py"),
     ),
     "bayesobs.plotting": (
         "the figure helper (an ax, no pyplot state); tested through every figure",

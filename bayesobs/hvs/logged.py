@@ -1,6 +1,6 @@
 """``hvs.csv`` from logged trials: HVSBench-style scores per subject and condition.
 
-The runner's ``hvs`` task (:class:`bayesobs.stimuli.hvs.HvsTask`) logs, per
+The runner's ``hvs`` task (:class:`bayesobs.hvs.tasks.HvsTask`) logs, per
 trial, the question type and the scores :func:`bayesobs.hvs.score_replies`
 would give (``correct``, ``m_dir``, ``m_pos``, ``abs_err``) and the
 question's random baseline (``chance_*``).  :func:`hvs_scores` pools them in

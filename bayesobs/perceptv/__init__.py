@@ -11,7 +11,7 @@ images per size, seed) as ``(domain, size, seed)`` triples.
 :mod:`.parse` reads replies, :mod:`.sims` holds simulated subjects that look
 at the pixels, :mod:`.score` turns a trial table into the paper's tables,
 :mod:`.plots` draws them and :mod:`.published` holds the paper's numbers.
-The runner task is :mod:`bayesobs.stimuli.perceptv` (``percept_v``).
+The runner task is :mod:`bayesobs.perceptv.tasks` (``percept_v``).
 """
 
 from __future__ import annotations

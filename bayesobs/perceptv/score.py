@@ -323,3 +323,47 @@ def score_trials(
         If ``trials`` and ``replies`` differ in length.
     """
     return pd.DataFrame([trial_row(t, subject, r) for t, r in zip(trials, replies, strict=True)])
+
+
+def perceptv_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The Percept-V tables of the ``percept_v`` rows (none if there are none).
+
+    ``perceptv_domains``, ``perceptv_skills`` and ``perceptv_formats`` (the
+    Percept-V paradigm's ``analyse`` hook); an invalid reply counts as wrong.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table; its ``task == "percept_v"`` rows are read (``domain``,
+        ``problem_size``, ``answer_type``, ``correct``, ``valid``, ``chance``).
+
+    Returns
+    -------
+    dict of str to DataFrame
+        The three tables by name; empty without Percept-V rows.
+    """
+    if "task" not in trials.columns:
+        return {}
+    t = trials[trials["task"].astype(str) == "percept_v"]
+    if t.empty:
+        return {}
+    rows = pd.DataFrame(
+        {
+            "subject": t["subject"].astype(str).to_numpy(),
+            "domain": t["domain"].astype(str).to_numpy(),
+            "problem_size": t["problem_size"].astype(int).to_numpy(),
+            "answer_type": t["answer_type"].astype(str).to_numpy(),
+            "correct": pd.to_numeric(t["correct"], errors="coerce")
+            .fillna(0)
+            .astype(int)
+            .to_numpy(),
+            "valid": t["valid"].astype(bool).astype(int).to_numpy(),
+            "chance": pd.to_numeric(t["chance"], errors="coerce").to_numpy(),
+        }
+    )
+    domains = domain_table(rows)
+    return {
+        "perceptv_domains": domains,
+        "perceptv_skills": skill_table(domains),
+        "perceptv_formats": format_table(rows),
+    }

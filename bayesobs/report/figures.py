@@ -809,7 +809,7 @@ def posterior_predictive(ppc: pd.DataFrame, ax=None, color=None, title: str = ""
 def search_curves(acc: pd.DataFrame, subject, task, answer="cell", ablation="base", ax=None):
     """Accuracy (cell answers) or coordinate error (point answers) against set size, per condition.
 
-    ``acc``: :func:`bayesobs.scores.search.search_accuracy` (binned or not).  Bars
+    ``acc``: :func:`bayesobs.search.scores.search_accuracy` (binned or not).  Bars
     are its 95% intervals, conditions dodged side by side; the dotted line is chance (25%) for cells and the
     image diagonal (a refusal's error) for points.  Pop-out shows as a flat
     curve, serial search as a falling (or, for errors, rising) one.
@@ -886,7 +886,7 @@ def search_bias(bias: pd.DataFrame, subject, task, answer="cell", ax=None):
     Parameters
     ----------
     bias : DataFrame
-        :func:`bayesobs.scores.search.response_bias` rows (``cell`` as ``"row,col"``,
+        :func:`bayesobs.search.scores.response_bias` rows (``cell`` as ``"row,col"``,
         ``selected``, ``precision``, ``recall``, ``invalid``).
     subject, task : str
         The subject and task drawn.

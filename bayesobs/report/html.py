@@ -21,8 +21,7 @@ from ..errors import BayesobsInputError
 from ..exclusions import summary
 from ..fits.controls import anchoring_lines
 from ..fits.predictions import predictions
-from ..hvs.logged import is_hvs
-from ..paradigms import registered
+from ..paradigms import paradigm_tables_of, registered
 from ..provenance import provenance, read_manifest
 from ..scores import (
     CONSTANT_REASON,
@@ -34,14 +33,11 @@ from ..scores import (
     with_baseline,
 )
 from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column
-from ..scores.perception import is_perception
 from ..scores.references import subjects_only
-from ..scores.search import prefer
+from ..search.scores import prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
 from .calibration import calibration_sections, diagnostics_only, find_diagnostics
-from .hvs import hvs_sections
-from .perception import perception_sections
 from .psychometric import psychometric_sections
 
 TABLES = tuple(f for f in Scores._fields if f != "plugins")  # + Scores.plugins
@@ -247,38 +243,32 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         if table is not None and len(table.columns):
             table.to_csv(out / "tables" / f"{name}.csv", index=False)
             written.append(name)
-    perceived = is_perception(trials)
-    # the paradigms on the plug-in interface (bayesobs.paradigms): their rows, in registry order
+    # the registered paradigms (bayesobs.paradigms): their rows, in registry order; the rest
+    # are magnitude trials
     found, plugged = pd.Series(False, index=trials.index), []
     for paradigm in registered():
-        rows = paradigm.rows(trials) & ~perceived & ~found
+        rows = paradigm.rows(trials) & (True if paradigm.part_of else ~found)
         if rows.any():
             found = found | rows
             plugged.append((paradigm, rows))
-    hvs_rows = is_hvs(trials)  # task hvs: its own section (report/hvs.py), not magnitudes
     subjects = sorted(trials["subject"].unique())
     head, sections, notes, tail = [], [], [], []
-    if not (found | perceived | hvs_rows).all():
+    if not found.all():
         head, sections, notes = _magnitude_sections(
-            with_baseline(trials[~(found | perceived | hvs_rows)].reset_index(drop=True)),
+            with_baseline(trials[~found].reset_index(drop=True)),
             res,
             out,
             seed,
             scheme,
         )
     for paradigm, rows in plugged:
-        mine = {n: tables[n] for n in paradigm.tables if tables.get(n) is not None}
-        sections_s, tail_s = paradigm.sections(mine, trials[rows], out, _save, _table_html)
-        sections += sections_s
-        tail += tail_s
-    if hvs_rows.any():
-        head_h, sections_h = hvs_sections(res, trials[hvs_rows], out, _save, _table_html)
-        head += head_h
-        sections += sections_h
-    if perceived.any() and res.perception is not None:  # the perception tasks' figures
-        head_p, sections_p = perception_sections(res, out, _save, _table_html)
+        mine = paradigm_tables_of(paradigm, tables)
+        head_p, sections_p, tail_p = paradigm.report_parts(
+            mine, trials[rows], out, _save, _table_html
+        )
         head += head_p
         sections += sections_p
+        tail += tail_p
     if res.psychometric is not None and len(res.psychometric):  # fitted curves over the data
         sections_q, tail_q = psychometric_sections(res, trials, out, _save, _table_html)
         sections += sections_q

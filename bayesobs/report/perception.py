@@ -1,6 +1,6 @@
 """Report figures of the perception tasks (Tunnel Vision ...), and their report section.
 
-Plotting functions take the ``perception*`` tables of :mod:`bayesobs.scores.perception`
+Plotting functions take the ``perception*`` tables of :mod:`bayesobs.tunnel.scores`
 (and published reference numbers) and an optional ``ax``; they draw and
 return the figure, computing no statistics.  Reference lines come from
 :mod:`bayesobs.tunnel.published` (chance, human, the paper's models), each
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -481,6 +482,50 @@ def accuracy_by_size(size: pd.DataFrame, task: str, modality: str = "image", ax=
     return fig
 
 
+#: the perception paradigm's tables (bayesobs.tunnel.scores) read by :func:`perception_report`
+PERCEPTION_TABLES = (
+    "perception",
+    "perception_size",
+    "perception_effects",
+    "perception_f1",
+    "perception_chain",
+)
+
+
+def perception_report(tables, trials: pd.DataFrame, out: Path, save, table_html):
+    """The perception paradigm's ``report_sections`` hook: :func:`perception_sections` of its tables.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        The paradigm's score tables (``perception`` and the others of
+        :data:`PERCEPTION_TABLES` that were computed).
+    trials : DataFrame
+        Its rows of the trial table (not needed: the tables hold it all).
+    out : Path
+        The report folder; figures go to ``out/figures``.
+    save : callable
+        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
+    table_html : callable
+        ``table_html(df) -> str``: a table as HTML.
+
+    Returns
+    -------
+    head : list of str
+        HTML blocks for the top of the page (none without ``perception``).
+    sections : list of tuple
+        ``(title, caption, [src, ...])`` per figure section.
+    tail : list of str
+        Always empty.
+    """
+    del trials  # the tables hold everything drawn here
+    if tables.get("perception") is None:
+        return [], [], []
+    res = SimpleNamespace(**{name: tables.get(name) for name in PERCEPTION_TABLES})
+    head, sections = perception_sections(res, out, save, table_html)
+    return head, sections, []
+
+
 def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], list[tuple]]:
     """The report's perception part: accuracy, F1, chains, effects (figures under ``out/figures``).
 
@@ -503,8 +548,8 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
     head : list of str
         HTML blocks for the top of the page (the accuracy tables).
     sections : list of tuple
-        ``(title, caption, [src, ...])`` per figure section, the Percept-V
-        ones (:func:`perceptv_sections`) last.
+        ``(title, caption, [src, ...])`` per figure section (Percept-V's
+        own: :func:`perceptv_sections`).
     """
     acc = res.perception
     head = [
@@ -616,8 +661,40 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
             f"<p>{html.escape('Logistic regressions of correctness (perception_effects.csv).')}</p>",
             table_html(eff[eff["task"] == "circuits"]),
         ]
-    sections += perceptv_sections(res, figs, save)
     return head, sections
+
+
+def perceptv_report(tables, trials: pd.DataFrame, out: Path, save, table_html):
+    """The Percept-V paradigm's ``report_sections`` hook: :func:`perceptv_sections`.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        Its tables and the perception paradigm's (``perception_size`` and
+        ``perceptv_skills`` are drawn).
+    trials : DataFrame
+        Its rows of the trial table (not needed: the tables hold it all).
+    out : Path
+        The report folder; figures go to ``out/figures``.
+    save : callable
+        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
+    table_html : callable
+        ``table_html(df) -> str``: a table as HTML (not needed).
+
+    Returns
+    -------
+    head : list of str
+        Always empty.
+    sections : list of tuple
+        ``(title, caption, [src, ...])`` per figure section.
+    tail : list of str
+        Always empty.
+    """
+    del trials, table_html  # the tables hold everything drawn here; no table is shown
+    res = SimpleNamespace(
+        perception_size=tables.get("perception_size"), perceptv_skills=tables.get("perceptv_skills")
+    )
+    return [], perceptv_sections(res, out / "figures", save), []
 
 
 def perceptv_sections(res, figs: Path, save) -> list[tuple]:

@@ -40,10 +40,7 @@ from .progress import bar as progress_bar
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
 from .store import ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Reply, Request, SubjectError, Turn, parse_subject
-from .subjects.hvs_sim import HVS_KINDS, HvsSubject
-from .subjects.perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
-from .subjects.sim import SimSubject
-from .subjects.tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
+from .subjects.tunnel_sim import RandomSubject
 
 TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
 
@@ -650,21 +647,11 @@ def make_subjects(
             if rest == "random":  # answers every paradigm in its format: search, perception, hvs
                 out[name] = RandomSubject(seed=sim_seed)
                 continue
-            # the paradigms on the plug-in interface (bayesobs.paradigms) make their own
-            plugin = next((p for p in registered() if rest in p.subjects), None)
-            if plugin is not None:
-                out[name] = plugin.subject(rest, seed=sim_seed)
-                continue
-            kind_cls = (
-                TunnelSubject
-                if rest in TUNNEL_KINDS
-                else PerceptVSubject
-                if rest in PERCEPTV_KINDS
-                else HvsSubject
-                if rest in HVS_KINDS
-                else SimSubject
-            )
-            out[name] = kind_cls(rest, seed=sim_seed)
+            # the registered paradigms (bayesobs.paradigms) make their own
+            plugin = next((p for p in registered(default=True) if rest in p.subjects), None)
+            if plugin is None:  # a paradigm unregistered since parse_subject's check
+                raise BayesobsInputError(f"unknown simulated subject {name!r}")
+            out[name] = plugin.subject(rest, seed=sim_seed)
         else:
             # the API clients (openai, anthropic: ~1 s of start-up) only for an API subject
             from .subjects.anthropic_messages import AnthropicSubject

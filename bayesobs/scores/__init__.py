@@ -39,7 +39,6 @@ from ..trials import (
     CELL_KEYS,
     RUN_KEYS,
     normalize_trials,
-    paradigm_rows,
     write_csv,
 )
 from .bcs import (
@@ -283,18 +282,6 @@ def accuracy_table(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0) -> p
 
 
 # ------------------------------------------------------------------ results
-_PERCEPTION = (
-    "perception",
-    "perception_size",
-    "perception_effects",
-    "perception_f1",
-    "perception_chain",
-    "perceptv_domains",
-    "perceptv_skills",
-    "perceptv_formats",
-)
-
-
 class Scores(NamedTuple):
     """Every table ``bayesobs score`` writes (see DESIGN.md for the contract files).
 
@@ -320,7 +307,7 @@ class Scores(NamedTuple):
     controls: pd.DataFrame | None = None  # METHOD §12: the anchoring control, not a factor
     bcs_extra: pd.DataFrame | None = None  # noise_text, cot: ablations outside the BCS
     hvs: pd.DataFrame | None = None  # HVSBench-style questions (task hvs): the Table 3 layout
-    # perception tasks (bayesobs.scores.perception): accuracy, by problem size, covariate effects, F1, chains
+    # perception tasks (bayesobs.tunnel.scores): accuracy, by problem size, covariate effects, F1, chains
     perception: pd.DataFrame | None = None
     perception_size: pd.DataFrame | None = None
     perception_effects: pd.DataFrame | None = None
@@ -426,14 +413,7 @@ class Scores(NamedTuple):
         for name in (*(f for f in cls._fields if f != "plugins"), *own):
             p = folder / f"{name}.csv"
             tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
-        for name in (
-            *table_names(),
-            "hvs",
-            "answer_spread",
-            "psychometric",
-            "cot_accuracy",
-            *_PERCEPTION,
-        ):
+        for name in (*table_names(), "answer_spread", "psychometric", "cot_accuracy"):
             if tables[name].empty and not len(tables[name].columns):
                 tables[name] = None
         for name in ("subject", "task"):  # keys stay text (e.g. subject "007")
@@ -684,7 +664,7 @@ def score(
     Scores
         DataFrames; ``missing`` lists what could not be computed and why.
         Visual-search trials (with ``set_size`` and ``correct``) are scored
-        by :func:`bayesobs.scores.search.search_scores` into ``search``,
+        by :func:`bayesobs.search.scores.search_scores` into ``search``,
         ``search_accuracy`` and ``search_bias``; HVSBench-style trials (paradigm
         ``hvs``) by :func:`bayesobs.hvs.logged.hvs_scores` into ``hvs``; the
         other tables come from the magnitude trials.  Search and perception
@@ -708,36 +688,21 @@ def score(
     # search and perception levels (as many bootstrap data sets as the rest); missing rows
     psych = psychometric_scores(trials, bootstrap=opts.bootstrap, seed=seed)
     cot_acc = cot_accuracy(trials, seed=seed)  # right/wrong paradigms: cot beside base
-    # perception rows (paradigm = perception) go to bayesobs.scores.perception, search rows to
-    # bayesobs.scores.search (imported only then: they load scipy.stats)
-    perceived = paradigm_rows(trials, "perception")
-    extra = {}
-    if perceived.any():
-        # start-up time: `import bayesobs` stays light (statsmodels, stimuli)
-        from .perception import perception_scores
-
-        extra = perception_scores(trials[perceived])
-    trials = trials[~perceived]
-    # the paradigms on the plug-in interface (bayesobs.paradigms): each scores its own rows
-    found, plugins = pd.Series(False, index=trials.index), {}
+    # the registered paradigms (bayesobs.paradigms) each score their own rows (one that is
+    # part of another shares its rows); what none claims is magnitude trials
+    found, plugins, extra = pd.Series(False, index=trials.index), {}, {}
     for paradigm in registered():
-        rows = paradigm.rows(trials) & ~found
+        rows = paradigm.rows(trials) & (True if paradigm.part_of else ~found)
         if rows.any():
             for name, table in paradigm_tables(paradigm, trials[rows]).items():
                 (extra if name in Scores._fields else plugins)[name] = table
             found = found | rows
-    from ..hvs.logged import hvs_scores, is_hvs  # start-up time: `import bayesobs` stays light
-
-    hvs_rows = is_hvs(trials)  # HVSBench-style questions (paradigm hvs): hvs.csv
-    if hvs_rows.any():
-        extra = {**extra, **hvs_scores(trials[hvs_rows])}
-        found = found | hvs_rows
     if found.all():
         # no magnitude trials: those tables are empty; search/perception ones absent unless found
         empty = {
             name: pd.DataFrame()
             for name in Scores._fields
-            if name not in (*table_names(), "hvs", "cot_accuracy", "plugins", *_PERCEPTION)
+            if name not in (*table_names(), "cot_accuracy", "plugins")
         }
         return with_psychometric(Scores(**{**empty, **extra}), *psych)._replace(
             cot_accuracy=cot_acc, plugins=plugins or None

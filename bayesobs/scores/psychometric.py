@@ -48,10 +48,11 @@ from scipy import special, stats
 from ..errors import BayesobsInputError
 from ..hvs.logged import is_hvs
 from ..intervals import wilson
-from ..stimuli import search as S
+from ..paradigms import levels
+from ..search import tasks as S
+from ..search.scores import search_table
 from ..trials import paradigm_rows
-from .perception import perception_table
-from .search import search_table
+from ..tunnel.scores import perception_table
 
 SIGMOIDS = ("norm", "logistic")
 DIRECTIONS = ("decreasing", "increasing")
@@ -63,7 +64,7 @@ NO_BOOTSTRAP_NOTE = "no bootstrap (--bootstrap 0): no intervals and no gof_p"
 EPS = 1e-12  # psi is kept in [EPS, 1 - EPS] inside the log-likelihood
 MAX_ITER = 200
 # the stimulus level of each paradigm's trials
-LEVELS = {"search": "set_size", "perception": "problem_size"}
+LEVELS = levels()  # paradigm -> its level column (bayesobs.paradigms)
 KEYS = ["paradigm", "subject", "task", "variant", "modality", "condition", "answer"]
 PARAMS = ("threshold", "width", "lapse")
 COLUMNS = [

@@ -1,45 +1,44 @@
-"""The tasks: stimulus generation and rendering (magnitude estimation, visual search, perception)."""
+"""The tasks: stimulus generation and rendering, shared by every paradigm's tasks.
+
+Each paradigm's tasks live in its own folder (``bayesobs.magnitude``,
+``bayesobs.search``, ``bayesobs.tunnel``, ``bayesobs.perceptv``,
+``bayesobs.hvs``) and are found through the paradigm registry
+(:mod:`bayesobs.paradigms`); this package holds what they share (the
+:class:`~bayesobs.stimuli.base.Task` interface, drawing, prior
+distributions, the perception tasks' base class) and the task table.
+"""
 
 from __future__ import annotations
+
+from inspect import signature
 
 from ..errors import BayesobsInputError
 from ..paradigms import registered
 from .base import Stimulus, Task, blur, from_png, to_png
-from .duration import Duration
-from .hvs import HvsTask
-from .lines import LineRatio, MarkerLocation
-from .maze import MazeDistance
-from .numerosity import Numerosity
 from .perception import PerceptionTask
-from .perceptv import PerceptV
-from .search import SearchTask
-from .tunnel import Circuits, ObjectReid, ScavengerHunt
-
-TASKS: dict[str, type[Task]] = {
-    "line_ratio": LineRatio,
-    "marker_location": MarkerLocation,
-    "maze_distance": MazeDistance,
-    "duration": Duration,
-    "numerosity": Numerosity,
-    "hvs": HvsTask,  # HVSBench-style questions (needs hvs=DIR)
-    "object_reid": ObjectReid,
-    "scavenger_hunt": ScavengerHunt,
-    "circuits": Circuits,
-    "percept_v": PerceptV,
-    # the tasks of the paradigms on the plug-in interface (bayesobs.paradigms): visual search
-    **{name: p.task(name) for p in registered() for name in p.tasks},
-}
 
 
 def task_classes() -> dict[str, type[Task]]:
-    """Every task by name: :data:`TASKS`, then those of paradigms registered since.
+    """Every task by name, from the registered paradigms (:mod:`bayesobs.paradigms`).
 
     Returns
     -------
     dict of str to type
-        Task name -> its :class:`~bayesobs.stimuli.base.Task` class.
+        Task name -> its :class:`~bayesobs.stimuli.base.Task` class, paradigm
+        by paradigm in the order they were registered.
     """
-    return {**TASKS, **{n: p.task(n) for p in registered() for n in p.tasks if n not in TASKS}}
+    return {n: p.task(n) for p in registered(default=True) for n in p.tasks}
+
+
+def __getattr__(name: str):
+    """``TASKS``: :func:`task_classes` when asked for (PEP 562).
+
+    Computed on use, not at import: the task modules live in the paradigms'
+    folders, which import :mod:`bayesobs.stimuli.base`.
+    """
+    if name == "TASKS":
+        return task_classes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_task(name: str, **options) -> Task:
@@ -50,6 +49,7 @@ def get_task(name: str, **options) -> Task:
     name : str
         A key of :func:`task_classes`.
     **options
+        Passed to the task's constructor where it takes them by name:
         ``ami`` (a folder of the AMI corpus, for ``duration``) or ``hvs``
         (a folder of HVSBench-style questions, for ``hvs``); ignored for
         other tasks.
@@ -67,17 +67,14 @@ def get_task(name: str, **options) -> Task:
     tasks = task_classes()
     if name not in tasks:
         raise BayesobsInputError(f"unknown task {name!r}; choose from {', '.join(tasks)}")
-    if name == "duration":
-        return Duration(ami=options.get("ami"))
-    if name == "hvs":
-        return HvsTask(hvs=options.get("hvs"))
-    return tasks[name]()
+    cls = tasks[name]
+    takes = signature(cls).parameters
+    return cls(**{k: v for k, v in options.items() if k in takes})
 
 
 __all__ = [
     "TASKS",
     "PerceptionTask",
-    "SearchTask",
     "Stimulus",
     "Task",
     "blur",

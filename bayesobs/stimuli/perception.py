@@ -13,7 +13,7 @@ Each trial row carries ``paradigm = "perception"``, ``variant``,
 ``correct`` (1/0; empty for an invalid reply, which scores as wrong),
 ``gold``, ``response_value``, ``answer_format``, ``chance`` (the chance
 accuracy of that trial), ``trial_seed`` (regenerates the trial) and the
-task's own analysis columns; :mod:`bayesobs.scores.perception` scores them.
+task's own analysis columns; :mod:`bayesobs.tunnel.scores` scores them.
 
 Session options (``[options]`` or a ``[[sessions]]`` entry):
 

@@ -348,7 +348,7 @@ def make_trial(
         gold-path prompts), ``step_answers`` and ``step_formats``.  The paper
         asks each step after the first from the model's own previous answer
         (Sec. 4.2): build those with :func:`step_prompt` and grade them with
-        :func:`step_answer` (the runner does, :mod:`bayesobs.stimuli.tunnel`).
+        :func:`step_answer` (the runner does, :mod:`bayesobs.tunnel.tasks`).
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown scavenger_hunt variant {variant!r}; expected one of {VARIANTS}")

@@ -322,7 +322,7 @@ def _few_search_trials() -> pd.DataFrame:
 def test_search_error_intervals_respect_their_bounds_and_legends_sit_outside():
     from scipy import stats
 
-    from bayesobs.scores.search import search_accuracy
+    from bayesobs.search.scores import search_accuracy
 
     t = _few_search_trials()
     g = t.groupby("set_size")["error_px"]

@@ -9,6 +9,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
+from bayesobs.paradigms import by_name
 from bayesobs.perceptv import plots
 from bayesobs.perceptv.published import SKILLS
 from bayesobs.report.perception import accuracy_by_variant, perception_sections, published_lines
@@ -111,5 +112,12 @@ def test_percept_v_has_one_problem_size_section(tmp_path):
         return path.name
 
     _, sections = perception_sections(res, tmp_path, save, lambda df: "")
+    assert not [t for t, _, _ in sections if "Percept-V" in t]  # Percept-V's own hook draws it
+    tables = {k: v for k, v in vars(res).items() if v is not None}
+    sections = [  # both paradigms' report hooks, as the report calls them
+        section
+        for name in ("perception", "perceptv")
+        for section in by_name(name).report_parts(tables, None, tmp_path, save, str)[1]
+    ]
     titles = [t for t, _, _ in sections if "size" in t]
     assert titles == ["Percept-V: accuracy against problem size"]

@@ -8,7 +8,7 @@ import pytest
 
 from bayesobs.cli import main
 from bayesobs.scores.cot_accuracy import COLUMNS, cot_accuracy
-from bayesobs.stimuli.search import CELLS
+from bayesobs.search.tasks import CELLS
 from bayesobs.trials import normalize_trials
 
 PLANTED = {"search": (0.55, 0.75), "perception": (0.40, 0.55)}  # accuracy in base, cot

@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from bayesobs.cli import main
 from bayesobs.run.subjects.tunnel_sim import grid_from_text
-from bayesobs.stimuli.tunnel import ScavengerHunt
+from bayesobs.tunnel.tasks import ScavengerHunt
 from bayesobs.web import ParticipantServer
 
 SPEC = """\

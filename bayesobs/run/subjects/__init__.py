@@ -5,13 +5,14 @@ from __future__ import annotations
 from ...errors import BayesobsInputError
 from ...paradigms import sim_kinds
 from .base import FatalSubjectError, Reply, Request, SubjectError, Turn
-from .hvs_sim import HVS_KINDS, HvsSubject
-from .perceptv_sim import PERCEPTV_KINDS, PerceptVSubject
-from .search_sim import SEARCH_KINDS, SearchSubject
-from .sim import KINDS, SimSubject
-from .tunnel_sim import TUNNEL_KINDS, RandomSubject, TunnelSubject
+from .hvs_sim import HvsSubject
+from .perceptv_sim import PerceptVSubject
+from .search_sim import SearchSubject
+from .sim import SimSubject
+from .tunnel_sim import RandomSubject, TunnelSubject
 
-SIM_KINDS = KINDS + SEARCH_KINDS + TUNNEL_KINDS + HVS_KINDS + PERCEPTV_KINDS
+# the registered paradigms' kinds (bayesobs.paradigms), and random, which answers every paradigm
+SIM_KINDS = (*sim_kinds(), "random")
 
 
 def parse_subject(spec: str) -> tuple[str, str]:
@@ -36,7 +37,7 @@ def parse_subject(spec: str) -> tuple[str, str]:
         ``openai`` or ``anthropic``, or a ``sim`` name is not a simulated kind.
     """
     kind, sep, name = spec.partition(":")
-    known = (*SIM_KINDS, *(k for k in sim_kinds() if k not in SIM_KINDS))  # + plug-ins' kinds
+    known = (*sim_kinds(), "random")  # with paradigms registered since SIM_KINDS was made
     if not sep or not name or kind not in ("sim", "openai", "anthropic"):
         raise BayesobsInputError(
             f"unknown subject {spec!r}: use sim:<kind> ({', '.join(known)}), openai:<model> "

@@ -1,7 +1,7 @@
 """Simulated Percept-V subjects as runner subjects: ``sim:perceiver``, ``sim:guesser``, ``sim:sloppy``.
 
 Each regenerates the trial from its identity (domain and seed, passed in the
-request's unlogged meta by :meth:`bayesobs.stimuli.perceptv.PerceptV.request_meta`)
+request's unlogged meta by :meth:`bayesobs.perceptv.tasks.PerceptV.request_meta`)
 and answers with :func:`bayesobs.perceptv.sims.answer`, seeded by the subject
 seed and the trial identity.  The library sims look at the pixels only.
 """
@@ -12,8 +12,8 @@ import numpy as np
 
 from ... import perceptv
 from ...perceptv import sims
+from ...perceptv.tasks import size_of_seed
 from ...seeds import stable_rng
-from ...stimuli.perceptv import size_of_seed
 from .base import FatalSubjectError, Reply, Request
 
 PERCEPTV_KINDS = tuple(sims.SIMS)

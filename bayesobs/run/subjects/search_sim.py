@@ -31,10 +31,10 @@ from functools import lru_cache
 import numpy as np
 from scipy import ndimage
 
+from ...search.tasks import CELLS, COLOURS, SIZE, cell_of, draw_digit
 from ...seeds import stable_rng
 from ...stimuli import from_png
 from ...stimuli.base import channel_mean
-from ...stimuli.search import CELLS, COLOURS, SIZE, cell_of, draw_digit
 from .base import FatalSubjectError, Reply, Request
 from .hvs_sim import is_hvs_request
 from .hvs_sim import reply as hvs_reply

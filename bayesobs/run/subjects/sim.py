@@ -47,10 +47,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from ...magnitude.maze import DIRS, UNIT_PX
 from ...seeds import stable_rng
 from ...stimuli import from_png
 from ...stimuli.base import channel_mean
-from ...stimuli.maze import DIRS, UNIT_PX
 from ..ablations import COT_SENTENCE
 from .base import FatalSubjectError, Reply, Request, Turn
 

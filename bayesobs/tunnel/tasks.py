@@ -22,9 +22,9 @@ from functools import lru_cache
 from typing import ClassVar
 
 from .. import tunnel
+from ..stimuli.perception import PerceptionTask, Question, jsonable, png_bytes
 from ..tunnel import circuits, hunt, reid
 from ..tunnel import parse as tparse
-from .perception import PerceptionTask, Question, jsonable, png_bytes
 
 # the model's answer formats, in a person's words (the braces a model must type are optional)
 _YES_NO = re.compile(r"Respond with \{yes\} or \{no\}(?: \(inside the curly brackets\))?\.")

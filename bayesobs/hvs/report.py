@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -80,6 +81,37 @@ def field_bars(table: pd.DataFrame, panels=FIELD_PANELS, title: str = "") -> Fig
     if title:
         fig.suptitle(title, fontsize=9)
     return fig
+
+
+def hvs_report(tables, trials: pd.DataFrame, out: Path, save, table_html):
+    """The hvs paradigm's ``report_sections`` hook: :func:`hvs_sections` of its table.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        The paradigm's score tables (``hvs`` if it was computed).
+    trials : DataFrame
+        The trials of task ``hvs`` (scored here when ``tables`` lacks ``hvs``).
+    out : Path
+        The report folder; figures go to ``out/figures``.
+    save : callable
+        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
+    table_html : callable
+        ``table_html(df) -> str``: a table as HTML.
+
+    Returns
+    -------
+    head : list of str
+        HTML blocks: the heading, a note and the Table 3 layout.
+    sections : list of tuple
+        ``(title, caption, [src])`` of the bar charts.
+    tail : list of str
+        Always empty.
+    """
+    head, sections = hvs_sections(
+        SimpleNamespace(hvs=tables.get("hvs")), trials, out, save, table_html
+    )
+    return head, sections, []
 
 
 def hvs_sections(res, trials: pd.DataFrame, out: Path, save, table_html):

@@ -10,7 +10,7 @@ from bayesobs.cli import main
 from bayesobs.run import progress
 from bayesobs.run.subjects import tunnel_sim
 
-TASKS = Path(__file__).resolve().parents[1] / "tasks"
+TASKS = Path(__file__).resolve().parents[2] / "tasks"
 SUBJECTS = ("sim:matcher", "sim:chainer", "sim:tracer")
 
 

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
 
-from bayesobs.scores.search import (
+from bayesobs.search.scores import (
     logistic_slope,
     response_bias,
     search_accuracy,

@@ -768,8 +768,8 @@ def perception_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
     -------
     dict of str to DataFrame
         ``perception``, ``perception_size``, ``perception_effects``,
-        ``perception_f1``, ``perception_chain`` and, with Percept-V rows, the
-        tables of :func:`perceptv_scores`.
+        ``perception_f1`` and ``perception_chain`` (Percept-V's own tables:
+        :func:`bayesobs.perceptv.score.perceptv_scores`).
 
     Raises
     ------
@@ -783,52 +783,4 @@ def perception_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "perception_effects": effects_table(t),
         "perception_f1": f1_table(t),
         "perception_chain": chain_table(t),
-        **perceptv_scores(trials),
-    }
-
-
-def perceptv_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The Percept-V tables of the ``percept_v`` rows (none if there are none).
-
-    ``perceptv_domains``, ``perceptv_skills`` and ``perceptv_formats`` from
-    :mod:`bayesobs.perceptv.score`; an invalid reply counts as wrong.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A trial table; its ``task == "percept_v"`` rows are read (``domain``,
-        ``problem_size``, ``answer_type``, ``correct``, ``valid``, ``chance``).
-
-    Returns
-    -------
-    dict of str to DataFrame
-        The three tables by name; empty without Percept-V rows.
-    """
-    if "task" not in trials.columns:
-        return {}
-    t = trials[trials["task"].astype(str) == "percept_v"]
-    if t.empty:
-        return {}
-    # start-up time: `bayesobs fit` loads this module; Percept-V loads only here
-    from ..perceptv import score as pscore
-
-    rows = pd.DataFrame(
-        {
-            "subject": t["subject"].astype(str).to_numpy(),
-            "domain": t["domain"].astype(str).to_numpy(),
-            "problem_size": t["problem_size"].astype(int).to_numpy(),
-            "answer_type": t["answer_type"].astype(str).to_numpy(),
-            "correct": pd.to_numeric(t["correct"], errors="coerce")
-            .fillna(0)
-            .astype(int)
-            .to_numpy(),
-            "valid": t["valid"].astype(bool).astype(int).to_numpy(),
-            "chance": pd.to_numeric(t["chance"], errors="coerce").to_numpy(),
-        }
-    )
-    domains = pscore.domain_table(rows)
-    return {
-        "perceptv_domains": domains,
-        "perceptv_skills": pscore.skill_table(domains),
-        "perceptv_formats": pscore.format_table(rows),
     }

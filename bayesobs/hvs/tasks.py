@@ -68,7 +68,7 @@ from ..hvs import (
     standardise,
 )
 from ..hvs.fixture import FIXTURE_NOTE
-from .base import Stimulus, Task, blur, to_png
+from ..stimuli.base import Stimulus, Task, blur, to_png
 
 QTYPES = tuple(f"Q{i}" for i in range(1, 14))
 OPTION_KEYS = ("questions", "question_seed")

@@ -21,7 +21,7 @@ from bayesobs.run.plan import plan
 from bayesobs.run.store import ExperimentStore
 from bayesobs.run.subjects import FatalSubjectError, Reply
 from bayesobs.run.subjects.tunnel_sim import grid_from_text
-from bayesobs.scores.perception import chain_prediction, perception_table, skill_from_accuracy
+from bayesobs.tunnel.scores import chain_prediction, perception_table, skill_from_accuracy
 
 _START = re.compile(r"Starting at the (\w+) (\w+), follow the label for 1 step\.")
 SPEC = {
@@ -175,7 +175,7 @@ def _hunt_rows(subject, variant, L, hits, chances, **cols):
 
 
 def test_per_sequence_accuracy_and_conditional_final_step_error_by_hand():
-    from bayesobs.scores.perception import perception_scores
+    from bayesobs.tunnel.scores import perception_scores
 
     ch = [1 / 33, 1 / 33, 1 / 11]
     rows = []
@@ -204,7 +204,7 @@ def test_per_sequence_accuracy_and_conditional_final_step_error_by_hand():
 
 
 def test_a_random_colour_answerer_is_not_flagged_but_the_plain_product_would_be():
-    from bayesobs.scores.perception import chain_table
+    from bayesobs.tunnel.scores import chain_table
 
     rng = np.random.default_rng(1)
     g = 1 / 11
@@ -256,7 +256,7 @@ class Chainer:
 
 @pytest.mark.slow
 def test_a_subject_with_known_step_error_matches_the_predictions(tmp_path):
-    from bayesobs.scores.perception import perception_scores
+    from bayesobs.tunnel.scores import perception_scores
 
     E, N = 0.25, 150
     spec = {
@@ -290,8 +290,8 @@ def test_circuits_report_both_chance_levels_with_their_definitions(tmp_path):
     from fractions import Fraction
 
     from bayesobs.run.subjects.tunnel_sim import TunnelSubject
-    from bayesobs.scores.perception import mean_inverse, perception_scores
     from bayesobs.tunnel import circuits
+    from bayesobs.tunnel.scores import mean_inverse, perception_scores
 
     low, high = circuits.N_COMPONENTS
     spec = {

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Stimulus, Task, canvas, disc
-from .distributions import draw_value
+from ..stimuli.base import Stimulus, Task, canvas, disc
+from ..stimuli.distributions import draw_value
 
 SIZE = 400
 GRID = 24

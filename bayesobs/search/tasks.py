@@ -43,7 +43,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import BayesobsInputError
-from .base import Stimulus, Task, box_grid, canvas, disc, segment
+from ..stimuli.base import Stimulus, Task, box_grid, canvas, disc, segment
 
 SIZE = 400
 HALF = SIZE / 2

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BayesobsInputError
-from .base import Stimulus, Task
-from .distributions import draw_value
+from ..stimuli.base import Stimulus, Task
+from ..stimuli.distributions import draw_value
 
 MAX_PAUSE_S = 3.0  # no silence longer than this inside an extract (it would be invisible in text)
 NITE = "{http://nite.sourceforge.net/}"

@@ -6,8 +6,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from .base import Stimulus, Task, canvas, hline
-from .distributions import draw_value
+from ..stimuli.base import Stimulus, Task, canvas, hline
+from ..stimuli.distributions import draw_value
 
 PX_PER_CHAR = 6
 

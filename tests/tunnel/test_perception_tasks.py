@@ -24,8 +24,8 @@ from bayesobs.run.ablations import condition, system_prompt
 from bayesobs.run.fakeserver import Answer, FakeChatServer
 from bayesobs.run.subjects import Request, Turn
 from bayesobs.run.subjects.openai_chat import ChatOptions, OpenAIChatSubject, to_messages
-from bayesobs.scores.perception import logistic, wilson
 from bayesobs.stimuli import get_task
+from bayesobs.tunnel.scores import logistic, wilson
 
 NO_REASONING = "Do not explain or reason. Only output the final answer."
 
@@ -239,7 +239,7 @@ RUNS = [
     ("circuits", "circuits", ["single", "unique"], 100, ["sim:tracer", "sim:colourcue"], []),
     ("circuits_nearest", "circuits", ["standard"], 100, ["sim:nearest"], []),
 ]
-SPECS = Path(__file__).resolve().parent.parent / "tasks"
+SPECS = Path(__file__).resolve().parents[2] / "tasks"
 
 
 def _subset_spec(folder: Path, task: str, sessions: list[str]) -> Path:

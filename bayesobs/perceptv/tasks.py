@@ -19,8 +19,8 @@ from .. import perceptv
 from ..perceptv import parse as pparse
 from ..perceptv.parse import FORMATTERS
 from ..perceptv.prompts import BULLETS
-from .base import Stimulus
-from .perception import PerceptionTask, Question, png_bytes
+from ..stimuli.base import Stimulus
+from ..stimuli.perception import PerceptionTask, Question, png_bytes
 
 N_SIZES = 20
 # a prompt bullet about the model's output format (dropped for a person: HOW_TO_ANSWER instead)

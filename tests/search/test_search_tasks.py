@@ -18,9 +18,8 @@ from bayesobs.run.engine import execute, make_subjects
 from bayesobs.run.fakeserver import Answer, FakeChatServer
 from bayesobs.run.plan import load_spec, plan
 from bayesobs.run.store import ExperimentStore
-from bayesobs.scores.search import SEARCH_COLUMNS, set_size_effect
-from bayesobs.stimuli import from_png, get_task
-from bayesobs.stimuli.search import (
+from bayesobs.search.scores import SEARCH_COLUMNS, set_size_effect
+from bayesobs.search.tasks import (
     CIRCLE_GAP,
     DIAGONAL,
     DIGIT_GAP,
@@ -32,6 +31,7 @@ from bayesobs.stimuli.search import (
     parse_cell,
     parse_point,
 )
+from bayesobs.stimuli import from_png, get_task
 from bayesobs.trials import read_trials
 
 CASES = (
@@ -222,7 +222,7 @@ def test_simulated_searchers_are_recovered_from_their_answers(tmp_path, task, se
     assert par["accuracy"] > 0.85 and abs(par["r"]) < 0.15 and par["p_bonferroni"] > 0.05
     assert ser["r"] < -0.25 and ser["p_bonferroni"] < 1e-3 and ser["logistic_slope"] < 0
     assert abs(rnd["accuracy"] - 0.25) < 0.07 and rnd["p_bonferroni"] > 0.05
-    from bayesobs.scores.search import response_bias
+    from bayesobs.search.scores import response_bias
 
     bias = response_bias(t).set_index(["subject", "cell"])
     assert (bias.loc["sim:random", "selected"] - 0.25).abs().max() < 0.07

@@ -25,7 +25,7 @@ from bayesobs.run.subjects import Request, Turn
 from bayesobs.run.subjects.openai_chat import ChatOptions, OpenAIChatSubject
 from bayesobs.stimuli import from_png
 
-SMALL = str(Path(__file__).resolve().parents[1] / "tasks" / "hvs_small.toml")
+SMALL = str(Path(__file__).resolve().parents[2] / "tasks" / "hvs_small.toml")
 N_IMAGES = 20  # enough questions to tell the sims apart (the default fixture has 6 images)
 SUBJECTS = ["sim:saliency", "sim:random", "sim:center"]
 ACC = ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "Q10", "Q11", "Q13")
@@ -440,3 +440,28 @@ def test_options_repeats_and_wrong_subjects(fixture_dir, tmp_path, capsys):
         )
         != 0
     )
+
+
+def test_fit_refuses_hvs_trials_instead_of_fitting_magnitude_models(tmp_path, capsys):
+    # HVS questions have right or wrong answers: `bayesobs fit` used to fit the observer models
+    # to them as if they were magnitudes; now it says so, as for search and perception trials
+    rows = [
+        {
+            "subject": "sim:center",
+            "task": "hvs",
+            "paradigm": "hvs",
+            "session": "all",
+            "run": 0,
+            "trial": i,
+            "stimulus": float(i % 3),
+            "response": float(i % 2),
+            "correct": i % 2,
+        }
+        for i in range(12)
+    ]
+    path = tmp_path / "trials.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    assert main(["fit", str(path), "--out", str(tmp_path / "fits")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "paradigm hvs" in err and "magnitudes" in err
+    assert not (tmp_path / "fits").exists()

@@ -11,10 +11,10 @@ import pytest
 
 from bayesobs.cli import main
 from bayesobs.perceptv import sims
+from bayesobs.perceptv.tasks import size_of_seed
 from bayesobs.stimuli import get_task
-from bayesobs.stimuli.perceptv import size_of_seed
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUBJECTS = ("sim:perceiver", "sim:guesser", "sim:sloppy")
 # a wider test protocol: sizes 1..20 (2 per size) on four domains -> 160 trials per subject
 DOMAINS = ("counting_circles", "sort_lines", "cross_and_knots", "change_colour")

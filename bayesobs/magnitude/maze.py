@@ -14,8 +14,8 @@ import math
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .base import Stimulus, Task, canvas, disc, hline, segment
-from .distributions import draw_value
+from ..stimuli.base import Stimulus, Task, canvas, disc, hline, segment
+from ..stimuli.distributions import draw_value
 
 UNIT_PX = 20
 DIRS = {"right": (1, 0), "up": (0, 1), "left": (-1, 0), "down": (0, -1)}
