@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from bayesobs.intervals import wilson
-from bayesobs.scores import perception, search
+from bayesobs.search import scores as search
+from bayesobs.tunnel import scores as perception
 
 N = np.array([1, 2, 3, 7, 10, 10, 10, 37, 100, 100, 1000])
 K = np.array([0, 2, 1, 7, 0, 5, 10, 36, 0, 100, 999])

@@ -449,7 +449,7 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
             assert len(saved) == 1
             (tmp_path / "data.json").write_text(saved[0])
             page.get_by_role("button", name="Return to Prolific").click()
-            page.wait_for_function("window.__jatos.ended")
+            page.wait_for_function("() => window.__jatos.ended")
             assert page.evaluate("window.__jatos.redirect").endswith("?cc=C0DE99")
         elif platform == "pavlovia":
             pav = page.evaluate("window.__pavlovia")
@@ -511,7 +511,7 @@ def test_a_trial_with_several_images_shows_them_all_in_order(tmp_path, browser):
             "/" + s for s in stored[::-1]
         ]
         page.wait_for_function(  # every image loads (waits while the machine is busy)
-            "[...document.querySelectorAll('#stim-imgs img')].every(i => i.complete)"
+            "() => [...document.querySelectorAll('#stim-imgs img')].every(i => i.complete)"
         )
         assert page.evaluate(
             "[...document.querySelectorAll('#stim-imgs img')].every(i => i.naturalWidth > 0)"
