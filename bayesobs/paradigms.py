@@ -517,7 +517,7 @@ register(
             "numerosity": "bayesobs.magnitude.numerosity:Numerosity",
         },
         subjects={
-            kind: "bayesobs.run.subjects.sim:SimSubject"
+            kind: "bayesobs.magnitude.subject:SimSubject"
             for kind in ("bayesian", "antibayes", "kalman", "linear", "anchor")
         },
         # the observer fits and scores of bayesobs.scores (they need the fit wing)
@@ -548,8 +548,8 @@ register(
             "light_priors": "bayesobs.search.tasks:LightPriors",
         },
         subjects={
-            "parallel": "bayesobs.run.subjects.search_sim:SearchSubject",
-            "serial": "bayesobs.run.subjects.search_sim:SearchSubject",
+            "parallel": "bayesobs.search.subject:SearchSubject",
+            "serial": "bayesobs.search.subject:SearchSubject",
         },
         tables=("search", "search_accuracy", "search_bias"),
         analyse="bayesobs.search.scores:search_scores",
@@ -562,8 +562,7 @@ register(
         name="hvs",
         tasks={"hvs": "bayesobs.hvs.tasks:HvsTask"},
         subjects={
-            kind: "bayesobs.run.subjects.hvs_sim:HvsSubject"
-            for kind in ("center", "saliency", "largest")
+            kind: "bayesobs.hvs.subject:HvsSubject" for kind in ("center", "saliency", "largest")
         },
         tables=("hvs",),
         analyse="bayesobs.hvs.logged:hvs_scores",
@@ -582,7 +581,7 @@ register(
             "circuits": "bayesobs.tunnel.tasks:Circuits",
         },
         subjects={
-            kind: "bayesobs.run.subjects.tunnel_sim:TunnelSubject"
+            kind: "bayesobs.tunnel.subject:TunnelSubject"
             for kind in (
                 "matcher",
                 "gist",
@@ -612,7 +611,7 @@ register(
         part_of="perception",
         tasks={"percept_v": "bayesobs.perceptv.tasks:PerceptV"},
         subjects={
-            kind: "bayesobs.run.subjects.perceptv_sim:PerceptVSubject"
+            kind: "bayesobs.perceptv.subject:PerceptVSubject"
             for kind in ("perceiver", "guesser", "sloppy")
         },
         tables=("perceptv_domains", "perceptv_skills", "perceptv_formats"),

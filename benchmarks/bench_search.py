@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from common import result, time_cli, yardstick
 
-from bayesobs.run.subjects.search_sim import segment_items
+from bayesobs.search.subject import segment_items
 from bayesobs.stimuli import from_png, get_task
 
 ROOT = Path(__file__).resolve().parents[1]

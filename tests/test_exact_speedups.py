@@ -18,7 +18,7 @@ from PIL import Image
 from scipy import ndimage
 
 from bayesobs.run.subjects import Request, SimSubject, Turn
-from bayesobs.run.subjects.search_sim import contrast, fill_holes, segment_items
+from bayesobs.search.subject import contrast, fill_holes, segment_items
 from bayesobs.search.tasks import (
     STROKE,
     CircleSizes,
@@ -240,7 +240,7 @@ def straightforward_measure_image(task: str, img: np.ndarray) -> float:
 
 @pytest.mark.parametrize("task", ["line_ratio", "marker_location", "numerosity", "maze_distance"])
 def test_measure_image_equals_the_straightforward_code(task):
-    from bayesobs.run.subjects.sim import measure_image
+    from bayesobs.magnitude.subject import measure_image
     from bayesobs.stimuli import get_task
 
     t = get_task(task)

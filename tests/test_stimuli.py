@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from bayesobs.run.subjects.sim import estimate_blur
+from bayesobs.magnitude.subject import estimate_blur
 from bayesobs.stimuli import blur, from_png, get_task
 
 

@@ -118,7 +118,7 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
         "the local fake batch server is itself the tests' instrument",
         ("test_batch.py", "test_batch_anthropic.py"),
     ),
-    "bayesobs.run.subjects.base": (
+    "bayesobs.chat": (
         "the subject interface; tested with the subjects",
         ("test_subjects.py",),
     ),
@@ -291,7 +291,7 @@ def test_the_rule_finds_mirrored_files_and_flags_a_module_without_one(tmp_path, 
         own_test_files("bayesobs.scores")[0].relative_to(TESTS).as_posix()
         == "scores/test_scores.py"
     )
-    assert paradigm_of("bayesobs.run.subjects.tunnel_sim") == "tunnel"
+    assert paradigm_of("bayesobs.tunnel.subject") == "tunnel"
     assert paradigm_of("bayesobs.scores.evidence") is None
     # a module with no test file and no entry is reported
     pkg = tmp_path / "bayesobs"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..chat import COT_SENTENCE
 from ..errors import BayesobsInputError
 from .reasoning import DEFAULT_REASONING_BUDGET
 
@@ -29,11 +30,6 @@ TEXT_NOISE_TASKS = ("line_ratio", "marker_location", "maze_distance")
 SMUDGE = "~"
 _RUN = re.compile(r"([^\w\s~])\1+")
 _NUMBER = re.compile(r"(?<![\d.])\d+(?![\d.])")
-# cot: the sentence that replaces "Do not explain or reason. Only output the final answer."
-COT_SENTENCE = (
-    "Think step by step before you answer. Then give your final answer on the last line, "
-    "after 'Answer:', in the format asked above."
-)
 # cot: the visible reply budget of a subject that has none of its own (sim subjects); the
 # API subjects' default --max-tokens is the same
 DEFAULT_VISIBLE_BUDGET = 64

@@ -27,6 +27,7 @@ from ..logprobs import reply_distribution
 from ..paradigms import registered
 from ..provenance import utc_now
 from ..stimuli import Stimulus
+from ..tunnel.subject import RandomSubject
 from .ablations import (
     final_answer,
     reply_budget,
@@ -40,7 +41,6 @@ from .progress import bar as progress_bar
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
 from .store import ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Reply, Request, SubjectError, Turn, parse_subject
-from .subjects.tunnel_sim import RandomSubject
 
 TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
 

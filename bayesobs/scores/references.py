@@ -9,7 +9,7 @@ nothing but shows, set apart and marked in a ``reference`` column:
   the accuracy baseline uses), seeded;
 * ``ideal``: the Bayes-optimal observer of the tasks' generative noise: it
   measures the stimulus with the noise of the simulated subjects
-  (:mod:`bayesobs.run.subjects.sim`: text, image growing with the logged blur,
+  (:mod:`bayesobs.magnitude.subject`: text, image growing with the logged blur,
   both in a multimodal trial) and answers the posterior mean under the
   session's stimulus distribution (the logged ``distribution``, uniform on
   the range by default);
@@ -190,7 +190,7 @@ def parse_distribution(label) -> dict:
 def noise_sd(trials: pd.DataFrame, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Text and image measurement SDs per trial (rows) and grid value (columns).
 
-    The simulated subjects' noise (:mod:`bayesobs.run.subjects.sim`): ``TEXT_SD``
+    The simulated subjects' noise (:mod:`bayesobs.magnitude.subject`): ``TEXT_SD``
     and ``IMAGE_SD`` times the task's scale (the value itself for the Weber
     tasks duration and numerosity; for a task sim does not know, the session's
     range midpoint); the image SD grows as ``sqrt(1 + (blur_sigma / 8)^2)``;
@@ -212,7 +212,7 @@ def noise_sd(trials: pd.DataFrame, grid: np.ndarray) -> tuple[np.ndarray, np.nda
         the stimulus's units, floored at ``1e-9`` of the task's scale.
     """
     # start-up time: the simulated subjects load only for reference rows
-    from ..run.subjects.sim import IMAGE_SD, SCALE, TEXT_SD, WEBER
+    from ..magnitude.subject import IMAGE_SD, SCALE, TEXT_SD, WEBER
 
     lo, hi = response_range(trials)
     task = trials["task"].astype(str).to_numpy()

@@ -15,8 +15,8 @@ from bayesobs.magnitude.duration import (
     synthetic_meeting,
     transcript,
 )
+from bayesobs.magnitude.subject import measure_image, read_text
 from bayesobs.parse import parse_number
-from bayesobs.run.subjects.sim import measure_image, read_text
 from bayesobs.stimuli import from_png, get_task
 
 RANGES = {"line_ratio": (0.1, 0.9), "marker_location": (0.02, 0.98), "maze_distance": (2.0, 18.0)}

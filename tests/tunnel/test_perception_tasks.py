@@ -365,8 +365,8 @@ def test_scavenger_hunt_compounds_as_one_minus_e_to_the_l(scored):
 
 def test_the_text_table_is_read_like_the_pixels():
     """Scavenger hunt in the text modality: the subject reads the table and answers as from the image."""
-    from bayesobs.run.subjects.tunnel_sim import TunnelSubject, grid_from_text
     from bayesobs.tunnel import hunt
+    from bayesobs.tunnel.subject import TunnelSubject, grid_from_text
 
     task = get_task("scavenger_hunt")
     stims = task.generate(np.random.default_rng(5), 2, 4, 12, {"variant": "L3"})

@@ -20,8 +20,8 @@ from bayesobs.run.engine import execute
 from bayesobs.run.plan import plan
 from bayesobs.run.store import ExperimentStore
 from bayesobs.run.subjects import FatalSubjectError, Reply
-from bayesobs.run.subjects.tunnel_sim import grid_from_text
 from bayesobs.tunnel.scores import chain_prediction, perception_table, skill_from_accuracy
+from bayesobs.tunnel.subject import grid_from_text
 
 _START = re.compile(r"Starting at the (\w+) (\w+), follow the label for 1 step\.")
 SPEC = {
@@ -121,7 +121,7 @@ def test_a_killed_run_resumes_each_step_from_the_logged_answer(tmp_path):
 
 
 def test_the_chainer_is_asked_from_its_own_path_through_the_runner(tmp_path):
-    from bayesobs.run.subjects.tunnel_sim import TunnelSubject
+    from bayesobs.tunnel.subject import TunnelSubject
 
     spec = {**SPEC, "trials": 20, "modalities": ["image"]}
     sessions = plan(spec, ["sim:chainer"])
@@ -247,8 +247,8 @@ class Chainer:
         self.error = error
 
     async def complete(self, request):
-        from bayesobs.run.subjects.tunnel_sim import _rng, trial_of
         from bayesobs.tunnel import sims
+        from bayesobs.tunnel.subject import _rng, trial_of
 
         rng = _rng(0, "chainer", request.meta)
         return Reply(text=sims.chainer(trial_of(request), rng, error=self.error))
@@ -289,9 +289,9 @@ def test_a_subject_with_known_step_error_matches_the_predictions(tmp_path):
 def test_circuits_report_both_chance_levels_with_their_definitions(tmp_path):
     from fractions import Fraction
 
-    from bayesobs.run.subjects.tunnel_sim import TunnelSubject
     from bayesobs.tunnel import circuits
     from bayesobs.tunnel.scores import mean_inverse, perception_scores
+    from bayesobs.tunnel.subject import TunnelSubject
 
     low, high = circuits.N_COMPONENTS
     spec = {

@@ -17,7 +17,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from bayesobs.cli import main
-from bayesobs.run.subjects.tunnel_sim import grid_from_text
+from bayesobs.tunnel.subject import grid_from_text
 from bayesobs.tunnel.tasks import ScavengerHunt
 from bayesobs.web import ParticipantServer
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from ...chat import FatalSubjectError, Reply, Request, SubjectError, Turn
 from ...errors import BayesobsInputError
+from ...hvs.subject import HvsSubject
+from ...magnitude.subject import SimSubject
 from ...paradigms import sim_kinds
-from .base import FatalSubjectError, Reply, Request, SubjectError, Turn
-from .hvs_sim import HvsSubject
-from .perceptv_sim import PerceptVSubject
-from .search_sim import SearchSubject
-from .sim import SimSubject
-from .tunnel_sim import RandomSubject, TunnelSubject
+from ...perceptv.subject import PerceptVSubject
+from ...search.subject import SearchSubject
+from ...tunnel.subject import RandomSubject, TunnelSubject
 
 # the registered paradigms' kinds (bayesobs.paradigms), and random, which answers every paradigm
 SIM_KINDS = (*sim_kinds(), "random")

@@ -1,8 +1,8 @@
 """``anthropic:<model>``: Claude through Anthropic's Messages API and its official SDK.
 
 The same contract as :mod:`bayesobs.run.subjects.openai_chat` (a
-:class:`~bayesobs.run.subjects.base.Request` in, a
-:class:`~bayesobs.run.subjects.base.Reply` out, the same
+:class:`~bayesobs.chat.Request` in, a
+:class:`~bayesobs.chat.Reply` out, the same
 :class:`~bayesobs.run.subjects.cache.ResponseCache`), in the Messages API's
 terms:
 
@@ -62,9 +62,9 @@ from functools import lru_cache
 import anthropic
 import httpx2
 
+from ...chat import FatalSubjectError, Reply, Request, SubjectError
 from ...errors import BayesobsInputError
 from ..reasoning import reasoning_budget
-from .base import FatalSubjectError, Reply, Request, SubjectError
 from .cache import ResponseCache
 from .openai_chat import (
     CachedReplies,

@@ -71,10 +71,10 @@ from functools import lru_cache
 import httpx
 import openai
 
+from ...chat import FatalSubjectError, Reply, Request, SubjectError
 from ...logprobs import MAX_TOP_LOGPROBS, compact
 from ..imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
 from ..reasoning import DEFAULT_REASONING_BUDGET, TOKEN_PARAMS, reasoning_budget
-from .base import FatalSubjectError, Reply, Request, SubjectError
 from .cache import ResponseCache, request_key
 
 SAMPLING_PARAMS = ("temperature", "top_p")  # dropped, once, when a server refuses them

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bayesobs.errors import BayesobsInputError
+from bayesobs.magnitude.subject import TEXT_SD, read_text
 from bayesobs.run.subjects import FatalSubjectError, Request, SimSubject, Turn, parse_subject
-from bayesobs.run.subjects.sim import TEXT_SD, read_text
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import pytest
 
 import bayesobs
 from bayesobs.cli import main
+from bayesobs.magnitude.subject import read_text, text_noise_level
 from bayesobs.run.ablations import condition, degrade_text
-from bayesobs.run.subjects.sim import read_text, text_noise_level
 
 LINES = "A: " + "-" * 50 + "\nB: " + "-" * 20
 MAZE = "Start at (0, 0). Move right 30, up 50, left 20."

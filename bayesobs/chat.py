@@ -1,13 +1,20 @@
-"""The subject interface: a chat request in, a reply out."""
+"""The subject interface: a chat request in, a reply out (shared by the run wing and the paradigms' simulated subjects)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import FatalSubjectError, SubjectError
+from .errors import FatalSubjectError, SubjectError
 
-__all__ = ["FatalSubjectError", "Reply", "Request", "SubjectError", "Turn"]
+__all__ = ["COT_SENTENCE", "FatalSubjectError", "Reply", "Request", "SubjectError", "Turn"]
+
+# the cot condition's sentence, in place of "Do not explain or reason. Only output the final
+# answer." (bayesobs.run.ablations puts it in the system prompt; simulated subjects recognise it)
+COT_SENTENCE = (
+    "Think step by step before you answer. Then give your final answer on the last line, "
+    "after 'Answer:', in the format asked above."
+)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ strategy), looking at the image in the request (the rendered PNG, so a
 blurred image is what they see) and reading the question record the runner
 passes in ``meta["question"]`` (the task's :meth:`request_meta`; an
 API subject never gets it).  ``sim:random`` (a
-:class:`~bayesobs.run.subjects.search_sim.SearchSubject`) answers HVS questions
+:class:`~bayesobs.search.subject.SearchSubject`) answers HVS questions
 through :func:`reply` too, drawing counts and scanpaths from
 ``meta["hvs_context"]`` (the question set's :func:`bayesobs.hvs.sim_context`),
 so its expected scores are :func:`bayesobs.hvs.random_baseline_scores`.
@@ -20,10 +20,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...hvs import answer
-from ...seeds import stable_seed
-from ...stimuli import from_png
-from .base import FatalSubjectError, Reply, Request
+from ..chat import FatalSubjectError, Reply, Request
+from ..hvs import answer
+from ..seeds import stable_seed
+from ..stimuli import from_png
 
 HVS_KINDS = ("center", "saliency", "largest")
 

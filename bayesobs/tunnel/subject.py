@@ -21,14 +21,14 @@ import re
 import numpy as np
 from PIL import Image
 
-from ...seeds import stable_rng
-from ...tunnel import hunt, sims
-from ...tunnel.common import Trial
-from .base import FatalSubjectError, Reply, Request
-from .hvs_sim import is_hvs_request
-from .hvs_sim import reply as hvs_reply
-from .perceptv_sim import reply as perceptv_reply
-from .search_sim import SEARCH_TASKS, SearchSubject
+from ..chat import FatalSubjectError, Reply, Request
+from ..hvs.subject import is_hvs_request
+from ..hvs.subject import reply as hvs_reply
+from ..perceptv.subject import reply as perceptv_reply
+from ..search.subject import SEARCH_TASKS, SearchSubject
+from ..seeds import stable_rng
+from ..tunnel import hunt, sims
+from ..tunnel.common import Trial
 
 TUNNEL_TASKS = ("object_reid", "scavenger_hunt", "circuits")
 # kind -> (its task, the library function's name in sims.SIMS)
@@ -189,8 +189,8 @@ class TunnelSubject:
 class RandomSubject:
     """``sim:random``: a uniformly random valid answer in the format of each paradigm.
 
-    Visual search: a random cell or point (:class:`~bayesobs.run.subjects.search_sim.SearchSubject`);
-    an HVSBench-style question: the paper's random reply (:mod:`~bayesobs.run.subjects.hvs_sim`);
+    Visual search: a random cell or point (:class:`~bayesobs.search.subject.SearchSubject`);
+    an HVSBench-style question: the paper's random reply (:mod:`~bayesobs.hvs.subject`);
     perception: a random valid answer of the task (``{yes}``/``{no}``, one of
     the 11 colours, a component shown); magnitude: a number drawn uniformly
     in the session's range (the request's ``session_range``), blind to the

@@ -47,12 +47,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...magnitude.maze import DIRS, UNIT_PX
-from ...seeds import stable_rng
-from ...stimuli import from_png
-from ...stimuli.base import channel_mean
-from ..ablations import COT_SENTENCE
-from .base import FatalSubjectError, Reply, Request, Turn
+from ..chat import COT_SENTENCE, FatalSubjectError, Reply, Request, Turn
+from ..magnitude.maze import DIRS, UNIT_PX
+from ..seeds import stable_rng
+from ..stimuli import from_png
+from ..stimuli.base import channel_mean
 
 KINDS = ("bayesian", "antibayes", "kalman", "linear", "anchor")
 ANCHOR_WEIGHT = 0.5  # sim:anchor: weight on its own previous answer

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import perceptv
-from ...perceptv import sims
-from ...perceptv.tasks import size_of_seed
-from ...seeds import stable_rng
-from .base import FatalSubjectError, Reply, Request
+from .. import perceptv
+from ..chat import FatalSubjectError, Reply, Request
+from ..perceptv import sims
+from ..perceptv.tasks import size_of_seed
+from ..seeds import stable_rng
 
 PERCEPTV_KINDS = tuple(sims.SIMS)
 

@@ -16,7 +16,7 @@ sphere lit against the rest).  Strategies:
   so accuracy falls as ``min(1, 8 / (k + 1))`` with ``k`` distractors.
 * ``sim:random``: answers a uniformly random cell or point without looking
   (on an HVSBench-style question, task ``hvs``: a random reply, see
-  :mod:`bayesobs.run.subjects.hvs_sim`).
+  :mod:`bayesobs.hvs.subject`).
 
 Answers are ``Cell (i,j)`` or ``(x, y)``, as the question asks.  Draws are
 seeded by the subject seed and the trial identity (reproducible, and a
@@ -31,13 +31,13 @@ from functools import lru_cache
 import numpy as np
 from scipy import ndimage
 
-from ...search.tasks import CELLS, COLOURS, SIZE, cell_of, draw_digit
-from ...seeds import stable_rng
-from ...stimuli import from_png
-from ...stimuli.base import channel_mean
-from .base import FatalSubjectError, Reply, Request
-from .hvs_sim import is_hvs_request
-from .hvs_sim import reply as hvs_reply
+from ..chat import FatalSubjectError, Reply, Request
+from ..hvs.subject import is_hvs_request
+from ..hvs.subject import reply as hvs_reply
+from ..search.tasks import CELLS, COLOURS, SIZE, cell_of, draw_digit
+from ..seeds import stable_rng
+from ..stimuli import from_png
+from ..stimuli.base import channel_mean
 
 SEARCH_KINDS = ("parallel", "serial", "random")
 SEARCH_TASKS = ("circle_sizes", "two_among_five", "light_priors")
