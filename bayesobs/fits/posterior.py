@@ -37,6 +37,7 @@ import pandas as pd
 
 from ..distributed import iter_tasks, scheduler_address
 from ..trials import CELL_KEYS, normalize_trials
+from .mcmcstats import summary_stats
 from .observers.models import mean_padded
 from .observers.scale import cell_moments, model_scale
 from .observers.variants import VARIANTS, Variant, get_variant
@@ -47,6 +48,18 @@ CORE = {"linear": "w", "static": "w_prior", "kalman": "rho"}
 RHAT_MAX = 1.01
 PARETO_K_MAX = 0.7  # Vehtari et al. (2017): PSIS-LOO unreliable above
 ESS_PER_CHAIN = 100  # Vehtari et al. (2021): bulk ESS above 100 per chain
+# the decimals arviz.summary rounds its columns to (ESS to integers, R-hat to 2, the rest to 3)
+SUMMARY_DECIMALS = {
+    "mean": 3,
+    "sd": 3,
+    "hdi_3%": 3,
+    "hdi_97%": 3,
+    "mcse_mean": 3,
+    "mcse_sd": 3,
+    "ess_bulk": 0,
+    "ess_tail": 0,
+    "r_hat": 2,
+}
 
 
 @dataclass
@@ -825,9 +838,10 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
 
     The numbers are those :func:`_cell_results` gives for each cell's own
     InferenceData (``arviz.summary`` and ``arviz.loo``), computed for the
-    whole slice in one call of each (the per-element statistics are the same
-    functions on the same ``(chain, draw)`` arrays; PSIS-LOO through
-    :func:`bayesobs.fits.psis.loo_many`, ArviZ's arithmetic vectorised).
+    whole slice at once: the summaries through
+    :func:`bayesobs.fits.mcmcstats.summary_stats` and PSIS-LOO through
+    :func:`bayesobs.fits.psis.loo_many` (ArviZ's arithmetic vectorised, the
+    same values), rounded as ``arviz.summary`` rounds them.
 
     Parameters
     ----------
@@ -846,10 +860,6 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
     list
         ``(key, variant name, idata, summary rows, LOO row, note)`` per cell.
     """
-    # start-up time: ArviZ and xarray (~1 s) load only when posterior summaries are made
-    import arviz as az
-    import xarray as xr
-
     post, div, ll = raw
     n = len(items)
     datas = [d for _, d in items]
@@ -861,19 +871,19 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
     )
     nat = natural_params(variant, post, scales)  # (cells, chain, draw, 1) each
     labels = ["/".join(map(str, key)) for key, _ in items]
-    # cells first: each cell's (chain, draw) block is contiguous, as in its own InferenceData
-    ds = xr.Dataset(
-        {k: (("cell", "chain", "draw"), v[..., 0]) for k, v in nat.items()},
-        coords={"cell": labels, "chain": np.arange(chains), "draw": np.arange(div.shape[2])},
-    )
-    summ = az.summary(ds, hdi_prob=0.94)
     C, D = div.shape[1:]
+    # arviz.summary's columns, each parameter's (chain, draw) array as its own (mcmcstats)
+    stats = {k: summary_stats(v[..., 0], hdi_prob=0.94) for k, v in nat.items()}
+    columns = [c for c in next(iter(stats.values())) if c != "ess_mean"]
+    summ = {  # rounded as arviz.summary rounds its table
+        k: pd.DataFrame({c: s[c] for c in columns}).round(SUMMARY_DECIMALS)
+        for k, s in stats.items()
+    }
     if chains == 1:
         reff = np.ones(n)
-    else:
-        ess = az.ess(ds, method="mean")
-        reff = np.array([np.array([ess[k].values[j] for k in nat]).mean() for j in range(n)])
-        reff = reff / (C * D)
+    else:  # arviz.ess(method="mean") of each parameter, averaged over the cell's parameters
+        ess_mean = np.ascontiguousarray(np.stack([s["ess_mean"] for s in stats.values()], axis=1))
+        reff = ess_mean.mean(axis=-1) / (C * D)
     cell_ll = []
     for j, d in enumerate(datas):
         r, t = d.z.shape
@@ -881,10 +891,10 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
     loo = loo_many(cell_ll, reff)
     out = []
     for j, ((key, d), label) in enumerate(zip(items, labels, strict=True)):
-        rows_j = summ.iloc[j::n]
+        rows_j = {k: f.iloc[j] for k, f in summ.items()}  # the cell's row of each parameter
         diag = {
-            "r_hat_max": float(rows_j["r_hat"].max()),
-            "ess_bulk_min": float(rows_j["ess_bulk"].min()),
+            "r_hat_max": float(pd.Series([r["r_hat"] for r in rows_j.values()]).max()),
+            "ess_bulk_min": float(pd.Series([r["ess_bulk"] for r in rows_j.values()]).min()),
             "divergences": int(div[j].sum()),
         }
         notes = []
@@ -894,15 +904,14 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
                 f"({diagnostics_failures(diag, chains)}); treat with care"
             )
         rows = []
-        for lab, row in rows_j.iterrows():
-            param, _, subj = lab.partition("[")
+        for param, row in rows_j.items():
             rows.append(
                 {
                     **dict(zip(CELL_KEYS, key, strict=True)),
-                    "subject_cell": subj.rstrip("]"),
+                    "subject_cell": label,
                     "variant": variant.name,
                     "param": param,
-                    **{c: row[c] for c in summ.columns},
+                    **{c: row[c] for c in columns},
                     **diag,
                 }
             )
