@@ -961,18 +961,22 @@ def _sunk(results: list, sink) -> list:
     ]
 
 
-def _run_batch_jobs(jobs, scheduler=None, sink=None) -> list:
-    """Every batched task, on the Dask cluster at ``scheduler`` or here.
+def _run_batch_jobs(jobs, scheduler=None, sink=None, processes: int = 1) -> list:
+    """Every batched task, on the Dask cluster at ``scheduler``, in ``processes`` processes, or here.
 
     Here, the next slice is dispatched (JAX computes asynchronously) before
     the summaries of the current one are made, so that the two overlap, and
-    each slice's results go through ``sink`` as soon as they are made.
+    each slice's results go through ``sink`` as soon as they are made.  With
+    ``processes > 1`` the tasks run in that many spawned processes
+    (:func:`_process_tasks`), each on one core.
     """
     if scheduler_address(scheduler) is not None:
         # each slice goes through the sink as it arrives: the draws of all never pile up here
         return [
             r for _, part in iter_tasks(_fit_batch_job, jobs, scheduler) for r in _sunk(part, sink)
         ]
+    if processes > 1 and len(jobs) > 1:
+        return [r for part in _process_tasks(jobs, processes) for r in _sunk(part, sink)]
     out, pending = [], None
     for job in [*jobs, None]:
         nxt = None if job is None else (job, _dispatch_job(job))
@@ -980,6 +984,80 @@ def _run_batch_jobs(jobs, scheduler=None, sink=None) -> list:
             out += _sunk(_finish_job(*pending), sink)
         pending = nxt
     return out
+
+
+# Batched fits of at least this many (cell, variant)s run in worker processes by default
+# (fit_posterior's ``workers``): below it, starting the processes and compiling the
+# samplers in each costs more than the second core gives back.
+PROCESS_MIN_FITS = 200
+
+
+def interleaved(jobs: list, parts: int) -> list:
+    """``jobs`` cut into ``parts`` runs of consecutive tasks and dealt out in turn.
+
+    Tasks come variant by variant; dealt out so, ``parts`` workers taking
+    tasks in this order start on different variants and tend to stay on
+    theirs, so that few samplers are compiled in more than one of them.
+
+    Parameters
+    ----------
+    jobs : list
+        Tasks in :func:`batch_jobs` order.
+    parts : int
+        Workers.
+
+    Returns
+    -------
+    list
+        The same tasks: the first of each run, then the second of each, ...
+    """
+    size = -(-len(jobs) // parts)
+    runs = [jobs[i : i + size] for i in range(0, len(jobs), size)]
+    return [r[i] for i in range(size) for r in runs if i < len(r)]
+
+
+def _process_init(counter, cache: str | None) -> None:
+    """Start of a worker process: one compute thread, its own core, the parent's compile cache."""
+    from ..distributed import thread_env, worker_cores
+
+    os.environ.update(thread_env(1))  # before JAX loads: XLA keeps to the calling thread
+    with counter.get_lock():
+        index, counter.value = counter.value, counter.value + 1
+    if hasattr(os, "sched_setaffinity"):
+        cores = worker_cores(index, 1, sorted(os.sched_getaffinity(0)))
+        if cores is not None:
+            os.sched_setaffinity(0, cores)
+    _worker_init()
+    if cache:
+        from ..compile_cache import ENV, enable
+
+        enable({ENV: cache})
+
+
+def _process_tasks(jobs: list, processes: int):
+    """Each batched task's results, in ``processes`` spawned processes, as each finishes.
+
+    Every task is a pure function of its inputs, so the results are those of
+    this process; the caller sorts them.  The processes use JAX's persistent
+    compilation cache when this process has one configured.
+    """
+    import sys
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    cache = None
+    if "jax" in sys.modules:
+        cache = sys.modules["jax"].config.jax_compilation_cache_dir or None
+    ctx = mp.get_context("spawn")
+    counter = ctx.Value("i", 0)
+    order = interleaved(list(jobs), processes)
+    with ProcessPoolExecutor(
+        processes, mp_context=ctx, initializer=_process_init, initargs=(counter, cache)
+    ) as pool:
+        pending = {pool.submit(_fit_batch_job, job) for job in order}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                yield fut.result()  # handed over and dropped: the draws of all never pile up
 
 
 def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, seed=0):
@@ -1029,6 +1107,13 @@ def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, see
     return jobs, skipped, order
 
 
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1  # pragma: no cover - not Linux
+
+
 def _worker_init() -> None:
     warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
 
@@ -1056,11 +1141,14 @@ def fit_posterior(
     Single-cell fits are ``batched`` by default: each variant is compiled once
     per cell shape and all cells of that shape are sampled together
     (:func:`sample_batch`), each with its own adaptation and diagnostics, in
-    this process; with ``scheduler`` (a Dask scheduler address, or
-    ``BAYESOBS_SCHEDULER``) the batches run on that cluster with the same
-    result.  ``batched=False`` (and hierarchical fits) use NumPyro's ``MCMC``
-    per (group, variant), in ``workers`` processes (default
-    ``min(2, os.cpu_count())``; 1 runs in this process).  Failed sampler
+    ``workers`` processes (default: two on a machine of two or more cores
+    for :data:`PROCESS_MIN_FITS` (cell, variant) fits or more, else this
+    process alone; 1 runs in this process); with ``scheduler`` (a Dask scheduler
+    address, or ``BAYESOBS_SCHEDULER``) the batches run on that cluster.
+    Where they run does not change the result.  ``batched=False`` (and
+    hierarchical fits) use NumPyro's ``MCMC`` per (group, variant), in
+    ``workers`` processes (default ``min(2, os.cpu_count())``; 1 runs in
+    this process).  Failed sampler
     diagnostics (each with its threshold) and observations with Pareto
     ``k > 0.7`` are returned in ``notes`` and raised as ``RuntimeWarning``.
 
@@ -1085,7 +1173,9 @@ def fit_posterior(
     progress : bool, default False
         NumPyro's progress bar (unbatched fits).
     workers : int, optional
-        Processes for unbatched fits.
+        Processes (each on one core): for batched fits, default two for
+        :data:`PROCESS_MIN_FITS` fits or more on two or more cores, else 1;
+        for unbatched fits, default ``min(2, os.cpu_count())``.
     batched : bool, default True
         Sample single-cell fits in batches (:func:`sample_batch`).
     scheduler : str or distributed.Client, optional
@@ -1110,13 +1200,19 @@ def fit_posterior(
     notes : list of str
         Skipped fits, failed diagnostics and high Pareto ``k``.
     """
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
+        raise ValueError(f"workers must be a positive integer, not {workers!r}")
     trials = normalize_trials(trials)
     names = list(variants or [v.name for v in VARIANTS])
     group_keys = ["task", "modality", "condition"] if hierarchical else list(CELL_KEYS)
     if batched and not hierarchical:
         jobs, skipped, order = batch_jobs(trials, names, chains, warmup, draws, seed)
         results = [(k, n, None, [], None, note) for k, n, note in skipped]
-        results += _run_batch_jobs(jobs, scheduler, sink)
+        fits = sum(len(job[1]) for job in jobs)
+        default = min(2, _cores()) if fits >= PROCESS_MIN_FITS else 1
+        results += _run_batch_jobs(jobs, scheduler, sink, workers or default)
         rank = {n: i for i, n in enumerate(names)}
         results.sort(key=lambda r: (order[r[0]], rank[r[1]]))  # as the per-cell path orders them
     else:
