@@ -1211,7 +1211,9 @@ def fit_posterior(
         jobs, skipped, order = batch_jobs(trials, names, chains, warmup, draws, seed)
         results = [(k, n, None, [], None, note) for k, n, note in skipped]
         fits = sum(len(job[1]) for job in jobs)
-        default = min(2, _cores()) if fits >= PROCESS_MIN_FITS else 1
+        # a daemonic process (a pool's worker) may not start processes of its own
+        spawn = fits >= PROCESS_MIN_FITS and not mp.current_process().daemon
+        default = min(2, _cores()) if spawn else 1
         results += _run_batch_jobs(jobs, scheduler, sink, workers or default)
         rank = {n: i for i, n in enumerate(names)}
         results.sort(key=lambda r: (order[r[0]], rank[r[1]]))  # as the per-cell path orders them
