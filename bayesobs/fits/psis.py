@@ -140,10 +140,13 @@ def _smooth_tails(x: np.ndarray, k: np.ndarray, part: np.ndarray, M: int) -> np.
     the one arviz's ``_psislw`` makes on the row.
     """
     xp = x[part]
-    order = np.argsort(xp, axis=1)
+    # only the M + 1 largest draws of a row are needed, in order: partition, then sort those
+    # (the same values and, where a row is done here, the same tail positions as a full sort)
+    top = np.argpartition(xp, xp.shape[1] - M - 1, axis=1)[:, -M - 1 :]
+    order = np.take_along_axis(top, np.argsort(np.take_along_axis(xp, top, axis=1), axis=1), 1)
     xs = np.take_along_axis(xp, order, axis=1)
-    cutoff = np.maximum(xs[:, -M - 1], _CUTOFF_MIN)
-    tail = xs[:, -M:]
+    cutoff = np.maximum(xs[:, 0], _CUTOFF_MIN)
+    tail = xs[:, 1:]
     ok = (tail[:, 0] > cutoff) & (np.diff(tail, axis=1) > 0).all(axis=1)
     expcut = np.exp(cutoff)
     kk, sigma, exact = _gpdfit_rows(np.exp(tail[ok]) - expcut[ok, None])
