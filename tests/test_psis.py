@@ -107,3 +107,16 @@ def test_rows_with_negligible_pareto_weights_are_smoothed_as_arviz_smooths_them(
         ref = _arviz_loo(ll, post)
         assert got["elpd_loo"][i] == ref.elpd_loo and got["p_loo"][i] == ref.p_loo
         np.testing.assert_array_equal(got["pareto_k"][i], ref.pareto_k.values)
+
+
+def test_fits_give_the_same_numbers_together_or_in_parts():
+    """slice_results computes PSIS-LOO a few cells at a time (memory): the parts change nothing."""
+    rng = np.random.default_rng(7)
+    fits = _fits(rng, n_fits=5)
+    lls, reff = [ll for ll, _ in fits], [0.6, 0.7, 0.8, 0.9, 1.1]
+    whole = loo_many(lls, reff)
+    parts = [loo_many(lls[:2], reff[:2]), loo_many(lls[2:], reff[2:])]
+    for key in ("elpd_loo", "se", "p_loo"):
+        assert whole[key] == parts[0][key] + parts[1][key]
+    for a, b in zip(whole["pareto_k"], parts[0]["pareto_k"] + parts[1]["pareto_k"], strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -300,6 +300,7 @@ BATCH_CELLS = 128  # cells sampled together in one compiled call (memory: draws 
 # chains in one group took 22.6 s CPU, in groups of 16 11.6 s, with the same draws
 # (groups of 8 or 28 change the float32 rounding of the vectorised code, 16 does not).
 LOCKSTEP_CELLS = 16
+LOO_CELLS = 16  # cells whose PSIS-LOO is computed together (memory: cells x obs x draws doubles)
 
 
 def canonical_shape(data: Data) -> tuple[int, int]:
@@ -888,7 +889,13 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
     for j, d in enumerate(datas):
         r, t = d.z.shape
         cell_ll.append((ll[j][..., :r, :t] + d.const)[:, :, d.obs])  # (chains, draws, obs)
-    loo = loo_many(cell_ll, reff)
+    # PSIS-LOO a few cells at a time: each observation's numbers are its own, and the
+    # (observations x draws) float64 copies of a whole slice took a gigabyte or more
+    loo: dict[str, list] = {}
+    for lo in range(0, n, LOO_CELLS):
+        part = loo_many(cell_ll[lo : lo + LOO_CELLS], reff[lo : lo + LOO_CELLS])
+        for key, values in part.items():
+            loo.setdefault(key, []).extend(values)
     out = []
     for j, ((key, d), label) in enumerate(zip(items, labels, strict=True)):
         rows_j = {k: f.iloc[j] for k, f in summ.items()}  # the cell's row of each parameter
