@@ -5,7 +5,7 @@ Usage::
     .venv/bin/python benchmarks/bench_posterior.py [--out bench-output]
 
     .venv/bin/python benchmarks/bench_posterior.py --scale [--cells 783] [--check-cells 3]
-        [--warmup 500 --draws 500] [--scheduler ADDRESS | --workers 2]
+        [--warmup 500 --draws 500] [--processes N] [--scheduler ADDRESS | --workers 2]
 
 1. One cell of 120 trials, all ten variants, 4 chains x (500 warm-up + 500 draws).
 2. The hierarchical model over 9 subjects (120 trials each), 4 chains x (500 + 500):
@@ -17,12 +17,15 @@ Usage::
    keeps (the tables and each fit's draws); then per-cell fits (NumPyro
    ``MCMC``) of ``--check-cells`` sampled cells, all ten variants, and the
    share of posterior means within 2 Monte Carlo standard errors (combined,
-   of the two fits).  ``--workers N`` runs the batched fit again on a Dask
+   of the two fits).  ``--processes N`` is ``fit_posterior``'s ``workers``
+   (default: the library's, two processes on two cores at this scale).
+   ``--workers N`` runs the batched fit again in one process and on a Dask
    ``LocalCluster`` of N one-thread workers with their thread caps
-   (:func:`bayesobs.distributed.local_cluster`), states the speed-up over
-   this one process and checks that the tables are identical.
-Wall times include JIT compilation; the JAX device and the peak resident
-memory of this process (``ru_maxrss``; the workers' own is not in it) are
+   (:func:`bayesobs.distributed.local_cluster`), states both speed-ups over
+   one process and checks that the tables are identical.
+Wall times include JIT compilation; CPU times include the worker processes
+the fit starts (not the Dask workers); the JAX device, the peak resident
+memory of this process and of the largest worker process (``ru_maxrss``) are
 reported.
 """
 
@@ -87,14 +90,11 @@ def scale(args) -> dict:
         **kw,
     }
     warnings.simplefilter("ignore", RuntimeWarning)  # counted below instead
-    t, cpu = time.perf_counter(), time.process_time()
-    summ, loo, idatas, notes = fit_posterior(sub, scheduler=args.scheduler, sink=draws_only, **kw)
-    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+    summ, loo, idatas, notes, t = timed(sub, kw, workers=args.processes, scheduler=args.scheduler)
+    wall = t["wall_s"]
     res.update(
-        wall_s=round(wall, 1),
-        cpu_s=round(cpu, 1),
-        peak_rss_gib=round(rss, 2),
+        processes=args.processes or "default",
+        **t,
         load_avg_1min=os.getloadavg()[0],
         extrapolated_all_cells_s=round(wall * n_all / len(pick), 1),
         fits=len(loo),
@@ -102,7 +102,9 @@ def scale(args) -> dict:
     )
     print(
         f"BayesBench scale, {len(pick)} of {n_all} cells x 10 variants, 4 x ({args.warmup} + {args.draws}) "
-        f"on {res['device']}: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:.2f} GiB, "
+        f"on {res['device']}, processes {res['processes']}: {wall:.1f} s wall, "
+        f"{t['cpu_s']:.1f} s CPU ({t['cpu_children_s']:.1f} s of it in worker processes), "
+        f"peak RSS {t['peak_rss_gib']:.2f} GiB here + {t['peak_rss_child_gib']:.2f} GiB per worker, "
         f"load {res['load_avg_1min']:.1f} ({len(loo)} fits, {len(notes)} diagnostic notes); "
         f"x {n_all}/{len(pick)} -> {res['extrapolated_all_cells_s'] / 60:.1f} min for all cells "
         f"(target <= 8 min, <= 4 GiB)"
@@ -110,21 +112,32 @@ def scale(args) -> dict:
     if args.workers:
         from bayesobs.distributed import local_cluster
 
-        with local_cluster(n_workers=args.workers, threads_per_worker=1) as cluster:
-            t = time.perf_counter()
-            s2, l2, _, _ = fit_posterior(
-                sub, scheduler=cluster.scheduler_address, sink=draws_only, **kw
+        one = wall
+        if args.processes != 1:  # the speed-up is stated against one process
+            s1, l1, _, _, t1 = timed(sub, kw, workers=1)
+            one = t1["wall_s"]
+            res.update(
+                one_process_wall_s=one,
+                one_process_cpu_s=t1["cpu_s"],
+                processes_speedup=round(one / wall, 2),
+                one_process_identical_tables=bool(summ.equals(s1) and loo.equals(l1)),
             )
-            res["dask_wall_s"] = round(time.perf_counter() - t, 1)
+            print(
+                f"one process: {one} s wall, {t1['cpu_s']} s CPU; the default's speed-up "
+                f"x{res['processes_speedup']}; tables identical: {res['one_process_identical_tables']}"
+            )
+        with local_cluster(n_workers=args.workers, threads_per_worker=1) as cluster:
+            s2, l2, _, _, t2 = timed(sub, kw, scheduler=cluster.scheduler_address)
+        res["dask_wall_s"] = t2["wall_s"]
         same = summ.equals(s2) and loo.equals(l2)
         res.update(
             dask_workers=args.workers,
-            dask_speedup=round(wall / res["dask_wall_s"], 2),
+            dask_speedup=round(one / res["dask_wall_s"], 2),
             dask_identical_tables=bool(same),
         )
         print(
             f"Dask LocalCluster ({args.workers} one-thread workers, thread caps): "
-            f"{res['dask_wall_s']} s against {wall:.1f} s in one process, "
+            f"{res['dask_wall_s']} s against {one:.1f} s in one process, "
             f"speed-up x{res['dask_speedup']}; tables identical: {same}"
         )
     if args.check_cells:
@@ -154,6 +167,36 @@ def scale(args) -> dict:
     return res
 
 
+def timed(sub, kw, **options):
+    """``fit_posterior`` of ``sub`` as ``fit --method posterior`` runs it, with its wall, CPU and memory.
+
+    CPU and peak memory count the worker processes it starts (the children
+    this process has waited for; ``ru_maxrss`` of children is the largest one's).
+    """
+    from bayesobs.fits.posterior import fit_posterior
+
+    t, cpu, kids = time.perf_counter(), time.process_time(), os.times()
+    summ, loo, idatas, notes = fit_posterior(sub, sink=draws_only, **kw, **options)
+    wall, cpu, now = time.perf_counter() - t, time.process_time() - cpu, os.times()
+    children = now.children_user + now.children_system - kids.children_user - kids.children_system
+    gib = 1024**2  # ru_maxrss is in KiB
+    return (
+        summ,
+        loo,
+        idatas,
+        notes,
+        {
+            "wall_s": round(wall, 1),
+            "cpu_s": round(cpu + children, 1),
+            "cpu_children_s": round(children, 1),
+            "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / gib, 2),
+            "peak_rss_child_gib": round(
+                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / gib, 2
+            ),
+        },
+    )
+
+
 def draws_only(key, idata):
     """What ``fit --method posterior`` keeps of each fit: its draws (not the log-likelihood)."""
     import arviz as az
@@ -171,7 +214,16 @@ def main() -> int:
     ap.add_argument("--draws", type=int, default=500)
     ap.add_argument("--scheduler", default=None, help="a Dask scheduler address")
     ap.add_argument(
-        "--workers", type=int, default=0, help="also run on a LocalCluster of this many workers"
+        "--workers",
+        type=int,
+        default=0,
+        help="also run on a LocalCluster of this many workers (and in one process, to compare)",
+    )
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        help="fit_posterior's workers for the batched fit (default: the library's default)",
     )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

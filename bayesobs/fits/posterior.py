@@ -37,6 +37,7 @@ import pandas as pd
 
 from ..distributed import iter_tasks, scheduler_address
 from ..trials import CELL_KEYS, normalize_trials
+from .mcmcstats import summary_stats
 from .observers.models import mean_padded
 from .observers.scale import cell_moments, model_scale
 from .observers.variants import VARIANTS, Variant, get_variant
@@ -47,6 +48,18 @@ CORE = {"linear": "w", "static": "w_prior", "kalman": "rho"}
 RHAT_MAX = 1.01
 PARETO_K_MAX = 0.7  # Vehtari et al. (2017): PSIS-LOO unreliable above
 ESS_PER_CHAIN = 100  # Vehtari et al. (2021): bulk ESS above 100 per chain
+# the decimals arviz.summary rounds its columns to (ESS to integers, R-hat to 2, the rest to 3)
+SUMMARY_DECIMALS = {
+    "mean": 3,
+    "sd": 3,
+    "hdi_3%": 3,
+    "hdi_97%": 3,
+    "mcse_mean": 3,
+    "mcse_sd": 3,
+    "ess_bulk": 0,
+    "ess_tail": 0,
+    "r_hat": 2,
+}
 
 
 @dataclass
@@ -287,6 +300,7 @@ BATCH_CELLS = 128  # cells sampled together in one compiled call (memory: draws 
 # chains in one group took 22.6 s CPU, in groups of 16 11.6 s, with the same draws
 # (groups of 8 or 28 change the float32 rounding of the vectorised code, 16 does not).
 LOCKSTEP_CELLS = 16
+LOO_CELLS = 16  # cells whose PSIS-LOO is computed together (memory: cells x obs x draws doubles)
 
 
 def canonical_shape(data: Data) -> tuple[int, int]:
@@ -825,9 +839,10 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
 
     The numbers are those :func:`_cell_results` gives for each cell's own
     InferenceData (``arviz.summary`` and ``arviz.loo``), computed for the
-    whole slice in one call of each (the per-element statistics are the same
-    functions on the same ``(chain, draw)`` arrays; PSIS-LOO through
-    :func:`bayesobs.fits.psis.loo_many`, ArviZ's arithmetic vectorised).
+    whole slice at once: the summaries through
+    :func:`bayesobs.fits.mcmcstats.summary_stats` and PSIS-LOO through
+    :func:`bayesobs.fits.psis.loo_many` (ArviZ's arithmetic vectorised, the
+    same values), rounded as ``arviz.summary`` rounds them.
 
     Parameters
     ----------
@@ -846,10 +861,6 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
     list
         ``(key, variant name, idata, summary rows, LOO row, note)`` per cell.
     """
-    # start-up time: ArviZ and xarray (~1 s) load only when posterior summaries are made
-    import arviz as az
-    import xarray as xr
-
     post, div, ll = raw
     n = len(items)
     datas = [d for _, d in items]
@@ -861,30 +872,36 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
     )
     nat = natural_params(variant, post, scales)  # (cells, chain, draw, 1) each
     labels = ["/".join(map(str, key)) for key, _ in items]
-    # cells first: each cell's (chain, draw) block is contiguous, as in its own InferenceData
-    ds = xr.Dataset(
-        {k: (("cell", "chain", "draw"), v[..., 0]) for k, v in nat.items()},
-        coords={"cell": labels, "chain": np.arange(chains), "draw": np.arange(div.shape[2])},
-    )
-    summ = az.summary(ds, hdi_prob=0.94)
     C, D = div.shape[1:]
+    # arviz.summary's columns, each parameter's (chain, draw) array as its own (mcmcstats)
+    stats = {k: summary_stats(v[..., 0], hdi_prob=0.94) for k, v in nat.items()}
+    columns = [c for c in next(iter(stats.values())) if c != "ess_mean"]
+    summ = {  # rounded as arviz.summary rounds its table
+        k: pd.DataFrame({c: s[c] for c in columns}).round(SUMMARY_DECIMALS)
+        for k, s in stats.items()
+    }
     if chains == 1:
         reff = np.ones(n)
-    else:
-        ess = az.ess(ds, method="mean")
-        reff = np.array([np.array([ess[k].values[j] for k in nat]).mean() for j in range(n)])
-        reff = reff / (C * D)
+    else:  # arviz.ess(method="mean") of each parameter, averaged over the cell's parameters
+        ess_mean = np.ascontiguousarray(np.stack([s["ess_mean"] for s in stats.values()], axis=1))
+        reff = ess_mean.mean(axis=-1) / (C * D)
     cell_ll = []
     for j, d in enumerate(datas):
         r, t = d.z.shape
         cell_ll.append((ll[j][..., :r, :t] + d.const)[:, :, d.obs])  # (chains, draws, obs)
-    loo = loo_many(cell_ll, reff)
+    # PSIS-LOO a few cells at a time: each observation's numbers are its own, and the
+    # (observations x draws) float64 copies of a whole slice took a gigabyte or more
+    loo: dict[str, list] = {}
+    for lo in range(0, n, LOO_CELLS):
+        part = loo_many(cell_ll[lo : lo + LOO_CELLS], reff[lo : lo + LOO_CELLS])
+        for key, values in part.items():
+            loo.setdefault(key, []).extend(values)
     out = []
     for j, ((key, d), label) in enumerate(zip(items, labels, strict=True)):
-        rows_j = summ.iloc[j::n]
+        rows_j = {k: f.iloc[j] for k, f in summ.items()}  # the cell's row of each parameter
         diag = {
-            "r_hat_max": float(rows_j["r_hat"].max()),
-            "ess_bulk_min": float(rows_j["ess_bulk"].min()),
+            "r_hat_max": float(pd.Series([r["r_hat"] for r in rows_j.values()]).max()),
+            "ess_bulk_min": float(pd.Series([r["ess_bulk"] for r in rows_j.values()]).min()),
             "divergences": int(div[j].sum()),
         }
         notes = []
@@ -894,15 +911,14 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
                 f"({diagnostics_failures(diag, chains)}); treat with care"
             )
         rows = []
-        for lab, row in rows_j.iterrows():
-            param, _, subj = lab.partition("[")
+        for param, row in rows_j.items():
             rows.append(
                 {
                     **dict(zip(CELL_KEYS, key, strict=True)),
-                    "subject_cell": subj.rstrip("]"),
+                    "subject_cell": label,
                     "variant": variant.name,
                     "param": param,
-                    **{c: row[c] for c in summ.columns},
+                    **{c: row[c] for c in columns},
                     **diag,
                 }
             )
@@ -952,18 +968,22 @@ def _sunk(results: list, sink) -> list:
     ]
 
 
-def _run_batch_jobs(jobs, scheduler=None, sink=None) -> list:
-    """Every batched task, on the Dask cluster at ``scheduler`` or here.
+def _run_batch_jobs(jobs, scheduler=None, sink=None, processes: int = 1) -> list:
+    """Every batched task, on the Dask cluster at ``scheduler``, in ``processes`` processes, or here.
 
     Here, the next slice is dispatched (JAX computes asynchronously) before
     the summaries of the current one are made, so that the two overlap, and
-    each slice's results go through ``sink`` as soon as they are made.
+    each slice's results go through ``sink`` as soon as they are made.  With
+    ``processes > 1`` the tasks run in that many spawned processes
+    (:func:`_process_tasks`), each on one core.
     """
     if scheduler_address(scheduler) is not None:
         # each slice goes through the sink as it arrives: the draws of all never pile up here
         return [
             r for _, part in iter_tasks(_fit_batch_job, jobs, scheduler) for r in _sunk(part, sink)
         ]
+    if processes > 1 and len(jobs) > 1:
+        return [r for part in _process_tasks(jobs, processes) for r in _sunk(part, sink)]
     out, pending = [], None
     for job in [*jobs, None]:
         nxt = None if job is None else (job, _dispatch_job(job))
@@ -971,6 +991,88 @@ def _run_batch_jobs(jobs, scheduler=None, sink=None) -> list:
             out += _sunk(_finish_job(*pending), sink)
         pending = nxt
     return out
+
+
+# Batched fits of at least this many (cell, variant)s run in worker processes by default
+# (fit_posterior's ``workers``): below it, starting the processes and compiling the
+# samplers in each costs more than the second core gives back.
+PROCESS_MIN_FITS = 200
+
+
+def interleaved(jobs: list, parts: int) -> list:
+    """``jobs`` cut into ``parts`` runs of consecutive tasks and dealt out in turn.
+
+    Tasks come variant by variant; dealt out so, ``parts`` workers taking
+    tasks in this order start on different variants and tend to stay on
+    theirs, so that few samplers are compiled in more than one of them.
+
+    Parameters
+    ----------
+    jobs : list
+        Tasks in :func:`batch_jobs` order.
+    parts : int
+        Workers.
+
+    Returns
+    -------
+    list
+        The same tasks: the first of each run, then the second of each, ...
+    """
+    size = -(-len(jobs) // parts)
+    runs = [jobs[i : i + size] for i in range(0, len(jobs), size)]
+    return [r[i] for i in range(size) for r in runs if i < len(r)]
+
+
+def _process_init(counter, cache: str | None) -> None:
+    """Start of a worker process: one compute thread, its own core, the parent's compile cache."""
+    from ..distributed import thread_env, worker_cores
+
+    os.environ.update(thread_env(1))  # before JAX loads: XLA keeps to the calling thread
+    with counter.get_lock():
+        index, counter.value = counter.value, counter.value + 1
+    if hasattr(os, "sched_setaffinity"):
+        cores = worker_cores(index, 1, sorted(os.sched_getaffinity(0)))
+        if cores is not None:
+            os.sched_setaffinity(0, cores)
+    _worker_init()
+    if cache:
+        from ..compile_cache import ENV, enable
+
+        enable({ENV: cache})
+
+
+def _process_tasks(jobs: list, processes: int):
+    """Each batched task's results, in ``processes`` spawned processes, as each finishes.
+
+    Every task is a pure function of its inputs, so the results are those of
+    this process; the caller sorts them.  The processes share JAX's
+    persistent compilation cache: this process's when it has one configured,
+    else a temporary folder removed afterwards, so that a sampler one of them
+    has compiled is loaded, not compiled again, by the other (about 20 s of
+    CPU time per variant).
+    """
+    import sys
+    import tempfile
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    cache = None
+    if "jax" in sys.modules:
+        cache = sys.modules["jax"].config.jax_compilation_cache_dir or None
+    ctx = mp.get_context("spawn")
+    counter = ctx.Value("i", 0)
+    order = interleaved(list(jobs), processes)
+    with tempfile.TemporaryDirectory(prefix="bayesobs-jax-") as scratch:
+        with ProcessPoolExecutor(
+            processes,
+            mp_context=ctx,
+            initializer=_process_init,
+            initargs=(counter, cache or scratch),
+        ) as pool:
+            pending = {pool.submit(_fit_batch_job, job) for job in order}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    yield fut.result()  # handed over and dropped: the draws never pile up
 
 
 def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, seed=0):
@@ -1020,6 +1122,13 @@ def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, see
     return jobs, skipped, order
 
 
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1  # pragma: no cover - not Linux
+
+
 def _worker_init() -> None:
     warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
 
@@ -1047,11 +1156,14 @@ def fit_posterior(
     Single-cell fits are ``batched`` by default: each variant is compiled once
     per cell shape and all cells of that shape are sampled together
     (:func:`sample_batch`), each with its own adaptation and diagnostics, in
-    this process; with ``scheduler`` (a Dask scheduler address, or
-    ``BAYESOBS_SCHEDULER``) the batches run on that cluster with the same
-    result.  ``batched=False`` (and hierarchical fits) use NumPyro's ``MCMC``
-    per (group, variant), in ``workers`` processes (default
-    ``min(2, os.cpu_count())``; 1 runs in this process).  Failed sampler
+    ``workers`` processes (default: two on a machine of two or more cores
+    for :data:`PROCESS_MIN_FITS` (cell, variant) fits or more, else this
+    process alone; 1 runs in this process); with ``scheduler`` (a Dask scheduler
+    address, or ``BAYESOBS_SCHEDULER``) the batches run on that cluster.
+    Where they run does not change the result.  ``batched=False`` (and
+    hierarchical fits) use NumPyro's ``MCMC`` per (group, variant), in
+    ``workers`` processes (default ``min(2, os.cpu_count())``; 1 runs in
+    this process).  Failed sampler
     diagnostics (each with its threshold) and observations with Pareto
     ``k > 0.7`` are returned in ``notes`` and raised as ``RuntimeWarning``.
 
@@ -1076,7 +1188,9 @@ def fit_posterior(
     progress : bool, default False
         NumPyro's progress bar (unbatched fits).
     workers : int, optional
-        Processes for unbatched fits.
+        Processes (each on one core): for batched fits, default two for
+        :data:`PROCESS_MIN_FITS` fits or more on two or more cores, else 1;
+        for unbatched fits, default ``min(2, os.cpu_count())``.
     batched : bool, default True
         Sample single-cell fits in batches (:func:`sample_batch`).
     scheduler : str or distributed.Client, optional
@@ -1101,13 +1215,21 @@ def fit_posterior(
     notes : list of str
         Skipped fits, failed diagnostics and high Pareto ``k``.
     """
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
+        raise ValueError(f"workers must be a positive integer, not {workers!r}")
     trials = normalize_trials(trials)
     names = list(variants or [v.name for v in VARIANTS])
     group_keys = ["task", "modality", "condition"] if hierarchical else list(CELL_KEYS)
     if batched and not hierarchical:
         jobs, skipped, order = batch_jobs(trials, names, chains, warmup, draws, seed)
         results = [(k, n, None, [], None, note) for k, n, note in skipped]
-        results += _run_batch_jobs(jobs, scheduler, sink)
+        fits = sum(len(job[1]) for job in jobs)
+        # a daemonic process (a pool's worker) may not start processes of its own
+        spawn = fits >= PROCESS_MIN_FITS and not mp.current_process().daemon
+        default = min(2, _cores()) if spawn else 1
+        results += _run_batch_jobs(jobs, scheduler, sink, workers or default)
         rank = {n: i for i, n in enumerate(names)}
         results.sort(key=lambda r: (order[r[0]], rank[r[1]]))  # as the per-cell path orders them
     else:

@@ -6,8 +6,8 @@ observation), which at the scale of a whole benchmark (7,830 fits of 120
 observations) takes longer than the sampling.  :func:`loo_many` does the same
 operations on the same numbers, one NumPy call over every observation of
 every fit, and hands the rare observation its vectorised form cannot follow
-exactly (ties in the tail, a tail shorter than the cut-off, negligible
-Pareto weights) to ArviZ's own per-observation functions, so that every
+exactly (ties in the tail, a tail shorter than the cut-off, no Pareto
+weight above ArviZ's negligible level) to ArviZ's own per-observation functions, so that every
 value is the one :func:`arviz.loo` gives, bit for bit
 (``tests/test_psis.py`` compares them).
 """
@@ -56,9 +56,9 @@ def tail_length(n_samples: int, reff: float) -> int:
 def _gpdfit_rows(tails: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``arviz``'s ``_gpdfit`` of each row of sorted tails ``(rows, n)``.
 
-    Returns ``k``, ``sigma`` and whether the row had no negligible weight (the
-    rows where this vectorised form is exactly ArviZ's; the others are redone
-    by ArviZ's own function).
+    Returns ``k``, ``sigma`` and whether the row kept a weight (the rows
+    where this vectorised form is exactly ArviZ's; the others are redone by
+    ArviZ's own function).
     """
     n = tails.shape[1]
     m_est = 30 + int(n**0.5)
@@ -68,9 +68,21 @@ def _gpdfit_rows(tails: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     k_ary = np.log1p(-b[:, :, None] * tails[:, None, :]).mean(axis=2)
     len_scale = n * (np.log(-(b / k_ary)) - k_ary - 1)
     weights = 1 / np.exp(len_scale[:, None, :] - len_scale[:, :, None]).sum(axis=2)
-    exact = (weights >= 10 * _EPS).all(axis=1)
-    weights /= weights.sum(axis=1, keepdims=True)
-    b_post = np.sum(b * weights, axis=1)
+    # arviz drops the negligible weights and sums the rest: the kept ones are moved to the
+    # front of their row (in order) and summed over the row's first `kept`, rows of one count
+    # together, so that every sum adds the same numbers in the same order as arviz's
+    keep = weights >= 10 * _EPS
+    kept = keep.sum(axis=1)
+    exact = kept > 0
+    front = np.argsort(~keep, axis=1, kind="stable")
+    weights = np.take_along_axis(weights, front, axis=1)
+    b = np.take_along_axis(b, front, axis=1)
+    b_post = np.full(len(tails), np.nan)
+    for m in np.unique(kept[exact]):
+        rows = np.flatnonzero(kept == m)
+        w = weights[rows, :m]
+        w /= w.sum(axis=1, keepdims=True)
+        b_post[rows] = np.sum(b[rows, :m] * w, axis=1)
     k_post = np.log1p(-b_post[:, None] * tails).mean(axis=1)
     sigma = -k_post / b_post
     k_post = (n * k_post + PRIOR_K * 0.5) / (n + PRIOR_K)
@@ -136,14 +148,18 @@ def _smooth_tails(x: np.ndarray, k: np.ndarray, part: np.ndarray, M: int) -> np.
     """Smooth the ``M``-draw tails of rows ``part`` of ``x`` in place; which rows it could do.
 
     A row is done here when its tail is exactly its ``M`` largest draws
-    without ties and no Pareto weight is negligible: then every operation is
-    the one arviz's ``_psislw`` makes on the row.
+    without ties and some Pareto weight is not negligible: then every
+    operation is the one arviz's ``_psislw`` makes on the row (negligible
+    weights are dropped as arviz drops them).
     """
     xp = x[part]
-    order = np.argsort(xp, axis=1)
+    # only the M + 1 largest draws of a row are needed, in order: partition, then sort those
+    # (the same values and, where a row is done here, the same tail positions as a full sort)
+    top = np.argpartition(xp, xp.shape[1] - M - 1, axis=1)[:, -M - 1 :]
+    order = np.take_along_axis(top, np.argsort(np.take_along_axis(xp, top, axis=1), axis=1), 1)
     xs = np.take_along_axis(xp, order, axis=1)
-    cutoff = np.maximum(xs[:, -M - 1], _CUTOFF_MIN)
-    tail = xs[:, -M:]
+    cutoff = np.maximum(xs[:, 0], _CUTOFF_MIN)
+    tail = xs[:, 1:]
     ok = (tail[:, 0] > cutoff) & (np.diff(tail, axis=1) > 0).all(axis=1)
     expcut = np.exp(cutoff)
     kk, sigma, exact = _gpdfit_rows(np.exp(tail[ok]) - expcut[ok, None])
