@@ -27,15 +27,18 @@ from __future__ import annotations
 import datetime
 import multiprocessing as mp
 import os
+import sys
+import tempfile
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from ..distributed import iter_tasks, scheduler_address
+from ..compile_cache import ENV, enable
+from ..distributed import iter_tasks, scheduler_address, thread_env, worker_cores
 from ..trials import CELL_KEYS, normalize_trials
 from .mcmcstats import summary_stats
 from .observers.models import mean_padded
@@ -1025,8 +1028,6 @@ def interleaved(jobs: list, parts: int) -> list:
 
 def _process_init(counter, cache: str | None) -> None:
     """Start of a worker process: one compute thread, its own core, the parent's compile cache."""
-    from ..distributed import thread_env, worker_cores
-
     os.environ.update(thread_env(1))  # before JAX loads: XLA keeps to the calling thread
     with counter.get_lock():
         index, counter.value = counter.value, counter.value + 1
@@ -1036,8 +1037,6 @@ def _process_init(counter, cache: str | None) -> None:
             os.sched_setaffinity(0, cores)
     _worker_init()
     if cache:
-        from ..compile_cache import ENV, enable
-
         enable({ENV: cache})
 
 
@@ -1051,10 +1050,6 @@ def _process_tasks(jobs: list, processes: int):
     has compiled is loaded, not compiled again, by the other (about 20 s of
     CPU time per variant).
     """
-    import sys
-    import tempfile
-    from concurrent.futures import FIRST_COMPLETED, wait
-
     cache = None
     if "jax" in sys.modules:
         cache = sys.modules["jax"].config.jax_compilation_cache_dir or None
