@@ -52,9 +52,9 @@ def main() -> int:
     args = ap.parse_args()
 
     from bayesobs.cli import main as cli
+    from bayesobs.perceptv import subject as perceptv_sim
     from bayesobs.run.plan import load_protocol, plan_all
     from bayesobs.run.runner import start
-    from bayesobs.run.subjects import perceptv_sim
 
     answered = {"cpu": 0.0, "wall": 0.0}
     answer = perceptv_sim.PerceptVSubject.answer

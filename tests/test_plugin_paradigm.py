@@ -153,10 +153,15 @@ def test_the_derived_names_match_the_paradigms_own_modules():
     # the registry lists each paradigm's tasks and simulated subjects; the modules that
     # implement them keep their own lists, which must not drift from it
     from bayesobs.dataset import DEFAULT_PARADIGM
-    from bayesobs.run.subjects import SIM_KINDS, hvs_sim, perceptv_sim, search_sim, sim, tunnel_sim
+    from bayesobs.hvs import subject as hvs_sim
+    from bayesobs.magnitude import subject as sim
+    from bayesobs.perceptv import subject as perceptv_sim
+    from bayesobs.run.subjects import SIM_KINDS
     from bayesobs.scores.psychometric import LEVELS
+    from bayesobs.search import subject as search_sim
     from bayesobs.stimuli import TASKS
     from bayesobs.trials import PARADIGM_MARKERS
+    from bayesobs.tunnel import subject as tunnel_sim
 
     kinds = {p.name: tuple(p.subjects) for p in registered(default=True)}
     assert kinds["magnitude"] == sim.KINDS

@@ -8,7 +8,7 @@ import pytest
 
 from bayesobs.cli import main
 from bayesobs.run import progress
-from bayesobs.run.subjects import tunnel_sim
+from bayesobs.tunnel import subject as tunnel_sim
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 SUBJECTS = ("sim:matcher", "sim:chainer", "sim:tracer")
