@@ -11,7 +11,9 @@ Runs the whole protocol (30 domains x 200 images = 6,000 trials) the way
 ``bayesobs score DIR --out DIR/scores``, and prints per stage the CPU seconds
 (the main figure: the machine may be shared) and the wall seconds:
 
-* stimuli: generating every trial and encoding its PNG image(s) (planning);
+* stimuli: generating every trial and encoding its PNG image(s) (planning),
+  in ``min(2, os.cpu_count())`` worker processes (``BAYESOBS_PLAN_WORKERS=1``:
+  one process), their CPU counted with this process's;
 * subject: the simulated subject answering (it regenerates each trial and
   reads its pixels);
 * runner: the rest of the run (prompts, the append-only log, the PNG files);
@@ -24,6 +26,7 @@ Target (issue 32): the 6,000 images end to end in 5 minutes on 2 idle cores.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -31,15 +34,21 @@ from pathlib import Path
 from common import ROOT, result, yardstick
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished child processes (the planning workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 class Clock:
-    """CPU (this process) and wall seconds of a stage."""
+    """CPU (this process and its workers) and wall seconds of a stage."""
 
     def __enter__(self):
-        self.c0, self.w0 = time.process_time(), time.perf_counter()
+        self.c0, self.w0 = cpu_seconds(), time.perf_counter()
         return self
 
     def __exit__(self, *exc):
-        self.cpu = time.process_time() - self.c0
+        self.cpu = cpu_seconds() - self.c0
         self.wall = time.perf_counter() - self.w0
 
 
@@ -53,6 +62,7 @@ def main() -> int:
 
     from bayesobs.cli import main as cli
     from bayesobs.perceptv import subject as perceptv_sim
+    from bayesobs.run.parallel import plan_workers
     from bayesobs.run.plan import load_protocol, plan_all
     from bayesobs.run.runner import start
 
@@ -86,7 +96,9 @@ def main() -> int:
         with Clock() as scored:
             assert cli(["score", str(out), "--out", str(out / "scores"), "--no-progress"]) == 0
     n = rep.done
+    workers = plan_workers(None, n)
     print(f"\n{n:,} trials ({len(sessions)} sessions), subject {args.subject}, -> {out}")
+    print(f"stimuli made by {workers} process(es) (BAYESOBS_PLAN_WORKERS), {os.cpu_count()} CPUs")
     print(f"{'stage':44s} {'CPU s':>8s} {'wall s':>8s} {'CPU ms/trial':>13s}")
     rows = [
         ("stimuli: generate + PNG encode (planning)", stimuli.cpu, stimuli.wall),

@@ -32,6 +32,7 @@ from .ablations import (
     blur_schedule,
     condition,
 )
+from .parallel import make_runs, plan_workers, renders_in_generate
 from .progress import bar as progress_bar
 from .progress import plan_counts, plan_line
 from .subjects import parse_subject
@@ -488,6 +489,22 @@ class Session:
 HUMAN = "human"  # the participant of a human study's plan (bayesobs.run.presentation.human_plan)
 
 
+def _make_run(task: Task, seed: int, low, high, n: int, options: dict, made) -> list[Stimulus]:
+    """One session run's stimuli, made here; ``made`` counts its trials (per trial if the task reports)."""
+    reported = [0]  # trials the task reported as made in this session run
+    if made is not None:
+
+        def count(k: int) -> None:
+            reported[0] += k
+            made(k)
+
+        task.made = count  # a perception task calls it after each trial
+    stimuli = task.generate(np.random.default_rng(seed), low, high, n, options)
+    if made is not None and not reported[0]:
+        made(n)
+    return stimuli
+
+
 def plan(
     spec: dict,
     subjects: list[str],
@@ -499,6 +516,7 @@ def plan(
     hvs: str | None = None,
     planned: Callable[[int], None] | None = None,
     made: Callable[[int], None] | None = None,
+    workers: int | None = None,
 ) -> list[Session]:
     """Every session run of a spec for the given subjects (``hvs``: the task hvs's source folder).
 
@@ -533,7 +551,15 @@ def plan(
     made : callable, optional
         Called with a number of trials whenever they are made: 1 per trial
         by a task that reports each (the perception tasks, whose images
-        take time), else a session run's count once it is made.
+        take time), else a session run's count once it is made (also when
+        made by a worker process).
+    workers : int, optional
+        Processes making the stimuli of a task that renders its images
+        while generating them (the perception tasks), when there are two or
+        more session runs: default ``$BAYESOBS_PLAN_WORKERS``, else
+        ``min(2, os.cpu_count())`` for 100 trials or more; 1 makes them
+        all in this process
+        (:mod:`bayesobs.run.parallel`).  The plan is the same either way.
 
     Returns
     -------
@@ -559,13 +585,14 @@ def plan(
         runs if runs is not None else spec.get("runs", 1), "--runs" if runs is not None else "runs"
     )
     check_modalities(task.name, mods)
+    plan_workers(workers)  # checked here, whatever the task
     cond_objs = [condition(c, spec.get("ablations")) for c in conds]
     if any(c.hint for c in cond_objs) and not task.hints:  # the field hints of task hvs
         raise BayesobsInputError(f"task {task.name} has no hints: condition hint is for task hvs")
     for s in subjects:
         if s != HUMAN:  # a person in the web app or a jsPsych export: no subject object
             parse_subject(s)
-    out = []
+    runs_of = []  # (session, low, high, options, trials, run, seed) of each session run, in order
     for sess in spec["sessions"]:
         low, high = map(float, sess["range"])
         # a session entry's other keys are stimulus options for that session (e.g. search = "large")
@@ -578,44 +605,55 @@ def plan(
         n_sess = n if trials is not None else sess.get("trials", n)
         for r in range(n_runs):
             seed = stable_seed((spec["seed"], task.name, sess["name"], r))
-            reported = [0]  # trials the task reported as made in this session run
-            if made is not None:
-
-                def count(k: int, reported=reported) -> None:
-                    reported[0] += k
-                    made(k)
-
-                task.made = count  # a perception task calls it after each trial
-            stimuli = task.generate(np.random.default_rng(seed), low, high, n_sess, options)
-            if made is not None and not reported[0]:
-                made(n_sess)
-            if planned is not None:
-                planned(len(stimuli))
-            dist = label(low, high, options)
-            mean = None if dist == "uniform" else prior_mean(low, high, options)
-            for c in cond_objs:
-                seq = reverse_trials(task, stimuli) if c.reverse else stimuli
-                # len(stimuli): a decomposed trial asks several questions (one stimulus each)
-                blur = blur_schedule(c, len(stimuli), spec.get("ablations"))
-                for m in mods:
-                    for subj in subjects:
-                        out.append(
-                            Session(
-                                subj,
-                                task,
-                                m,
-                                c,
-                                sess["name"],
-                                r,
-                                (low, high),
-                                seq,
-                                blur,
-                                seed,
-                                spec.get("ablations") or {},
-                                dist,
-                                mean,
-                            )
+            runs_of.append((sess, low, high, options, n_sess, r, seed))
+    n_workers = plan_workers(workers, sum(run[4] for run in runs_of))
+    if len(runs_of) >= 2 and n_workers >= 2 and renders_in_generate(task):
+        # images are rendered while the stimuli are made: independent runs in worker processes,
+        # taken in order (the same plan, byte for byte)
+        jobs = [
+            (seed, low, high, n_sess, options) for _, low, high, options, n_sess, _, seed in runs_of
+        ]
+        made_runs = make_runs(task, jobs, n_workers)
+        counted = made  # a session run's trials, counted as it arrives
+    else:
+        made_runs = (
+            _make_run(task, seed, low, high, n_sess, options, made)
+            for _, low, high, options, n_sess, _, seed in runs_of
+        )
+        counted = None
+    out = []
+    for (sess, low, high, options, n_sess, r, seed), stimuli in zip(
+        runs_of, made_runs, strict=True
+    ):
+        if counted is not None:
+            counted(n_sess)
+        if planned is not None:
+            planned(len(stimuli))
+        dist = label(low, high, options)
+        mean = None if dist == "uniform" else prior_mean(low, high, options)
+        for c in cond_objs:
+            seq = reverse_trials(task, stimuli) if c.reverse else stimuli
+            # len(stimuli): a decomposed trial asks several questions (one stimulus each)
+            blur = blur_schedule(c, len(stimuli), spec.get("ablations"))
+            for m in mods:
+                for subj in subjects:
+                    out.append(
+                        Session(
+                            subj,
+                            task,
+                            m,
+                            c,
+                            sess["name"],
+                            r,
+                            (low, high),
+                            seq,
+                            blur,
+                            seed,
+                            spec.get("ablations") or {},
+                            dist,
+                            mean,
                         )
+                    )
     return out
 
 

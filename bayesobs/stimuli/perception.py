@@ -313,6 +313,42 @@ class PerceptionTask(Task):
             )
         return out
 
+    def made_trials(self, stimuli: list[Stimulus]) -> dict[str, tuple]:
+        """The images and demonstrations :meth:`generate` kept for ``stimuli``, to hand on.
+
+        A worker process that made a session run's stimuli returns them with
+        this, and the planning process's task takes them with
+        :meth:`keep_trials` (``bayesobs.run.parallel``), so the trials are
+        not regenerated to render them.
+
+        Parameters
+        ----------
+        stimuli : list of Stimulus
+            Stimuli this instance made.
+
+        Returns
+        -------
+        dict
+            Stimulus key -> ``(images, demonstrations)``.
+        """
+        return {
+            s.key(): (self._images[s.key()], self._demos[s.key()])
+            for s in stimuli
+            if s.key() in self._images
+        }
+
+    def keep_trials(self, trials: dict[str, tuple]) -> None:
+        """Keep the images and demonstrations :meth:`made_trials` gave (another instance's).
+
+        Parameters
+        ----------
+        trials : dict
+            Stimulus key -> ``(images, demonstrations)``.
+        """
+        for key, (images, demos) in trials.items():
+            self._images[key] = images
+            self._demos[key] = demos
+
     def stimulus(self, value: float, text: str, prompt: str, **params) -> Stimulus:
         """A question's stimulus (``params``: variant, seed, gold, format, chance, columns, ...).
 
