@@ -191,6 +191,24 @@ def test_a_cell_gets_the_same_draws_in_a_group_of_a_larger_call():
         np.testing.assert_array_equal(big[i].log_likelihood["y"], first[i].log_likelihood["y"])
 
 
+@pytest.mark.slow  # one sampler compiled: half a minute or more on a loaded 2-core machine
+def test_a_static_cell_gets_the_same_draws_alone_or_in_groups_of_four():
+    """The linear and static observers step 4 cells at a time: 9 cells are one call padded to
+    12, sampled as three groups of 4 (lax.map); a cell alone gets the same draws."""
+    df = bayesobs.normalize_trials(_cells(9, n_per=20))
+    v = get_variant("static_log_gain")
+    assert posterior.lockstep_cells(v) == 4 and posterior.lockstep_cells("kalman_gain") == 16
+    assert posterior._slice_size(9, 4) == 12 and posterior._slice_size(4, 4) == 4
+    datas = [d for _, d in posterior.prepare_cells(df, v)]
+    kw = {"chains": 2, "warmup": 30, "draws": 20, "seed": 2}
+    big = posterior.sample_batch(v, datas, **kw)
+    for i in (0, 6):
+        alone = posterior.sample_batch(v, [datas[i]], **kw)[0]
+        for k in ("w_prior", "g", "sigma"):
+            np.testing.assert_array_equal(big[i].posterior[k], alone.posterior[k])
+        np.testing.assert_array_equal(big[i].log_likelihood["y"], alone.log_likelihood["y"])
+
+
 def test_jobs_are_dealt_out_so_that_workers_start_on_different_variants():
     jobs = [("static", 0), ("static", 1), ("static", 2), ("kalman", 0), ("kalman", 1)]
     assert posterior.interleaved(jobs, 2) == [jobs[0], jobs[3], jobs[1], jobs[4], jobs[2]]

@@ -297,12 +297,18 @@ def sample(
 # ------------------------------------------------------------ batched fits
 T_BUCKET = 8  # trials per run are padded up to a multiple of this (a cell's own canonical shape)
 BATCH_CELLS = 128  # cells sampled together in one compiled call (memory: draws x trials x chains)
-# Cells whose chains step in lockstep.  A vmapped NUTS transition lasts as long as the
-# longest trajectory of any of its chains, so a call's cells are sampled in groups of
-# this many (lax.map over groups, vmap within one): for kalman_gain, 112 cells x 4
-# chains in one group took 22.6 s CPU, in groups of 16 11.6 s, with the same draws
-# (groups of 8 or 28 change the float32 rounding of the vectorised code, 16 does not).
-LOCKSTEP_CELLS = 16
+# Cells whose chains step in lockstep, by observer family.  A vmapped NUTS transition lasts
+# as long as the longest trajectory of any of its chains, so a call's cells are sampled in
+# groups (lax.map over groups, vmap within one).  Measured on one core, 112 cells x 4 chains
+# x (500 + 500) (issue 32): the Kalman observers scan over the trials in every gradient, and
+# wide groups pay for that loop once per step (kalman_gain: 22.6 s CPU in one group of 112,
+# 16.2 s in groups of 16, 17.4 s in groups of 8, 25.6 s in groups of 32); the linear and
+# static observers are a few array operations, and a long trajectory of one chain holds up
+# the rest (static_log_gain: 15.0 s in groups of 16, 7.6 s in groups of 4).  The width also
+# sets the float32 rounding of the vectorised code: a cell alone, in a call of up to 8 cells
+# or in groups of 4 gets the same draws; in one group of 16, different draws (same law).
+LOCKSTEP = {"linear": 4, "static": 4, "kalman": 16}
+LOCKSTEP_CELLS = 16  # slices of more cells than a group are a multiple of every family's group
 LOO_CELLS = 16  # cells whose PSIS-LOO is computed together (memory: cells x obs x draws doubles)
 
 
@@ -358,7 +364,7 @@ def _batched_sampler(
     the same chain keys (``split(PRNGKey(seed), chains)``), as the per-cell
     fits do.  ``prior_scale`` is :func:`model`'s (1: the variant's priors).
     With ``group``, a batch of more than ``group`` cells (a multiple of it)
-    is sampled ``group`` cells at a time (:data:`LOCKSTEP_CELLS`).
+    is sampled ``group`` cells at a time (:data:`LOCKSTEP`).
     """
     import jax  # optional weight: JAX loads only for posterior/calibration work
     from jax import lax, random  # optional weight: JAX loads only for posterior/calibration work
@@ -456,14 +462,32 @@ def sample_padded(
     return {k: np.asarray(v) for k, v in post.items()}, np.asarray(div)
 
 
-def _slice_size(n: int) -> int:
-    """Cells per compiled call for ``n`` cells of one shape.
+def lockstep_cells(variant) -> int:
+    """Cells of ``variant`` sampled in lockstep in one compiled call (:data:`LOCKSTEP`).
+
+    Parameters
+    ----------
+    variant : Variant or str
+        The variant, or its name.
+
+    Returns
+    -------
+    int
+        The group width of its family: 16 for the Kalman observers, 4 for
+        the linear and static ones.
+    """
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    return LOCKSTEP[variant.family]
+
+
+def _slice_size(n: int, group: int = LOCKSTEP_CELLS) -> int:
+    """Cells per compiled call for ``n`` cells of one shape sampled ``group`` at a time.
 
     Equal slices of at most about :data:`BATCH_CELLS`, rounded up to a
-    multiple of :data:`LOCKSTEP_CELLS` (the short slice is padded).
+    multiple of ``group`` (the short slice is padded).
     """
     size = -(-n // -(-n // BATCH_CELLS))
-    return size if size <= LOCKSTEP_CELLS else -(-size // LOCKSTEP_CELLS) * LOCKSTEP_CELLS
+    return size if size <= group else -(-size // group) * group
 
 
 def sample_batch(
@@ -501,7 +525,7 @@ def sample_batch(
     shapes = [canonical_shape(d) for d in datas]
     for shape in sorted(set(shapes)):
         idx = [i for i, s in enumerate(shapes) if s == shape]
-        size = pad_to or _slice_size(len(idx))
+        size = pad_to or _slice_size(len(idx), lockstep_cells(variant))
         for lo in range(0, len(idx), size):
             part = [datas[i] for i in idx[lo : lo + size]]
             raw = _dispatch(variant, part, chains, warmup, draws, seed, size)
@@ -512,7 +536,7 @@ def sample_batch(
 
 def _dispatch(variant, part: list[Data], chains, warmup, draws, seed, size):
     """Start sampling one slice of same-shape cells; returns JAX arrays (computed asynchronously)."""
-    fn = _batched_sampler(variant.name, chains, warmup, draws, group=LOCKSTEP_CELLS)
+    fn = _batched_sampler(variant.name, chains, warmup, draws, group=lockstep_cells(variant))
     shape = canonical_shape(part[0])
     # a short slice is padded with copies of its first cell: one compiled size per shape
     fill = part + [part[0]] * (size - len(part))
@@ -1111,7 +1135,7 @@ def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, see
             by_shape.setdefault(canonical_shape(d), []).append((k, d))
         for shape in sorted(by_shape):
             group = by_shape[shape]
-            size = _slice_size(len(group))
+            size = _slice_size(len(group), lockstep_cells(name))
             for lo in range(0, len(group), size):
                 jobs.append((name, group[lo : lo + size], chains, warmup, draws, seed, size))
     return jobs, skipped, order
