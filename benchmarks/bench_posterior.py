@@ -14,7 +14,8 @@ Usage::
    seeded sample of ``--cells`` cells, extrapolated linearly to 783:
    an upper bound, as the compile time does not grow with the cells),
    batched, 4 chains x (500 + 500), keeping what ``fit --method posterior``
-   keeps (the tables and each fit's draws); then per-cell fits (NumPyro
+   keeps (the tables and each fit's draws, its ``.nc`` files written to a
+   temporary folder); then per-cell fits (NumPyro
    ``MCMC``) of ``--check-cells`` sampled cells, all ten variants, and the
    share of posterior means within 2 Monte Carlo standard errors (combined,
    of the two fits).  ``--processes N`` is ``fit_posterior``'s ``workers``
@@ -35,6 +36,7 @@ import argparse
 import json
 import os
 import resource
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -174,9 +176,14 @@ def timed(sub, kw, **options):
     this process has waited for; ``ru_maxrss`` of children is the largest one's).
     """
     from bayesobs.fits.posterior import fit_posterior
+    from bayesobs.report.posterior import PosteriorFiles
 
     t, cpu, kids = time.perf_counter(), time.process_time(), os.times()
-    summ, loo, idatas, notes = fit_posterior(sub, sink=draws_only, **kw, **options)
+    with tempfile.TemporaryDirectory(prefix="bench-posterior-") as folder:
+        # what `fit --method posterior` keeps: each fit's .nc file written, its draws in memory
+        sink = PosteriorFiles(Path(folder))
+        summ, loo, idatas, notes = fit_posterior(sub, sink=sink, **kw, **options)
+        written = sum(f.stat().st_size for f in Path(folder).iterdir())
     wall, cpu, now = time.perf_counter() - t, time.process_time() - cpu, os.times()
     children = now.children_user + now.children_system - kids.children_user - kids.children_system
     gib = 1024**2  # ru_maxrss is in KiB
@@ -193,15 +200,9 @@ def timed(sub, kw, **options):
             "peak_rss_child_gib": round(
                 resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / gib, 2
             ),
+            "netcdf_gib": round(written / 1024**3, 2),
         },
     )
-
-
-def draws_only(key, idata):
-    """What ``fit --method posterior`` keeps of each fit: its draws (not the log-likelihood)."""
-    import arviz as az
-
-    return az.InferenceData(posterior=idata.posterior)
 
 
 def main() -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -218,17 +219,43 @@ def test_jobs_are_dealt_out_so_that_workers_start_on_different_variants():
         posterior.fit_posterior(_cells(1), variants=["static"], workers=0)
 
 
-@pytest.mark.slow  # two spawned processes, each loading JAX and compiling its sampler
-def test_two_worker_processes_give_the_tables_of_one_process():
-    """The batched fit over two processes (each on its own core) gives byte-identical tables."""
+@pytest.mark.slow  # spawned processes, each loading JAX and compiling its sampler
+def test_two_worker_processes_give_the_tables_of_one_process(tmp_path):
+    """The batched fit over two processes (each on its own core) gives byte-identical tables;
+    the report's sink writes the .nc files in the workers, and only the draws come back."""
+    import arviz as az
+
+    from bayesobs.report.posterior import PosteriorFiles
+
     df = _cells(3, n_per=20)
     kw = {"variants": ["static", "kalman"], "chains": 2, "warmup": 40, "draws": 30}
+    seen = []
+
+    def here(key, idata):  # a plain closure: called in this process
+        seen.append((key, os.getpid()))
+        return idata
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # short chains: diagnostics notes
         s1, l1, i1, n1 = posterior.fit_posterior(df, workers=1, **kw)
-        s2, l2, i2, n2 = posterior.fit_posterior(df, workers=2, **kw)
+        s2, l2, i2, n2 = posterior.fit_posterior(df, workers=2, sink=here, **kw)
+        files = PosteriorFiles(tmp_path)
+        assert posterior.sink_in_workers(files) and not posterior.sink_in_workers(here)
+        s3, l3, i3, n3 = posterior.fit_posterior(df, workers=2, sink=files, **kw)
     pd.testing.assert_frame_equal(s1, s2, check_exact=True)
     pd.testing.assert_frame_equal(l1, l2, check_exact=True)
     assert n1 == n2 and list(i1) == list(i2)
+    assert sorted(k for k, _ in seen) == sorted(i1) and {p for _, p in seen} == {os.getpid()}
     for k in i1:
         np.testing.assert_array_equal(i1[k].log_likelihood["y"], i2[k].log_likelihood["y"])
+    pd.testing.assert_frame_equal(s1, s3, check_exact=True)
+    pd.testing.assert_frame_equal(l1, l3, check_exact=True)
+    assert n1 == n3 and list(i1) == list(i3)
+    assert len(list(tmp_path.glob("*.nc"))) == len(i1)
+    for k in i1:
+        assert i3[k].groups() == ["posterior"]  # the log-likelihoods stayed in the workers
+        name = "__".join(map(str, k)).replace("/", "_") + ".nc"
+        back = az.from_netcdf(tmp_path / name)
+        for g in ("posterior", "log_likelihood", "sample_stats"):
+            for var in i1[k][g].data_vars:
+                np.testing.assert_array_equal(back[g][var], i1[k][g][var])

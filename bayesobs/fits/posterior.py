@@ -980,9 +980,36 @@ class _Scales:
     s: np.ndarray
 
 
-def _fit_batch_job(job) -> list:
-    """Fit one variant for a slice of same-shape cells (one task: here, or on a Dask worker)."""
-    return _finish_job(job, _dispatch_job(job))
+def _fit_batch_job(job, sink=None) -> list:
+    """Fit one variant for a slice of same-shape cells (one task: here, or on a worker).
+
+    With ``sink``, each fit goes through it here (in the worker that sampled it).
+    """
+    return _sunk(_finish_job(job, _dispatch_job(job)), sink)
+
+
+def sink_in_workers(sink) -> bool:
+    """Whether ``sink`` is called in fit_posterior's worker processes rather than the caller's.
+
+    A sink whose ``runs_in_workers`` attribute is true (it pickles, and its
+    effects, such as files written, are visible to the caller) is sent to
+    the worker processes and called there on each fit as it is made: only
+    what it returns comes back, not the pointwise log-likelihoods
+    (:class:`bayesobs.report.posterior.PosteriorFiles` writes the ``.nc``
+    files so).  Any other sink, and every sink of a Dask run (whose workers
+    may not share a file system), is called in the caller's process.
+
+    Parameters
+    ----------
+    sink : callable or None
+        ``fit_posterior``'s ``sink``.
+
+    Returns
+    -------
+    bool
+        True when ``sink`` declares ``runs_in_workers``.
+    """
+    return bool(getattr(sink, "runs_in_workers", False))
 
 
 def _sunk(results: list, sink) -> list:
@@ -1010,6 +1037,8 @@ def _run_batch_jobs(jobs, scheduler=None, sink=None, processes: int = 1) -> list
             r for _, part in iter_tasks(_fit_batch_job, jobs, scheduler) for r in _sunk(part, sink)
         ]
     if processes > 1 and len(jobs) > 1:
+        if sink_in_workers(sink):  # the workers write: the log-likelihoods stay there
+            return [r for part in _process_tasks(jobs, processes, sink) for r in part]
         return [r for part in _process_tasks(jobs, processes) for r in _sunk(part, sink)]
     out, pending = [], None
     for job in [*jobs, None]:
@@ -1064,8 +1093,11 @@ def _process_init(counter, cache: str | None) -> None:
         enable({ENV: cache})
 
 
-def _process_tasks(jobs: list, processes: int):
+def _process_tasks(jobs: list, processes: int, sink=None):
     """Each batched task's results, in ``processes`` spawned processes, as each finishes.
+
+    With ``sink``, each result has been through it in the worker
+    (:func:`sink_in_workers`).
 
     Every task is a pure function of its inputs, so the results are those of
     this process; the caller sorts them.  The processes share JAX's
@@ -1087,7 +1119,7 @@ def _process_tasks(jobs: list, processes: int):
             initializer=_process_init,
             initargs=(counter, cache or scratch),
         ) as pool:
-            pending = {pool.submit(_fit_batch_job, job) for job in order}
+            pending = {pool.submit(_fit_batch_job, job, sink) for job in order}
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
@@ -1190,7 +1222,9 @@ def fit_posterior(
     as its batch is done (``key`` is the cell key plus the variant) and
     returns what ``idatas`` keeps: :func:`bayesobs.report.posterior.write_outputs` writes each to disk
     there and keeps only the posterior draws, so memory does not grow with
-    the pointwise log-likelihoods of every cell.
+    the pointwise log-likelihoods of every cell.  A sink that declares
+    ``runs_in_workers`` is called in the worker processes
+    (:func:`sink_in_workers`), so that the log-likelihoods never travel.
 
     Parameters
     ----------
