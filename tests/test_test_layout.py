@@ -152,10 +152,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
         "the compare page; tested with compare",
         ("test_compare.py",),
     ),
-    "bayesobs.report.posterior": (
-        "the posterior figures; tested with the posterior CLI",
-        ("test_posterior.py",),
-    ),
     "bayesobs.report.psychometric": (
         "the psychometric curves; tested with the psychometric scores",
         ("test_psychometric.py",),

@@ -31,7 +31,11 @@ class PosteriorFiles:
     ``<subject>__<task>__<modality>__<condition>__<variant>.nc`` (``/``
     becomes ``_``), written uncompressed: zlib took 45% of the writing's CPU
     time and saved 2.6% of the bytes (random float draws and
-    log-likelihoods hardly compress).
+    log-likelihoods hardly compress).  It is written through the netCDF-C
+    library (xarray's ``netcdf4`` engine), which took a fifth of the CPU
+    time of the ``h5netcdf`` engine (about 20 ms instead of 110 ms a file,
+    nearly all of it metadata); the file is the same netCDF-4 file, read
+    back by ``arviz.from_netcdf`` to the same arrays and attributes.
 
     Parameters
     ----------
@@ -48,7 +52,7 @@ class PosteriorFiles:
         import arviz as az  # start-up time: arviz loads only to write a posterior
 
         name = "__".join(map(str, key)).replace("/", "_") + ".nc"
-        idata.to_netcdf(self.folder / name, compress=False)
+        idata.to_netcdf(self.folder / name, compress=False, engine="netcdf4")
         return az.InferenceData(posterior=idata.posterior)
 
 

@@ -1,0 +1,60 @@
+"""The posterior writer's sink: each fit's InferenceData written to a netCDF-4 file (issue 32)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bayesobs.report.posterior import PosteriorFiles
+
+
+def _idata():
+    import arviz as az
+
+    rng = np.random.default_rng(0)
+    chains, draws, obs = 4, 50, 30
+    return az.from_dict(
+        posterior={
+            "w_prior": rng.uniform(size=(chains, draws)).astype(np.float32),
+            "sigma": rng.gamma(2.0, size=(chains, draws)).astype(np.float32),
+        },
+        log_likelihood={"y": rng.normal(size=(chains, draws, obs)).astype(np.float32)},
+        sample_stats={"diverging": rng.uniform(size=(chains, draws)) < 0.01},
+        dims={"y": ["trial"]},
+        coords={"trial": np.arange(obs)},
+    )
+
+
+def test_the_file_reads_back_as_arviz_own_writer_leaves_it(tmp_path):
+    """PosteriorFiles writes through the netCDF-C library; the file reads back to the same
+    arrays, dtypes, coordinates and attributes as ArviZ's default (h5netcdf) writer's."""
+    import arviz as az
+
+    idata = _idata()
+    sink = PosteriorFiles(tmp_path)
+    kept = sink(("P01", "lines/ratio", "text", "base", "static"), idata)
+    path = tmp_path / "P01__lines_ratio__text__base__static.nc"
+    assert path.is_file() and sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    assert kept.groups() == ["posterior"]  # the draws alone stay in memory
+    assert kept.posterior.identical(idata.posterior)
+    ours = az.from_netcdf(path)
+    idata.to_netcdf(tmp_path / "reference.nc", engine="h5netcdf")
+    theirs = az.from_netcdf(tmp_path / "reference.nc")
+    assert ours.groups() == theirs.groups() == idata.groups()
+    for group in idata.groups():
+        a, b = ours[group].load(), theirs[group].load()
+        assert a.identical(b), group
+        for name, var in idata[group].data_vars.items():
+            assert a[name].dtype == var.dtype
+            np.testing.assert_array_equal(a[name].values, var.values)
+
+
+def test_the_sink_goes_to_the_workers():
+    """The sink declares that fit_posterior may call it in its worker processes."""
+    from bayesobs.fits.posterior import sink_in_workers
+
+    assert sink_in_workers(PosteriorFiles(Path(".")))
+    assert not sink_in_workers(lambda key, idata: idata)
+    assert not sink_in_workers(None)
+
