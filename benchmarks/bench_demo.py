@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, children_cpu, load, result, yardstick
+from common import ROOT, children_cpu, compiled_package, load, result, yardstick
 
 
 def demo_commands(d: Path) -> list[tuple[str, list[str]]]:
@@ -77,6 +77,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=ROOT / "bench-output" / "bench_demo.json")
     args = ap.parse_args()
     exe = Path(sys.executable).with_name("bayesobs")
+    compiled_package()  # as after the install and a first run (PYTHONDONTWRITEBYTECODE aside)
     with tempfile.TemporaryDirectory(prefix="bayesobs-demo-") as tmp:
         d = args.out or Path(tmp)
         stages = {}

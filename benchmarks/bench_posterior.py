@@ -14,8 +14,8 @@ Usage::
    seeded sample of ``--cells`` cells, extrapolated linearly to 783:
    an upper bound, as the compile time does not grow with the cells),
    batched, 4 chains x (500 + 500), keeping what ``fit --method posterior``
-   keeps (the tables and each fit's draws, its ``.nc`` files written to a
-   temporary folder); then per-cell fits (NumPyro
+   keeps (the tables, each fit's ``.nc`` file written to a temporary folder,
+   the static observer's draws in memory); then per-cell fits (NumPyro
    ``MCMC``) of ``--check-cells`` sampled cells, all ten variants, and the
    share of posterior means within 2 Monte Carlo standard errors (combined,
    of the two fits).  ``--processes N`` is ``fit_posterior``'s ``workers``
@@ -33,9 +33,11 @@ reported.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import resource
+import shutil
 import tempfile
 import time
 import warnings
@@ -43,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from common import result, yardstick
 
 from bayesobs.fits.observers import simulate
 
@@ -149,7 +152,10 @@ def scale(args) -> dict:
         res["per_cell_check_s"] = round(time.perf_counter() - t, 1)
         zs = []
         for key, idata in ref.items():
-            a = az.summary(idatas[key], round_to="none")
+            mine = idatas[key]
+            a = az.summary(
+                az.from_netcdf(mine) if isinstance(mine, Path) else mine, round_to="none"
+            )
             b = az.summary(idata, round_to="none")
             zs += list((a["mean"] - b["mean"]).abs() / np.hypot(a["mcse_mean"], b["mcse_mean"]))
         zs = np.array(zs)
@@ -166,6 +172,25 @@ def scale(args) -> dict:
             f"posterior means within 2 MCSE: {res['within_2_mcse']:.1%} of {len(zs)} parameters, "
             f"within 3: {res['within_3_mcse']:.1%} (largest |diff|/MCSE {zs.max():.2f})"
         )
+        # the peer: NumPyro's own MCMC cell by cell (the per-cell path), timed on the check
+        # cells in this run and extrapolated to every cell (its compile time included)
+        res["result"] = result(
+            f"posterior, {n_all} cells x 10 variants, 4 x ({args.warmup} + {args.draws})"
+            + ("" if len(pick) == n_all else f" (extrapolated from {len(pick)} cells)"),
+            res["extrapolated_all_cells_s"],
+            480.0,
+            res["per_cell_check_s"] * n_all / len(check),
+            f"NumPyro MCMC cell by cell ({len(check)} cells timed, x {n_all}/{len(check)})",
+        )
+    peak = t["peak_rss_gib"] + t["peak_rss_child_gib"] * (
+        0 if t["cpu_children_s"] == 0 else (args.processes or 2)
+    )
+    res["peak_rss_total_gib"] = round(peak, 2)
+    print(
+        f"peak resident memory: {peak:.2f} GiB = {peak * 1.073741824:.2f} GB (this process "
+        f"+ its largest worker x workers; target <= 4 GB: "
+        f"{'met' if peak * 1.073741824 <= 4 else 'NOT met'})"
+    )
     return res
 
 
@@ -176,14 +201,15 @@ def timed(sub, kw, **options):
     this process has waited for; ``ru_maxrss`` of children is the largest one's).
     """
     from bayesobs.fits.posterior import fit_posterior
-    from bayesobs.report.posterior import PosteriorFiles
+    from bayesobs.report.posterior import KEPT_VARIANTS, PosteriorFiles
 
+    folder = Path(tempfile.mkdtemp(prefix="bench-posterior-"))
+    atexit.register(shutil.rmtree, folder, True)  # the check below reads some files back
     t, cpu, kids = time.perf_counter(), time.process_time(), os.times()
-    with tempfile.TemporaryDirectory(prefix="bench-posterior-") as folder:
-        # what `fit --method posterior` keeps: each fit's .nc file written, its draws in memory
-        sink = PosteriorFiles(Path(folder))
-        summ, loo, idatas, notes = fit_posterior(sub, sink=sink, **kw, **options)
-        written = sum(f.stat().st_size for f in Path(folder).iterdir())
+    # what `fit --method posterior` keeps: each fit's .nc file written, the static draws in memory
+    sink = PosteriorFiles(folder, keep=KEPT_VARIANTS)
+    summ, loo, idatas, notes = fit_posterior(sub, sink=sink, **kw, **options)
+    written = sum(f.stat().st_size for f in folder.iterdir())
     wall, cpu, now = time.perf_counter() - t, time.process_time() - cpu, os.times()
     children = now.children_user + now.children_system - kids.children_user - kids.children_system
     gib = 1024**2  # ru_maxrss is in KiB
@@ -243,6 +269,13 @@ def main() -> int:
     print(
         f"one cell, 120 trials, 10 variants, 4 x (500 + 500): {res['single_cell_10_variants_s']} s "
         f"(best by LOO: {loo.sort_values('rank')['variant'].iat[0]}; {len(notes)} diagnostic warnings)"
+    )
+    res["single_cell_result"] = result(
+        "posterior, one cell of 120 trials, 10 variants, 4 x (500 + 500)",
+        res["single_cell_10_variants_s"],
+        None,
+        yardstick(cells=2),
+        "yardstick: the scipy per-cell loop on 2 cells x 10 variants (tests/naive.py)",
     )
     subjects = pd.concat([cell(rng, w, f"s{i}") for i, w in enumerate(np.linspace(0.2, 0.6, 9))])
     t = time.perf_counter()

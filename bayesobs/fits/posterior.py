@@ -854,14 +854,14 @@ def _dispatch_job(job):
     return _dispatch(get_variant(name), [d for _, d in items], chains, warmup, draws, seed, size)
 
 
-def _finish_job(job, raw) -> list:
+def _finish_job(job, raw, sink=None) -> list:
     name, items, chains, *_ = job
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
-        return slice_results(get_variant(name), items, raw, chains)
+        return slice_results(get_variant(name), items, raw, chains, sink)
 
 
-def slice_results(variant, items: list, raw, chains: int) -> list:
+def slice_results(variant, items: list, raw, chains: int, sink=None) -> list:
     """Summary rows, LOO rows, notes and InferenceData of a sampled slice of cells, all at once.
 
     The numbers are those :func:`_cell_results` gives for each cell's own
@@ -882,6 +882,10 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
         (a short slice may carry padding cells after ``items``).
     chains : int
         Chains per cell.
+    sink : callable, optional
+        ``fit_posterior``'s sink: each cell's InferenceData goes through it
+        as soon as it is built, and what it returns takes the place of the
+        InferenceData (so that a slice's InferenceData never all exist at once).
 
     Returns
     -------
@@ -968,6 +972,8 @@ def slice_results(variant, items: list, raw, chains: int) -> list:
         idata = _inference_data(
             {name: v[j] for name, v in nat.items()}, cell_ll[j], div[j], d.subjects
         )
+        if sink is not None:
+            idata = sink((*key, variant.name), idata)
         out.append((key, variant.name, idata, rows, loo_row, "; ".join(notes) or None))
     return out
 
@@ -983,9 +989,10 @@ class _Scales:
 def _fit_batch_job(job, sink=None) -> list:
     """Fit one variant for a slice of same-shape cells (one task: here, or on a worker).
 
-    With ``sink``, each fit goes through it here (in the worker that sampled it).
+    With ``sink``, each fit goes through it here (in the worker that sampled it),
+    as soon as it is made.
     """
-    return _sunk(_finish_job(job, _dispatch_job(job)), sink)
+    return _finish_job(job, _dispatch_job(job), sink)
 
 
 def sink_in_workers(sink) -> bool:
@@ -1044,7 +1051,7 @@ def _run_batch_jobs(jobs, scheduler=None, sink=None, processes: int = 1) -> list
     for job in [*jobs, None]:
         nxt = None if job is None else (job, _dispatch_job(job))
         if pending is not None:
-            out += _sunk(_finish_job(*pending), sink)
+            out += _finish_job(*pending, sink)
         pending = nxt
     return out
 

@@ -42,18 +42,31 @@ class PosteriorFiles:
     folder : pathlib.Path
         An existing folder, written by the caller's command (which holds its
         lock while the workers write).
+    keep : tuple of str, optional
+        The variants whose posterior draws are returned (kept in the
+        caller's memory); for any other the file's path is returned, to be
+        read back with ``arviz.from_netcdf`` when needed.  Default: every
+        variant's draws.
     """
 
     folder: Path
+    keep: tuple[str, ...] | None = None
     runs_in_workers: ClassVar[bool] = True
 
     def __call__(self, key: tuple, idata):
-        """Write ``idata`` as ``folder/<key>.nc``; return its posterior group alone."""
+        """Write ``idata`` as ``folder/<key>.nc``; return its posterior group alone, or the path."""
         import arviz as az  # start-up time: arviz loads only to write a posterior
 
-        name = "__".join(map(str, key)).replace("/", "_") + ".nc"
-        idata.to_netcdf(self.folder / name, compress=False, engine="netcdf4")
+        path = self.folder / ("__".join(map(str, key)).replace("/", "_") + ".nc")
+        idata.to_netcdf(path, compress=False, engine="netcdf4")
+        if self.keep is not None and key[-1] not in self.keep:
+            return path
         return az.InferenceData(posterior=idata.posterior)
+
+
+# What write_outputs keeps in memory of each fit: the static observer's draws (the
+# posterior BCS reads them); every other fit is read back from its file when a figure needs it.
+KEPT_VARIANTS = ("static",)
 
 
 def write_outputs(
@@ -99,7 +112,7 @@ def write_outputs(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "posterior").mkdir(exist_ok=True)
-    sink = PosteriorFiles(out / "posterior")
+    sink = PosteriorFiles(out / "posterior", keep=KEPT_VARIANTS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz announces its refactor on import
         # failed diagnostics and high Pareto k come back as notes (returned to the caller)
@@ -142,8 +155,13 @@ def write_outputs(
         for r in best.head(12).itertuples(index=False):
             key = (r.subject, r.task, r.modality, r.condition)
             cell = trials[(trials[list(keys)] == list(key)).all(axis=1)]
+            idata = idatas[(*key, r.variant)]
+            if isinstance(idata, Path):  # not kept in memory: read back from its file
+                import arviz as az  # start-up time: arviz loads only to write a posterior
+
+                idata = az.from_netcdf(idata)
             fig = F.posterior_predictive(
-                ppc_table(cell, r.variant, idatas[(*key, r.variant)], seed=seed),
+                ppc_table(cell, r.variant, idata, seed=seed),
                 title=f"{'/'.join(map(str, key))} · {r.variant} (best by LOO)",
             )
             fig.savefig(

@@ -717,9 +717,7 @@ def score(
     if opts.resample == "pooled" and opts.bootstrap > 0 and few_runs_cells(magnitude).empty:
         # issue 28: every cell can be resampled within its session types, so the
         # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
-        strat = _magnitude_scores(
-            magnitude, replace(opts, resample="stratified"), non_oracle, None
-        )
+        strat = _magnitude_scores(magnitude, replace(opts, resample="stratified"), non_oracle, None)
         res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
     if references or humans:
         res = res._replace(

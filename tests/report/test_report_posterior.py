@@ -58,3 +58,18 @@ def test_the_sink_goes_to_the_workers():
     assert not sink_in_workers(lambda key, idata: idata)
     assert not sink_in_workers(None)
 
+
+def test_only_the_kept_variants_draws_come_back(tmp_path):
+    """With ``keep``, a kept variant's draws come back and any other's file path: what
+    ``fit --method posterior`` holds in memory while the workers write (issue 32)."""
+    import arviz as az
+
+    from bayesobs.report.posterior import KEPT_VARIANTS
+
+    idata = _idata()
+    sink = PosteriorFiles(tmp_path, keep=KEPT_VARIANTS)
+    kept = sink(("s", "t", "m", "base", "static"), idata)
+    other = sink(("s", "t", "m", "base", "kalman"), idata)
+    assert kept.groups() == ["posterior"] and kept.posterior.identical(idata.posterior)
+    assert other == tmp_path / "s__t__m__base__kalman.nc"
+    assert az.from_netcdf(other).posterior.identical(idata.posterior)
