@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json as _json
 import warnings
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -709,15 +708,13 @@ def score(
             cot_accuracy=cot_acc, plugins=plugins or None
         )
     magnitude = trials[~found]
-    with ThreadPoolExecutor(1) as pool:
-        # the random-forest probe (scikit-learn builds its trees without the GIL) runs in a
-        # second thread while this one fits: its result is a pure function of the trials
-        job = pool.submit(_probe_job, magnitude, seed) if probe else None
-        res = _magnitude_scores(magnitude, opts, non_oracle, job)
+    res = _magnitude_scores(magnitude, opts, non_oracle, probe)
     if opts.resample == "pooled" and opts.bootstrap > 0 and few_runs_cells(magnitude).empty:
         # issue 28: every cell can be resampled within its session types, so the
         # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
-        strat = _magnitude_scores(magnitude, replace(opts, resample="stratified"), non_oracle, None)
+        strat = _magnitude_scores(
+            magnitude, replace(opts, resample="stratified"), non_oracle, False
+        )
         res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
     if references or humans:
         res = res._replace(
@@ -802,13 +799,8 @@ def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFr
     return out
 
 
-def _probe_job(trials: pd.DataFrame, seed: int):
-    """:func:`cue_probe` of the magnitude trials as :func:`_magnitude_scores` prepares them."""
-    return cue_probe(with_baseline(trials.reset_index(drop=True)), seed)
+def _magnitude_scores(trials, opts: FitOptions, non_oracle, probe) -> Scores:
 
-
-def _magnitude_scores(trials, opts: FitOptions, non_oracle, probe: Future | None) -> Scores:
-    """The magnitude tables; ``probe`` is the cue probe's running :func:`_probe_job`, or None."""
     trials = with_baseline(trials.reset_index(drop=True))
     B, seed, resample, interleaved = opts.bootstrap, opts.seed, opts.resample, opts.interleaved
     level_batch = fit_batch(trials, options=opts)
@@ -865,7 +857,9 @@ def _magnitude_scores(trials, opts: FitOptions, non_oracle, probe: Future | None
                 "own w_prior (see fits.csv), the paper's score needs one per cell",
             )
         )
-    probe_table, probe_skipped = probe.result() if probe is not None else (pd.DataFrame(), None)
+    probe_table, probe_skipped = (
+        cue_probe(trials, seed, paired=paired) if probe else (pd.DataFrame(), None)
+    )
     if probe_skipped is not None:
         missing += [tuple(r) for r in probe_skipped.itertuples(index=False)]
     subjects = sorted(trials["subject"].unique())
