@@ -97,6 +97,8 @@ def scale(args) -> dict:
     warnings.simplefilter("ignore", RuntimeWarning)  # counted below instead
     summ, loo, idatas, notes, t = timed(sub, kw, workers=args.processes, scheduler=args.scheduler)
     wall = t["wall_s"]
+    workers = 0 if t["cpu_children_s"] == 0 else (args.processes or 2)  # processes it started
+    res["peak_rss_total_gib"] = round(t["peak_rss_gib"] + t["peak_rss_child_gib"] * workers, 2)
     res.update(
         processes=args.processes or "default",
         **t,
@@ -182,14 +184,11 @@ def scale(args) -> dict:
             res["per_cell_check_s"] * n_all / len(check),
             f"NumPyro MCMC cell by cell ({len(check)} cells timed, x {n_all}/{len(check)})",
         )
-    peak = t["peak_rss_gib"] + t["peak_rss_child_gib"] * (
-        0 if t["cpu_children_s"] == 0 else (args.processes or 2)
-    )
-    res["peak_rss_total_gib"] = round(peak, 2)
     print(
-        f"peak resident memory: {peak:.2f} GiB = {peak * 1.073741824:.2f} GB (this process "
-        f"+ its largest worker x workers; target <= 4 GB: "
-        f"{'met' if peak * 1.073741824 <= 4 else 'NOT met'})"
+        f"peak resident memory: {res['peak_rss_total_gib']:.2f} GiB = "
+        f"{res['peak_rss_total_gib'] * 1.073741824:.2f} GB (this process + its largest worker "
+        f"x workers; target <= 4 GB: "
+        f"{'met' if res['peak_rss_total_gib'] * 1.073741824 <= 4 else 'NOT met'})"
     )
     return res
 
