@@ -5,7 +5,8 @@ Usage::
     .venv/bin/python benchmarks/bench_posterior.py [--out bench-output]
 
     .venv/bin/python benchmarks/bench_posterior.py --scale [--cells 783] [--check-cells 3]
-        [--warmup 500 --draws 500] [--processes N] [--scheduler ADDRESS | --workers 2]
+        [--warmup 500 --draws 500] [--variants static,kalman] [--processes N]
+        [--scheduler ADDRESS | --workers 2]
 
 1. One cell of 120 trials, all ten variants, 4 chains x (500 warm-up + 500 draws).
 2. The hierarchical model over 9 subjects (120 trials each), 4 chains x (500 + 500):
@@ -47,7 +48,7 @@ import numpy as np
 import pandas as pd
 from common import result, yardstick
 
-from bayesobs.fits.observers import simulate
+from bayesobs.fits.observers import VARIANT_NAMES, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,12 +87,13 @@ def scale(args) -> dict:
     pick = cells.iloc[np.sort(rng.choice(n_all, min(args.scale_cells, n_all), replace=False))]
     sub = trials.merge(pick, on=keys)
     dev = jax.devices()[0]
-    kw = {"chains": 4, "warmup": args.warmup, "draws": args.draws}
+    kw = {"chains": 4, "warmup": args.warmup, "draws": args.draws, "variants": args.variants}
+    nv = len(args.variants)
     res = {
         "device": f"{dev.platform}:{dev.device_kind}",
         "cells": len(pick),
         "cells_all": n_all,
-        "variants": 10,
+        "variants": nv,
         **kw,
     }
     warnings.simplefilter("ignore", RuntimeWarning)  # counted below instead
@@ -108,7 +110,7 @@ def scale(args) -> dict:
         diagnostic_notes=len(notes),
     )
     print(
-        f"BayesBench scale, {len(pick)} of {n_all} cells x 10 variants, 4 x ({args.warmup} + {args.draws}) "
+        f"BayesBench scale, {len(pick)} of {n_all} cells x {nv} variants, 4 x ({args.warmup} + {args.draws}) "
         f"on {res['device']}, processes {res['processes']}: {wall:.1f} s wall, "
         f"{t['cpu_s']:.1f} s CPU ({t['cpu_children_s']:.1f} s of it in worker processes), "
         f"peak RSS {t['peak_rss_gib']:.2f} GiB here + {t['peak_rss_child_gib']:.2f} GiB per worker, "
@@ -177,7 +179,7 @@ def scale(args) -> dict:
         # the peer: NumPyro's own MCMC cell by cell (the per-cell path), timed on the check
         # cells in this run and extrapolated to every cell (its compile time included)
         res["result"] = result(
-            f"posterior, {n_all} cells x 10 variants, 4 x ({args.warmup} + {args.draws})"
+            f"posterior, {n_all} cells x {nv} variants, 4 x ({args.warmup} + {args.draws})"
             + ("" if len(pick) == n_all else f" (extrapolated from {len(pick)} cells)"),
             res["extrapolated_all_cells_s"],
             480.0,
@@ -238,6 +240,12 @@ def main() -> int:
     ap.add_argument("--check-cells", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=500)
     ap.add_argument("--draws", type=int, default=500)
+    ap.add_argument(
+        "--variants",
+        type=lambda v: v.split(","),
+        default=list(VARIANT_NAMES),
+        help="comma-separated variants of --scale (default all ten; fewer for a quick check)",
+    )
     ap.add_argument("--scheduler", default=None, help="a Dask scheduler address")
     ap.add_argument(
         "--workers",
