@@ -77,6 +77,7 @@ def scale(args) -> dict:
 
     from bayesobs.fits.posterior import fit_posterior
     from bayesobs.fits.synthetic import simulated_trials
+    from bayesobs.report.posterior import kept_fit
     from bayesobs.trials import CELL_KEYS, normalize_trials
 
     keys = list(CELL_KEYS)
@@ -97,7 +98,9 @@ def scale(args) -> dict:
         **kw,
     }
     warnings.simplefilter("ignore", RuntimeWarning)  # counted below instead
-    summ, loo, idatas, notes, t = timed(sub, kw, workers=args.processes, scheduler=args.scheduler)
+    summ, loo, idatas, notes, t = timed(
+        sub, kw, keep_files=True, workers=args.processes, scheduler=args.scheduler
+    )
     wall = t["wall_s"]
     workers = 0 if t["cpu_children_s"] == 0 else (args.processes or 2)  # processes it started
     res["peak_rss_total_gib"] = round(t["peak_rss_gib"] + t["peak_rss_child_gib"] * workers, 2)
@@ -156,10 +159,7 @@ def scale(args) -> dict:
         res["per_cell_check_s"] = round(time.perf_counter() - t, 1)
         zs = []
         for key, idata in ref.items():
-            mine = idatas[key]
-            a = az.summary(
-                az.from_netcdf(mine) if isinstance(mine, Path) else mine, round_to="none"
-            )
+            a = az.summary(kept_fit(idatas[key]), round_to="none")
             b = az.summary(idata, round_to="none")
             zs += list((a["mean"] - b["mean"]).abs() / np.hypot(a["mcse_mean"], b["mcse_mean"]))
         zs = np.array(zs)
@@ -186,32 +186,36 @@ def scale(args) -> dict:
             res["per_cell_check_s"] * n_all / len(check),
             f"NumPyro MCMC cell by cell ({len(check)} cells timed, x {n_all}/{len(check)})",
         )
+    gb = res["peak_rss_total_gib"] * 1024**3 / 1e9
     print(
-        f"peak resident memory: {res['peak_rss_total_gib']:.2f} GiB = "
-        f"{res['peak_rss_total_gib'] * 1.073741824:.2f} GB (this process + its largest worker "
-        f"x workers; target <= 4 GB: "
-        f"{'met' if res['peak_rss_total_gib'] * 1.073741824 <= 4 else 'NOT met'})"
+        f"peak resident memory: {res['peak_rss_total_gib']:.2f} GiB = {gb:.2f} GB (this process "
+        f"+ its largest worker x workers; target <= 4 GB: {'met' if gb <= 4 else 'NOT met'})"
     )
     return res
 
 
-def timed(sub, kw, **options):
+def timed(sub, kw, keep_files=False, **options):
     """``fit_posterior`` of ``sub`` as ``fit --method posterior`` runs it, with its wall, CPU and memory.
 
     CPU and peak memory count the worker processes it starts (the children
     this process has waited for; ``ru_maxrss`` of children is the largest one's).
+    The ``.nc`` files go to a temporary folder, removed at once or, with
+    ``keep_files`` (the check reads fits back), when the script exits.
     """
     from bayesobs.fits.posterior import fit_posterior
     from bayesobs.report.posterior import KEPT_VARIANTS, PosteriorFiles
 
     folder = Path(tempfile.mkdtemp(prefix="bench-posterior-"))
-    atexit.register(shutil.rmtree, folder, True)  # the check below reads some files back
     t, cpu, kids = time.perf_counter(), time.process_time(), os.times()
     # what `fit --method posterior` keeps: each fit's .nc file written, the static draws in memory
     sink = PosteriorFiles(folder, keep=KEPT_VARIANTS)
     summ, loo, idatas, notes = fit_posterior(sub, sink=sink, **kw, **options)
-    written = sum(f.stat().st_size for f in folder.iterdir())
     wall, cpu, now = time.perf_counter() - t, time.process_time() - cpu, os.times()
+    written = sum(f.stat().st_size for f in folder.iterdir())
+    if keep_files:
+        atexit.register(shutil.rmtree, folder, True)
+    else:
+        shutil.rmtree(folder, True)
     children = now.children_user + now.children_system - kids.children_user - kids.children_system
     gib = 1024**2  # ru_maxrss is in KiB
     return (

@@ -69,6 +69,26 @@ class PosteriorFiles:
 KEPT_VARIANTS = ("static",)
 
 
+def kept_fit(kept):
+    """A fit as :class:`PosteriorFiles` returned it: its draws, or its file read back.
+
+    Parameters
+    ----------
+    kept : arviz.InferenceData or pathlib.Path
+        What the sink returned for the fit (``fit_posterior``'s ``idatas`` value).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``kept`` itself, or the whole fit read from its ``.nc`` file.
+    """
+    if not isinstance(kept, Path):
+        return kept
+    import arviz as az  # start-up time: arviz loads only to read a posterior
+
+    return az.from_netcdf(kept)
+
+
 def write_outputs(
     trials: pd.DataFrame,
     fits: pd.DataFrame,
@@ -155,13 +175,8 @@ def write_outputs(
         for r in best.head(12).itertuples(index=False):
             key = (r.subject, r.task, r.modality, r.condition)
             cell = trials[(trials[list(keys)] == list(key)).all(axis=1)]
-            idata = idatas[(*key, r.variant)]
-            if isinstance(idata, Path):  # not kept in memory: read back from its file
-                import arviz as az  # start-up time: arviz loads only to write a posterior
-
-                idata = az.from_netcdf(idata)
             fig = F.posterior_predictive(
-                ppc_table(cell, r.variant, idata, seed=seed),
+                ppc_table(cell, r.variant, kept_fit(idatas[(*key, r.variant)]), seed=seed),
                 title=f"{'/'.join(map(str, key))} · {r.variant} (best by LOO)",
             )
             fig.savefig(

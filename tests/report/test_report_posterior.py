@@ -66,7 +66,7 @@ def test_only_the_kept_variants_draws_come_back(tmp_path):
     ``fit --method posterior`` holds in memory while the workers write (issue 32)."""
     import arviz as az
 
-    from bayesobs.report.posterior import KEPT_VARIANTS
+    from bayesobs.report.posterior import KEPT_VARIANTS, kept_fit
 
     idata = _idata()
     sink = PosteriorFiles(tmp_path, keep=KEPT_VARIANTS)
@@ -75,6 +75,9 @@ def test_only_the_kept_variants_draws_come_back(tmp_path):
     assert kept.groups() == ["posterior"] and kept.posterior.identical(idata.posterior)
     assert other == tmp_path / "s__t__m__base__kalman.nc"
     assert az.from_netcdf(other).posterior.identical(idata.posterior)
+    assert kept_fit(kept) is kept  # what the command's figures and the benchmark read
+    back = kept_fit(other)
+    assert back.groups() == idata.groups() and back.log_likelihood.identical(idata.log_likelihood)
 
 
 @pytest.mark.slow  # compiles a NumPyro sampler
