@@ -176,38 +176,24 @@ def test_slice_results_are_the_per_cell_arviz_summaries_and_loo():
                 np.testing.assert_array_equal(idata[g][var], idata0[g][var])
 
 
-@pytest.mark.slow  # two samplers compiled: a minute or more on a loaded 2-core machine
-def test_a_cell_gets_the_same_draws_in_a_group_of_a_larger_call():
-    """17 cells: one call padded to 32, sampled as two groups of 16 (lax.map); the first 16
-    alone are one group of 16 (no map).  Same group width, so the same draws."""
-    df = bayesobs.normalize_trials(_cells(17, n_per=20))
-    v = get_variant("kalman")
-    datas = [d for _, d in posterior.prepare_cells(df, v)]
-    assert posterior._slice_size(17) == 2 * posterior.LOCKSTEP_CELLS
-    kw = {"chains": 2, "warmup": 30, "draws": 20, "seed": 2}
-    big = posterior.sample_batch(v, datas, **kw)
-    first = posterior.sample_batch(v, datas[:16], **kw)
-    for i in (0, 15):
-        np.testing.assert_array_equal(big[i].posterior["rho"], first[i].posterior["rho"])
-        np.testing.assert_array_equal(big[i].log_likelihood["y"], first[i].log_likelihood["y"])
-
-
-@pytest.mark.slow  # one sampler compiled: half a minute or more on a loaded 2-core machine
-def test_a_static_cell_gets_the_same_draws_alone_or_in_groups_of_four():
-    """The linear and static observers step 4 cells at a time: 9 cells are one call padded to
-    12, sampled as three groups of 4 (lax.map); a cell alone gets the same draws."""
+@pytest.mark.slow  # two samplers compiled per variant: a minute or more on a loaded 2-core machine
+@pytest.mark.parametrize("name, site", [("kalman", "rho"), ("static_log_gain", "w_prior")])
+def test_a_cell_gets_the_same_draws_alone_or_in_a_larger_call(name, site):
+    """Every chain of every cell steps on its own in the one loop of a call (fits/nuts.py):
+    a cell sampled with 8 others, or in a call padded to 16, gets the draws it gets alone."""
     df = bayesobs.normalize_trials(_cells(9, n_per=20))
-    v = get_variant("static_log_gain")
-    assert posterior.lockstep_cells(v) == 4 and posterior.lockstep_cells("kalman_gain") == 16
-    assert posterior._slice_size(9, 4) == 12 and posterior._slice_size(4, 4) == 4
+    v = get_variant(name)
+    assert posterior._slice_size(9) == 9 and posterior._slice_size(200) == 100
     datas = [d for _, d in posterior.prepare_cells(df, v)]
     kw = {"chains": 2, "warmup": 30, "draws": 20, "seed": 2}
     big = posterior.sample_batch(v, datas, **kw)
+    padded = posterior.sample_batch(v, datas, pad_to=16, **kw)
     for i in (0, 6):
         alone = posterior.sample_batch(v, [datas[i]], **kw)[0]
-        for k in ("w_prior", "g", "sigma"):
-            np.testing.assert_array_equal(big[i].posterior[k], alone.posterior[k])
-        np.testing.assert_array_equal(big[i].log_likelihood["y"], alone.log_likelihood["y"])
+        for other in (big[i], padded[i]):
+            np.testing.assert_array_equal(other.posterior[site], alone.posterior[site])
+            np.testing.assert_array_equal(other.posterior["sigma"], alone.posterior["sigma"])
+            np.testing.assert_array_equal(other.log_likelihood["y"], alone.log_likelihood["y"])
 
 
 def test_jobs_are_dealt_out_so_that_workers_start_on_different_variants():

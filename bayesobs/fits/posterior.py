@@ -297,18 +297,6 @@ def sample(
 # ------------------------------------------------------------ batched fits
 T_BUCKET = 8  # trials per run are padded up to a multiple of this (a cell's own canonical shape)
 BATCH_CELLS = 128  # cells sampled together in one compiled call (memory: draws x trials x chains)
-# Cells whose chains step in lockstep, by observer family.  A vmapped NUTS transition lasts
-# as long as the longest trajectory of any of its chains, so a call's cells are sampled in
-# groups (lax.map over groups, vmap within one).  Measured on one core, 112 cells x 4 chains
-# x (500 + 500) (issue 32): the Kalman observers scan over the trials in every gradient, and
-# wide groups pay for that loop once per step (kalman_gain: 22.6 s CPU in one group of 112,
-# 16.2 s in groups of 16, 17.4 s in groups of 8, 25.6 s in groups of 32); the linear and
-# static observers are a few array operations, and a long trajectory of one chain holds up
-# the rest (static_log_gain: 15.0 s in groups of 16, 7.6 s in groups of 4).  The width also
-# sets the float32 rounding of the vectorised code: a cell alone, in a call of up to 8 cells
-# or in groups of 4 gets the same draws; in one group of 16, different draws (same law).
-LOCKSTEP = {"linear": 4, "static": 4, "kalman": 16}
-LOCKSTEP_CELLS = 16  # slices of more cells than a group are a multiple of every family's group
 LOO_CELLS = 16  # cells whose PSIS-LOO is computed together (memory: cells x obs x draws doubles)
 
 
@@ -353,64 +341,60 @@ def _traced_data(z, u, obs, zbar) -> Data:
 
 
 @lru_cache(maxsize=64)
-def _batched_sampler(
-    name: str, chains: int, warmup: int, draws: int, prior_scale: float = 1.0, group: int = 0
-):
+def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scale: float = 1.0):
     """One compiled function: NUTS chains of ``name`` for a batch of same-shape cells.
 
-    Each cell and chain runs NumPyro's own NUTS kernel (the kernel ``MCMC``
-    uses) with its own step-size and diagonal mass-matrix adaptation; the
-    batch is ``vmap`` over cells of ``vmap`` over chains, and every cell uses
-    the same chain keys (``split(PRNGKey(seed), chains)``), as the per-cell
-    fits do.  ``prior_scale`` is :func:`model`'s (1: the variant's priors).
-    With ``group``, a batch of more than ``group`` cells (a multiple of it)
-    is sampled ``group`` cells at a time (:data:`LOCKSTEP`).
+    Each cell and chain starts from NumPyro's ``NUTS.init`` (chain keys
+    ``split(PRNGKey(seed), chains)``, as ``MCMC`` makes them, the same for
+    every cell) and runs NumPyro's NUTS transition with its own step-size and
+    diagonal mass-matrix adaptation.  Every chain of every cell advances one
+    leapfrog step per iteration of one loop (:mod:`bayesobs.fits.nuts`), so
+    no chain waits for the longest trajectory of the others.
+    ``prior_scale`` is :func:`model`'s (1: the variant's priors).
     """
     import jax  # optional weight: JAX loads only for posterior/calibration work
-    from jax import lax, random  # optional weight: JAX loads only for posterior/calibration work
+    import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
+    from jax import random  # optional weight: JAX loads only for posterior/calibration work
 
     # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer import NUTS
 
     # optional weight: NumPyro loads only for posterior/calibration work
-    from numpyro.infer.util import log_likelihood
+    from numpyro.infer.util import constrain_fn, log_likelihood, potential_energy
+
+    from .nuts import make_sampler  # optional weight: JAX loads only for posterior/calibration work
 
     variant = get_variant(name)
 
-    def chain(key, z, u, obs, zbar):
-        data = _traced_data(z, u, obs, zbar)
-        args = (variant, data, False, prior_scale)
-        kernel = NUTS(model)
-        state = kernel.init(key, warmup, model_args=args)
+    def args_of(arrays):
+        return (variant, _traced_data(*arrays), False, prior_scale)
 
-        def step(s, _):  # one scan over warm-up and draws: the kernel is compiled once
-            s = kernel.sample(s, args, {})
-            return s, (s.z, s.diverging)
+    def init(key, arrays):
+        return NUTS(model).init(key, warmup, model_args=args_of(arrays))
 
-        _, (zs, div) = lax.scan(step, state, None, length=warmup + draws)
-        zs, div = jax.tree.map(lambda a: a[warmup:], (zs, div))
-        post = jax.vmap(kernel.postprocess_fn(args, {}))(zs)
-        ll = log_likelihood(model, post, *args)["u"]
-        return post, div, ll
+    def potential(params, arrays):
+        return potential_energy(model, args_of(arrays), {}, params)
 
-    def cell(seed, z, u, obs, zbar):
+    def finish(zs, div, arrays):  # one chain's draws on the constrained scale, and their ll
+        args = args_of(arrays)
+        post = jax.vmap(lambda q: constrain_fn(model, args, {}, q, return_deterministic=True))(zs)
+        return post, div, log_likelihood(model, post, *args)["u"]
+
+    def cells(seed, *arrays):
+        n = arrays[0].shape[0]
         key = random.PRNGKey(seed)
         keys = random.split(key, chains) if chains > 1 else key[None]  # as MCMC does
-        return jax.vmap(chain, in_axes=(0, None, None, None, None))(keys, z, u, obs, zbar)
+        states = jax.vmap(lambda *a: jax.vmap(lambda k: init(k, a))(keys))(*arrays)
+        lanes = jax.tree.map(lambda x: x.reshape(n * chains, *x.shape[2:]), states)
+        data = tuple(jnp.repeat(a, chains, axis=0) for a in arrays)
+        example = jax.tree.map(lambda x: x[0], lanes.z)
+        _, _, run = make_sampler(potential, example, warmup, draws)
+        zs, div, _ = run(lanes, data)
+        zs, div = jax.tree.map(lambda x: x.reshape(n, chains, *x.shape[1:]), (zs, div))
+        per_chain = jax.vmap(finish, in_axes=(0, 0, None))
+        return jax.vmap(per_chain)(zs, div, arrays)
 
-    cells = jax.vmap(cell, in_axes=(None, 0, 0, 0, 0))
-    if not group:
-        return jax.jit(cells)
-
-    def grouped(seed, *arrays):
-        n = arrays[0].shape[0]
-        if n <= group or n % group:
-            return cells(seed, *arrays)
-        parts = [a.reshape(n // group, group, *a.shape[1:]) for a in arrays]
-        out = lax.map(lambda xs: cells(seed, *xs), parts)
-        return jax.tree.map(lambda a: a.reshape(n, *a.shape[2:]), out)
-
-    return jax.jit(grouped)
+    return jax.jit(cells)
 
 
 def sample_padded(
@@ -462,32 +446,9 @@ def sample_padded(
     return {k: np.asarray(v) for k, v in post.items()}, np.asarray(div)
 
 
-def lockstep_cells(variant) -> int:
-    """Cells of ``variant`` sampled in lockstep in one compiled call (:data:`LOCKSTEP`).
-
-    Parameters
-    ----------
-    variant : Variant or str
-        The variant, or its name.
-
-    Returns
-    -------
-    int
-        The group width of its family: 16 for the Kalman observers, 4 for
-        the linear and static ones.
-    """
-    variant = get_variant(variant) if isinstance(variant, str) else variant
-    return LOCKSTEP[variant.family]
-
-
-def _slice_size(n: int, group: int = LOCKSTEP_CELLS) -> int:
-    """Cells per compiled call for ``n`` cells of one shape sampled ``group`` at a time.
-
-    Equal slices of at most about :data:`BATCH_CELLS`, rounded up to a
-    multiple of ``group`` (the short slice is padded).
-    """
-    size = -(-n // -(-n // BATCH_CELLS))
-    return size if size <= group else -(-size // group) * group
+def _slice_size(n: int) -> int:
+    """Cells per compiled call for ``n`` cells of one shape: equal slices of at most :data:`BATCH_CELLS`."""
+    return -(-n // -(-n // BATCH_CELLS))
 
 
 def sample_batch(
@@ -525,7 +486,7 @@ def sample_batch(
     shapes = [canonical_shape(d) for d in datas]
     for shape in sorted(set(shapes)):
         idx = [i for i, s in enumerate(shapes) if s == shape]
-        size = pad_to or _slice_size(len(idx), lockstep_cells(variant))
+        size = pad_to or _slice_size(len(idx))
         for lo in range(0, len(idx), size):
             part = [datas[i] for i in idx[lo : lo + size]]
             raw = _dispatch(variant, part, chains, warmup, draws, seed, size)
@@ -536,7 +497,7 @@ def sample_batch(
 
 def _dispatch(variant, part: list[Data], chains, warmup, draws, seed, size):
     """Start sampling one slice of same-shape cells; returns JAX arrays (computed asynchronously)."""
-    fn = _batched_sampler(variant.name, chains, warmup, draws, group=lockstep_cells(variant))
+    fn = _batched_sampler(variant.name, chains, warmup, draws)
     shape = canonical_shape(part[0])
     # a short slice is padded with copies of its first cell: one compiled size per shape
     fill = part + [part[0]] * (size - len(part))
@@ -1174,7 +1135,7 @@ def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, see
             by_shape.setdefault(canonical_shape(d), []).append((k, d))
         for shape in sorted(by_shape):
             group = by_shape[shape]
-            size = _slice_size(len(group), lockstep_cells(name))
+            size = _slice_size(len(group))
             for lo in range(0, len(group), size):
                 jobs.append((name, group[lo : lo + size], chains, warmup, draws, seed, size))
     return jobs, skipped, order

@@ -1,0 +1,165 @@
+"""bayesobs.fits.nuts: NumPyro's NUTS, one leapfrog step per loop iteration (issue 32).
+
+References: NumPyro's own ``NUTS`` kernel stepped with the same keys (the draws
+must be its draws), and a Gaussian target with a closed-form posterior.
+"""
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+numpyro = pytest.importorskip("numpyro")
+
+import jax.numpy as jnp  # noqa: E402
+import numpyro.distributions as dist  # noqa: E402
+from jax import lax, random  # noqa: E402
+from numpyro.infer import NUTS  # noqa: E402
+from numpyro.infer.util import potential_energy  # noqa: E402
+
+from bayesobs.fits.nuts import leaf_ckpt_range, make_sampler  # noqa: E402
+
+
+def normal_model(y):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+    s = numpyro.sample("s", dist.HalfNormal(2.0))
+    numpyro.sample("y", dist.Normal(mu, s), obs=y)
+
+
+Y = jnp.asarray(np.random.default_rng(0).normal(1.5, 0.7, 25), jnp.float32)
+
+
+def numpyro_draws(key, warmup, draws):
+    kernel = NUTS(normal_model)
+    state = kernel.init(key, warmup, model_args=(Y,))
+
+    def step(s, _):
+        s = kernel.sample(s, (Y,), {})
+        return s, (s.z, s.num_steps)
+
+    _, (zs, steps) = lax.scan(step, state, None, length=warmup + draws)
+    return jax.tree.map(lambda a: a[warmup:], (zs, steps))
+
+
+def our_draws(keys, warmup, draws, y=Y):
+    def one(key):
+        return NUTS(normal_model).init(key, warmup, model_args=(y,))
+
+    states = jax.vmap(one)(keys)
+    example = jax.tree.map(lambda a: a[0], states.z)
+    _, _, run = make_sampler(
+        lambda q, data: potential_energy(normal_model, (data,), {}, q), example, warmup, draws
+    )
+    data = jnp.broadcast_to(y, (keys.shape[0], *y.shape))
+    return run(states, data)
+
+
+def test_the_draws_are_numpyros_nuts_draws_for_the_same_key():
+    """Same key, same transition: every draw and trajectory length of NumPyro's NUTS.  Ten
+    warm-up steps are one adaptation window (float32, the package's precision)."""
+    key = random.PRNGKey(3)
+    ref, ref_steps = jax.jit(numpyro_draws, static_argnums=(1, 2))(key, 10, 30)
+    ours, _, steps = jax.jit(our_draws, static_argnums=(1, 2))(key[None], 10, 30)
+    np.testing.assert_array_equal(np.asarray(steps[0]), np.asarray(ref_steps))
+    for site in ("mu", "s"):
+        np.testing.assert_allclose(ours[site][0], ref[site], rtol=2e-5, atol=2e-6)
+
+
+def test_the_draws_are_numpyros_through_stans_adaptation_windows():
+    """200 warm-up steps: Stan's windows, the mass matrix estimated and the dual averaging
+    restarted at each window's end.  In float32 the two programs' different roundings send a
+    chain another way after some tens of transitions (chaotic, as any HMC); in float64 the
+    chains stay together through the warm-up and all 30 draws."""
+    with jax.enable_x64(True):
+        y = jnp.asarray(np.asarray(Y), jnp.float64)
+        key = random.PRNGKey(3)
+
+        def ref(key):
+            kernel = NUTS(normal_model)
+            state = kernel.init(key, 200, model_args=(y,))
+
+            def step(s, _):
+                s = kernel.sample(s, (y,), {})
+                return s, (s.z, s.num_steps)
+
+            _, (zs, steps) = lax.scan(step, state, None, length=230)
+            return jax.tree.map(lambda a: a[200:], (zs, steps))
+
+        want, want_steps = jax.jit(ref)(key)
+        ours, _, steps = jax.jit(lambda k: our_draws(k, 200, 30, y))(key[None])
+        assert ours["mu"].dtype == jnp.float64
+        np.testing.assert_array_equal(np.asarray(steps[0]), np.asarray(want_steps))
+        for site in ("mu", "s"):
+            # rounding still drifts, to ~3e-6 after 230 transitions; a wrong step would not be close
+            np.testing.assert_allclose(ours[site][0], want[site], rtol=1e-4, atol=1e-6)
+
+
+def test_a_chain_gets_the_same_draws_alone_or_beside_others():
+    keys = random.split(random.PRNGKey(1), 5)
+    run = jax.jit(our_draws, static_argnums=(1, 2))
+    together, div, steps = run(keys, 20, 40)
+    alone, div1, steps1 = run(keys[3:4], 20, 40)
+    for site in ("mu", "s"):
+        np.testing.assert_array_equal(together[site][3], alone[site][0])
+    np.testing.assert_array_equal(steps[3], steps1[0])
+    np.testing.assert_array_equal(div[3], div1[0])
+    assert not np.array_equal(together["mu"][0], together["mu"][1])  # chains differ
+
+
+def test_a_gaussian_posterior_is_recovered_within_monte_carlo_error():
+    """mu ~ N(0, 10^2), y_i ~ N(mu, s^2): with s fixed the posterior of mu is normal in closed
+    form; here a 3-dimensional Gaussian with scales 0.1, 1 and 10 (the mass matrix must adapt)."""
+    import arviz as az
+
+    mean = jnp.asarray([1.0, -2.0, 30.0])
+    scale = jnp.asarray([0.1, 1.0, 10.0])
+
+    def potential(q, data):
+        return 0.5 * jnp.sum(((q["x"] - mean) / scale) ** 2)
+
+    def one(key):
+        z = {"x": random.normal(key, (3,))}
+        return NUTS(potential_fn=lambda q: potential(q, None)).init(key, 300, init_params=z)
+
+    keys = random.split(random.PRNGKey(7), 8)
+    states = jax.vmap(one)(keys)
+    _, _, run = make_sampler(potential, {"x": jnp.zeros(3)}, 300, 500)
+    draws, div, _ = jax.jit(run)(states, jnp.zeros(8))
+    x = np.asarray(draws["x"])  # (chains, draws, 3)
+    assert not np.asarray(div).any()
+    idata = az.from_dict(posterior={"x": x})
+    mcse = az.mcse(idata, var_names=["x"])["x"].values
+    np.testing.assert_array_less(np.abs(x.mean(axis=(0, 1)) - np.asarray(mean)), 4 * mcse)
+    sd = x.std(axis=(0, 1))
+    np.testing.assert_allclose(sd, np.asarray(scale), rtol=0.12)
+    ess = az.ess(idata, var_names=["x"])["x"].values
+    assert (ess > 1000).all(), ess  # NUTS on a Gaussian: near-independent draws
+
+
+def test_checkpoint_ranges_follow_numpyros_rule():
+    """Leaf n closes the subtrees counted by its trailing one bits; checkpoints are indexed by
+    the one bits of n >> 1 (NumPyro's _leaf_idx_to_ckpt_idxs)."""
+    expect = {
+        0: (1, 0),
+        1: (0, 0),
+        2: (2, 1),
+        3: (0, 1),
+        5: (1, 1),
+        6: (3, 2),
+        7: (0, 2),
+        13: (2, 2),
+    }
+    for n, (lo, hi) in expect.items():
+        got = leaf_ckpt_range(jnp.asarray(n, jnp.int32))
+        assert (int(got[0]), int(got[1])) == (lo, hi), n
+
+
+def test_a_dense_mass_matrix_or_no_draws_is_refused_with_a_clear_error():
+    key = random.PRNGKey(0)
+    state = NUTS(normal_model, dense_mass=True).init(key, 10, model_args=(Y,))
+    start, _, _ = make_sampler(
+        lambda q, data: potential_energy(normal_model, (data,), {}, q), state.z, 10, 5
+    )
+    with pytest.raises(ValueError, match="diagonal"):
+        start(state)
+    with pytest.raises(ValueError, match="num_draws must be at least 1"):
+        make_sampler(lambda q, data: 0.0, state.z, 10, 0)
