@@ -246,7 +246,8 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
         raise ValueError(f"num_draws must be at least 1, got {num_draws}")
     flat0, unravel = ravel_pytree(example_z)
     size, dtype = flat0.shape[0], flat0.dtype
-    block = tuple(sorted(example_z))  # NUTS's one diagonal block: every site, sorted
+    # NUTS on a model keeps one diagonal block of every site, sorted by name
+    block = tuple(sorted(example_z)) if isinstance(example_z, dict) else None
     ss_init, ss_update = dual_averaging()
     mm_init, mm_update, mm_final = welford_covariance(diagonal=True)
     schedule = jnp.asarray(build_adaptation_schedule(num_warmup)) if num_warmup else None
