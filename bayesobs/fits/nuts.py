@@ -429,7 +429,7 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
             lanes = jax.tree.map(
                 lambda x, y: jnp.where(active.reshape((n,) + (1,) * (x.ndim - 1)), x, y), new, lanes
             )
-            slot = jnp.where(rec.kept & active, rec.index, num_draws)
+            slot = jnp.where(rec.kept, rec.index, num_draws)  # kept: only an active chain's
             draws = draws.at[rows, slot].set(rec.z)
             div = div.at[rows, slot].set(rec.diverging)
             steps = steps.at[rows, slot].set(rec.num_steps)
