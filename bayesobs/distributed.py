@@ -1,6 +1,7 @@
 """Running independent tasks here or on a Dask cluster (``bayesobs[distributed]``).
 
-The default is this process, with no extra processes.  A Dask scheduler
+The default is this process (:func:`run_aside` starts one more for a long
+task of plain Python that would leave a core idle).  A Dask scheduler
 address (``--scheduler tcp://HOST:8786``, or the ``BAYESOBS_SCHEDULER``
 environment variable) sends the same tasks to that cluster instead: a
 ``dask.distributed.LocalCluster`` on this machine, or a SLURM/PBS cluster
@@ -20,7 +21,15 @@ it from the process's CPU affinity).  :func:`local_cluster` and
 from __future__ import annotations
 
 import os
+import pickle
+import queue
 import shlex
+import subprocess
+import sys
+import threading
+import warnings
+import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -158,6 +167,279 @@ def iter_tasks(fn: Callable, items: Iterable, scheduler=None) -> Iterator[tuple[
     else:
         with Client(address, set_as_default=False) as client:
             yield from run(client)
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1  # pragma: no cover - not Linux
+
+
+class _Process:
+    """One process of an :class:`AsideWorker`: its pipes' threads and the task it runs."""
+
+    def __init__(self, worker: AsideWorker) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from bayesobs.distributed import aside_main; aside_main()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, **thread_env(1)},
+        )
+        self.running: int | None = None  # the index of the task it runs
+        self.alive = True
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.queue.put(pickle.dumps(list(sys.path)))  # so that the caller's modules import there
+        self.threads = [
+            threading.Thread(target=self._send, daemon=True),
+            threading.Thread(target=worker._receive, args=(self,), daemon=True),
+        ]
+        for t in self.threads:
+            t.start()
+
+    def _send(self) -> None:
+        stdin = self.process.stdin
+        try:
+            with stdin:
+                while (blob := self.queue.get()) is not None:
+                    stdin.write(blob)
+                    stdin.flush()
+        except OSError:  # the process died: AsideWorker.results runs what is left here
+            pass
+
+
+class AsideWorker:
+    """Processes of their own that run the tasks handed to them, each task where one is free.
+
+    For work of plain Python that would otherwise leave the other cores idle
+    (the cue probe's forests, the report's figures): :meth:`submit` hands a
+    task over and returns at once, :meth:`results` waits for all of them.
+    Each process is a fresh interpreter (``python -c``, one compute thread)
+    that imports only what its tasks need: unlike ``multiprocessing``'s
+    spawn it does not run the caller's script again, so a script without an
+    ``if __name__ == "__main__":`` guard is safe.  A task goes to a process
+    when that process is free (so a long task never holds up the ones
+    behind it while another process idles); tasks travel pickled through
+    the process's standard input (written by a thread of this process, so
+    :meth:`submit` never waits), results through its standard output, and
+    whatever a task prints goes to standard error.
+
+    With ``start`` false, on one core, or with a Dask scheduler set
+    (:func:`scheduler_address`: a task then sends its own work there), no
+    process starts and :meth:`results` runs the tasks here.  If a process
+    dies (out of memory, a signal), :meth:`results` warns and runs the tasks
+    that no process finished here: every task is a pure function of its
+    inputs, so nothing is lost.
+
+    Parameters
+    ----------
+    start : bool
+        Whether the tasks are worth a process (the caller's estimate:
+        starting one costs about a second of another core).
+    processes : int
+        How many processes (at most the cores this process may use).
+    """
+
+    def __init__(self, start: bool = True, processes: int = 1) -> None:
+        self._tasks: list = []
+        self._done: dict[int, tuple] = {}
+        self._waiting: deque = deque()  # (index, pickled task) not yet handed to a process
+        self._changed = threading.Condition()
+        self._processes: list[_Process] = []
+        if start and _cores() >= 2 and not scheduler_address():
+            self._processes = [_Process(self) for _ in range(max(1, min(processes, _cores())))]
+            # a worker dropped unread (an error upstream) ends its processes
+            self._finalizer = weakref.finalize(
+                self, _end_processes, [p.process for p in self._processes]
+            )
+
+    @property
+    def aside(self) -> bool:
+        """Whether the tasks run in processes of their own."""
+        return bool(self._processes)
+
+    def _hand_out(self) -> None:
+        """Give the waiting tasks to the free processes (with ``_changed`` held)."""
+        for proc in self._processes:
+            if proc.alive and proc.running is None and self._waiting:
+                proc.running, blob = self._waiting.popleft()
+                proc.queue.put(blob)
+
+    def _receive(self, proc: _Process) -> None:
+        stdout = proc.process.stdout
+        with stdout:
+            while True:
+                try:
+                    out = pickle.load(stdout)  # written by aside_main, our own child
+                except (EOFError, pickle.UnpicklingError, OSError):
+                    break
+                with self._changed:
+                    self._done[proc.running] = out
+                    proc.running = None
+                    self._hand_out()
+                    self._changed.notify_all()
+        with self._changed:
+            proc.alive = False
+            self._changed.notify_all()
+
+    def submit(self, fn: Callable, item) -> None:
+        """Hand ``fn(item)`` over (``fn`` module-level and both picklable); returns at once.
+
+        Parameters
+        ----------
+        fn : callable
+            A module-level function of one task, pure in its inputs.
+        item : object
+            Its task.
+
+        Raises
+        ------
+        pickle.PicklingError, TypeError, AttributeError
+            ``(fn, item)`` does not pickle (nothing was handed over).
+        """
+        blob = None
+        if self._processes:
+            blob = pickle.dumps((fn, item), protocol=pickle.HIGHEST_PROTOCOL)
+        with self._changed:
+            self._tasks.append((fn, item))
+            if blob is not None:
+                self._waiting.append((len(self._tasks) - 1, blob))
+                self._hand_out()
+
+    def results(self) -> list:
+        """Every task's result, in the order submitted; a task's exception is raised here.
+
+        Returns
+        -------
+        list
+            ``fn(item)`` of each :meth:`submit`, in that order (the processes
+            end here; a task no process finished is computed in this one).
+        """
+        procs = self._processes
+        with self._changed:
+            while len(self._done) < len(self._tasks) and any(
+                p.alive and (p.running is not None or self._waiting) for p in procs
+            ):
+                self._changed.wait()
+            self._waiting.clear()
+            self._processes = []
+        for proc in procs:
+            proc.queue.put(None)  # no more tasks: the process ends
+        for proc in procs:
+            for t in proc.threads:
+                t.join()
+            proc.process.wait()
+        left = [i for i in range(len(self._tasks)) if i not in self._done]
+        if procs and left:
+            names = {getattr(self._tasks[i][0], "__qualname__", "a task") for i in left}
+            status = sorted({p.process.returncode for p in procs if p.process.returncode})
+            warnings.warn(
+                f"the process computing {', '.join(sorted(names))} ended with status "
+                f"{', '.join(map(str, status)) or 0} before its results; computing "
+                f"{len(left)} task(s) here instead",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        for i in sorted(self._done):
+            ok, value = self._done[i]
+            if not ok:
+                raise value
+        for i in left:
+            fn, item = self._tasks[i]
+            self._done[i] = (True, fn(item))
+        return [self._done[i][1] for i in range(len(self._tasks))]
+
+
+def _end_processes(processes) -> None:
+    for process in processes:
+        _end_process(process)
+
+
+def _end_process(process) -> None:
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+def aside_main() -> None:
+    """The process of :class:`AsideWorker`: run the pickled tasks of standard input in order.
+
+    First comes the caller's ``sys.path``, then ``(fn, item)`` per task
+    until the input ends; for each, ``(True, fn(item))`` or ``(False,
+    exception)`` goes pickled to standard output, and whatever the task
+    prints goes to standard error.
+    """
+    source = sys.stdin.buffer
+    sink = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # a task's own prints cannot mix with the results
+    sys.path[:] = pickle.load(source)
+    with sink:
+        while True:
+            try:
+                fn, item = pickle.load(source)
+            except EOFError:
+                return
+            try:
+                out = (True, fn(item))
+            except Exception as exc:  # handed to the caller, which raises it
+                out = (False, exc)
+            try:
+                blob = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # an exception (or result) that does not pickle
+                blob = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            sink.write(blob)
+            sink.flush()
+
+
+class Aside:
+    """A task started by :func:`run_aside`: ``result()`` waits for it (or runs it here)."""
+
+    def __init__(self, worker: AsideWorker) -> None:
+        self._worker = worker
+        self._result: list | None = None
+
+    @property
+    def aside(self) -> bool:
+        """Whether the task runs in a process of its own."""
+        return self._worker.aside
+
+    def result(self):
+        """``fn(item)``: from the other process, else (or if that process died) computed here.
+
+        Returns
+        -------
+        object
+            ``fn(item)``; an exception of ``fn`` in the other process is raised here.
+        """
+        if self._result is None:
+            self._result = self._worker.results()
+        return self._result[0]
+
+
+def run_aside(fn: Callable, item, aside: bool = True) -> Aside:
+    """Start ``fn(item)`` in a process of its own (:class:`AsideWorker`) while this one goes on.
+
+    For a long task of plain Python (the cue probe's forests) that would
+    otherwise leave the second core idle: started before the rest of the
+    work, it is done by the time its result is needed.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level (picklable) function of one task, pure in its inputs.
+    item : object
+        Its (picklable) task.
+    aside : bool
+        Whether the task is worth a process (:class:`AsideWorker`'s ``start``).
+
+    Returns
+    -------
+    Aside
+        The handle; :meth:`Aside.result` returns ``fn(item)``.
+    """
+    worker = AsideWorker(aside)
+    worker.submit(fn, item)
+    return Aside(worker)
 
 
 def _threads(threads) -> int:

@@ -1,0 +1,145 @@
+"""Issue 32: a long task of plain Python on the second core (``run_aside``), results unchanged."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesobs.distributed import run_aside
+
+two_cores = pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="run_aside starts a process only with two cores"
+)
+
+
+def pid_and_square(x):
+    return os.getpid(), x * x
+
+
+def dies_unless_in(parent_pid):
+    if os.getpid() != parent_pid:
+        os._exit(3)  # killed, as by the kernel's out-of-memory killer
+    return "computed here"
+
+
+def raises(message):
+    raise ValueError(message)
+
+
+def prints_then_returns(x):
+    print("chatter on stdout")
+    return x
+
+
+@two_cores
+def test_the_task_runs_in_another_process_and_returns_its_result():
+    handle = run_aside(pid_and_square, 12)
+    assert handle.aside
+    pid, value = handle.result()
+    assert value == 144
+    assert pid != os.getpid()
+
+
+def test_not_aside_runs_here_when_asked_for():
+    handle = run_aside(pid_and_square, 3, aside=False)
+    assert not handle.aside
+    assert handle.result() == (os.getpid(), 9)
+
+
+def test_a_dask_scheduler_keeps_the_task_here(monkeypatch):
+    monkeypatch.setenv("BAYESOBS_SCHEDULER", "tcp://127.0.0.1:1")  # never contacted
+    handle = run_aside(pid_and_square, 3)
+    assert not handle.aside
+
+
+@two_cores
+def test_an_error_of_the_task_is_raised_here():
+    handle = run_aside(raises, "no such group")
+    with pytest.raises(ValueError, match="no such group"):
+        handle.result()
+
+
+@two_cores
+def test_a_killed_process_loses_nothing_the_task_is_computed_here():
+    handle = run_aside(dies_unless_in, os.getpid())
+    assert handle.aside
+    with pytest.warns(RuntimeWarning, match="dies_unless_in ended with status 3"):
+        assert handle.result() == "computed here"
+
+
+@two_cores
+def test_what_the_task_prints_does_not_spoil_its_result(capfd):
+    assert run_aside(prints_then_returns, {"a": 1}).result() == {"a": 1}
+    assert "chatter on stdout" in capfd.readouterr().err
+
+
+@two_cores
+def test_a_script_without_a_main_guard_is_not_run_again(tmp_path):
+    # multiprocessing's spawn would import the script again in the child
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os
+            from bayesobs.distributed import run_aside
+            print("script body ran")
+            print("result", run_aside(os.path.basename, "/a/b/c.txt").result())
+            """
+        )
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["script body ran", "result c.txt"]
+
+
+@two_cores
+def test_the_cue_probe_aside_gives_the_table_computed_here():
+    from bayesobs.fits.synthetic import simulated_trials
+    from bayesobs.scores import cue_probe, with_baseline
+    from bayesobs.scores.cue import start_cue_probe
+
+    trials = with_baseline(simulated_trials(n_subjects=2, trials_per_session=12, seed=3))
+    here = cue_probe(trials, seed=1)
+    run = start_cue_probe(trials, seed=1, aside=True)
+    assert run.aside
+    r2, skipped = run.result()
+    assert len(r2) >= 2
+    assert np.isfinite(r2["r2_random_forest"]).all()
+    pd.testing.assert_frame_equal(r2, here[0])
+    pd.testing.assert_frame_equal(skipped, here[1])
+
+
+def big_array(n):
+    return np.arange(n, dtype=float)
+
+
+@two_cores
+def test_a_worker_returns_every_result_in_order_even_larger_than_a_pipe():
+    from bayesobs.distributed import AsideWorker
+
+    worker = AsideWorker()
+    assert worker.aside
+    for n in (3, 200_000, 5):  # 1.6 MB: more than a pipe holds, read as it comes
+        worker.submit(big_array, n)
+    got = worker.results()
+    assert [len(a) for a in got] == [3, 200_000, 5]
+    assert got[1][-1] == 199_999.0
+
+
+@two_cores
+def test_a_task_that_does_not_pickle_is_refused_and_the_others_keep_their_order():
+    from bayesobs.distributed import AsideWorker
+
+    worker = AsideWorker()
+    worker.submit(big_array, 2)
+    with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+        worker.submit(lambda n: n, 1)  # a lambda does not pickle
+    worker.submit(big_array, 4)
+    assert [len(a) for a in worker.results()] == [2, 4]
