@@ -64,3 +64,10 @@ def test_sweep_with_simulated_subjects_loads_no_clients_or_figures(tmp_path):
     args = ["run", "circle_sizes", "--subject", "sim:parallel", "--trials", "2", "--out", str(out)]
     assert loaded_after([*args, "--no-progress"]) == []
     assert (out / "trials.jsonl").read_text().count("\n") >= 2
+
+
+def test_score_of_magnitude_trials_loads_no_scipy_stats(tiny_trials, tmp_path):
+    # scipy.stats costs ~0.7 s to import; magnitude scores (no probe) never need it
+    args = ["score", str(tiny_trials), "--no-probe", "--bootstrap", "2", "--out", str(tmp_path)]
+    assert loaded_after(args, ("scipy.stats", "sklearn")) == []
+    assert (tmp_path / "bayesbench.csv").exists()

@@ -56,9 +56,10 @@ from .cue import (  # the cue probe lives beside the cue code; re-exported here
     cue_batch,
     cue_frame,
     cue_predictions,  # noqa: F401
-    cue_probe,
+    cue_probe,  # noqa: F401
     cue_probe_table,  # noqa: F401
     paired_trials,
+    start_cue_probe,
 )
 from .evidence import evidence_table, factor_evidence_array
 from .references import human_subjects, reference_trials, with_references
@@ -682,38 +683,48 @@ def score(
     )
     seed = opts.seed
     trials = normalize_trials(trials)
-    # start-up time: `import bayesobs` stays light (scipy.stats, stimuli)
-    from .psychometric import psychometric_scores, with_psychometric
-
-    # search and perception levels (as many bootstrap data sets as the rest); missing rows
-    psych = psychometric_scores(trials, bootstrap=opts.bootstrap, seed=seed)
-    cot_acc = cot_accuracy(trials, seed=seed)  # right/wrong paradigms: cot beside base
     # the registered paradigms (bayesobs.paradigms) each score their own rows (one that is
     # part of another shares its rows); what none claims is magnitude trials
-    found, plugins, extra = pd.Series(False, index=trials.index), {}, {}
+    found, claimed = pd.Series(False, index=trials.index), []
     for paradigm in registered():
         rows = paradigm.rows(trials) & (True if paradigm.part_of else ~found)
         if rows.any():
-            for name, table in paradigm_tables(paradigm, trials[rows]).items():
-                (extra if name in Scores._fields else plugins)[name] = table
+            claimed.append((paradigm, rows))
             found = found | rows
-    if found.all():
+    magnitude = prepared = paired = probe_run = None
+    if not found.all():
+        magnitude = trials[~found]
+        prepared = with_baseline(magnitude.reset_index(drop=True))
+        paired = paired_trials(prepared)  # once, for the cue combination and the probe
+        # the probe's forests first: on the second core (start_cue_probe) while the rest runs
+        probe_run = start_cue_probe(prepared, seed, paired=paired) if probe else None
+    # start-up time: `import bayesobs` stays light (the search and perception scorers)
+    from .psychometric import start_psychometric_scores, with_psychometric
+
+    # search and perception levels (as many bootstrap data sets as the rest); missing rows;
+    # many groups are fitted on the second core meanwhile (start_psychometric_scores)
+    psych_run = start_psychometric_scores(trials, bootstrap=opts.bootstrap, seed=seed)
+    cot_acc = cot_accuracy(trials, seed=seed)  # right/wrong paradigms: cot beside base
+    plugins, extra = {}, {}
+    for paradigm, rows in claimed:
+        for name, table in paradigm_tables(paradigm, trials[rows]).items():
+            (extra if name in Scores._fields else plugins)[name] = table
+    if magnitude is None:
         # no magnitude trials: those tables are empty; search/perception ones absent unless found
         empty = {
             name: pd.DataFrame()
             for name in Scores._fields
             if name not in (*table_names(), "cot_accuracy", "plugins")
         }
-        return with_psychometric(Scores(**{**empty, **extra}), *psych)._replace(
+        return with_psychometric(Scores(**{**empty, **extra}), *psych_run.result())._replace(
             cot_accuracy=cot_acc, plugins=plugins or None
         )
-    magnitude = trials[~found]
-    res = _magnitude_scores(magnitude, opts, non_oracle, probe)
+    res = _magnitude_scores(prepared, opts, non_oracle, paired, probe_run)
     if opts.resample == "pooled" and opts.bootstrap > 0 and few_runs_cells(magnitude).empty:
         # issue 28: every cell can be resampled within its session types, so the
         # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
         strat = _magnitude_scores(
-            magnitude, replace(opts, resample="stratified"), non_oracle, False
+            prepared, replace(opts, resample="stratified"), non_oracle, paired, None
         )
         res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
     if references or humans:
@@ -723,7 +734,7 @@ def score(
             )
         )
     return with_psychometric(
-        res._replace(**extra, cot_accuracy=cot_acc, plugins=plugins or None), *psych
+        res._replace(**extra, cot_accuracy=cot_acc, plugins=plugins or None), *psych_run.result()
     )
 
 
@@ -799,9 +810,12 @@ def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFr
     return out
 
 
-def _magnitude_scores(trials, opts: FitOptions, non_oracle, probe) -> Scores:
+def _magnitude_scores(trials, opts: FitOptions, non_oracle, paired, probe_run) -> Scores:
+    """Every table of the magnitude trials (``with_baseline``, index from 0).
 
-    trials = with_baseline(trials.reset_index(drop=True))
+    ``paired`` is :func:`paired_trials` of ``trials``; ``probe_run`` the
+    started cue probe (:func:`start_cue_probe`), or None for no probe.
+    """
     B, seed, resample, interleaved = opts.bootstrap, opts.seed, opts.resample, opts.interleaved
     level_batch = fit_batch(trials, options=opts)
     # one row per cell for everything past fits/evidence (joint AIC; no per-level w_prior)
@@ -814,7 +828,6 @@ def _magnitude_scores(trials, opts: FitOptions, non_oracle, probe) -> Scores:
         w_prior[_cell_mask(batch.cells, const)] = np.nan
     acc_cells, nrmse = accuracy_batch(trials, B, seed, resample)
     accuracy = _replicated(acc_cells.copy(), "nrmse", nrmse)
-    paired = paired_trials(trials)  # once, for the cue combination and the probe
     cue_groups, cue_vals, cue_missing = cue_batch(trials, B, seed, non_oracle, resample, paired)
     cue = cue_frame(cue_groups, cue_vals)
     bcs_rows, bcs_vals, bcs_missing = bcs_batch(batch.cells, w_prior)
@@ -858,7 +871,7 @@ def _magnitude_scores(trials, opts: FitOptions, non_oracle, probe) -> Scores:
             )
         )
     probe_table, probe_skipped = (
-        cue_probe(trials, seed, paired=paired) if probe else (pd.DataFrame(), None)
+        probe_run.result() if probe_run is not None else (pd.DataFrame(), None)
     )
     if probe_skipped is not None:
         missing += [tuple(r) for r in probe_skipped.itertuples(index=False)]

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import add_interval, run_draws, unit_draws
+from ..distributed import map_tasks, run_aside
 from ..fits.fitting import CONSTANT_REASON
 
 ONE, X, T, IMG, MM, C = range(6)
@@ -441,8 +442,9 @@ def forest_predict(
     n = len(X_train)
     out = np.zeros(len(X_test))
     rng = np.random.RandomState(0)  # each tree's generator: reset to that tree's seed below
-    # the forest skips its trees' parameter checks too (scikit-learn's nested validation)
-    with sklearn.config_context(skip_parameter_validation=True):
+    # the forest skips its trees' parameter checks too (scikit-learn's nested validation);
+    # the inputs were found finite above, so the trees' input checks need not look again
+    with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
         for tree_seed in _tree_seeds(seed, trees):
             rng.set_state(_seed_state(tree_seed))
             tree = DecisionTreeRegressor(
@@ -507,8 +509,90 @@ def _probe_skip_reason(g: pd.DataFrame) -> str:
     return ""
 
 
-def _probe(trials: pd.DataFrame, seed: int, conditions, folds: int, paired=None):
-    """Out-of-fold predictions of every probe-able group, and ``missing.csv`` rows of the others."""
+def _probe_predictions_all(items: list) -> list:
+    """:func:`_probe_predictions` of every group (here, or on a Dask cluster)."""
+    return map_tasks(_probe_task, items)
+
+
+class ProbeRun:
+    """The cue probe's out-of-fold predictions, being computed (:func:`start_cue_probe`)."""
+
+    def __init__(self, parts, skipped, columns, run) -> None:
+        self._parts, self._skipped, self._columns, self._run = parts, skipped, columns, run
+
+    @property
+    def aside(self) -> bool:
+        """Whether the forests run in a process of their own."""
+        return self._run.aside
+
+    def predictions(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The out-of-fold predictions, once the forests are done.
+
+        Returns
+        -------
+        pred : DataFrame
+            :func:`cue_predictions`.
+        skipped : DataFrame
+            ``subject, task, component, reason`` of the groups left out.
+        """
+        preds = self._run.result()
+        parts = [
+            g.assign(**{f"pred_{k}": v for k, v in p.items()})
+            for g, p in zip(self._parts, preds, strict=True)
+        ]
+        pred = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=self._columns)
+        return pred, self._skipped
+
+    def result(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The probe's R² table, once the forests are done.
+
+        Returns
+        -------
+        r2 : DataFrame
+            :func:`cue_probe_table`.
+        skipped : DataFrame
+            ``subject, task, component, reason`` of the groups left out.
+        """
+        pred, skipped = self.predictions()
+        return _r2_table(pred), skipped
+
+
+# The probe of at least this many groups runs in a process of its own when there are two
+# cores (start_cue_probe): each group costs about 0.1 s of forests, starting the process
+# (Python, pandas, scikit-learn) about 1.5 s of the other core.
+PROBE_ASIDE_MIN_GROUPS = 12
+
+
+def start_cue_probe(
+    trials: pd.DataFrame,
+    seed: int = 0,
+    conditions=("base",),
+    folds: int = 5,
+    paired=None,
+    aside: bool | None = None,
+) -> ProbeRun:
+    """Start the cue probe (:func:`cue_probe`) and return before its forests are done.
+
+    The forests are plain Python and one core's work: with
+    :data:`PROBE_ASIDE_MIN_GROUPS` groups or more they run in a process of
+    their own (:func:`bayesobs.distributed.run_aside`) while the caller fits
+    the observers on the other core.  The predictions are the same wherever
+    they are computed.
+
+    Parameters
+    ----------
+    trials, seed, conditions, folds, paired
+        As :func:`cue_probe`.
+    aside : bool, optional
+        Run the forests in a process of their own (where there are two
+        cores); default: with :data:`PROBE_ASIDE_MIN_GROUPS` groups or more.
+
+    Returns
+    -------
+    ProbeRun
+        ``result()`` is :func:`cue_probe`'s ``(r2, skipped)``;
+        ``predictions()`` is :func:`cue_predictions` with ``skipped``.
+    """
     paired, _ = paired_trials(trials) if paired is None else paired
     paired = paired[paired["condition"].isin(conditions)]
     parts, skipped = [], []
@@ -522,16 +606,12 @@ def _probe(trials: pd.DataFrame, seed: int, conditions, folds: int, paired=None)
             skipped.append((subject, task, f"cue probe {condition}", reason))
             continue
         parts.append(g)
-    from ..distributed import map_tasks  # the groups are independent: here, or on a Dask cluster
-
-    preds = map_tasks(_probe_task, [(g, seed, folds) for g in parts])
-    parts = [
-        g.assign(**{f"pred_{k}": v for k, v in p.items()})
-        for g, p in zip(parts, preds, strict=True)
-    ]
+    if aside is None:
+        aside = len(parts) >= PROBE_ASIDE_MIN_GROUPS
+    items = [(g, seed, folds) for g in parts]
     cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
-    pred = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
-    return pred, pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
+    skipped = pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
+    return ProbeRun(parts, skipped, cols, run_aside(_probe_predictions_all, items, aside))
 
 
 def cue_predictions(
@@ -561,7 +641,7 @@ def cue_predictions(
         The paired-trial columns of :func:`paired_trials` plus ``pred_MODEL``
         for each of :data:`PROBE_MODELS`.
     """
-    return _probe(trials, seed, conditions, folds)[0]
+    return start_cue_probe(trials, seed, conditions, folds, aside=False).predictions()[0]
 
 
 def _r2_table(pred: pd.DataFrame) -> pd.DataFrame:
@@ -608,8 +688,7 @@ def cue_probe(
         ``subject, task, component, reason`` of the groups left out for
         constant responses.
     """
-    pred, skipped = _probe(trials, seed, conditions, folds, paired)
-    return _r2_table(pred), skipped
+    return start_cue_probe(trials, seed, conditions, folds, paired, aside=False).result()
 
 
 def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5):

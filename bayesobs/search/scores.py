@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..errors import BayesobsInputError
 from ..intervals import wilson
@@ -277,6 +276,8 @@ def set_size_effect(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def _set_size_effect(t: pd.DataFrame) -> pd.DataFrame:
+    from scipy import stats  # start-up time: `bayesobs score` of magnitude trials never needs it
+
     rows = []
     for key, g in t.groupby(KEYS, sort=True):
         y = g["correct"].to_numpy(float)
