@@ -52,24 +52,30 @@ def predictions(
         out["level"] = [f"{column}={names[c]}" for c in codes]
         keys.append("level")
     table = fits.set_index(keys)["params"]
-    for key, cell in out.groupby(list(CELL_KEYS), sort=False):
-        run = (cell["session"].astype(str) + "/" + cell["run"].astype(str)).to_numpy()
-        x = cell["stimulus"].to_numpy()
+    # whole columns once, then each cell's rows by position (not a pandas lookup per cell)
+    runs = (out["session"].astype(str) + "/" + out["run"].astype(str)).to_numpy()
+    stimuli = out["stimulus"].to_numpy()
+    level_of = out["level"].to_numpy() if levels else None
+    preds = {v: np.full(len(out), np.nan) for v in variants}
+    for key, pos in out.groupby(list(CELL_KEYS), sort=False).indices.items():
+        run, x = runs[pos], stimuli[pos]
         for v in variants:
             if levels:
                 by_level = {
                     lev: decode_params(table.get((*key, v, lev), "{}"))
-                    for lev in dict.fromkeys(cell["level"])
+                    for lev in dict.fromkeys(level_of[pos])
                 }
                 if any("skipped" in p or not p for p in by_level.values()):
                     continue
-                pred = level_predictions(v, by_level, x, run, cell["level"].to_numpy())
+                pred = level_predictions(v, by_level, x, run, level_of[pos])
             else:
                 params = decode_params(table.get((*key, v), "{}"))
                 if "skipped" in params or not params:
                     continue
                 pred = predict_response(v, params, x, run)
-            out.loc[cell.index, f"pred_{v}"] = pred
+            preds[v][pos] = pred
+    for v in variants:
+        out[f"pred_{v}"] = preds[v]
     return out
 
 
