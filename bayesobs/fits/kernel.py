@@ -161,7 +161,7 @@ def kalman_moments(z, u, obs, rho):
     lead = np.broadcast_shapes(r.shape, z.shape[1:])
     T = z.shape[0]
     o = obs.astype(float)
-    k = np.ones(lead)
+    k = np.ones(r.shape)  # the gains depend on rho alone: one per rho, broadcast in m *= k
     mu = np.broadcast_to(z[0], lead).copy()
     s1 = mu * o[0]
     s2 = mu * s1
@@ -188,8 +188,9 @@ def kalman_moments_blocked(z, u, obs, rho):
     """:func:`kalman_moments` with one ``rho`` per column, block by block.
 
     The same operations on every element (so the same numbers), on blocks of
-    :data:`KALMAN_BLOCK` columns that stay in cache, in two threads where
-    there are two cores or more (NumPy releases the GIL).
+    equal size, at most :data:`KALMAN_BLOCK` columns that stay in cache, in
+    two threads with as many blocks each where there are two cores or more
+    (NumPy releases the GIL).
 
     Parameters
     ----------
@@ -203,12 +204,19 @@ def kalman_moments_blocked(z, u, obs, rho):
     list of ndarray
         ``[s1, s2, s3]``, each of shape ``(R,)`` (``(0,)`` when ``R = 0``).
     """
-    blocks = [slice(a, a + KALMAN_BLOCK) for a in range(0, z.shape[1], KALMAN_BLOCK)]
+    R = z.shape[1]
+    threads = 2 if R > KALMAN_BLOCK and (os.cpu_count() or 1) > 1 else 1
+    # blocks of equal size, as many for each thread (the same numbers for any blocks: the
+    # recursion runs column by column)
+    n = -(-R // KALMAN_BLOCK)
+    n = -(-n // threads) * threads
+    edges = [R * i // n for i in range(n + 1)] if R else [0]
+    blocks = [slice(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
 
     def one(b):
         return kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b])
 
-    if len(blocks) > 1 and (os.cpu_count() or 1) > 1:
+    if threads > 1:
         with ThreadPoolExecutor(2) as pool:
             parts = list(pool.map(one, blocks))
     else:
@@ -216,6 +224,34 @@ def kalman_moments_blocked(z, u, obs, rho):
     if not parts:
         return [np.zeros(0)] * 3
     return [np.concatenate(p) for p in zip(*parts, strict=True)]
+
+
+def kalman_moments_grid(z, u, obs, rho):
+    """:func:`kalman_moments` of every column at every ``rho`` of a grid.
+
+    The columns in two halves, in two threads where there are two cores or
+    more (the same operations on every element, so the same numbers).
+
+    Parameters
+    ----------
+    z, u, obs : ndarray, shape (T, R)
+        As in :func:`kalman_moments`.
+    rho : ndarray, shape (C,)
+        The grid.
+
+    Returns
+    -------
+    list of ndarray
+        ``[s1, s2, s3]``, each of shape ``(C, R)``.
+    """
+    R = z.shape[1]
+    rho = np.asarray(rho, dtype=float)[:, None]
+    if R < 2 * 256 or (os.cpu_count() or 1) < 2:
+        return list(kalman_moments(z, u, obs, rho))
+    halves = (slice(0, R // 2), slice(R // 2, R))
+    with ThreadPoolExecutor(2) as pool:
+        parts = list(pool.map(lambda b: kalman_moments(z[:, b], u[:, b], obs[:, b], rho), halves))
+    return [np.concatenate(p, axis=1) for p in zip(*parts, strict=True)]
 
 
 def rss_kalman(G, s1, s2, s3):
@@ -419,7 +455,7 @@ def _distinct_rows(W) -> tuple[np.ndarray, np.ndarray]:
 def _fit_kalman_distinct(W, Gd, z, u, obs):
     """:func:`fit_kalman` of every row of ``W``."""
     theta = np.concatenate([[-np.inf], LOG_RHO_GRID, [np.inf]])
-    s1, s2, s3 = kalman_moments(z, u, obs, np.exp(theta)[:, None])  # (C, R)
+    s1, s2, s3 = kalman_moments_grid(z, u, obs, np.exp(theta))  # (C, R)
     agg = [(W @ s.T) for s in (s1, s2, s3)]  # (D, C)
     rss_k, rss_g, _, _ = rss_kalman(Gd[:, None, :], *agg)
     D = W.shape[0]
