@@ -28,10 +28,10 @@ from ..scores import (
     SCORED_TRIALS,
     Scores,
     bias_variance,
-    cue_predictions,
     score,
     with_baseline,
 )
+from ..scores.cue import start_cue_probe
 from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column
 from ..scores.references import subjects_only
 from ..search.scores import prefer
@@ -39,6 +39,7 @@ from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, re
 from . import figures as F
 from .calibration import calibration_sections, diagnostics_only, find_diagnostics
 from .psychometric import psychometric_sections
+from .render import FigureWriter
 
 TABLES = tuple(f for f in Scores._fields if f != "plugins")  # + Scores.plugins
 VISUAL = ("line_ratio", "marker_location", "maze_distance")
@@ -130,11 +131,6 @@ def _manifest_trials(folder: Path, m: dict) -> pd.DataFrame:
             )
         inputs.append(x)
     return read_trials(inputs, mapping=mapping, columns=columns.split(",") if columns else None)
-
-
-def _save(fig: Figure, path: Path) -> str:
-    fig.savefig(path, dpi=110)
-    return f"figures/{path.name}"
 
 
 FOLD_ROWS = 12  # a longer table or list is folded under a one-line summary
@@ -253,28 +249,29 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
             plugged.append((paradigm, rows))
     subjects = sorted(trials["subject"].unique())
     head, sections, notes, tail = [], [], [], []
+    writer = FigureWriter()  # a large report's figures drawn on the other cores
+    save = writer.save
+    sections_q, tail_q = [], []  # the heaviest figures (many panels) first: drawn the longest
+    if res.psychometric is not None and len(res.psychometric):  # fitted curves over the data
+        sections_q, tail_q = psychometric_sections(res, trials, out, save, _table_html)
     if not found.all():
-        head, sections, notes = _magnitude_sections(
-            with_baseline(trials[~found].reset_index(drop=True)),
-            res,
-            out,
-            seed,
-            scheme,
-        )
+        magnitude = with_baseline(trials[~found].reset_index(drop=True))
+        # the cue probe's forests (for figure 4) on the second core while the figures are drawn
+        probe = start_cue_probe(magnitude, seed)
+        head, sections, notes = _magnitude_sections(magnitude, res, out, probe, scheme, save)
     for paradigm, rows in plugged:
         mine = paradigm_tables_of(paradigm, tables)
         head_p, sections_p, tail_p = paradigm.report_parts(
-            mine, trials[rows], out, _save, _table_html
+            mine, trials[rows], out, save, _table_html
         )
         head += head_p
         sections += sections_p
         tail += tail_p
-    if res.psychometric is not None and len(res.psychometric):  # fitted curves over the data
-        sections_q, tail_q = psychometric_sections(res, trials, out, _save, _table_html)
-        sections += sections_q
-        tail += tail_q
+    sections += sections_q  # on the page after the others, as always
+    tail += tail_q
     tail += cot_accuracy_html(res.cot_accuracy)
-    tail += calibration_sections(diagnostics, out, _save, _table_html)
+    tail += calibration_sections(diagnostics, out, save, _table_html)
+    writer.close()  # every figure written before the page that shows them
     prov = provenance(command="report", inputs=[str(p) for p in paths])
     excluded = _exclusions(paths)
     if excluded is not None:
@@ -406,13 +403,15 @@ def search_sections(tables: dict, trials: pd.DataFrame, out: Path, save, table_h
 
 
 def _magnitude_sections(
-    trials: pd.DataFrame, res: Scores, out: Path, seed: int, resample: str | None = "pooled"
+    trials: pd.DataFrame, res: Scores, out: Path, probe, resample: str | None, save
 ):
-    """The BayesBench part: leaderboard, BCS table and the paper's figures."""
+    """The BayesBench part: leaderboard, BCS table and the paper's figures (``save(fig, path)``).
+
+    ``probe`` is the started cue probe of ``trials`` (:func:`start_cue_probe`).
+    """
     colors = F.subject_colors(trials["subject"])
     pred = predictions(trials, res.fits)
     bv = bias_variance(trials)
-    cue_pred = cue_predictions(trials, seed)
     tasks = [t for t in (*VISUAL, "duration", "numerosity") if t in set(trials["task"])]
     sections: list[tuple[str, str, list[str]]] = []
     notes = support_notes(trials, res)
@@ -435,7 +434,7 @@ def _magnitude_sections(
                 f"{which} Lines are the static-Bayes fits per session"
                 + (" and level (one fit per level of the interleaved column)" if levels else "")
                 + " (regression to each session's mean); one panel per subject, shared axes.",
-                [_save(fig, out / "figures" / f"fig1_regression_{k}.png")],
+                [save(fig, out / "figures" / f"fig1_regression_{k}.png")],
             )
         )
     # 2. trajectories: one panel per subject, its first task drawn above
@@ -456,7 +455,7 @@ def _magnitude_sections(
                 "Trial-by-trial responses",
                 "One session run per subject (its first task and condition drawn above) "
                 "against the fitted sequential (Kalman) observer.",
-                [_save(fig, out / "figures" / "fig2_trajectory.png")],
+                [save(fig, out / "figures" / "fig2_trajectory.png")],
             )
         )
     else:
@@ -472,7 +471,7 @@ def _magnitude_sections(
             continue
         fig = F.steering(bv, res.evidence, res.cue, s, t, color=colors[s])
         if fig is not None:  # None: only base, nothing to compare with
-            imgs.append(_save(fig, out / "figures" / f"fig3_steering_{len(imgs)}.png"))
+            imgs.append(save(fig, out / "figures" / f"fig3_steering_{len(imgs)}.png"))
     if not imgs and not any(n.startswith("Steering and noise") for n in notes):
         notes.append(
             "Steering and noise: no subject has multimodal trials under a steer_* or noise_* "
@@ -489,6 +488,7 @@ def _magnitude_sections(
             )
         )
     # 4. cue-combination fits
+    cue_pred = probe.predictions()[0]
     if cue_pred.empty and not any(n.startswith("Cue combination") for n in notes):
         notes.append(
             "Cue combination: no base-condition trials pair text, image and multimodal answers "
@@ -512,7 +512,7 @@ def _magnitude_sections(
                 "Cue combination",
                 "Multimodal responses against out-of-fold predictions from the "
                 "text and image responses (base condition).",
-                [_save(fig, out / "figures" / "fig4_cue.png")],
+                [save(fig, out / "figures" / "fig4_cue.png")],
             )
         )
     # 5. summary and 6. BayesBench
@@ -525,11 +525,9 @@ def _magnitude_sections(
         ("fig6_bayesbench", F.bayesbench_scores(ranked, colors=colors, caveats=caveats)),
     ):
         if fig is not None:
-            imgs.append(_save(fig, out / "figures" / f"{name}.png"))
+            imgs.append(save(fig, out / "figures" / f"{name}.png"))
     if _has_bcs(res.bcs_tasks):
-        imgs.append(
-            _save(F.bcs_table(res.bcs_tasks, na=na), out / "figures" / "fig6_bcs_table.png")
-        )
+        imgs.append(save(F.bcs_table(res.bcs_tasks, na=na), out / "figures" / "fig6_bcs_table.png"))
     if not imgs:
         notes.append(
             "Summary: no subject has both an accuracy and an evidence, efficiency or "

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from ..plotting import figure_axes
 from ..scores.psychometric import KEYS, psi, psychometric_levels
+from .render import FigureTask
 
 CURVE_POINTS = 200
 
@@ -177,7 +178,8 @@ def psychometric_sections(res, trials: pd.DataFrame, out: Path, save, table_html
     out : Path
         The report folder; figures go to ``out/figures``.
     save : callable
-        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
+        ``save(fig, path) -> str``: writes a figure (here a
+        :class:`bayesobs.report.render.FigureTask`), returns its ``src``.
     table_html : callable
         ``table_html(df) -> str``: a table as HTML.
 
@@ -192,7 +194,8 @@ def psychometric_sections(res, trials: pd.DataFrame, out: Path, save, table_html
     levels = psychometric_levels(trials)
     sections = []
     for (paradigm, task), t in table.groupby(["paradigm", "task"], sort=True):
-        fig = psychometric_grid(t, levels)
+        # built and drawn on a free core (bayesobs.report.render): ~50 panels take seconds
+        fig = FigureTask(psychometric_grid, (t, levels), len(t) + 1)
         sections.append(
             (
                 f"Psychometric functions: {task}",
