@@ -5,8 +5,9 @@ Python loop (``_psislw``: a sort, a generalized Pareto fit, about 0.7 ms per
 observation), which at the scale of a whole benchmark (7,830 fits of 120
 observations) takes longer than the sampling.  :func:`loo_many` does the same
 operations on the same numbers, one NumPy call over every observation of
-every fit, and hands the rare observation its vectorised form cannot follow
-exactly (ties in the tail, a tail shorter than the cut-off, no Pareto
+every fit (an observation whose largest draws are tied, as repeated MCMC draws
+are, gets its tail and its order from ArviZ's own calls, row by row), and hands
+the rare observation its vectorised form cannot follow exactly (no Pareto
 weight above ArviZ's negligible level) to ArviZ's own per-observation functions, so that every
 value is the one :func:`arviz.loo` gives, bit for bit
 (``tests/test_psis.py`` compares them).
@@ -147,10 +148,10 @@ def psislw_rows(log_weights: np.ndarray, reff) -> tuple[np.ndarray, np.ndarray]:
 def _smooth_tails(x: np.ndarray, k: np.ndarray, part: np.ndarray, M: int) -> np.ndarray:
     """Smooth the ``M``-draw tails of rows ``part`` of ``x`` in place; which rows it could do.
 
-    A row is done here when its tail is exactly its ``M`` largest draws
-    without ties and some Pareto weight is not negligible: then every
+    A row is done here when some Pareto weight is not negligible: then every
     operation is the one arviz's ``_psislw`` makes on the row (negligible
-    weights are dropped as arviz drops them).
+    weights are dropped as arviz drops them); rows with ties among their
+    largest draws take :func:`_smooth_tied`.
     """
     xp = x[part]
     # only the M + 1 largest draws of a row are needed, in order: partition, then sort those
@@ -161,6 +162,7 @@ def _smooth_tails(x: np.ndarray, k: np.ndarray, part: np.ndarray, M: int) -> np.
     cutoff = np.maximum(xs[:, 0], _CUTOFF_MIN)
     tail = xs[:, 1:]
     ok = (tail[:, 0] > cutoff) & (np.diff(tail, axis=1) > 0).all(axis=1)
+    tied = _smooth_tied(xp, k, part, np.flatnonzero(~ok), cutoff)
     expcut = np.exp(cutoff)
     kk, sigma, exact = _gpdfit_rows(np.exp(tail[ok]) - expcut[ok, None])
     ok[ok] = exact
@@ -175,7 +177,53 @@ def _smooth_tails(x: np.ndarray, k: np.ndarray, part: np.ndarray, M: int) -> np.
     xr[xr > 0] = 0
     xp[rows] = xr
     x[part] = xp
-    return ok
+    return ok | tied
+
+
+def _smooth_tied(xp, k, part, rows, cutoff) -> np.ndarray:
+    """Smooth rows ``rows`` of ``xp`` whose largest draws are tied, in place; which it did.
+
+    MCMC draws repeat (a trajectory can end where it began), so most rows
+    of a fit hold equal weights among their largest.  The tail is then the
+    draws above the cut-off (fewer than ``M`` when the cut-off value itself
+    repeats), and which tied draw gets which smoothed value is the order of
+    ``numpy.argsort`` of the tail as ArviZ takes it: both are found row by
+    row with ArviZ's own calls (cheap), and the Pareto fits of the rows
+    with tails of one length are made together (:func:`_gpdfit_rows`, ArviZ's
+    arithmetic).  Returns a mask over ``part``.
+    """
+    done = np.zeros(len(part), bool)
+    by_length: dict[int, list] = {}
+    for i in rows:
+        x = xp[i]
+        tailinds = np.flatnonzero(x > cutoff[i])  # np.where(x > xcutoff), as arviz
+        if len(tailinds) <= 4:
+            k[part[i]] = np.inf  # arviz: too few tail draws for a fit, no smoothing
+            done[i] = True
+            continue
+        x_tail = x[tailinds]
+        order = tailinds[np.argsort(x_tail)]  # arviz's x_tail_si, the same call
+        by_length.setdefault(len(tailinds), []).append((i, order))
+    for length, items in by_length.items():
+        idx = np.array([i for i, _ in items])
+        order = np.stack([o for _, o in items])
+        expcut = np.exp(cutoff[idx])
+        kk, sigma, exact = _gpdfit_rows(
+            np.exp(np.take_along_axis(xp[idx], order, 1)) - expcut[:, None]
+        )
+        k[part[idx[exact]]] = kk[exact]
+        done[idx[exact]] = True
+        fin = exact & np.isfinite(kk)
+        if fin.any():
+            smooth = np.log(
+                _gpinv_rows(np.arange(0.5, length) / length, kk[fin], sigma[fin])
+                + expcut[fin, None]
+            )
+            xr = xp[idx[fin]]
+            np.put_along_axis(xr, order[fin], smooth, axis=1)
+            xr[xr > 0] = 0
+            xp[idx[fin]] = xr
+    return done
 
 
 def loo_many(lls, reff) -> dict[str, list]:

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from bayesobs.fits.psis import loo_many, psislw_rows
+from bayesobs.fits.psis import loo_many, psislw_rows, tail_length
 
 az = pytest.importorskip("arviz")
 
@@ -120,3 +120,33 @@ def test_fits_give_the_same_numbers_together_or_in_parts():
         assert whole[key] == parts[0][key] + parts[1][key]
     for a, b in zip(whole["pareto_k"], parts[0]["pareto_k"] + parts[1]["pareto_k"], strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_repeated_draws_are_smoothed_here_as_arviz_smooths_them(monkeypatch):
+    """MCMC draws repeat (a NUTS trajectory may end where it began): most rows of a real fit
+    have equal weights among their largest (10,150 of 13,440 in a BayesBench-scale slice of
+    the static observer).  Which tied draw gets which smoothed value is arviz's argsort
+    order; the tail is shorter when the cut-off value itself repeats.  Those rows are now
+    done here (before, each went to arviz.psislw), with arviz's values bit for bit."""
+    rng = np.random.default_rng(8)
+    lw = rng.standard_t(4, size=(60, 1000))
+    reps = rng.integers(1, 4, size=(60, 1000))  # each draw kept 1-3 times, as a chain does
+    lw = np.take_along_axis(lw, np.minimum(np.cumsum(reps, axis=1) // 2, 999), axis=1)
+    M = tail_length(1000, 0.8)  # the tail; the cut-off is the (M + 1)-th largest draw
+    for i in range(0, 60, 5):  # the cut-off value repeated inside the tail
+        order = np.argsort(lw[i])
+        lw[i, order[-M]] = lw[i, order[-M - 1]]
+    x = np.sort(lw, axis=1)[:, -M - 1 :]
+    assert (x[::5, 1] == x[::5, 0]).all()  # cut-off ties
+    assert (np.diff(x[:, 1:], axis=1) == 0).any(axis=1).mean() > 0.5  # ties inside the tail
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref_lw, ref_k = az.psislw(lw.copy(), 0.8)
+
+    def per_row(*args, **kwargs):
+        raise AssertionError("a row was handed to arviz.psislw")
+
+    monkeypatch.setattr(az, "psislw", per_row)
+    got_lw, got_k = psislw_rows(lw, 0.8)
+    np.testing.assert_array_equal(got_k, ref_k)
+    np.testing.assert_array_equal(got_lw, ref_lw)
