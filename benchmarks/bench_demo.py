@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_demo.py [--out DIR] [--keep]
+    .venv/bin/python benchmarks/bench_demo.py [--out DIR] [--json FILE]
 
 Runs the demo's four commands (the Makefile's ``demo`` target: the BayesBench
 protocol on four simulated observers and the visual-search protocol on three

@@ -312,3 +312,32 @@ def test_disc_on_open_grids_equals_full_grids():
         want[(xx - cx) ** 2 + (yy - cy) ** 2 <= r * r] = (30, 30, 220)
         disc(got, cx, cy, r, (30, 30, 220))
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("R", [0, 7, 600, 8192 + 1000, 3 * 8192 + 924])
+def test_kalman_moments_in_blocks_and_threads_equal_the_plain_recursion(R):
+    # issue 32: equal blocks per thread, the grid's columns in two threads, one gain per rho;
+    # the recursion is column by column, so any split gives the same bits
+    from bayesobs.fits.kernel import (
+        kalman_moments,
+        kalman_moments_blocked,
+        kalman_moments_grid,
+    )
+
+    rng = np.random.default_rng(R)
+    T = 12
+    z, u = rng.normal(size=(T, R)), rng.normal(size=(T, R))
+    obs = rng.random((T, R)) > 0.2
+    rho = np.exp(rng.uniform(-18, 18, R))
+    rho[:: max(1, R // 5)] = np.inf
+    want = [np.asarray(a) for a in kalman_moments(z, u, obs, np.broadcast_to(rho, (1, R)))]
+    for got, ref in zip(kalman_moments_blocked(z, u, obs, rho), want, strict=True):
+        np.testing.assert_array_equal(got, ref[0])
+    if R > 2000:  # the grid's (C, R) arrays stay small
+        return
+    grid = np.exp(np.array([-np.inf, -3.0, 0.0, 2.5, np.inf]))
+    full = np.broadcast_to(grid[:, None], (5, R))  # the old form: one rho per element
+    for got, ref in zip(
+        kalman_moments_grid(z, u, obs, grid), kalman_moments(z, u, obs, full), strict=True
+    ):
+        np.testing.assert_array_equal(got, ref)

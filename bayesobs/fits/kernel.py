@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -211,7 +212,7 @@ def kalman_moments_blocked(z, u, obs, rho):
     n = -(-R // KALMAN_BLOCK)
     n = -(-n // threads) * threads
     edges = [R * i // n for i in range(n + 1)] if R else [0]
-    blocks = [slice(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    blocks = [slice(a, b) for a, b in pairwise(edges)]
 
     def one(b):
         return kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b])
