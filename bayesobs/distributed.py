@@ -24,6 +24,7 @@ import os
 import pickle
 import queue
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -369,6 +370,9 @@ def aside_main() -> None:
     exception)`` goes pickled to standard output, and whatever the task
     prints goes to standard error.
     """
+    # Ctrl-C in a terminal reaches the whole process group: the caller handles it (and ends
+    # this process); here it would only print a second traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     source = sys.stdin.buffer
     sink = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a task's own prints cannot mix with the results

@@ -143,3 +143,30 @@ def test_a_task_that_does_not_pickle_is_refused_and_the_others_keep_their_order(
         worker.submit(lambda n: n, 1)  # a lambda does not pickle
     worker.submit(big_array, 4)
     assert [len(a) for a in worker.results()] == [2, 4]
+
+
+def marks_sleeps_returns(marker):
+    import pathlib
+    import time
+
+    pathlib.Path(marker).write_text("started")  # the task runs: SIGINT is ignored by now
+    time.sleep(1.0)
+    return "done"
+
+
+@two_cores
+def test_ctrl_c_in_the_terminal_leaves_the_task_to_the_caller(tmp_path, capfd):
+    import signal
+    import time
+
+    from bayesobs.distributed import AsideWorker
+
+    marker = tmp_path / "started"
+    worker = AsideWorker()
+    worker.submit(marks_sleeps_returns, str(marker))
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(worker._processes[0].process.pid, signal.SIGINT)  # as a terminal's Ctrl-C
+    assert worker.results() == ["done"]
+    assert "KeyboardInterrupt" not in capfd.readouterr().err
