@@ -193,7 +193,8 @@ class _Process:
         self.queue.put(pickle.dumps(list(sys.path)))  # so that the caller's modules import there
         self.threads = [
             threading.Thread(target=self._send, daemon=True),
-            threading.Thread(target=worker._receive, args=(self,), daemon=True),
+            # the worker by weak reference: one dropped unread is collected, which ends this
+            threading.Thread(target=_receive, args=(weakref.ref(worker), self), daemon=True),
         ]
         for t in self.threads:
             t.start()
@@ -250,9 +251,7 @@ class AsideWorker:
         if start and _cores() >= 2 and not scheduler_address():
             self._processes = [_Process(self) for _ in range(max(1, min(processes, _cores())))]
             # a worker dropped unread (an error upstream) ends its processes
-            self._finalizer = weakref.finalize(
-                self, _end_processes, [p.process for p in self._processes]
-            )
+            self._finalizer = weakref.finalize(self, _end_processes, list(self._processes))
 
     @property
     def aside(self) -> bool:
@@ -266,21 +265,15 @@ class AsideWorker:
                 proc.running, blob = self._waiting.popleft()
                 proc.queue.put(blob)
 
-    def _receive(self, proc: _Process) -> None:
-        stdout = proc.process.stdout
-        with stdout:
-            while True:
-                try:
-                    out = pickle.load(stdout)  # written by aside_main, our own child
-                except (EOFError, pickle.UnpicklingError, OSError):
-                    break
-                with self._changed:
-                    self._done[proc.running] = out
-                    proc.running = None
-                    self._hand_out()
-                    self._changed.notify_all()
+    def _finished(self, proc: _Process, out: tuple | None) -> None:
+        """``proc`` returned ``out`` for its task (None: it ended); hand it the next one."""
         with self._changed:
-            proc.alive = False
+            if out is None:
+                proc.alive = False
+            else:
+                self._done[proc.running] = out
+                proc.running = None
+                self._hand_out()
             self._changed.notify_all()
 
     def submit(self, fn: Callable, item) -> None:
@@ -351,9 +344,29 @@ class AsideWorker:
         return [self._done[i][1] for i in range(len(self._tasks))]
 
 
-def _end_processes(processes) -> None:
-    for process in processes:
-        _end_process(process)
+def _receive(worker_ref, proc: _Process) -> None:
+    """The results of ``proc`` as each arrives (a thread: the process never waits for pipe room)."""
+    stdout = proc.process.stdout
+    with stdout:
+        while True:
+            try:
+                out = pickle.load(stdout)  # written by aside_main, our own child
+            except (EOFError, pickle.UnpicklingError, OSError):
+                break
+            worker = worker_ref()
+            if worker is None:
+                return
+            worker._finished(proc, out)
+            del worker  # no reference held while waiting for the next result
+    worker = worker_ref()
+    if worker is not None:
+        worker._finished(proc, None)
+
+
+def _end_processes(processes: list[_Process]) -> None:
+    for proc in processes:
+        proc.queue.put(None)  # its sender thread ends
+        _end_process(proc.process)
 
 
 def _end_process(process) -> None:

@@ -170,3 +170,21 @@ def test_ctrl_c_in_the_terminal_leaves_the_task_to_the_caller(tmp_path, capfd):
     os.kill(worker._processes[0].process.pid, signal.SIGINT)  # as a terminal's Ctrl-C
     assert worker.results() == ["done"]
     assert "KeyboardInterrupt" not in capfd.readouterr().err
+
+
+@two_cores
+def test_a_worker_dropped_unread_ends_its_process():
+    import gc
+    import time
+
+    from bayesobs.distributed import AsideWorker
+
+    worker = AsideWorker()
+    worker.submit(big_array, 3)
+    process = worker._processes[0].process
+    del worker  # an error upstream: results() is never called
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is not None
