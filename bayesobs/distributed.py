@@ -170,8 +170,14 @@ def iter_tasks(fn: Callable, items: Iterable, scheduler=None) -> Iterator[tuple[
             yield from run(client)
 
 
-def _cores() -> int:
-    """The cores this process may run on."""
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one).
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1  # pragma: no cover - not Linux
@@ -248,8 +254,10 @@ class AsideWorker:
         self._waiting: deque = deque()  # (index, pickled task) not yet handed to a process
         self._changed = threading.Condition()
         self._processes: list[_Process] = []
-        if start and _cores() >= 2 and not scheduler_address():
-            self._processes = [_Process(self) for _ in range(max(1, min(processes, _cores())))]
+        if start and available_cores() >= 2 and not scheduler_address():
+            self._processes = [
+                _Process(self) for _ in range(max(1, min(processes, available_cores())))
+            ]
             # a worker dropped unread (an error upstream) ends its processes
             self._finalizer = weakref.finalize(self, _end_processes, list(self._processes))
 
@@ -366,13 +374,9 @@ def _receive(worker_ref, proc: _Process) -> None:
 def _end_processes(processes: list[_Process]) -> None:
     for proc in processes:
         proc.queue.put(None)  # its sender thread ends
-        _end_process(proc.process)
-
-
-def _end_process(process) -> None:
-    if process.poll() is None:
-        process.kill()
-    process.wait()
+        if proc.process.poll() is None:
+            proc.process.kill()
+        proc.process.wait()
 
 
 def aside_main() -> None:
@@ -413,7 +417,6 @@ class Aside:
 
     def __init__(self, worker: AsideWorker) -> None:
         self._worker = worker
-        self._result: list | None = None
 
     @property
     def aside(self) -> bool:
@@ -428,9 +431,7 @@ class Aside:
         object
             ``fn(item)``; an exception of ``fn`` in the other process is raised here.
         """
-        if self._result is None:
-            self._result = self._worker.results()
-        return self._result[0]
+        return self._worker.results()[0]
 
 
 def run_aside(fn: Callable, item, aside: bool = True) -> Aside:

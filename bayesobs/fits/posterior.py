@@ -38,7 +38,13 @@ import numpy as np
 import pandas as pd
 
 from ..compile_cache import ENV, enable
-from ..distributed import iter_tasks, scheduler_address, thread_env, worker_cores
+from ..distributed import (
+    available_cores,
+    iter_tasks,
+    scheduler_address,
+    thread_env,
+    worker_cores,
+)
 from ..trials import CELL_KEYS, normalize_trials
 from .mcmcstats import summary_stats
 from .observers.models import mean_padded
@@ -1141,13 +1147,6 @@ def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, see
     return jobs, skipped, order
 
 
-def _cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1  # pragma: no cover - not Linux
-
-
 def _worker_init() -> None:
     warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
 
@@ -1249,7 +1248,7 @@ def fit_posterior(
         fits = sum(len(job[1]) for job in jobs)
         # a daemonic process (a pool's worker) may not start processes of its own
         spawn = fits >= PROCESS_MIN_FITS and not mp.current_process().daemon
-        default = min(2, _cores()) if spawn else 1
+        default = min(2, available_cores()) if spawn else 1
         results += _run_batch_jobs(jobs, scheduler, sink, workers or default)
         rank = {n: i for i, n in enumerate(names)}
         results.sort(key=lambda r: (order[r[0]], rank[r[1]]))  # as the per-cell path orders them
