@@ -213,18 +213,23 @@ def kalman_moments_blocked(z, u, obs, rho):
     n = -(-n // threads) * threads
     edges = [R * i // n for i in range(n + 1)] if R else [0]
     blocks = [slice(a, b) for a, b in pairwise(edges)]
+    if not blocks:
+        return [np.zeros(0)] * 3
+    one = lambda b: kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b])  # noqa: E731
+    return _by_columns(one, blocks, threads > 1)
 
-    def one(b):
-        return kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b])
 
-    if threads > 1:
+def _by_columns(one, blocks: list[slice], threaded: bool) -> list[np.ndarray]:
+    """``one(block)`` of each block of columns, the three moments joined along the last axis.
+
+    In two threads if ``threaded`` (NumPy releases the GIL).
+    """
+    if threaded:
         with ThreadPoolExecutor(2) as pool:
             parts = list(pool.map(one, blocks))
     else:
         parts = [one(b) for b in blocks]
-    if not parts:
-        return [np.zeros(0)] * 3
-    return [np.concatenate(p) for p in zip(*parts, strict=True)]
+    return [np.concatenate(p, axis=-1) for p in zip(*parts, strict=True)]
 
 
 def kalman_moments_grid(z, u, obs, rho):
@@ -249,10 +254,8 @@ def kalman_moments_grid(z, u, obs, rho):
     rho = np.asarray(rho, dtype=float)[:, None]
     if R < 2 * 256 or (os.cpu_count() or 1) < 2:
         return list(kalman_moments(z, u, obs, rho))
-    halves = (slice(0, R // 2), slice(R // 2, R))
-    with ThreadPoolExecutor(2) as pool:
-        parts = list(pool.map(lambda b: kalman_moments(z[:, b], u[:, b], obs[:, b], rho), halves))
-    return [np.concatenate(p, axis=1) for p in zip(*parts, strict=True)]
+    halves = [slice(0, R // 2), slice(R // 2, R)]
+    return _by_columns(lambda b: kalman_moments(z[:, b], u[:, b], obs[:, b], rho), halves, True)
 
 
 def rss_kalman(G, s1, s2, s3):

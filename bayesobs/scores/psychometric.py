@@ -918,11 +918,6 @@ class PsychometricRun:
     def __init__(self, run, extra: pd.DataFrame) -> None:
         self._run, self._extra = run, extra
 
-    @property
-    def aside(self) -> bool:
-        """Whether the fits run in a process of their own."""
-        return self._run is not None and self._run.aside
-
     def result(self) -> tuple[pd.DataFrame | None, pd.DataFrame]:
         """The table, once the fits are done.
 
