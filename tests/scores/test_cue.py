@@ -242,3 +242,38 @@ def test_forest_predict_is_scikit_learns_random_forest_bit_for_bit(seed):
     X[0, 0] = np.nan  # scikit-learn's own path (missing values) for inputs that are not finite
     want = RandomForestRegressor(n_estimators=4, min_samples_leaf=1, random_state=seed)
     assert np.array_equal(forest_predict(X, y, X_test, 4, seed, 1), want.fit(X, y).predict(X_test))
+
+
+def test_tree_grower_takes_the_estimator_when_the_builder_differs_or_fails(monkeypatch):
+    """issue 32: scikit-learn's private tree builder is used only where it equals the estimator.
+
+    With the installed scikit-learn the builder is chosen; a builder that
+    gives other numbers (a changed default) or fails (a changed signature)
+    leaves the forest on ``DecisionTreeRegressor``, with the same predictions.
+    """
+    from bayesobs.scores import cue
+
+    cue._tree_grower.cache_clear()
+    assert cue._tree_grower() is cue._builder_tree
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(50, 2)), 1)
+    y = X.sum(1) + rng.normal(size=50)
+    X_test = rng.normal(size=(10, 2))
+    want = cue.forest_predict(X, y, X_test, 6, 2, 3)
+    real = cue._builder_tree
+
+    def shifted(*args):
+        return real(*args) + 1e-12
+
+    def broken(*args):
+        raise TypeError("__cinit__() takes exactly 5 positional arguments (6 given)")
+
+    try:
+        for fake in (shifted, broken):
+            monkeypatch.setattr(cue, "_builder_tree", fake)
+            cue._tree_grower.cache_clear()
+            assert cue._tree_grower() is cue._estimator_tree
+            assert np.array_equal(cue.forest_predict(X, y, X_test, 6, 2, 3), want)
+    finally:
+        monkeypatch.undo()
+        cue._tree_grower.cache_clear()
