@@ -103,6 +103,30 @@ def _progress(args) -> bool:
     return not args.no_progress and sys.stderr.isatty()
 
 
+# `score` of inputs this large (bytes of trial files: about 70,000 trials in Parquet, 7,000
+# in a run log) starts its helper process before reading (cmd_score)
+ASIDE_INPUT_BYTES = 1_000_000
+_TRIAL_SUFFIXES = (".jsonl", ".csv", ".parquet", ".tsv", ".json")
+
+
+def _input_bytes(paths) -> int:
+    """The size of the trial files among ``paths`` (files, or folders searched for them)."""
+    total = 0
+    for path in map(Path, paths):
+        try:
+            if path.is_dir():
+                total += sum(
+                    f.stat().st_size
+                    for f in path.rglob("*")
+                    if f.suffix in _TRIAL_SUFFIXES and f.is_file()
+                )
+            elif path.is_file():
+                total += path.stat().st_size
+        except OSError:  # unreadable: _read says so
+            continue
+    return total
+
+
 def _read(args):
     """Validate the trial options, read the trials and apply ``--exclude``.
 
@@ -439,20 +463,29 @@ def cmd_score(args) -> int:
         ``stratified`` with too few runs), or trial files or trial options
         that cannot be read.
     """
-    from .leaderboard import wrap
-    from .paradigms import paradigm_tables_of, registered
-    from .scores import score
+    from .distributed import AsideWorker, preload
 
     t0 = time.perf_counter()
-    trials, exclusions = _read(args)
-    result = score(
-        trials,
-        non_oracle=args.non_oracle,
-        probe=not args.no_probe,
-        options=_fit_options(args),
-        references=not args.no_references,
-        humans=args.humans,
-    )
+    # a large input: the process for the cue probe's forests and the reference rows starts
+    # now, its imports (pandas, scikit-learn: ~2.5 s) beside this one's imports and reading
+    aside = not (args.no_probe and args.no_references)  # nothing to run there otherwise
+    with AsideWorker(aside and _input_bytes(args.trials) >= ASIDE_INPUT_BYTES) as worker:
+        if worker.aside:
+            worker.submit(preload, ("bayesobs.scores", "sklearn.tree"))
+        from .leaderboard import wrap
+        from .paradigms import paradigm_tables_of, registered
+        from .scores import score
+
+        trials, exclusions = _read(args)
+        result = score(
+            trials,
+            non_oracle=args.non_oracle,
+            probe=not args.no_probe,
+            options=_fit_options(args),
+            references=not args.no_references,
+            humans=args.humans,
+            aside=worker,
+        )
     options = _trial_options(
         args,
         non_oracle=args.non_oracle,

@@ -20,6 +20,7 @@ it from the process's CPU affinity).  :func:`local_cluster` and
 
 from __future__ import annotations
 
+import importlib
 import os
 import pickle
 import queue
@@ -254,10 +255,13 @@ class AsideWorker:
         self._waiting: deque = deque()  # (index, pickled task) not yet handed to a process
         self._changed = threading.Condition()
         self._processes: list[_Process] = []
+        self._delivered: set[int] = set()
         if start and available_cores() >= 2 and not scheduler_address():
             self._processes = [
                 _Process(self) for _ in range(max(1, min(processes, available_cores())))
             ]
+        self._all = list(self._processes)  # kept after close, for the warning of a dead one
+        if self._processes:
             # a worker dropped unread (an error upstream) ends its processes
             self._finalizer = weakref.finalize(self, _end_processes, list(self._processes))
 
@@ -284,7 +288,7 @@ class AsideWorker:
                 self._hand_out()
             self._changed.notify_all()
 
-    def submit(self, fn: Callable, item) -> None:
+    def submit(self, fn: Callable, item) -> int:
         """Hand ``fn(item)`` over (``fn`` module-level and both picklable); returns at once.
 
         Parameters
@@ -293,6 +297,11 @@ class AsideWorker:
             A module-level function of one task, pure in its inputs.
         item : object
             Its task.
+
+        Returns
+        -------
+        int
+            The task's index, for :meth:`result`.
 
         Raises
         ------
@@ -304,9 +313,95 @@ class AsideWorker:
             blob = pickle.dumps((fn, item), protocol=pickle.HIGHEST_PROTOCOL)
         with self._changed:
             self._tasks.append((fn, item))
+            index = len(self._tasks) - 1
             if blob is not None:
-                self._waiting.append((len(self._tasks) - 1, blob))
+                self._waiting.append((index, blob))
                 self._hand_out()
+        return index
+
+    def _pending(self, index: int) -> bool:
+        """Whether a live process has task ``index`` or will take it (with ``_changed`` held)."""
+        alive = [p for p in self._processes if p.alive]
+        return index not in self._done and (
+            any(p.running == index for p in alive)
+            or (bool(alive) and any(i == index for i, _ in self._waiting))
+        )
+
+    def result(self, index: int):
+        """Task ``index``'s result once it is done; the processes go on with the others.
+
+        Parameters
+        ----------
+        index : int
+            What :meth:`submit` returned.
+
+        Returns
+        -------
+        object
+            ``fn(item)`` of that task (computed here if no process could:
+            none started, or the one running it died, with a RuntimeWarning);
+            its exception, and the warnings it gave, are raised here.
+        """
+        with self._changed:
+            while self._pending(index):
+                self._changed.wait()
+            if index in self._done:
+                return self._deliver(index)
+            for i, blob in list(self._waiting):  # no live process will take it
+                if i == index:
+                    self._waiting.remove((i, blob))
+        self._run_here([index])
+        return self._deliver(index)
+
+    def _run_here(self, indices: list[int]) -> None:
+        """Compute tasks ``indices`` here (no process ran them; a RuntimeWarning if one died)."""
+        if self._all and indices:  # processes were started, and did not finish these
+            names = {getattr(self._tasks[i][0], "__qualname__", "a task") for i in indices}
+            status = sorted({p.process.poll() for p in self._all if p.process.poll()})
+            warnings.warn(
+                f"the process computing {', '.join(sorted(names))} ended with status "
+                f"{', '.join(map(str, status)) or 0} before its results; computing "
+                f"{len(indices)} task(s) here instead",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        for i in indices:
+            fn, item = self._tasks[i]
+            try:
+                self._done[i] = (True, fn(item), [])
+            except Exception as exc:
+                self._done[i] = (False, exc, [])
+
+    def _deliver(self, index: int):
+        """Task ``index``'s value, its warnings issued here the first time (raised if it failed)."""
+        ok, value, caught = self._done[index]
+        if index not in self._delivered:
+            self._delivered.add(index)
+            for message, category, filename, lineno in caught:
+                warnings.warn_explicit(message, category, filename, lineno)
+        if not ok:
+            raise value
+        return value
+
+    def close(self) -> None:
+        """End the processes (a task still running is abandoned: its result is not needed)."""
+        with self._changed:
+            procs, self._processes = self._processes, []
+            self._waiting.clear()
+        for proc in procs:
+            proc.queue.put(None)  # no more tasks: the process ends
+            if proc.running is not None and proc.process.poll() is None:
+                proc.process.kill()
+        for proc in procs:
+            for t in proc.threads:
+                t.join()
+            proc.process.wait()
+
+    def __enter__(self) -> AsideWorker:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def results(self) -> list:
         """Every task's result, in the order submitted; a task's exception is raised here.
@@ -331,25 +426,8 @@ class AsideWorker:
             for t in proc.threads:
                 t.join()
             proc.process.wait()
-        left = [i for i in range(len(self._tasks)) if i not in self._done]
-        if procs and left:
-            names = {getattr(self._tasks[i][0], "__qualname__", "a task") for i in left}
-            status = sorted({p.process.returncode for p in procs if p.process.returncode})
-            warnings.warn(
-                f"the process computing {', '.join(sorted(names))} ended with status "
-                f"{', '.join(map(str, status)) or 0} before its results; computing "
-                f"{len(left)} task(s) here instead",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        for i in sorted(self._done):
-            ok, value = self._done[i]
-            if not ok:
-                raise value
-        for i in left:
-            fn, item = self._tasks[i]
-            self._done[i] = (True, fn(item))
-        return [self._done[i][1] for i in range(len(self._tasks))]
+        self._run_here([i for i in range(len(self._tasks)) if i not in self._done])
+        return [self._deliver(i) for i in range(len(self._tasks))]
 
 
 def _receive(worker_ref, proc: _Process) -> None:
@@ -383,9 +461,11 @@ def aside_main() -> None:
     """The process of :class:`AsideWorker`: run the pickled tasks of standard input in order.
 
     First comes the caller's ``sys.path``, then ``(fn, item)`` per task
-    until the input ends; for each, ``(True, fn(item))`` or ``(False,
-    exception)`` goes pickled to standard output, and whatever the task
-    prints goes to standard error.
+    until the input ends; for each, ``(True, fn(item), warnings)`` or
+    ``(False, exception, warnings)`` goes pickled to standard output, and
+    whatever the task prints goes to standard error.  ``warnings`` are those
+    the task gave, as ``(message, category, filename, lineno)``: the caller
+    issues them (its filters decide what is shown, as for a task run there).
     """
     # Ctrl-C in a terminal reaches the whole process group: the caller handles it (and ends
     # this process); here it would only print a second traceback
@@ -399,24 +479,42 @@ def aside_main() -> None:
             try:
                 fn, item = pickle.load(source)
             except EOFError:
-                return
+                break
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")  # each one to the caller, whose filters decide
+                try:
+                    out = (True, fn(item))
+                except Exception as exc:  # handed to the caller, which raises it
+                    out = (False, exc)
+            given = [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
             try:
-                out = (True, fn(item))
-            except Exception as exc:  # handed to the caller, which raises it
-                out = (False, exc)
-            try:
-                blob = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # an exception (or result) that does not pickle
-                blob = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+                blob = pickle.dumps((*out, given), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # an exception, result or warning that does not pickle
+                blob = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}"), []))
             sink.write(blob)
             sink.flush()
+    # every result is written and flushed: end now, without the interpreter's teardown of
+    # its modules (pandas, scikit-learn: ~0.6 s the caller would wait for)
+    sys.stdout.flush()  # a task's prints (to standard error since the dup2 above)
+    sys.stderr.flush()
+    os._exit(0)
 
 
 class Aside:
-    """A task started by :func:`run_aside`: ``result()`` waits for it (or runs it here)."""
+    """A task started by :func:`run_aside`: ``result()`` waits for it (or runs it here).
 
-    def __init__(self, worker: AsideWorker) -> None:
-        self._worker = worker
+    Parameters
+    ----------
+    worker : AsideWorker
+        Where the task was submitted.
+    index : int
+        Its index there (:meth:`AsideWorker.submit`).
+    own : bool
+        Whether the worker ran this task alone: :meth:`result` then ends it.
+    """
+
+    def __init__(self, worker: AsideWorker, index: int = 0, own: bool = True) -> None:
+        self._worker, self._index, self._own = worker, index, own
 
     @property
     def aside(self) -> bool:
@@ -431,7 +529,25 @@ class Aside:
         object
             ``fn(item)``; an exception of ``fn`` in the other process is raised here.
         """
-        return self._worker.results()[0]
+        try:
+            return self._worker.result(self._index)
+        finally:
+            if self._own:  # the worker was started for this task alone (run_aside)
+                self._worker.close()
+
+
+def preload(modules: tuple[str, ...]) -> None:
+    """Import ``modules`` (a process's first task, so its imports overlap the caller's work).
+
+    The ``score`` command starts its process before it reads the trials.
+
+    Parameters
+    ----------
+    modules : tuple of str
+        Module names (the caller's constants, never read from data).
+    """
+    for name in modules:
+        importlib.import_module(name)
 
 
 def run_aside(fn: Callable, item, aside: bool = True) -> Aside:

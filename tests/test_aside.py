@@ -188,3 +188,96 @@ def test_a_worker_dropped_unread_ends_its_process():
     while process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert process.poll() is not None
+
+
+class ProbeWarning(UserWarning):
+    pass
+
+
+def warns_then_returns(x):
+    import warnings
+
+    warnings.warn(f"few runs in {x} cells (threshold 2)", ProbeWarning, stacklevel=1)
+    return os.getpid(), x
+
+
+def sleeps(seconds):
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+@two_cores
+def test_a_tasks_warnings_reach_the_caller_as_if_run_here():
+    """A warning given in the other process is issued here, once, through this process's filters."""
+    handle = run_aside(warns_then_returns, 7)
+    assert handle.aside
+    with pytest.warns(ProbeWarning, match=r"few runs in 7 cells \(threshold 2\)") as record:
+        pid, value = handle.result()
+    assert (value, len(record)) == (7, 1)
+    assert pid != os.getpid()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as pytest's warnings-as-errors: raised here
+        with pytest.raises(ProbeWarning):
+            run_aside(warns_then_returns, 8).result()
+
+
+@two_cores
+def test_one_tasks_result_while_the_process_goes_on_with_the_next():
+    import time
+
+    from bayesobs.distributed import AsideWorker
+
+    with AsideWorker() as worker:
+        first = worker.submit(pid_and_square, 5)
+        second = worker.submit(sleeps, 30.0)
+        t = time.perf_counter()
+        pid, value = worker.result(first)  # without waiting for the 30 s task behind it
+        assert value == 25 and pid != os.getpid()
+        assert time.perf_counter() - t < 20
+        process = worker._processes[0].process
+    # closing abandons the running task at once: its result is not needed
+    assert process.poll() is not None
+    assert time.perf_counter() - t < 20
+    assert second == 1
+
+
+def test_without_a_process_each_result_is_computed_here_when_asked_for():
+    from bayesobs.distributed import AsideWorker
+
+    with AsideWorker(start=False) as worker:
+        i = worker.submit(pid_and_square, 4)
+        j = worker.submit(raises, "bad cell")
+        assert worker.result(i) == (os.getpid(), 16)
+        with pytest.raises(ValueError, match="bad cell"):
+            worker.result(j)
+
+
+@two_cores
+def test_score_with_a_started_process_gives_the_same_tables_and_runs_its_work_there():
+    """issue 32: the `score` command's early process takes the probe and the reference rows.
+
+    The tables are those of the same call without a process; the probe's
+    forests and the reference rows were computed in the other process
+    (their results came back through it).
+    """
+    from bayesobs.distributed import AsideWorker, preload
+    from bayesobs.fits.synthetic import simulated_trials
+    from bayesobs.scores import score
+
+    trials = simulated_trials(n_subjects=2, trials_per_session=12, seed=3)
+    here = score(trials, bootstrap=4, seed=2, references=True)
+    with AsideWorker() as worker:
+        worker.submit(preload, ("bayesobs.scores", "sklearn.tree"))
+        there = score(trials, bootstrap=4, seed=2, references=True, aside=worker)
+        assert len(worker._tasks) == 3  # the imports, the forests, the reference rows
+        assert sorted(worker._done) == [0, 1, 2]  # each result came from the process
+    for name in there._fields:
+        a, b = getattr(here, name), getattr(there, name)
+        if isinstance(a, pd.DataFrame):
+            pd.testing.assert_frame_equal(a, b, obj=name)
+    assert there.bayesbench["subject"].str.startswith("reference:").sum() == 2
+    assert len(there.cue_probe)

@@ -489,6 +489,7 @@ def _magnitude_sections(
         )
     # 4. cue-combination fits
     cue_pred = probe.predictions()[0]
+    probe.close()
     if cue_pred.empty and not any(n.startswith("Cue combination") for n in notes):
         notes.append(
             "Cue combination: no base-condition trials pair text, image and multimodal answers "

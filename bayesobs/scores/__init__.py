@@ -27,6 +27,7 @@ from ..bootstrap import (
     run_draws,
     unit_draws,
 )
+from ..distributed import AsideWorker
 from ..fits.controls import controls_table, fit_controls
 from ..fits.fitoptions import FitOptions, fit_options
 from ..fits.fitresults import collapse_levels, fits_table
@@ -617,6 +618,7 @@ def score(
     options: FitOptions | None = None,
     references: bool = False,
     humans=(),
+    aside: AsideWorker | None = None,
 ) -> Scores:
     """Every BayesBench number for a trial table.
 
@@ -659,6 +661,14 @@ def score(
         Glob patterns of subject ids that are human participants: their rows
         in ``bayesbench`` are marked ``reference = human`` (never ranked)
         and their trials pooled give the row ``reference:humans``.
+    aside : AsideWorker, optional
+        A process already started for this call's work of plain Python (the
+        ``score`` command starts one before it reads a large input): the cue
+        probe's forests, then the reference rows, run there while the
+        observers are fitted here.  Default: a process started here for a
+        probe of :data:`~bayesobs.scores.cue.PROBE_ASIDE_MIN_GROUPS` groups
+        or more (the reference rows follow the forests into it).  The
+        numbers are the same wherever they are computed.
 
     Returns
     -------
@@ -697,7 +707,7 @@ def score(
         prepared = with_baseline(magnitude.reset_index(drop=True))
         paired = paired_trials(prepared)  # once, for the cue combination and the probe
         # the probe's forests first: on the second core (start_cue_probe) while the rest runs
-        probe_run = start_cue_probe(prepared, seed, paired=paired) if probe else None
+        probe_run = start_cue_probe(prepared, seed, paired=paired, worker=aside) if probe else None
     # start-up time: `import bayesobs` stays light (the search and perception scorers)
     from .psychometric import start_psychometric_scores, with_psychometric
 
@@ -719,20 +729,31 @@ def score(
         return with_psychometric(Scores(**{**empty, **extra}), *psych_run.result())._replace(
             cot_accuracy=cot_acc, plugins=plugins or None
         )
-    res = _magnitude_scores(prepared, opts, non_oracle, paired, probe_run)
-    if opts.resample == "pooled" and opts.bootstrap > 0 and few_runs_cells(magnitude).empty:
-        # issue 28: every cell can be resampled within its session types, so the
-        # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
-        strat = _magnitude_scores(
-            prepared, replace(opts, resample="stratified"), non_oracle, paired, None
-        )
-        res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
+    # the reference rows after the forests, in their process if they have one
+    worker = aside if aside is not None and aside.aside else None
+    if worker is None and probe_run is not None:
+        worker = probe_run.worker
+    ref_run = None
     if references or humans:
-        res = res._replace(
-            bayesbench=_with_reference_rows(
-                res.bayesbench, magnitude, humans, references, opts, non_oracle
-            )
+        ref_run = worker or AsideWorker(start=False)  # without a process: computed at result()
+        ref_index = ref_run.submit(
+            _reference_task, (magnitude, humans, references, opts, non_oracle)
         )
+    try:
+        res = _magnitude_scores(prepared, opts, non_oracle, paired, probe_run)
+        if opts.resample == "pooled" and opts.bootstrap > 0 and few_runs_cells(magnitude).empty:
+            # issue 28: every cell can be resampled within its session types, so the
+            # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
+            strat = _magnitude_scores(
+                prepared, replace(opts, resample="stratified"), non_oracle, paired, None
+            )
+            res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
+        if ref_run is not None:
+            ref_bb, human_ids = ref_run.result(ref_index)
+            res = res._replace(bayesbench=with_references(res.bayesbench, ref_bb, human_ids))
+    finally:
+        if probe_run is not None:
+            probe_run.close()
     return with_psychometric(
         res._replace(**extra, cot_accuracy=cot_acc, plugins=plugins or None), *psych_run.result()
     )
@@ -768,17 +789,21 @@ def paradigm_tables(paradigm, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
-def _with_reference_rows(
-    bayesbench, magnitude, patterns, references, opts: FitOptions, non_oracle
-) -> pd.DataFrame:
-    """``bayesbench`` with the reference rows, scored by :func:`score` on the same cells."""
+def _reference_task(args) -> tuple[pd.DataFrame | None, list]:
+    """The reference rows' ``bayesbench`` (None if none) and the human subjects, for :func:`score`.
+
+    ``args`` is ``(magnitude, patterns, references, opts, non_oracle)``: the
+    reference rows are scored by :func:`score` on the same cells (here or
+    in the process of the cue probe's forests).
+    """
+    magnitude, patterns, references, opts, non_oracle = args
     humans = human_subjects(magnitude["subject"].unique(), patterns)
     kinds = ("random", "ideal") if references else ()
     refs = reference_trials(magnitude, opts.seed, humans, kinds)
     ref_bb = None
     if len(refs):
         ref_bb = score(refs, probe=False, non_oracle=non_oracle, options=opts).bayesbench
-    return with_references(bayesbench, ref_bb, humans)
+    return ref_bb, humans
 
 
 def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFrame:

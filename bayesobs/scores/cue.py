@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import add_interval, run_draws, unit_draws
-from ..distributed import map_tasks, run_aside
+from ..distributed import AsideWorker, map_tasks
 from ..fits.fitting import CONSTANT_REASON
 
 ONE, X, T, IMG, MM, C = range(6)
@@ -612,13 +612,24 @@ def _probe_predictions_all(items: list) -> list:
 class ProbeRun:
     """The cue probe's out-of-fold predictions, being computed (:func:`start_cue_probe`)."""
 
-    def __init__(self, parts, skipped, columns, run) -> None:
-        self._parts, self._skipped, self._columns, self._run = parts, skipped, columns, run
+    def __init__(self, parts, skipped, columns, worker: AsideWorker, index: int, own: bool):
+        self._parts, self._skipped, self._columns = parts, skipped, columns
+        self._worker, self._index, self._own = worker, index, own
 
     @property
     def aside(self) -> bool:
         """Whether the forests run in a process of their own."""
-        return self._run.aside
+        return self._worker.aside
+
+    @property
+    def worker(self) -> AsideWorker | None:
+        """The process the forests run in (more tasks may follow them there), or None."""
+        return self._worker if self._worker.aside else None
+
+    def close(self) -> None:
+        """End the forests' process if :func:`start_cue_probe` started it (tasks given to it too)."""
+        if self._own:
+            self._worker.close()
 
     def predictions(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The out-of-fold predictions, once the forests are done.
@@ -630,7 +641,7 @@ class ProbeRun:
         skipped : DataFrame
             ``subject, task, component, reason`` of the groups left out.
         """
-        preds = self._run.result()
+        preds = self._worker.result(self._index)
         parts = [
             g.assign(**{f"pred_{k}": v for k, v in p.items()})
             for g, p in zip(self._parts, preds, strict=True)
@@ -653,8 +664,9 @@ class ProbeRun:
 
 
 # The probe of at least this many groups runs in a process of its own when there are two
-# cores (start_cue_probe): each group costs about 0.1 s of forests, starting the process
-# (Python, pandas, scikit-learn) about 1.5 s of the other core.
+# cores (start_cue_probe): each group costs about 0.02 s of forests and importing
+# scikit-learn about 1.3 s here; starting the process (Python, pandas, scikit-learn) about
+# 2.5 s of the other core.
 PROBE_ASIDE_MIN_GROUPS = 12
 
 
@@ -665,12 +677,13 @@ def start_cue_probe(
     folds: int = 5,
     paired=None,
     aside: bool | None = None,
+    worker: AsideWorker | None = None,
 ) -> ProbeRun:
     """Start the cue probe (:func:`cue_probe`) and return before its forests are done.
 
     The forests are plain Python and one core's work: with
     :data:`PROBE_ASIDE_MIN_GROUPS` groups or more they run in a process of
-    their own (:func:`bayesobs.distributed.run_aside`) while the caller fits
+    their own (:class:`bayesobs.distributed.AsideWorker`) while the caller fits
     the observers on the other core.  The predictions are the same wherever
     they are computed.
 
@@ -680,7 +693,13 @@ def start_cue_probe(
         As :func:`cue_probe`.
     aside : bool, optional
         Run the forests in a process of their own (where there are two
-        cores); default: with :data:`PROBE_ASIDE_MIN_GROUPS` groups or more.
+        cores); default: in ``worker``'s process if it has one, else with
+        :data:`PROBE_ASIDE_MIN_GROUPS` groups or more.
+    worker : AsideWorker, optional
+        The process to run them in (one already started, e.g. by the
+        ``score`` command before it read the trials); default: one started
+        here (and ended by :meth:`ProbeRun.close`, or when the run is
+        dropped).
 
     Returns
     -------
@@ -701,12 +720,18 @@ def start_cue_probe(
             skipped.append((subject, task, f"cue probe {condition}", reason))
             continue
         parts.append(g)
-    if aside is None:
-        aside = len(parts) >= PROBE_ASIDE_MIN_GROUPS
+    if worker is not None and not worker.aside:
+        worker = None  # a worker without a process: this probe may still be worth one
+    if aside is None:  # a process already started is worth it whatever the size
+        aside = worker is not None or len(parts) >= PROBE_ASIDE_MIN_GROUPS
     items = [(g, seed, folds) for g in parts]
     cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
     skipped = pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
-    return ProbeRun(parts, skipped, cols, run_aside(_probe_predictions_all, items, aside))
+    own = not aside or worker is None
+    if own:
+        worker = AsideWorker(aside)  # without a process (not aside): computed at result()
+    index = worker.submit(_probe_predictions_all, items)
+    return ProbeRun(parts, skipped, cols, worker, index, own)
 
 
 def cue_predictions(
