@@ -281,3 +281,42 @@ def test_score_with_a_started_process_gives_the_same_tables_and_runs_its_work_th
             pd.testing.assert_frame_equal(a, b, obj=name)
     assert there.bayesbench["subject"].str.startswith("reference:").sum() == 2
     assert len(there.cue_probe)
+
+
+@two_cores
+def test_the_score_command_starts_its_process_for_a_large_input_only(tmp_path, monkeypatch):
+    """issue 32: `score` of 1 MB of trial files or more starts its helper before reading.
+
+    Counted through the processes started (``AsideWorker`` objects with a
+    process); a small input starts none for the probe of a few groups, and
+    ``--no-probe --no-references`` none at all, whatever the size.
+    """
+    from bayesobs import cli, distributed
+    from bayesobs.fits.synthetic import simulated_trials
+
+    path = tmp_path / "trials.csv"
+    simulated_trials(n_subjects=2, trials_per_session=12, seed=3).to_csv(path, index=False)
+    assert cli._input_bytes([path]) == path.stat().st_size < cli.ASIDE_INPUT_BYTES
+    assert cli._input_bytes([tmp_path]) == path.stat().st_size  # a folder: its trial files
+    started = []
+    real = distributed.AsideWorker.__init__
+
+    def counting(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        started.append(self.aside)
+
+    monkeypatch.setattr(distributed.AsideWorker, "__init__", counting)
+    out = tmp_path / "small"
+    assert cli.main(["score", str(path), "--bootstrap", "2", "--out", str(out)]) == 0
+    assert started and not any(started)  # the probe's 3 groups and the reference rows: here
+    small = pd.read_csv(out / "bayesbench.csv")
+    monkeypatch.setattr(cli, "ASIDE_INPUT_BYTES", path.stat().st_size)  # now "large"
+    started.clear()
+    out = tmp_path / "large"
+    assert cli.main(["score", str(path), "--bootstrap", "2", "--out", str(out)]) == 0
+    assert started == [True]  # one process, for the probe and the reference rows
+    pd.testing.assert_frame_equal(pd.read_csv(out / "bayesbench.csv"), small)
+    started.clear()
+    argv = ["score", str(path), "--bootstrap", "2", "--no-probe", "--no-references"]
+    assert cli.main([*argv, "--out", str(tmp_path / "none")]) == 0
+    assert started and not any(started)
