@@ -320,3 +320,28 @@ def test_the_score_command_starts_its_process_for_a_large_input_only(tmp_path, m
     argv = ["score", str(path), "--bootstrap", "2", "--no-probe", "--no-references"]
     assert cli.main([*argv, "--out", str(tmp_path / "none")]) == 0
     assert started and not any(started)
+
+
+def test_trim_memory_hands_freed_pages_back_to_the_system():
+    """issue 32: after a large array is freed, trimming lowers the resident size (glibc)."""
+    import ctypes
+
+    from bayesobs.distributed import trim_memory
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim  # noqa: B018 - is this glibc?
+    except (OSError, AttributeError):
+        pytest.skip("not glibc: malloc_trim does not exist here, trim_memory does nothing")
+
+    def resident() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    # many mid-sized blocks (below glibc's mmap threshold): freed into the heap, kept there
+    blocks = [np.ones(8_000) for _ in range(5_000)]  # 64 kB each, 320 MB in all
+    del blocks[::2]  # 160 MB freed in holes between live blocks: the heap cannot shrink
+    before = resident()
+    assert trim_memory()
+    after = resident()
+    assert before - after > 100 * 2**20, (before, after)
+    assert len(blocks) == 2_500

@@ -43,6 +43,7 @@ from ..distributed import (
     iter_tasks,
     scheduler_address,
     thread_env,
+    trim_memory,
     worker_cores,
 )
 from ..trials import CELL_KEYS, normalize_trials
@@ -959,7 +960,9 @@ def _fit_batch_job(job, sink=None) -> list:
     With ``sink``, each fit goes through it here (in the worker that sampled it),
     as soon as it is made.
     """
-    return _finish_job(job, _dispatch_job(job), sink)
+    out = _finish_job(job, _dispatch_job(job), sink)
+    trim_memory()  # the slice's arrays are freed: their pages go back to the system
+    return out
 
 
 def sink_in_workers(sink) -> bool:
