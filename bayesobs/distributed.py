@@ -358,7 +358,7 @@ class AsideWorker:
         """Compute tasks ``indices`` here (no process ran them; a RuntimeWarning if one died)."""
         if self._all and indices:  # processes were started, and did not finish these
             names = {getattr(self._tasks[i][0], "__qualname__", "a task") for i in indices}
-            status = sorted({p.process.poll() for p in self._all if p.process.poll()})
+            status = sorted({c for p in self._all if (c := _exit_status(p))})
             warnings.warn(
                 f"the process computing {', '.join(sorted(names))} ended with status "
                 f"{', '.join(map(str, status)) or 0} before its results; computing "
@@ -429,6 +429,16 @@ class AsideWorker:
             proc.process.wait()
         self._run_here([i for i in range(len(self._tasks)) if i not in self._done])
         return [self._deliver(i) for i in range(len(self._tasks))]
+
+
+def _exit_status(proc: _Process) -> int | None:
+    """The exit status of a process whose output has ended (None: still running)."""
+    if proc.alive:
+        return proc.process.poll()
+    try:  # its output ended: it is exiting, but may not have been reaped yet
+        return proc.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _receive(worker_ref, proc: _Process) -> None:
