@@ -185,12 +185,21 @@ def available_cores() -> int:
     return os.cpu_count() or 1  # pragma: no cover - not Linux
 
 
+# the helper's command: the caller's sys.path first (sent as the first message), so that
+# bayesobs and the tasks' modules come from where the caller's came from (`python -c` would
+# put the working folder first: another checkout of bayesobs there would be imported)
+_ASIDE_BOOT = (
+    "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); "
+    "from bayesobs.distributed import aside_main; aside_main()"
+)
+
+
 class _Process:
     """One process of an :class:`AsideWorker`: its pipes' threads and the task it runs."""
 
     def __init__(self, worker: AsideWorker) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from bayesobs.distributed import aside_main; aside_main()"],
+            [sys.executable, "-c", _ASIDE_BOOT],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, **thread_env(1)},
@@ -471,8 +480,9 @@ def _end_processes(processes: list[_Process]) -> None:
 def aside_main() -> None:
     """The process of :class:`AsideWorker`: run the pickled tasks of standard input in order.
 
-    First comes the caller's ``sys.path``, then ``(fn, item)`` per task
-    until the input ends; for each, ``(True, fn(item), warnings)`` or
+    The command that starts it has read the caller's ``sys.path`` from
+    standard input already; then comes ``(fn, item)`` per task until the
+    input ends; for each, ``(True, fn(item), warnings)`` or
     ``(False, exception, warnings)`` goes pickled to standard output, and
     whatever the task prints goes to standard error.  ``warnings`` are those
     the task gave, as ``(message, category, filename, lineno)``: the caller
@@ -484,7 +494,6 @@ def aside_main() -> None:
     source = sys.stdin.buffer
     sink = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a task's own prints cannot mix with the results
-    sys.path[:] = pickle.load(source)
     with sink:
         while True:
             try:

@@ -345,3 +345,29 @@ def test_trim_memory_hands_freed_pages_back_to_the_system():
     after = resident()
     assert before - after > 100 * 2**20, (before, after)
     assert len(blocks) == 2_500
+
+
+def module_file(name):
+    import importlib
+
+    return importlib.import_module(name).__file__
+
+
+@two_cores
+def test_the_helper_imports_bayesobs_from_where_the_caller_did(tmp_path, monkeypatch):
+    """A `bayesobs` folder in the working directory is not what the helper runs.
+
+    ``python -c`` puts the working folder first on ``sys.path``; the helper
+    takes the caller's path before it imports anything, so a decoy package
+    there (whose import would fail loudly) is never imported.
+    """
+    import bayesobs
+
+    decoy = tmp_path / "bayesobs"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('the decoy bayesobs was imported')\n")
+    (decoy / "distributed.py").write_text("raise ImportError('the decoy was imported')\n")
+    monkeypatch.chdir(tmp_path)
+    handle = run_aside(module_file, "bayesobs")
+    assert handle.aside
+    assert handle.result() == bayesobs.__file__
