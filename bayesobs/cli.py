@@ -106,23 +106,17 @@ def _progress(args) -> bool:
 # `score` of inputs this large (bytes of trial files: about 70,000 trials in Parquet, 7,000
 # in a run log) starts its helper process before reading (cmd_score)
 ASIDE_INPUT_BYTES = 1_000_000
-_TRIAL_SUFFIXES = (".jsonl", ".csv", ".parquet", ".tsv", ".json")
 
 
 def _input_bytes(paths) -> int:
-    """The size of the trial files among ``paths`` (files, or folders searched for them)."""
+    """The size of the files ``read_trials`` reads for ``paths`` (0 for one that is missing)."""
+    from .trials import trial_file
+
     total = 0
     for path in map(Path, paths):
         try:
-            if path.is_dir():
-                total += sum(
-                    f.stat().st_size
-                    for f in path.rglob("*")
-                    if f.suffix in _TRIAL_SUFFIXES and f.is_file()
-                )
-            elif path.is_file():
-                total += path.stat().st_size
-        except OSError:  # unreadable: _read says so
+            total += trial_file(path).stat().st_size
+        except OSError:  # missing or unreadable: _read says so
             continue
     return total
 

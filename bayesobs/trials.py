@@ -424,11 +424,27 @@ def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
     return df, np.arange(2, len(df) + 2)  # line numbers: the header is line 1
 
 
+def trial_file(path: Path) -> Path:
+    """The file :func:`read_trials` reads for ``path``: itself, or a folder's ``trials.jsonl``.
+
+    Parameters
+    ----------
+    path : Path
+        A trial file or an experiment folder.
+
+    Returns
+    -------
+    Path
+        ``path``, or ``path / "trials.jsonl"`` when ``path`` is a folder.
+    """
+    return path / "trials.jsonl" if path.is_dir() else path
+
+
 def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, str]:
     """Read one file; return the frame and how its rows are numbered."""
     folder = path.is_dir()
     if folder:
-        inner = path / "trials.jsonl"
+        inner = trial_file(path)
         if not inner.exists():
             raise BayesobsInputError(
                 f"{path}: is a folder without trials.jsonl (is it an experiment folder?)"

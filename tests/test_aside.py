@@ -297,7 +297,13 @@ def test_the_score_command_starts_its_process_for_a_large_input_only(tmp_path, m
     path = tmp_path / "trials.csv"
     simulated_trials(n_subjects=2, trials_per_session=12, seed=3).to_csv(path, index=False)
     assert cli._input_bytes([path]) == path.stat().st_size < cli.ASIDE_INPUT_BYTES
-    assert cli._input_bytes([tmp_path]) == path.stat().st_size  # a folder: its trial files
+    folder = tmp_path / "run"  # an experiment folder: its trials.jsonl, what read_trials reads
+    (folder / "stimuli").mkdir(parents=True)
+    (folder / "trials.jsonl").write_text('{"trial": 0}\n')
+    (folder / "runs.jsonl").write_text('{"run": 0}\n' * 100)
+    (folder / "stimuli" / "a.json").write_text("{}" * 1000)
+    assert cli._input_bytes([folder, path]) == 13 + path.stat().st_size
+    assert cli._input_bytes([tmp_path / "missing.csv"]) == 0
     started = []
     real = distributed.AsideWorker.__init__
 

@@ -507,8 +507,9 @@ def _builder_tree(X, y_col, weights, X_test, tree_seed, min_samples_leaf) -> np.
     ``2 * min_samples_leaf`` (at least 2), no weight fraction, no depth limit,
     no impurity threshold, no monotonic constraint, no missing values.  The
     estimator's checks of those (about 0.5 ms a tree, most of the probe's
-    time) are left out, and the tree's generator is :class:`_TreeSeed`.  Used only after :func:`_tree_grower` found it equal
-    to the estimator with the installed scikit-learn.
+    time) are left out, and the tree's generator is :class:`_TreeSeed`.
+    Used only after :func:`_tree_grower` found it equal to the estimator
+    with the installed scikit-learn.
     """
     # start-up time: scikit-learn loads only for the cue probe
     from sklearn.tree._criterion import MSE
