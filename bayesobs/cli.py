@@ -103,14 +103,14 @@ def _progress(args) -> bool:
     return not args.no_progress and sys.stderr.isatty()
 
 
-# `score` of inputs this large (bytes of trial files: about 70,000 trials in Parquet, 7,000
-# in a run log) starts its helper process before reading (cmd_score)
+# `score` and `fit` of inputs this large (bytes of trial files: about 70,000 trials in
+# Parquet, 7,000 in a run log) start their helper process before reading (cmd_score, cmd_fit)
 ASIDE_INPUT_BYTES = 1_000_000
 
 
 def _input_bytes(paths) -> int:
     """The size of the files ``read_trials`` reads for ``paths`` (0 for one that is missing)."""
-    from .trials import trial_file
+    from .jsonl import trial_file  # no pandas: the helper process starts before it loads
 
     total = 0
     for path in map(Path, paths):
@@ -262,8 +262,6 @@ def cmd_fit(args) -> int:
         ``--lapse``, a bad ``--transfer``, a negative ``--bootstrap``, or
         trial files or trial options that cannot be read.
     """
-    from .api import fit_result, magnitude_trials, write_fit
-
     if args.variant:
         from .fits.observers import get_variant
 
@@ -281,17 +279,31 @@ def cmd_fit(args) -> int:
         )
     transfer = _transfer_spec(args)
     t0 = time.perf_counter()
-    trials, exclusions = _read(args)
-    trials, left_out = magnitude_trials(trials)
-    if transfer:
-        from .fits.transfer import check_conditions
+    # a large input: a process for the log scale's Kalman fits starts now, its imports
+    # (pandas, SciPy: ~1 s) beside this one's imports and reading (fit_batch's aside)
+    from .distributed import AsideWorker, preload
 
-        check_conditions(trials, *transfer)
-    if left_out:
-        print(
-            f"note: {left_out} visual-search/perception trial(s) left out of the fits (see bayesobs score)"
+    with AsideWorker(
+        not args.interleaved and _input_bytes(args.trials) >= ASIDE_INPUT_BYTES
+    ) as worker:
+        if worker.aside:
+            worker.submit(preload, ("bayesobs.fits.kernel",))
+        from .api import fit_result, magnitude_trials, write_fit
+
+        trials, exclusions = _read(args)
+        trials, left_out = magnitude_trials(trials)
+        if transfer:
+            from .fits.transfer import check_conditions
+
+            check_conditions(trials, *transfer)
+        if left_out:
+            print(
+                f"note: {left_out} visual-search/perception trial(s) left out of the fits "
+                "(see bayesobs score)"
+            )
+        result = fit_result(
+            trials, _fit_options(args), response=args.response, normalized=True, aside=worker
         )
-    result = fit_result(trials, _fit_options(args), response=args.response, normalized=True)
     if args.response == "expected":
         n_without = result.n_without_expected
         print(

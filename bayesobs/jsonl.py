@@ -70,6 +70,25 @@ def read_records(path: str | Path, strict: bool = False) -> tuple[list[dict], li
     return records, lines, torn
 
 
+def trial_file(path: Path) -> Path:
+    """The file ``bayesobs.trials.read_trials`` reads for ``path``: itself, or a folder's ``trials.jsonl``.
+
+    Here, beside the reader of that file, so that sizing an input loads no
+    pandas (``bayesobs fit`` and ``score`` start their helper process first).
+
+    Parameters
+    ----------
+    path : Path
+        A trial file or an experiment folder.
+
+    Returns
+    -------
+    Path
+        ``path``, or ``path / "trials.jsonl"`` when ``path`` is a folder.
+    """
+    return path / "trials.jsonl" if path.is_dir() else path
+
+
 def finite(v: Any) -> Any:
     """``v`` with every NaN or infinite float (at any depth) as ``None``: strict JSON for other languages.
 

@@ -34,7 +34,7 @@ from pandas.api.types import union_categoricals
 
 from .errors import BayesobsInputError
 from .expr import ExpressionError, evaluate
-from .jsonl import read_records
+from .jsonl import read_records, trial_file
 from .paradigms import marked_rows
 from .paradigms import markers as paradigm_markers
 
@@ -422,22 +422,6 @@ def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
     del reader, parts
     pa.default_memory_pool().release_unused()  # give the parser's buffers back before the fits
     return df, np.arange(2, len(df) + 2)  # line numbers: the header is line 1
-
-
-def trial_file(path: Path) -> Path:
-    """The file :func:`read_trials` reads for ``path``: itself, or a folder's ``trials.jsonl``.
-
-    Parameters
-    ----------
-    path : Path
-        A trial file or an experiment folder.
-
-    Returns
-    -------
-    Path
-        ``path``, or ``path / "trials.jsonl"`` when ``path`` is a folder.
-    """
-    return path / "trials.jsonl" if path.is_dir() else path
 
 
 def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, str]:

@@ -377,3 +377,73 @@ def test_the_helper_imports_bayesobs_from_where_the_caller_did(tmp_path, monkeyp
     handle = run_aside(module_file, "bayesobs")
     assert handle.aside
     assert handle.result() == bayesobs.__file__
+
+
+@two_cores
+def test_fit_batch_with_a_started_process_fits_the_log_scale_there_with_the_same_numbers():
+    """issue 32: `fit_batch(..., aside=worker)` sends the log scale's Kalman fits to the process.
+
+    Every array of the batch equals the one fitted without a process (the
+    same operations on the same numbers), and the Kalman task's result came
+    back from the process (the worker's record of finished tasks).
+    """
+    from bayesobs.distributed import AsideWorker, preload
+    from bayesobs.fits.fitting import fit_batch
+    from bayesobs.fits.synthetic import simulated_trials
+    from bayesobs.trials import normalize_trials
+
+    trials = normalize_trials(simulated_trials(n_subjects=2, trials_per_session=12, seed=3))
+    here = fit_batch(trials, bootstrap=4, seed=2)
+    with AsideWorker() as worker:
+        worker.submit(preload, ("bayesobs.fits.kernel",))
+        there = fit_batch(trials, bootstrap=4, seed=2, aside=worker)
+        assert [fn.__name__ for fn, _ in worker._tasks] == ["preload", "fit_kalman_task"]
+        assert sorted(worker._done) == [0, 1]  # both results came from the process
+    np.testing.assert_array_equal(there.loglik, here.loglik)
+    np.testing.assert_array_equal(there.aic, here.aic)
+    for name in here.params:
+        np.testing.assert_array_equal(there.params[name], here.params[name], err_msg=name)
+    pd.testing.assert_frame_equal(there.cells, here.cells)
+
+
+@two_cores
+def test_the_fit_command_starts_its_process_for_a_large_input_only(tmp_path, monkeypatch):
+    """issue 32: `fit` of 1 MB of trial files or more starts its helper before reading.
+
+    The helper's imports must not wait for this process's: sizing the input
+    loads no pandas (a fresh interpreter). The tables are the same with and
+    without the process; ``--interleaved`` (its own fits) starts none.
+    """
+    from bayesobs import cli, distributed
+    from bayesobs.fits.synthetic import simulated_trials
+
+    code = (
+        "import sys; from pathlib import Path; from bayesobs import cli; "
+        f"cli._input_bytes([Path({str(tmp_path)!r})]); print('pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    path = tmp_path / "trials.csv"
+    trials = simulated_trials(n_subjects=2, trials_per_session=12, seed=3)
+    trials.assign(coherence=np.where(trials.index % 2, "low", "high")).to_csv(path, index=False)
+    started = []
+    real = distributed.AsideWorker.__init__
+
+    def counting(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        started.append(self.aside)
+
+    monkeypatch.setattr(distributed.AsideWorker, "__init__", counting)
+    argv = ["fit", str(path), "--bootstrap", "3"]
+    assert cli.main([*argv, "--out", str(tmp_path / "small")]) == 0
+    assert started == [False]
+    monkeypatch.setattr(cli, "ASIDE_INPUT_BYTES", path.stat().st_size)  # now "large"
+    started.clear()
+    assert cli.main([*argv, "--out", str(tmp_path / "large")]) == 0
+    assert started == [True]
+    for name in ("fits.csv", "evidence.csv", "cells.csv", "controls.csv"):
+        small = (tmp_path / "small" / name).read_bytes()
+        assert (tmp_path / "large" / name).read_bytes() == small, name
+    started.clear()
+    assert cli.main([*argv, "--interleaved", "coherence", "--out", str(tmp_path / "il")]) == 0
+    assert started == [False]

@@ -42,6 +42,7 @@ from .kernel import (
     VARIANCE_FLOOR,
     closed_forms,
     fit_kalman,
+    fit_kalman_task,
     gram_stats,
     profiled_loglik,
     quantum_floor,
@@ -214,18 +215,28 @@ def _lapse_uniform(runs: RunTable, cells, B) -> np.ndarray:
     return np.where(np.isfinite(uniform), uniform, 0.0)[cell_of]
 
 
-def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
-    """Log-likelihoods and parameters of every variant for one chunk."""
+def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, aside=None):
+    """Log-likelihoods and parameters of every variant for one chunk.
+
+    With ``aside`` (an :class:`~bayesobs.distributed.AsideWorker` with a
+    process), the Kalman fits of the log scale run there while those of the
+    linear scale run here.
+    """
     D = W.shape[0]
     cell_of = np.repeat(np.arange(len(cells)), 1 + B)
     ll = np.full((D, len(VARIANTS)), np.nan)
     n_out = np.zeros(D)
     par = {p: np.full((D, len(VARIANTS)), np.nan) for p in _PARAMS}
-    for log in (False, True):
+    scales = {}
+    for log in (True, False):  # the log scale first: its Kalman fits may go to the process
         z, u, obs, jac_run, centre_run = transformed(runs, cells, log)
-        G = gram_stats(z, u, runs.present, obs)
-        Gd = np.asarray(W @ G)
-        jac = np.asarray(W @ jac_run)
+        Gd = np.asarray(W @ gram_stats(z, u, runs.present, obs))
+        kalman = (W, Gd, z.T.copy(), u.T.copy(), obs.T.copy())
+        if log and aside is not None and aside.aside:
+            kalman = aside.submit(fit_kalman_task, kalman)  # its index: the result comes later
+        scales[log] = (Gd, np.asarray(W @ jac_run), centre_run, kalman)
+    for log in (False, True):
+        Gd, jac, centre_run, kalman = scales[log]
         # cell centring constant, per dataset
         centre_cell = np.zeros(len(cells))
         centre_cell[runs.cell] = centre_run
@@ -234,7 +245,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
         n_out = n
         floor = variance_floor(Gd, quantum_floor(cells, log)[cell_of])
         results = closed_forms(Gd)
-        results.update(fit_kalman(W, Gd, z.T.copy(), u.T.copy(), obs.T.copy()))
+        results.update(aside.result(kalman) if isinstance(kalman, int) else fit_kalman(*kalman))
         ok_cell = (cells["log_skipped"].to_numpy() == "") if log else np.ones(len(cells), bool)
         ok_cell = ok_cell & ~cells["constant"].to_numpy(bool)
         ok = ok_cell[cell_of]
@@ -255,10 +266,10 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
     return ll, n_out, par
 
 
-def _fit_chunk_task(args):
-    """One chunk of :func:`fit_batch` (here, or on a Dask worker)."""
+def _fit_chunk_task(args, aside=None):
+    """One chunk of :func:`fit_batch` (here, or on a Dask worker); ``aside`` as :func:`_fit_chunk`."""
     W, runs, cells, B, lapse = args
-    c_ll, c_n, c_par = _fit_chunk(W, runs, cells, B)
+    c_ll, c_n, c_par = _fit_chunk(W, runs, cells, B, aside)
     if lapse:
         _lapse_chunk(W, runs, cells, B, c_ll, c_par)
     return c_ll, c_n, c_par
@@ -314,6 +325,7 @@ def fit_batch(
     lapse: bool = False,
     resample: str = "pooled",
     options: FitOptions | None = None,
+    aside=None,
 ) -> FitBatch:
     """Fit all ten variants to every cell and ``bootstrap`` replicates of it.
 
@@ -344,6 +356,11 @@ def fit_batch(
         All of ``bootstrap``, ``seed``, ``progress``, ``interleaved``,
         ``lapse`` and ``resample`` at once (checked once); when given, those
         keywords are not read.
+    aside : AsideWorker, optional
+        A :class:`~bayesobs.distributed.AsideWorker` started for this fit
+        (``bayesobs fit`` starts one before it reads a large input): the log
+        scale's Kalman fits run in its process while the linear scale's run
+        here.  The numbers are the same wherever they are computed.
 
     Returns
     -------
@@ -411,7 +428,7 @@ def fit_batch(
     if remote:
         outs = map_tasks(_fit_chunk_task, [task(idx) for idx in chunks])
     else:
-        outs = (_fit_chunk_task(task(idx)) for idx in chunks)
+        outs = (_fit_chunk_task(task(idx), aside) for idx in chunks)
     for idx, (c_ll, c_n, c_par) in zip(chunks, outs, strict=True):
         ll[idx] = c_ll.reshape(len(idx), 1 + B, V)
         n[idx] = c_n.reshape(len(idx), 1 + B, 1)

@@ -10,7 +10,8 @@ controls, the design study and the interleaved fits of
   (their columns are indexed by ``G_N`` ... ``G_SUU``), additive over runs;
 * :func:`closed_forms` solves ``linear``, ``static`` and ``static_gain``
   exactly, :func:`rss_kalman` gives the Kalman variants' residual sum of
-  squares from :func:`kalman_moments`;
+  squares from :func:`kalman_moments`; :func:`fit_kalman` searches them
+  (:func:`fit_kalman_task`: the same as a task for another process);
 * :func:`golden` is the golden-section search of ``log rho``;
 * :func:`profiled_loglik`, :func:`variance_floor` and :func:`quantum_floor`
   profile ``sigma`` out with a floor.
@@ -189,9 +190,11 @@ def kalman_moments_blocked(z, u, obs, rho):
     """:func:`kalman_moments` with one ``rho`` per column, block by block.
 
     The same operations on every element (so the same numbers), on blocks of
-    equal size, at most :data:`KALMAN_BLOCK` columns that stay in cache, in
-    two threads with as many blocks each where there are two cores or more
-    (NumPy releases the GIL).
+    equal size, at most :data:`KALMAN_BLOCK` columns that stay in cache.  In
+    one thread: each NumPy call of the recursion is short (a block of one
+    time step), so a second thread mostly waits for the GIL (at BayesBench
+    scale two threads took 27% more CPU for 4% less wall time); the fits use
+    the second core through a process instead (:func:`fit_kalman_task`).
 
     Parameters
     ----------
@@ -206,29 +209,22 @@ def kalman_moments_blocked(z, u, obs, rho):
         ``[s1, s2, s3]``, each of shape ``(R,)`` (``(0,)`` when ``R = 0``).
     """
     R = z.shape[1]
-    threads = 2 if R > KALMAN_BLOCK and (os.cpu_count() or 1) > 1 else 1
-    # blocks of equal size, as many for each thread (the same numbers for any blocks: the
-    # recursion runs column by column)
-    n = -(-R // KALMAN_BLOCK)
-    n = -(-n // threads) * threads
+    n = -(-R // KALMAN_BLOCK)  # blocks of equal size (the recursion runs column by column)
     edges = [R * i // n for i in range(n + 1)] if R else [0]
     blocks = [slice(a, b) for a, b in pairwise(edges)]
     if not blocks:
         return [np.zeros(0)] * 3
-    one = lambda b: kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b])  # noqa: E731
-    return _by_columns(one, blocks, threads > 1)
+    parts = [kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b]) for b in blocks]
+    return [np.concatenate(p, axis=-1) for p in zip(*parts, strict=True)]
 
 
-def _by_columns(one, blocks: list[slice], threaded: bool) -> list[np.ndarray]:
-    """``one(block)`` of each block of columns, the three moments joined along the last axis.
+def _by_columns(one, blocks: list[slice]) -> list[np.ndarray]:
+    """``one(block)`` of each block of columns in two threads, the moments joined on the last axis.
 
-    In two threads if ``threaded`` (NumPy releases the GIL).
+    NumPy releases the GIL; worth it for blocks whose every call is long (a grid's).
     """
-    if threaded:
-        with ThreadPoolExecutor(2) as pool:
-            parts = list(pool.map(one, blocks))
-    else:
-        parts = [one(b) for b in blocks]
+    with ThreadPoolExecutor(2) as pool:
+        parts = list(pool.map(one, blocks))
     return [np.concatenate(p, axis=-1) for p in zip(*parts, strict=True)]
 
 
@@ -255,7 +251,7 @@ def kalman_moments_grid(z, u, obs, rho):
     if R < 2 * 256 or (os.cpu_count() or 1) < 2:
         return list(kalman_moments(z, u, obs, rho))
     halves = [slice(0, R // 2), slice(R // 2, R)]
-    return _by_columns(lambda b: kalman_moments(z[:, b], u[:, b], obs[:, b], rho), halves, True)
+    return _by_columns(lambda b: kalman_moments(z[:, b], u[:, b], obs[:, b], rho), halves)
 
 
 def rss_kalman(G, s1, s2, s3):
@@ -434,6 +430,26 @@ def fit_kalman(W, Gd, z, u, obs):
         name: (rss[inverse], {p: v[inverse] for p, v in params.items()})
         for name, (rss, params) in fits.items()
     }
+
+
+def fit_kalman_task(args: tuple) -> dict:
+    """:func:`fit_kalman` of ``args = (W, Gd, z, u, obs)``: one task for a process of its own.
+
+    :func:`bayesobs.fits.fitting.fit_batch` hands one scale's Kalman fits
+    to a :class:`bayesobs.distributed.AsideWorker` (its ``aside``) while it
+    fits the other scale here; the numbers are the same wherever it runs.
+
+    Parameters
+    ----------
+    args : tuple
+        The arguments of :func:`fit_kalman`, in its order.
+
+    Returns
+    -------
+    dict of str to tuple
+        What :func:`fit_kalman` returns.
+    """
+    return fit_kalman(*args)
 
 
 def _distinct_rows(W) -> tuple[np.ndarray, np.ndarray]:
