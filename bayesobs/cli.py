@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .errors import BayesobsInputError, FatalSubjectError
 from .logprobs import MAX_TOP_LOGPROBS, RESPONSES
-from .run.concurrency import DEFAULT_MAX_CONCURRENCY
+from .run import DEFAULT_MAX_CONCURRENCY  # not .run.concurrency: no asyncio at start-up
 from .run.imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS, IMAGE_MODES
 from .run.reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
 

@@ -45,6 +45,11 @@ def test_help_loads_no_numerics():
     assert loaded_after(["--help"], ("numpy", "pandas", "scipy", "pyarrow", "PIL")) == []
 
 
+def test_the_cli_starts_without_asyncio():
+    """Only the runner needs asyncio (~0.1-0.2 s to import): `fit`, `score`, `report` never load it."""
+    assert loaded_after(["--help"], ("asyncio",)) == []
+
+
 @pytest.fixture
 def tiny_trials(tmp_path):
     from bayesobs.fits.synthetic import simulated_trials
@@ -55,7 +60,8 @@ def tiny_trials(tmp_path):
 
 
 def test_fit_loads_no_jax_figures_or_clients(tiny_trials, tmp_path):
-    assert loaded_after(["fit", str(tiny_trials), "--out", str(tmp_path / "f")], ("PIL",)) == []
+    fit = ["fit", str(tiny_trials), "--out", str(tmp_path / "f")]
+    assert loaded_after(fit, ("PIL", "asyncio")) == []
     assert (tmp_path / "f" / "fits.csv").exists()
 
 

@@ -3,3 +3,7 @@
 It writes the trial table (``trials.jsonl``); the fit wing (:mod:`bayesobs.fits`)
 reads it.  Neither imports the other.
 """
+
+# The most sessions at once under ``--concurrency auto`` (bayesobs.run.concurrency): here, so
+# that the CLI's parser reads it without loading asyncio (every command's start-up).
+DEFAULT_MAX_CONCURRENCY = 64

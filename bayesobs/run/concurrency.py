@@ -32,9 +32,10 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from . import DEFAULT_MAX_CONCURRENCY
+
 START_LEVEL = 4
 MIN_LEVEL = 1
-DEFAULT_MAX_CONCURRENCY = 64
 
 
 @dataclass
