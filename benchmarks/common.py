@@ -15,6 +15,7 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -55,6 +56,78 @@ def time_cli(*args: str) -> tuple[float, float]:
     subprocess.run([str(exe), *args], check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def tree_memory(pid: int | None = None) -> tuple[int, int]:
+    """Resident bytes of process ``pid`` (default this one) and all its descendants now.
+
+    Returns ``(pss, rss)`` summed over the processes: PSS (proportional set size,
+    ``/proc/PID/smaps_rollup``) counts a page shared by n processes (the
+    libraries every worker maps) as 1/n in each, so the sum is the memory the
+    processes hold together; RSS counts it in each.  ``(0, 0)`` where
+    ``/proc`` has no ``smaps_rollup`` (not Linux).
+    """
+    root = os.getpid() if pid is None else pid
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:  # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+                parents[int(entry.name)] = int(
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                )
+            except (OSError, IndexError, ValueError):
+                continue  # ended meanwhile
+    tree, frontier = {root}, [root]
+    while frontier:
+        kids = [p for p, pp in parents.items() if pp in frontier and p not in tree]
+        tree.update(kids)
+        frontier = kids
+    pss = rss = 0
+    for p in tree:
+        try:
+            text = Path(f"/proc/{p}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key in ("Pss", "Rss"):
+                kib = int(value.split()[0]) * 1024
+                pss, rss = (pss + kib, rss) if key == "Pss" else (pss, rss + kib)
+    return pss, rss
+
+
+class MemoryPeak:
+    """The peak of :func:`tree_memory` (this process and its children) while the block runs.
+
+    Sampled every ``interval`` seconds by a thread; ``pss`` and ``rss`` are
+    the peaks of the simultaneous sums (bytes), what the processes held
+    together at one moment, unlike the sum of each one's own peak
+    (``ru_maxrss``), which may come at different times and counts shared
+    pages once per process.
+    """
+
+    def __init__(self, interval: float = 0.25) -> None:
+        self.interval = interval
+        self.pss = self.rss = 0
+        self.samples = 0  # samples taken so far
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while True:
+            pss, rss = tree_memory()
+            self.pss, self.rss = max(self.pss, pss), max(self.rss, rss)
+            self.samples += 1
+            if self._stop.wait(self.interval):
+                return
+
+    def __enter__(self) -> MemoryPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def children_cpu() -> float:

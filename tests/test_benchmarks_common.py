@@ -1,0 +1,58 @@
+"""Issue 32: the benchmarks' memory measure (``benchmarks/common.py``): what processes hold together."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from common import MemoryPeak, tree_memory
+
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux's /proc/PID/smaps_rollup"
+)
+
+HOLD = (
+    "import sys, numpy as np; a = np.ones({n}); a += 1; print('ready', flush=True); "
+    "sys.stdin.read()"
+)
+
+
+def test_the_sampled_peak_counts_children_together_and_shared_pages_once():
+    """Two children holding 160 MB each: the peak together is about 320 MB more than before.
+
+    Their interpreters' shared libraries count once in the PSS sum (so the
+    PSS peak is below the RSS peak by about one process's worth of them),
+    and after they end the tree holds that much less again.
+    """
+    base_pss, _ = tree_memory()
+    n = 20_000_000  # float64: 160 MB each
+    with MemoryPeak(interval=0.05) as peak:
+        kids = [
+            subprocess.Popen(
+                [sys.executable, "-c", HOLD.format(n=n)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        for k in kids:
+            assert k.stdout.readline().strip() == "ready"
+        held_pss, held_rss = tree_memory()
+        taken = peak.samples
+        while peak.samples < taken + 2:  # a whole sample while they hold their arrays
+            time.sleep(0.01)
+        for k in kids:
+            k.communicate("")
+    arrays = 2 * n * 8
+    assert arrays <= held_pss - base_pss <= arrays * 1.5
+    assert held_rss - held_pss > 0  # the children's shared library pages, counted per process
+    assert peak.pss >= held_pss and peak.rss >= held_rss
+    after_pss, _ = tree_memory()
+    assert after_pss < base_pss + arrays / 4
