@@ -281,6 +281,50 @@ def test_identical_bootstrap_draws_are_fitted_once_with_the_same_numbers(monkeyp
     assert len(rows) < len(inverse)
 
 
+def test_distinct_rows_are_those_of_comparing_every_row_in_turn():
+    """The vectorised grouping of bootstrap draws equals a plain loop over the rows (issue 32).
+
+    Rows of different lengths, equal columns with other counts, equal
+    counts on other columns, repeats far apart, and the empty matrix.
+    """
+    import scipy.sparse as sp
+
+    from bayesobs.fits.kernel import _distinct_rows
+    from bayesobs.fits.runtable import build_runs, dataset_matrix
+    from bayesobs.fits.synthetic import simulated_trials
+    from bayesobs.trials import normalize_trials
+
+    def by_loop(W):
+        W = W.tocsr()
+        seen, rows, inverse = {}, [], []
+        for i in range(W.shape[0]):
+            a, b = W.indptr[i], W.indptr[i + 1]
+            key = (W.indices[a:b].tobytes(), W.data[a:b].tobytes())
+            if key not in seen:
+                seen[key] = len(rows)
+                rows.append(i)
+            inverse.append(seen[key])
+        return np.array(rows, dtype=np.int64), np.array(inverse, dtype=np.int64)
+
+    dense = np.array(
+        [[1, 0, 2], [0, 0, 3], [1, 0, 2], [2, 0, 1], [0, 3, 0], [0, 0, 3], [1, 0, 2], [0, 1, 2]],
+        dtype=float,
+    )
+    trials = normalize_trials(simulated_trials(n_subjects=2, trials_per_session=20, seed=1))
+    for W in (
+        sp.csr_matrix(dense),
+        dataset_matrix(trials, *build_runs(trials, None), 30, 7),
+        sp.csr_matrix((0, 4)),
+    ):
+        rows, inverse = _distinct_rows(W)
+        want_rows, want_inverse = by_loop(W)
+        np.testing.assert_array_equal(rows, want_rows)
+        np.testing.assert_array_equal(inverse, want_inverse)
+        assert rows.dtype == inverse.dtype == np.int64
+        if W.shape[0]:
+            assert (W.tocsr()[rows][inverse] != W.tocsr()).nnz == 0
+
+
 @pytest.mark.parametrize(
     "shape, axis", [((300, 30), -1), ((50, 30, 4), 1), ((6, 2, 31), 0), ((9, 1), 1)]
 )

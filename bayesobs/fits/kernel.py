@@ -455,21 +455,28 @@ def fit_kalman_task(args: tuple) -> dict:
 def _distinct_rows(W) -> tuple[np.ndarray, np.ndarray]:
     """The first of each distinct row of CSR ``W`` (same columns and values, in the same order).
 
-    Returns ``(rows, inverse)``: ``W[rows]`` holds each distinct row once and
-    ``W[rows][inverse]`` is ``W``.
+    Returns ``(rows, inverse)``: ``W[rows]`` holds each distinct row once (in
+    the order of first appearance) and ``W[rows][inverse]`` is ``W``.  Each
+    row becomes one key (its length, then its columns and values padded),
+    and ``numpy.unique`` finds the distinct keys.
     """
     W = W.tocsr()
-    seen: dict[tuple[bytes, bytes], int] = {}
-    inverse = np.empty(W.shape[0], dtype=np.int64)
-    rows = []
-    for i in range(W.shape[0]):
-        a, b = W.indptr[i], W.indptr[i + 1]
-        key = (W.indices[a:b].tobytes(), W.data[a:b].tobytes())
-        j = seen.setdefault(key, len(rows))
-        if j == len(rows):
-            rows.append(i)
-        inverse[i] = j
-    return np.asarray(rows, dtype=np.int64), inverse
+    n = W.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    nnz = np.diff(W.indptr)
+    width = int(nnz.max())
+    key = np.zeros((n, 1 + 2 * width))  # columns and counts are exact in float64
+    key[:, 0] = nnz
+    row = np.repeat(np.arange(n), nnz)
+    pos = np.arange(len(W.indices)) - np.repeat(W.indptr[:-1], nnz)
+    key[row, 1 + pos] = W.indices
+    key[row, 1 + width + pos] = W.data
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # the distinct keys in the order of their first row
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return first[order].astype(np.int64), rank[inv.reshape(-1)].astype(np.int64)
 
 
 def _fit_kalman_distinct(W, Gd, z, u, obs):
