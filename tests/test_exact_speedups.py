@@ -13,6 +13,7 @@ import io
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 from scipy import ndimage
@@ -385,3 +386,108 @@ def test_kalman_moments_in_blocks_and_threads_equal_the_plain_recursion(R):
         kalman_moments_grid(z, u, obs, grid), kalman_moments(z, u, obs, full), strict=True
     ):
         np.testing.assert_array_equal(got, ref)
+
+
+def _encode_by_json(params):
+    """``encode_params`` as it was: every dict through ``json.dumps`` (the reference)."""
+    import json
+    import math
+
+    out = {}
+    for name, value in params.items():
+        if isinstance(value, float) and math.isinf(value):
+            out[name] = None
+            out[f"{name}_limit"] = "inf" if value > 0 else "-inf"
+        else:
+            out[name] = value
+    return json.dumps(out, allow_nan=False)
+
+
+def _fits_table_by_rows(batch):
+    """``fits_table`` as it was: a dict per row, ``json.dumps`` per row (the reference)."""
+    from bayesobs.fits.observers.variants import FACTORS, VARIANTS
+    from bayesobs.trials import CELL_KEYS
+
+    rows, cells = [], batch.cells
+    lapse = batch.params.get("lapse")
+    for c in range(len(cells)):
+        key = {k: cells[k].iloc[c] for k in CELL_KEYS}
+        extra = {k: cells[k].iloc[c] for k in ("level", "n_level") if k in cells.columns}
+        for j, v in enumerate(VARIANTS):
+            if batch.skipped[c, j]:
+                params = {"skipped": batch.skipped[c, j]}
+            else:
+                params = {p: float(batch.params[p][c, 0, j]) for p in v.param_names}
+                if lapse is not None and np.isfinite(lapse[c, 0, j]):
+                    params["lapse"] = float(lapse[c, 0, j])
+            rows.append(
+                {
+                    **key,
+                    "variant": v.name,
+                    **{f: bool(getattr(v, f)) for f in FACTORS},
+                    "n": int(batch.n[c, 0, j]),
+                    "k": v.k if batch.k is None else int(batch.k[c, j]),
+                    "loglik": batch.loglik[c, 0, j],
+                    "aic": batch.aic[c, 0, j],
+                    "params": _encode_by_json(params),
+                    **extra,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_fits_table_equals_the_row_by_row_table_with_json_dumps(tmp_path):
+    """The column-wise ``fits_table`` and ``encode_params``' direct floats (issue 32).
+
+    The same frame (values, dtypes, column order) and the same ``fits.csv``
+    bytes as a dict per row through ``json.dumps``: plain fits with
+    ``rho = inf`` limits and skipped variants (a constant cell), a lapse
+    fit, an interleaved fit (levels), and no cells at all.
+    """
+    from bayesobs.fits.fitresults import encode_params, fits_table
+    from bayesobs.fits.fitting import fit_batch
+    from bayesobs.fits.synthetic import simulated_trials
+    from bayesobs.trials import normalize_trials
+
+    trials = normalize_trials(simulated_trials(n_subjects=2, trials_per_session=12, seed=5))
+    constant = trials["condition"] == trials["condition"].iloc[0]
+    trials.loc[constant & (trials["subject"] == trials["subject"].iloc[0]), "response"] = 0.5
+    inter = trials.assign(coherence=np.where(trials.index % 2, "low", "high"))
+    batches = [
+        fit_batch(trials),
+        fit_batch(trials.iloc[:300], lapse=True),
+        fit_batch(inter, interleaved="coherence"),
+    ]
+    b = batches[0]
+    rho = b.params["rho"].copy()  # the limit rho = inf where a Kalman variant was fitted
+    rho[np.isfinite(rho)[:, 0, :].any(1).nonzero()[0][0], 0, :] = np.inf
+    batches[0] = b = b._replace(params={**b.params, "rho": np.where(np.isnan(rho), np.nan, rho)})
+    batches.append(  # no cells
+        b._replace(
+            cells=b.cells.iloc[:0],
+            loglik=b.loglik[:0],
+            aic=b.aic[:0],
+            n=b.n[:0],
+            params={p: v[:0] for p, v in b.params.items()},
+            skipped=b.skipped[:0],
+        )
+    )
+    for batch in batches:
+        got, want = fits_table(batch), _fits_table_by_rows(batch)
+        pd.testing.assert_frame_equal(got, want)
+        got.to_csv(tmp_path / "a.csv", index=False)
+        want.to_csv(tmp_path / "b.csv", index=False)
+        assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert '"rho": null, "rho_limit": "inf"' in "".join(fits_table(batches[0])["params"])
+    assert "skipped" in "".join(fits_table(batches[0])["params"])
+    for params in (
+        {"w": 0.1 + 0.2, "b": -0.0, "sigma": 1e-300, "g": 12345678.9},
+        {"rho": float("-inf"), "w": 0.5},
+        {"w": 1, "ok": True, "skipped": 'a reason with "quotes" and é'},
+        {"naïve": 0.5, 'q"uote': 1.5},
+        {},
+    ):
+        assert encode_params(params) == _encode_by_json(params)
+    for bad in ({"w": float("nan")}, {"skipped": "x", "w": float("nan")}):
+        with pytest.raises(ValueError):
+            encode_params(bad)

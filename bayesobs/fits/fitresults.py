@@ -74,6 +74,9 @@ def encode_params(params: dict) -> str:
     ``rho = inf`` (the Kalman filter that copies the stimulus) is written
     ``"rho": null, "rho_limit": "inf"``, so R, JavaScript and every other
     strict JSON parser can read ``fits.csv``; :func:`decode_params` restores it.
+    Finite floats under plain names (every fitted parameter) are written
+    directly, as ``json.dumps`` writes them (``float.__repr__``, ``", "`` and
+    ``": "``); anything else goes through ``json.dumps``.
 
     Parameters
     ----------
@@ -90,6 +93,21 @@ def encode_params(params: dict) -> str:
     ValueError
         For a NaN value (strict JSON has no NaN).
     """
+    parts = []
+    for name, value in params.items():
+        if not (isinstance(value, float) and math.isfinite(value) and _plain(name)):
+            return _encode_json(params)
+        parts.append(f'"{name}": {float.__repr__(value)}')
+    return "{" + ", ".join(parts) + "}"
+
+
+def _plain(name) -> bool:
+    """Whether ``json.dumps`` writes the key ``name`` as ``"name"`` (an ASCII identifier)."""
+    return type(name) is str and name.isascii() and name.isidentifier()
+
+
+def _encode_json(params: dict) -> str:
+    """:func:`encode_params` through ``json.dumps`` (strings, infinities, NaN, other keys)."""
     out = {}
     for name, value in params.items():
         if isinstance(value, float) and math.isinf(value):
@@ -137,33 +155,38 @@ def fits_table(batch: FitBatch) -> pd.DataFrame:
         a skipped variant, plus ``lapse`` when fitted) and, for an interleaved
         fit, ``level`` and ``n_level``.
     """
-    rows = []
     cells = batch.cells
+    n_cells, n_var = len(cells), len(VARIANTS)
+    if n_cells == 0:
+        return pd.DataFrame()  # no rows, no columns (as ever)
+
+    def per_row(values: list) -> list:  # each cell's value on its ten rows
+        return [x for x in values for _ in range(n_var)]
+
     # column values read once (element access on Arrow-backed columns is slow)
-    key_cols = {k: list(cells[k]) for k in CELL_KEYS}
-    extra_cols = {k: list(cells[k]) for k in ("level", "n_level") if k in cells.columns}
+    table = {k: per_row(list(cells[k])) for k in CELL_KEYS}
+    table["variant"] = [v.name for v in VARIANTS] * n_cells
+    for f in FACTORS:
+        table[f] = [bool(getattr(v, f)) for v in VARIANTS] * n_cells
+    table["n"] = batch.n[:, 0, :].astype(np.int64).ravel().tolist()
+    k = [v.k for v in VARIANTS] * n_cells if batch.k is None else batch.k.ravel().tolist()
+    table["k"] = [int(x) for x in k]
+    table["loglik"] = batch.loglik[:, 0, :].ravel()
+    table["aic"] = batch.aic[:, 0, :].ravel()
     lapse = batch.params.get("lapse")
-    for c in range(len(cells)):
-        key = {k: col[c] for k, col in key_cols.items()}
-        extra = {k: col[c] for k, col in extra_cols.items()}
+    values = {p: a[:, 0, :].tolist() for p, a in batch.params.items()}  # Python floats
+    params = []
+    for c in range(n_cells):
         for j, v in enumerate(VARIANTS):
             if batch.skipped[c, j]:
-                params = {"skipped": batch.skipped[c, j]}
-            else:
-                params = {p: float(batch.params[p][c, 0, j]) for p in v.param_names}
-                if lapse is not None and np.isfinite(lapse[c, 0, j]):
-                    params["lapse"] = float(lapse[c, 0, j])
-            rows.append(
-                {
-                    **key,
-                    "variant": v.name,
-                    **{f: bool(getattr(v, f)) for f in FACTORS},
-                    "n": int(batch.n[c, 0, j]),
-                    "k": v.k if batch.k is None else int(batch.k[c, j]),
-                    "loglik": batch.loglik[c, 0, j],
-                    "aic": batch.aic[c, 0, j],
-                    "params": encode_params(params),
-                    **extra,
-                }
-            )
-    return pd.DataFrame(rows)
+                params.append(encode_params({"skipped": batch.skipped[c, j]}))
+                continue
+            p = {name: values[name][c][j] for name in v.param_names}
+            if lapse is not None and np.isfinite(lapse[c, 0, j]):
+                p["lapse"] = values["lapse"][c][j]
+            params.append(encode_params(p))
+    table["params"] = params
+    for col in ("level", "n_level"):
+        if col in cells.columns:
+            table[col] = per_row(list(cells[col]))
+    return pd.DataFrame(table)
