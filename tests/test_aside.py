@@ -283,15 +283,33 @@ def test_score_with_a_started_process_gives_the_same_tables_and_runs_its_work_th
     assert len(there.cue_probe)
 
 
+@pytest.fixture
+def started(monkeypatch):
+    """Whether each ``AsideWorker`` made during the test has a process, in order."""
+    from bayesobs import distributed
+
+    made = []
+    real = distributed.AsideWorker.__init__
+
+    def counting(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        made.append(self.aside)
+
+    monkeypatch.setattr(distributed.AsideWorker, "__init__", counting)
+    return made
+
+
 @two_cores
-def test_the_score_command_starts_its_process_for_a_large_input_only(tmp_path, monkeypatch):
+def test_the_score_command_starts_its_process_for_a_large_input_only(
+    tmp_path, monkeypatch, started
+):
     """issue 32: `score` of 1 MB of trial files or more starts its helper before reading.
 
     Counted through the processes started (``AsideWorker`` objects with a
     process); a small input starts none for the probe of a few groups, and
     ``--no-probe --no-references`` none at all, whatever the size.
     """
-    from bayesobs import cli, distributed
+    from bayesobs import cli
     from bayesobs.fits.synthetic import simulated_trials
 
     path = tmp_path / "trials.csv"
@@ -304,14 +322,6 @@ def test_the_score_command_starts_its_process_for_a_large_input_only(tmp_path, m
     (folder / "stimuli" / "a.json").write_text("{}" * 1000)
     assert cli._input_bytes([folder, path]) == 13 + path.stat().st_size
     assert cli._input_bytes([tmp_path / "missing.csv"]) == 0
-    started = []
-    real = distributed.AsideWorker.__init__
-
-    def counting(self, *args, **kwargs):
-        real(self, *args, **kwargs)
-        started.append(self.aside)
-
-    monkeypatch.setattr(distributed.AsideWorker, "__init__", counting)
     out = tmp_path / "small"
     assert cli.main(["score", str(path), "--bootstrap", "2", "--out", str(out)]) == 0
     assert started and not any(started)  # the probe's 3 groups and the reference rows: here
@@ -407,14 +417,14 @@ def test_fit_batch_with_a_started_process_fits_the_log_scale_there_with_the_same
 
 
 @two_cores
-def test_the_fit_command_starts_its_process_for_a_large_input_only(tmp_path, monkeypatch):
+def test_the_fit_command_starts_its_process_for_a_large_input_only(tmp_path, monkeypatch, started):
     """issue 32: `fit` of 1 MB of trial files or more starts its helper before reading.
 
     The helper's imports must not wait for this process's: sizing the input
     loads no pandas (a fresh interpreter). The tables are the same with and
     without the process; ``--interleaved`` (its own fits) starts none.
     """
-    from bayesobs import cli, distributed
+    from bayesobs import cli
     from bayesobs.fits.synthetic import simulated_trials
 
     code = (
@@ -426,14 +436,6 @@ def test_the_fit_command_starts_its_process_for_a_large_input_only(tmp_path, mon
     path = tmp_path / "trials.csv"
     trials = simulated_trials(n_subjects=2, trials_per_session=12, seed=3)
     trials.assign(coherence=np.where(trials.index % 2, "low", "high")).to_csv(path, index=False)
-    started = []
-    real = distributed.AsideWorker.__init__
-
-    def counting(self, *args, **kwargs):
-        real(self, *args, **kwargs)
-        started.append(self.aside)
-
-    monkeypatch.setattr(distributed.AsideWorker, "__init__", counting)
     argv = ["fit", str(path), "--bootstrap", "3"]
     assert cli.main([*argv, "--out", str(tmp_path / "small")]) == 0
     assert started == [False]

@@ -388,23 +388,9 @@ def test_kalman_moments_in_blocks_and_threads_equal_the_plain_recursion(R):
         np.testing.assert_array_equal(got, ref)
 
 
-def _encode_by_json(params):
-    """``encode_params`` as it was: every dict through ``json.dumps`` (the reference)."""
-    import json
-    import math
-
-    out = {}
-    for name, value in params.items():
-        if isinstance(value, float) and math.isinf(value):
-            out[name] = None
-            out[f"{name}_limit"] = "inf" if value > 0 else "-inf"
-        else:
-            out[name] = value
-    return json.dumps(out, allow_nan=False)
-
-
 def _fits_table_by_rows(batch):
     """``fits_table`` as it was: a dict per row, ``json.dumps`` per row (the reference)."""
+    from bayesobs.fits.fitresults import _encode_json  # every value through json.dumps
     from bayesobs.fits.observers.variants import FACTORS, VARIANTS
     from bayesobs.trials import CELL_KEYS
 
@@ -429,7 +415,7 @@ def _fits_table_by_rows(batch):
                     "k": v.k if batch.k is None else int(batch.k[c, j]),
                     "loglik": batch.loglik[c, 0, j],
                     "aic": batch.aic[c, 0, j],
-                    "params": _encode_by_json(params),
+                    "params": _encode_json(params),
                     **extra,
                 }
             )
@@ -444,7 +430,7 @@ def test_fits_table_equals_the_row_by_row_table_with_json_dumps(tmp_path):
     ``rho = inf`` limits and skipped variants (a constant cell), a lapse
     fit, an interleaved fit (levels), and no cells at all.
     """
-    from bayesobs.fits.fitresults import encode_params, fits_table
+    from bayesobs.fits.fitresults import _encode_json, encode_params, fits_table
     from bayesobs.fits.fitting import fit_batch
     from bayesobs.fits.synthetic import simulated_trials
     from bayesobs.trials import normalize_trials
@@ -487,7 +473,7 @@ def test_fits_table_equals_the_row_by_row_table_with_json_dumps(tmp_path):
         {"naïve": 0.5, 'q"uote': 1.5},
         {},
     ):
-        assert encode_params(params) == _encode_by_json(params)
+        assert encode_params(params) == _encode_json(params)  # json.dumps
     for bad in ({"w": float("nan")}, {"skipped": "x", "w": float("nan")}):
         with pytest.raises(ValueError):
             encode_params(bad)
