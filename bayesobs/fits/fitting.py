@@ -232,11 +232,12 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, aside=None):
         z, u, obs, jac_run, centre_run = transformed(runs, cells, log)
         Gd = np.asarray(W @ gram_stats(z, u, runs.present, obs))
         kalman = (W, Gd, z.T.copy(), u.T.copy(), obs.T.copy())
+        there = None  # the task's index where the process computes these Kalman fits
         if log and aside is not None and aside.aside:
-            kalman = aside.submit(fit_kalman_task, kalman)  # its index: the result comes later
-        scales[log] = (Gd, np.asarray(W @ jac_run), centre_run, kalman)
+            there = aside.submit(fit_kalman_task, kalman)
+        scales[log] = (Gd, np.asarray(W @ jac_run), centre_run, kalman, there)
     for log in (False, True):
-        Gd, jac, centre_run, kalman = scales[log]
+        Gd, jac, centre_run, kalman, there = scales[log]
         # cell centring constant, per dataset
         centre_cell = np.zeros(len(cells))
         centre_cell[runs.cell] = centre_run
@@ -245,7 +246,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, aside=None):
         n_out = n
         floor = variance_floor(Gd, quantum_floor(cells, log)[cell_of])
         results = closed_forms(Gd)
-        results.update(aside.result(kalman) if isinstance(kalman, int) else fit_kalman(*kalman))
+        results.update(fit_kalman(*kalman) if there is None else aside.result(there))
         ok_cell = (cells["log_skipped"].to_numpy() == "") if log else np.ones(len(cells), bool)
         ok_cell = ok_cell & ~cells["constant"].to_numpy(bool)
         ok = ok_cell[cell_of]

@@ -214,17 +214,21 @@ def kalman_moments_blocked(z, u, obs, rho):
     blocks = [slice(a, b) for a, b in pairwise(edges)]
     if not blocks:
         return [np.zeros(0)] * 3
-    parts = [kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b]) for b in blocks]
-    return [np.concatenate(p, axis=-1) for p in zip(*parts, strict=True)]
+    one = lambda b: kalman_moments(z[:, b], u[:, b], obs[:, b], rho[b])  # noqa: E731
+    return _by_columns(one, blocks, threaded=False)
 
 
-def _by_columns(one, blocks: list[slice]) -> list[np.ndarray]:
-    """``one(block)`` of each block of columns in two threads, the moments joined on the last axis.
+def _by_columns(one, blocks: list[slice], threaded: bool) -> list[np.ndarray]:
+    """``one(block)`` of each block of columns, the three moments joined along the last axis.
 
-    NumPy releases the GIL; worth it for blocks whose every call is long (a grid's).
+    In two threads if ``threaded`` (NumPy releases the GIL; worth it only for
+    blocks whose every call is long, a grid's).
     """
-    with ThreadPoolExecutor(2) as pool:
-        parts = list(pool.map(one, blocks))
+    if threaded:
+        with ThreadPoolExecutor(2) as pool:
+            parts = list(pool.map(one, blocks))
+    else:
+        parts = [one(b) for b in blocks]
     return [np.concatenate(p, axis=-1) for p in zip(*parts, strict=True)]
 
 
@@ -251,7 +255,9 @@ def kalman_moments_grid(z, u, obs, rho):
     if R < 2 * 256 or (os.cpu_count() or 1) < 2:
         return list(kalman_moments(z, u, obs, rho))
     halves = [slice(0, R // 2), slice(R // 2, R)]
-    return _by_columns(lambda b: kalman_moments(z[:, b], u[:, b], obs[:, b], rho), halves)
+    return _by_columns(
+        lambda b: kalman_moments(z[:, b], u[:, b], obs[:, b], rho), halves, threaded=True
+    )
 
 
 def rss_kalman(G, s1, s2, s3):
