@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from .errors import BayesobsInputError, FatalSubjectError
+from .jsonl import trial_file
 from .logprobs import MAX_TOP_LOGPROBS, RESPONSES
 from .run import DEFAULT_MAX_CONCURRENCY  # not .run.concurrency: no asyncio at start-up
 from .run.imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS, IMAGE_MODES
@@ -110,8 +111,6 @@ ASIDE_INPUT_BYTES = 1_000_000
 
 def _input_bytes(paths) -> int:
     """The size of the files ``read_trials`` reads for ``paths`` (0 for one that is missing)."""
-    from .jsonl import trial_file  # no pandas: the helper process starts before it loads
-
     total = 0
     for path in map(Path, paths):
         try:
