@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import children_cpu, result, yardstick
+from common import children_cpu, proc_stat, result, yardstick
 
 from bayesobs.tunnel import PROTOCOL, SIMS, make_trial
 from bayesobs.tunnel.parse import parse
@@ -100,7 +100,7 @@ def runner(subjects: list[str], trials: int | None) -> None:
             print(f"  [{stamped[-1][0]:7.1f} s] {stamped[-1][1]}", flush=True)  # the user's view
             if first_cpu is None:  # the child's CPU seconds so far (Linux), load aside
                 with contextlib.suppress(OSError, IndexError, ValueError):
-                    fields = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    fields = proc_stat(child.pid)
                     first_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         assert child.wait() == 0, "\n".join(x for _, x in stamped[-5:])
         t_run = time.perf_counter() - t0

@@ -71,10 +71,8 @@ def tree_memory(pid: int | None = None) -> tuple[int, int]:
     parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            try:  # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-                parents[int(entry.name)] = int(
-                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
-                )
+            try:
+                parents[int(entry.name)] = int(proc_stat(int(entry.name))[1])
             except (OSError, IndexError, ValueError):
                 continue  # ended meanwhile
     tree, frontier = {root}, [root]
@@ -82,7 +80,7 @@ def tree_memory(pid: int | None = None) -> tuple[int, int]:
         kids = [p for p, pp in parents.items() if pp in frontier and p not in tree]
         tree.update(kids)
         frontier = kids
-    pss = rss = 0
+    total = {"Pss": 0, "Rss": 0}
     for p in tree:
         try:
             text = Path(f"/proc/{p}/smaps_rollup").read_text()
@@ -90,10 +88,19 @@ def tree_memory(pid: int | None = None) -> tuple[int, int]:
             continue
         for line in text.splitlines():
             key, _, value = line.partition(":")
-            if key in ("Pss", "Rss"):
-                kib = int(value.split()[0]) * 1024
-                pss, rss = (pss + kib, rss) if key == "Pss" else (pss, rss + kib)
-    return pss, rss
+            if key in total:
+                total[key] += int(value.split()[0]) * 1024  # kB
+    return total["Pss"], total["Rss"]
+
+
+def proc_stat(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name: state, ppid, ... (Linux).
+
+    The name, in parentheses, may hold spaces and parentheses itself, so the
+    fields are those after its last ``)``; field ``i`` of proc(5) (from 1) is
+    item ``i - 3`` here.  Raises ``OSError`` for a process that has ended.
+    """
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
 class MemoryPeak:
