@@ -12,6 +12,7 @@ functions.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -149,23 +150,72 @@ def kalman_means(z: np.ndarray, rho: np.ndarray | float) -> np.ndarray:
     return mu
 
 
-def _kalman_jax(z, rho):
-    """:func:`kalman_means` for JAX arrays (``lax.scan`` over time; finite ``rho``)."""
+def _kalman_scan(z, r, tangent: bool):
+    """The filter's ``lax.scan``: the means, and with ``tangent`` their derivatives in ``r``.
+
+    ``d mu_t / d r`` is carried forward beside ``mu_t`` (``r`` is one number
+    per run), so a gradient needs this one loop over time instead of a forward
+    and a backward one.
+    """
     import jax  # optional weight: JAX loads only for posterior/calibration work
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
 
-    r = jnp.broadcast_to(rho, z.shape[:-1])
-
     def step(carry, zt):
-        k, mu = carry
+        k, mu, dk, dmu = carry
         p = k + r
-        k = p / (p + 1.0)
-        mu = mu + k * (zt - mu)
-        return (k, mu), mu
+        k_new = p / (p + 1.0)
+        # d/dr of k' = p / (p + 1), p = k + r: (dk + 1) / (p + 1)^2
+        dk_new = (dk + 1.0) / ((p + 1.0) * (p + 1.0)) if tangent else dk
+        # d/dr of mu + k' (z - mu) = (1 - k') dmu + dk' (z - mu)
+        dmu_new = (1.0 - k_new) * dmu + dk_new * (zt - mu) if tangent else dmu
+        mu = mu + k_new * (zt - mu)
+        return (k_new, mu, dk_new, dmu_new), (mu, dmu_new)
 
-    init = (jnp.ones(z.shape[:-1], dtype=z.dtype), z[..., 0])
-    _, mus = jax.lax.scan(step, init, jnp.moveaxis(z[..., 1:], -1, 0))
-    return jnp.concatenate([z[..., :1], jnp.moveaxis(mus, 0, -1)], axis=-1)
+    zero = jnp.zeros(z.shape[:-1], dtype=z.dtype)
+    init = (jnp.ones(z.shape[:-1], dtype=z.dtype), z[..., 0], zero, zero)
+    _, (mus, dmus) = jax.lax.scan(step, init, jnp.moveaxis(z[..., 1:], -1, 0))
+
+    def series(first, rest):
+        return jnp.concatenate([first[..., None], jnp.moveaxis(rest, 0, -1)], axis=-1)
+
+    return series(z[..., 0], mus), (series(zero, dmus) if tangent else None)
+
+
+@lru_cache(maxsize=1)
+def _kalman_filter_jax():
+    """The filter as a ``jax.custom_jvp`` of ``(z, r)`` (built once, when JAX is first needed)."""
+    import jax  # optional weight: JAX loads only for posterior/calibration work
+    from jax.custom_derivatives import SymbolicZero  # optional weight: as above
+
+    @jax.custom_jvp
+    def kalman(z, r):
+        return _kalman_scan(z, r, False)[0]
+
+    def jvp(primals, tangents):
+        z, r = primals
+        z_dot, r_dot = tangents
+        mus, dmus = _kalman_scan(z, r, True)
+        out = 0.0 if isinstance(r_dot, SymbolicZero) else dmus * r_dot[..., None]
+        if not isinstance(z_dot, SymbolicZero):  # the means are linear in z, gains fixed by r
+            out = out + jax.jvp(lambda q: _kalman_scan(q, r, False)[0], (z,), (z_dot,))[1]
+        if isinstance(out, float):  # neither perturbed (JAX does not ask for this)
+            out = jax.numpy.zeros_like(mus)
+        return mus, out
+
+    kalman.defjvp(jvp, symbolic_zeros=True)
+    return kalman
+
+
+def _kalman_jax(z, rho):
+    """:func:`kalman_means` for JAX arrays (``lax.scan`` over time; finite ``rho``).
+
+    Differentiated in forward mode through ``rho`` (:func:`_kalman_scan`), so
+    reverse mode (NUTS's gradients) runs one loop over time, not two.
+    """
+    import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
+
+    r = jnp.broadcast_to(rho, z.shape[:-1])
+    return _kalman_filter_jax()(z, r)
 
 
 def mean_padded(variant: Variant | str, params: dict, z, zbar, xp=np):
