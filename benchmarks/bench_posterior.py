@@ -30,7 +30,8 @@ the fit starts (not the Dask workers); the JAX device and the peak resident
 memory are reported twice: the bound (this process's peak plus the largest
 worker's peak times the workers, ``ru_maxrss``, each counting the shared
 libraries) and the peak of what this process and its workers held together,
-sampled (:class:`common.MemoryPeak`: PSS, a shared page counted once).
+sampled (:class:`common.MemoryPeak`: PSS, a shared page counted once; the
+sampler keeps to 2% of a core, and its time is printed).
 """
 
 from __future__ import annotations
@@ -198,8 +199,9 @@ def scale(args) -> dict:
     print(
         f"peak resident memory, together: {res['peak_pss_together_gib']:.2f} GiB = "
         f"{together:.2f} GB PSS ({res['peak_rss_together_gib']:.2f} GiB RSS) of this process and "
-        f"its workers at one moment (sampled every 0.25 s; a page shared by n processes counted "
-        f"1/n in each; target <= 4 GB: {'met' if together <= 4 else 'NOT met'})"
+        f"its workers at one moment ({res['memory_samples']} samples, every 0.25 s or 50 times a "
+        f"sample's own time, {res['memory_sampling_s']} s of sampling in all; a page shared by n "
+        f"processes counted 1/n in each; target <= 4 GB: {'met' if together <= 4 else 'NOT met'})"
     )
     return res
 
@@ -245,6 +247,8 @@ def timed(sub, kw, keep_files=False, **options):
             "netcdf_gib": round(written / 1024**3, 2),
             "peak_pss_together_gib": round(peak.pss / 1024**3, 2),
             "peak_rss_together_gib": round(peak.rss / 1024**3, 2),
+            "memory_samples": peak.samples,
+            "memory_sampling_s": round(peak.seconds, 1),
         },
     )
 

@@ -106,26 +106,36 @@ def proc_stat(pid: int) -> list[str]:
 class MemoryPeak:
     """The peak of :func:`tree_memory` (this process and its children) while the block runs.
 
-    Sampled every ``interval`` seconds by a thread; ``pss`` and ``rss`` are
-    the peaks of the simultaneous sums (bytes), what the processes held
-    together at one moment, unlike the sum of each one's own peak
-    (``ru_maxrss``), which may come at different times and counts shared
-    pages once per process.
+    Sampled by a thread every ``interval`` seconds, or less often where a
+    sample is dear: reading ``smaps_rollup`` walks a process's page tables,
+    about 0.1-0.2 s for the three processes of the whole-benchmark posterior
+    fit, which a sample every 0.25 s took from the workers' two cores (a
+    fifth of one).  The wait after a sample is at least its own time over
+    ``max_share``, so the sampler keeps to that share of one core.  ``pss``
+    and ``rss`` are the peaks of the simultaneous sums (bytes), what the
+    processes held together at one moment, unlike the sum of each one's own
+    peak (``ru_maxrss``), which may come at different times and counts shared
+    pages once per process; ``seconds`` is the time the samples took.
     """
 
-    def __init__(self, interval: float = 0.25) -> None:
+    def __init__(self, interval: float = 0.25, max_share: float = 0.02) -> None:
         self.interval = interval
+        self.max_share = max_share
         self.pss = self.rss = 0
         self.samples = 0  # samples taken so far
+        self.seconds = 0.0  # time spent sampling
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while True:
+            start = time.perf_counter()
             pss, rss = tree_memory()
+            cost = time.perf_counter() - start
             self.pss, self.rss = max(self.pss, pss), max(self.rss, rss)
             self.samples += 1
-            if self._stop.wait(self.interval):
+            self.seconds += cost
+            if self._stop.wait(max(self.interval, cost / self.max_share)):
                 return
 
     def __enter__(self) -> MemoryPeak:

@@ -58,3 +58,21 @@ def test_the_sampled_peak_counts_children_together_and_shared_pages_once():
     assert peak.pss >= held_pss - arrays / 20 and peak.rss >= held_rss - arrays / 20
     after_pss, _ = tree_memory()
     assert after_pss < base_pss + arrays / 4
+
+
+def test_a_dear_sample_spaces_the_next_out(monkeypatch):
+    """A sample that takes 50 ms is followed by a wait of 50 ms / max_share (here 0.5 s):
+    the sampler keeps to its share of a core however slow /proc is to read."""
+    import common
+
+    def slow():
+        time.sleep(0.05)
+        return 1, 2
+
+    monkeypatch.setattr(common, "tree_memory", slow)
+    with MemoryPeak(interval=0.01, max_share=0.1) as peak:
+        time.sleep(1.2)
+    # samples at about 0, 0.55 and 1.1 s: three, where the interval alone allows ~20
+    assert 2 <= peak.samples <= 3
+    assert peak.seconds == pytest.approx(0.05 * peak.samples, rel=0.5)
+    assert (peak.pss, peak.rss) == (1, 2)
