@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import pandas as pd
 
 from ..fits.posterior import bcs_posterior, fit_posterior, ppc_table
@@ -95,7 +96,6 @@ def write_netcdf(path: Path, idata) -> None:
         The fit.
     """
     import netCDF4  # start-up time: netCDF-C loads only to write a posterior
-    import numpy as np
 
     groups = [(g, idata[g]) for g in idata.groups()]
     if not all(_plain(v) for _, ds in groups for v in ds.variables.values()):
