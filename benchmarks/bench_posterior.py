@@ -199,8 +199,9 @@ def scale(args) -> dict:
     print(
         f"peak resident memory, together: {res['peak_pss_together_gib']:.2f} GiB = "
         f"{together:.2f} GB PSS ({res['peak_rss_together_gib']:.2f} GiB RSS) of this process and "
-        f"its workers at one moment ({res['memory_samples']} samples, every 0.25 s or 50 times a "
-        f"sample's own time, {res['memory_sampling_s']} s of sampling in all; a page shared by n "
+        f"its workers at one moment ({res['memory_samples']} samples, every "
+        f"{res['memory_interval_s']} s or {1 / res['memory_max_share']:.0f} times a sample's own "
+        f"time, {res['memory_sampling_s']} s of sampling in all; a page shared by n "
         f"processes counted 1/n in each; target <= 4 GB: {'met' if together <= 4 else 'NOT met'})"
     )
     return res
@@ -248,6 +249,8 @@ def timed(sub, kw, keep_files=False, **options):
             "peak_pss_together_gib": round(peak.pss / 1024**3, 2),
             "peak_rss_together_gib": round(peak.rss / 1024**3, 2),
             "memory_samples": peak.samples,
+            "memory_interval_s": peak.interval,
+            "memory_max_share": peak.max_share,
             "memory_sampling_s": round(peak.seconds, 1),
         },
     )

@@ -54,6 +54,11 @@ def _kalman_reference(z, rho):
     return kalman_means(np.asarray(z, float), np.asarray(rho, float))
 
 
+def _central(f, x, h):
+    """Central difference of ``f`` at ``x`` with step ``h``."""
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
 @pytest.mark.parametrize("rho", [1e-3, 0.3, 2.0, 50.0])
 def test_kalman_gradients_carried_forward_match_finite_differences(rho):
     # the JAX filter differentiates through rho in forward mode (one loop over time for
@@ -64,17 +69,13 @@ def test_kalman_gradients_carried_forward_match_finite_differences(rho):
     z = rng.normal(size=(3, 40))
     w = rng.normal(size=(3, 40))
     zj, wj = jnp.asarray(z, jnp.float32), jnp.asarray(w, jnp.float32)
-    kal = {"rho": 0.0}
 
     def objective(log_rho, zz=zj):  # through the model's own mean function
-        kal["rho"] = jnp.exp(log_rho)
+        kal = {"rho": jnp.exp(log_rho)}
         return jnp.sum(wj * mean_padded("kalman", kal, zz, zz.mean(1, keepdims=True), xp=jnp))
 
     lr, h = np.log(rho), 1e-4
-    fd = (
-        np.sum(w * _kalman_reference(z, np.exp(lr + h)))
-        - np.sum(w * _kalman_reference(z, np.exp(lr - h)))
-    ) / (2 * h)
+    fd = _central(lambda x: np.sum(w * _kalman_reference(z, np.exp(x))), lr, h)
     value, grad = jax.value_and_grad(objective)(jnp.float32(lr))
     np.testing.assert_allclose(value, np.sum(w * _kalman_reference(z, rho)), rtol=1e-5)
     np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-5)
@@ -85,11 +86,7 @@ def test_kalman_gradients_carried_forward_match_finite_differences(rho):
         jax.grad(lambda r, zr, wr: jnp.sum(wr * mean_padded("kalman", {"rho": r}, zr, zr, xp=jnp)))
     )(jnp.asarray(rhos, jnp.float32), zj, wj)
     fd_run = [
-        (
-            np.sum(w[i] * _kalman_reference(z[i], r * (1 + h)))
-            - np.sum(w[i] * _kalman_reference(z[i], r * (1 - h)))
-        )
-        / (2 * h * r)
+        _central(lambda x, i=i: np.sum(w[i] * _kalman_reference(z[i], x)), r, h * r)
         for i, r in enumerate(rhos)
     ]
     np.testing.assert_allclose(per_run, fd_run, rtol=1e-4, atol=1e-5)

@@ -155,30 +155,35 @@ def _kalman_scan(z, r, tangent: bool):
 
     ``d mu_t / d r`` is carried forward beside ``mu_t`` (``r`` is one number
     per run), so a gradient needs this one loop over time instead of a forward
-    and a backward one.
+    and a backward one.  Returns ``(means, derivatives or None)``.
     """
     import jax  # optional weight: JAX loads only for posterior/calibration work
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
 
     def step(carry, zt):
-        k, mu, dk, dmu = carry
+        k, mu = carry[:2]
         p = k + r
         k_new = p / (p + 1.0)
+        mu_new = mu + k_new * (zt - mu)
+        if not tangent:
+            return (k_new, mu_new), mu_new
+        dk, dmu = carry[2:]
         # d/dr of k' = p / (p + 1), p = k + r: (dk + 1) / (p + 1)^2
-        dk_new = (dk + 1.0) / ((p + 1.0) * (p + 1.0)) if tangent else dk
+        dk_new = (dk + 1.0) / ((p + 1.0) * (p + 1.0))
         # d/dr of mu + k' (z - mu) = (1 - k') dmu + dk' (z - mu)
-        dmu_new = (1.0 - k_new) * dmu + dk_new * (zt - mu) if tangent else dmu
-        mu = mu + k_new * (zt - mu)
-        return (k_new, mu, dk_new, dmu_new), (mu, dmu_new)
+        dmu_new = (1.0 - k_new) * dmu + dk_new * (zt - mu)
+        return (k_new, mu_new, dk_new, dmu_new), (mu_new, dmu_new)
 
     zero = jnp.zeros(z.shape[:-1], dtype=z.dtype)
-    init = (jnp.ones(z.shape[:-1], dtype=z.dtype), z[..., 0], zero, zero)
-    _, (mus, dmus) = jax.lax.scan(step, init, jnp.moveaxis(z[..., 1:], -1, 0))
+    init = (jnp.ones(z.shape[:-1], dtype=z.dtype), z[..., 0]) + ((zero, zero) if tangent else ())
+    _, out = jax.lax.scan(step, init, jnp.moveaxis(z[..., 1:], -1, 0))
 
     def series(first, rest):
         return jnp.concatenate([first[..., None], jnp.moveaxis(rest, 0, -1)], axis=-1)
 
-    return series(z[..., 0], mus), (series(zero, dmus) if tangent else None)
+    if not tangent:
+        return series(z[..., 0], out), None
+    return series(z[..., 0], out[0]), series(zero, out[1])
 
 
 @lru_cache(maxsize=1)
@@ -194,13 +199,13 @@ def _kalman_filter_jax():
     def jvp(primals, tangents):
         z, r = primals
         z_dot, r_dot = tangents
-        mus, dmus = _kalman_scan(z, r, True)
-        out = 0.0 if isinstance(r_dot, SymbolicZero) else dmus * r_dot[..., None]
+        through_r = not isinstance(r_dot, SymbolicZero)
+        mus, dmus = _kalman_scan(z, r, through_r)  # the derivative only where it is asked for
+        terms = [dmus * r_dot[..., None]] if through_r else []
         if not isinstance(z_dot, SymbolicZero):  # the means are linear in z, gains fixed by r
-            out = out + jax.jvp(lambda q: _kalman_scan(q, r, False)[0], (z,), (z_dot,))[1]
-        if isinstance(out, float):  # neither perturbed (JAX does not ask for this)
-            out = jax.numpy.zeros_like(mus)
-        return mus, out
+            terms.append(jax.jvp(lambda q: _kalman_scan(q, r, False)[0], (z,), (z_dot,))[1])
+        # neither perturbed: JAX does not ask, but a zero tangent is the answer
+        return mus, sum(terms[1:], terms[0]) if terms else jax.numpy.zeros_like(mus)
 
     kalman.defjvp(jvp, symbolic_zeros=True)
     return kalman
