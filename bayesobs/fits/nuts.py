@@ -28,6 +28,11 @@ float rounding (the two programs fuse their arithmetic differently) sends a
 chain another way; tests/fits/test_nuts.py compares the two, and checks the
 draws against a known posterior.
 
+The keys are NumPyro's raw keys, drawn from through
+:mod:`bayesobs.fits.prng` (JAX's threefry with its hash unrolled: the same
+bits, without the five-iteration loop that JAX's CPU lowering runs for every
+one of the ten hashes of a step; about 12-25% of the sampling time).
+
 Positions, momenta and gradients are flat vectors here (the order of
 ``jax.flatten_util.ravel_pytree``, which is the order of NUTS's one diagonal
 mass-matrix block); the potential sees the position as its pytree.
@@ -142,16 +147,19 @@ def is_turning(inverse_mass, r_left, r_right, r_sum):
     )
 
 
-def combine(tree: Tree, new: Tree, inverse_mass, right, key, biased: bool) -> Tree:
+def combine(tree: Tree, new: Tree, inverse_mass, right, key, biased: bool, impl=None) -> Tree:
     """``tree`` extended by ``new`` on its ``right`` (else left) side, the proposal resampled.
 
     ``biased``: the move between a trajectory and its new subtree
     (Betancourt 2017, A.3.2); otherwise the uniform (multinomial) move within
-    a subtree (A.3.1).
+    a subtree (A.3.1).  ``key`` is raw key data; ``impl`` the implementation
+    that draws with it (:func:`bayesobs.fits.prng.wrap`; None: JAX's own).
     """
     import jax  # optional weight: JAX loads only for posterior/calibration work
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
     from jax import random
+
+    from .prng import wrap  # optional weight: JAX loads only for posterior/calibration work
 
     left_t, right_t = _where(right, (tree, new), (new, tree))
     r_sum = tree.r_sum + new.r_sum
@@ -162,7 +170,7 @@ def combine(tree: Tree, new: Tree, inverse_mass, right, key, biased: bool) -> Tr
     else:
         prob = jax.nn.sigmoid(new.weight - tree.weight)
         turning = tree.turning
-    move = random.bernoulli(key, prob)
+    move = random.bernoulli(wrap(key, impl), prob)
     z_p, pe_p, g_p, e_p = _where(
         move,
         (new.z_proposal, new.pe_proposal, new.g_proposal, new.energy_proposal),
@@ -242,8 +250,16 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
         welford_covariance,
     )
 
+    from .prng import unrolled_impl, unwrap, wrap  # optional weight: JAX only for posterior work
+
     if num_draws < 1:
         raise ValueError(f"num_draws must be at least 1, got {num_draws}")
+    # JAX's keys, hashed without a loop per call (the same bits: bayesobs.fits.prng)
+    impl = unrolled_impl()
+
+    def split(key, n):
+        return unwrap(random.split(wrap(key, impl), n), impl)
+
     flat0, unravel = ravel_pytree(example_z)
     size, dtype = flat0.shape[0], flat0.dtype
     # NUTS on a model keeps one diagonal block of every site, sorted by name
@@ -258,11 +274,11 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
         return jax.value_and_grad(lambda q: potential(unravel(q), data))(z)
 
     def begin_doubling(lane: Lane) -> Lane:
-        tree_key, direction_key, doubling_key = random.split(lane.tree_key, 3)
-        sub_key, trans_key = random.split(doubling_key)
+        tree_key, direction_key, doubling_key = split(lane.tree_key, 3)
+        sub_key, trans_key = split(doubling_key, 2)
         return lane._replace(
             tree_key=tree_key,
-            right=random.bernoulli(direction_key),
+            right=random.bernoulli(wrap(direction_key, impl)),
             trans_key=trans_key,
             sub=lane.tree._replace(num_proposals=jnp.array(0, jnp.int32)),
             sub_key=sub_key,
@@ -271,11 +287,11 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
         )
 
     def begin_transition(lane: Lane) -> Lane:
-        key, key_momentum, key_transition = random.split(lane.key, 3)
+        key, key_momentum, key_transition = split(lane.key, 3)
         # NumPyro's momentum_generator splits one key per mass block (even for one block)
         if layout["blocked"]:
-            key_momentum = random.split(key_momentum, 1)[0]
-        eps = random.normal(key_momentum, (size,))
+            key_momentum = split(key_momentum, 1)[0]
+        eps = random.normal(wrap(key_momentum, impl), (size,))
         r = lane.adapt.mass_sqrt * eps
         energy0 = lane.pe + kinetic(lane.adapt.inverse_mass, r)
         tree = _leaf(
@@ -322,7 +338,7 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
         if num_warmup:
             a = lane.adapt
             accept_prob = tree.sum_accept_probs / tree.num_proposals
-            adapt_key, _ = random.split(a.key)  # NumPyro splits off a key for a search it skips
+            adapt_key, _ = split(a.key, 2)  # NumPyro splits off a key for a search it skips
             ss_state = ss_update(TARGET_ACCEPT - accept_prob, a.ss_state)
             log_step, log_step_avg, *_ = ss_state
             step_size = jnp.where(i == num_warmup - 1, jnp.exp(log_step_avg), jnp.exp(log_step))
@@ -374,9 +390,9 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
             1,
         )
         # the leaf joins the subtree; U-turns checked against the subtree's checkpoints
-        sub_key, leaf_key = random.split(lane.sub_key)
+        sub_key, leaf_key = split(lane.sub_key, 2)
         n = sub.num_proposals
-        sub = _where(n == 0, leaf, combine(sub, leaf, inv, lane.right, leaf_key, False))
+        sub = _where(n == 0, leaf, combine(sub, leaf, inv, lane.right, leaf_key, False, impl))
         idx_min, idx_max = leaf_ckpt_range(n)
         even = n % 2 == 0
         ckpt_r = lane.ckpt_r.at[idx_max].set(jnp.where(even, r, lane.ckpt_r[idx_max]))
@@ -392,7 +408,7 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
         sub_done = (sub.num_proposals >= 2**lane.tree.depth) | turning | sub.diverging
         leapt = lane._replace(sub=sub, sub_key=sub_key, ckpt_r=ckpt_r, ckpt_r_sum=ckpt_r_sum)
         # a finished subtree joins the trajectory, which doubles again or ends
-        tree = combine(lane.tree, sub, inv, lane.right, lane.trans_key, True)
+        tree = combine(lane.tree, sub, inv, lane.right, lane.trans_key, True, impl)
         more = (tree.depth < MAX_TREE_DEPTH) & ~tree.turning & ~tree.diverging
         doubled = leapt._replace(tree=tree)
         after = _where(more, begin_doubling(doubled), end_transition(doubled, tree))
