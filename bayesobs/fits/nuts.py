@@ -31,7 +31,7 @@ draws against a known posterior.
 The keys are NumPyro's raw keys, drawn from through
 :mod:`bayesobs.fits.prng` (JAX's threefry with its hash unrolled: the same
 bits, without the five-iteration loop that JAX's CPU lowering runs for every
-one of the ten hashes of a step; about 12-25% of the sampling time).
+one of the ten hashes of a step, which cost 12-25% of the sampling time).
 
 Positions, momenta and gradients are flat vectors here (the order of
 ``jax.flatten_util.ravel_pytree``, which is the order of NUTS's one diagonal
