@@ -16,7 +16,7 @@ from jax import lax, random  # noqa: E402
 from numpyro.infer import NUTS  # noqa: E402
 from numpyro.infer.util import potential_energy  # noqa: E402
 
-from bayesobs.fits.nuts import leaf_ckpt_range, make_sampler  # noqa: E402
+from bayesobs.fits.nuts import leaf_ckpt_range, make_sampler, packing  # noqa: E402
 
 
 def normal_model(y):
@@ -151,6 +151,86 @@ def test_checkpoint_ranges_follow_numpyros_rule():
     for n, (lo, hi) in expect.items():
         got = leaf_ckpt_range(jnp.asarray(n, jnp.int32))
         assert (int(got[0]), int(got[1])) == (lo, hi), n
+
+
+def test_packing_round_trips_and_a_packed_select_is_the_leafwise_select():
+    """One array per dtype, in leaf order; unpacking gives every leaf back bit for bit, and a
+    select of two packed trees unpacks to jnp.where of each leaf."""
+    rng = np.random.default_rng(1)
+
+    def tree(seed):
+        r = np.random.default_rng(seed)
+        return {
+            "a": jnp.asarray(r.normal(size=(5, 3)), jnp.float32),
+            "b": (jnp.asarray(r.integers(0, 9, 5), jnp.int32), jnp.asarray(r.random(5) < 0.5)),
+            "c": jnp.asarray(r.normal(size=(5, 2, 4)), jnp.float32),
+            "k": jnp.asarray(r.integers(0, 2**32, (5, 2)), jnp.uint32),
+            "s": jnp.asarray(r.normal(size=5), jnp.float32),
+        }
+
+    x, y = tree(2), tree(3)
+    pack, unpack = packing(x)
+    packed = pack(x)
+    assert [(p.dtype, p.shape) for p in packed] == [
+        (jnp.float32, (5, 3 + 8 + 1)),
+        (jnp.int32, (5, 1)),
+        (jnp.bool_, (5, 1)),
+        (jnp.uint32, (5, 2)),
+    ]
+    back = unpack(packed)
+    assert jax.tree.structure(back) == jax.tree.structure(x)
+    for got, want in zip(jax.tree.leaves(back), jax.tree.leaves(x), strict=True):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    pred = jnp.asarray(rng.random(5) < 0.5)
+    chosen = unpack(
+        tuple(jnp.where(pred[:, None], a, b) for a, b in zip(pack(x), pack(y), strict=True))
+    )
+    for got, a, b in zip(
+        jax.tree.leaves(chosen), jax.tree.leaves(x), jax.tree.leaves(y), strict=True
+    ):
+        want = jnp.where(pred.reshape((5,) + (1,) * (a.ndim - 1)), a, b)
+        assert np.array_equal(got, want)
+
+
+def test_the_loop_draws_what_its_steps_draw():
+    """``run`` (packed state, one select per dtype) against ``step`` looped chain by chain
+    (a select per field), same keys, through a warm-up window: the same draws and trajectory
+    lengths (float64: XLA fuses the two programs' arithmetic differently, and in float32
+    that rounding sends a chain another way within tens of transitions)."""
+    warmup, draws = 30, 10
+    with jax.enable_x64(True):
+        y = jnp.asarray(np.asarray(Y), jnp.float64)
+        keys = random.split(random.PRNGKey(5), 3)
+        states = jax.vmap(lambda k: NUTS(normal_model).init(k, warmup, model_args=(y,)))(keys)
+        example = jax.tree.map(lambda a: a[0], states.z)
+        start, step, run = make_sampler(
+            lambda q, data: potential_energy(normal_model, (data,), {}, q), example, warmup, draws
+        )
+        got, _, got_steps = jax.jit(run)(states, jnp.broadcast_to(y, (3, *y.shape)))
+
+        @jax.jit
+        def by_steps(state):
+            def body(carry):
+                lane, zs, steps = carry
+                new, rec = step(lane, y)
+                slot = jnp.where(rec.kept, rec.index, draws)
+                return new, zs.at[slot].set(rec.z), steps.at[slot].set(rec.num_steps)
+
+            lane = start(state)
+            zs = jnp.zeros((draws + 1, lane.z.shape[0]), lane.z.dtype)
+            steps = jnp.zeros(draws + 1, jnp.int32)
+            _, zs, steps = lax.while_loop(
+                lambda c: c[0].i < warmup + draws, body, (lane, zs, steps)
+            )
+            return zs[:draws], steps[:draws]
+
+        for c in range(3):
+            zs, steps = by_steps(jax.tree.map(lambda a, c=c: a[c], states))
+            assert zs.dtype == jnp.float64
+            np.testing.assert_array_equal(got_steps[c], steps)
+            flat = jnp.stack([got[k][c] for k in sorted(got)], axis=-1)
+            # rounding drifts (~2e-9 after 40 transitions); a wrong choice would not be close
+            np.testing.assert_allclose(flat, zs, rtol=1e-6, atol=1e-9)
 
 
 def test_a_dense_mass_matrix_or_no_draws_is_refused_with_a_clear_error():
