@@ -47,6 +47,7 @@ import math
 from typing import Any, NamedTuple
 
 MAX_TREE_DEPTH = 10
+CHAIN_MULTIPLE = 16  # chains of one loop, padded to a multiple of this (see make_sampler's run)
 MAX_DELTA_ENERGY = 1000.0
 TARGET_ACCEPT = 0.8
 
@@ -498,11 +499,18 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
         return _where(sub_done, _where(more, doubling, ended), leapt), record
 
     def run(hmc_states, data):
-        if jax.tree.leaves(hmc_states)[0].shape[0] == 1:
-            # XLA compiles a batch of one to other (scalar) code, which rounds differently:
-            # a lone chain runs beside a copy of itself, to get the draws it gets with others
-            twice = jax.tree.map(lambda a: jnp.concatenate([a, a]), (hmc_states, data))
-            return jax.tree.map(lambda a: a[:1], run(*twice))
+        n0 = jax.tree.leaves(hmc_states)[0].shape[0]
+        if n0 % CHAIN_MULTIPLE:
+            # XLA compiles a batch of one to other (scalar) code, and the packed state's
+            # arithmetic to other vector code for other numbers of chains, which rounds
+            # differently: the chains run beside copies of the first, to a multiple of
+            # CHAIN_MULTIPLE, so that a chain gets the draws it gets with any others
+            extra = CHAIN_MULTIPLE - n0 % CHAIN_MULTIPLE
+            padded = jax.tree.map(
+                lambda a: jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)]),
+                (hmc_states, data),
+            )
+            return jax.tree.map(lambda a: a[:n0], run(*padded))
         lanes = jax.vmap(start)(hmc_states)
         n = lanes.i.shape[0]
         rows = jnp.arange(n)
