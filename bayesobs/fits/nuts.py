@@ -547,9 +547,8 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
             steps = steps.at[rows, slot].set(rec.num_steps)
             return packed, (draws, div, steps)
 
-        i_of = lambda packed: unpack(packed).i  # noqa: E731
         _, (draws, div, steps) = lax.while_loop(
-            lambda c: jnp.any(i_of(c[0]) < total), body, (pack(lanes), bufs)
+            lambda c: jnp.any(unpack(c[0]).i < total), body, (pack(lanes), bufs)
         )
         draws = jax.vmap(jax.vmap(unravel))(draws[:, :num_draws])
         return draws, div[:, :num_draws], steps[:, :num_draws]
