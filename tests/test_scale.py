@@ -176,6 +176,44 @@ def test_slice_results_are_the_per_cell_arviz_summaries_and_loo():
                 np.testing.assert_array_equal(idata[g][var], idata0[g][var])
 
 
+def test_slice_results_hold_a_few_cells_log_likelihoods_at_once():
+    """A worker's peak memory: the float64 log-likelihoods of a slice's cells are made a few
+    cells at a time (PSIS-LOO's chunks, then each cell's InferenceData), never all at once,
+    so that twice the cells take no more memory at the peak (the sink drops each fit, as
+    the workers' sink keeps only the draws)."""
+    import tracemalloc
+
+    df = bayesobs.normalize_trials(_cells(3))
+    v = get_variant("kalman")  # compiled as in test_slice_results_are_the_per_cell_...
+    items = posterior.prepare_cells(df, v)
+    post, div, ll = posterior._dispatch(v, [d for _, d in items], 2, 60, 40, 5, 3)
+    post = {k: np.asarray(a) for k, a in post.items()}
+    div, ll = np.asarray(div), np.asarray(ll)
+
+    def peak(copies: int) -> int:  # the three cells' draws repeated: 3 x copies cells
+        raw = (
+            {k: np.tile(a, (copies,) + (1,) * (a.ndim - 1)) for k, a in post.items()},
+            np.tile(div, (copies, 1, 1)),
+            np.tile(ll, (copies, 1, 1, 1, 1)),
+        )
+        tracemalloc.start()
+        try:
+            got = posterior.slice_results(v, items * copies, raw, 2, sink=lambda key, i: None)
+            assert len(got) == 3 * copies
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        peak(1)  # the first call imports ArviZ and xarray
+        small, large = peak(40), peak(80)
+    obs = sum(int(d.obs.sum()) for _, d in items)
+    added = 8 * ll.shape[1] * ll.shape[2] * obs * 40  # the 120 more cells' float64 copies
+    assert added > 8e6
+    assert large - small < added / 4, (small, large, added)
+
+
 @pytest.mark.slow  # two samplers compiled per variant: a minute or more on a loaded 2-core machine
 @pytest.mark.parametrize("name, site", [("kalman", "rho"), ("static_log_gain", "w_prior")])
 def test_a_cell_gets_the_same_draws_alone_or_in_a_larger_call(name, site):
