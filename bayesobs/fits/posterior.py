@@ -521,11 +521,15 @@ def _collect(variant, part: list[Data], raw) -> list:
     div, ll = np.asarray(div), np.asarray(ll)
     out = []
     for j, d in enumerate(part):
-        r, t = d.z.shape
-        cell_ll = (ll[j][..., :r, :t] + d.const)[:, :, d.obs]  # (chains, draws, n)
         nat = natural_params(variant, {k: v[j] for k, v in post.items()}, d)
-        out.append(_inference_data(nat, cell_ll, div[j], d.subjects))
+        out.append(_inference_data(nat, _observed_ll(ll[j], d), div[j], d.subjects))
     return out
+
+
+def _observed_ll(ll: np.ndarray, data: Data) -> np.ndarray:
+    """One cell's pointwise log-likelihoods ``(chains, draws, obs)`` (float64) from its padded ``ll``."""
+    r, t = data.z.shape
+    return (ll[..., :r, :t] + data.const)[:, :, data.obs]
 
 
 def _inference_data(nat: dict, ll: np.ndarray, div: np.ndarray, subjects: list):
@@ -884,11 +888,6 @@ def slice_results(variant, items: list, raw, chains: int, sink=None) -> list:
     else:  # arviz.ess(method="mean") of each parameter, averaged over the cell's parameters
         ess_mean = np.ascontiguousarray(np.stack([s["ess_mean"] for s in stats.values()], axis=1))
         reff = ess_mean.mean(axis=-1) / (C * D)
-
-    def cell_ll(j: int) -> np.ndarray:  # (chains, draws, obs) float64, made where it is used
-        r, t = datas[j].z.shape
-        return (ll[j][..., :r, :t] + datas[j].const)[:, :, datas[j].obs]
-
     # PSIS-LOO a few cells at a time: each observation's numbers are its own, and the
     # (observations x draws) float64 copies of a whole slice took a gigabyte or more; each
     # cell's copy is made again for its InferenceData below, so that no more than a few
@@ -896,7 +895,7 @@ def slice_results(variant, items: list, raw, chains: int, sink=None) -> list:
     loo: dict[str, list] = {}
     for lo in range(0, n, LOO_CELLS):
         chunk = range(lo, min(lo + LOO_CELLS, n))
-        part = loo_many([cell_ll(j) for j in chunk], reff[lo : lo + LOO_CELLS])
+        part = loo_many([_observed_ll(ll[j], datas[j]) for j in chunk], reff[lo : lo + LOO_CELLS])
         for key, values in part.items():
             loo.setdefault(key, []).extend(values)
     out = []
@@ -942,7 +941,7 @@ def slice_results(variant, items: list, raw, chains: int, sink=None) -> list:
             "pareto_k_over_0.7": high,
         }
         idata = _inference_data(
-            {name: v[j] for name, v in nat.items()}, cell_ll(j), div[j], d.subjects
+            {name: v[j] for name, v in nat.items()}, _observed_ll(ll[j], d), div[j], d.subjects
         )
         if sink is not None:
             idata = sink((*key, variant.name), idata)
