@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from conftest import chromium_browser
 from docs_pages import ROOT, page
 from docstring_coverage import PACKAGE, coverage
 
@@ -183,3 +188,41 @@ def test_the_table_check_notices_a_changed_import(tmp_path, capsys):
     page_path.write_text(good.replace(row, row.replace("fits.kernel, ", "")))
     assert tool.main([str(PACKAGE), "--check", str(page_path)]) == 1
     assert "out of date" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # the build renders the API reference: about 15 s
+def test_the_built_site_works_opened_from_disk_in_chromium(tmp_path):
+    """README: `make docs`, then open site/index.html: every nav link reaches its page, offline."""
+    pytest.importorskip("mkdocs", reason="the docs extra (mkdocs) is not installed")
+    site = tmp_path / "site"
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(site)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run(cmd, cwd=ROOT, env=env, check=True, timeout=600)
+    outside: list[str] = []
+    with chromium_browser() as b:
+        page_ = b.new_page()
+        page_.route(
+            re.compile(r"^(?!file:).*"), lambda r: (outside.append(r.request.url), r.abort())
+        )
+        page_.goto((site / "index.html").as_uri())
+        nav = page_.eval_on_selector_all(
+            "nav .wy-menu-vertical a.reference.internal",
+            "as => as.map(a => [a.textContent.trim(), a.href])",
+        )
+        pages_ = [(t, h) for t, h in nav if "#" not in h]
+        listed = re.findall(
+            r"^\s*- [^:]+: ([\w/.-]+)\.md$", (ROOT / "mkdocs.yml").read_text(), re.M
+        )
+        want = {(site / f"{md}.html").as_uri() for md in listed} - {(site / "index.html").as_uri()}
+        assert {h for _, h in pages_} == want  # every page of mkdocs.yml's nav, once
+        for title, href in pages_:
+            page_.goto(href)
+            assert page_.url.endswith(".html"), (title, page_.url)  # not a directory listing
+            assert Path(page_.url.removeprefix("file://")).is_file(), (title, page_.url)
+            assert page_.title().startswith(title), (title, page_.title())
+            assert page_.locator(".rst-content h1").count() >= 1, (title, page_.url)
+        # the links inside the pages reach files too (404.html is for a web server: absolute)
+        for html in set(site.rglob("*.html")) - {site / "404.html"}:
+            for href in re.findall(r'href="([^"#:]+)(?:#[^"]*)?"', html.read_text()):
+                assert (html.parent / href).exists(), (html.relative_to(site), href)
+    assert not outside, f"requests left file://: {outside[:5]}"
