@@ -32,6 +32,7 @@ demo: $(VENV)/.installed
 	$(BIN)/bayesobs report $(DEMO)/scores --out $(DEMO)/report
 	@echo "trials: $(DEMO)/run/trials.jsonl  scores: $(DEMO)/scores/"
 	@echo "report: $(abspath $(DEMO))/report/index.html"
+	@echo "bayesobs itself: source .venv/bin/activate in each new terminal, then bayesobs --help"
 
 ## test: the test suite (what CI runs first); slow tests are in test-slow
 test: $(VENV)/.installed-dev

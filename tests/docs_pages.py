@@ -4,16 +4,21 @@
 ``section(text, "Fitting someone else's export")`` the text under a heading of any level up
 to the next heading of the same or a higher level, ``fenced_blocks(text)`` its fenced code
 blocks and ``commands(block)`` the shell lines of a block with their continuations
-(a trailing backslash, or an indented line after a command) joined.
+(a trailing backslash, or an indented line after a command) joined. ``checkout(tmp)`` lays out
+a user's working folder (the repo's ``tasks/``, with ``../shared`` beside it) and
+``shell_argv(line, cwd)`` is the argument list bash makes of a line there (quotes, globs),
+so a test runs a command as a user who copied it would.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
+SHARED = ROOT.parent / "shared"  # the project's shared folder, beside a checkout
 
 
 def page(name: str) -> str:
@@ -65,3 +70,22 @@ def commands(block: str, prefix: str = "bayesobs ") -> list[str]:
         elif previous := line.startswith(prefix):
             out.append(" ".join(line.split()))
     return out
+
+
+def checkout(tmp: Path) -> Path:
+    """``tmp/checkout``, a user's checkout root (``tasks/`` of the repo), ``../shared`` beside it."""
+    root = tmp / "checkout"
+    root.mkdir()
+    (root / "tasks").symlink_to(ROOT / "tasks")
+    if SHARED.is_dir():
+        (tmp / "shared").symlink_to(SHARED)
+    return root
+
+
+def shell_argv(line: str, cwd: Path) -> list[str]:
+    """The arguments bash makes of the command ``line`` typed in ``cwd`` (quotes, globs)."""
+    done = subprocess.run(
+        ["bash", "-c", 'printf "%s\\0" ' + line], cwd=cwd, capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"bash cannot read {line!r}: {done.stderr}"
+    return done.stdout.split("\0")[:-1]

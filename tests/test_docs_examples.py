@@ -1,9 +1,9 @@
 """Every command and code example that README.md and docs/ show is run by a test.
 
 Each fenced ``bayesobs ...`` line, ``python -c``/``python -m`` line and ``python`` block of
-README.md and docs/**/*.md is either run here (in a fresh folder holding the repo's
-``tasks/``, with simulated subjects or the local fake chat server, a few trials and a small
-bootstrap) or listed in ``ELSEWHERE`` with the test that runs it (usage lines with
+README.md and docs/**/*.md is either run here (as bash reads the line, in a fresh folder
+laid out like a checkout: the repo's ``tasks/``, ``../shared`` beside it; with simulated
+subjects or the local fake chat server, a few trials and a small bootstrap) or listed in ``ELSEWHERE`` with the test that runs it (usage lines with
 placeholders, commands that need a key, a server, a cluster or the shared human data). A new
 example that is neither fails here; so does a listed one that is gone from the docs, and a
 documented ``--option`` that its command does not have.
@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import re
-import shlex
 from pathlib import Path
 
 import pytest
-from docs_pages import ROOT, commands, fenced_blocks, page, pages
+from docs_pages import ROOT, checkout, commands, fenced_blocks, page, pages, shell_argv
 
 from bayesobs.cli import build_parser, main
 from bayesobs.run.fakeserver import Answer, FakeChatServer
@@ -48,17 +47,18 @@ ELSEWHERE = {
     # Gemini: Google's endpoint and a key file; the key-file path against the local server
     "bayesobs sweep tasks/bayesbench.toml --subject openai:gemini-2.5-flash --base-url https://generativelanguage.googleapis.com/v1beta/openai/ --api-key-file ~/.gemini-key --out runs/bayesbench-gemini": "test_safety.py::test_a_key_echoed_by_the_server_is_written_nowhere",
     # a participant server runs until stopped: served studies are driven through its app
-    "bayesobs serve tasks/line_ratio.toml --out study/ --catch-every 10": "test_exclusions.py::test_a_served_study_with_catch_trials_is_scored_with_its_exclusions",
-    'bayesobs score study/ --out scores --exclude "catch_error_rate > 0.2" --exclude "rt_ms < 200"': "test_exclusions.py::test_the_docs_exclusion_command_runs_as_printed",
+    "bayesobs serve tasks/line_ratio.toml --out study/ --catch-every 10": "test_readme_recipes.py::test_the_readme_study_pair_runs_on_a_study_served_to_two_people_in_chromium",
+    'bayesobs score study/ --out scores --exclude "catch_error_rate > 0.2" --exclude "rt_client_s < 0.2"': "test_readme_recipes.py::test_the_readme_study_pair_runs_on_a_study_served_to_two_people_in_chromium",
     # HVSBench-style on the public sources (--hvs DIR): the same sweep on the synthetic fixture
     "bayesobs sweep tasks/hvs.toml --hvs DIR --subject openai:MODEL --out runs/hvs": "test_hvs_run.py::test_hvs_csv_has_the_table3_layout_and_the_fixture_label",
     "bayesobs score runs/hvs --out runs/hvs/scores": "test_hvs_run.py::test_hvs_csv_has_the_table3_layout_and_the_fixture_label",
     "bayesobs report runs/hvs/scores --out runs/hvs/report": "test_hvs_run.py::test_hvs_csv_has_the_table3_layout_and_the_fixture_label",
-    # the human-data recipes: on the shared data sets, read from docs/human-data.md
-    'bayesobs fit rep_randwalk_table.csv --out fit --map stimulus=dur --map response=repDur --map subject=NSub --map trial=NT --map condition=RandLevel --missing-where "valid == 0"': "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
-    'bayesobs fit experiment2/*.csv --out fit --map stimulus=TimeDur --map "response=keyDuration / 1000" --map subject=participant --interleaved Coherence1 --where "TrialType == \'Time\'" --missing-where "keyDuration >= 9999"': "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
-    'bayesobs fit numexpt-fb/*.csv --out fit --columns part,num_dots,answer,feedback,a,fbnum,points,time --map stimulus=num_dots --map response=answer --map subject=@file --where "feedback == 0"': "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
-    "bayesobs fit numexpt/*.csv --out fit --map stimulus=num_dots --map response=answer1 --map subject=@file --map \"task='numerosity'\" --map run=1": "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
+    # the human-data recipes: on the shared data sets, read from docs/human-data.md, as
+    # printed from a checkout with ../shared beside it (slow: fit, score and report each)
+    'bayesobs fit ../shared/data/glasauer_shi_2021_vierordt/rep_randwalk_table.csv --out fit --map stimulus=dur --map response=repDur --map subject=NSub --map trial=NT --map condition=RandLevel --missing-where "valid == 0"': "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
+    'bayesobs fit ../shared/data/qu_shi_precision_weighting/raw_psychopy_csv/experiment2/*.csv --out fit --map stimulus=TimeDur --map "response=keyDuration / 1000" --map subject=participant --interleaved Coherence1 --where "TrialType == \'Time\'" --missing-where "keyDuration >= 9999"': "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
+    'bayesobs fit ../shared/data/vul_numerosity_estimation/numexpt-fb/*.csv --out fit --columns part,num_dots,answer,feedback,a,fbnum,points,time --map stimulus=num_dots --map response=answer --map subject=@file --where "feedback == 0"': "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
+    "bayesobs fit ../shared/data/vul_numerosity_estimation/numexpt/*.csv --out fit --map stimulus=num_dots --map response=answer1 --map subject=@file --map \"task='numerosity'\" --map run=1": "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
     # Percept-V's paper protocol is stratified over 20 sizes in 30 domains (6,000 trials a
     # subject; 20 a session at the least): the same commands on tasks/percept_v_small.toml
     "bayesobs sweep tasks/percept_v.toml --subject sim:perceiver --subject sim:guesser --out runs/pv": "test_perceptv_run.py::test_small_protocol_sweep_score_report",
@@ -88,7 +88,7 @@ SPEED = {
     "fit": ["--bootstrap", "2"],
 }
 # examples that take 10 s or more here, even at one trial per session
-SLOW = {("README.md", 1), ("search.md", 0), ("tunnel.md", 0)}
+SLOW = {("README.md", 2), ("search.md", 0), ("tunnel.md", 0)}
 
 
 def examples() -> list[tuple[str, int, str]]:
@@ -152,7 +152,7 @@ def _subcommand(argv: list[str]) -> tuple[list[str], argparse.ArgumentParser]:
 def test_every_documented_option_exists(example):
     argv = example.split()[1:]
     path, parser = _subcommand(argv)
-    assert path, f"{example}: no such command"
+    assert path or argv[0].startswith("--"), f"{example}: no such command"  # or `--help`
     known = set(parser._option_string_actions)
     for opt in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", example):
         assert opt in known, f"{example}: `bayesobs {' '.join(path)}` has no {opt}"
@@ -169,7 +169,7 @@ def _run_block(name: str, i: int, folder: Path, url: str) -> None:
     lines = [c for c in _in_order(block) if key(c) not in ELSEWHERE]
     assert lines, f"{name} block {i}: nothing to run"
     for line in lines:
-        argv = shlex.split(line)
+        argv = shell_argv(line, folder)  # as bash reads it: quotes, globs
         if argv[:2] == ["python", "-c"]:
             exec(compile(argv[2], f"{name} block {i}", "exec"), {})
             continue
@@ -177,7 +177,11 @@ def _run_block(name: str, i: int, folder: Path, url: str) -> None:
         extra = list(SPEED.get(argv[1], []))
         if any(a.startswith(("--subject=openai:", "openai:")) for a in argv):
             extra += ["--base-url", url]
-        assert main([*argv[1:], *extra]) == 0, line
+        try:
+            code = main([*argv[1:], *extra])
+        except SystemExit as stop:  # `bayesobs --help`: argparse prints and exits
+            code = stop.code
+        assert code == 0, line
 
 
 @pytest.mark.parametrize(
@@ -187,8 +191,8 @@ def _run_block(name: str, i: int, folder: Path, url: str) -> None:
 )
 def test_the_example_runs(where, tmp_path, monkeypatch):
     name, i = where
-    (tmp_path / "tasks").symlink_to(ROOT / "tasks")
-    monkeypatch.chdir(tmp_path)
+    cwd = checkout(tmp_path)  # a user's checkout root, ../shared beside it
+    monkeypatch.chdir(cwd)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-docs-test")
     with FakeChatServer(lambda b, n: Answer("0.42")) as srv:
-        _run_block(name, i, tmp_path, srv.url)
+        _run_block(name, i, cwd, srv.url)

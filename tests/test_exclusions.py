@@ -177,26 +177,6 @@ def test_exclude_keeps_a_trial_excluded_by_two_rules_counted_once():
     assert table.loc[table["rule"] == "rt_ms < 300", "trials"].sum() == n300 - n200
 
 
-def test_the_docs_exclusion_command_runs_as_printed(tmp_path, monkeypatch):
-    """docs/human-data.md's `--exclude` example, read from the page, on a folder of trials."""
-    import shlex
-
-    from docs_pages import commands, fenced_blocks, page, section
-
-    text = section(page("human-data.md"), "Fitting someone else's export")
-    (line,) = [c for b in fenced_blocks(text) for c in commands(b) if "--exclude" in c]
-    assert line.startswith("bayesobs score study/ "), line
-    argv = shlex.split(line)
-    (tmp_path / "study").mkdir()
-    with open(tmp_path / "study" / "trials.jsonl", "w") as f:
-        for rec in _study().to_dict(orient="records"):
-            f.write(json.dumps(rec) + "\n")
-    monkeypatch.chdir(tmp_path)
-    assert main([*argv[1:], "--no-probe", "--no-progress"]) == 0
-    table = pd.read_csv(tmp_path / "scores" / "exclusions.csv", dtype={"subject": str})
-    assert {"catch_error_rate > 0.2", "rt_ms < 200"} <= set(table["rule"])
-
-
 def test_a_served_study_with_catch_trials_is_scored_with_its_exclusions(tmp_path):
     """serve --catch-every, two people (one fails the checks), then score --exclude."""
     import re
