@@ -41,7 +41,8 @@ PARTICIPANT_MEASURES: dict[str, str] = {
     "(a participant without catch trials is never excluded by it)",
     "catch_trials": "number of the participant's catch trials",
     "missing_rate": "share of the participant's (non-catch) trials without a response",
-    "median_rt_ms": "median response time in ms over the participant's (non-catch) trials",
+    "median_rt_ms": "median response time in ms over the participant's (non-catch) trials "
+    "(rt_ms, else the rt_client_s of a served study)",
     "trials": "number of the participant's (non-catch) trials",
 }
 #: the columns of ``exclusions.csv``
@@ -150,6 +151,14 @@ def _correct(values: pd.Series) -> np.ndarray:
     return values.map(one).to_numpy(float)
 
 
+def _rt_ms(trials: pd.DataFrame) -> np.ndarray | float:
+    """Response times in ms: ``rt_ms``, else ``serve``'s ``rt_client_s`` (seconds), else NaN."""
+    for name, scale in (("rt_ms", 1.0), ("rt_client_s", 1000.0)):
+        if name in trials:
+            return pd.to_numeric(trials[name], errors="coerce").to_numpy(float) * scale
+    return np.nan
+
+
 def participant_measures(trials: pd.DataFrame) -> pd.DataFrame:
     """Per ``subject``: every measure of :data:`PARTICIPANT_MEASURES` (NaN where undefined).
 
@@ -157,7 +166,7 @@ def participant_measures(trials: pd.DataFrame) -> pd.DataFrame:
     ----------
     trials : DataFrame
         A trial table with its catch trials (``subject``, ``response`` and,
-        where present, ``catch``, ``correct``, ``rt_ms``).
+        where present, ``catch``, ``correct``, ``rt_ms`` or ``rt_client_s``).
 
     Returns
     -------
@@ -176,13 +185,7 @@ def participant_measures(trials: pd.DataFrame) -> pd.DataFrame:
                 np.nan,
             ),
             "missing": np.where(catch, np.nan, trials["response"].isna().to_numpy(float)),
-            "rt": np.where(
-                catch,
-                np.nan,
-                pd.to_numeric(trials["rt_ms"], errors="coerce").to_numpy(float)
-                if "rt_ms" in trials
-                else np.nan,
-            ),
+            "rt": np.where(catch, np.nan, _rt_ms(trials)),
         }
     )
     g = frame.groupby("subject", sort=False)

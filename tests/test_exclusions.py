@@ -81,6 +81,22 @@ def test_participant_measures_against_a_hand_count():
     assert m.loc["2", "median_rt_ms"] == pytest.approx(fast["rt_ms"].median())
 
 
+def test_median_rt_ms_of_a_served_study_is_read_from_the_browser_times():
+    """`serve` logs rt_client_s (seconds), not rt_ms: median_rt_ms must not be NaN there."""
+    df = _study()
+    served = df.assign(rt_client_s=df["rt_ms"] / 1000).drop(columns="rt_ms")
+    m = participant_measures(served).set_index("subject")
+    fast = df[(df["subject"] == "2") & (df["catch"] != True)]  # noqa: E712
+    assert m.loc["2", "median_rt_ms"] == pytest.approx(fast["rt_ms"].median())
+    medians = df[df["catch"] != True].groupby("subject")["rt_ms"].median()  # noqa: E712
+    cut = float(medians.median())  # about half the participants are slower
+    assert 0 < (medians > cut).sum() < len(medians)
+    table = exclude(served, [f"median_rt_ms > {cut}"]).table
+    assert set(table.loc[table["level"] == "participant", "subject"]) == set(
+        medians.index[medians > cut]
+    )
+
+
 def test_fit_with_exclusions_equals_the_fit_of_the_data_excluded_by_hand(tmp_path, capsys):
     df = _study()
     df.to_csv(tmp_path / "t.csv", index=False)
