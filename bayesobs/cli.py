@@ -1355,6 +1355,13 @@ def _print_report(args, report) -> int:
         f"{report.cached} from cache{f' ({sources})' if sources else ''}, {report.unparsed} without a number) "
         f"-> {args.out}/trials.jsonl"
     )
+    if n := report.budget_exhausted:
+        print(
+            f"note: {n} of {report.done} replies spent their whole budget reasoning, with no "
+            f"answer left (invalid_reason budget_exhausted); raise --reasoning-budget "
+            f"(now {args.reasoning_budget}, counted with --reasoning-effort) to give them room",
+            file=sys.stderr,
+        )
     if c := report.concurrency:
         print(
             f"concurrency auto: ended at {c['final']} session(s) at once (peak {c['peak']}, "

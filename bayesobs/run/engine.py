@@ -91,6 +91,7 @@ class RunReport:
     skipped: int = 0
     cached: int = 0
     unparsed: int = 0
+    budget_exhausted: int = 0  # replies that spent their whole budget reasoning (no answer)
     cached_from: Counter = field(
         default_factory=Counter
     )  # folder a cached reply was logged for -> count
@@ -327,6 +328,7 @@ class Runner:
                 if budget_exhausted(reply.text, reply.finish_reason, extra.get("reasoning_tokens")):
                     answer["valid"] = False  # not a reply without a number: no reply at all
                     answer["invalid_reason"] = BUDGET_EXHAUSTED
+                    self.report.budget_exhausted += 1
                 if not answer["valid"]:
                     answer.setdefault("invalid_reason", "no answer in the asked format")
                 rec = {
@@ -368,6 +370,7 @@ class Runner:
                     if self.gate is not None:  # the current level beside the count
                         bar.set_postfix_str(f"concurrency {self.gate.level}", refresh=False)
                     bar.update(1)
+                await asyncio.sleep(0)  # a subject that never waits (sim:) still lets Ctrl-C in
             else:
                 self.report.skipped += 1
             if not not_asked:  # an unasked trial is no turn of the conversation

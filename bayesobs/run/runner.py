@@ -9,8 +9,11 @@ here are re-exported.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .concurrency import DEFAULT_MAX_CONCURRENCY
@@ -35,6 +38,27 @@ def _batch():
     from . import batch
 
     return batch
+
+
+@contextmanager
+def _sigterm_as_ctrl_c():
+    """While a run holds its folder, SIGTERM stops it as Ctrl-C does (a ``stopped`` event, exit 130)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        handler = signal.getsignal(signal.SIGINT)  # asyncio's (cancels the run) or Python's
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def start(
@@ -151,7 +175,7 @@ def start(
         cache_scope=cache_scope,
         folder=out,
     )
-    with ExperimentStore(out, record, lock=True) as store:
+    with ExperimentStore(out, record, lock=True) as store, _sigterm_as_ctrl_c():
         torn, unreadable = list(store.torn_logs), list(store.unreadable_lines)
         if batch is not None:
             # the batch path's bar, else its own line per poll
