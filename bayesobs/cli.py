@@ -466,8 +466,16 @@ def cmd_score(args) -> int:
     BayesobsInputError
         A negative ``--bootstrap``, an unknown ``--resample`` (or
         ``stratified`` with too few runs), or trial files or trial options
-        that cannot be read.
+        that cannot be read, or an ``--out`` another ``score`` is writing into.
     """
+    from .run.store import lock_folder
+
+    with lock_folder(args.out, "score"):  # one writer of a score folder at a time
+        return _score(args)
+
+
+def _score(args) -> int:
+    """The work of :func:`cmd_score`, its ``--out`` folder held."""
     from .distributed import AsideWorker, preload
 
     t0 = time.perf_counter()
