@@ -272,7 +272,7 @@ class AnthropicSubject(CachedReplies):
         self._secret = key
         if not key:
             if base_url is None:
-                raise FatalSubjectError(
+                raise BayesobsInputError(  # the user's to fix: exit 2, not a failed run
                     "no API key: set ANTHROPIC_API_KEY or pass --api-key-file (or --api-key)"
                 )
             key = "not-needed"  # a local server

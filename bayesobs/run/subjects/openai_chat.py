@@ -72,6 +72,7 @@ import httpx
 import openai
 
 from ...chat import FatalSubjectError, Reply, Request, SubjectError
+from ...errors import BayesobsInputError
 from ...logprobs import MAX_TOP_LOGPROBS, compact
 from ..imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
 from ..reasoning import DEFAULT_REASONING_BUDGET, TOKEN_PARAMS, reasoning_budget
@@ -574,7 +575,7 @@ class OpenAIChatSubject(CachedReplies):
         self._secret = key  # redacted wherever a reply or an error is kept
         if not key:
             if base_url is None:
-                raise FatalSubjectError(
+                raise BayesobsInputError(  # the user's to fix: exit 2, not a failed run
                     "no API key: set OPENAI_API_KEY or pass --api-key-file (or --api-key)"
                 )
             key = "not-needed"  # local servers (vLLM, Ollama, LM Studio) ignore it
