@@ -85,7 +85,7 @@ from .store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Reply, Request, SubjectError
 from .subjects.anthropic_messages import AnthropicSubject
 from .subjects.anthropic_messages import reply_of as messages_reply_of
-from .subjects.openai_chat import EmptyReply, redact, reply_of
+from .subjects.openai_chat import EmptyReply, public_url, redact, reply_of
 
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -454,7 +454,7 @@ class SdkBatches:
         except self.api_errors as exc:
             status = getattr(exc, "status_code", None)
             hint = (
-                f" (does {self.client.base_url} serve the {self.api_name}? run without --batch)"
+                f" (does {public_url(str(self.client.base_url))} serve the {self.api_name}? run without --batch)"
                 if status in (404, 405)
                 else ""
             )

@@ -710,10 +710,11 @@ def chat_identity(chat: dict | None, every: bool = False) -> dict:
         and the conditional keys above.
     """
     # start-up time: the OpenAI SDK loads only for API subjects
-    from .subjects.openai_chat import ChatOptions
+    from .subjects.openai_chat import ChatOptions, public_url
 
     opts = ChatOptions(model="", **{k: v for k, v in (chat or {}).items() if v is not None})
     out = {k: getattr(opts, k) for k in CHAT_IDENTITY}
+    out["base_url"] = public_url(out["base_url"])  # a key inside the URL is never written
     if every or opts.token_param != "auto":
         out["token_param"] = opts.token_param
     if every or reasoning_budget(opts.reasoning_effort, opts.reasoning_budget):

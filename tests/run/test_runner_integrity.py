@@ -676,3 +676,22 @@ def test_blank_replies_cached_by_older_versions_are_not_replayed(tmp_path):
     cache = ResponseCache(tmp_path)
     assert cache.get("old") is None
     assert cache.get("new")["finish_reason"] == "length" and cache.get("ok")["text"] == "0.4"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_key_inside_the_base_url_is_used_and_never_written(tmp_path, provider):
+    """``http://user:KEY@host/v1?api_key=KEY2`` (issue 48): asked with, written without."""
+    with FakeChatServer(lambda b, n: Answer("0.3")) as srv:  # it answers both APIs
+        host = (srv.url if provider == "openai" else srv.root).removeprefix("http://")
+        url = f"http://user:sk-USERINFO-0123456789@{host}?api-key=sk-QUERY-0123456789&v=2"
+        argv = ["run", "line_ratio", "--subject", f"{provider}:m", "--modality", "text"]
+        out, cache = tmp_path / "o", tmp_path / "cache"
+        argv += ["--trials", "2", "--out", str(out), "--base-url", url, "--cache", str(cache)]
+        assert main([*argv, "--no-progress"]) == 0
+        assert srv.count == 6  # the URL as given reached the server
+    written = [p for d in (out, cache) for p in d.rglob("*") if p.is_file()]
+    assert any(p.name == "responses.jsonl" for p in written)
+    leaks = [p.name for p in written if b"0123456789" in p.read_bytes()]
+    assert leaks == []
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["experiment"]["chat"]["base_url"] == f"http://{host}?v=2"

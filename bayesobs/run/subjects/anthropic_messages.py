@@ -71,6 +71,7 @@ from .openai_chat import (
     ChatOptions,
     EmptyReply,
     pause,
+    public_url,
     redact,
     retry_delay,
 )
@@ -279,7 +280,7 @@ class AnthropicSubject(CachedReplies):
         self.client = anthropic.AsyncAnthropic(
             api_key=key, base_url=base_url, max_retries=0, timeout=options.timeout_s
         )
-        self.endpoint = str(self.client.base_url).rstrip("/")
+        self.endpoint = public_url(str(self.client.base_url).rstrip("/"))  # written: no key
         self.cache = cache
         self.cache_scope = cache_scope
         self.folder = folder

@@ -65,6 +65,7 @@ import os
 import random
 import re
 import time
+import urllib.parse
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -307,6 +308,38 @@ async def pause(seconds: float) -> None:
         How long to wait.
     """
     await asyncio.sleep(seconds)
+
+
+# query parameters that carry a credential (``?api-key=...``): never written anywhere
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|auth|sig|credential", re.IGNORECASE)
+
+
+def public_url(url: str | None) -> str | None:
+    """``url`` without a user or password (``http://user:KEY@host``) or key-like query parameters.
+
+    What is written (manifest, cache entries) names the endpoint this way; the
+    request itself still uses the URL as given.
+
+    Parameters
+    ----------
+    url : str or None
+        An endpoint URL.
+
+    Returns
+    -------
+    str or None
+        The URL without its credentials (``None`` for ``None``).
+    """
+    if not url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    query = [
+        (k, v)
+        for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        if not _SECRET_PARAM.search(k)
+    ]
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=host, query=urllib.parse.urlencode(query)))
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -587,7 +620,7 @@ class OpenAIChatSubject(CachedReplies):
         # "global", or the experiment folder whose replies may be replayed (``--cache-scope folder``)
         self.cache_scope = cache_scope
         self.folder = folder  # the experiment folder, recorded with each cached reply
-        self.endpoint = str(self.client.base_url).rstrip("/")
+        self.endpoint = public_url(str(self.client.base_url).rstrip("/"))  # written: no key
         if options.token_param not in TOKEN_PARAMS:
             raise FatalSubjectError(
                 f"token parameter must be one of {', '.join(TOKEN_PARAMS)}, not {options.token_param!r}"
