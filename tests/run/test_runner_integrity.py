@@ -695,3 +695,51 @@ def test_a_key_inside_the_base_url_is_used_and_never_written(tmp_path, provider)
     assert leaks == []
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["experiment"]["chat"]["base_url"] == f"http://{host}?v=2"
+
+
+def _sim_folder(out: Path) -> list[str]:
+    argv = ["run", "line_ratio", "--subject", "sim:bayesian", "--modality", "text"]
+    argv += ["--trials", "3", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    return argv
+
+
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        ('{"stimulus": 0.5, "response": 0.4}', "no subject, task, modality"),
+        ('{"subject": "sim:bayesian", "task": "line_ratio", "trial": 1}', "no modality"),
+    ],
+)
+def test_a_logged_line_without_the_trial_keys_is_one_line_on_resume_and_rescore(
+    tmp_path, capsys, line, needle
+):
+    """A line of trials.jsonl that is no trial record (issue 48): named by file and line, exit 2."""
+    out = tmp_path / "o"
+    argv = _sim_folder(out)
+    log = out / "trials.jsonl"
+    with log.open("a") as fh:
+        fh.write(line + "\n")
+    before = log.read_bytes()
+    capsys.readouterr()
+    for command in (argv, [*argv, "--dry-run"], ["rescore", str(out)]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        _one_error_line(err)
+        assert f"{log}: line 10: not a trial record: {needle}" in err
+    assert log.read_bytes() == before  # nothing lost, nothing added
+
+
+def test_rescore_of_a_reply_that_is_not_text_is_one_line(tmp_path, capsys):
+    out = tmp_path / "o"
+    _sim_folder(out)
+    log = out / "trials.jsonl"
+    rows = _rows(out)
+    rows[4]["raw_response"] = {"text": "0.5"}
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    capsys.readouterr()
+    assert main(["rescore", str(out)]) == 2
+    err = capsys.readouterr().err
+    _one_error_line(err)
+    assert f"{log}: line 5: raw_response is a dict, not the reply's text" in err
+    assert not (out / "rescored.jsonl").exists()
