@@ -20,8 +20,9 @@ it is not a newline, so its record is never glued onto the fragment; the
 fragment stays on a line of its own, which readers skip and count.
 
 One writer at a time holds a folder (:class:`FolderLock`): ``run``,
-``sweep``, ``serve`` (for the server's lifetime) and ``rescore`` (while it
-writes into the folder); a second one is refused naming the holder.
+``sweep``, ``serve`` (for the server's lifetime), ``rescore`` (while it
+writes into the folder) and ``score`` (its ``--out``); a second one is refused
+naming the holder.
 """
 
 from __future__ import annotations
