@@ -697,6 +697,22 @@ def test_a_key_inside_the_base_url_is_used_and_never_written(tmp_path, provider)
     assert manifest["experiment"]["chat"]["base_url"] == f"http://{host}?v=2"
 
 
+@pytest.mark.parametrize(
+    "url, written",
+    [
+        ("http://u:sk-1@h:1/v1?api-key=a&v=2", "http://h:1/v1?v=2"),
+        ("https://h/v1?key=abc&design=x&keyword=y", "https://h/v1?design=x&keyword=y"),
+        ("https://h/x?X-Amz-Signature=1&access_token=2&apikey=3&auth=4", "https://h/x"),
+        ("http://localhost:8000/v1", "http://localhost:8000/v1"),
+        ("https://h/v1/?a=1&b", "https://h/v1/?a=1&b"),  # nothing to drop: left as given
+    ],
+)
+def test_the_endpoint_as_written_has_no_user_password_or_key_parameter(url, written):
+    from bayesobs.run.subjects.openai_chat import public_url
+
+    assert public_url(url) == written
+
+
 def _sim_folder(out: Path) -> list[str]:
     argv = ["run", "line_ratio", "--subject", "sim:bayesian", "--modality", "text"]
     argv += ["--trials", "3", "--out", str(out), "--no-progress"]

@@ -311,7 +311,10 @@ async def pause(seconds: float) -> None:
 
 
 # query parameters that carry a credential (``?api-key=...``): never written anywhere
-_SECRET_PARAM = re.compile(r"key|token|secret|passw|auth|sig|credential", re.IGNORECASE)
+_SECRET_PARAM = re.compile(
+    r"(^|[_-])(api_?key|key|token|secret|pass(word|wd)?|auth\w*|sig(nature)?|credentials?)$",
+    re.IGNORECASE,
+)
 
 
 def public_url(url: str | None) -> str | None:
@@ -333,13 +336,11 @@ def public_url(url: str | None) -> str | None:
     if not url:
         return url
     parts = urllib.parse.urlsplit(url)
-    query = [
-        (k, v)
-        for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-        if not _SECRET_PARAM.search(k)
-    ]
+    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    kept = [(k, v) for k, v in pairs if not _SECRET_PARAM.search(k)]
+    query = parts.query if len(kept) == len(pairs) else urllib.parse.urlencode(kept)
     host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit(parts._replace(netloc=host, query=urllib.parse.urlencode(query)))
+    return urllib.parse.urlunsplit(parts._replace(netloc=host, query=query))
 
 
 def redact(text: str, secret: str | None) -> str:
