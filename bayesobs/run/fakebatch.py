@@ -519,14 +519,8 @@ class FakeBatchServer(LocalServer):
             return self.get_messages(parts, query)
         if parts[:2] == ["v1", "files"] and len(parts) in (3, 4):
             fid = parts[2]
-            owner = next(
-                (
-                    i
-                    for i, b in self.batches.items()
-                    if fid in (b.get("output_file_id"), b.get("error_file_id"))
-                ),
-                None,
-            )
+            # a result file is named <batch id>_output.jsonl or <batch id>_error.jsonl
+            owner = self.files.get(fid, {}).get("filename", "").rpartition("_")[0]
             if fid not in self.files or f"{owner}/results" in self.forgotten:
                 return (*_error(f"No such File object: {fid}", 404), "application/json")
             if len(parts) == 4 and parts[3] == "content":
