@@ -466,8 +466,16 @@ def cmd_score(args) -> int:
     BayesobsInputError
         A negative ``--bootstrap``, an unknown ``--resample`` (or
         ``stratified`` with too few runs), or trial files or trial options
-        that cannot be read.
+        that cannot be read, or an ``--out`` another ``score`` is writing into.
     """
+    from .run.store import lock_folder
+
+    with lock_folder(args.out, "score"):  # one writer of a score folder at a time
+        return _score(args)
+
+
+def _score(args) -> int:
+    """The work of :func:`cmd_score`, its ``--out`` folder held."""
     from .distributed import AsideWorker, preload
 
     t0 = time.perf_counter()
@@ -1355,6 +1363,13 @@ def _print_report(args, report) -> int:
         f"{report.cached} from cache{f' ({sources})' if sources else ''}, {report.unparsed} without a number) "
         f"-> {args.out}/trials.jsonl"
     )
+    if n := report.budget_exhausted:
+        print(
+            f"note: {n} of {report.done} replies spent their whole budget reasoning, with no "
+            f"answer left (invalid_reason budget_exhausted); raise --reasoning-budget "
+            f"(now {args.reasoning_budget}, counted with --reasoning-effort) to give them room",
+            file=sys.stderr,
+        )
     if c := report.concurrency:
         print(
             f"concurrency auto: ended at {c['final']} session(s) at once (peak {c['peak']}, "

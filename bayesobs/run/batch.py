@@ -38,7 +38,10 @@ id never reached the log, is found by the ``bayesobs_nonce`` in its
 cancelled batch, a batch that failed validation, a reply without an answer)
 goes into the next round, up to ``--max-attempts`` batches; a request that
 cannot succeed (another 4xx) stops its session, as in a live run, and is
-asked again when the run is resumed.  Nothing is logged twice
+asked again when the run is resumed.  A batch, or its results, that the
+provider no longer has (a 404: expired files, another project's key) is noted
+(``lost`` in ``batches.jsonl``, ``batch_lost`` in ``runs.jsonl``, one line
+on stderr) and its trials not logged go into the next batch.  Nothing is logged twice
 (:meth:`~bayesobs.run.store.ExperimentStore.append` refuses a trial already
 logged).
 
@@ -85,7 +88,7 @@ from .store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
 from .subjects import FatalSubjectError, Reply, Request, SubjectError
 from .subjects.anthropic_messages import AnthropicSubject
 from .subjects.anthropic_messages import reply_of as messages_reply_of
-from .subjects.openai_chat import EmptyReply, redact, reply_of
+from .subjects.openai_chat import EmptyReply, public_url, redact, reply_of
 
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -414,6 +417,10 @@ class BatchState:
     results_url: str | None = None
 
 
+class BatchGone(Exception):
+    """A batch, or its results, that the provider no longer has (HTTP 404): asked again."""
+
+
 class SdkBatches:
     """What both providers' batch adapters share: the SDK client and its calls' errors.
 
@@ -428,7 +435,7 @@ class SdkBatches:
         self.client = subject.client.with_options(max_retries=5, timeout=600.0)
         self.secret = subject.client.api_key
 
-    async def call(self, what: str, coro):
+    async def call(self, what: str, coro, gone: bool = False):
         """Await an SDK call; an API error stops the run in one line (the key redacted).
 
         Parameters
@@ -437,6 +444,9 @@ class SdkBatches:
             What the call does, for the message (``"creating the batch"`` ...).
         coro : awaitable
             The SDK call.
+        gone : bool, default False
+            The call is about a batch created earlier: a 404 means the provider
+            lost it (expired files, another project's key), :class:`BatchGone`.
 
         Returns
         -------
@@ -448,13 +458,17 @@ class SdkBatches:
         FatalSubjectError
             On the SDK's status or connection errors (a 404/405 with a hint to
             run without ``--batch``).
+        BatchGone
+            With ``gone``, on a 404.
         """
         try:
             return await coro
         except self.api_errors as exc:
             status = getattr(exc, "status_code", None)
+            if gone and status == 404:
+                raise BatchGone(f"{what} answered 404") from None
             hint = (
-                f" (does {self.client.base_url} serve the {self.api_name}? run without --batch)"
+                f" (does {public_url(str(self.client.base_url))} serve the {self.api_name}? run without --batch)"
                 if status in (404, 405)
                 else ""
             )
@@ -553,7 +567,9 @@ class OpenAIBatches(SdkBatches):
         FatalSubjectError
             When the retrieve fails.
         """
-        b = await self.call(f"polling {batch_id}", self.client.batches.retrieve(batch_id))
+        b = await self.call(
+            f"polling {batch_id}", self.client.batches.retrieve(batch_id), gone=True
+        )
         counts = b.request_counts
         errors = "; ".join(
             f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "")
@@ -596,7 +612,7 @@ class OpenAIBatches(SdkBatches):
         for fid in (state.error_file_id, state.output_file_id):  # outputs win
             if fid:
                 resp = await self.call(
-                    f"downloading {fid} of {state.id}", self.client.files.content(fid)
+                    f"downloading {fid} of {state.id}", self.client.files.content(fid), gone=True
                 )
                 out.update(read_results(resp.content, state.id))
         return out
@@ -904,7 +920,9 @@ class AnthropicBatches(SdkBatches):
         FatalSubjectError
             When the retrieve fails.
         """
-        b = await self.call(f"polling {batch_id}", self.client.messages.batches.retrieve(batch_id))
+        b = await self.call(
+            f"polling {batch_id}", self.client.messages.batches.retrieve(batch_id), gone=True
+        )
         return self.state(b)
 
     async def results(self, state: BatchState, nonce: str | None = None) -> dict[str, Outcome]:
@@ -936,6 +954,7 @@ class AnthropicBatches(SdkBatches):
                 cast_to=httpx2.Response,
                 options={"headers": {"Accept": "application/binary"}},
             ),
+            gone=True,
         )
         return read_message_results(resp.content, state.id, nonce)
 
@@ -1268,6 +1287,7 @@ class BatchRun:
         intents = {r["nonce"]: r for r in records if r.get("event") == "submitting"}
         ids = {r["nonce"]: r["batch_id"] for r in records if r.get("event") == "submitted"}
         ended = {r["batch_id"] for r in records if r.get("event") == "ended"}
+        lost = {r["batch_id"] for r in records if r.get("event") == "lost"}
         known = set(ids.values())
         for nonce, rec in intents.items():
             self.round = max(self.round, int(rec.get("round", 0)))
@@ -1285,10 +1305,16 @@ class BatchRun:
                 known.add(bid)
                 self.note(event="submitted", nonce=nonce, batch_id=bid, round=rec["round"])
             sub = Submitted(bid, int(rec["round"]), name, keys, nonce=nonce)
+            if bid in lost:  # noted when it was lost: its trials are asked again
+                continue
             if bid in ended:  # collect its replies again (errors were handled then)
                 provider = self.providers[name]
-                state = await provider.status(bid)
-                outs = await provider.results(state, nonce)
+                try:
+                    state = await provider.status(bid)
+                    outs = await provider.results(state, nonce)
+                except BatchGone as exc:
+                    self.lost(sub, exc)
+                    continue
                 self.absorb(sub, state, outs, errors=False)
             else:
                 self.inflight[bid] = sub
@@ -1466,6 +1492,36 @@ class BatchRun:
                     retry += 1
         return retry, fatal
 
+    def lost(self, sub: Submitted, exc: BatchGone) -> None:
+        """Note a batch the provider lost (``batches.jsonl``, ``runs.jsonl``, one line on stderr).
+
+        Its trials not logged go into the next batch (a try, as an expired batch's).
+
+        Parameters
+        ----------
+        sub : Submitted
+            The batch.
+        exc : BatchGone
+            What answered 404.
+        """
+        todo = sum(k not in self.store.done for k in sub.ids.values())
+        self.note(event="lost", batch_id=sub.batch_id, round=sub.round, error=str(exc))
+        self.store.log_run(
+            event="batch_lost",
+            batch_id=sub.batch_id,
+            subject=sub.subject,
+            round=sub.round,
+            requests=todo,
+            error=str(exc),
+        )
+        api = self.providers[sub.subject].api_name
+        print(
+            f"note: {api}: batch {sub.batch_id} is gone ({exc}: expired, or made with another "
+            f"key); its {todo} request(s) not logged are asked again in the next batch",
+            file=sys.stderr,
+        )
+        self.absorb(sub, BatchState(sub.batch_id, "lost", errors=str(exc)), {})
+
     async def wait(self) -> None:
         """Poll the batches in flight until every one has ended, collecting each as it ends."""
         delays = poll_delays(self.options.poll_max)
@@ -1474,10 +1530,15 @@ class BatchRun:
             await asyncio.sleep(next(delays))
             for bid, sub in list(self.inflight.items()):
                 provider = self.providers[sub.subject]
-                sub.state = states[bid] = state = await provider.status(bid)
-                if state.status not in TERMINAL:
+                try:
+                    sub.state = states[bid] = state = await provider.status(bid)
+                    if state.status not in TERMINAL:
+                        continue
+                    outs = await provider.results(state, sub.nonce)
+                except BatchGone as exc:
+                    self.lost(sub, exc)
+                    del self.inflight[bid]
                     continue
-                outs = await provider.results(state, sub.nonce)
                 retry, fatal = self.absorb(sub, state, outs)
                 self.note(
                     event="ended",

@@ -91,6 +91,7 @@ class RunReport:
     skipped: int = 0
     cached: int = 0
     unparsed: int = 0
+    budget_exhausted: int = 0  # replies that spent their whole budget reasoning (no answer)
     cached_from: Counter = field(
         default_factory=Counter
     )  # folder a cached reply was logged for -> count
@@ -327,6 +328,7 @@ class Runner:
                 if budget_exhausted(reply.text, reply.finish_reason, extra.get("reasoning_tokens")):
                     answer["valid"] = False  # not a reply without a number: no reply at all
                     answer["invalid_reason"] = BUDGET_EXHAUSTED
+                    self.report.budget_exhausted += 1
                 if not answer["valid"]:
                     answer.setdefault("invalid_reason", "no answer in the asked format")
                 rec = {
@@ -368,6 +370,7 @@ class Runner:
                     if self.gate is not None:  # the current level beside the count
                         bar.set_postfix_str(f"concurrency {self.gate.level}", refresh=False)
                     bar.update(1)
+                await asyncio.sleep(0)  # a subject that never waits (sim:) still lets Ctrl-C in
             else:
                 self.report.skipped += 1
             if not not_asked:  # an unasked trial is no turn of the conversation
@@ -707,10 +710,11 @@ def chat_identity(chat: dict | None, every: bool = False) -> dict:
         and the conditional keys above.
     """
     # start-up time: the OpenAI SDK loads only for API subjects
-    from .subjects.openai_chat import ChatOptions
+    from .subjects.openai_chat import ChatOptions, public_url
 
     opts = ChatOptions(model="", **{k: v for k, v in (chat or {}).items() if v is not None})
     out = {k: getattr(opts, k) for k in CHAT_IDENTITY}
+    out["base_url"] = public_url(out["base_url"])  # a key inside the URL is never written
     if every or opts.token_param != "auto":
         out["token_param"] = opts.token_param
     if every or reasoning_budget(opts.reasoning_effort, opts.reasoning_budget):

@@ -69,7 +69,8 @@ number, 0, 1, ...): a :class:`Fate` says how many retrieves it stays
 ``in_progress`` and whether it completes, fails validation, or expires after
 answering only its first ``answered`` requests (partial outputs).  Replies
 come from the chat ``script`` (:data:`bayesobs.run.fakeserver.Script`); an
-answer with a status other than 200 is an error line.
+answer with a status other than 200 is an error line.  :meth:`FakeBatchServer.forget`
+makes a batch, or its results, answer 404 (a provider that lost them).
 """
 
 from __future__ import annotations
@@ -361,6 +362,7 @@ class FakeBatchServer(LocalServer):
         self.chat_requests = 0
         self.batch_requests = 0
         self.polls = 0
+        self.forgotten: set[str] = set()  # batch ids, and "<id>/results", answered with 404
         self._n = itertools.count()
         self._lock = threading.Lock()
         server = self
@@ -517,7 +519,9 @@ class FakeBatchServer(LocalServer):
             return self.get_messages(parts, query)
         if parts[:2] == ["v1", "files"] and len(parts) in (3, 4):
             fid = parts[2]
-            if fid not in self.files:
+            # a result file is named <batch id>_output.jsonl or <batch id>_error.jsonl
+            owner = self.files.get(fid, {}).get("filename", "").rpartition("_")[0]
+            if fid not in self.files or f"{owner}/results" in self.forgotten:
                 return (*_error(f"No such File object: {fid}", 404), "application/json")
             if len(parts) == 4 and parts[3] == "content":
                 return 200, self.contents[fid], "application/octet-stream"
@@ -541,12 +545,26 @@ class FakeBatchServer(LocalServer):
             )
         if parts[:2] == ["v1", "batches"] and len(parts) == 3:
             b = self.batches.get(parts[2])
-            if b is None:
+            if b is None or parts[2] in self.forgotten:
                 return (*_error(f"No batch found with id '{parts[2]}'.", 404), "application/json")
             self.polls += 1
             self.advance(b)
             return 200, self.public(b), "application/json"
         return (*_error(f"no route GET {path}", 404), "application/json")
+
+    def forget(self, batch_id: str, results: bool = False) -> None:
+        """Answer 404 for a batch from now on (a provider that lost it, or another project's key).
+
+        Parameters
+        ----------
+        batch_id : str
+            The batch (either API).
+        results : bool, default False
+            Forget only its results (OpenAI: its output and error files; Anthropic: its
+            ``results`` route), as when they expired.
+        """
+        with self._lock:
+            self.forgotten.add(f"{batch_id}/results" if results else batch_id)
 
     # ------------------------------------------------------------ state
     def add_file(self, data: bytes, filename: str, purpose: str) -> dict:
@@ -979,7 +997,8 @@ class FakeBatchServer(LocalServer):
             }
             return 200, body, JSON
         b = self.batches.get(parts[3])
-        if b is None or len(parts) > 5 or (len(parts) == 5 and parts[4] != "results"):
+        gone = "/".join(parts[3:]) in self.forgotten  # the batch, or its results
+        if b is None or gone or len(parts) > 5 or (len(parts) == 5 and parts[4] != "results"):
             return (*_anthropic_error(f"No such batch or route: {'/'.join(parts)}", 404), JSON)
         if len(parts) == 5:
             if b["processing_status"] != "ended":

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .. import trials
 from ..errors import BayesobsInputError
+from ..jsonl import read_records
 from ..logprobs import COLUMNS as DISTRIBUTION_COLUMNS
 from ..logprobs import reply_distribution
 from ..provenance import read_manifest
@@ -25,7 +26,7 @@ from ..trials import RUN_KEYS
 from .engine import reasoned, reasoned_start
 from .plan import plan
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted
-from .store import FolderLock, read_jsonl
+from .store import FolderLock, trial_id
 
 # columns a task's record() may (re)write; stale ones are cleared first
 SCORED = ("response", "valid", "invalid_reason", *DISTRIBUTION_COLUMNS, "response_dist_note")
@@ -165,9 +166,17 @@ def rescore_folder(folder: str | Path, out: str | Path | None = None) -> pd.Data
     # so it never runs beside a run, sweep or server of that folder (nor another rescore)
     writes_here = folder.is_dir() and target.resolve().is_relative_to(folder.resolve())
     with FolderLock(folder, "rescore") if writes_here else contextlib.nullcontext():
-        records, _ = read_jsonl(folder / "trials.jsonl")
+        log = folder / "trials.jsonl"
+        records, lines, _ = read_records(log)
         if not records:
             raise BayesobsInputError(f"{folder}: no logged trials to rescore")
+        for rec, i in zip(records, lines, strict=True):  # one line naming a line not rescorable
+            trial_id(rec, f"{log}: line {i}")
+            if not isinstance(rec.get("raw_response"), (str, type(None))):
+                kind = type(rec["raw_response"]).__name__
+                raise BayesobsInputError(
+                    f"{log}: line {i}: raw_response is a {kind}, not the reply's text"
+                )
         table = rescore_records(records, _sessions(folder))
         trials.write_trials(table, target)
     return table

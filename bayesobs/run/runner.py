@@ -9,10 +9,14 @@ here are re-exported.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
+from ..jsonl import read_records
 from .concurrency import DEFAULT_MAX_CONCURRENCY
 from .engine import RunReport as RunReport  # re-exported: the engine's names' old home
 from .engine import estimate as estimate
@@ -26,7 +30,7 @@ from .plan import plan as plan
 from .plan import plan_all
 from .plan import reverse_trials as reverse_trials
 from .progress import total_line
-from .store import TRIAL_ID, ExperimentStore, read_jsonl
+from .store import ExperimentStore, trial_id
 
 
 def _batch():
@@ -35,6 +39,27 @@ def _batch():
     from . import batch
 
     return batch
+
+
+@contextmanager
+def _sigterm_as_ctrl_c():
+    """While a run holds its folder, SIGTERM stops it as Ctrl-C does (a ``stopped`` event, exit 130)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        handler = signal.getsignal(signal.SIGINT)  # asyncio's (cancels the run) or Python's
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def start(
@@ -129,7 +154,9 @@ def start(
     if hvs:  # only then: folders without hvs keep their manifest
         record["hvs"] = hvs
     if dry_run:
-        done = {tuple(r[k] for k in TRIAL_ID) for r in read_jsonl(Path(out) / "trials.jsonl")[0]}
+        log = Path(out) / "trials.jsonl"
+        records, lines, _ = read_records(log)
+        done = {trial_id(r, f"{log}: line {i}") for r, i in zip(records, lines, strict=True)}
         extra = (
             {"batch_rounds": _batch().rounds_needed(sessions, done)} if batch is not None else {}
         )
@@ -151,7 +178,7 @@ def start(
         cache_scope=cache_scope,
         folder=out,
     )
-    with ExperimentStore(out, record, lock=True) as store:
+    with ExperimentStore(out, record, lock=True) as store, _sigterm_as_ctrl_c():
         torn, unreadable = list(store.torn_logs), list(store.unreadable_lines)
         if batch is not None:
             # the batch path's bar, else its own line per poll

@@ -20,8 +20,9 @@ it is not a newline, so its record is never glued onto the fragment; the
 fragment stays on a line of its own, which readers skip and count.
 
 One writer at a time holds a folder (:class:`FolderLock`): ``run``,
-``sweep``, ``serve`` (for the server's lifetime) and ``rescore`` (while it
-writes into the folder); a second one is refused naming the holder.
+``sweep``, ``serve`` (for the server's lifetime), ``rescore`` (while it
+writes into the folder) and ``score`` (its ``--out``); a second one is refused
+naming the holder.
 """
 
 from __future__ import annotations
@@ -237,6 +238,38 @@ def read_jsonl(path: Path) -> tuple[list[dict], int]:
     """
     records, _, torn = read_records(path)
     return records, torn
+
+
+def trial_id(rec: dict, where: str) -> tuple:
+    """A logged trial's key (:data:`TRIAL_ID` values); one clear error for a line that has none.
+
+    Parameters
+    ----------
+    rec : dict
+        A record of ``trials.jsonl``.
+    where : str
+        The file and line, for the message (``.../trials.jsonl: line 7``).
+
+    Returns
+    -------
+    tuple
+        The record's :data:`TRIAL_ID` values.
+
+    Raises
+    ------
+    BayesobsInputError
+        When a key is missing or not a plain value (a list, an object).
+    """
+    missing = [k for k in TRIAL_ID if k not in rec]
+    if missing:
+        raise BayesobsInputError(
+            f"{where}: not a trial record: no {', '.join(missing)} (fix or remove that line; "
+            "nothing else was read or written)"
+        )
+    key = tuple(rec[k] for k in TRIAL_ID)
+    if any(isinstance(v, (list, dict)) for v in key):
+        raise BayesobsInputError(f"{where}: not a trial record: its key holds a list or object")
+    return key
 
 
 def unreadable_lines(path: Path) -> list[int]:
@@ -525,10 +558,17 @@ class ExperimentStore:
         except BaseException:
             self.close()
             raise
-        records, self.unreadable = self._trials.read()
+        records, lines, self.unreadable = read_records(self.trials_path)
         # 1-based numbers of the lines skipped (a corrupt middle line): said on resume
         self.unreadable_lines = unreadable_lines(self.trials_path) if self.unreadable else []
-        self.done = {tuple(r[k] for k in TRIAL_ID): r for r in records}
+        try:
+            where = f"{self.trials_path}: line"
+            self.done = {
+                trial_id(r, f"{where} {i}"): r for r, i in zip(records, lines, strict=True)
+            }
+        except BayesobsInputError:
+            self.close()
+            raise
         self.torn = 1 if self._trials.torn else 0  # a torn last line was cut: that trial is redone
         self.torn_logs = [log.path.name for log in (self._trials, self._runs) if log.torn]
 

@@ -489,3 +489,41 @@ def test_local_batch_server_validates_input_and_lists_and_cancels():
         assert json.loads(c.files.content(b.output_file_id).text)["response"]["status_code"] == 200
         with pytest.raises(openai.NotFoundError):
             c.batches.retrieve("batch_nope")
+
+
+@pytest.mark.parametrize("lost", ["batch", "results"])
+def test_a_batch_the_provider_lost_is_noted_and_its_trials_go_into_the_next_batch(
+    tmp_path, monkeypatch, capsys, lost
+):
+    """On resume the batch (or its output file) answers 404 (issue 48): asked again, once."""
+    real = B.BatchRun.note
+    kill_after = "submitted" if lost == "batch" else "ended"
+
+    def killed(self, **rec):
+        real(self, **rec)
+        if rec["event"] == kill_after:
+            raise KeyboardInterrupt  # killed; the provider then loses the batch or its files
+
+    out = tmp_path / "o"
+    with FakeBatchServer(hashed()) as srv:
+        monkeypatch.setattr(B.BatchRun, "note", killed)
+        assert _run(srv.url, out, trials="3") == 130
+        monkeypatch.setattr(B.BatchRun, "note", real)
+        first = srv.created[0]
+        srv.forget(first, results=lost == "results")
+        capsys.readouterr()
+        assert _run(srv.url, out, trials="3") == 0
+        assert len(srv.created) == 2  # the lost batch's 9 trials went into one new batch
+        assert len(srv.batches[srv.created[1]]["_lines"]) == 9
+        assert srv.batch_requests == (9 if lost == "batch" else 18)
+        err = capsys.readouterr().err
+        polls = srv.polls
+        assert _run(srv.url, out, trials="3") == 0  # a later resume asks nothing, polls nothing
+        assert len(srv.created) == 2 and srv.polls == polls
+    assert "Traceback" not in err
+    notes = [x for x in err.splitlines() if first in x]
+    assert len(notes) == 1 and "asked again in the next batch" in notes[0], err
+    assert len(_by_key(out)) == 9
+    events = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines()]
+    gone = [e for e in events if e["event"] == "batch_lost"]
+    assert len(gone) == 1 and gone[0]["batch_id"] == first and gone[0]["requests"] == 9

@@ -93,10 +93,15 @@ def test_without_a_reasoning_budget_the_reply_budget_goes_to_reasoning(tmp_path)
     assert reasons == {"budget_exhausted: 6 trial(s)"}
 
 
-def test_a_reasoning_budget_too_small_is_budget_exhausted_too(tmp_path):
+def test_a_reasoning_budget_too_small_is_budget_exhausted_too(tmp_path, capsys):
     out = tmp_path / "o"
     with FakeChatServer(reasoning(reasoning_tokens=200)) as srv:
         assert _run(srv.url, out, "--reasoning-effort", "low", "--reasoning-budget", "100") == 0
+    captured = capsys.readouterr()
+    assert "6 without a number" in captured.out
+    # the hint names the count that ran out and the option that gives them room (issue 48)
+    assert "note: 6 of 6 replies spent their whole budget reasoning" in captured.err
+    assert "raise --reasoning-budget (now 100," in captured.err
     assert {b.get("max_completion_tokens") for b in srv.requests} == {164}
     assert {r["invalid_reason"] for r in _rows(out)} == {"budget_exhausted"}
     assert main(["rescore", str(out)]) == 0  # reading the replies again keeps the reason

@@ -676,3 +676,86 @@ def test_blank_replies_cached_by_older_versions_are_not_replayed(tmp_path):
     cache = ResponseCache(tmp_path)
     assert cache.get("old") is None
     assert cache.get("new")["finish_reason"] == "length" and cache.get("ok")["text"] == "0.4"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_key_inside_the_base_url_is_used_and_never_written(tmp_path, provider):
+    """``http://user:KEY@host/v1?api_key=KEY2`` (issue 48): asked with, written without."""
+    with FakeChatServer(lambda b, n: Answer("0.3")) as srv:  # it answers both APIs
+        host = (srv.url if provider == "openai" else srv.root).removeprefix("http://")
+        url = f"http://user:sk-USERINFO-0123456789@{host}?api-key=sk-QUERY-0123456789&v=2"
+        argv = ["run", "line_ratio", "--subject", f"{provider}:m", "--modality", "text"]
+        out, cache = tmp_path / "o", tmp_path / "cache"
+        argv += ["--trials", "2", "--out", str(out), "--base-url", url, "--cache", str(cache)]
+        assert main([*argv, "--no-progress"]) == 0
+        assert srv.count == 6  # the URL as given reached the server
+    written = [p for d in (out, cache) for p in d.rglob("*") if p.is_file()]
+    assert any(p.name == "responses.jsonl" for p in written)
+    leaks = [p.name for p in written if b"0123456789" in p.read_bytes()]
+    assert leaks == []
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["experiment"]["chat"]["base_url"] == f"http://{host}?v=2"
+
+
+@pytest.mark.parametrize(
+    "url, written",
+    [
+        ("http://u:sk-1@h:1/v1?api-key=a&v=2", "http://h:1/v1?v=2"),
+        ("https://h/v1?key=abc&design=x&keyword=y", "https://h/v1?design=x&keyword=y"),
+        ("https://h/x?X-Amz-Signature=1&access_token=2&apikey=3&auth=4", "https://h/x"),
+        ("http://localhost:8000/v1", "http://localhost:8000/v1"),
+        ("https://h/v1/?a=1&b", "https://h/v1/?a=1&b"),  # nothing to drop: left as given
+    ],
+)
+def test_the_endpoint_as_written_has_no_user_password_or_key_parameter(url, written):
+    from bayesobs.run.subjects.openai_chat import public_url
+
+    assert public_url(url) == written
+
+
+def _sim_folder(out: Path) -> list[str]:
+    argv = ["run", "line_ratio", "--subject", "sim:bayesian", "--modality", "text"]
+    argv += ["--trials", "3", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    return argv
+
+
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        ('{"stimulus": 0.5, "response": 0.4}', "no subject, task, modality"),
+        ('{"subject": "sim:bayesian", "task": "line_ratio", "trial": 1}', "no modality"),
+    ],
+)
+def test_a_logged_line_without_the_trial_keys_is_one_line_on_resume_and_rescore(
+    tmp_path, capsys, line, needle
+):
+    """A line of trials.jsonl that is no trial record (issue 48): named by file and line, exit 2."""
+    out = tmp_path / "o"
+    argv = _sim_folder(out)
+    log = out / "trials.jsonl"
+    with log.open("a") as fh:
+        fh.write(line + "\n")
+    before = log.read_bytes()
+    capsys.readouterr()
+    for command in (argv, [*argv, "--dry-run"], ["rescore", str(out)]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        _one_error_line(err)
+        assert f"{log}: line 10: not a trial record: {needle}" in err
+    assert log.read_bytes() == before  # nothing lost, nothing added
+
+
+def test_rescore_of_a_reply_that_is_not_text_is_one_line(tmp_path, capsys):
+    out = tmp_path / "o"
+    _sim_folder(out)
+    log = out / "trials.jsonl"
+    rows = _rows(out)
+    rows[4]["raw_response"] = {"text": "0.5"}
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    capsys.readouterr()
+    assert main(["rescore", str(out)]) == 2
+    err = capsys.readouterr().err
+    _one_error_line(err)
+    assert f"{log}: line 5: raw_response is a dict, not the reply's text" in err
+    assert not (out / "rescored.jsonl").exists()

@@ -73,3 +73,19 @@ def test_images_are_stored_once_by_content(tmp_path):
     assert sorted(p.name for p in (tmp_path / "stimuli").iterdir()) == sorted(
         [a.split("/")[1], c.split("/")[1]]
     )
+
+
+def test_a_score_into_a_folder_another_score_holds_is_refused(tmp_path, capsys):
+    """Two ``score`` runs into one ``--out`` (issue 47): the second refuses in one line, exit 2."""
+    from bayesobs.cli import main
+    from bayesobs.run.store import lock_folder
+
+    trials = tmp_path / "t.csv"
+    trials.write_text("stimulus,response\n" + "".join(f"{i},{i}\n" for i in range(1, 9)))
+    out = tmp_path / "scores"
+    argv = ["score", str(trials), "--out", str(out), "--bootstrap", "0", "--no-probe"]
+    with lock_folder(out, "score"):  # the first score, still writing its tables
+        assert main([*argv, "--no-references", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is in use by pid" in err[0] and "(bayesobs score," in err[0]
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]  # nothing written beside it

@@ -71,6 +71,7 @@ from .openai_chat import (
     ChatOptions,
     EmptyReply,
     pause,
+    public_url,
     redact,
     retry_delay,
 )
@@ -272,14 +273,14 @@ class AnthropicSubject(CachedReplies):
         self._secret = key
         if not key:
             if base_url is None:
-                raise FatalSubjectError(
+                raise BayesobsInputError(  # the user's to fix: exit 2, not a failed run
                     "no API key: set ANTHROPIC_API_KEY or pass --api-key-file (or --api-key)"
                 )
             key = "not-needed"  # a local server
         self.client = anthropic.AsyncAnthropic(
             api_key=key, base_url=base_url, max_retries=0, timeout=options.timeout_s
         )
-        self.endpoint = str(self.client.base_url).rstrip("/")
+        self.endpoint = public_url(str(self.client.base_url).rstrip("/"))  # written: no key
         self.cache = cache
         self.cache_scope = cache_scope
         self.folder = folder

@@ -65,6 +65,7 @@ import os
 import random
 import re
 import time
+import urllib.parse
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -72,6 +73,7 @@ import httpx
 import openai
 
 from ...chat import FatalSubjectError, Reply, Request, SubjectError
+from ...errors import BayesobsInputError
 from ...logprobs import MAX_TOP_LOGPROBS, compact
 from ..imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
 from ..reasoning import DEFAULT_REASONING_BUDGET, TOKEN_PARAMS, reasoning_budget
@@ -306,6 +308,39 @@ async def pause(seconds: float) -> None:
         How long to wait.
     """
     await asyncio.sleep(seconds)
+
+
+# query parameters that carry a credential (``?api-key=...``): never written anywhere
+_SECRET_PARAM = re.compile(
+    r"(^|[_-])(api_?key|key|token|secret|pass(word|wd)?|auth\w*|sig(nature)?|credentials?)$",
+    re.IGNORECASE,
+)
+
+
+def public_url(url: str | None) -> str | None:
+    """``url`` without a user or password (``http://user:KEY@host``) or key-like query parameters.
+
+    What is written (manifest, cache entries) names the endpoint this way; the
+    request itself still uses the URL as given.
+
+    Parameters
+    ----------
+    url : str or None
+        An endpoint URL.
+
+    Returns
+    -------
+    str or None
+        The URL without its credentials (``None`` for ``None``).
+    """
+    if not url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    kept = [(k, v) for k, v in pairs if not _SECRET_PARAM.search(k)]
+    query = parts.query if len(kept) == len(pairs) else urllib.parse.urlencode(kept)
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=host, query=query))
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -574,7 +609,7 @@ class OpenAIChatSubject(CachedReplies):
         self._secret = key  # redacted wherever a reply or an error is kept
         if not key:
             if base_url is None:
-                raise FatalSubjectError(
+                raise BayesobsInputError(  # the user's to fix: exit 2, not a failed run
                     "no API key: set OPENAI_API_KEY or pass --api-key-file (or --api-key)"
                 )
             key = "not-needed"  # local servers (vLLM, Ollama, LM Studio) ignore it
@@ -586,7 +621,7 @@ class OpenAIChatSubject(CachedReplies):
         # "global", or the experiment folder whose replies may be replayed (``--cache-scope folder``)
         self.cache_scope = cache_scope
         self.folder = folder  # the experiment folder, recorded with each cached reply
-        self.endpoint = str(self.client.base_url).rstrip("/")
+        self.endpoint = public_url(str(self.client.base_url).rstrip("/"))  # written: no key
         if options.token_param not in TOKEN_PARAMS:
             raise FatalSubjectError(
                 f"token parameter must be one of {', '.join(TOKEN_PARAMS)}, not {options.token_param!r}"

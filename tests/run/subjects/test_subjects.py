@@ -76,3 +76,22 @@ def test_the_linear_observer_recovers_its_rule():
 def test_a_magnitude_observer_refuses_a_search_task():
     with pytest.raises(FatalSubjectError, match="needs a searcher"):
         asyncio.run(SimSubject("bayesian").complete(_request("x", 0, task="circle_sizes")))
+
+
+@pytest.mark.parametrize("provider, var", [("anthropic", "ANTHROPIC"), ("openai", "OPENAI")])
+def test_a_run_without_an_api_key_is_one_line_and_exit_2(
+    tmp_path, monkeypatch, capsys, provider, var
+):
+    """A missing key is the user's to fix (issue 48): exit 2, one line naming the variable."""
+    from bayesobs.cli import main
+
+    for name in ("API_KEY", "BASE_URL"):
+        monkeypatch.delenv(f"{var}_{name}", raising=False)
+    out = tmp_path / "o"
+    argv = ["run", "line_ratio", "--subject", f"{provider}:m", "--modality", "text"]
+    assert main([*argv, "--trials", "2", "--out", str(out), "--no-cache", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"bayesobs: error: no API key: set {var}_API_KEY or pass --api-key-file (or --api-key)"
+    ]
+    assert not (out / "manifest.json").exists()
