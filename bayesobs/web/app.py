@@ -63,6 +63,7 @@ from .study import (
     CATCH_RANGE,
     CATCH_SEED,
     CATCH_TAP_RADII,
+    CATCH_WORDS,
     block_order,
     catch_plan,
     catch_value,
@@ -100,6 +101,7 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
 ]
 STIM_RE = re.compile(r"^[0-9a-f]{20}\.png$")
+ASKS_RE = re.compile(r"\b(?:Type|Answer|Reply) (.*?)\.(?:\s+[A-Z]|\s*$)")  # a question's "Type ..."
 # plausible answers per task (the runner's parser uses the same ranges): anything else is refused
 ANSWER_RANGE = {
     name: cls.answer_range for name, cls in TASKS.items() if cls.answer_range is not None
@@ -666,8 +668,13 @@ class ParticipantServer:
             answer = sess.task.record(stim, reply)
             if answer.get("valid"):
                 return {**answer, "raw_response": str(body.get("response"))}
+        asks = ASKS_RE.search(sess.task.human_question(stim) or "")  # "Type yes or no."
         return JSONResponse(
-            {"error": "please answer as the question asks (see the instruction above)"},
+            {
+                "error": f"please type {asks.group(1)}"
+                if asks
+                else "please answer as the question asks"
+            },
             status_code=400,
         )
 
@@ -739,6 +746,10 @@ class ParticipantServer:
             shown = self.images(sess, stim, 0.0)
             question = "There is only one item in this picture. Tap it."
             return {**out, "question": question, **_urls(shown), **answer_kind(self.task, stim)}
+        if self.task.worded():  # a word asked for a worded task, never a number as an "estimate"
+            word = self.catch_word(k)
+            question = f"Please type the word {word} as your answer to this one."
+            return {**out, "question": question, "image": None, "images": None, "answer": "text"}
         value, _ = catch_value(self.spec["seed"], k, ANSWER_RANGE.get(self.task.name))
         lo, hi = ANSWER_RANGE.get(self.task.name, CATCH_RANGE)
         question = f"Please type {value:g} as your answer to this one (it is not an estimate)."
@@ -752,6 +763,10 @@ class ParticipantServer:
             "min": lo,
             "max": hi,
         }
+
+    def catch_word(self, k: int) -> str:
+        """The word catch trial ``k`` of a worded task asks for (:data:`.study.CATCH_WORDS`)."""
+        return CATCH_WORDS[(int(self.spec["seed"]) + k) % len(CATCH_WORDS)]
 
     def check_catch(self, body, sess: Session, k: int) -> dict | Response:
         """Catch trial ``k``'s answer as log columns (``correct`` True/False), or a 400 response.
@@ -796,6 +811,13 @@ class ParticipantServer:
                 "valid": True,
                 "correct": bool(correct),
             }
+        if self.task.worded():
+            text, word = str(body.get("response", "")).strip(), self.catch_word(k)
+            if not text or len(text) > MAX_TEXT_ANSWER:
+                return JSONResponse({"error": f"please type the word {word}"}, status_code=400)
+            good = text.lower() == word
+            row = {"stimulus": 0.0, "response": float(good), "raw_response": text, "valid": True}
+            return {**row, "correct": good, "catch_word": word}
         value, tolerance = catch_value(self.spec["seed"], k, ANSWER_RANGE.get(self.task.name))
         lo, hi = ANSWER_RANGE.get(self.task.name, CATCH_RANGE)
         typed = parse_answer(str(body.get("response", "")))

@@ -545,7 +545,7 @@ def test_a_person_answers_object_reidentification_with_two_images(tmp_path, brow
         assert "{" not in question and "curly" not in question  # a model's format, not a person's
         page.fill("input[name=response]", "perhaps")  # not a yes/no answer: asked again
         page.keyboard.press("Enter")
-        page.wait_for_selector("text=please answer as the question asks")
+        page.wait_for_selector("text=please type yes or no")  # says what is wanted (issue 47)
         page.fill("input[name=response]", "yes")
         page.keyboard.press("Enter")
         page.wait_for_selector("text=the correct answer was")
