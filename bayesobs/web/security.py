@@ -31,6 +31,9 @@ IDLE_TIMEOUT = 5  # s a kept-alive connection may wait for its next request (uvi
 PER_ADDRESS = 64  # open connections per client address (a browser opens about 6)
 MAX_CONNECTIONS = 900  # open connections in all, lowered to fit the descriptor limit
 FD_RESERVE = 100  # descriptors kept for the log files, the stimuli and the event loop
+# connections accepted in one go (asyncio accepts up to the backlog per wake-up, before any is
+# refused): a few such batches are open at once, so they too must fit under the descriptor limit
+BACKLOG = 128
 MAX_HEADER = 8192  # bytes of a request's header block (h11's limit, and the scan's)
 JOIN_BURST = 30  # new participants one address may add at once (a classroom behind one NAT)
 JOIN_EVERY_S = 10.0  # ... and one more each this many seconds
@@ -260,7 +263,8 @@ def uvicorn_config(app, **kwargs):
     """A ``uvicorn.Config`` serving ``app`` through :class:`Guard`, with time-outs and size limits.
 
     Raises the descriptor limit (:func:`raise_fd_limit`) and fits
-    :data:`MAX_CONNECTIONS` under it.
+    :data:`MAX_CONNECTIONS`, and :data:`BACKLOG` connections accepted at a
+    time, under it.
 
     Parameters
     ----------
@@ -281,7 +285,10 @@ def uvicorn_config(app, **kwargs):
     guard = type(
         "GuardedH11",
         (Guard,),
-        {"inner": H11Protocol, "max_connections": min(MAX_CONNECTIONS, limit - FD_RESERVE)},
+        {
+            "inner": H11Protocol,
+            "max_connections": min(MAX_CONNECTIONS, limit - FD_RESERVE - 4 * BACKLOG),
+        },
     )
     logging.getLogger("asyncio").addFilter(_Once())
     return uvicorn.Config(
@@ -289,6 +296,7 @@ def uvicorn_config(app, **kwargs):
         http=guard,
         timeout_keep_alive=IDLE_TIMEOUT,
         h11_max_incomplete_event_size=MAX_HEADER,
+        backlog=BACKLOG,
         **kwargs,
     )
 

@@ -119,7 +119,8 @@ def test_eleven_hundred_idle_connections_under_ulimit_1024(tmp_path):
         proc.terminate()
         proc.wait(timeout=20)
     lines = log.read_text().splitlines()
-    assert len(lines) <= 5 and not any("Traceback" in x or "Too many" in x for x in lines), lines
+    bad = ("Traceback", "Too many", "descriptors")  # never out of them: one line per condition
+    assert len(lines) <= 3 and not any(b in x for x in lines for b in bad), lines
 
 
 def test_joins_from_one_address_are_rate_limited(tmp_path):
