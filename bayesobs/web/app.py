@@ -287,17 +287,21 @@ class ParticipantServer:
             self.folder / "participants.jsonl"
         )  # a torn tail is cut on open
         for n, rec in enumerate(self.participants.read()[0], 1):
+            row = rec.get("counterbalance", 0)  # older logs: none (fixed order)
             if rec.get("event") in ("join", "rekey"):
-                if not isinstance(rec.get("pid"), str) or not isinstance(
-                    rec.get("key_sha256"), str
+                if not (
+                    isinstance(rec.get("pid"), str)
+                    and isinstance(rec.get("key_sha256"), str)
+                    and isinstance(row, int)
                 ):
                     raise BayesobsInputError(
-                        f"{self.participants.path}: record {n} ({rec.get('event')}) has no pid or "
-                        "key_sha256 (was the file edited?); restore it or remove that line"
+                        f"{self.participants.path}: record {n} ({rec.get('event')}) lacks a pid, "
+                        "key_sha256 or counterbalance row (was the file edited?); restore it or "
+                        "remove that line"
                     )
                 self.keys[rec["pid"]] = rec["key_sha256"]
             if rec.get("event") == "join":
-                self.rows_of[rec["pid"]] = int(rec.get("counterbalance", 0))  # older logs: fixed
+                self.rows_of[rec["pid"]] = row
                 if rec.get("pilot"):
                     self.pilots.add(rec["pid"])
             elif rec.get("event") == "practice_done":

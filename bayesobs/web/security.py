@@ -3,8 +3,9 @@
 * :func:`listen` binds the socket before any link is printed: a busy port or
   an address that is not one is one line (:class:`~bayesobs.errors.BayesobsInputError`).
 * :func:`uvicorn_config` serves through :class:`Guard`, which closes a
-  connection that has not sent a whole request header within
-  :data:`HEADER_TIMEOUT` s (a slowloris), refuses connections beyond
+  connection that has not sent a whole request (header and body) within
+  :data:`HEADER_TIMEOUT` s of opening or of the request's first byte (a
+  slowloris), refuses connections beyond
   :data:`PER_ADDRESS` per client address and beyond :data:`MAX_CONNECTIONS`
   in all (kept below the descriptor limit, raised soft -> hard by
   :func:`raise_fd_limit`), and logs each condition once.
@@ -26,7 +27,7 @@ import pandas as pd
 from ..errors import BayesobsInputError
 
 LOG = logging.getLogger("bayesobs.web")
-HEADER_TIMEOUT = 10.0  # s from a connection's (or a request's) first byte to its blank line
+HEADER_TIMEOUT = 10.0  # s from a connection's (or a request's) first byte to its last
 IDLE_TIMEOUT = 5  # s a kept-alive connection may wait for its next request (uvicorn's)
 PER_ADDRESS = 64  # open connections per client address (a browser opens about 6)
 MAX_CONNECTIONS = 900  # open connections in all, lowered to fit the descriptor limit
@@ -134,7 +135,7 @@ def warn_once(key: str, msg: str, *args) -> None:
 
 
 class Guard(asyncio.Protocol):
-    """An HTTP protocol wrapper: per-address and total connection caps, a header time-out.
+    """An HTTP protocol wrapper: per-address and total connection caps, a request time-out.
 
     Wraps the protocol uvicorn would use (``inner``); everything else is
     passed through.  Class attributes hold the counts of the one server a
@@ -188,7 +189,7 @@ class Guard(asyncio.Protocol):
         """Close a connection whose request header did not arrive in time."""
         warn_once(
             "slow",
-            "closing connections that send no whole request header within %g s (slow or idle "
+            "closing connections that send no whole request within %g s (slow or idle "
             "clients, e.g. from %s)",
             self.header_timeout,
             self.host,
@@ -201,12 +202,14 @@ class Guard(asyncio.Protocol):
         self.proto.data_received(data)
 
     def track(self, data: bytes) -> None:
-        """Start the header clock at a request's first byte; stop it at the header's blank line."""
+        """Start the request clock at a request's first byte; stop it once the header and body are in."""
         while data and self.timer is not False:
             if self.body_left:
                 n = min(self.body_left, len(data))
                 self.body_left -= n
                 data = data[n:]
+                if not self.body_left:  # the whole request is in
+                    self.timer.cancel()
                 continue
             if not self.reading:  # the next request's first byte
                 self.reading = True
@@ -220,12 +223,13 @@ class Guard(asyncio.Protocol):
                 return
             head, data = self.head[: end + 4], self.head[end + 4 :]
             self.head, self.reading = b"", False
-            self.timer.cancel()
             if CHUNKED.search(head):  # a chunked body (no browser here sends one): stop following
                 self.stop()
                 return
             m = CONTENT_LENGTH.search(head)
             self.body_left = int(m.group(1)) if m else 0
+            if not self.body_left:  # the clock runs on through a body (4 KB at most here)
+                self.timer.cancel()
 
     def stop(self) -> None:
         """Stop following this connection's framing (uvicorn's own limits still apply)."""
@@ -290,7 +294,8 @@ def uvicorn_config(app, **kwargs):
             "max_connections": min(MAX_CONNECTIONS, limit - FD_RESERVE - 4 * BACKLOG),
         },
     )
-    logging.getLogger("asyncio").addFilter(_Once())
+    if not any(isinstance(f, _Once) for f in logging.getLogger("asyncio").filters):
+        logging.getLogger("asyncio").addFilter(_Once())
     return uvicorn.Config(
         app,
         http=guard,

@@ -74,6 +74,11 @@ def test_slow_clients_are_closed_and_a_participant_still_gets_in(tmp_path, monke
     with running(_server(tmp_path / "exp")) as url:
         port = int(url.rsplit(":", 1)[1])
         slow = _slow_clients(port, 120)
+        for _ in range(5):  # a whole header, then a body that never ends
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"POST /api/start HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            s.sendall(b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            slow.append(s)
         try:
             _participant(url, "real")  # the 80 over the cap are refused, the 40 wait
             assert all(_closed(s, 10) for s in slow)  # none is held for good
@@ -153,7 +158,10 @@ def test_participants_log_without_key_is_one_line(tmp_path):
     folder = tmp_path / "exp"
     folder.mkdir()
     (folder / "participants.jsonl").write_text(json.dumps({"event": "join", "pid": "a"}) + "\n")
-    cmd = [sys.executable, "-c", SERVE, "serve", str(SPEC), "--out", str(folder), "--port", "1"]
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = str(free.getsockname()[1])
+    cmd = [sys.executable, "-c", SERVE, "serve", str(SPEC), "--out", str(folder), "--port", port]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().count("\n") == 0 and "key_sha256" in r.stderr
