@@ -106,24 +106,31 @@ def raise_fd_limit() -> int:
     return soft
 
 
-class _Once(logging.Filter):
-    """Lets asyncio's accept-failure report through once, as one line without its traceback."""
+# what a client can make the server log once per connection: logged once, as one line
+ONCE = {
+    "socket.accept() out of system resource": "out of file descriptors: new connections wait "
+    "(raise `ulimit -n`)",
+    "Invalid HTTP request received.": "invalid HTTP requests received: closing those connections "
+    "(not logged again)",
+}
 
-    seen = False
+
+class _Once(logging.Filter):
+    """Lets each :data:`ONCE` report through once, as its one line without a traceback."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: set[str] = set()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Keep the first ``socket.accept() out of system resource`` record, shortened; drop the rest."""
-        if not str(record.msg).startswith("socket.accept() out of system resource"):
+        """Keep other records; the first of each :data:`ONCE` kind, shortened; drop the rest."""
+        kind = next((k for k in ONCE if str(record.msg).startswith(k)), None)
+        if kind is None:
             return True
-        if self.seen:
+        if kind in self.seen:
             return False
-        self.seen = True
-        record.msg, record.args, record.exc_info, record.exc_text = (
-            "out of file descriptors: new connections wait (raise `ulimit -n`)",
-            (),
-            None,
-            None,
-        )
+        self.seen.add(kind)
+        record.msg, record.args, record.exc_info, record.exc_text = ONCE[kind], (), None, None
         return True
 
 
@@ -294,8 +301,9 @@ def uvicorn_config(app, **kwargs):
             "max_connections": min(MAX_CONNECTIONS, limit - FD_RESERVE - 4 * BACKLOG),
         },
     )
-    if not any(isinstance(f, _Once) for f in logging.getLogger("asyncio").filters):
-        logging.getLogger("asyncio").addFilter(_Once())
+    for name in ("asyncio", "uvicorn.error"):
+        if not any(isinstance(f, _Once) for f in logging.getLogger(name).filters):
+            logging.getLogger(name).addFilter(_Once())
     return uvicorn.Config(
         app,
         http=guard,
