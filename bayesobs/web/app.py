@@ -1061,6 +1061,7 @@ class ParticipantServer:
         if isinstance(answer, Response):
             return answer
         async with self.lock:
+            self.last_seen[pid] = utc_now()
             if pid not in self.practiced:
                 self.participants.append(
                     {"event": "practice_done", "pid": pid, "time_utc": utc_now()},

@@ -158,7 +158,7 @@ class Guard(asyncio.Protocol):
 
     def __init__(self, *args, **kwargs):
         self.proto = self.inner(*args, **kwargs)
-        self.loop = asyncio.get_event_loop()
+        self.loop = asyncio.get_running_loop()
         self.host: str | None = None
         self.transport = None
         self.timer: asyncio.TimerHandle | None = None
