@@ -768,7 +768,9 @@ def _serve(args) -> int:
     import uvicorn
 
     from .web import ParticipantServer
+    from .web.security import listen, uvicorn_config
 
+    sock = listen(args.host, args.port)  # a busy port or a bad address: one line, no links
     server = ParticipantServer(
         args.spec,
         args.out,
@@ -792,7 +794,7 @@ def _serve(args) -> int:
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"note: listening on {args.host}, reachable from other machines", file=sys.stderr)
-    uvicorn.run(server.app(), host=args.host, port=args.port, log_level="warning")
+    uvicorn.Server(uvicorn_config(server.app(), log_level="warning")).run(sockets=[sock])
     return 0
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from contextlib import contextmanager
 
 from .app import ParticipantServer
+from .security import listen, uvicorn_config
 
 
 @contextmanager
@@ -15,7 +15,8 @@ def running(server: ParticipantServer, host: str = "127.0.0.1"):
     """Serve ``server`` on a free port in a background thread; yields the base URL.
 
     Uvicorn (imported here, an optional dependency of the web app) serves
-    ``server.app()`` on a socket bound to port 0 of ``host``; the context waits
+    ``server.app()`` as ``serve`` does (:func:`.security.uvicorn_config`) on a
+    socket bound to port 0 of ``host``; the context waits
     up to 10 s for it to start and, on exit, asks it to stop and joins the
     thread (up to 10 s).
 
@@ -33,10 +34,8 @@ def running(server: ParticipantServer, host: str = "127.0.0.1"):
     """
     import uvicorn  # start-up time: the ASGI server loads only for serve
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind((host, 0))
-    config = uvicorn.Config(server.app(), log_level="warning", lifespan="off")
-    uv = uvicorn.Server(config)
+    sock = listen(host, 0)
+    uv = uvicorn.Server(uvicorn_config(server.app(), log_level="warning", lifespan="off"))
     thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.time() + 10

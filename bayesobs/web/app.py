@@ -45,6 +45,7 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
+from ..errors import BayesobsInputError
 from ..provenance import utc_now
 from ..run.plan import Session, load_spec
 from ..run.presentation import (
@@ -57,10 +58,12 @@ from ..run.presentation import (
 )
 from ..run.store import TRIAL_ID, AppendLog, ExperimentStore, LogWriteError
 from ..stimuli import TASKS
+from .security import JoinLimit, spreadsheet_safe
 from .study import (
     CATCH_RANGE,
     CATCH_SEED,
     CATCH_TAP_RADII,
+    CATCH_WORDS,
     block_order,
     catch_plan,
     catch_value,
@@ -86,6 +89,7 @@ MAX_BODY = 4096  # bytes of a request body: an answer is a few dozen
 MAX_ANSWER = 32  # characters of a typed answer ("0.4275", "12,5" ...)
 MAX_TEXT_ANSWER = 200  # characters of a typed worded answer (a label, a cell, a list of colours)
 MAX_RT_MS = 24 * 3600 * 1000  # a client response time above a day is not one
+FINISHED_FOR_ESTIMATE = 3  # finished participants before their times replace the spec's estimate
 SECURITY_HEADERS = [
     (
         b"content-security-policy",
@@ -97,6 +101,7 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
 ]
 STIM_RE = re.compile(r"^[0-9a-f]{20}\.png$")
+ASKS_RE = re.compile(r"\b(?:Type|Answer|Reply) (.*?)\.(?:\s+[A-Z]|\s*$)")  # a question's "Type ..."
 # plausible answers per task (the runner's parser uses the same ranges): anything else is refused
 ANSWER_RANGE = {
     name: cls.answer_range for name, cls in TASKS.items() if cls.answer_range is not None
@@ -273,18 +278,34 @@ class ParticipantServer:
         self.lock = asyncio.Lock()
         self.keys: dict[str, str] = {}
         self.practiced: set[str] = set()
+        self.pilots: set[str] = set()  # joined in the experimenter's browser: not in the estimate
+        self.joins = JoinLimit()
         self.last_seen: dict[str, str] = {}
         self.rows_of: dict[str, int] = {}  # counterbalancing row per participant (logged at join)
         self._studies: dict[int, Study] = {}
         self.participants = AppendLog(
             self.folder / "participants.jsonl"
         )  # a torn tail is cut on open
-        for rec in self.participants.read()[0]:
-            if rec.get("event") == "join":
+        for n, rec in enumerate(self.participants.read()[0], 1):
+            row = rec.get("counterbalance", 0)  # older logs: none (fixed order)
+            if rec.get("event") in ("join", "rekey"):
+                if not (
+                    isinstance(rec.get("pid"), str)
+                    and isinstance(rec.get("key_sha256"), str)
+                    and isinstance(row, int)
+                ):
+                    raise BayesobsInputError(
+                        f"{self.participants.path}: record {n} ({rec.get('event')}) lacks a pid, "
+                        "key_sha256 or counterbalance row (was the file edited?); restore it or "
+                        "remove that line"
+                    )
                 self.keys[rec["pid"]] = rec["key_sha256"]
-                self.rows_of[rec["pid"]] = int(rec.get("counterbalance", 0))  # older logs: fixed
+            if rec.get("event") == "join":
+                self.rows_of[rec["pid"]] = row
+                if rec.get("pilot"):
+                    self.pilots.add(rec["pid"])
             elif rec.get("event") == "practice_done":
-                self.practiced.add(rec["pid"])
+                self.practiced.add(rec.get("pid"))
         self.progress: dict[str, int] = {}
         for key in self.store.done:
             self.progress[key[0]] = self.progress.get(key[0], 0) + 1
@@ -314,8 +335,10 @@ class ParticipantServer:
     def expected_minutes(self) -> tuple[int, str]:
         """Duration announced on the consent page, and where the number comes from.
 
-        ``--minutes`` when given; else, once 20 answers are logged, their median
-        time; else the task's ``seconds_per_answer``.
+        ``--minutes`` when given; else, once :data:`FINISHED_FOR_ESTIMATE`
+        participants have finished (not counting those who joined in the
+        experimenter's browser: a pilot never sets it), the median answer
+        time of their answers; else the task's ``seconds_per_answer``.
 
         Returns
         -------
@@ -326,10 +349,18 @@ class ParticipantServer:
         """
         if self.minutes is not None:
             return math.ceil(self.minutes), "stated by the experimenter"
-        lat = [r["latency_s"] for r in self.store.done.values() if r.get("latency_s") is not None]
-        if len(lat) >= 20:
+        done = {p for p, n in self.progress.items() if n >= self.study.total} - self.pilots
+        lat = [
+            r["latency_s"]
+            for r in self.store.done.values()
+            if r["subject"] in done and r.get("latency_s") is not None
+        ]
+        if len(done) >= FINISHED_FOR_ESTIMATE and lat:
             med = statistics.median(lat)
-            return estimate_minutes(self.study.total, med), f"median answer time so far {med:.0f} s"
+            return (
+                estimate_minutes(self.study.total, med),
+                f"median answer time of the {len(done)} participants who finished, {med:.0f} s",
+            )
         guess = self.task.seconds_per_answer
         return (
             estimate_minutes(self.study.total, guess),
@@ -641,8 +672,13 @@ class ParticipantServer:
             answer = sess.task.record(stim, reply)
             if answer.get("valid"):
                 return {**answer, "raw_response": str(body.get("response"))}
+        asks = ASKS_RE.search(sess.task.human_question(stim) or "")  # "Type yes or no."
         return JSONResponse(
-            {"error": "please answer as the question asks (see the instruction above)"},
+            {
+                "error": f"please type {asks.group(1)}"
+                if asks
+                else "please answer as the question asks"
+            },
             status_code=400,
         )
 
@@ -714,6 +750,10 @@ class ParticipantServer:
             shown = self.images(sess, stim, 0.0)
             question = "There is only one item in this picture. Tap it."
             return {**out, "question": question, **_urls(shown), **answer_kind(self.task, stim)}
+        if self.task.worded():  # a word asked for a worded task, never a number as an "estimate"
+            word = self.catch_word(k)
+            question = f"Please type the word {word} as your answer to this one."
+            return {**out, "question": question, "image": None, "images": None, "answer": "text"}
         value, _ = catch_value(self.spec["seed"], k, ANSWER_RANGE.get(self.task.name))
         lo, hi = ANSWER_RANGE.get(self.task.name, CATCH_RANGE)
         question = f"Please type {value:g} as your answer to this one (it is not an estimate)."
@@ -727,6 +767,10 @@ class ParticipantServer:
             "min": lo,
             "max": hi,
         }
+
+    def catch_word(self, k: int) -> str:
+        """The word catch trial ``k`` of a worded task asks for (:data:`.study.CATCH_WORDS`)."""
+        return CATCH_WORDS[(int(self.spec["seed"]) + k) % len(CATCH_WORDS)]
 
     def check_catch(self, body, sess: Session, k: int) -> dict | Response:
         """Catch trial ``k``'s answer as log columns (``correct`` True/False), or a 400 response.
@@ -771,6 +815,13 @@ class ParticipantServer:
                 "valid": True,
                 "correct": bool(correct),
             }
+        if self.task.worded():
+            text, word = str(body.get("response", "")).strip(), self.catch_word(k)
+            if not text or len(text) > MAX_TEXT_ANSWER:
+                return JSONResponse({"error": f"please type the word {word}"}, status_code=400)
+            good = text.lower() == word
+            row = {"stimulus": 0.0, "response": float(good), "raw_response": text, "valid": True}
+            return {**row, "correct": good, "catch_word": word}
         value, tolerance = catch_value(self.spec["seed"], k, ANSWER_RANGE.get(self.task.name))
         lo, hi = ANSWER_RANGE.get(self.task.name, CATCH_RANGE)
         typed = parse_answer(str(body.get("response", "")))
@@ -863,18 +914,23 @@ class ParticipantServer:
             JSON ``pid``, ``done``, ``total``, ``practiced``, ``task`` and
             ``how`` (:meth:`how_to_answer`), setting the ``bo_pid`` and ``bo_key``
             cookies (HttpOnly, SameSite=Strict, 30 days); 400 without consent or
-            for a bad pid, 403 for a pid already signed in elsewhere, and the
-            refusals of a body that is not a small same-origin JSON object.
+            for a bad pid, 403 for a pid signed in elsewhere that has answered
+            (one that has not is handed a new key: a lost reply locks no one
+            out), 429 for too many new participants from one address
+            (:class:`.security.JoinLimit`), and the refusals of a body that is
+            not a small same-origin JSON object.  A participant who joins in
+            the experimenter's browser is logged as a pilot.
         """
         body = await _json(request)
         if isinstance(body, Response):
             return body
         if body is None or body.get("consent") is not True:
             return JSONResponse({"error": "consent is required to take part"}, status_code=400)
-        pid = (body.get("pid") or "").strip()
+        pid = body.get("pid") or ""
+        pid = pid.strip() if isinstance(pid, str) else None
         current = self.who(request)
         async with self.lock:
-            if pid and not PID_RE.match(pid):
+            if pid is None or (pid and not PID_RE.match(pid)):
                 return JSONResponse(
                     {"error": "participant id may use letters, digits, . _ - (max 64)"},
                     status_code=400,
@@ -884,15 +940,32 @@ class ParticipantServer:
                     pid = current
                 else:
                     pid = "P" + secrets.token_hex(5)
-            if pid in self.keys:
-                if current != pid:
-                    return JSONResponse(
-                        {"error": f"participant {pid} is already taking part in another browser"},
-                        status_code=403,
-                    )
+            if pid in self.keys and current == pid:
                 key = request.cookies["bo_key"]
+            elif pid in self.keys and self.progress.get(pid, 0) == 0:
+                # no answer yet (say the first reply was lost): this browser takes the id over
+                key = secrets.token_urlsafe(24)
+                self.participants.append(
+                    {"event": "rekey", "pid": pid, "key_sha256": _hash(key), "time_utc": utc_now()}
+                )
+                self.keys[pid] = _hash(key)
+            elif pid in self.keys:
+                return JSONResponse(
+                    {"error": f"participant {pid} is already taking part in another browser"},
+                    status_code=403,
+                )
+            elif wait := self.joins.wait(request.client.host if request.client else ""):
+                return JSONResponse(
+                    {
+                        "error": f"too many new participants from one address; try again in "
+                        f"{math.ceil(wait)} s"
+                    },
+                    status_code=429,
+                    headers={"retry-after": str(math.ceil(wait))},
+                )
             else:
                 key = secrets.token_urlsafe(24)
+                pilot = self._authorised(request, cookie_only=True)
                 row = len(self.keys) % self.rows  # the next row of the Latin square
                 order = self.study.ordered(row).order
                 self.participants.append(
@@ -903,10 +976,14 @@ class ParticipantServer:
                         "time_utc": utc_now(),
                         **order,
                         "order": self.order,
+                        **({"pilot": True} if pilot else {}),
                     }
                 )
                 self.keys[pid] = _hash(key)
                 self.rows_of[pid] = row
+                if pilot:
+                    self.pilots.add(pid)
+            self.last_seen[pid] = utc_now()
         resp = JSONResponse(
             {
                 "pid": pid,
@@ -984,6 +1061,7 @@ class ParticipantServer:
         if isinstance(answer, Response):
             return answer
         async with self.lock:
+            self.last_seen[pid] = utc_now()
             if pid not in self.practiced:
                 self.participants.append(
                     {"event": "practice_done", "pid": pid, "time_utc": utc_now()},
@@ -1107,6 +1185,7 @@ class ParticipantServer:
             self.store.append(rec)  # a full disk raises here: nothing counted, the page may retry
             self.served_at.pop((pid, expected), None)
             self.progress[pid] = expected + 1
+            self.last_seen[pid] = utc_now()
             self.skip_unasked(pid)  # a step left with nothing to start from: logged, not shown
         return JSONResponse(self.trial_payload(pid))
 
@@ -1145,14 +1224,15 @@ class ParticipantServer:
             self.secret.encode(), b"experimenter:" + self.token.encode(), "sha256"
         ).hexdigest()
 
-    def _authorised(self, request: Request) -> bool | Response:
+    def _authorised(self, request: Request, cookie_only: bool = False) -> bool | Response:
         """True for the experimenter's cookie; a redirect setting it for a right ``?token=``.
 
         The token in the printed link is used once: the answer sets an
-        HttpOnly, SameSite=Strict cookie and sends the browser to the same
+        HttpOnly, SameSite=Strict cookie (sent to the participant pages too,
+        so a pilot in that browser is known) and sends the browser to the same
         page without the token (so it leaves the address bar and history).
         """
-        if "token" in request.query_params:
+        if "token" in request.query_params and not cookie_only:
             given = request.query_params["token"].encode("utf-8", "surrogateescape")
             if not hmac.compare_digest(given, self.token.encode()):
                 return False
@@ -1162,7 +1242,6 @@ class ParticipantServer:
                 self.experimenter_cookie(),
                 httponly=True,
                 samesite="strict",
-                path="/experimenter",
                 max_age=60 * 60 * 12,
             )
             return resp
@@ -1224,8 +1303,8 @@ class ParticipantServer:
             return ok
         if not ok:
             return JSONResponse({"error": "experimenter token required"}, status_code=403)
-        buf = io.StringIO()
-        pd.DataFrame(list(self.store.done.values())).to_csv(buf, index=False)
+        buf = io.StringIO()  # no participant's text reads as a formula (OWASP CSV injection)
+        spreadsheet_safe(pd.DataFrame(list(self.store.done.values()))).to_csv(buf, index=False)
         return Response(
             buf.getvalue(),
             media_type="text/csv",
@@ -1525,6 +1604,6 @@ async def _json(request: Request):
             return too_big
     try:
         body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
         return None
     return body if isinstance(body, dict) else None

@@ -22,6 +22,9 @@ saves to the OSF through DataPipe (``@jspsych-contrib/plugin-pipe``) and sends
 the participant back to Prolific; ``cognition`` leaves saving to Cognition.run,
 which records jsPsych's data itself; ``local`` downloads the data file in the
 participant's browser (for piloting).
+A failed ``jatos`` or ``prolific`` save is retried, and the completion code
+waits until one succeeded (the participant is asked to keep the page open and
+press Try again).
 
 Every trial's jsPsych data carries the trial-table fields
 (``bayesobs_trial = true``, with ``block_position`` and ``counterbalance``),
@@ -236,14 +239,15 @@ function build(jsPsych, subject, counter) {
       timeline.push(button(`<p>Time for a short break: ${i + 1} of ${trials.length} answers done.</p><p>Continue when you are ready.</p>`, "Continue"));
   });
   const json = () => jsPsych.data.get().json();
+  const file = `${subject}_${Date.now()}.json`;  // one name: a retry replaces, never adds
   if (CONFIG.platform === "jatos") {
-    timeline.push({type: jsPsychCallFunction, async: true,
-      func: (done) => jatos.submitResultData(json()).then(() => done({saved: true}), (e) => done({saved: false, save_error: String(e)}))});
+    saving(timeline, () => jatos.submitResultData(json()));
   } else if (CONFIG.platform === "pavlovia") {
     timeline.push({type: jsPsychPavlovia, command: "finish", participantId: subject});
-  } else if (CONFIG.platform === "prolific") {
-    timeline.push({type: jsPsychPipe, action: "save", experiment_id: CONFIG.datapipe_id,
-                   filename: `${subject}_${Date.now()}.json`, data_string: json});
+  } else if (CONFIG.platform === "prolific") {  // DataPipe answers {error} or returns a fetch's Error
+    saving(timeline, () => jsPsychPipe.saveData(CONFIG.datapipe_id, file, json()).then((r) => {
+      if (!r || r instanceof Error || r.error) throw new Error((r && (r.error || r.message)) || "no answer");
+    }));
   } else if (CONFIG.platform === "local") {
     timeline.push({type: jsPsychCallFunction, func: () => jsPsych.data.get().localSave("json", `bayesobs_${subject}.json`)});
   }
@@ -259,6 +263,29 @@ function build(jsPsych, subject, counter) {
     timeline.push({type: jsPsychHtmlButtonResponse, stimulus: end, choices: []});
   }
   return timeline;
+}
+
+// The save at the end: tried SAVE_TRIES times, then a page that says the answers are not saved
+// and asks the participant to keep the page open and try again; the completion code (and the
+// redirect) come only after a save succeeded.
+const SAVE_TRIES = 3;
+function saving(timeline, save) {
+  let saved = false, error = "";
+  const attempt = {type: jsPsychCallFunction, async: true, func: (done) => {
+    const once = (left) => Promise.resolve().then(save).then(() => { saved = true; done({saved: true}); }, (e) => {
+      error = String((e && e.message) || e || "no answer");
+      if (left > 1) setTimeout(() => once(left - 1), 1000 * (SAVE_TRIES - left + 1));
+      else done({saved: false, save_error: error});
+    });
+    once(SAVE_TRIES);
+  }};
+  const failed = {type: jsPsychHtmlButtonResponse, choices: ["Try again"],
+    stimulus: () => `<p id="bo-unsaved"><b>Your answers are not saved yet</b> (${esc(error)}).</p>` +
+      "<p>Please keep this page open, check your internet connection and press Try again. " +
+      "Your completion code appears here once your answers are saved. If this keeps failing, " +
+      "contact the researcher through the platform and do not close this page.</p>"};
+  timeline.push({timeline: [attempt, {timeline: [failed], conditional_function: () => !saved}],
+                 loop_function: () => !saved});
 }
 
 function start(counter) {

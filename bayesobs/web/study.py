@@ -22,8 +22,9 @@ from ..errors import BayesobsInputError
 ORDERS = ("counterbalanced", "fixed")
 # Seconds per answer assumed before any participant has answered, when the task
 # states none (``Task.seconds_per_answer``: 8 s for a typed estimate after one
-# look, 6 s for a tap, 15-30 s for a perception question).  Once 20 answers are
-# logged, ``serve`` uses their median instead; ``--minutes`` states the duration.
+# look, 6 s for a tap, 15-30 s for a perception question).  Once 3 participants
+# (not pilots) have finished, ``serve`` uses their median answer time instead;
+# ``--minutes`` states the duration.
 SECONDS_PER_TRIAL_GUESS = 8.0
 # Catch trials (``--catch-every N``).  A typed-answer task's catch trial states
 # its answer ("please type 0.3"): ``correct`` when the typed number is within
@@ -33,6 +34,8 @@ SECONDS_PER_TRIAL_GUESS = 8.0
 CATCH_TOLERANCE = 0.01
 CATCH_TAP_RADII = 2.0
 CATCH_RANGE = (0.0, 10.0)  # answers of a catch trial on a task whose answers are not numbers
+# a worded task's catch trial asks for one of these words (never an answer of a task)
+CATCH_WORDS = ("orange", "river", "pencil", "garden", "window", "ladder", "violin", "carpet")
 CATCH_SEED = 104729  # added to the spec's seed: the catch trials' own random stream
 
 

@@ -43,6 +43,47 @@ def browser():
 
 
 # ---------------------------------------------------------------- a person's text
+def test_a_yes_no_task_on_a_phone_keeps_the_answer_in_view_and_says_what_it_wants(
+    tmp_path, browser
+):
+    """Issue 47: the repeated question folds away, a refusal says "yes or no", a catch asks a word."""
+    spec = TASKS / "object_reid.toml"
+    server = ParticipantServer(spec, tmp_path / "e", trials=2, order="fixed", catch_every=1)
+    in_view = "() => document.getElementById('response').getBoundingClientRect().bottom"
+    with running(server) as url:
+        page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
+        page.goto(f"{url}/?pid=phone")
+        page.get_by_role("button", name="I agree").click()
+        page.get_by_role("button", name="Start the practice trial").click()
+        page.fill("input[name=response]", "yes")
+        page.keyboard.press("Enter")
+        page.get_by_role("button", name="Start the study").click()
+        page.wait_for_selector("text=Trial 1 of 11")
+        assert page.locator("#question").is_visible()  # the first time: in full
+        page.fill("input[name=response]", "perhaps")
+        page.click("#submit")
+        page.wait_for_function("() => document.getElementById('error').textContent")
+        assert "yes or no" in page.locator("#error").inner_text()  # says what is wanted
+        assert not _rows(tmp_path / "e")
+        page.fill("input[name=response]", "no")
+        page.click("#submit")
+        page.wait_for_selector("text=Trial 2 of 11")  # the catch trial
+        word = server.catch_word(0)
+        assert page.locator("#answer-label").inner_text() == "Your answer"
+        assert f"type the word {word}" in page.locator("#question").inner_text()
+        page.fill("input[name=response]", word.upper())
+        page.click("#submit")
+        page.wait_for_selector("text=Trial 3 of 11")
+        page.wait_for_function("() => [...document.images].every((i) => i.complete)")
+        assert not page.locator("#question").is_visible()  # the same question: folded away
+        assert page.evaluate(in_view) <= 844  # the answer box is in view without scrolling
+        assert page.evaluate("window.scrollY") == 0
+    rows = _rows(tmp_path / "e")
+    catch = [r for r in rows if r.get("catch")]
+    assert len(rows) == 2 and catch[0]["correct"] is True and catch[0]["catch_word"] == word
+    assert catch[0]["stimulus"] == 0  # a number, as `score` needs
+
+
 @pytest.mark.parametrize(
     "spec", ["two_among_five", "object_reid", "scavenger_hunt", "circuits", "percept_v_small"]
 )

@@ -147,7 +147,10 @@ def test_consent_page_states_the_duration_of_this_study(tmp_path, browser):
     measured = ParticipantServer(SPEC, tmp_path / "exp3", trials=3)  # 27 trials, answered at once
     with running(measured) as url:
         guess = httpx.get(f"{url}/api/study").json()
-        _complete(url, "fast")
+        _complete(url, "fast")  # one participant (a pilot, say) does not set it (issue 47)
+        assert httpx.get(f"{url}/api/study").json() == guess
+        _complete(url, "fast2")
+        _complete(url, "fast3")
         now = httpx.get(f"{url}/api/study").json()
     assert guess["minutes"] == 4 and "number of trials" in guess["basis"]
     assert now["minutes"] == 1 and "median answer time" in now["basis"]
@@ -542,7 +545,7 @@ def test_a_person_answers_object_reidentification_with_two_images(tmp_path, brow
         assert "{" not in question and "curly" not in question  # a model's format, not a person's
         page.fill("input[name=response]", "perhaps")  # not a yes/no answer: asked again
         page.keyboard.press("Enter")
-        page.wait_for_selector("text=please answer as the question asks")
+        page.wait_for_selector("text=please type yes or no")  # says what is wanted (issue 47)
         page.fill("input[name=response]", "yes")
         page.keyboard.press("Enter")
         page.wait_for_selector("text=the correct answer was")
@@ -643,3 +646,68 @@ def test_export_catch_trials_reach_the_data_with_catch_and_correct(node_modules,
     (check,) = [d for d in data if d.get("catch")]
     assert data.index(check) == 3 and check["correct"] is True and check["trial"] == -1
     assert check["response_value"] == check["stimulus"] and 0 < check["stimulus"] < 1
+
+
+@pytest.mark.parametrize("platform", ["jatos", "prolific"])
+def test_a_failed_save_is_retried_and_the_code_waits_for_it(
+    platform, node_modules, browser, tmp_path
+):
+    """Issue 48: no completion code (nor redirect) until the data are saved; Try again saves them."""
+    import subprocess
+
+    exp = tmp_path / platform
+    args = ["export", "jspsych", str(SPEC), "--out", str(exp), "--trials", "1"]
+    args += ["--modality", "multimodal", "--platform", platform, "--completion-code", "DONE42"]
+    args += ["--prolific-code", "C0DE99"] + (
+        ["--datapipe", "abcDEF123456"] * (platform == "prolific")
+    )
+    assert main(args) == 0
+    (exp / "node_modules").symlink_to(node_modules)
+    subprocess.run([NPM, "run", "build"], cwd=exp, check=True, capture_output=True)
+    stub = JATOS_STUB.replace(
+        "submitResultData(d) {",
+        "submitResultData(d) { if (window.__down) return Promise.reject(new Error('offline'));",
+    )
+    posted = []
+
+    def pipe(route):
+        if page.evaluate("window.__down"):
+            return route.abort()  # the network is down: the plugin returns fetch's Error
+        posted.append(route.request.post_data)
+        route.fulfill(json={"ok": True})
+
+    httpd = _serve_dir(exp / "dist")
+    try:
+        page = browser.new_page()
+        page.add_init_script("window.__down = true;")
+        page.route("**/jatos.js", lambda r: r.fulfill(body=stub, content_type="text/javascript"))
+        page.route("https://pipe.jspsych.org/api/data/", pipe)
+        page.route("https://pipe.jspsych.org/api/condition/", lambda r: r.abort())
+        page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/index.html?pid=js1&cb=0")
+        page.get_by_role("button", name="I agree").click()
+        page.get_by_role("button", name="Start the practice trial").click()
+        page.fill("input[name=response]", "0.5")
+        page.get_by_role("button", name="Continue").click()
+        page.get_by_role("button", name="Start the study").click()
+        for i in range(3):
+            page.wait_for_selector("input[name=response]")
+            page.fill("input[name=response]", f"0.{i + 2}")
+            page.get_by_role("button", name="Continue").click()
+        page.wait_for_selector("#bo-unsaved", timeout=20000)  # after the automatic tries
+        assert "not saved" in page.locator("#jspsych-content").inner_text()
+        assert page.locator("#bo-code").count() == 0 and not posted
+        page.get_by_role("button", name="Try again").click()  # still down: asked again
+        page.wait_for_selector("#bo-unsaved", timeout=20000)
+        page.evaluate("window.__down = false")
+        page.get_by_role("button", name="Try again").click()
+        page.wait_for_selector("#bo-code")
+        assert page.locator("#bo-code").inner_text() == "DONE42"
+        data = page.evaluate("window.__jatos.saved[0]") if platform == "jatos" else None
+        data = data or json.loads(posted[0])["data"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    (tmp_path / "data.json").write_text(data)
+    import bayesobs
+
+    assert sorted(bayesobs.read_trials(tmp_path / "data.json")["response"]) == [0.2, 0.3, 0.4]

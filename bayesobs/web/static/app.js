@@ -7,6 +7,7 @@ const MIN_FONT_PX = 7;  // below this a stimulus is not shown: the participant i
 let mode = "practice";
 let current = null;
 let shownAt = 0;
+let lastQuestion = null;  // the question of the task trial shown before
 let tap = null;  // the tapped point {x, y} in image pixels, with the displayed size
 
 // A point of an image's own pixels -> CSS pixels inside its .tapbox (for a ring drawn there).
@@ -73,8 +74,14 @@ function render(t) {
     });
   } else pre.textContent = t.text || "";
   pre.classList.toggle("wrap", !!t.wrap);
-  $("question").hidden = !t.question;  // a question wraps; the rendering above never does
+  // a question wraps; the rendering above never does.  The same question as the trial before
+  // (a long one repeats on every trial of a task) is folded away, so the answer box stays in view.
+  const same = !!t.question && !t.catch && t.question === lastQuestion;
+  $("question-box").hidden = !t.question;
+  $("question-box").open = !same;
+  $("question-note").textContent = same ? "The question (the same as before)" : "The question";
   $("question").textContent = t.question || "";
+  if (t.question && !t.catch) lastQuestion = t.question;  // an attention check between: still the same
   const images = t.images || (t.image ? [t.image] : []);
   $("stim-img").hidden = images.length !== 1 || !!t.images;
   if (!$("stim-img").hidden) $("stim-img").src = images[0];
@@ -137,6 +144,7 @@ async function nextTrial() {
   const r = await api("/api/next");
   if (!r.ok) { $("error").textContent = r.data.error; return; }
   if (r.data.finished) return finish(r.data.code);
+  if (mode !== "trials") lastQuestion = null;  // the study's first trial shows it in full
   mode = "trials";
   render(r.data);
 }
