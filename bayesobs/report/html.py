@@ -1010,10 +1010,19 @@ def _leaderboard_html(
         f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in LB.LEGEND.items()
     )
     gone = "".join(f"<p class=m>{html.escape(x)}</p>" for x in LB.left_out(bayesbench, missing))
+    if len(header) > 2:  # issue 47: no table of ids without a number
+        body = table.to_html(index=False, border=0, classes="t", escape=True)
+        unranked = (table["rank"] == LB.UNRANKED).any()
+        body = f"<div class=scroll>{body}</div>" + (
+            f"<p class=m>{html.escape(LB.UNRANKED_NOTE)}</p>" if unranked else ""
+        )
+    else:
+        n = len(table)
+        body = f"<p>No BayesBench number for any of the {n} subject(s).</p>"
     out = [
         "<h2>Leaderboard</h2>",
-        f"<div class=scroll>{table.to_html(index=False, border=0, classes='t', escape=True)}</div>",
-        *_reference_html(refs, bayesbench),
+        body,
+        *_reference_html(refs, bayesbench, missing),
         gone,
         f"<p class=m>{html.escape(note)}</p>",
         f"<dl class=legend>{legend}</dl>",
@@ -1025,11 +1034,11 @@ def _leaderboard_html(
     return out
 
 
-def _reference_html(refs: pd.DataFrame, bayesbench: pd.DataFrame) -> list[str]:
+def _reference_html(refs: pd.DataFrame, bayesbench: pd.DataFrame, missing=None) -> list[str]:
     """The leaderboard's reference rows as their own table under it (never ranked)."""
+    note = " ".join(LB.reference_note(bayesbench, missing))
     if refs.empty:
-        return []
-    note = " ".join(LB.reference_note(bayesbench))
+        return [f"<p class=m>{html.escape(note)}</p>"] if note else []
     table = refs.drop(columns="rank").to_html(index=False, border=0, classes="t ref", escape=True)
     return [
         "<h3>Reference rows</h3>",
