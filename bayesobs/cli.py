@@ -324,6 +324,12 @@ def cmd_fit(args) -> int:
     )
     if args.method == "posterior":
         _fit_posterior(args, result.trials, result.fits, args.out)
+    if n_trials and n_missing == n_trials:  # issue 47: no answer parsed, nothing to read
+        print(
+            f"0 observed responses: nothing fitted ({n_trials} trial(s), every response missing; "
+            f"see raw_response, or bayesobs rescore) -> {args.out}/fits.csv"
+        )
+        return 0
     print(
         f"fitted {summary['n_cells']} cell(s), {n_trials} trials "
         + (f"with {len(levels)} interleaved level(s) of {args.interleaved} " if levels else "")

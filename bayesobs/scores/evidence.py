@@ -491,8 +491,8 @@ def evidence_notes(evidence: pd.DataFrame) -> list[str]:
     list of str
         The lines; empty for an empty table or one without ``p_floor``.
     """
-    if not len(evidence) or "p_floor" not in evidence.columns:
-        return []
+    if not len(evidence) or "p_floor" not in evidence.columns or evidence["p"].isna().all():
+        return []  # nothing fitted: no bounds to name
     lines = [bounds_line(evidence)]
     cells = evidence[evidence["factor"] == "bayesian"].drop_duplicates(list(CELL_KEYS))
     if "veridical_dAIC" in evidence.columns:
