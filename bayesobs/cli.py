@@ -519,6 +519,10 @@ def cmd_score(args) -> int:
         )
         print(f"BayesBench leaderboard ({interval})")
         print(leaderboard(result.bayesbench, result.missing, args.resample))
+    from .scores.evidence import veridical_lead
+
+    for line in veridical_lead(result.evidence):  # issue 49: the headline's veridical reading
+        print(wrap(f"note: {line}"))
     if len(result.missing):
         print()
         print(

@@ -32,7 +32,7 @@ from ..scores import (
     with_baseline,
 )
 from ..scores.cue import start_cue_probe
-from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column
+from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column, veridical_lead
 from ..scores.references import subjects_only
 from ..search.scores import prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
@@ -549,6 +549,7 @@ def _magnitude_sections(
         )
 
     head = _leaderboard_html(res.bayesbench, res.missing, resample)
+    head += [f"<p>{html.escape(x)}</p>" for x in veridical_lead(res.evidence)]
     head += _evidence_notes_html(res)
     head += _sequential_controls_html(res)
     if _has_bcs(res.bcs_tasks):

@@ -760,7 +760,11 @@ def score(
             res = res._replace(bayesbench=with_references(res.bayesbench, ref_bb, human_ids))
             if references and not prompted(magnitude, human_ids).any():  # people: issue 47
                 row = pd.DataFrame([[f"{PREFIX}ideal", "", "reference", IDEAL_WITHHELD]])
-                res = res._replace(missing=pd.concat([res.missing, row.set_axis(res.missing.columns, axis=1)], ignore_index=True))
+                res = res._replace(
+                    missing=pd.concat(
+                        [res.missing, row.set_axis(res.missing.columns, axis=1)], ignore_index=True
+                    )
+                )
     finally:
         if probe_run is not None:
             probe_run.close()

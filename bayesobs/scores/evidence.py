@@ -473,10 +473,53 @@ def bounds_line(evidence: pd.DataFrame) -> str:
     )
 
 
+def veridical_lead(evidence: pd.DataFrame) -> list[str]:
+    """The line that leads where ``p`` and ``p_veridical`` of ``bayesian`` disagree about 0.5.
+
+    Among the ten variants alone (the paper's ``p``, METHOD Part I) an
+    observer without a prior (response = stimulus + noise) is best described
+    by a Bayesian variant at ``w_prior = 0`` or ``rho = inf``, which has
+    fewer parameters than the linear one, so it can read as Bayesian;
+    ``p_veridical`` puts the veridical observer in the comparison (issue 49).
+
+    Parameters
+    ----------
+    evidence : DataFrame
+        An ``evidence.csv`` table (``factor``, ``p``, optional
+        ``p_veridical``).
+
+    Returns
+    -------
+    list of str
+        One line (how many cells disagree, an example, the mean of both and
+        why the veridical reading leads), or none where every cell agrees or
+        there is no ``p_veridical``.
+    """
+    if not len(evidence) or "p_veridical" not in evidence.columns:
+        return []
+    cells = evidence[evidence["factor"] == "bayesian"].drop_duplicates(list(CELL_KEYS))
+    p, pv = cells["p"].astype(float), cells["p_veridical"].astype(float)
+    split = cells[(p - 0.5) * (pv - 0.5) < 0]
+    if not len(split):
+        return []
+    first = split.iloc[0]
+    return [
+        f"P(bayesian) read with the veridical observers compared (p_veridical): in {len(split)} "
+        f"of {int((p.notna() & pv.notna()).sum())} cell(s) the paper's p and p_veridical fall "
+        f"on different sides of 0.5, e.g. {_cell_label(first)} (p {first['p']:.3f}, "
+        f"p_veridical {first['p_veridical']:.3f}): among the ten variants alone an observer "
+        "without a prior (response = stimulus + noise) is a Bayesian one at w_prior = 0 or "
+        "rho = inf, with fewer parameters than the linear one, so p can count it as Bayesian; "
+        f"mean P(bayesian) {pv.mean():.3f} with the veridical observers compared, "
+        f"{p.mean():.3f} by the paper's p (both in evidence.csv)"
+    ]
+
+
 def evidence_notes(evidence: pd.DataFrame) -> list[str]:
     """Lines for the fit summary and the report on an ``evidence.csv`` table.
 
-    The structural bounds (:func:`bounds_line`); with ``veridical_dAIC``, how
+    First :func:`veridical_lead` where ``p`` and ``p_veridical`` disagree;
+    the structural bounds (:func:`bounds_line`); with ``veridical_dAIC``, how
     many cells are indistinguishable from the veridical observer
     (``veridical_dAIC >= -2``) and the mean ``p`` and ``p_veridical`` of
     ``bayesian``; how many cells' best Bayesian fit sits on a boundary.
@@ -493,7 +536,8 @@ def evidence_notes(evidence: pd.DataFrame) -> list[str]:
     """
     if not len(evidence) or "p_floor" not in evidence.columns or evidence["p"].isna().all():
         return []  # nothing fitted: no bounds to name
-    lines = [bounds_line(evidence)]
+    lead = veridical_lead(evidence)
+    lines = [*lead, bounds_line(evidence)]
     cells = evidence[evidence["factor"] == "bayesian"].drop_duplicates(list(CELL_KEYS))
     if "veridical_dAIC" in evidence.columns:
         d = cells["veridical_dAIC"]
@@ -504,9 +548,14 @@ def evidence_notes(evidence: pd.DataFrame) -> list[str]:
                 f"{len(close)} of {int(d.notna().sum())} cell(s) indistinguishable from a "
                 f"veridical observer (response = stimulus + noise, or its log twin): "
                 f"veridical_dAIC >= {VERIDICAL_THRESHOLD:g}, i.e. the best of the ten variants "
-                f"beats it by less than {-VERIDICAL_THRESHOLD:g} AIC units{eg}; mean P(bayesian) "
-                f"{cells['p'].mean():.3f}, {cells['p_veridical'].mean():.3f} with the veridical "
-                "observers compared (p_veridical)"
+                f"beats it by less than {-VERIDICAL_THRESHOLD:g} AIC units{eg}"
+                + (
+                    ""
+                    if lead  # the lead line gives both means, the veridical one first
+                    else f"; mean P(bayesian) {cells['p'].mean():.3f}, "
+                    f"{cells['p_veridical'].mean():.3f} with the veridical observers compared "
+                    "(p_veridical)"
+                )
             )
         else:
             lines.append("veridical reference not computed (see docs/method.md; e.g. --lapse)")
