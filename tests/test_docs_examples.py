@@ -57,6 +57,7 @@ ELSEWHERE = {
     # the human-data recipes: on the shared data sets, read from docs/human-data.md
     'bayesobs fit rep_randwalk_table.csv --out fit --map stimulus=dur --map response=repDur --map subject=NSub --map trial=NT --map condition=RandLevel --missing-where "valid == 0"': "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
     'bayesobs fit experiment2/*.csv --out fit --map stimulus=TimeDur --map "response=keyDuration / 1000" --map subject=participant --interleaved Coherence1 --where "TrialType == \'Time\'" --missing-where "keyDuration >= 9999"': "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
+    'bayesobs fit EP32_NC_VN.csv --out fit --wide "NC*,VN*" --map "stimulus=(L + R) / 2" --no-order': "test_order.py::test_gong_line_bisection_wide_and_without_order",
     'bayesobs fit numexpt-fb/*.csv --out fit --columns part,num_dots,answer,feedback,a,fbnum,points,time --map stimulus=num_dots --map response=answer --map subject=@file --where "feedback == 0"': "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
     "bayesobs fit numexpt/*.csv --out fit --map stimulus=num_dots --map response=answer1 --map subject=@file --map \"task='numerosity'\" --map run=1": "test_readme_recipes.py::test_docs_recipe_runs_fit_score_report",
     # Percept-V's paper protocol is stratified over 20 sizes in 30 domains (6,000 trials a

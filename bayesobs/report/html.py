@@ -21,6 +21,8 @@ from ..errors import BayesobsInputError
 from ..exclusions import summary
 from ..fits.controls import anchoring_lines
 from ..fits.predictions import predictions
+from ..order import NOTE as ORDER_NOTE
+from ..order import unordered
 from ..paradigms import paradigm_tables_of, registered
 from ..provenance import provenance, read_manifest
 from ..scores import (
@@ -454,7 +456,8 @@ def _magnitude_sections(
             (
                 "Trial-by-trial responses",
                 "One session run per subject (its first task and condition drawn above) "
-                "against the fitted sequential (Kalman) observer.",
+                "against the fitted sequential (Kalman) observer."
+                + (f" Caution: {ORDER_NOTE}." if unordered(trials).any() else ""),
                 [save(fig, out / "figures" / "fig2_trajectory.png")],
             )
         )
@@ -864,7 +867,9 @@ def _sequential_controls_html(res: Scores) -> list[str]:
             "<h2>Anchoring control</h2>",
             f"<p>{len(lines)} cell(s) where a control that copies part of the previous answer "
             "beats every Kalman observer by AIC: their sequential evidence may be anchoring, "
-            "not updating.</p>",
+            "not updating."
+            + (f" Caution: {html.escape(ORDER_NOTE)}." if unordered(res.evidence).any() else "")
+            + "</p>",
             _table_html(anchoring_summary(hits), 1),
             folded(f"All {len(lines)} cells", f"<ul class=warn>{items}</ul>", len(lines), 0),
         ]

@@ -10,6 +10,9 @@ import pandas as pd
 from ..bootstrap import percentile_interval
 from ..fits.observers.variants import FACTORS, NUISANCE, VARIANT_NAMES, VARIANTS
 from ..fits.veridical import veridical_rows
+from ..order import COLUMN as NO_ORDER
+from ..order import NOTE as NO_ORDER_NOTE
+from ..order import unordered
 from ..trials import CELL_KEYS
 
 if TYPE_CHECKING:  # fitting imports this module's neighbours; no runtime cycle
@@ -354,6 +357,13 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
             best10 = np.nanmin(np.where(fitted, batch.aic[:, 0, :], np.nan), axis=1, initial=np.inf)
             best_ref = np.nanmin(np.where(np.isfinite(ref), ref, np.nan), axis=1, initial=np.inf)
             d_aic = np.where(np.isfinite(best10) & np.isfinite(best_ref), best10 - best_ref, np.nan)
+    no_order = None
+    if trials is not None and NO_ORDER in trials:  # issue 47: rows in no presentation order
+        flags = unordered(trials).groupby([trials[k] for k in CELL_KEYS], observed=True).any()
+        no_order = [
+            bool(flags.get(key, False))
+            for key in zip(*(batch.cells[k] for k in CELL_KEYS), strict=True)
+        ]
     # column values read once (element access on Arrow-backed columns is slow)
     key_cols = {kk: list(batch.cells[kk]) for kk in CELL_KEYS}
     level_col = list(batch.cells["level"]) if has_level else None
@@ -380,6 +390,8 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
                 row.update(p_veridical=p_ver[c, i], veridical_dAIC=d_aic[c])
             if B:
                 row["interval_note"] = ONE_RUN_NOTE if one_run is not None and one_run[c] else ""
+            if no_order is not None:
+                row[NO_ORDER] = no_order[c]
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -570,6 +582,9 @@ def evidence_notes(evidence: pd.DataFrame) -> list[str]:
                 f"{_cell_label(flagged.iloc[0])}; there P(gain) says the answers are a linear "
                 "function of the stimulus, not that a Bayesian observer has a gain stage"
             )
+    if unordered(cells).any():
+        n = int(unordered(cells).sum())
+        lines.append(f"{n} of {len(cells)} cell(s) with {NO_ORDER_NOTE} (evidence.csv {NO_ORDER})")
     edge = cells[text_column(cells["boundary"]) != ""]
     if len(edge):
         lines.append(
