@@ -37,6 +37,7 @@ SHARED_PATHS = {
     "experiment2/": "qu_shi_precision_weighting/raw_psychopy_csv/experiment2/",
     "numexpt-fb/": "vul_numerosity_estimation/numexpt-fb/",
     "numexpt/": "vul_numerosity_estimation/numexpt/",
+    "EP32_NC_VN.csv": "gong_bayesneg_line_bisection/EP32_NC_VN.csv",
 }
 
 
@@ -64,6 +65,7 @@ def test_the_docs_have_their_human_data_recipes():
         "rep_randwalk_table.csv",
         "experiment2/*.csv",
         "numexpt-fb/*.csv",
+        "EP32_NC_VN.csv",
         "numexpt/*.csv",
     ]
     assert "build_report" in library_snippet()
