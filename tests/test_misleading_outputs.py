@@ -77,6 +77,22 @@ def test_prompted_subjects_keep_the_ideal_observer(tmp_path, capsys):
     assert "withheld" not in capsys.readouterr().out
 
 
+def test_glasauer_shi_people_are_not_ranked_by_id_nor_set_beside_the_sim_ideal(
+    shared_data, tmp_path, capsys
+):
+    """Glasauer & Shi in the base condition: A for each of 14 people, S for none."""
+    csv = shared_data / "glasauer_shi_2021_vierordt" / "rep_randwalk_table.csv"
+    args = ["score", str(csv), "--out", str(tmp_path / "s"), "--no-probe", "--bootstrap", "0"]
+    args += ["--map", "stimulus=dur", "--map", "response=repDur", "--map", "subject=NSub"]
+    args += ["--map", "trial=NT", "--map", "run=RandLevel", "--map", "task='duration'"]
+    assert main([*args, "--missing-where", "valid == 0"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln.split() for ln in out.splitlines() if ln.split()[1:2] and ln.split()[1].isdigit()]
+    assert len(rows) == 14 and {r[0] for r in rows} == {"-"}
+    bb = pd.read_csv(tmp_path / "s" / "bayesbench.csv").set_index("subject")
+    assert "reference:ideal" not in bb.index and "reference:ideal withheld" in out
+
+
 # --- issue 47 item 9: nothing fitted says so
 
 
