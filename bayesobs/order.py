@@ -106,18 +106,22 @@ def grouped_runs(trials: pd.DataFrame, keys) -> tuple[int, int]:
     (int, int)
         The runs that look grouped, and all runs.
     """
-    grouped = total = 0
-    for _, x in trials.groupby(list(keys), sort=False)["stimulus"]:
-        total += 1
-        v = x.to_numpy(float)
-        if len(v) < 8 or np.ptp(v) == 0:
-            continue
-        d = np.diff(v)
-        p = pd.Series(v).value_counts(normalize=True).to_numpy()
-        expected = (len(v) - 1) * (1.0 - float((p**2).sum()))
-        if (d >= 0).all() or (d <= 0).all() or np.count_nonzero(d) < expected / 3:
-            grouped += 1
-    return grouped, total
+    rid = trials.groupby(list(keys), sort=False, observed=True).ngroup().to_numpy()
+    x = trials["stimulus"].to_numpy(float)
+    total = int(rid.max()) + 1 if len(rid) else 0
+    inside = rid[1:] == rid[:-1]  # consecutive rows of one run (the table is sorted by run)
+    d, r = np.diff(x)[inside], rid[1:][inside]
+
+    def per_run(w):
+        return np.bincount(r, weights=w, minlength=total)
+
+    n = np.bincount(rid, minlength=total)
+    changes, up, down = per_run(d != 0), per_run(d > 0), per_run(d < 0)
+    counts = pd.DataFrame({"r": rid, "x": x}).value_counts()
+    p2 = (counts**2).groupby(level="r").sum().reindex(range(total)).to_numpy() / n**2
+    expected = (n - 1) * (1.0 - p2)
+    grouped = (n >= 8) & (changes > 0) & ((up == 0) | (down == 0) | (changes < expected / 3))
+    return int(grouped.sum()), total
 
 
 def order_lines(trials: pd.DataFrame, keys) -> list[str]:
