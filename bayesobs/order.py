@@ -44,6 +44,8 @@ def unordered(trials: pd.DataFrame) -> pd.Series:
     if COLUMN not in trials:
         return pd.Series(False, index=trials.index)
     col = trials[COLUMN]
+    if pd.api.types.is_bool_dtype(col):  # as --no-order sets it
+        return col.fillna(False).astype(bool)
     text = col.astype(str).str.strip().str.lower()
     return col.notna() & text.isin(["true", "1", "1.0", "yes"])
 
