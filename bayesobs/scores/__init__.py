@@ -759,12 +759,9 @@ def score(
             ref_bb, human_ids = ref_run.result(ref_index)
             res = res._replace(bayesbench=with_references(res.bayesbench, ref_bb, human_ids))
             if references and not prompted(magnitude, human_ids).any():  # people: issue 47
-                row = pd.DataFrame([[f"{PREFIX}ideal", "", "reference", IDEAL_WITHHELD]])
-                res = res._replace(
-                    missing=pd.concat(
-                        [res.missing, row.set_axis(res.missing.columns, axis=1)], ignore_index=True
-                    )
-                )
+                row = [(f"{PREFIX}ideal", "", "reference", IDEAL_WITHHELD)]
+                missing = [*res.missing.itertuples(index=False, name=None), *row]
+                res = res._replace(missing=pd.DataFrame(missing, columns=res.missing.columns))
     finally:
         if probe_run is not None:
             probe_run.close()
