@@ -69,6 +69,18 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         '"catch_error_rate > 0.2" removes that participant, a trial column such as '
         '"rt_ms < 200" each trial; catch trials are never fitted; written to exclusions.csv',
     )
+    p.add_argument(
+        "--wide",
+        metavar="GLOB,GLOB",
+        help="one response column per participant (e.g. NC*,VN*): read as subject (the "
+        "column's name) and response, one row per participant and row, in file order",
+    )
+    p.add_argument(
+        "--no-order",
+        action="store_true",
+        help="the rows are not in the order of presentation (e.g. grouped by condition): "
+        "the sequential outputs (Kalman, P(sequential), anchoring) say so",
+    )
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output folder")
     p.add_argument(
         "--bootstrap",
@@ -139,7 +151,10 @@ def _read(args):
         missing_where=args.missing_where,
         columns=args.columns.split(",") if args.columns else None,
         keep_catch=True,
+        wide=args.wide,
     )
+    if args.no_order:  # issue 47: every sequential output says so (bayesobs.order)
+        trials["no_trial_order"] = True
     if not rules and not catch_rows(trials).any():
         return trials, None
     from .leaderboard import wrap
@@ -172,6 +187,8 @@ def _trial_options(args, **extra) -> dict:
         where=args.where,
         missing_where=args.missing_where,
         columns=args.columns,
+        wide=args.wide,
+        no_order=args.no_order,
         exclude=args.exclude,
         interleaved=args.interleaved,
         lapse=args.lapse,
@@ -324,6 +341,12 @@ def cmd_fit(args) -> int:
     )
     if args.method == "posterior":
         _fit_posterior(args, result.trials, result.fits, args.out)
+    if n_trials and n_missing == n_trials:  # issue 47: no answer parsed, nothing to read
+        print(
+            f"0 observed responses: nothing fitted ({n_trials} trial(s), every response missing; "
+            f"see raw_response, or bayesobs rescore) -> {args.out}/fits.csv"
+        )
+        return 0
     print(
         f"fitted {summary['n_cells']} cell(s), {n_trials} trials "
         + (f"with {len(levels)} interleaved level(s) of {args.interleaved} " if levels else "")
@@ -343,9 +366,13 @@ def cmd_fit(args) -> int:
         + (f", {args.out}/exclusions.csv" if exclusions is not None else "")
     )
     from .leaderboard import wrap
-    from .trials import parse_mapping, runs_summary
+    from .order import order_lines, unordered
+    from .trials import RUN_KEYS, parse_mapping, runs_summary
 
     print(wrap(runs_summary(trials, parse_mapping(args.map))))
+    if not unordered(trials).any():  # the evidence notes say it where the order is unknown
+        for line in order_lines(trials, RUN_KEYS):
+            print(wrap(f"note: {line}"))
     for line in summary["evidence_notes"]:
         print(wrap(f"note: {line}"))
     for line in fit_bootstrap_warnings(result.trials, result.batch.cells, args.bootstrap):
@@ -521,6 +548,15 @@ def _score(args) -> int:
         )
         print(f"BayesBench leaderboard ({interval})")
         print(leaderboard(result.bayesbench, result.missing, args.resample))
+    from .scores.evidence import veridical_lead
+
+    for line in veridical_lead(result.evidence):  # issue 49: the headline's veridical reading
+        print(wrap(f"note: {line}"))
+    from .order import order_lines
+    from .trials import RUN_KEYS
+
+    for line in order_lines(trials, RUN_KEYS) if len(result.evidence) else []:  # issue 47
+        print(wrap(f"note: {line} (evidence.csv, controls.csv)"))
     if len(result.missing):
         print()
         print(

@@ -88,10 +88,17 @@ def interval_note(resample: str | None = "pooled", stratified: bool = False) -> 
 INTERVAL_NOTE = interval_note()
 #: the rank column of a reference row (never ranked among the subjects)
 REFERENCE_RANK = "ref"
+#: the rank column of a subject without S: nothing to rank it by (issue 47)
+UNRANKED = "-"
+UNRANKED_NOTE = (
+    f"{UNRANKED} = not ranked: no S to rank by (S needs A, E and C); rows without S are "
+    "listed in natural order of their ids"
+)
 REFERENCE_LEGEND: dict[str, str] = {
     "random": "reference:random answers uniformly over each session's response range",
     "ideal": "reference:ideal answers the Bayes-optimal posterior mean given the simulated "
-    "subjects' perceptual noise and the session's stimulus distribution",
+    "subjects' perceptual noise and the session's stimulus distribution (on the cells of "
+    "subjects bayesobs run prompted, never people's)",
     "humans": "reference:humans pools the human participants' trials (--humans)",
     HUMAN: "a subject marked human (--humans) is shown as a reference",
 }
@@ -239,8 +246,8 @@ def subject_flags(missing: pd.DataFrame | None) -> list[str]:
     exact = m[(m["reason"] == PERFECT_REASON) & (m["component"] == "E")]
     for subject in sorted(exact["subject"].unique(), key=natural_key):
         lines.append(
-            f"{subject}: E and S not computed ({PERFECT_REASON}); it is ranked after every "
-            "subject with S although its answers are exact"
+            f"{subject}: E and S not computed ({PERFECT_REASON}); it is not ranked (listed after every "
+            "subject with S) although its answers are exact"
         )
     few = m[m["reason"] == FEW_RUNS_REASON]
     if len(few):
@@ -261,9 +268,10 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 
     Each number that some subject has (:func:`shown_metrics`) gets its point
     estimate and, with replicates, a column ``mean [lo, hi]``; ``*`` marks a
-    point estimate outside its interval.  Ties (and subjects without ``S``)
-    are in natural order of their ids (``2`` before ``10``).  Reference rows
-    come after every subject, ranked :data:`REFERENCE_RANK`.
+    point estimate outside its interval.  Ties are in natural order of their
+    ids (``2`` before ``10``); subjects without ``S`` follow, unranked
+    (:data:`UNRANKED`).  Reference rows come after every subject, ranked
+    :data:`REFERENCE_RANK`.
 
     Parameters
     ----------
@@ -303,6 +311,8 @@ def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     for k, (_, r) in enumerate(rows.iterrows()):
         if refs[order[k]]:
             line = [REFERENCE_RANK, str(r["subject"])]
+        elif _sort_score(r.get("S"))[0]:  # no S: nothing to rank it by
+            line = [UNRANKED, str(r["subject"])]
         else:
             rank += 1
             line = [str(rank), str(r["subject"])]
@@ -333,29 +343,36 @@ def _reference_order(kind) -> tuple:
     return (KINDS.index(kind), "") if kind in KINDS else (len(KINDS), kind)
 
 
-def reference_note(bayesbench: pd.DataFrame) -> list[str]:
+def reference_note(bayesbench: pd.DataFrame, missing: pd.DataFrame | None = None) -> list[str]:
     """One line saying what the reference rows are; empty when the table has none.
 
     Parameters
     ----------
     bayesbench : DataFrame
         A ``bayesbench`` table with an optional ``reference`` column.
+    missing : DataFrame, optional
+        ``missing.csv`` rows: a withheld reference (subject
+        ``reference:KIND``, component ``reference``) is said with its reason.
 
     Returns
     -------
     list of str
-        One line naming the kinds present (:data:`REFERENCE_LEGEND`), or none.
+        One line naming the kinds present (:data:`REFERENCE_LEGEND`) and the
+        reasons of the withheld ones, or none.
     """
     refs = is_reference(bayesbench)
-    if not refs.any():
-        return []
-    kinds = set(bayesbench.loc[refs, "reference"].astype(str))
+    kinds = set(bayesbench.loc[refs, "reference"].astype(str)) if refs.any() else set()
+    withheld = []
+    if missing is not None and len(missing) and {"component", "reason"} <= set(missing.columns):
+        withheld = list(missing.loc[missing["component"] == "reference", "reason"].astype(str))
     if not kinds:
-        return []
+        return ["; ".join(withheld) + "."] if withheld else []
     said = [REFERENCE_LEGEND[k] for k in (*KINDS, HUMAN) if k in kinds]
     return [
         f"{REFERENCE_RANK} = a reference row, not ranked: scored by the same code on the same "
-        "cells as the subjects (docs/method.md, Reference rows): " + "; ".join(said) + "."
+        "cells as the subjects (docs/method.md, Reference rows): "
+        + "; ".join(said + withheld)
+        + "."
     ]
 
 
@@ -508,8 +525,10 @@ def leaderboard_text(
     else:
         n = len(subjects_only(bayesbench))
         out.append(f"no BayesBench number for any of the {n} subject(s)")
+    if len(header) > 2 and any(r[0] == UNRANKED for r in lines):
+        out.append(wrap(f"note: {UNRANKED_NOTE}", width))
     out += [wrap(f"note: {line}", width) for line in left_out(bayesbench, missing)]
-    out += [wrap(f"note: {line}", width) for line in reference_note(bayesbench)]
+    out += [wrap(f"note: {line}", width) for line in reference_note(bayesbench, missing)]
     if len(header) > 2:
         strat = any(c.endswith("_strat_lo") for c in bayesbench.columns)
         note = interval_note(resample, strat) if "S_mean" in bayesbench else NO_BOOTSTRAP_NOTE

@@ -35,6 +35,7 @@ from pandas.api.types import union_categoricals
 from .errors import BayesobsInputError
 from .expr import ExpressionError, evaluate
 from .jsonl import read_records, trial_file
+from .order import melt_wide
 from .paradigms import marked_rows
 from .paradigms import markers as paradigm_markers
 
@@ -838,6 +839,7 @@ def read_trials(
     missing_where: str | None = None,
     columns: Sequence[str] | None = None,
     keep_catch: bool = False,
+    wide: str | None = None,
 ) -> pd.DataFrame:
     """Read one or many trial files (CSV, TSV, Parquet, JSONL, experiment folders).
 
@@ -862,6 +864,10 @@ def read_trials(
         Names of every field of a CSV; its own header line is then skipped.
     keep_catch : bool
         Keep catch trials (default False: they are removed).
+    wide : str, optional
+        Comma-separated globs of the participants' columns of a wide table
+        (``--wide``): melted into ``subject`` and ``response`` before the
+        mapping (:func:`bayesobs.order.melt_wide`).
 
     Returns
     -------
@@ -887,6 +893,8 @@ def read_trials(
     else:
         df = frames[0]
     del frames
+    if wide:  # one column per participant: melted before the mapping sees it
+        df = melt_wide(df, wide)
     return normalize_trials(
         df, mapping=mapping, where=where, missing_where=missing_where, keep_catch=keep_catch
     )

@@ -268,7 +268,8 @@ def test_score_with_a_started_process_gives_the_same_tables_and_runs_its_work_th
     from bayesobs.fits.synthetic import simulated_trials
     from bayesobs.scores import score
 
-    trials = simulated_trials(n_subjects=2, trials_per_session=12, seed=3)
+    # logged as `bayesobs run` logs them (a prompt_id): the ideal reference is built for them
+    trials = simulated_trials(n_subjects=2, trials_per_session=12, seed=3).assign(prompt_id="p0")
     here = score(trials, bootstrap=4, seed=2, references=True)
     with AsideWorker() as worker:
         worker.submit(preload, ("bayesobs.scores", "sklearn.tree"))

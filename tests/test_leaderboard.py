@@ -154,7 +154,7 @@ def test_perfect_observer_is_listed_in_missing_and_flagged(tmp_path, capsys):
     bb = pd.read_csv(tmp_path / "s" / "bayesbench.csv").set_index("subject")
     assert np.isnan(bb.loc["perfect", "E"]) and np.isnan(bb.loc["perfect", "S"])
     assert "warning: perfect: E and S not computed" in out
-    assert "ranked after every subject with S" in out
+    assert "not ranked (listed after every subject with S)" in out
     # the others keep their numbers and no such line
     assert bb.drop(index="perfect")["S"].notna().all()
 

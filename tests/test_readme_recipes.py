@@ -65,6 +65,7 @@ def test_the_docs_have_their_human_data_recipes(shared_data):
         "../shared/data/glasauer_shi_2021_vierordt/rep_randwalk_table.csv",
         "../shared/data/qu_shi_precision_weighting/raw_psychopy_csv/experiment2/*.csv",
         "../shared/data/vul_numerosity_estimation/numexpt-fb/*.csv",
+        "../shared/data/gong_bayesneg_line_bisection/EP32_NC_VN.csv",
         "../shared/data/vul_numerosity_estimation/numexpt/*.csv",
     ]
     assert "build_report" in library_snippet()

@@ -21,6 +21,8 @@ from ..errors import BayesobsInputError
 from ..exclusions import summary
 from ..fits.controls import anchoring_lines
 from ..fits.predictions import predictions
+from ..order import NOTE as ORDER_NOTE
+from ..order import unordered
 from ..paradigms import paradigm_tables_of, registered
 from ..provenance import provenance, read_manifest
 from ..scores import (
@@ -32,7 +34,7 @@ from ..scores import (
     with_baseline,
 )
 from ..scores.cue import start_cue_probe
-from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column
+from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column, veridical_lead
 from ..scores.references import subjects_only
 from ..search.scores import prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
@@ -454,7 +456,8 @@ def _magnitude_sections(
             (
                 "Trial-by-trial responses",
                 "One session run per subject (its first task and condition drawn above) "
-                "against the fitted sequential (Kalman) observer.",
+                "against the fitted sequential (Kalman) observer."
+                + (f" Caution: {ORDER_NOTE}." if unordered(trials).any() else ""),
                 [save(fig, out / "figures" / "fig2_trajectory.png")],
             )
         )
@@ -549,6 +552,7 @@ def _magnitude_sections(
         )
 
     head = _leaderboard_html(res.bayesbench, res.missing, resample)
+    head += [f"<p>{html.escape(x)}</p>" for x in veridical_lead(res.evidence)]
     head += _evidence_notes_html(res)
     head += _sequential_controls_html(res)
     if _has_bcs(res.bcs_tasks):
@@ -863,7 +867,9 @@ def _sequential_controls_html(res: Scores) -> list[str]:
             "<h2>Anchoring control</h2>",
             f"<p>{len(lines)} cell(s) where a control that copies part of the previous answer "
             "beats every Kalman observer by AIC: their sequential evidence may be anchoring, "
-            "not updating.</p>",
+            "not updating."
+            + (f" Caution: {html.escape(ORDER_NOTE)}." if unordered(res.evidence).any() else "")
+            + "</p>",
             _table_html(anchoring_summary(hits), 1),
             folded(f"All {len(lines)} cells", f"<ul class=warn>{items}</ul>", len(lines), 0),
         ]
@@ -1010,10 +1016,19 @@ def _leaderboard_html(
         f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in LB.LEGEND.items()
     )
     gone = "".join(f"<p class=m>{html.escape(x)}</p>" for x in LB.left_out(bayesbench, missing))
+    if len(header) > 2:  # issue 47: no table of ids without a number
+        body = table.to_html(index=False, border=0, classes="t", escape=True)
+        unranked = (table["rank"] == LB.UNRANKED).any()
+        body = f"<div class=scroll>{body}</div>" + (
+            f"<p class=m>{html.escape(LB.UNRANKED_NOTE)}</p>" if unranked else ""
+        )
+    else:
+        n = len(table)
+        body = f"<p>No BayesBench number for any of the {n} subject(s).</p>"
     out = [
         "<h2>Leaderboard</h2>",
-        f"<div class=scroll>{table.to_html(index=False, border=0, classes='t', escape=True)}</div>",
-        *_reference_html(refs, bayesbench),
+        body,
+        *_reference_html(refs, bayesbench, missing),
         gone,
         f"<p class=m>{html.escape(note)}</p>",
         f"<dl class=legend>{legend}</dl>",
@@ -1025,11 +1040,11 @@ def _leaderboard_html(
     return out
 
 
-def _reference_html(refs: pd.DataFrame, bayesbench: pd.DataFrame) -> list[str]:
+def _reference_html(refs: pd.DataFrame, bayesbench: pd.DataFrame, missing=None) -> list[str]:
     """The leaderboard's reference rows as their own table under it (never ranked)."""
+    note = " ".join(LB.reference_note(bayesbench, missing))
     if refs.empty:
-        return []
-    note = " ".join(LB.reference_note(bayesbench))
+        return [f"<p class=m>{html.escape(note)}</p>"] if note else []
     table = refs.drop(columns="rank").to_html(index=False, border=0, classes="t ref", escape=True)
     return [
         "<h3>Reference rows</h3>",

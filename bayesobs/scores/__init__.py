@@ -63,7 +63,14 @@ from .cue import (  # the cue probe lives beside the cue code; re-exported here
     start_cue_probe,
 )
 from .evidence import evidence_table, factor_evidence_array
-from .references import human_subjects, reference_trials, with_references
+from .references import (
+    IDEAL_WITHHELD,
+    PREFIX,
+    human_subjects,
+    prompted,
+    reference_trials,
+    with_references,
+)
 from .spread import answer_spread
 
 NRMSE_MAX = 2.0
@@ -751,6 +758,10 @@ def score(
         if ref_run is not None:
             ref_bb, human_ids = ref_run.result(ref_index)
             res = res._replace(bayesbench=with_references(res.bayesbench, ref_bb, human_ids))
+            if references and not prompted(magnitude, human_ids).any():  # people: issue 47
+                row = [(f"{PREFIX}ideal", "", "reference", IDEAL_WITHHELD)]
+                missing = [*res.missing.itertuples(index=False, name=None), *row]
+                res = res._replace(missing=pd.DataFrame(missing, columns=res.missing.columns))
     finally:
         if probe_run is not None:
             probe_run.close()

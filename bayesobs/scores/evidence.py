@@ -10,6 +10,9 @@ import pandas as pd
 from ..bootstrap import percentile_interval
 from ..fits.observers.variants import FACTORS, NUISANCE, VARIANT_NAMES, VARIANTS
 from ..fits.veridical import veridical_rows
+from ..order import COLUMN as NO_ORDER
+from ..order import NOTE as NO_ORDER_NOTE
+from ..order import unordered
 from ..trials import CELL_KEYS
 
 if TYPE_CHECKING:  # fitting imports this module's neighbours; no runtime cycle
@@ -354,6 +357,13 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
             best10 = np.nanmin(np.where(fitted, batch.aic[:, 0, :], np.nan), axis=1, initial=np.inf)
             best_ref = np.nanmin(np.where(np.isfinite(ref), ref, np.nan), axis=1, initial=np.inf)
             d_aic = np.where(np.isfinite(best10) & np.isfinite(best_ref), best10 - best_ref, np.nan)
+    no_order = None
+    if trials is not None and NO_ORDER in trials:  # issue 47: rows in no presentation order
+        flags = unordered(trials).groupby([trials[k] for k in CELL_KEYS], observed=True).any()
+        no_order = [
+            bool(flags.get(key, False))
+            for key in zip(*(batch.cells[k] for k in CELL_KEYS), strict=True)
+        ]
     # column values read once (element access on Arrow-backed columns is slow)
     key_cols = {kk: list(batch.cells[kk]) for kk in CELL_KEYS}
     level_col = list(batch.cells["level"]) if has_level else None
@@ -380,6 +390,8 @@ def evidence_table(batch: FitBatch, trials: pd.DataFrame | None = None) -> pd.Da
                 row.update(p_veridical=p_ver[c, i], veridical_dAIC=d_aic[c])
             if B:
                 row["interval_note"] = ONE_RUN_NOTE if one_run is not None and one_run[c] else ""
+            if no_order is not None:
+                row[NO_ORDER] = no_order[c]
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -473,10 +485,53 @@ def bounds_line(evidence: pd.DataFrame) -> str:
     )
 
 
+def veridical_lead(evidence: pd.DataFrame) -> list[str]:
+    """The line that leads where ``p`` and ``p_veridical`` of ``bayesian`` disagree about 0.5.
+
+    Among the ten variants alone (the paper's ``p``, METHOD Part I) an
+    observer without a prior (response = stimulus + noise) is best described
+    by a Bayesian variant at ``w_prior = 0`` or ``rho = inf``, which has
+    fewer parameters than the linear one, so it can read as Bayesian;
+    ``p_veridical`` puts the veridical observer in the comparison (issue 49).
+
+    Parameters
+    ----------
+    evidence : DataFrame
+        An ``evidence.csv`` table (``factor``, ``p``, optional
+        ``p_veridical``).
+
+    Returns
+    -------
+    list of str
+        One line (how many cells disagree, an example, the mean of both and
+        why the veridical reading leads), or none where every cell agrees or
+        there is no ``p_veridical``.
+    """
+    if not len(evidence) or "p_veridical" not in evidence.columns:
+        return []
+    cells = evidence[evidence["factor"] == "bayesian"].drop_duplicates(list(CELL_KEYS))
+    p, pv = cells["p"].astype(float), cells["p_veridical"].astype(float)
+    split = cells[(p - 0.5) * (pv - 0.5) < 0]
+    if not len(split):
+        return []
+    first = split.iloc[0]
+    return [
+        f"P(bayesian) read with the veridical observers compared (p_veridical): in {len(split)} "
+        f"of {int((p.notna() & pv.notna()).sum())} cell(s) the paper's p and p_veridical fall "
+        f"on different sides of 0.5, e.g. {_cell_label(first)} (p {first['p']:.3f}, "
+        f"p_veridical {first['p_veridical']:.3f}): among the ten variants alone an observer "
+        "without a prior (response = stimulus + noise) is a Bayesian one at w_prior = 0 or "
+        "rho = inf, with fewer parameters than the linear one, so p can count it as Bayesian; "
+        f"mean P(bayesian) {pv.mean():.3f} with the veridical observers compared, "
+        f"{p.mean():.3f} by the paper's p (both in evidence.csv)"
+    ]
+
+
 def evidence_notes(evidence: pd.DataFrame) -> list[str]:
     """Lines for the fit summary and the report on an ``evidence.csv`` table.
 
-    The structural bounds (:func:`bounds_line`); with ``veridical_dAIC``, how
+    First :func:`veridical_lead` where ``p`` and ``p_veridical`` disagree;
+    the structural bounds (:func:`bounds_line`); with ``veridical_dAIC``, how
     many cells are indistinguishable from the veridical observer
     (``veridical_dAIC >= -2``) and the mean ``p`` and ``p_veridical`` of
     ``bayesian``; how many cells' best Bayesian fit sits on a boundary.
@@ -491,9 +546,10 @@ def evidence_notes(evidence: pd.DataFrame) -> list[str]:
     list of str
         The lines; empty for an empty table or one without ``p_floor``.
     """
-    if not len(evidence) or "p_floor" not in evidence.columns:
-        return []
-    lines = [bounds_line(evidence)]
+    if not len(evidence) or "p_floor" not in evidence.columns or evidence["p"].isna().all():
+        return []  # nothing fitted: no bounds to name
+    lead = veridical_lead(evidence)
+    lines = [*lead, bounds_line(evidence)]
     cells = evidence[evidence["factor"] == "bayesian"].drop_duplicates(list(CELL_KEYS))
     if "veridical_dAIC" in evidence.columns:
         d = cells["veridical_dAIC"]
@@ -504,9 +560,14 @@ def evidence_notes(evidence: pd.DataFrame) -> list[str]:
                 f"{len(close)} of {int(d.notna().sum())} cell(s) indistinguishable from a "
                 f"veridical observer (response = stimulus + noise, or its log twin): "
                 f"veridical_dAIC >= {VERIDICAL_THRESHOLD:g}, i.e. the best of the ten variants "
-                f"beats it by less than {-VERIDICAL_THRESHOLD:g} AIC units{eg}; mean P(bayesian) "
-                f"{cells['p'].mean():.3f}, {cells['p_veridical'].mean():.3f} with the veridical "
-                "observers compared (p_veridical)"
+                f"beats it by less than {-VERIDICAL_THRESHOLD:g} AIC units{eg}"
+                + (
+                    ""
+                    if lead  # the lead line gives both means, the veridical one first
+                    else f"; mean P(bayesian) {cells['p'].mean():.3f}, "
+                    f"{cells['p_veridical'].mean():.3f} with the veridical observers compared "
+                    "(p_veridical)"
+                )
             )
         else:
             lines.append("veridical reference not computed (see docs/method.md; e.g. --lapse)")
@@ -521,6 +582,9 @@ def evidence_notes(evidence: pd.DataFrame) -> list[str]:
                 f"{_cell_label(flagged.iloc[0])}; there P(gain) says the answers are a linear "
                 "function of the stimulus, not that a Bayesian observer has a gain stage"
             )
+    if unordered(cells).any():
+        n = int(unordered(cells).sum())
+        lines.append(f"{n} of {len(cells)} cell(s) with {NO_ORDER_NOTE} (evidence.csv {NO_ORDER})")
     edge = cells[text_column(cells["boundary"]) != ""]
     if len(edge):
         lines.append(

@@ -12,7 +12,10 @@ nothing but shows, set apart and marked in a ``reference`` column:
   (:mod:`bayesobs.magnitude.subject`: text, image growing with the logged blur,
   both in a multimodal trial) and answers the posterior mean under the
   session's stimulus distribution (the logged ``distribution``, uniform on
-  the range by default);
+  the range by default).  That noise is not people's: it answers the cells of
+  the prompted subjects only (rows with a ``prompt_id``, which ``bayesobs
+  run`` logs, not ``--humans``), and is withheld (:data:`IDEAL_WITHHELD`)
+  where there are none;
 * ``humans`` (with ``--humans PATTERN``): the matching subjects' trials
   pooled into one observer, each participant's runs kept apart.
 
@@ -43,6 +46,35 @@ HUMAN = "human"
 GRID = 257  # points of the numerical posterior mean
 CHUNK = 4096  # trials per block of the grid computation
 BLUR_SCALE = 8.0  # sim: image noise grows as sqrt(1 + (blur / 8)^2)
+#: why ``reference:ideal`` is missing where no subject was prompted (people's data; issue 47)
+IDEAL_WITHHELD = (
+    "reference:ideal withheld: no trial here was logged by bayesobs run (no prompt_id: people "
+    "or another lab's data, or --humans), and the ideal observer measures with the simulated "
+    "subjects' noise, not people's"
+)
+
+
+def prompted(trials: pd.DataFrame, humans=()) -> pd.Series:
+    """The rows of prompted subjects: a ``prompt_id`` (``bayesobs run``) and not ``--humans``.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials.
+    humans : iterable of str
+        Subject ids marked human (``--humans``).
+
+    Returns
+    -------
+    Series of bool
+        True where the row has a non-blank ``prompt_id`` and its subject is
+        not in ``humans``; all False without the column.
+    """
+    if "prompt_id" not in trials:
+        return pd.Series(False, index=trials.index)
+    pid = trials["prompt_id"]
+    ok = pid.notna() & ~pid.astype(str).str.strip().isin(["", "nan", "None"])
+    return ok & ~trials["subject"].astype(str).isin(set(map(str, humans)))
 
 
 def reference_name(kind: str) -> str:
@@ -393,7 +425,9 @@ def reference_trials(
     humans : iterable of str
         Subject ids pooled into ``reference:humans`` (empty: no such row).
     kinds : iterable of str
-        The simulated references to build, ``random`` and/or ``ideal``.
+        The simulated references to build, ``random`` and/or ``ideal``
+        (``ideal`` on the cells of the :func:`prompted` rows only, none
+        without them).
 
     Returns
     -------
@@ -407,10 +441,10 @@ def reference_trials(
         A kind other than ``random`` or ``ideal`` (when there are trials).
     """
     frames = []
-    base = template(trials)
-    if len(base):
-        for kind in kinds:
-            t = base.copy()
+    humans = list(humans)
+    for kind in kinds:
+        t = template(trials[prompted(trials, humans)] if kind == "ideal" else trials)
+        if len(t):
             if kind == "random":
                 t["response"] = random_responses(t, seed)
             elif kind == "ideal":
@@ -419,7 +453,6 @@ def reference_trials(
                 raise ValueError(f"unknown reference kind {kind!r}")
             t["subject"] = reference_name(kind)
             frames.append(t)
-    humans = list(humans)
     if humans:
         h = trials[trials["subject"].astype(str).isin(humans)].copy()
         if len(h):
@@ -506,6 +539,7 @@ def subjects_only(bayesbench: pd.DataFrame) -> pd.DataFrame:
 
 __all__ = [
     "HUMAN",
+    "IDEAL_WITHHELD",
     "KINDS",
     "PREFIX",
     "human_subjects",
@@ -514,6 +548,7 @@ __all__ = [
     "noise_sd",
     "parse_distribution",
     "posterior_mean",
+    "prompted",
     "random_responses",
     "reference_name",
     "reference_trials",

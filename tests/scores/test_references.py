@@ -36,7 +36,8 @@ def runner_like(n: int = 30, seed: int = 0, subjects=("llm",)) -> pd.DataFrame:
 
     Each subject is a static observer (noise sd 0.05, w_prior 0.3 in base and
     0.45 under the ablations); the image trials of the noise conditions log a
-    blur of 6 px.
+    blur of 6 px.  Rows carry the ``prompt_id`` that ``bayesobs run`` logs,
+    except a participant's (``P...``), as the web app's rows.
     """
     rng = np.random.default_rng(seed)
     rows = []
@@ -64,6 +65,7 @@ def runner_like(n: int = 30, seed: int = 0, subjects=("llm",)) -> pd.DataFrame:
                                     "range_low": lo,
                                     "range_high": hi,
                                     "blur_sigma": blur,
+                                    "prompt_id": None if subject.startswith("P") else "p0",
                                 }
                             )
                         )
