@@ -11,11 +11,10 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ..plotting import figure_axes
+from ..plotting import Figure, figure_axes
 from ..trials import natural_key
 
 UNITS = {

@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 
 import pandas as pd
-from matplotlib.figure import Figure
 
 from .. import leaderboard as LB
 from ..errors import BayesobsInputError
@@ -22,6 +21,7 @@ from ..exclusions import summary
 from ..fits.controls import anchoring_lines
 from ..fits.predictions import predictions
 from ..paradigms import paradigm_tables_of, registered
+from ..plotting import Figure
 from ..provenance import provenance, read_manifest
 from ..scores import (
     CONSTANT_REASON,

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from ..plotting import figure_axes
+from ..plotting import Figure, figure_axes
 from ..scores.psychometric import KEYS, psi, psychometric_levels
 from .render import FigureTask
 
