@@ -314,8 +314,8 @@ def trajectory_grid(pred: pd.DataFrame, panels: list[tuple], colors=None, ncols=
     """Trial-by-trial responses (:func:`trajectory`) of several subjects as small multiples.
 
     ``panels``: ``(subject, task, modality, condition)`` per panel; the y axes
-    are shared when every panel is of one task; ``ncols`` defaults to 2, or 3
-    beyond six panels.
+    are shared when every panel is of one task; ``ncols`` defaults to one row
+    of up to four panels, else 2, or 3 beyond six panels.
 
     Parameters
     ----------
@@ -334,7 +334,7 @@ def trajectory_grid(pred: pd.DataFrame, panels: list[tuple], colors=None, ncols=
         The new figure.
     """
     colors = colors or subject_colors(pred["subject"])
-    ncols = ncols or (2 if len(panels) <= 6 else 3)
+    ncols = ncols or (len(panels) if len(panels) <= 4 else 2 if len(panels) <= 6 else 3)
     one_task = len({p[1] for p in panels}) == 1
     fig, axs = small_multiples(len(panels), ncols, panel=(3.6, 2.2), sharey=one_task)
     for ax, (s, t, m, c) in zip(axs, panels, strict=True):
@@ -396,7 +396,7 @@ def steering(bias_var, evidence, cue, subject, task, modality="multimodal", axes
     ]
     if not panels:
         return None
-    fig, axs = figure_axes(axes, n=len(panels), size=(3.6, 3.2))
+    fig, axs = figure_axes(axes, n=len(panels), size=(3.6, 2.7))
     for ax in axs[len(panels) :]:
         ax.set_axis_off()
     for ax, (draw, table) in zip(axs, panels, strict=False):
