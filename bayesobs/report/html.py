@@ -40,6 +40,7 @@ from . import figures as F
 from .calibration import calibration_sections, diagnostics_only, find_diagnostics
 from .psychometric import psychometric_sections
 from .render import FigureWriter
+from .rows import MANY
 
 TABLES = tuple(f for f in Scores._fields if f != "plugins")  # + Scores.plugins
 VISUAL = ("line_ratio", "marker_location", "maze_distance")
@@ -564,7 +565,13 @@ def _magnitude_sections(
         sections.append(
             (
                 "Summary",
-                "Evidence, efficiency and consistency against accuracy; the BayesBench score "
+                (
+                    f"More than {MANY} subjects: one row per subject, named, a panel per number "
+                    "(too many for one colour each). "
+                    if len(ranked) > MANY
+                    else ""
+                )
+                + "Evidence, efficiency and consistency against accuracy; the BayesBench score "
                 "and its parts (bars: full-data estimates; lines: 68% percentile intervals of "
                 "the run bootstrap, not confidence intervals, with the bootstrap mean as a dot, "
                 "which need not contain the bar; *: a point or mean outside its interval; "
