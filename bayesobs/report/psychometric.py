@@ -9,6 +9,7 @@ fitted curves over the data and return the figure, fitting nothing.
 from __future__ import annotations
 
 import html
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -187,7 +188,7 @@ def psychometric_grid(table: pd.DataFrame, levels: pd.DataFrame, ncols: int = 4)
         d = groups.get(tuple(_text(row[k]) for k in KEYS), none).sort_values("x")
         psychometric_curve(row, d, ax=ax, grouped=True)  # what group_levels would select
         ax.set_title(
-            f"{_title(row)}\nthreshold {row['threshold']:.3g}, lapse {row['lapse']:.2f}",
+            f"{textwrap.fill(_title(row), 40)}\nthreshold {row['threshold']:.3g}, lapse {row['lapse']:.2f}",
             fontsize=7,
         )
     for ax in axs[n:]:

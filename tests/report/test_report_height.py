@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,10 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import CHROMIUM, chromium_browser
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.report.psychometric import psychometric_sections, withheld_reason
+from bayesobs.report.psychometric import psychometric_grid, psychometric_sections, withheld_reason
 from bayesobs.scores.psychometric import psychometric_levels, psychometric_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,3 +139,24 @@ def test_the_demo_report_is_at_most_12000_px_tall(tmp_path):
     index = tmp_path / "report" / "index.html"
     assert "panels withheld: fewer than 3 trials per level" in index.read_text()
     assert _height(index) <= 12000
+
+
+def test_psychometric_panel_titles_do_not_overlap():
+    """Long group names wrap inside their panel instead of running into the next one."""
+    trials = pd.concat(
+        [
+            _searcher(f"participant_{i}_with_a_long_name", 600, 12, i).assign(
+                condition="noise_constant_long_condition"
+            )
+            for i in range(4)
+        ],
+        ignore_index=True,
+    )
+    table, _ = psychometric_table(psychometric_levels(trials), bootstrap=0)
+    fig = psychometric_grid(table, psychometric_levels(trials))
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    boxes = [ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_visible()]
+    width = fig.get_figwidth() * fig.dpi
+    assert all(0 <= b.x0 and b.x1 <= width for b in boxes)
+    assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
