@@ -12,9 +12,11 @@ from matplotlib.colors import to_hex
 from PIL import Image
 
 from bayesobs.cli import main
+from bayesobs.fits.predictions import predictions
 from bayesobs.report import figures as F
 from bayesobs.report.render import DPI
 from bayesobs.report.rows import MANY
+from bayesobs.scores import SCORED_TRIALS, Scores
 
 PAGE = 1168  # px: the report's 1,200 px column less its padding, at a 1,280 px window
 
@@ -106,3 +108,12 @@ def test_a_72_subject_report_names_every_subject(shared_data, tmp_path):
     for name in ("fig5_summary.png", "fig6_bayesbench.png"):
         w, h = Image.open(figures / name).size
         assert h * min(1.0, PAGE / w) >= 72 * 10, name  # at least 10 px a subject on the page
+    # the report's other figures of every subject: one titled panel each
+    res = Scores.from_folder(scores)
+    pred = predictions(pd.read_parquet(scores / SCORED_TRIALS), res.fits)
+    (panel,) = F.response_panels(pred)
+    identifiable(F.responses_grid(pred, **panel), subjects)
+    cells = [(s, "line_bisection", panel["modality"], panel["condition"]) for s in subjects]
+    identifiable(F.trajectory_grid(pred, cells), subjects)
+    identifiable(F.summary(res.summary, res.bayesbench), subjects)
+    identifiable(F.bayesbench_scores(res.bayesbench), subjects)
