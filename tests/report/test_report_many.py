@@ -106,7 +106,8 @@ def test_a_72_subject_report_names_every_subject(shared_data, tmp_path):
     assert main(["report", str(scores), "--out", str(tmp_path / "r")]) == 0
     figures = tmp_path / "r" / "figures"
     for name in ("fig5_summary.png", "fig6_bayesbench.png"):
-        w, h = Image.open(figures / name).size
+        with Image.open(figures / name) as im:
+            w, h = im.size
         assert h * min(1.0, PAGE / w) >= 72 * 10, name  # at least 10 px a subject on the page
     # the report's other figures of every subject: one titled panel each
     res = Scores.from_folder(scores)
