@@ -377,7 +377,7 @@ def search_sections(tables: dict, trials: pd.DataFrame, out: Path, save, table_h
         # a few subjects side by side (a row per answer), more below each other; one legend
         wide = len(subjects) <= SIDE_BY_SIDE
         shape = (len(answers), len(subjects)) if wide else (len(subjects), len(answers))
-        fig = Figure(figsize=(3.6 * shape[1], 2.6 * shape[0] + 0.4), layout="constrained")
+        fig = Figure(figsize=(3.6 * shape[1], 2.4 * shape[0] + 0.4), layout="constrained")
         axs = fig.subplots(*shape, squeeze=False)
         for i, answer in enumerate(answers):
             for j, subj in enumerate(subjects):
