@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
-from matplotlib.figure import Figure
+from matplotlib import figure
+
+
+class Figure(figure.Figure):
+    """A matplotlib figure that a notebook shows as an image, without pyplot's inline backend."""
+
+    def _repr_png_(self) -> bytes:
+        """The figure as PNG, what IPython displays (it registers no formatter without pyplot)."""
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=100)
+        return buf.getvalue()
 
 
 def figure_axes(ax=None, n: int = 1, size: tuple[float, float] = (4.2, 3.4)):
@@ -21,8 +33,8 @@ def figure_axes(ax=None, n: int = 1, size: tuple[float, float] = (4.2, 3.4)):
     Returns
     -------
     tuple
-        ``(figure, axes)``: a :class:`matplotlib.figure.Figure` (never
-        pyplot's, so nothing is left open) and a list of axes.
+        ``(figure, axes)``: a :class:`Figure` (never pyplot's, so nothing
+        is left open; a notebook shows it as an image) and a list of axes.
     """
     if ax is not None:
         axes = list(np.atleast_1d(ax))

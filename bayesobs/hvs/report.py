@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from ..hvs.logged import BASELINE, hvs_scores
 from ..hvs.metrics import TABLE_COLUMNS
+from ..plotting import Figure
 
 # (panel title, hvs.csv column): accuracy per field, then the scanpath similarities
 FIELD_PANELS = (

@@ -238,9 +238,9 @@ def rank_figure(table: pd.DataFrame, ranks: pd.DataFrame):
     matplotlib.figure.Figure
         A new figure; a panel of a non-uniform parameter is red.
     """
-    # start-up time: matplotlib loads only when a figure is drawn
-    from matplotlib.figure import Figure
     from scipy import stats  # start-up time: this part of SciPy loads only where it is used
+
+    from ..plotting import Figure  # start-up time: matplotlib loads only when a figure is drawn
 
     names = list(dict.fromkeys(table["variant"]))
     ncol = int(table.groupby("variant").size().max())

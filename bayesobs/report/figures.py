@@ -11,12 +11,12 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ..plotting import figure_axes
+from ..plotting import Figure, figure_axes
 from ..trials import natural_key
+from .rows import MANY, subject_rows
 
 UNITS = {
     "line_ratio": "length ratio",
@@ -44,7 +44,8 @@ def subject_colors(subjects) -> dict[str, tuple]:
     Returns
     -------
     dict
-        Subject to RGBA tuple, the tab10 colours in sorted order (cycling after ten).
+        Subject to RGBA tuple, the tab10 colours in sorted order (cycling after
+        ten: the summary figures name each subject on a row beyond ten).
     """
     cmap = matplotlib.colormaps["tab10"]
     return {s: cmap(i % 10) for i, s in enumerate(sorted(set(subjects)))}
@@ -315,8 +316,8 @@ def trajectory_grid(pred: pd.DataFrame, panels: list[tuple], colors=None, ncols=
     """Trial-by-trial responses (:func:`trajectory`) of several subjects as small multiples.
 
     ``panels``: ``(subject, task, modality, condition)`` per panel; the y axes
-    are shared when every panel is of one task; ``ncols`` defaults to 2, or 3
-    beyond six panels.
+    are shared when every panel is of one task; ``ncols`` defaults to one row
+    of up to four panels, else 2, or 3 beyond six panels.
 
     Parameters
     ----------
@@ -335,7 +336,7 @@ def trajectory_grid(pred: pd.DataFrame, panels: list[tuple], colors=None, ncols=
         The new figure.
     """
     colors = colors or subject_colors(pred["subject"])
-    ncols = ncols or (2 if len(panels) <= 6 else 3)
+    ncols = ncols or (len(panels) if len(panels) <= 4 else 2 if len(panels) <= 6 else 3)
     one_task = len({p[1] for p in panels}) == 1
     fig, axs = small_multiples(len(panels), ncols, panel=(3.6, 2.2), sharey=one_task)
     for ax, (s, t, m, c) in zip(axs, panels, strict=True):
@@ -397,7 +398,7 @@ def steering(bias_var, evidence, cue, subject, task, modality="multimodal", axes
     ]
     if not panels:
         return None
-    fig, axs = figure_axes(axes, n=len(panels), size=(3.6, 3.2))
+    fig, axs = figure_axes(axes, n=len(panels), size=(3.6, 2.7))
     for ax in axs[len(panels) :]:
         ax.set_axis_off()
     for ax, (draw, table) in zip(axs, panels, strict=False):
@@ -529,7 +530,9 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
     the run bootstrap where they are (an interval need not contain its point
     estimate: a ``*`` marks a dot outside its interval).  Only panels
     with data are drawn (e.g. no BCS panel without ablation conditions); None
-    when there are none.
+    when there are none.  Beyond :data:`bayesobs.report.rows.MANY` subjects
+    (and no ``axes``) the numbers are drawn one row per subject instead
+    (:func:`bayesobs.report.rows.subject_rows`), each subject named.
 
     Parameters
     ----------
@@ -551,6 +554,11 @@ def summary(summary: pd.DataFrame, bayesbench: pd.DataFrame, axes=None, colors=N
     panels = summary_panels(summary, bayesbench)
     if not panels:
         return None
+    if axes is None and summary["subject"].nunique() > MANY:  # one row per subject, named
+        d = summary.merge(bayesbench, on="subject", how="left", suffixes=("", "_bb"))
+        d = d.sort_values("subject", key=lambda c: c.map(natural_key))
+        cols = dict.fromkeys((c, lab) for p in panels for c, lab in ((p[0], p[2]), (p[1], p[3])))
+        return subject_rows(d, list(cols), refs={p[1]: p[4] for p in panels if p[4] is not None})
     fig, axs = figure_axes(axes, n=len(panels), size=(3.8, 3.4))
     for ax in axs[len(panels) :]:
         ax.set_axis_off()
@@ -627,7 +635,9 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=No
     mean, drawn where the interval is (it need not contain the bar's top:
     sums of signs shrink under resampling), a ``*`` above a bar whose point
     estimate or bootstrap mean lies outside its interval, and a white
-    diamond marks ``S_p`` (METHOD §9) beside ``S``.
+    diamond marks ``S_p`` (METHOD §9) beside ``S``.  Beyond
+    :data:`bayesobs.report.rows.MANY` subjects (and no ``ax``) the parts are
+    panels of horizontal bars, one row per subject, each subject named.
 
     Parameters
     ----------
@@ -658,6 +668,9 @@ def bayesbench_scores(bayesbench: pd.DataFrame, ax=None, colors=None, caveats=No
         return None
     has_s = any(c == "S" for c, _, _ in parts)
     caveats = caveats or {}
+    if ax is None and len(d) > MANY:  # one row per subject, named; S_p beside S
+        cols = [(c, label) for c, label, _ in parts] + [("S_p", "S_p (robust)")] * has_s
+        return subject_rows(d, cols, bars=True, caveats=caveats)
     fig, (ax,) = figure_axes(ax, size=(max(5, 1.2 * len(bayesbench) + 2), 3.4))
     colors = colors or subject_colors(d["subject"])
     width = 0.2

@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 
 import pandas as pd
-from matplotlib.figure import Figure
 
 from .. import leaderboard as LB
 from ..errors import BayesobsInputError
@@ -24,6 +23,7 @@ from ..fits.predictions import predictions
 from ..order import NOTE as ORDER_NOTE
 from ..order import unordered
 from ..paradigms import paradigm_tables_of, registered
+from ..plotting import Figure
 from ..provenance import provenance, read_manifest
 from ..scores import (
     CONSTANT_REASON,
@@ -42,6 +42,7 @@ from . import figures as F
 from .calibration import calibration_sections, diagnostics_only, find_diagnostics
 from .psychometric import psychometric_sections
 from .render import FigureWriter
+from .rows import MANY
 
 TABLES = tuple(f for f in Scores._fields if f != "plugins")  # + Scores.plugins
 VISUAL = ("line_ratio", "marker_location", "maze_distance")
@@ -136,6 +137,7 @@ def _manifest_trials(folder: Path, m: dict) -> pd.DataFrame:
 
 
 FOLD_ROWS = 12  # a longer table or list is folded under a one-line summary
+SIDE_BY_SIDE = 4  # at most this many subjects' panels side by side in a row, more below each other
 
 
 def _table_html(df: pd.DataFrame, digits: int = 3) -> str:
@@ -169,6 +171,11 @@ def folded(summary: str, inner: str, n: int, limit: int = FOLD_ROWS) -> str:
     if n <= limit:
         return inner
     return f"<details><summary>{html.escape(summary)}</summary>{inner}</details>"
+
+
+def _folded_table(df: pd.DataFrame) -> str:
+    """A table, folded beyond :data:`FOLD_ROWS` rows."""
+    return folded(f"All {len(df)} rows", _table_html(df), len(df))
 
 
 STYLE = (
@@ -255,7 +262,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
     save = writer.save
     sections_q, tail_q = [], []  # the heaviest figures (many panels) first: drawn the longest
     if res.psychometric is not None and len(res.psychometric):  # fitted curves over the data
-        sections_q, tail_q = psychometric_sections(res, trials, out, save, _table_html)
+        sections_q, tail_q = psychometric_sections(res, trials, out, save, _folded_table)
     if not found.all():
         magnitude = with_baseline(trials[~found].reset_index(drop=True))
         # the cue probe's forests (for figure 4) on the second core while the figures are drawn
@@ -369,11 +376,29 @@ def search_sections(tables: dict, trials: pd.DataFrame, out: Path, save, table_h
         d = acc[acc["task"] == task]
         subjects = sorted(d["subject"].unique())
         answers = [a for a in ("cell", "coords") if a in set(d["answer"])]
-        fig = Figure(figsize=(5.4 * len(answers), 3.2 * len(subjects)), layout="constrained")
-        axs = fig.subplots(len(subjects), len(answers), squeeze=False)
-        for i, subj in enumerate(subjects):
-            for j, answer in enumerate(answers):
-                F.search_curves(acc, subj, task, answer, ablation, ax=axs[i, j])
+        # a few subjects side by side (a row per answer), more below each other; one legend
+        wide = len(subjects) <= SIDE_BY_SIDE
+        shape = (len(answers), len(subjects)) if wide else (len(subjects), len(answers))
+        fig = Figure(figsize=(3.6 * shape[1], 2.4 * shape[0] + 0.4), layout="constrained")
+        axs = fig.subplots(*shape, squeeze=False)
+        for i, answer in enumerate(answers):
+            for j, subj in enumerate(subjects):
+                F.search_curves(
+                    acc, subj, task, answer, ablation, ax=axs[i, j] if wide else axs[j, i]
+                )
+        legends = {}
+        for ax in axs.flat:
+            if ax.get_legend() is not None:
+                ax.get_legend().remove()
+            legends.update(zip(*ax.get_legend_handles_labels()[::-1], strict=True))
+        fig.legend(
+            legends.values(),
+            legends.keys(),
+            loc="outside upper center",
+            ncols=8,
+            fontsize=8,
+            frameon=False,
+        )
         sections.append(
             (
                 f"Visual search: {task}",
@@ -388,7 +413,7 @@ def search_sections(tables: dict, trials: pd.DataFrame, out: Path, save, table_h
     if len(pairs):
         tasks = sorted(pairs["task"].unique())
         subjects = sorted(pairs["subject"].unique())
-        fig = Figure(figsize=(3.0 * len(tasks), 3.0 * len(subjects)), layout="constrained")
+        fig = Figure(figsize=(2.6 * len(tasks), 2.5 * len(subjects)), layout="constrained")
         axs = fig.subplots(len(subjects), len(tasks), squeeze=False)
         for i, subj in enumerate(subjects):
             for j, task in enumerate(tasks):
@@ -500,15 +525,17 @@ def _magnitude_sections(
         )
     if not cue_pred.empty:
         groups = cue_pred[["subject", "task"]].drop_duplicates()
-        ncol = groups["task"].nunique()
-        fig = Figure(figsize=(3.8 * ncol, 3.4 * groups["subject"].nunique()), layout="constrained")
-        axs = fig.subplots(groups["subject"].nunique(), ncol, squeeze=False)
-        srow = {s: i for i, s in enumerate(sorted(groups["subject"].unique()))}
-        tcol = {t: j for j, t in enumerate(sorted(groups["task"].unique()))}
+        # a few subjects side by side (a row per task), more below each other
+        scol = {s: j for j, s in enumerate(sorted(groups["subject"].unique()))}
+        trow = {t: i for i, t in enumerate(sorted(groups["task"].unique()))}
+        wide = len(scol) <= SIDE_BY_SIDE
+        shape = (len(trow), len(scol)) if wide else (len(scol), len(trow))
+        fig = Figure(figsize=(3.0 * shape[1], 2.7 * shape[0]), layout="constrained")
+        axs = fig.subplots(*shape, squeeze=False)
         for ax in axs.flat:
             ax.set_axis_off()
         for s, t in groups.itertuples(index=False):
-            ax = axs[srow[s], tcol[t]]
+            ax = axs[trow[t], scol[s]] if wide else axs[scol[s], trow[t]]
             ax.set_axis_on()
             F.cue_fits(cue_pred, s, t, ax=ax)
         sections.append(
@@ -541,7 +568,13 @@ def _magnitude_sections(
         sections.append(
             (
                 "Summary",
-                "Evidence, efficiency and consistency against accuracy; the BayesBench score "
+                (
+                    f"More than {MANY} subjects: one row per subject, named, a panel per number "
+                    "(too many for one colour each). "
+                    if len(ranked) > MANY
+                    else ""
+                )
+                + "Evidence, efficiency and consistency against accuracy; the BayesBench score "
                 "and its parts (bars: full-data estimates; lines: 68% percentile intervals of "
                 "the run bootstrap, not confidence intervals, with the bootstrap mean as a dot, "
                 "which need not contain the bar; *: a point or mean outside its interval; "

@@ -8,17 +8,50 @@ fitted curves over the data and return the figure, fitting nothing.
 
 from __future__ import annotations
 
+import html
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from ..plotting import figure_axes
+from ..plotting import Figure, figure_axes
 from ..scores.psychometric import KEYS, psi, psychometric_levels
 from .render import FigureTask
 
 CURVE_POINTS = 200
+MIN_TRIALS_PER_LEVEL = 3  # fewer on average: each level's proportion is mostly 0, 1/2 or 1
+
+
+def withheld_reason(row) -> str:
+    """Why a group's panel is not drawn: fewer than 3 trials per level on average.
+
+    With one or two trials a level the points are 0, 1/2 or 1 and the fitted
+    curve follows that noise (thresholds outside the levels, below zero); the
+    fit stays in ``psychometric.csv`` and the report's table.
+
+    Parameters
+    ----------
+    row : Mapping
+        A ``psychometric.csv`` row (``n_levels``, ``n_trials``).
+
+    Returns
+    -------
+    str
+        ``""`` when the panel is drawn, else e.g. ``"withheld: about one
+        trial per level (19 levels, 20 trials)"``.
+    """
+    n, k = int(row["n_trials"]), int(row["n_levels"])
+    if n >= MIN_TRIALS_PER_LEVEL * k:
+        return ""
+    about = "one trial" if round(n / k) <= 1 else f"{round(n / k)} trials"
+    return f"withheld: about {about} per level ({k} levels, {n} trials)"
+
+
+def _span(values: pd.Series) -> str:
+    """``"a–b"`` of integers, or ``"a"`` when they are one."""
+    lo, hi = int(values.min()), int(values.max())
+    return f"{lo}" if lo == hi else f"{lo}–{hi}"
 
 
 def group_levels(levels: pd.DataFrame, row) -> pd.DataFrame:
@@ -155,7 +188,7 @@ def psychometric_grid(table: pd.DataFrame, levels: pd.DataFrame, ncols: int = 4)
         d = groups.get(tuple(_text(row[k]) for k in KEYS), none).sort_values("x")
         psychometric_curve(row, d, ax=ax, grouped=True)  # what group_levels would select
         ax.set_title(
-            f"{_title(row)}\nthreshold {row['threshold']:.3g}, lapse {row['lapse']:.2f}",
+            f"{textwrap.fill(_title(row), 40)}\nthreshold {row['threshold']:.3g}, lapse {row['lapse']:.2f}",
             fontsize=7,
         )
     for ax in axs[n:]:
@@ -186,14 +219,29 @@ def psychometric_sections(res, trials: pd.DataFrame, out: Path, save, table_html
     Returns
     -------
     sections : list of tuple
-        ``(title, caption, [src])`` per paradigm and task.
+        ``(title, caption, [src])`` per paradigm and task with a panel drawn
+        (a group with fewer than :data:`MIN_TRIALS_PER_LEVEL` trials per level
+        is withheld: :func:`withheld_reason`).
     tail : list of str
-        HTML blocks for the end of the page: heading, note and table.
+        HTML blocks for the end of the page: heading, note, one line per task
+        with withheld panels (how many, and why) and the table (its column
+        ``panel``: ``drawn`` or the reason).
     """
-    table = res.psychometric
+    table = res.psychometric.copy()
+    table["panel"] = [withheld_reason(r) or "drawn" for r in table.to_dict("records")]
     levels = psychometric_levels(trials)
-    sections = []
+    sections, notes = [], []
     for (paradigm, task), t in table.groupby(["paradigm", "task"], sort=True):
+        w = t[t["panel"] != "drawn"]
+        if len(w):  # one line per task: how many, and why
+            notes.append(
+                f"{task}: {len(w)} of {len(t)} panels withheld: fewer than "
+                f"{MIN_TRIALS_PER_LEVEL} trials per level on average ({_span(w['n_levels'])} levels, "
+                f"{_span(w['n_trials'])} trials a group); their fits are in the table (column panel)."
+            )
+        t = t[t["panel"] == "drawn"]
+        if t.empty:
+            continue
         # built and drawn on a free core (bayesobs.report.render): ~50 panels take seconds
         fig = FigureTask(psychometric_grid, (t, levels), len(t) + 1)
         sections.append(
@@ -225,6 +273,7 @@ def psychometric_sections(res, trials: pd.DataFrame, out: Path, save, table_html
         "deviance",
         "gof_p",
         "at_bound",
+        "panel",
     ]
     tail = [
         "<h2>Psychometric functions</h2>",
@@ -235,4 +284,8 @@ def psychometric_sections(res, trials: pd.DataFrame, out: Path, save, table_html
         "listed under Not computed.</p>",
         table_html(table[cols]),
     ]
+    if notes:  # above the table: what is not drawn, and why
+        tail.insert(
+            2, "<ul class=m>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
+        )
     return sections, tail
