@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BayesobsInputError
+from ..limits import check
 from ..seeds import stable_seed
 from ..stimuli import Stimulus, Task, get_task, task_classes
 from ..stimuli.distributions import check_distribution, label, prior_mean
@@ -585,6 +586,13 @@ def plan(
         runs if runs is not None else spec.get("runs", 1), "--runs" if runs is not None else "runs"
     )
     check_modalities(task.name, mods)
+    n_planned = n_runs * len(conds) * len(mods) * len(subjects)
+    n_planned *= sum(n if trials is not None else s.get("trials", n) for s in spec["sessions"])
+    check(
+        "trials",
+        n_planned,
+        f"{task.name}: sessions x runs x trials x conditions x modalities x subjects =",
+    )
     plan_workers(workers)  # checked here, whatever the task
     cond_objs = [condition(c, spec.get("ablations")) for c in conds]
     if any(c.hint for c in cond_objs) and not task.hints:  # the field hints of task hvs
