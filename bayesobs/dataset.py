@@ -175,7 +175,7 @@ def _read_manifest(folder: Path) -> dict:
         )
     try:
         manifest = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise BayesobsInputError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict):
         raise BayesobsInputError(f"{path}: not a manifest (a JSON object)")

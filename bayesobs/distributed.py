@@ -98,8 +98,8 @@ def scheduler_address(scheduler=None):
     return check_address(os.environ[ENV], f"${ENV}") if os.environ.get(ENV) else None
 
 
-# [PROTOCOL://]HOST[:PORT][/PATH] (an inproc:// address has a path)
-_ADDRESS = r"(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?(?:[\w.%-]+|\[[\w:.%]+\])(?::\d+)?(?:/[\w./]*)?"
+# [PROTOCOL://]HOST:PORT, or an in-process cluster's inproc://HOST/PID/N
+_ADDRESS = r"(?:(?:tcp|tls|ucx|ws|wss)://)?(?:[\w.%-]+|\[[\w:.%]+\]):\d+|inproc://[\w./]+"
 
 
 def check_address(address: str, what: str) -> str:

@@ -488,6 +488,8 @@ def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.Data
         raise BayesobsInputError(f"{path}: malformed CSV: {msg}") from None
     except (OSError, ValueError) as exc:  # e.g. a corrupt parquet footer
         raise BayesobsInputError(f"{path}: cannot read: {exc}") from None
+    except RecursionError:  # JSON nested thousands deep
+        raise BayesobsInputError(f"{path}: cannot read: nested too deep") from None
     check("columns", len(df.columns), f"{path}:")
     check("rows", len(df), f"{path}:")
     if "trial_type" in df.columns and "bayesobs_trial" in df.columns:

@@ -111,6 +111,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise BayesobsInputError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise BayesobsInputError(f"{path}: not valid TOML (nested too deep)") from None
     except OSError as exc:
         raise BayesobsInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
 

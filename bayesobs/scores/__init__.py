@@ -28,6 +28,7 @@ from ..bootstrap import (
     unit_draws,
 )
 from ..distributed import AsideWorker
+from ..errors import BayesobsInputError
 from ..fits.controls import controls_table, fit_controls
 from ..fits.fitoptions import FitOptions, fit_options
 from ..fits.fitresults import collapse_levels, fits_table
@@ -414,7 +415,13 @@ class Scores(NamedTuple):
         tables = {}
         for name in (*(f for f in cls._fields if f != "plugins"), *own):
             p = folder / f"{name}.csv"
-            tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
+            try:
+                tables[name] = (
+                    pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
+                )
+            except (UnicodeDecodeError, pd.errors.ParserError) as exc:
+                reason = str(exc).strip().splitlines()[-1]
+                raise BayesobsInputError(f"{p}: not a readable score table ({reason})") from None
         for name in (*table_names(), "answer_spread", "psychometric", "cot_accuracy"):
             if tables[name].empty and not len(tables[name].columns):
                 tables[name] = None
