@@ -393,7 +393,14 @@ def load_protocol(path: str | Path) -> list[dict[str, Any]]:
             raise BayesobsInputError(
                 f"{path}: experiment[{i}] spec must name a spec file, not {exp['spec']!r}"
             )
-        spec = load_spec(path.parent / exp["spec"])
+        # a protocol from anyone reads specs beside it (or the task specs of spec_dirs) only
+        target = (path.parent / exp["spec"]).resolve()
+        if not any(target.is_relative_to(d.resolve()) for d in (path.parent, *spec_dirs())):
+            raise BayesobsInputError(
+                f"{path}: experiment[{i}] spec {exp['spec']!r} is outside the protocol's folder "
+                "and the task spec folders: put the spec beside the protocol"
+            )
+        spec = load_spec(target)
         for key in ("modalities", "conditions"):
             if key in exp:
                 try:

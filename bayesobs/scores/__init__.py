@@ -700,6 +700,14 @@ def score(
     )
     seed = opts.seed
     trials = normalize_trials(trials)
+    subjects = trials["subject"].astype(str).unique()
+    for pattern in humans or ():  # a pattern that matches nobody is a typo, not "no humans"
+        if not human_subjects(subjects, [pattern]):
+            shown = ", ".join(sorted(subjects, key=natural_key)[:5])
+            raise BayesobsInputError(
+                f"--humans {pattern!r} matches no subject (a glob such as 'P*'; subjects: "
+                f"{shown}{', ...' if len(subjects) > 5 else ''})"
+            )
     # the registered paradigms (bayesobs.paradigms) each score their own rows (one that is
     # part of another shares its rows); what none claims is magnitude trials
     found, claimed = pd.Series(False, index=trials.index), []
