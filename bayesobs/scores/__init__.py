@@ -40,6 +40,7 @@ from ..provenance import write_manifest
 from ..trials import (
     CELL_KEYS,
     RUN_KEYS,
+    natural_key,
     normalize_trials,
     write_csv,
 )
