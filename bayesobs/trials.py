@@ -23,7 +23,6 @@ import csv
 import gzip
 import json
 import re
-import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -317,24 +316,6 @@ def _not_utf8(path: Path, exc: UnicodeDecodeError | None = None) -> BayesobsInpu
     )
 
 
-class _Unraisable:
-    """Collects the errors a callback raised inside pyarrow (printed as "Exception ignored")."""
-
-    def __init__(self):
-        self.errors: list[BaseException] = []
-
-    def __enter__(self):
-
-        self._saved = sys.unraisablehook
-        sys.unraisablehook = lambda u: self.errors.append(u.exc_value)
-        return self
-
-    def __exit__(self, *exc):
-
-        sys.unraisablehook = self._saved
-        return False
-
-
 def _read_csv_strict(
     path: Path, sep: str, columns: Sequence[str] | None = None
 ) -> tuple[pd.DataFrame, np.ndarray]:
@@ -357,28 +338,15 @@ def _read_csv_strict(
             raise BayesobsInputError(
                 f"--columns {','.join(columns)}: names must be unique and non-empty"
             )
-    invalid = []
-
-    def on_invalid(row):
-        invalid.append(row)
-        return "error" if len(invalid) > 1 else "skip"
-
     head = _check_text(path)  # its first line's fields are counted before pyarrow reads a block
     line, *rest = head.split(b"\n", 1)
     check(
         "columns", line.count(sep.encode()) + 1, f"{path}: a line of{'' if rest else ' at least'}"
     )
-    with _Unraisable() as caught:
-        try:
-            return _read_csv_blocks(path, sep, columns, invalid, on_invalid)
-        finally:
-            # pyarrow hands a row it cannot split to on_invalid; a row that is not UTF-8
-            # fails before the call, inside pyarrow, and would be printed as "Exception ignored"
-            if any(isinstance(e, UnicodeDecodeError) for e in caught.errors):
-                raise _not_utf8(path) from None
+    return _read_csv_blocks(path, sep, columns)
 
 
-def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
+def _read_csv_blocks(path, sep, columns):
     """The body of :func:`_read_csv_strict`: pyarrow's streamed reader, block by block."""
     import pyarrow as pa  # start-up time: pyarrow loads only for Parquet/Arrow files
     import pyarrow.csv as pacsv  # start-up time: pyarrow loads only for Parquet/Arrow files
@@ -397,9 +365,9 @@ def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
                     block_size=1 << 22,
                     use_threads=False,  # no read-ahead: one block in memory at a time
                 ),
-                parse_options=pacsv.ParseOptions(
-                    delimiter=sep, newlines_in_values=True, invalid_row_handler=on_invalid
-                ),
+                # no invalid_row_handler: a Python callable held by the reader is released by
+                # an Arrow thread, which aborts the process if that happens at its exit
+                parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
                 convert_options=pacsv.ConvertOptions(
                     column_types=as_text,
                     null_values=_null_tokens(),
@@ -412,9 +380,10 @@ def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
             parts = _csv_columns(reader, path)
             break
         except pa.ArrowInvalid as exc:
-            if invalid:
-                raise _ragged_error(path, sep, columns) from None
             msg = str(exc).strip().splitlines()[0]
+            if re.search(r"Expected \d+ columns, got \d+", msg):  # a row of another width
+                bad_text = "\ufffd" in msg
+                raise (_not_utf8(path) if bad_text else _ragged_error(path, sep, columns)) from None
             if "Empty CSV file" in msg:
                 raise pd.errors.EmptyDataError from None
             bad = re.search(r"In CSV column #(\d+): .*conversion error", msg)
@@ -424,8 +393,6 @@ def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
                 del reader
                 continue
             raise BayesobsInputError(f"{path}: malformed CSV: {msg}") from None
-    if invalid:
-        raise _ragged_error(path, sep, columns)
     df = pd.DataFrame(parts)
     del reader, parts
     pa.default_memory_pool().release_unused()  # give the parser's buffers back before the fits
