@@ -139,7 +139,9 @@ def test_a_header_only_csv_exits_2_every_time(tmp_path):
     path = tmp_path / "h.csv"
     path.write_text("stimulus,response\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "bayesobs.cli", "fit", str(path), "--out", str(tmp_path / "o")]
+    # as the console script runs it (``python -m bayesobs.cli`` rarely showed the abort)
+    entry = "import sys; from bayesobs.cli import main; sys.exit(main())"
+    argv = [sys.executable, "-c", entry, "fit", str(path), "--out", str(tmp_path / "o")]
     for _ in range(40):
         done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
         assert done.returncode == 2, done.stderr
