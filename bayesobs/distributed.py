@@ -103,7 +103,25 @@ _ADDRESS = r"(?:(?:tcp|tls|ucx|ws|wss)://)?(?:[\w.%-]+|\[[\w:.%]+\]):\d+|inproc:
 
 
 def check_address(address: str, what: str) -> str:
-    """``address`` when it has the form of a Dask scheduler address, else one clear error."""
+    """``address`` when it has the form of a Dask scheduler address, else one clear error.
+
+    Parameters
+    ----------
+    address : str
+        ``[PROTOCOL://]HOST:PORT`` (tcp, tls, ucx, ws, wss) or ``inproc://...``.
+    what : str
+        Where it came from, for the message (``--scheduler``, ``$BAYESOBS_SCHEDULER``).
+
+    Returns
+    -------
+    str
+        ``address`` unchanged.
+
+    Raises
+    ------
+    BayesobsInputError
+        When it has no such form (checked before any connection is tried).
+    """
     if not re.fullmatch(_ADDRESS, address):
         raise BayesobsInputError(
             f"{what} {address!r} is not a Dask scheduler address (e.g. tcp://HOST:8786)"

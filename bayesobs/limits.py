@@ -22,7 +22,23 @@ CAPS: dict[str, tuple[int, str, str]] = {
 
 
 def cap(name: str) -> int:
-    """The cap ``name`` of :data:`CAPS`: its environment variable when set, else its default."""
+    """The cap ``name`` of :data:`CAPS`: its environment variable when set, else its default.
+
+    Parameters
+    ----------
+    name : str
+        ``"trials"``, ``"rows"``, ``"columns"`` or ``"bootstrap"``.
+
+    Returns
+    -------
+    int
+        The cap.
+
+    Raises
+    ------
+    BayesobsInputError
+        When the environment variable is set to something other than a whole number.
+    """
     default, env, _ = CAPS[name]
     text = os.environ.get(env, "").strip()
     if not text:
@@ -33,7 +49,27 @@ def cap(name: str) -> int:
 
 
 def check(name: str, value: int, what: str) -> int:
-    """Refuse ``value`` above the cap ``name`` (``what`` leads the message); else return it."""
+    """Refuse ``value`` above the cap ``name``; else return it.
+
+    Parameters
+    ----------
+    name : str
+        The cap (:data:`CAPS`).
+    value : int
+        The count asked for.
+    what : str
+        What is counted; it leads the message (``"--bootstrap asks for"``).
+
+    Returns
+    -------
+    int
+        ``value`` unchanged.
+
+    Raises
+    ------
+    BayesobsInputError
+        One line naming the count, the cap and its environment variable.
+    """
     limit = cap(name)
     if value > limit:
         _, env, unit = CAPS[name]
