@@ -605,8 +605,10 @@ def cmd_report(args) -> int:
         Inputs :func:`bayesobs.report.build_report` refuses (no trials, a
         score folder without its trials, an unreadable calibration file).
     """
+    from .limits import check
     from .report import build_report
 
+    check("bootstrap", args.bootstrap, "--bootstrap asks for")  # before any reading
     index = build_report(
         args.inputs, args.out, bootstrap=args.bootstrap, seed=args.seed, resample=args.resample
     )

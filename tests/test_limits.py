@@ -143,6 +143,8 @@ def test_a_trillion_bootstrap_replicates_are_refused(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
     argv = ["design", "line_ratio", "--out", str(tmp_path / "d"), "--bootstrap", "10000000"]
     _one_line(capsys, argv, "--bootstrap", "BAYESOBS_MAX_BOOTSTRAP")
+    argv = ["report", str(path), "--out", str(tmp_path / "r"), "--bootstrap", "10000000"]
+    _one_line(capsys, argv, "--bootstrap", "BAYESOBS_MAX_BOOTSTRAP")
 
 
 def test_the_library_options_are_capped_too():
