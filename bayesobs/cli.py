@@ -139,10 +139,12 @@ def _read(args):
     hold no catch trials and no rule was given: no ``exclusions.csv``).
     """
     from .exclusions import exclude, parse_rule, summary
+    from .limits import check
     from .trials import catch_rows, parse_mapping, read_trials
 
     if getattr(args, "bootstrap", 0) < 0:
         raise BayesobsInputError("--bootstrap must be 0 or more")
+    check("bootstrap", getattr(args, "bootstrap", 0), "--bootstrap asks for")
     rules = [parse_rule(r) for r in args.exclude]  # refused before any reading
     trials = read_trials(
         args.trials,
@@ -647,8 +649,10 @@ def cmd_report(args) -> int:
         Inputs :func:`bayesobs.report.build_report` refuses (no trials, a
         score folder without its trials, an unreadable calibration file).
     """
+    from .limits import check
     from .report import build_report
 
+    check("bootstrap", args.bootstrap, "--bootstrap asks for")  # before any reading
     index = build_report(
         args.inputs, args.out, bootstrap=args.bootstrap, seed=args.seed, resample=args.resample
     )
@@ -946,6 +950,9 @@ def cmd_simulate(args) -> int:
 
     if args.subjects < 1 or args.trials < 2 or args.runs < 1:
         raise BayesobsInputError("--subjects and --runs must be >= 1 and --trials >= 2")
+    from .limits import check
+
+    check("trials", args.subjects * args.runs * args.trials, "--subjects x --runs x --trials =")
     trials = simulated_trials(
         n_subjects=args.subjects, trials_per_session=args.trials, runs=args.runs, seed=args.seed
     )

@@ -175,7 +175,7 @@ def _read_manifest(folder: Path) -> dict:
         )
     try:
         manifest = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise BayesobsInputError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict):
         raise BayesobsInputError(f"{path}: not a manifest (a JSON object)")
@@ -472,6 +472,13 @@ def export_dataset(
     score_dir = Path(scores) if scores is not None else folder / "scores"
     if scores is not None and not score_dir.is_dir():
         raise BayesobsInputError(f"{score_dir}: no such score folder")
+    if scores is not None and not any(
+        (score_dir / n).is_file() for n in ("score_manifest.json", "bayesbench.csv")
+    ):
+        raise BayesobsInputError(
+            f"{score_dir}: not a score folder (no score_manifest.json or bayesbench.csv, "
+            "as bayesobs score writes)"
+        )
     if not score_dir.is_dir():
         score_dir = None
     if out.exists() and out.is_dir() and not _empty_but_lock(out):
@@ -486,6 +493,10 @@ def export_dataset(
     if images == "copy" and "image" in trials.columns:
         for rel in trials["image"].dropna().unique():
             src = (folder / str(rel)).resolve()
+            if Path(str(rel)).is_absolute() or ".." in Path(str(rel)).parts:  # would leave out
+                raise BayesobsInputError(
+                    f"{folder}: image {rel!r} is not a path inside the folder (absolute or '..')"
+                )
             if not src.is_relative_to(folder.resolve()) or not src.is_file():
                 raise BayesobsInputError(f"{folder}: image {rel!r} is not a file in the folder")
             pictures.append(Path(str(rel)))

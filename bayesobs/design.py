@@ -53,6 +53,7 @@ from .fits.kernel import closed_forms, gram_stats, transformed
 from .fits.observers import simulate
 from .fits.observers.variants import FACTORS, VARIANT_NAMES, VARIANTS
 from .fits.runtable import build_runs, dataset_matrix
+from .limits import check
 from .plotting import figure_axes
 from .run.plan import load_protocol, whole_number
 from .scores.bcs import BCS_ABLATIONS, TIE, sign_probability, sign_score
@@ -418,6 +419,9 @@ def design(
         raise BayesobsInputError(f"--missing must be in [0, 1), not {missing!r}")
     if bootstrap < 0:
         raise BayesobsInputError(f"--bootstrap must be >= 0, not {bootstrap!r}")
+    check("bootstrap", bootstrap, "--bootstrap asks for")
+    if not all(np.isfinite(shifts)):
+        raise BayesobsInputError(f"--shifts must be finite numbers, not {list(shifts)!r}")
     t0 = time.perf_counter()
     structure = _structure(spec_or_protocol, trials, runs)
     table, truth = simulate_design(structure, reps, noise, missing, seed)

@@ -25,6 +25,7 @@ import importlib
 import os
 import pickle
 import queue
+import re
 import shlex
 import signal
 import subprocess
@@ -36,6 +37,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+
+from .errors import BayesobsInputError
 
 ENV = "BAYESOBS_SCHEDULER"
 # the thread pools a worker caps at its own thread count
@@ -66,6 +69,8 @@ def use_scheduler(scheduler) -> Iterator[None]:
         The block runs with the scheduler set (per context, so threads and
         async tasks do not see each other's); it is restored on exit.
     """
+    if isinstance(scheduler, str) and scheduler:
+        check_address(scheduler, "--scheduler")
     token = _CURRENT.set(scheduler or _CURRENT.get())
     try:
         yield
@@ -88,7 +93,40 @@ def scheduler_address(scheduler=None):
     """
     if scheduler is not None and scheduler != "":
         return scheduler
-    return _CURRENT.get() or os.environ.get(ENV) or None
+    if _CURRENT.get():
+        return _CURRENT.get()
+    return check_address(os.environ[ENV], f"${ENV}") if os.environ.get(ENV) else None
+
+
+# [PROTOCOL://]HOST:PORT, or an in-process cluster's inproc://HOST/PID/N
+_ADDRESS = r"(?:(?:tcp|tls|ucx|ws|wss)://)?(?:[\w.%-]+|\[[\w:.%]+\]):\d+|inproc://[\w./]+"
+
+
+def check_address(address: str, what: str) -> str:
+    """``address`` when it has the form of a Dask scheduler address, else one clear error.
+
+    Parameters
+    ----------
+    address : str
+        ``[PROTOCOL://]HOST:PORT`` (tcp, tls, ucx, ws, wss) or ``inproc://...``.
+    what : str
+        Where it came from, for the message (``--scheduler``, ``$BAYESOBS_SCHEDULER``).
+
+    Returns
+    -------
+    str
+        ``address`` unchanged.
+
+    Raises
+    ------
+    BayesobsInputError
+        When it has no such form (checked before any connection is tried).
+    """
+    if not re.fullmatch(_ADDRESS, address):
+        raise BayesobsInputError(
+            f"{what} {address!r} is not a Dask scheduler address (e.g. tcp://HOST:8786)"
+        )
+    return address
 
 
 def map_tasks(fn: Callable, items: Iterable, scheduler=None) -> list:

@@ -96,9 +96,15 @@ def _notnull(x):
     return x.notna() if isinstance(x, pd.Series) else not bool(pd.isna(x))
 
 
+# round's digits: beyond these NumPy's scaling overflows (and very many digits cost seconds)
+MAX_ROUND_DIGITS = 100
+
+
 def _round(x, digits=0):
     if isinstance(digits, pd.Series) or not float(digits).is_integer():
         raise TypeError("round's digits must be a whole number")
+    if abs(digits) > MAX_ROUND_DIGITS:
+        raise ValueError(f"round's digits must be from -{MAX_ROUND_DIGITS} to {MAX_ROUND_DIGITS}")
     return np.round(x, int(digits))
 
 
@@ -229,9 +235,11 @@ def tokenize(text: str) -> list[Token]:
             raw = m.group()
             if re.fullmatch(r"\d+", raw):
                 v = int(raw)
-                value: Any = np.int64(v) if v < 2**63 else np.float64(v)
+                value: Any = np.int64(v) if v < 2**63 else np.float64(raw)
             else:
                 value = np.float64(raw)
+            if not np.isfinite(value):
+                fail(i, f"the number {raw[:20]}{'...' if len(raw) > 20 else ''} is too large")
             out.append(Token("num", value, i))
             i = end
             continue

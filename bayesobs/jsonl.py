@@ -52,13 +52,14 @@ def read_records(path: str | Path, strict: bool = False) -> tuple[list[dict], li
             continue
         try:
             rec = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             if not strict:
                 torn += 1
                 continue
             last = i == len(raw_lines)  # no newline after it: a write cut short
             hint = " (the last line is incomplete: was the writer killed?)" if last else ""
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+            msg = {json.JSONDecodeError: getattr(exc, "msg", ""), RecursionError: "nested too deep"}
+            msg = msg.get(type(exc), "not UTF-8")
             raise BayesobsInputError(f"{path}: line {i}: not valid JSON ({msg}){hint}") from None
         if not isinstance(rec, dict):
             if not strict:

@@ -167,7 +167,7 @@ def read_manifest(path: str | Path) -> dict:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise BayesobsInputError(f"{path}: not a manifest (not valid JSON: {reason})") from None
     if not isinstance(data, dict):

@@ -23,7 +23,6 @@ import csv
 import gzip
 import json
 import re
-import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -35,6 +34,7 @@ from pandas.api.types import union_categoricals
 from .errors import BayesobsInputError
 from .expr import ExpressionError, evaluate
 from .jsonl import read_records, trial_file
+from .limits import check
 from .order import melt_wide
 from .paradigms import marked_rows
 from .paradigms import markers as paradigm_markers
@@ -239,7 +239,7 @@ def _text_column(values: pd.Categorical) -> pd.Categorical | np.ndarray:
     return pd.Categorical.from_codes(rows, categories=pd.Index(uniques, dtype=object))
 
 
-def _csv_columns(reader) -> dict[str, object]:
+def _csv_columns(reader, path: Path) -> dict[str, object]:
     """Each column of a streamed pyarrow CSV reader, converted block by block.
 
     Numbers become NumPy arrays (integers stay integers unless a value is
@@ -252,8 +252,10 @@ def _csv_columns(reader) -> dict[str, object]:
     text_codes: dict[str, list[np.ndarray]] = {n: [] for n in names}
     text_values: dict[str, dict[str, int]] = {n: {} for n in names}
     pool = pa.default_memory_pool()
+    n_rows = 0
     for batch in reader:
         pool.release_unused()  # the allocator would keep each parsed block's pages for a while
+        n_rows = check("rows", n_rows + batch.num_rows, f"{path}: at least")
         for name, col in zip(names, batch.columns, strict=True):
             t = col.type
             if pa.types.is_integer(t) or pa.types.is_floating(t):
@@ -290,8 +292,8 @@ def _csv_columns(reader) -> dict[str, object]:
     return out
 
 
-def _check_text(path: Path, head_bytes: int = 1 << 16) -> None:
-    """Refuse a file whose start is binary (NUL bytes) or not UTF-8 text: one clear error."""
+def _check_text(path: Path, head_bytes: int = 1 << 16) -> bytes:
+    """Refuse a file whose start is binary (NUL bytes) or not UTF-8 text; return that start."""
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as fh:
@@ -304,6 +306,7 @@ def _check_text(path: Path, head_bytes: int = 1 << 16) -> None:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from None
+    return head
 
 
 def _not_utf8(path: Path, exc: UnicodeDecodeError | None = None) -> BayesobsInputError:
@@ -312,24 +315,6 @@ def _not_utf8(path: Path, exc: UnicodeDecodeError | None = None) -> BayesobsInpu
         f"{path}: not UTF-8 text{at}: binary data, or text in another encoding "
         "(save it as UTF-8 CSV)"
     )
-
-
-class _Unraisable:
-    """Collects the errors a callback raised inside pyarrow (printed as "Exception ignored")."""
-
-    def __init__(self):
-        self.errors: list[BaseException] = []
-
-    def __enter__(self):
-
-        self._saved = sys.unraisablehook
-        sys.unraisablehook = lambda u: self.errors.append(u.exc_value)
-        return self
-
-    def __exit__(self, *exc):
-
-        sys.unraisablehook = self._saved
-        return False
 
 
 def _read_csv_strict(
@@ -354,24 +339,15 @@ def _read_csv_strict(
             raise BayesobsInputError(
                 f"--columns {','.join(columns)}: names must be unique and non-empty"
             )
-    invalid = []
-
-    def on_invalid(row):
-        invalid.append(row)
-        return "error" if len(invalid) > 1 else "skip"
-
-    _check_text(path)
-    with _Unraisable() as caught:
-        try:
-            return _read_csv_blocks(path, sep, columns, invalid, on_invalid)
-        finally:
-            # pyarrow hands a row it cannot split to on_invalid; a row that is not UTF-8
-            # fails before the call, inside pyarrow, and would be printed as "Exception ignored"
-            if any(isinstance(e, UnicodeDecodeError) for e in caught.errors):
-                raise _not_utf8(path) from None
+    head = _check_text(path)  # its first line's fields are counted before pyarrow reads a block
+    line, *rest = head.split(b"\n", 1)
+    check(
+        "columns", line.count(sep.encode()) + 1, f"{path}: a line of{'' if rest else ' at least'}"
+    )
+    return _read_csv_blocks(path, sep, columns)
 
 
-def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
+def _read_csv_blocks(path, sep, columns):
     """The body of :func:`_read_csv_strict`: pyarrow's streamed reader, block by block."""
     import pyarrow as pa  # start-up time: pyarrow loads only for Parquet/Arrow files
     import pyarrow.csv as pacsv  # start-up time: pyarrow loads only for Parquet/Arrow files
@@ -390,9 +366,9 @@ def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
                     block_size=1 << 22,
                     use_threads=False,  # no read-ahead: one block in memory at a time
                 ),
-                parse_options=pacsv.ParseOptions(
-                    delimiter=sep, newlines_in_values=True, invalid_row_handler=on_invalid
-                ),
+                # no invalid_row_handler: a Python callable held by the reader is released by
+                # an Arrow thread, which aborts the process if that happens at its exit
+                parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
                 convert_options=pacsv.ConvertOptions(
                     column_types=as_text,
                     null_values=_null_tokens(),
@@ -402,12 +378,13 @@ def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
                     timestamp_parsers=[],
                 ),
             )
-            parts = _csv_columns(reader)
+            parts = _csv_columns(reader, path)
             break
         except pa.ArrowInvalid as exc:
-            if invalid:
-                raise _ragged_error(path, sep, columns) from None
             msg = str(exc).strip().splitlines()[0]
+            if re.search(r"Expected \d+ columns, got \d+", msg):  # a row of another width
+                bad_text = "\ufffd" in msg
+                raise (_not_utf8(path) if bad_text else _ragged_error(path, sep, columns)) from None
             if "Empty CSV file" in msg:
                 raise pd.errors.EmptyDataError from None
             bad = re.search(r"In CSV column #(\d+): .*conversion error", msg)
@@ -417,8 +394,6 @@ def _read_csv_blocks(path, sep, columns, invalid, on_invalid):
                 del reader
                 continue
             raise BayesobsInputError(f"{path}: malformed CSV: {msg}") from None
-    if invalid:
-        raise _ragged_error(path, sep, columns)
     df = pd.DataFrame(parts)
     del reader, parts
     pa.default_memory_pool().release_unused()  # give the parser's buffers back before the fits
@@ -447,6 +422,11 @@ def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.Data
             df[_ROW] = lines
             unit = "line"
         elif suffix in (".parquet", ".pq"):
+            import pyarrow.parquet as pq  # start-up time: pyarrow loads only for Parquet files
+
+            meta = pq.ParquetFile(path).metadata
+            check("columns", meta.num_columns, f"{path}:")
+            check("rows", meta.num_rows, f"{path}:")
             df = pd.read_parquet(path)
             df[_ROW] = np.arange(1, len(df) + 1)
             unit = "row"
@@ -476,6 +456,10 @@ def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.Data
         raise BayesobsInputError(f"{path}: malformed CSV: {msg}") from None
     except (OSError, ValueError) as exc:  # e.g. a corrupt parquet footer
         raise BayesobsInputError(f"{path}: cannot read: {exc}") from None
+    except RecursionError:  # JSON nested thousands deep
+        raise BayesobsInputError(f"{path}: cannot read: nested too deep") from None
+    check("columns", len(df.columns), f"{path}:")
+    check("rows", len(df), f"{path}:")
     if "trial_type" in df.columns and "bayesobs_trial" in df.columns:
         df = from_jspsych(df)
     if len(df) == 0:
@@ -815,12 +799,11 @@ def normalize_trials(
             f"{_where(df, b)}, columns (cell, session, run, trial): duplicate trial {key} "
             f"(also at {_where(df, a)})"
         )
-    # column by column, so the table is never held twice
-    cols = {}
-    for c in [c for c in df.columns if c not in (_SRC, _ROW)]:
-        cols[c] = df[c].take(order).reset_index(drop=True)
-        del df[c]
+    # column by column, each freed once taken, so the table is never held twice; in linear
+    # time (``del df[c]`` column by column is quadratic in the number of columns)
+    parts = {c: s for c, s in df.items() if c not in (_SRC, _ROW)}
     del df
+    cols = {c: parts.pop(c).take(order).reset_index(drop=True) for c in list(parts)}
     starts = np.flatnonzero(new_run)
     cols["trial"] = pd.Series(
         np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order)))),
@@ -886,6 +869,7 @@ def read_trials(
     if not paths:
         raise BayesobsInputError("no trial files given")
     frames = [_read_one(Path(p), columns)[0] for p in paths]
+    check("rows", sum(len(f) for f in frames), "the trial files hold")
     if len(frames) > 1:
         sources = union_categoricals([f[_SRC].array for f in frames])
         df = pd.concat(frames, ignore_index=True, sort=False)

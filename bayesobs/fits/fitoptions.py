@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..bootstrap import check_resample
 from ..errors import BayesobsInputError
+from ..limits import check
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class FitOptions:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
                 raise BayesobsInputError(f"{name} must be a whole number >= 0, not {value!r}")
             object.__setattr__(self, name, int(value))
+        check("bootstrap", self.bootstrap, "bootstrap asks for")
         for name in ("progress", "lapse"):
             if not isinstance(getattr(self, name), bool):
                 raise BayesobsInputError(

@@ -72,6 +72,7 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]
                 frames.append(read_trials(p / SCORED_TRIALS))
             elif m.get("inputs"):
                 frames.append(_manifest_trials(p, m))
+                _check_scored(p, found, frames[-1])
             else:
                 raise BayesobsInputError(
                     f"{p}: score folder without its trials ({SCORED_TRIALS}) or a manifest naming "
@@ -90,6 +91,22 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]
         raise BayesobsInputError("no trials to report on: give trial files or experiment folders")
     trials = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     return trials, scores, manifests
+
+
+def _check_scored(folder: Path, scores: Scores, trials: pd.DataFrame) -> None:
+    """Refuse trials (read from a score manifest's inputs) that lack a (subject, task) scored."""
+    fits = scores.fits
+    if fits is None or not {"subject", "task"} <= set(fits.columns):
+        return
+    have = set(zip(trials["subject"].astype(str), trials["task"].astype(str), strict=True))
+    lost = set(zip(fits["subject"], fits["task"], strict=True)) - have
+    if lost:
+        subject, task = sorted(lost)[0]
+        raise BayesobsInputError(
+            f"{folder}/score_manifest.json names inputs without the trials scored there "
+            f"(e.g. subject {subject!r}, task {task!r}; {len(lost)} (subject, task) pair(s)): "
+            "run bayesobs score again, which keeps the trials in the folder"
+        )
 
 
 def _manifest_trials(folder: Path, m: dict) -> pd.DataFrame:
@@ -125,8 +142,13 @@ def _manifest_trials(folder: Path, m: dict) -> pd.DataFrame:
     inputs = []
     for x in texts("inputs"):
         x = Path(x)
-        if not x.is_absolute() and not x.exists():  # scored elsewhere: try the folder and up
-            x = next((a / x for a in (folder, *folder.resolve().parents) if (a / x).exists()), x)
+        if x.is_absolute() or ".." in x.parts:  # a folder from anyone: nothing outside it
+            raise BayesobsInputError(
+                f"{where} names {x}, outside the folder (an absolute or '..' path): "
+                "run bayesobs score again to keep the trials in the folder"
+            )
+        if not x.exists():  # scored elsewhere: try the folder and the one above it
+            x = next((a / x for a in (folder, folder.resolve().parent) if (a / x).exists()), x)
         if not x.exists():
             raise BayesobsInputError(
                 f"{where} names {x}, which is not there (neither from here nor "

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BayesobsInputError
+from ..limits import check
 from ..seeds import stable_seed
 from ..stimuli import Stimulus, Task, get_task, task_classes
 from ..stimuli.distributions import check_distribution, label, prior_mean
@@ -110,6 +111,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise BayesobsInputError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise BayesobsInputError(f"{path}: not valid TOML (nested too deep)") from None
     except OSError as exc:
         raise BayesobsInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
@@ -390,7 +393,14 @@ def load_protocol(path: str | Path) -> list[dict[str, Any]]:
             raise BayesobsInputError(
                 f"{path}: experiment[{i}] spec must name a spec file, not {exp['spec']!r}"
             )
-        spec = load_spec(path.parent / exp["spec"])
+        # a protocol from anyone reads specs beside it (or the task specs of spec_dirs) only
+        target = (path.parent / exp["spec"]).resolve()
+        if not any(target.is_relative_to(d.resolve()) for d in (path.parent, *spec_dirs())):
+            raise BayesobsInputError(
+                f"{path}: experiment[{i}] spec {exp['spec']!r} is outside the protocol's folder "
+                "and the task spec folders: put the spec beside the protocol"
+            )
+        spec = load_spec(target)
         for key in ("modalities", "conditions"):
             if key in exp:
                 try:
@@ -585,6 +595,13 @@ def plan(
         runs if runs is not None else spec.get("runs", 1), "--runs" if runs is not None else "runs"
     )
     check_modalities(task.name, mods)
+    n_planned = n_runs * len(conds) * len(mods) * len(subjects)
+    n_planned *= sum(n if trials is not None else s.get("trials", n) for s in spec["sessions"])
+    check(
+        "trials",
+        n_planned,
+        f"{task.name}: sessions x runs x trials x conditions x modalities x subjects =",
+    )
     plan_workers(workers)  # checked here, whatever the task
     cond_objs = [condition(c, spec.get("ablations")) for c in conds]
     if any(c.hint for c in cond_objs) and not task.hints:  # the field hints of task hvs

@@ -28,6 +28,7 @@ from ..bootstrap import (
     unit_draws,
 )
 from ..distributed import AsideWorker
+from ..errors import BayesobsInputError
 from ..fits.controls import controls_table, fit_controls
 from ..fits.fitoptions import FitOptions, fit_options
 from ..fits.fitresults import collapse_levels, fits_table
@@ -39,6 +40,7 @@ from ..provenance import write_manifest
 from ..trials import (
     CELL_KEYS,
     RUN_KEYS,
+    natural_key,
     normalize_trials,
     write_csv,
 )
@@ -421,7 +423,13 @@ class Scores(NamedTuple):
         tables = {}
         for name in (*(f for f in cls._fields if f != "plugins"), *own):
             p = folder / f"{name}.csv"
-            tables[name] = pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
+            try:
+                tables[name] = (
+                    pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
+                )
+            except (UnicodeDecodeError, pd.errors.ParserError) as exc:
+                reason = str(exc).strip().splitlines()[-1]
+                raise BayesobsInputError(f"{p}: not a readable score table ({reason})") from None
         for name in (*table_names(), "answer_spread", "psychometric", "cot_accuracy"):
             if tables[name].empty and not len(tables[name].columns):
                 tables[name] = None
@@ -700,6 +708,14 @@ def score(
     )
     seed = opts.seed
     trials = normalize_trials(trials)
+    subjects = trials["subject"].astype(str).unique()
+    for pattern in humans or ():  # a pattern that matches nobody is a typo, not "no humans"
+        if not human_subjects(subjects, [pattern]):
+            shown = ", ".join(sorted(subjects, key=natural_key)[:5])
+            raise BayesobsInputError(
+                f"--humans {pattern!r} matches no subject (a glob such as 'P*'; subjects: "
+                f"{shown}{', ...' if len(subjects) > 5 else ''})"
+            )
     # the registered paradigms (bayesobs.paradigms) each score their own rows (one that is
     # part of another shares its rows); what none claims is magnitude trials
     found, claimed = pd.Series(False, index=trials.index), []
