@@ -2,11 +2,15 @@
 
 ``bayesobs compare SCOREDIR... --features models.csv --out DIR`` (issue 31 §2)
 reads several ``bayesobs score`` folders and a table of model features (one row
-per subject) and fits, for each outcome, a linear mixed model with a random
-intercept per task (statsmodels ``MixedLM``)::
+per subject) and fits, for each outcome, a linear mixed model with crossed
+random intercepts of subject and task (statsmodels ``MixedLM``, variance
+components)::
 
-    y[subject, task] = b0 + sum_k b_k * x_k[subject] + u[task] + e,
-    u[task] ~ N(0, tau^2),  e ~ N(0, sigma^2)
+    y[subject, task] = b0 + sum_k b_k * x_k[subject] + v[subject] + u[task] + e,
+    v[subject] ~ N(0, omega^2),  u[task] ~ N(0, tau^2),  e ~ N(0, sigma^2)
+
+The features vary between subjects only, so their tests have the subjects'
+degrees of freedom: ``t = estimate / se`` on ``n_subjects - terms`` (issue 49).
 
 Outcomes, one value per subject and task: ``accuracy`` (the composite's per-task
 A: mean over base-condition modalities of clip(1 - NRMSE/2, 0, 1)), ``nrmse``
@@ -46,19 +50,20 @@ COLUMNS: tuple[str, ...] = (
     "scale",
     "estimate",
     "se",
-    "z",
+    "t",
+    "df",
     "p",
     "ci_lo",
     "ci_hi",
     "n_obs",
     "n_subjects",
     "n_groups",
+    "subject_sd",
     "task_sd",
     "resid_sd",
     "converged",
     "warning",
 )
-Z95 = 1.959963984540054  # the normal quantile of a 95% interval
 
 
 # ------------------------------------------------------------------ inputs
@@ -353,13 +358,15 @@ def _skipped(outcome: str, terms, n_obs, n_subj, n_groups, why: str) -> list[dic
             **t,
             "estimate": math.nan,
             "se": math.nan,
-            "z": math.nan,
+            "t": math.nan,
+            "df": math.nan,
             "p": math.nan,
             "ci_lo": math.nan,
             "ci_hi": math.nan,
             "n_obs": n_obs,
             "n_subjects": n_subj,
             "n_groups": n_groups,
+            "subject_sd": math.nan,
             "task_sd": math.nan,
             "resid_sd": math.nan,
             "converged": False,
@@ -370,9 +377,13 @@ def _skipped(outcome: str, terms, n_obs, n_subj, n_groups, why: str) -> list[dic
 
 
 def fit_outcome(
-    y: np.ndarray, exog: np.ndarray, groups: np.ndarray, reml: bool = True
+    y: np.ndarray, exog: np.ndarray, tasks: np.ndarray, subjects: np.ndarray, reml: bool = True
 ) -> tuple[object | None, list[str]]:
-    """Fit ``MixedLM(y, exog, groups)`` (random intercept per group, REML), catching every warning.
+    """Fit ``MixedLM`` with crossed random intercepts of subject and task (REML), catching warnings.
+
+    The two intercepts are variance components of one group (statsmodels'
+    crossed design); ``result.vcomp`` holds their variances in the order of
+    ``result.model.exog_vc.names``.
 
     Parameters
     ----------
@@ -380,8 +391,8 @@ def fit_outcome(
         The outcome, one value per observation.
     exog : numpy.ndarray
         The fixed-effect design, one row per observation.
-    groups : numpy.ndarray
-        The group (task) of each observation.
+    tasks, subjects : numpy.ndarray
+        The task and the subject of each observation.
     reml : bool
         Fit by REML (default) rather than maximum likelihood.
 
@@ -394,12 +405,17 @@ def fit_outcome(
         ConvergenceWarning is reported, never raised.
     """
     # start-up time: statsmodels loads only for its regressions
-    from statsmodels.regression.mixed_linear_model import MixedLM
+    from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
 
+    mats = [pd.get_dummies(pd.Series(k).astype(str), dtype=float) for k in (subjects, tasks)]
+    vc = VCSpec(
+        ["subject", "task"], [[list(m.columns)] for m in mats], [[m.to_numpy()] for m in mats]
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            result = MixedLM(y, exog, groups=groups).fit(reml=reml)
+            model = MixedLM(y, exog, groups=np.zeros(len(y)), exog_vc=vc)
+            result = model.fit(reml=reml)
         except (np.linalg.LinAlgError, ValueError) as exc:
             return None, [f"{type(exc).__name__}: {exc}"]
     texts: list[str] = []
@@ -417,7 +433,8 @@ def compare_models(long: pd.DataFrame, design: pd.DataFrame, terms: list[dict]) 
     ``design`` and ``terms`` come from :func:`feature_matrix`.  Rows without a
     value of an outcome are left out of its fit; an outcome with fewer than 2
     tasks, or no more subjects than terms, is reported with the reason instead
-    of estimates.
+    of estimates.  ``p`` and the 95% interval use Student's t on ``df =
+    n_subjects - terms``: the features vary between subjects only.
 
     Parameters
     ----------
@@ -444,7 +461,9 @@ def compare_models(long: pd.DataFrame, design: pd.DataFrame, terms: list[dict]) 
             continue
         X = design.loc[data["subject"]].to_numpy()
         if n_groups < 2:
-            rows += _skipped(outcome, terms, n_obs, n_subj, n_groups, "needs 2+ tasks")
+            rows += _skipped(
+                outcome, terms, n_obs, n_subj, n_groups, f"needs 2+ tasks, has {n_groups}"
+            )
             continue
         if n_subj <= len(terms) or np.linalg.matrix_rank(X) < X.shape[1]:
             why = f"{n_subj} subject(s) with values cannot support {len(terms)} term(s)"
@@ -454,19 +473,23 @@ def compare_models(long: pd.DataFrame, design: pd.DataFrame, terms: list[dict]) 
         # fitted on the outcome over its SD, then scaled back: the same REML fit (it is
         # scale-equivariant), but statsmodels' boundary check (variance < 0.01) becomes relative
         sd_y = float(np.std(y, ddof=1)) or 1.0
-        result, texts = fit_outcome(y / sd_y, X, data["task"].to_numpy(), reml=True)
+        result, texts = fit_outcome(
+            y / sd_y, X, data["task"].to_numpy(), data["subject"].to_numpy(), reml=True
+        )
         if result is None:
             rows += _skipped(outcome, terms, n_obs, n_subj, n_groups, "; ".join(texts))
             continue
         est = np.asarray(result.fe_params, float) * sd_y
         se = np.asarray(result.bse_fe, float) * sd_y
         with np.errstate(divide="ignore", invalid="ignore"):
-            z = est / se
+            tval = est / se
         # start-up time: this part of SciPy loads only where it is used
-        from scipy.stats import norm
+        from scipy.stats import t as student
 
-        p = 2 * norm.sf(np.abs(z))
-        tau = float(np.sqrt(max(float(np.asarray(result.cov_re)[0, 0]), 0.0))) * sd_y
+        df = n_subj - len(terms)
+        p, q = 2 * student.sf(np.abs(tval), df), float(student.ppf(0.975, df))
+        sd = np.sqrt(np.maximum(result.vcomp, 0.0)) * sd_y
+        sds = dict(zip(result.model.exog_vc.names, sd, strict=True))
         for i, t in enumerate(terms):
             rows.append(
                 {
@@ -474,14 +497,16 @@ def compare_models(long: pd.DataFrame, design: pd.DataFrame, terms: list[dict]) 
                     **t,
                     "estimate": est[i],
                     "se": se[i],
-                    "z": z[i],
+                    "t": tval[i],
+                    "df": df,
                     "p": p[i],
-                    "ci_lo": est[i] - Z95 * se[i],
-                    "ci_hi": est[i] + Z95 * se[i],
+                    "ci_lo": est[i] - q * se[i],
+                    "ci_hi": est[i] + q * se[i],
                     "n_obs": n_obs,
                     "n_subjects": n_subj,
                     "n_groups": n_groups,
-                    "task_sd": tau,
+                    "subject_sd": sds["subject"],
+                    "task_sd": sds["task"],
                     "resid_sd": float(np.sqrt(result.scale)) * sd_y,
                     "converged": bool(result.converged),
                     "warning": "; ".join(texts),
@@ -537,6 +562,12 @@ def _fmt(v, digits: int = 3) -> str:
     )
 
 
+def not_fitted(table: pd.DataFrame) -> dict[str, str]:
+    """The outcomes of :func:`compare_models` rows without estimates, each with its reason."""
+    rows = table[~np.isfinite(table["estimate"].to_numpy(float))]
+    return dict(zip(rows["outcome"], rows["warning"].fillna(""), strict=True))
+
+
 def summary_text(table: pd.DataFrame, board: pd.DataFrame, width: int = 100) -> str:
     """The terminal summary: the coefficients, then the leaderboard, within ``width`` columns.
 
@@ -554,8 +585,10 @@ def summary_text(table: pd.DataFrame, board: pd.DataFrame, width: int = 100) -> 
     str
         The summary, lines joined by newlines.
     """
-    out = [wrap("Mixed models: outcome ~ features + (1 | task); estimate (SE), 95% CI", width)]
-    shown = table[table["term"] != "Intercept"]
+    head = "Mixed models: outcome ~ features + (1 | subject) + (1 | task); estimate (SE), 95% CI"
+    out = [wrap(f"{head} and p from t on n_subjects - terms df", width)]
+    fitted = np.isfinite(table["estimate"].to_numpy(float))
+    shown = table[(table["term"] != "Intercept") & fitted]
     coef = pd.DataFrame(
         {
             "outcome": shown["outcome"],
@@ -582,6 +615,7 @@ def summary_text(table: pd.DataFrame, board: pd.DataFrame, width: int = 100) -> 
             width,
         )
     )
+    out += [wrap(f"not fitted: {o} ({why})", width) for o, why in not_fitted(table).items()]
     out.append("")
     out.append("Leaderboard across folders (S, 68% bootstrap interval where scored)")
     lb = pd.DataFrame(
@@ -629,7 +663,8 @@ def run_compare(folders, features, out, use=None, report: bool = False) -> dict:
     ------
     BayesobsInputError
         As :func:`load_folders`, :func:`read_features` and
-        :func:`feature_matrix`, or when no folder holds a per-task magnitude score.
+        :func:`feature_matrix`, when no folder holds a per-task magnitude
+        score, or when no outcome could be fitted (each one's reason named).
     """
     loaded = load_folders(folders)
     table = read_features(features)
@@ -643,6 +678,10 @@ def run_compare(folders, features, out, use=None, report: bool = False) -> dict:
         )
     design, terms = feature_matrix(table, subjects, use)
     result = compare_models(long, design, terms)
+    skipped = not_fitted(result)
+    if len(skipped) == len(OUTCOMES):
+        why = "; ".join(f"{o}: {w}" for o, w in skipped.items())
+        raise BayesobsInputError(f"nothing could be compared (no outcome fitted): {why}")
     board = cross_leaderboard(loaded)
     out = Path(out)
     written = []
@@ -664,6 +703,7 @@ __all__ = [
     "fit_outcome",
     "load_folders",
     "long_table",
+    "not_fitted",
     "outcome_table",
     "read_features",
     "run_compare",

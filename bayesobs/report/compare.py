@@ -40,7 +40,7 @@ def coefficient_figure(table: pd.DataFrame) -> Figure:
         ax.errorbar(
             est[ok],
             ypos[ok],
-            xerr=1.959963984540054 * g["se"].to_numpy(float)[ok],
+            xerr=np.abs(g[["ci_lo", "ci_hi"]].to_numpy(float)[ok] - est[ok, None]).T,
             fmt="o",
             color="C0",
             capsize=3,
