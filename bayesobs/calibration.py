@@ -194,6 +194,11 @@ def rank_uniformity(ranks: np.ndarray, n_draws: int, bins: int = BINS) -> tuple[
     return float(chi2), float(p)
 
 
+def sim_seeds(seed: int, n: int) -> np.ndarray:
+    """The sampler's seeds of ``n`` simulations: one each (a shared key makes the ranks dependent)."""
+    return np.random.default_rng([seed, 1]).integers(0, 2**31 - 1, n)
+
+
 def simulate_and_rank(
     variant,
     n_sims: int = 100,
@@ -226,7 +231,8 @@ def simulate_and_rank(
     thin : int
         Keep every ``thin``-th draw of each chain.
     seed : int
-        Seed of the design, the prior draws and (plus one) the sampler.
+        Seed of the design, the prior draws and the sampler's seeds
+        (:func:`sim_seeds`: one per simulation).
     prior_scale : float
         Factor on the fits' prior scales.
     design : Data, optional
@@ -256,7 +262,7 @@ def simulate_and_rank(
         chains=chains,
         warmup=warmup,
         draws=per_chain,
-        seed=seed + 1,
+        seed=sim_seeds(seed, n),
         prior_scale=prior_scale,
     )
     ranks = {}
