@@ -201,7 +201,7 @@ def rank_uniformity(ranks: np.ndarray, n_draws: int, bins: int = BINS) -> tuple[
     return float(chi2), float(p)
 
 
-def sim_seeds(seed: int, n: int) -> np.ndarray:
+def _sim_seeds(seed: int, n: int) -> np.ndarray:
     """The sampler's seeds of ``n`` simulations: one each (a shared key makes the ranks dependent)."""
     return np.random.default_rng([seed, 1]).integers(0, 2**31 - 1, n)
 
@@ -239,7 +239,7 @@ def simulate_and_rank(
         Keep every ``thin``-th draw of each chain.
     seed : int
         Seed of the design, the prior draws and the sampler's seeds
-        (:func:`sim_seeds`: one per simulation).
+        (one per simulation).
     prior_scale : float
         Factor on the fits' prior scales.
     design : Data, optional
@@ -269,7 +269,7 @@ def simulate_and_rank(
         chains=chains,
         warmup=warmup,
         draws=per_chain,
-        seed=sim_seeds(seed, n),
+        seed=_sim_seeds(seed, n),
         prior_scale=prior_scale,
     )
     ranks = {}
