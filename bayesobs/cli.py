@@ -630,7 +630,7 @@ def cmd_compare(args) -> int:
     ------
     BayesobsInputError
         Folders or a feature table that :func:`bayesobs.compare.run_compare`
-        refuses.
+        refuses, or data where no outcome could be fitted (each reason named).
     """
     from .compare import run_compare, summary_text
     from .leaderboard import wrap
