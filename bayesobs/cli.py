@@ -678,7 +678,7 @@ def cmd_compare(args) -> int:
     ------
     BayesobsInputError
         Folders or a feature table that :func:`bayesobs.compare.run_compare`
-        refuses.
+        refuses, or data where no outcome could be fitted (each reason named).
     """
     from .compare import run_compare, summary_text
     from .leaderboard import wrap
@@ -735,8 +735,9 @@ def cmd_calibrate(args) -> int:
         variant, fewer than 5 simulations per rank bin, fewer draws than
         ``bins - 1`` or a ``--prior-scale`` that is not positive.
     """
-    from .calibration import calibrate, write_calibration
+    from .calibration import POWER, calibrate, write_calibration
     from .compile_cache import enable
+    from .leaderboard import wrap
 
     enable()  # JAX's persistent compilation cache (issue 32 §3)
 
@@ -768,6 +769,7 @@ def cmd_calibrate(args) -> int:
     )
     for r in bad.itertuples(index=False):
         print(f"not calibrated: {r.variant} {r.parameter} (chi2 {r.chi2:.1f}, p {r.p:.2g})")
+    print(wrap(POWER))
     print(f"-> {', '.join(str(p) for p in paths)}")
     return 1 if len(bad) else 0
 

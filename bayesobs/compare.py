@@ -562,7 +562,7 @@ def _fmt(v, digits: int = 3) -> str:
     )
 
 
-def not_fitted(table: pd.DataFrame) -> dict[str, str]:
+def _not_fitted(table: pd.DataFrame) -> dict[str, str]:
     """The outcomes of :func:`compare_models` rows without estimates, each with its reason."""
     rows = table[~np.isfinite(table["estimate"].to_numpy(float))]
     return dict(zip(rows["outcome"], rows["warning"].fillna(""), strict=True))
@@ -615,7 +615,7 @@ def summary_text(table: pd.DataFrame, board: pd.DataFrame, width: int = 100) -> 
             width,
         )
     )
-    out += [wrap(f"not fitted: {o} ({why})", width) for o, why in not_fitted(table).items()]
+    out += [wrap(f"not fitted: {o} ({why})", width) for o, why in _not_fitted(table).items()]
     out.append("")
     out.append("Leaderboard across folders (S, 68% bootstrap interval where scored)")
     lb = pd.DataFrame(
@@ -678,7 +678,7 @@ def run_compare(folders, features, out, use=None, report: bool = False) -> dict:
         )
     design, terms = feature_matrix(table, subjects, use)
     result = compare_models(long, design, terms)
-    skipped = not_fitted(result)
+    skipped = _not_fitted(result)
     if len(skipped) == len(OUTCOMES):
         why = "; ".join(f"{o}: {w}" for o, w in skipped.items())
         raise BayesobsInputError(f"nothing could be compared (no outcome fitted): {why}")
@@ -703,7 +703,6 @@ __all__ = [
     "fit_outcome",
     "load_folders",
     "long_table",
-    "not_fitted",
     "outcome_table",
     "read_features",
     "run_compare",

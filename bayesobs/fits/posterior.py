@@ -352,8 +352,8 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scal
     """One compiled function: NUTS chains of ``name`` for a batch of same-shape cells.
 
     Each cell and chain starts from NumPyro's ``NUTS.init`` (chain keys
-    ``split(PRNGKey(seed), chains)``, as ``MCMC`` makes them, the same for
-    every cell) and runs NumPyro's NUTS transition with its own step-size and
+    ``split(PRNGKey(seed), chains)``, as ``MCMC`` makes them, from one seed
+    for every cell or one seed per cell) and runs NumPyro's NUTS transition with its own step-size and
     diagonal mass-matrix adaptation.  Every chain of every cell advances one
     leapfrog step per iteration of one loop (:mod:`bayesobs.fits.nuts`), so
     no chain waits for the longest trajectory of the others.
@@ -387,11 +387,14 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scal
         post = jax.vmap(lambda q: constrain_fn(model, args, {}, q, return_deterministic=True))(zs)
         return post, div, log_likelihood(model, post, *args)["u"]
 
+    def chain_keys(seed):  # as MCMC makes them
+        key = random.PRNGKey(seed)
+        return random.split(key, chains) if chains > 1 else key[None]
+
     def cells(seed, *arrays):
         n = arrays[0].shape[0]
-        key = random.PRNGKey(seed)
-        keys = random.split(key, chains) if chains > 1 else key[None]  # as MCMC does
-        states = jax.vmap(lambda *a: jax.vmap(lambda k: init(k, a))(keys))(*arrays)
+        keys = jax.vmap(chain_keys)(jnp.broadcast_to(seed, (n,)))  # one seed, or one per cell
+        states = jax.vmap(lambda ks, *a: jax.vmap(lambda k: init(k, a))(ks))(keys, *arrays)
         lanes = jax.tree.map(lambda x: x.reshape(n * chains, *x.shape[2:]), states)
         data = tuple(jnp.repeat(a, chains, axis=0) for a in arrays)
         example = jax.tree.map(lambda x: x[0], lanes.z)
@@ -427,8 +430,9 @@ def sample_padded(
         ``(n, runs, 1)`` mean standardised stimulus of each run.
     chains, warmup, draws : int, default 2, 300, 200
         NUTS chains, warm-up and kept draws per chain.
-    seed : int, default 0
-        Seed of the chains' keys (the same for every data set).
+    seed : int or array_like of int, default 0
+        Seed of the chains' keys: one for every data set, or ``(n,)``, one per
+        data set (independent fits, as simulation-based calibration needs).
     prior_scale : float, default 1.0
         :func:`model`'s factor on the prior scales.
 
@@ -449,7 +453,7 @@ def sample_padded(
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        post, div, _ = fn(seed, *arrays)
+        post, div, _ = fn(np.asarray(seed, np.int32), *arrays)
     return {k: np.asarray(v) for k, v in post.items()}, np.asarray(div)
 
 

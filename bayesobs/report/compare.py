@@ -18,7 +18,7 @@ def coefficient_figure(table: pd.DataFrame) -> Figure:
     Parameters
     ----------
     table : DataFrame
-        The ``compare.csv`` coefficients (``outcome, term, estimate, se``);
+        The ``compare.csv`` coefficients (``outcome, term, estimate, ci_lo, ci_hi``);
         the ``Intercept`` rows are left out.
 
     Returns
@@ -60,7 +60,7 @@ def compare_page(table: pd.DataFrame, board: pd.DataFrame, out) -> Path:
     Parameters
     ----------
     table : DataFrame
-        The coefficients (``outcome, term, estimate, se, ci_lo, ci_hi, p,
+        The coefficients (``outcome, term, estimate, se, ci_lo, ci_hi, df, p,
         n_subjects, n_groups, converged, warning``).
     board : DataFrame
         The leaderboard across folders (its ``rank, folder, subject, S, S_lo,
@@ -84,16 +84,18 @@ def compare_page(table: pd.DataFrame, board: pd.DataFrame, out) -> Path:
         )
         return f"<div class=scroll>{inner}</div>"
 
-    cols = ["outcome", "term", "estimate", "se", "ci_lo", "ci_hi", "p", "n_subjects", "n_groups"]
+    cols = ["outcome", "term", "estimate", "se", "ci_lo", "ci_hi", "df", "p", "n_subjects"]
+    cols += ["n_groups"]
     cols += ["converged", "warning"]
     lb_cols = [
         c for c in ("rank", "folder", "subject", "S", "S_lo", "S_hi", "S_p", "BCS_p") if c in board
     ]
     body = [
         "<h1>bayesobs compare: models across score folders</h1>",
-        "<p>Per outcome a linear mixed model, outcome ~ features + (1 | task) (statsmodels "
-        "MixedLM, REML); numeric features per SD over the subjects, categorical ones against "
-        "their first level. Points: estimates; bars: 95% intervals (±1.96 SE). See "
+        "<p>Per outcome a linear mixed model, outcome ~ features + (1 | subject) + (1 | task) "
+        "(statsmodels MixedLM, REML; t tests on subjects - terms df); numeric features per SD "
+        "over the subjects, categorical ones against their first level. Points: estimates; "
+        "bars: 95% intervals (t). See "
         "docs/method.md, &ldquo;Comparing models&rdquo;.</p>",
         '<img src="coefficients.png" alt="coefficients">',
         "<h2>Coefficients</h2>",
