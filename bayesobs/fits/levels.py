@@ -218,7 +218,7 @@ def fit_kalman_levels(W, Gds, floors, z, u, obs, lev, L):
         return evaluate(th, j_of[items], d_of[items])[0]
 
     th, f = newton_levels(objective, th0, f0, bound=LOG_RHO_SEARCH)
-    th, f = at_limits(objective, th, f)
+    th, f = _at_limits(objective, th, f)
     # the best start of every (variant, dataset)
     best = np.zeros((2, D, L))
     best_f = np.full((2, D), np.inf)
@@ -375,7 +375,7 @@ def _derivatives(fs: np.ndarray, L: int, h: float):
     return grad, hess
 
 
-def at_limits(objective, th: np.ndarray, f: np.ndarray):
+def _at_limits(objective, th: np.ndarray, f: np.ndarray):
     """Coordinates beyond the grid's box to their limit (``+-inf``), else to ``+-LOG_RHO_SEARCH``, where no worse."""
     for _ in range(2):  # a second pass: a limit taken by one level can free another's
         for c in range(th.shape[1]):
