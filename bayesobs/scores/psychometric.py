@@ -376,7 +376,7 @@ def _start_grid(
     return grid, (n_m, n_w, len(lam))
 
 
-FULL_GRID = _start_grid(LAPSE_MAX, 25, 13)
+FULL_GRID = _start_grid(LAPSE_MAX, 25, 13, (0.0, 0.02, 0.05, 0.1, 0.17, 0.25, 0.35, 0.45))
 # bootstrap data sets: a coarser grid beside the fitted parameters they were drawn from
 SMALL_GRID = _start_grid(LAPSE_MAX, 9, 5, (0.0, 0.05, 0.2))
 STARTS = 4  # the grid's lowest local minima refined per data set (one basin can be a trap)

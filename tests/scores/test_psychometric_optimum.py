@@ -67,7 +67,7 @@ def simulated_groups(seed: int, count: int = 80, truth: bool = False) -> list[tu
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fits_reach_the_dense_grid_and_multistart_maximum(seed):
     groups = simulated_groups(seed)
     fits = fit_many(groups, bootstrap=0)
@@ -84,14 +84,14 @@ def test_fits_reach_the_dense_grid_and_multistart_maximum(seed):
 def test_bootstrap_interval_coverage_is_what_the_docs_say():
     """docs/method.md reports the measured coverage of the nominal 95% percentile intervals.
 
-    400 simulated groups with known parameters, B = 200: threshold 0.88, width 0.855, lapse
+    400 simulated groups with known parameters, B = 200: threshold 0.88, width 0.8575, lapse
     0.93 (the seed is fixed, so the numbers are reproduced exactly; 0.03 leaves room for a
     change that moves a few groups).  Below 95%: the intervals are named for what they are.
     """
     data = simulated_groups(11, 400, truth=True)
     fits = fit_many([d for d, _ in data], bootstrap=200, seed=11)
     for j, (name, documented) in enumerate(
-        (("threshold", 0.88), ("width", 0.855), ("lapse", 0.93))
+        (("threshold", 0.88), ("width", 0.8575), ("lapse", 0.93))
     ):
         covered = np.mean(
             [
