@@ -37,6 +37,9 @@ GOLDEN_ITERATIONS = 32  # bracket 0.5 -> 1e-7 in log rho
 
 
 VARIANCE_FLOOR = 1e-12
+# zbar_r varies less than this fraction of z's variance: runs share one stimulus set and the
+# per-run means differ only by rounding, so the prior term of static_gain is not identified
+ZBAR_RTOL = 1e-18
 
 
 _PHI = (math.sqrt(5.0) - 1.0) / 2.0
@@ -339,12 +342,13 @@ def closed_forms(G):
             return vu - 2 * (a * czu + c * cbu) + a * a * vzz + 2 * a * c * vzb + c * c * vbb
 
         det = vzz * vbb - vzb * vzb
-        full_ok = det > 1e-10 * vzz * vbb
+        vbb_ok = vbb > ZBAR_RTOL * np.abs(vzz)  # else zbar_r is the constant column: c = 0
+        full_ok = vbb_ok & (det > 1e-10 * vzz * vbb)
         a_f = np.where(full_ok, (vbb * czu - vzb * cbu) / det, 0.0)
         c_f = np.where(full_ok, (vzz * cbu - vzb * czu) / det, 0.0)
         full_ok &= (a_f >= 0) & (c_f >= 0)
         a_1 = np.where(vzz > tiny * G[:, G_SZZ], np.maximum(czu / vzz, 0.0), 0.0)
-        c_2 = np.where(vbb > tiny * G[:, G_SZBZB], np.maximum(cbu / vbb, 0.0), 0.0)
+        c_2 = np.where(vbb_ok & (vbb > tiny * G[:, G_SZBZB]), np.maximum(cbu / vbb, 0.0), 0.0)
         cands = np.stack(
             [np.where(full_ok, rss(a_f, c_f), np.inf), rss(a_1, 0.0), rss(0.0, c_2)], axis=1
         )

@@ -20,7 +20,13 @@ LEVEL_GRID_CANDIDATES = 6000  # grid points over the vector of log rho_c
 LEVEL_STARTS = 3  # best local minima of the grid refined per (variant, dataset)
 
 
-LOG_RHO_BOUND = 18.0  # log rho_c in [-18, 18]; the ends stand for the limits
+LOG_RHO_BOUND = 18.0  # the grid's box of log rho_c, [-18, 18]
+
+
+# the refinement's box: beyond +-18 the objective still moves (up to 0.11 LL on Qu & Shi); by
+# +-40 it is flat to double precision (K ~ 1e-15 or K = 1), and a coordinate that ends beyond
+# the grid's box is evaluated at its limit, rho = 0 or inf, and reported as such
+LOG_RHO_SEARCH = 40.0
 
 
 NEWTON_ITERATIONS = 60
@@ -84,7 +90,7 @@ def kalman_moments_levels(z, u, obs, lev, rho, L):
     s1, s2, s3 : ndarray, shape (L, *lead)
         ``sum mu``, ``sum mu^2`` and ``sum mu u`` over each level's trials.
     """
-    rho = np.asarray(rho, dtype=float)
+    rho = np.clip(np.asarray(rho, dtype=float), 1e-300, 1e300)  # the limits 0 and inf
     lead = np.broadcast_shapes(rho.shape[:-1], z.shape[1:])
     T = z.shape[0]
     masks = [np.where(lev == c, obs, 0) for c in range(L)]
@@ -114,9 +120,10 @@ def kalman_moments_levels(z, u, obs, lev, rho, L):
     for t in range(1, T):  # a missing response still moves the filter; padding is harmless
         r = r_at(t)
         pm = P + 1.0
-        denom = r * pm + 1.0
-        k = r * pm / denom
-        P = pm / denom
+        with np.errstate(over="ignore"):
+            rp = r * pm  # inf only at the limits: K = 1, P = 0
+        k = 1.0 / (1.0 + 1.0 / rp)
+        P = pm / (rp + 1.0)
         mu += k * (z[t] - mu)
         accumulate(t)
     return s1, s2, s3
@@ -210,7 +217,8 @@ def fit_kalman_levels(W, Gds, floors, z, u, obs, lev, L):
     def objective(th, items):
         return evaluate(th, j_of[items], d_of[items])[0]
 
-    th, f = newton_levels(objective, th0, f0)
+    th, f = newton_levels(objective, th0, f0, bound=LOG_RHO_SEARCH)
+    th, f = _at_limits(objective, th, f)
     # the best start of every (variant, dataset)
     best = np.zeros((2, D, L))
     best_f = np.full((2, D), np.inf)
@@ -367,11 +375,35 @@ def _derivatives(fs: np.ndarray, L: int, h: float):
     return grad, hess
 
 
-def newton_levels(objective, th0: np.ndarray, f0: np.ndarray, iterations: int = NEWTON_ITERATIONS):
+def _at_limits(objective, th: np.ndarray, f: np.ndarray):
+    """Coordinates beyond the grid's box to their limit (``+-inf``), else to ``+-LOG_RHO_SEARCH``, where no worse."""
+    for _ in range(2):  # a second pass: a limit taken by one level can free another's
+        for c in range(th.shape[1]):
+            items = np.flatnonzero(np.abs(th[:, c]) > LOG_RHO_BOUND - 1e-9)
+            tol = 1e-9 * np.maximum(1.0, np.abs(f[items]))
+            for end in (np.inf, LOG_RHO_SEARCH):
+                if not len(items):
+                    break
+                lim = th[items].copy()
+                lim[:, c] = np.copysign(end, lim[:, c])
+                fl = objective(lim, items)
+                ok = fl <= f[items] + tol
+                th[items[ok]], f[items[ok]] = lim[ok], np.minimum(fl[ok], f[items[ok]])
+                items, tol = items[~ok], tol[~ok]
+    return th, f
+
+
+def newton_levels(
+    objective,
+    th0: np.ndarray,
+    f0: np.ndarray,
+    iterations: int = NEWTON_ITERATIONS,
+    bound: float = LOG_RHO_BOUND,
+):
     """Minimise ``objective`` from every start at once: projected trust-region Newton.
 
     ``objective(th (M', L), items (M',))`` evaluates items ``items`` at
-    ``th``; ``th0 (M, L)`` are starts in ``[-18, 18]^L`` with values ``f0``.
+    ``th``; ``th0 (M, L)`` are starts in ``[-bound, bound]^L`` with values ``f0``.
     Each iteration: central finite differences give gradient and Hessian;
     coordinates at a bound whose gradient points outward stay there; the
     step is Newton's on the others with each Hessian eigenvalue replaced by
@@ -393,6 +425,8 @@ def newton_levels(objective, th0: np.ndarray, f0: np.ndarray, iterations: int = 
         Objective at the starts (NaN: the item is not refined).
     iterations : int, default NEWTON_ITERATIONS
         Most Newton steps.
+    bound : float, default LOG_RHO_BOUND
+        The box ``[-bound, bound]^L`` the points stay in.
 
     Returns
     -------
@@ -413,14 +447,14 @@ def newton_levels(objective, th0: np.ndarray, f0: np.ndarray, iterations: int = 
         if not len(items):
             break
         x = th[items]
-        pts = np.clip(x[None] + offsets[:, None], -LOG_RHO_BOUND - 1.0, LOG_RHO_BOUND + 1.0)
+        pts = np.clip(x[None] + offsets[:, None], -bound - 1.0, bound + 1.0)
         fs = objective(pts.reshape(-1, L), np.tile(items, len(offsets))).reshape(len(offsets), -1)
         fs[0] = f[items]
         grad, hess = _derivatives(fs, L, NEWTON_H)
         ok = np.isfinite(grad).all(1) & np.isfinite(hess).all((1, 2))
         grad = np.where(ok[:, None], grad, 0.0)
         hess = np.where(ok[:, None, None], hess, 0.0)
-        pinned = ((x <= -LOG_RHO_BOUND) & (grad > 0)) | ((x >= LOG_RHO_BOUND) & (grad < 0))
+        pinned = ((x <= -bound) & (grad > 0)) | ((x >= bound) & (grad < 0))
         grad = np.where(pinned, 0.0, grad)
         keep = ~pinned[:, :, None] & ~pinned[:, None, :]
         hess = np.where(keep, hess, 0.0) + np.where(pinned, 1.0, 0.0)[:, :, None] * np.eye(L)
@@ -431,9 +465,7 @@ def newton_levels(objective, th0: np.ndarray, f0: np.ndarray, iterations: int = 
         big = np.abs(step).max(1)
         r = radius[items]
         step *= np.where(big > r, r / np.where(big > 0, big, 1.0), 1.0)[:, None]
-        trial = np.clip(
-            x[None] + fractions[:, None, None] * step[None], -LOG_RHO_BOUND, LOG_RHO_BOUND
-        )
+        trial = np.clip(x[None] + fractions[:, None, None] * step[None], -bound, bound)
         ft = objective(trial.reshape(-1, L), np.tile(items, len(fractions)))
         ft = np.where(np.isnan(ft), np.inf, ft).reshape(len(fractions), -1)
         pick = np.argmin(ft, axis=0)

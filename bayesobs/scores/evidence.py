@@ -468,6 +468,10 @@ def bounds_line(evidence: pd.DataFrame) -> str:
     parts = []
     for f in FACTORS:
         sel = evidence[(evidence["factor"] == f) & evidence["p_floor"].notna()]
+        # one row per cell (an interleaved fit has one per level): its lowest floor, highest ceiling
+        keys = [c for c in CELL_KEYS if c in sel]
+        if keys:
+            sel = sel.groupby(keys, dropna=False).agg({"p_floor": "min", "p_ceiling": "max"})
         if not len(sel):
             continue
         pairs = list(zip(sel["p_floor"].round(4), sel["p_ceiling"].round(4), strict=True))

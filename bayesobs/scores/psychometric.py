@@ -9,9 +9,12 @@ with psignifit's parametrisation (Schütt et al. 2016): ``F`` is a cumulative
 normal (``sigmoid="norm"``, the default) or a logistic, ``threshold`` the
 level where ``F = 0.5`` and ``width`` the distance between the levels where
 ``F = 0.05`` and ``F = 0.95``.  Accuracy *falls* with set size and problem
-size, so the paradigms use ``direction="decreasing"`` (psignifit's
-``negative`` sigmoid, ``F(x) = 1 - F_increasing(x)``): ``1 - lapse`` is the
-accuracy on easy problems, ``guess`` on hard ones.
+size, so the paradigms use ``direction="decreasing"``
+(``F(x) = 1 - F_increasing(x)``): ``1 - lapse`` is the accuracy on easy
+problems, ``guess`` on hard ones.  This is not psignifit's ``neg_*`` sigmoid,
+which swaps the roles of guess and lapse (re-running it there fits another
+model); psignifit's *increasing* sigmoid on the negated levels ``-x`` is this
+model, with threshold ``-threshold`` (norm and logistic are symmetric).
 
 * ``guess`` is fixed by the task's chance level, per level where chance
   depends on the level (a circuit of ``n`` components: ``1/n``).
@@ -20,11 +23,13 @@ accuracy on easy problems, ``guess`` on hard ones.
   between levels and 3 times the range (psignifit's borders, with its
   ``width_alpha = 0.05``).
 * Maximum likelihood on the binomial counts per level (no prior, unlike
-  psignifit's posterior): a coarse grid over the three parameters, then
-  Fisher scoring inside the borders, vectorised over all data sets.
-* Intervals: a parametric bootstrap (Wichmann & Hill 2001): ``B`` data sets
-  drawn from the fitted function with the observed trials per level, each
-  refitted; 2.5 and 97.5 percentiles.  ``gof_p`` is the Monte Carlo p of the
+  psignifit's posterior): the :data:`STARTS` lowest local minima of a grid
+  over the three parameters, each refined by Fisher scoring inside the
+  borders, the best kept; vectorised over all data sets.
+* Intervals: parametric-bootstrap percentile intervals (Wichmann & Hill
+  2001): ``B`` data sets drawn from the fitted function with the observed
+  trials per level, each refitted; 2.5 and 97.5 percentiles.  Their measured
+  coverage is below 95% with few trials (docs/method.md).  ``gof_p`` is the Monte Carlo p of the
   deviance against the deviances of those data sets, ``(1 + #{D* >= D}) /
   (1 + B)``; ``gof_p_chi2`` the chi-square approximation with ``n_levels - 3``
   degrees of freedom (NaN for 3 levels: the model is then saturated).
@@ -357,7 +362,10 @@ class _Batch:
 def _start_grid(
     lapse_max: float, n_m: int = 13, n_w: int = 9, lapses=(0.0, 0.02, 0.06, 0.15, 0.35)
 ):
-    """Grid in the unit box of (threshold, log width) and absolute lapses (clipped per data set)."""
+    """Grid in the unit box of (threshold, log width) and absolute lapses (clipped per data set).
+
+    Its points are in ``(n_m, n_w, n_lapse)`` order (:func:`_local_minima` reads that shape).
+    """
     um, uw = np.meshgrid(np.linspace(0, 1, n_m), np.linspace(0, 1, n_w), indexing="ij")
     lam = np.array([v for v in lapses if v <= lapse_max] or [0.0])
     P = um.size * len(lam)
@@ -365,35 +373,63 @@ def _start_grid(
     grid[:, 0] = np.repeat(um.ravel(), len(lam))
     grid[:, 1] = np.repeat(uw.ravel(), len(lam))
     grid[:, 2] = np.tile(lam, um.size)
-    return grid
+    return grid, (n_m, n_w, len(lam))
 
 
-FULL_GRID = _start_grid(LAPSE_MAX)
+FULL_GRID = _start_grid(LAPSE_MAX, 25, 13, (0.0, 0.02, 0.05, 0.1, 0.17, 0.25, 0.35, 0.45))
 # bootstrap data sets: a coarser grid beside the fitted parameters they were drawn from
-SMALL_GRID = _start_grid(LAPSE_MAX, 7, 5, (0.0, 0.05, 0.2))
+SMALL_GRID = _start_grid(LAPSE_MAX, 9, 5, (0.0, 0.05, 0.2))
+STARTS = 4  # the grid's lowest local minima refined per data set (one basin can be a trap)
+
+
+def _local_minima(values: np.ndarray, shape: tuple, K: int) -> np.ndarray:
+    """Indices ``(D, K)`` of each row's ``K`` lowest grid local minima (axis neighbours), best first.
+
+    Fewer minima than ``K``: the best one repeated.
+    """
+    v = values.reshape(len(values), *shape)
+    is_min = np.ones(v.shape, bool)
+    for ax in range(1, 4):
+        pad = [(0, 0)] * 4
+        pad[ax] = (1, 1)
+        vp = np.pad(v, pad, constant_values=np.inf)
+        n = v.shape[ax]
+        is_min &= (v <= np.take(vp, np.arange(n), axis=ax)) & (
+            v <= np.take(vp, np.arange(2, n + 2), axis=ax)
+        )
+    flat = np.where(is_min, v, np.inf).reshape(len(values), -1)
+    order = np.argsort(flat, axis=1, kind="stable")[:, :K]
+    ok = np.isfinite(np.take_along_axis(flat, order, axis=1))
+    return np.where(ok, order, order[:, :1])
 
 
 def _fit_batch(
-    b: _Batch, start: np.ndarray | None = None, unit: np.ndarray = FULL_GRID, chunk: int = 256
+    b: _Batch, start: np.ndarray | None = None, grid=FULL_GRID, chunk: int = 256
 ) -> tuple[np.ndarray, np.ndarray]:
     """Maximum-likelihood ``theta`` (threshold, log width, lapse) of every data set, and its NLL.
 
-    The best point of a grid (``unit``, mapped into each data set's borders;
-    plus ``start``, one more candidate per data set) is refined by :func:`_refine`.
+    The :data:`STARTS` lowest local minima of a grid (``grid``, mapped into
+    each data set's borders), and ``start`` (one more candidate per data
+    set), are each refined by :func:`_refine`; the best is kept.
     """
+    unit, shape = grid
     D = len(b.x)
-    theta = np.empty((D, 3))
+    K = STARTS + (start is not None)
+    cand = np.empty((D, K, 3))
     for i in range(0, D, chunk):
         c = b.take(slice(i, i + chunk))
         lo, hi = c.lower, c.upper
         # per data set: the grid mapped into its own box (D_c, P, 3)
         pts = lo[:, None, :] + unit[None, :, :] * (hi - lo)[:, None, :]
         pts[..., 2] = np.minimum(unit[None, :, 2], hi[:, None, 2])
+        best = _local_minima(c.grid_nll(pts), shape, STARTS)
+        cand[i : i + chunk, :STARTS] = np.take_along_axis(pts, best[..., None], axis=1)
         if start is not None:
-            pts = np.concatenate([pts, start[i : i + chunk, None, :]], axis=1)
-        best = np.argmin(c.grid_nll(pts), axis=1)
-        theta[i : i + chunk] = pts[np.arange(len(pts)), best]
-    return _refine(b, theta)
+            cand[i : i + chunk, STARTS] = start[i : i + chunk]
+    theta, f = _refine(b.take(np.repeat(np.arange(D), K)), cand.reshape(D * K, 3))
+    f = f.reshape(D, K)
+    pick = np.argmin(f, axis=1)
+    return theta.reshape(D, K, 3)[np.arange(D), pick], f[np.arange(D), pick]
 
 
 def _refine(b: _Batch, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -408,8 +444,8 @@ def _refine(b: _Batch, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         th = theta[active]
         grad, info = c.score_info(th)
         span = c.upper - c.lower
-        at_lo = th <= c.lower + 1e-12 * span
-        at_hi = th >= c.upper - 1e-12 * span
+        at_lo = th <= c.lower + 1e-6 * span
+        at_hi = th >= c.upper - 1e-6 * span
         free = ~((at_lo & (grad > 0)) | (at_hi & (grad < 0)))
         info = info * free[:, :, None] * free[:, None, :]
         info = info + np.eye(3)[None] * (~free)[:, None, :]
@@ -567,7 +603,7 @@ def fit_many(
     if not B:
         return out
     rb = _batch(reps, sigmoid, direction)
-    th_b, _ = _fit_batch(rb, start=np.repeat(theta, B, axis=0), unit=SMALL_GRID)
+    th_b, _ = _fit_batch(rb, start=np.repeat(theta, B, axis=0), grid=SMALL_GRID)
     dev_b = deviance(rb.k, rb.n, rb.parts(th_b)[-1])
     vals = np.column_stack([th_b[:, 0], np.exp(th_b[:, 1]), th_b[:, 2]]).reshape(len(data), B, 3)
     dev_b = dev_b.reshape(len(data), B)
@@ -612,7 +648,7 @@ def fit_psychometric(
     -------
     dict
         ``threshold``, ``width``, ``lapse`` and their ``_lo``/``_hi``
-        (2.5 and 97.5 bootstrap percentiles), ``deviance``, ``gof_p``
+        (2.5 and 97.5 percentiles of the parametric bootstrap), ``deviance``, ``gof_p``
         (bootstrap), ``gof_p_chi2``, ``log_likelihood``, ``at_bound``
         (parameters at a border, ``;``-joined), ``n_levels``, ``n_trials``,
         ``bootstrap`` and ``interval_note`` (why the intervals are empty, or

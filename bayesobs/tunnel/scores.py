@@ -154,7 +154,8 @@ def perception_table(trials: pd.DataFrame) -> pd.DataFrame:
         (default ``all``), ``modality`` (default ``image``) and ``condition``
         (default ``base``) as text, ``valid`` (a valid reply with a
         ``correct`` value), ``hit``, and ``chance`` and ``problem_size`` as
-        numbers (NaN where absent).
+        numbers (NaN where absent; ``chance`` 0 on a decomposed step that
+        has no right answer).
 
     Raises
     ------
@@ -179,6 +180,12 @@ def perception_table(trials: pd.DataFrame) -> pd.DataFrame:
     t["valid"] = valid & correct.notna()
     t["hit"] = np.where(t["valid"], correct.fillna(0), 0).astype(int)
     t["chance"] = pd.to_numeric(t["chance"], errors="coerce") if "chance" in t.columns else np.nan
+    # a decomposed step with no right answer (from an off-grid answer, or not asked): chance 0
+    # (logs written before issue 49 said 1/33 or 1/11 there)
+    start = t.get("step_start_from", pd.Series(None, index=t.index))
+    nogo = t.get("not_asked", pd.Series(False, index=t.index)).fillna(False).astype(bool)
+    gold = t.get("gold", pd.Series("", index=t.index))
+    t.loc[nogo | ((start == "answer") & gold.isna()), "chance"] = 0.0
     t["problem_size"] = pd.to_numeric(t["problem_size"], errors="coerce")
     return t.reset_index(drop=True)
 

@@ -348,9 +348,10 @@ class ScavengerHunt(TunnelTask):
         ``step_start_from = "answer"``) and ``gold`` becomes the right answer
         from there (:func:`bayesobs.tunnel.hunt.step_answer`; None when that
         cell, or the one its label names, is not on the grid: no answer is
-        right).  ``path_answer`` keeps the gold path's answer.  A previous
-        answer that is unreadable (or itself not asked) leaves nothing to
-        start from: the step is logged ``not_asked`` and scores as wrong.
+        right, and ``chance`` is 0).  ``path_answer`` keeps the gold path's answer.
+        A previous answer that is unreadable (or itself not asked) leaves
+        nothing to start from: the step is logged ``not_asked`` (chance 0)
+        and scores as wrong.
 
         Parameters
         ----------
@@ -374,8 +375,11 @@ class ScavengerHunt(TunnelTask):
         cols.update(step_start=said, step_start_from="answer")
         if not isinstance(said, str):
             why = f"step {cols['step'] - 1} gave no answer to start from"
-            return self.stimulus(
-                stim.value, stim.text, "", **{**params, "columns": cols, "not_asked": why}
+            return self.stimulus(  # no answer can be right: chance 0
+                stim.value,
+                stim.text,
+                "",
+                **{**params, "columns": cols, "not_asked": why, "chance": 0.0},
             )
         final = stim.params["format"] == "hunt_colour"
         colour, shape = said.split(" ", 1)
@@ -384,7 +388,12 @@ class ScavengerHunt(TunnelTask):
             stim.value,
             stim.text,
             hunt.step_prompt((colour, shape), final),
-            **{**params, "gold": gold, "columns": cols},
+            **{
+                **params,
+                "gold": gold,
+                "columns": cols,
+                "chance": params["chance"] * (gold is not None),
+            },
         )
 
 

@@ -25,7 +25,7 @@ TOL = 1e-6
 
 def ref_filter(z, lev, log_rho):
     """§10's filter over one run for ``Q`` noise-ratio vectors at once: ``(Q, T)`` means."""
-    rho = np.exp(np.atleast_2d(log_rho))  # (Q, L)
+    rho = np.exp(np.clip(np.atleast_2d(log_rho), -690, 690))  # (Q, L); the limits at +-690
     Q, T = rho.shape[0], len(z)
     mu = np.empty((Q, T))
     mu[:, 0] = z[0]
@@ -33,8 +33,9 @@ def ref_filter(z, lev, log_rho):
     for t in range(1, T):
         r = rho[:, lev[t]]
         pm = P + 1.0
-        K = r * pm / (r * pm + 1.0)
-        P = (1.0 - K) * pm
+        with np.errstate(over="ignore"):
+            K = 1.0 / (1.0 + 1.0 / (r * pm))
+            P = pm / (r * pm + 1.0)
         mu[:, t] = mu[:, t - 1] + K * (z[t] - mu[:, t - 1])
     return mu
 
@@ -120,12 +121,36 @@ def check_cells(df, L, per_axis):
             ref = brute_force(cell, variant == "kalman_gain", per_axis)
             assert got >= ref - TOL, (subject, variant, got, ref, ref - got)
             # the reported LL is the reference's at the reported noise ratios
-            th = [
-                math.log(decode_params(rows.set_index("level").loc[f"lev={c}", "params"])["rho"])
-                for c in range(L)
-            ]
-            at = ref_loglik(cell, np.clip(th, -18, 18), variant == "kalman_gain")[0]
+            with np.errstate(divide="ignore"):
+                th = np.log(
+                    [
+                        decode_params(rows.set_index("level").loc[f"lev={c}", "params"])["rho"]
+                        for c in range(L)
+                    ]
+                )
+            at = ref_loglik(cell, th, variant == "kalman_gain")[0]
             assert got == pytest.approx(at, abs=1e-7), (subject, variant)
+
+
+def test_a_level_that_copies_the_stimulus_is_reported_at_the_limit():
+    """Known truth (issue 49.6): level 0 has rho = inf (K = 1: the estimate is the stimulus).
+
+    Before, the estimate stopped at e^18 in 5 of 8 such observers; the maximum lies beyond it,
+    at the limit, which is reported as ``inf``; where the noise puts the maximum inside the box
+    it stays there.
+    """
+    at_limit = 0
+    for seed in range(8):
+        df = simulate(np.random.default_rng(seed), (np.inf, 0.5), (0.04, 0.04), T=120)
+        fits, _ = bayesobs.fit(df, interleaved="lev")
+        row = fits[fits["variant"] == "kalman"].set_index("level")
+        rho = [decode_params(row.loc[f"lev={c}", "params"])["rho"] for c in (0, 1)]
+        assert abs(math.log(rho[0]) - 18) > 1e-6 and 0.1 < rho[1] < 2.5, (seed, rho)
+        at_limit += rho[0] == np.inf
+        beyond = [[v, math.log(rho[1])] for v in (18.0, 40.0, 690.0)]
+        best = ref_loglik(ref_cell(df, "lev"), beyond, False).max()
+        assert row["loglik"].iat[0] >= best - TOL, seed
+    assert at_limit == 5
 
 
 @pytest.mark.slow
@@ -156,8 +181,12 @@ def test_three_level_kalman_reaches_the_brute_force_optimum():
 
 
 def _loop_loglik(z, u, lev, runs, log_rho, gain, jac):
-    """Profiled joint LL with a plain Python loop (fast for one point at a time)."""
-    rho = [math.exp(v) for v in np.clip(log_rho, -18, 18)]
+    """Profiled joint LL with a plain Python loop (fast for one point at a time).
+
+    ``log rho = -inf`` and ``inf`` (the limits) are evaluated at ``-690`` and ``690``
+    (``rho`` about ``1e-300`` and ``1e300``: ``K = 1`` exactly; ``K`` about ``rho P``).
+    """
+    rho = [math.exp(v) for v in np.clip(log_rho, -690, 690)]
     mu = np.empty(len(z))
     for idx in runs:
         m = z[idx[0]]
@@ -166,8 +195,8 @@ def _loop_loglik(z, u, lev, runs, log_rho, gain, jac):
         for i in idx[1:]:
             r = rho[lev[i]]
             pm = P + 1.0
-            K = r * pm / (r * pm + 1.0)
-            P = (1.0 - K) * pm
+            K = 1.0 / (1.0 + 1.0 / (r * pm))  # r pm = inf at the limits: K = 1
+            P = pm / (r * pm + 1.0)  # = (1 - K) pm, without the cancellation at K = 1
             m += K * (z[i] - m)
             mu[i] = m
     ll = 0.0
@@ -183,9 +212,8 @@ def _loop_loglik(z, u, lev, runs, log_rho, gain, jac):
     return ll
 
 
-@pytest.mark.slow
-def test_qu_shi_interleaved_fits_cannot_be_improved_by_scipy(shared_data):
-    """Before: Nelder-Mead from the package's estimate gained > 1e-3 LL in 11 of 22 subjects."""
+def _qu_shi(shared_data):
+    """Qu & Shi's experiment 2 (trials) and its interleaved fits (by coherence)."""
     from bayesobs.trials import parse_mapping, read_trials
 
     folder = shared_data / "qu_shi_precision_weighting" / "raw_psychopy_csv" / "experiment2"
@@ -197,8 +225,11 @@ def test_qu_shi_interleaved_fits_cannot_be_improved_by_scipy(shared_data):
         where="TrialType == 'Time'",
         missing_where="keyDuration >= 9999",
     )
-    fits, _ = bayesobs.fit(trials, interleaved="Coherence1")
-    gains = []
+    return trials, bayesobs.fit(trials, interleaved="Coherence1")[0]
+
+
+def _qu_shi_cells(trials, fits):
+    """Per subject and Kalman variant: the loop's arguments, the reported log rho and LL."""
     for subject, df in trials.groupby("subject"):
         df = df.sort_values(["session", "run", "trial"]).reset_index(drop=True)
         x, y = df["stimulus"].to_numpy(float), df["response"].to_numpy(float)
@@ -212,17 +243,49 @@ def test_qu_shi_interleaved_fits_cannot_be_improved_by_scipy(shared_data):
             jac = u if log else np.zeros_like(u)
             rows = fits[(fits["subject"] == subject) & (fits["variant"] == variant)]
             rows = rows.set_index("level").loc[[f"Coherence1={v:g}" for v in levels]]
-            th0 = np.log([decode_params(p)["rho"] for p in rows["params"]])
-            got = rows["loglik"].iat[0]
-            assert got == pytest.approx(_loop_loglik(z, u, lev, runs, th0, gain, jac), abs=1e-7)
-            res = optimize.minimize(
-                lambda th, z=z, u=u, lev=lev, runs=runs, gain=gain, jac=jac: (
-                    -_loop_loglik(z, u, lev, runs, th, gain, jac)
-                ),
-                np.clip(th0, -18, 18),
-                method="Nelder-Mead",
-                options={"xatol": 1e-8, "fatol": 1e-12},
-            )
-            gains.append(-res.fun - got)
+            with np.errstate(divide="ignore"):
+                th = np.log([decode_params(p)["rho"] for p in rows["params"]])
+            yield (z, u, lev, runs, gain, jac), th, rows["loglik"].iat[0]
+
+
+@pytest.mark.slow
+def test_qu_shi_interleaved_ends_are_limits(shared_data):
+    """Issue 49.6: a noise ratio at an end of [-18, 18] was reported as e^-18 (or e^18) while
+    the likelihood still rose beyond it (up to +0.113 in 8 of 88 fits).  Now every fit is at
+    least as good as each coordinate moved beyond the box or to its limit, and a ratio at an
+    end is reported as the limit itself (0 or inf)."""
+    trials, fits = _qu_shi(shared_data)
+    rises, ends, limits = [], [], 0
+    for args, th, got in _qu_shi_cells(trials, fits):
+        assert got == pytest.approx(_loop_loglik(*args[:4], th, *args[4:]), abs=1e-7)
+        limits += int(np.isinf(th).sum())
+        ends += [t for t in th if abs(abs(t) - 18) < 1e-6]
+        for c in range(len(th)):
+            for v in (-40.0, 40.0, -np.inf, np.inf):
+                moved = th.copy()
+                moved[c] = v
+                rises.append(_loop_loglik(*args[:4], moved, *args[4:]) - got)
+        # two ratios that both tend to 0 (or inf) at a fixed ratio: a ridge, flat further out
+        out = np.where(np.abs(th) > 18, th + np.copysign(15.0, th), th)
+        rises.append(_loop_loglik(*args[:4], out, *args[4:]) - got)
+    assert len(rises) == 88 * (2 * 4 + 1)
+    assert max(rises) <= TOL, sorted(rises)[-5:]
+    assert not ends, ends  # an end is a limit, not e^+-18
+    assert limits > 0
+
+
+@pytest.mark.slow
+def test_qu_shi_interleaved_fits_cannot_be_improved_by_scipy(shared_data):
+    """Before: Nelder-Mead from the package's estimate gained > 1e-3 LL in 11 of 22 subjects."""
+    gains = []
+    for args, th0, got in _qu_shi_cells(*_qu_shi(shared_data)):
+        assert got == pytest.approx(_loop_loglik(*args[:4], th0, *args[4:]), abs=1e-7)
+        res = optimize.minimize(
+            lambda th, args=args: -_loop_loglik(*args[:4], th, *args[4:]),
+            np.clip(th0, -40, 40),
+            method="Nelder-Mead",
+            options={"xatol": 1e-8, "fatol": 1e-12},
+        )
+        gains.append(-res.fun - got)
     assert len(gains) == 88
     assert max(gains) <= TOL, sorted(gains)[-5:]

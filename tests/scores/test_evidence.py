@@ -99,3 +99,25 @@ def test_batched_shape_and_table_api():
     table = factor_evidence(fits)
     assert list(table.columns) == ["subject", "task", "modality", "condition", "factor", "p"]
     np.testing.assert_allclose(table.set_index("factor").loc[list(FACTORS), "p"], p[0, 0])
+
+
+def test_bounds_line_counts_cells_not_level_rows():
+    """Interleaved fits repeat a cell's evidence on each level's row: the note counts cells (49.8)."""
+    from bayesobs.scores.evidence import bounds_line
+
+    rows = [
+        {
+            "subject": f"s{i}",
+            "task": "t",
+            "modality": "text",
+            "condition": "base",
+            "level": lv,
+            "factor": "bayesian",
+            "p_floor": (0.5 if i < 2 else 0.1) if lv == "c=0.7" else 0.5,
+            "p_ceiling": 1.0,
+        }
+        for i in range(3)
+        for lv in ("c=0.3", "c=0.7")
+    ]
+    line = bounds_line(pd.DataFrame(rows))
+    assert "bayesian [0.5, 1] in 2 of 3 cells" in line, line

@@ -317,3 +317,39 @@ def test_circuits_report_both_chance_levels_with_their_definitions(tmp_path):
     assert row.chance_paper == pytest.approx(float(inv_e), abs=1e-12)
     assert np.isfinite(row.p_above_chance) and np.isfinite(row.p_above_chance_paper)
     assert row.p_above_chance_paper <= row.p_above_chance  # the lower bar is easier to pass
+
+
+def test_a_step_with_no_right_answer_has_no_chance_of_being_right(tmp_path):
+    """A guesser's later steps often start from a cell off the grid: chance 0 there (issue 49.7).
+
+    Known truth: the random guesser answers uniformly, so its expected hits are the sum of the
+    rows' chances; the accuracy table's ``chance`` must be that mean, not 1/33 and 1/11 on steps
+    that no answer can get right.
+    """
+    from scipy import stats
+
+    from bayesobs.tunnel.scores import accuracy_table
+    from bayesobs.tunnel.subject import TunnelSubject
+
+    spec = {**SPEC, "trials": 120}
+    with ExperimentStore(tmp_path / "r", {"command": "test"}, lock=True) as store:
+        execute(
+            plan(spec, ["sim:random"]),
+            store,
+            {"sim:random": TunnelSubject("random")},
+            progress=False,
+        )
+    lines = (tmp_path / "r" / "trials.jsonl").read_text().splitlines()
+    rows = pd.DataFrame([json.loads(x) for x in lines])
+    none = rows.gold.isna() | rows.get("not_asked", pd.Series(False, index=rows.index)).fillna(
+        False
+    )
+    assert none.sum() > 40  # the premise: many steps 2-3 start off the grid
+    assert (rows.chance[none] == 0).all() and (rows.correct[none] == 0).all()
+    legacy = rows.assign(chance=np.where(rows.step == 3, 1 / 11, 1 / 33))  # logs before the fix
+    assert (perception_table(legacy).chance.to_numpy()[none.to_numpy()] == 0).all()
+    acc = accuracy_table(perception_table(rows)).iloc[0]
+    assert acc.chance == pytest.approx(rows.chance.mean(), abs=1e-12)
+    hits = int(rows.correct.sum())
+    # two-sided: the guesser's hits are consistent with its chance (was p about 0.001 for 1/33, 1/11)
+    assert stats.binomtest(hits, len(rows), acc.chance).pvalue > 0.01
