@@ -813,30 +813,31 @@ def _serve(args) -> int:
     from .web.security import listen, uvicorn_config
 
     sock = listen(args.host, args.port)  # a busy port or a bad address: one line, no links
-    server = ParticipantServer(
-        args.spec,
-        args.out,
-        args.modality,
-        args.condition,
-        args.trials,
-        token=args.token,
-        ami=str(args.ami) if args.ami else None,
-        order=args.order,
-        minutes=args.minutes,
-        catch_every=args.catch_every,
-        hosts=[*(args.allow_host or []), args.host],
-    )
-    base = f"http://{args.host}:{args.port}"
-    print(f"participants: {base}/   (or {base}/?pid=ID)")
-    print(f"experimenter: {base}/experimenter?token={server.token}")
-    minutes, basis = server.expected_minutes()
-    print(
-        f"{server.study.total} trials per participant (about {minutes} min, {basis}); block order "
-        f"{args.order}; answers are appended to {args.out}/trials.jsonl"
-    )
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"note: listening on {args.host}, reachable from other machines", file=sys.stderr)
-    uvicorn.Server(uvicorn_config(server.app(), log_level="warning")).run(sockets=[sock])
+    with sock:
+        server = ParticipantServer(
+            args.spec,
+            args.out,
+            args.modality,
+            args.condition,
+            args.trials,
+            token=args.token,
+            ami=str(args.ami) if args.ami else None,
+            order=args.order,
+            minutes=args.minutes,
+            catch_every=args.catch_every,
+            hosts=[*(args.allow_host or []), args.host],
+        )
+        base = f"http://{args.host}:{args.port}"
+        print(f"participants: {base}/   (or {base}/?pid=ID)")
+        print(f"experimenter: {base}/experimenter?token={server.token}")
+        minutes, basis = server.expected_minutes()
+        print(
+            f"{server.study.total} trials per participant (about {minutes} min, {basis}); block order "
+            f"{args.order}; answers are appended to {args.out}/trials.jsonl"
+        )
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            print(f"note: listening on {args.host}, reachable from other machines", file=sys.stderr)
+        uvicorn.Server(uvicorn_config(server.app(), log_level="warning")).run(sockets=[sock])
     return 0
 
 

@@ -129,8 +129,8 @@ def test_trials_keep_the_session_bounds_and_log_the_distribution(run):
 
 
 def test_sweep_score_report_run_on_non_uniform_priors(run, tmp_path):
-    proto = tmp_path / "proto.toml"
-    proto.write_text(f'[[experiment]]\nspec = "{run / "spec.toml"}"\n')
+    proto = run / "proto.toml"  # beside its spec: a protocol reads specs in its folder only
+    proto.write_text('[[experiment]]\nspec = "spec.toml"\n')
     sweep = ["sweep", str(proto), "--subject", "sim:bayesian", "--trials", "12"]
     assert main([*sweep, "--out", str(tmp_path / "sw"), "--no-progress"]) == 0
     score = ["score", str(run / "run"), "--out", str(tmp_path / "sc"), "--bootstrap", "5"]

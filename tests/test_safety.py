@@ -117,7 +117,7 @@ class _Holder:
                     self.inside.set()
                     self.release.wait(20)
 
-                monkeypatch.setattr(uvicorn, "run", serve_forever)
+                monkeypatch.setattr(uvicorn.Server, "run", serve_forever)
             argv = _argv(command, out, tmp_path)
         self.thread = threading.Thread(target=self._go, args=(argv,), daemon=True)
         self.thread.start()

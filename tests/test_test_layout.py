@@ -72,10 +72,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     # fit wing
     "bayesobs.fits": ("the wing's package marker", ("test_fitting.py",)),
-    "bayesobs.fits.kernel": (
-        "closed forms and Kalman moments; every fit runs them, exact rewrites checked bit for bit",
-        ("test_fitting.py", "test_exact_speedups.py"),
-    ),
     "bayesobs.fits.runtable": (
         "the run table the kernel reads; built by every fit",
         ("test_fitting.py", "test_exact_speedups.py"),

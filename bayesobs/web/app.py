@@ -751,7 +751,7 @@ class ParticipantServer:
             question = "There is only one item in this picture. Tap it."
             return {**out, "question": question, **_urls(shown), **answer_kind(self.task, stim)}
         if self.task.worded():  # a word asked for a worded task, never a number as an "estimate"
-            word = self.catch_word(k)
+            word = self._catch_word(k)
             question = f"Please type the word {word} as your answer to this one."
             return {**out, "question": question, "image": None, "images": None, "answer": "text"}
         value, _ = catch_value(self.spec["seed"], k, ANSWER_RANGE.get(self.task.name))
@@ -768,7 +768,7 @@ class ParticipantServer:
             "max": hi,
         }
 
-    def catch_word(self, k: int) -> str:
+    def _catch_word(self, k: int) -> str:
         """The word catch trial ``k`` of a worded task asks for (:data:`.study.CATCH_WORDS`)."""
         return CATCH_WORDS[(int(self.spec["seed"]) + k) % len(CATCH_WORDS)]
 
@@ -816,7 +816,7 @@ class ParticipantServer:
                 "correct": bool(correct),
             }
         if self.task.worded():
-            text, word = str(body.get("response", "")).strip(), self.catch_word(k)
+            text, word = str(body.get("response", "")).strip(), self._catch_word(k)
             if not text or len(text) > MAX_TEXT_ANSWER:
                 return JSONResponse({"error": f"please type the word {word}"}, status_code=400)
             good = text.lower() == word
