@@ -67,7 +67,7 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         metavar="RULE",
         help="exclusion rule NAME OP NUMBER, repeatable: a participant measure such as "
         '"catch_error_rate > 0.2" removes that participant, a trial column such as '
-        '"rt_ms < 200" each trial; catch trials are never fitted; written to exclusions.csv',
+        '"rt_client_s < 0.2" each trial; catch trials are never fitted; written to exclusions.csv',
     )
     p.add_argument(
         "--wide",
