@@ -89,7 +89,6 @@ def test_slow_clients_are_closed_and_a_participant_still_gets_in(tmp_path, monke
 
 @pytest.mark.slow  # 1,100 connections and a server of its own under `ulimit -n 1024`
 def test_eleven_hundred_idle_connections_under_ulimit_1024(tmp_path):
-    import resource
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -98,12 +97,12 @@ def test_eleven_hundred_idle_connections_under_ulimit_1024(tmp_path):
     cmd += ["--trials", "2", "--port", str(port)]
     log = tmp_path / "serve.log"
     with log.open("w") as err:
+        # the shell sets the limit: a preexec_fn would fork this (JAX-threaded) process
         proc = subprocess.Popen(
-            cmd,
+            ["bash", "-c", 'ulimit -n 1024 && exec "$@"', "serve", *cmd],
             stdout=subprocess.DEVNULL,
             stderr=err,
             cwd=ROOT,
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024)),
         )
     url = f"http://127.0.0.1:{port}"
     try:
