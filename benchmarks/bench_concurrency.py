@@ -4,7 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_concurrency.py [--out bench-output] [--rate 20]
 
-A local OpenAI-compatible server (bayesobs.run.fakeserver) behind a token
+A local OpenAI-compatible server (bayesobs.testing.fakeserver) behind a token
 bucket of ``--rate`` requests a second (burst ``--burst``) answers each
 request in ``--latency`` seconds and refuses those beyond the rate with 429
 and a ``retry-after`` of the seconds until the next token.  The same
@@ -26,8 +26,8 @@ from pathlib import Path
 
 from common import result
 
-from bayesobs.run.fakeserver import FakeChatServer, constant, rate_limited
 from bayesobs.run.runner import run_task
+from bayesobs.testing.fakeserver import FakeChatServer, constant, rate_limited
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.8  # auto's throughput as a share of the best fixed setting's

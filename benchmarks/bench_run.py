@@ -7,7 +7,7 @@ Usage::
 1. The full BayesBench protocol (tasks/bayesbench.toml) for one simulated
    subject, through the CLI in a subprocess: wall time.
 2. API throughput: ``openai:fake`` against a local OpenAI-compatible server
-   that answers at once (bayesobs.run.fakeserver), 16 concurrent sessions, the
+   that answers at once (bayesobs.testing.fakeserver), 16 concurrent sessions, the
    three visual tasks in multimodal form (images and 10-trial rolling context
    in every request): trials per second.
 3. Reasoning-model overhead: ``openai:fake`` against the local server in its
@@ -78,7 +78,7 @@ def main() -> int:
     shutil.rmtree(api, ignore_errors=True)
     # the server runs in its own process, as a real API would
     server = subprocess.Popen(
-        [sys.executable, "-m", "bayesobs.run.fakeserver"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "bayesobs.testing.fakeserver"], stdout=subprocess.PIPE, text=True
     )
     url = server.stdout.readline().strip()
     try:
@@ -140,7 +140,7 @@ def reasoning_overhead(out: Path, mode: str = "reasoning") -> dict:
     """
     shutil.rmtree(out, ignore_errors=True)
     server = subprocess.Popen(
-        [sys.executable, "-m", "bayesobs.run.fakeserver", "--mode", mode, "--reply", "0.62"],
+        [sys.executable, "-m", "bayesobs.testing.fakeserver", "--mode", mode, "--reply", "0.62"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import bayesobs
-from bayesobs.run.fakeserver import FakeChatServer
+from bayesobs.testing.fakeserver import FakeChatServer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,7 +19,7 @@ import pytest
 from docs_pages import ROOT, checkout, commands, fenced_blocks, page, pages, shell_argv
 
 from bayesobs.cli import build_parser, main
-from bayesobs.run.fakeserver import Answer, FakeChatServer
+from bayesobs.testing.fakeserver import Answer, FakeChatServer
 
 # an example -> the test that runs it ("file::test"); commands as `commands()` joins them,
 # python blocks by their first line
@@ -35,7 +35,7 @@ ELSEWHERE = {
     "bayesobs compare SCOREDIR... --features models.csv --out DIR [--feature COLUMN]... [--report]": "test_compare.py::test_cli_writes_tables_summary_and_page",
     "bayesobs export dataset DIR --out OUT [--scores SCOREDIR] [--images paths|copy|omit] [--license ID]": "test_export_dataset.py::test_export_loads_with_datasets",
     "bayesobs report DIR_OR_TRIALS... --out DIR [--bootstrap 30] [--seed 0]": "test_report.py::test_report_from_a_run_folder_is_offline_and_complete",
-    # batch APIs: against the local batch server (bayesobs.run.fakebatch)
+    # batch APIs: against the local batch server (bayesobs.testing.fakebatch)
     "bayesobs sweep tasks/bayesbench.toml --subject openai:MODEL --out DIR --batch [--poll-max 60]": "test_batch.py::test_batch_sweep_logs_exactly_the_trials_of_a_live_run",
     "bayesobs sweep tasks/bayesbench.toml --subject anthropic:MODEL --out DIR --batch": "test_batch_anthropic.py::test_anthropic_batch_run_logs_exactly_the_trials_of_a_live_run",
     # a real model on llama.cpp's server (make test-model)

@@ -18,7 +18,7 @@ import pytest
 
 from bayesobs.cli import main
 from bayesobs.logprobs import answer_distribution, compact, reply_distribution
-from bayesobs.run.fakeserver import Answer, FakeChatServer, openai_error
+from bayesobs.testing.fakeserver import Answer, FakeChatServer, openai_error
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = str(ROOT / "tasks" / "line_ratio.toml")
@@ -257,7 +257,7 @@ def test_fit_response_expected_without_the_column_is_one_line(tmp_path, capsys):
 
 def test_a_cot_reply_is_weighed_on_its_final_answer_and_rescored_alike(tmp_path):
     """Under cot the answer (and its distribution) is read after the last "Answer:" label."""
-    from bayesobs.run.fakeserver import token_logprobs
+    from bayesobs.testing.fakeserver import token_logprobs
 
     reply = "Step 1: the lines are about 3 and 5 units.\nStep 2: 3/5 is 0.6.\nAnswer: 0.62"
 

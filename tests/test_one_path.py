@@ -14,7 +14,7 @@ import pytest
 import bayesobs
 from bayesobs.cli import main
 from bayesobs.errors import BayesobsInputError
-from bayesobs.run.fakeserver import FakeChatServer
+from bayesobs.testing.fakeserver import FakeChatServer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bayesobs.cli import main
-from bayesobs.run.fakeserver import Answer, FakeChatServer
+from bayesobs.testing.fakeserver import Answer, FakeChatServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = str(ROOT / "tasks" / "line_ratio.toml")

@@ -106,14 +106,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
         "re-reading logged replies; tested end to end with the runner",
         ("test_runner_integrity.py",),
     ),
-    "bayesobs.run.fakeserver": (
-        "the local fake chat server is itself the tests' instrument",
-        ("test_runner_integrity.py", "test_concurrency.py"),
-    ),
-    "bayesobs.run.fakebatch": (
-        "the local fake batch server is itself the tests' instrument",
-        ("test_batch.py", "test_batch_anthropic.py"),
-    ),
     "bayesobs.chat": (
         "the subject interface; tested with the subjects",
         ("test_subjects.py",),
@@ -125,6 +117,16 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
     "bayesobs.run.subjects.openai_chat": (
         "the OpenAI-compatible client; tested against the local fake server",
         ("test_safety.py", "test_logprobs.py", "test_runner_integrity.py"),
+    ),
+    # test doubles, outside the layers
+    "bayesobs.testing": ("the test doubles' package marker", ("test_runner_integrity.py",)),
+    "bayesobs.testing.fakeserver": (
+        "the local fake chat server is itself the tests' instrument",
+        ("test_runner_integrity.py", "test_concurrency.py"),
+    ),
+    "bayesobs.testing.fakebatch": (
+        "the local fake batch server is itself the tests' instrument",
+        ("test_batch.py", "test_batch_anthropic.py"),
     ),
     # scores
     "bayesobs.scores.bcs": (

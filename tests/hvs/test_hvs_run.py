@@ -19,11 +19,11 @@ from bayesobs.hvs.fixture import FIXTURE_NOTE
 from bayesobs.hvs.logged import BASELINE
 from bayesobs.hvs.metrics import TABLE_COLUMNS
 from bayesobs.hvs.questions import HINTS
-from bayesobs.run.fakeserver import Answer, FakeChatServer
 from bayesobs.run.plan import load_spec, plan
 from bayesobs.run.subjects import Request, Turn
 from bayesobs.run.subjects.openai_chat import ChatOptions, OpenAIChatSubject
 from bayesobs.stimuli import from_png
+from bayesobs.testing.fakeserver import Answer, FakeChatServer
 
 SMALL = str(Path(__file__).resolve().parents[2] / "tasks" / "hvs_small.toml")
 N_IMAGES = 20  # enough questions to tell the sims apart (the default fixture has 6 images)

@@ -1,6 +1,6 @@
 """``--batch`` (issue 30 section 1): OpenAI's Batch API in rounds, against a local batch server.
 
-The server (:mod:`bayesobs.run.fakebatch`) implements the documented endpoints and
+The server (:mod:`bayesobs.testing.fakebatch`) implements the documented endpoints and
 file formats; its ``hashed`` script answers a number hashed from the whole
 request, live and in batches alike, so a batch run that built any request
 differently from a live run (another context, another order) logs other
@@ -25,9 +25,9 @@ import pytest
 from bayesobs.cli import main
 from bayesobs.run import batch as B
 from bayesobs.run.engine import estimate
-from bayesobs.run.fakebatch import FakeBatchServer, Fate, always, check_input, hashed
-from bayesobs.run.fakeserver import Answer
 from bayesobs.run.plan import load_protocol, plan
+from bayesobs.testing.fakebatch import FakeBatchServer, Fate, always, check_input, hashed
+from bayesobs.testing.fakeserver import Answer
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]
@@ -399,7 +399,7 @@ def test_bad_batch_options_are_one_line(tmp_path, capsys, extra, subject, messag
 
 
 def test_a_server_without_a_batch_api_is_one_line(tmp_path, capsys):
-    from bayesobs.run.fakeserver import FakeChatServer
+    from bayesobs.testing.fakeserver import FakeChatServer
 
     with FakeChatServer(lambda b, n: Answer("Not Found", status=404)) as srv:  # no /v1/files
         assert _run(srv.url, tmp_path / "o") == 1

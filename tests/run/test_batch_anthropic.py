@@ -1,6 +1,6 @@
 """``--batch`` for ``anthropic:`` subjects (issue 30 section 1): Anthropic's Message Batches.
 
-Against the local server of :mod:`bayesobs.run.fakebatch`, which answers the
+Against the local server of :mod:`bayesobs.testing.fakebatch`, which answers the
 Messages API live and implements the documented Message Batches endpoints;
 its ``hashed`` script answers a number hashed from the whole request, so a
 batch run whose requests differ from a live run's in anything (context,
@@ -23,8 +23,8 @@ import pytest
 
 from bayesobs.cli import main
 from bayesobs.run import batch as B
-from bayesobs.run.fakebatch import FakeBatchServer, Fate, always, hashed
-from bayesobs.run.fakeserver import Answer
+from bayesobs.testing.fakebatch import FakeBatchServer, Fate, always, hashed
+from bayesobs.testing.fakeserver import Answer
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]

@@ -10,7 +10,7 @@ import pytest
 
 from bayesobs.cli import main
 from bayesobs.run.concurrency import AIMD, START_LEVEL, AdaptiveGate
-from bayesobs.run.fakeserver import FakeChatServer, TokenBucket, constant, rate_limited
+from bayesobs.testing.fakeserver import FakeChatServer, TokenBucket, constant, rate_limited
 
 
 def test_slow_start_doubles_each_round_until_the_first_429():
@@ -199,7 +199,7 @@ def test_the_progress_bar_shows_the_level(tmp_path, capsys):
 
 
 def test_the_ratelimit_server_refuses_absurd_settings(capsys):
-    from bayesobs.run.fakeserver import main as serve
+    from bayesobs.testing.fakeserver import main as serve
 
     assert serve(["--mode", "ratelimit", "--rate", "0"]) == 2
     assert "--rate must be > 0" in capsys.readouterr().err

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bayesobs.cli import main
-from bayesobs.run.fakeserver import FakeChatServer
 from bayesobs.run.imagecost import anthropic_image_tokens, openai_image_tokens, png_size
+from bayesobs.testing.fakeserver import FakeChatServer
 
 
 def _trials(folder: Path) -> list[dict]:

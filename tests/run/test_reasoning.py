@@ -1,7 +1,7 @@
 """Reasoning-model APIs in the runner (issue 27, section 1).
 
 Each behaviour runs through the CLI against a mode of the local fake server
-(:mod:`bayesobs.run.fakeserver`): ``reasoning`` (refuses ``max_tokens`` and a
+(:mod:`bayesobs.testing.fakeserver`): ``reasoning`` (refuses ``max_tokens`` and a
 non-default ``temperature``, spends tokens on hidden reasoning), ``llamacpp``
 (ignores ``max_completion_tokens`` and runs on), ``legacy`` (refuses
 ``max_completion_tokens``).
@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from bayesobs.cli import main
-from bayesobs.run.fakeserver import FakeChatServer, legacy, llamacpp, reasoning
 from bayesobs.run.reasoning import DEFAULT_REASONING_BUDGET
+from bayesobs.testing.fakeserver import FakeChatServer, legacy, llamacpp, reasoning
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "tasks" / "line_ratio.toml")

@@ -16,8 +16,8 @@ import pytest
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.run.fakeserver import Answer, FakeChatServer
 from bayesobs.scores import score
+from bayesobs.testing.fakeserver import Answer, FakeChatServer
 
 SECRET = "sk-test-SECRET-0123456789"
 

@@ -1,7 +1,7 @@
 """Runner integrity (issue 14): the log records only answers a model gave.
 
 Every scenario runs against a misbehaving local server on 127.0.0.1
-(:class:`bayesobs.run.fakeserver.FakeChatServer`): two endpoints behind one model
+(:class:`bayesobs.testing.fakeserver.FakeChatServer`): two endpoints behind one model
 name, errors inside HTTP 200 replies, tricky replies, two runs on one folder,
 torn tails in all four logs, a garbage ``Retry-After``, a trickling server.
 """
@@ -25,7 +25,7 @@ import pytest
 
 import bayesobs
 from bayesobs.cli import main
-from bayesobs.run.fakeserver import Answer, FakeChatServer
+from bayesobs.testing import Answer, FakeChatServer
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]
@@ -605,7 +605,7 @@ def test_fakeserver_command_takes_host_and_port_and_ignores_hang_ups(tmp_path):
         [
             sys.executable,
             "-m",
-            "bayesobs.run.fakeserver",
+            "bayesobs.testing.fakeserver",
             "--host",
             "127.0.0.1",
             "--port",
@@ -653,7 +653,7 @@ def test_fakeserver_command_takes_host_and_port_and_ignores_hang_ups(tmp_path):
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=10)
-    assert "Traceback" not in err and "Error" not in err
+    assert "Traceback" not in err and "Error" not in err and "Warning" not in err
 
 
 def test_read_trials_of_a_resumed_folder_has_the_reason_column(tmp_path):

@@ -15,7 +15,6 @@ from scipy import ndimage
 from bayesobs.cli import main
 from bayesobs.errors import BayesobsInputError
 from bayesobs.run.engine import execute, make_subjects
-from bayesobs.run.fakeserver import Answer, FakeChatServer
 from bayesobs.run.plan import load_spec, plan
 from bayesobs.run.store import ExperimentStore
 from bayesobs.search.scores import SEARCH_COLUMNS, set_size_effect
@@ -32,6 +31,7 @@ from bayesobs.search.tasks import (
     parse_point,
 )
 from bayesobs.stimuli import from_png, get_task
+from bayesobs.testing.fakeserver import Answer, FakeChatServer
 from bayesobs.trials import read_trials
 
 CASES = (

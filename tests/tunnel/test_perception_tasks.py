@@ -21,10 +21,10 @@ from bayesobs import answers
 from bayesobs.cli import main
 from bayesobs.errors import BayesobsInputError
 from bayesobs.run.ablations import condition, system_prompt
-from bayesobs.run.fakeserver import Answer, FakeChatServer
 from bayesobs.run.subjects import Request, Turn
 from bayesobs.run.subjects.openai_chat import ChatOptions, OpenAIChatSubject, to_messages
 from bayesobs.stimuli import get_task
+from bayesobs.testing.fakeserver import Answer, FakeChatServer
 from bayesobs.tunnel.scores import logistic, wilson
 
 NO_REASONING = "Do not explain or reason. Only output the final answer."

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from bayesobs.cli import main
-from bayesobs.run.fakeserver import Answer, FakeChatServer, messages_reasoning
 from bayesobs.run.imagecost import png_size
 from bayesobs.run.subjects import anthropic_messages
 from bayesobs.run.subjects.anthropic_messages import EmptyReply, reply_of
+from bayesobs.testing.fakeserver import Answer, FakeChatServer, messages_reasoning
 
 SECRET = "sk-ant-test-SECRET-0123456789"
 

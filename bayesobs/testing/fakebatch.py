@@ -19,7 +19,7 @@ formats of the Batch API:
 ``POST /v1/batches/{id}/cancel``
     ``cancelling``, then ``cancelled`` with partial outputs.
 ``POST /v1/chat/completions``
-    answered live by the same script (see :mod:`bayesobs.run.fakeserver`), so one
+    answered live by the same script (see :mod:`bayesobs.testing.fakeserver`), so one
     server serves a live run and a batch run the same way.
 
 Anthropic's Message Batches (under :attr:`FakeBatchServer.root`, the base
@@ -27,7 +27,7 @@ URL without ``/v1`` that Anthropic's SDK takes):
 
 ``POST /v1/messages``
     a live Messages API request, answered by the same script
-    (:func:`bayesobs.run.fakeserver.messages_payload`).
+    (:func:`bayesobs.testing.fakeserver.messages_payload`).
 ``POST /v1/messages/batches``
     ``{"requests": [{"custom_id", "params"}]}``; a ``custom_id`` not matching
     ``^[a-zA-Z0-9_-]{1,64}$`` or repeated, or a request without ``params``,
@@ -68,7 +68,7 @@ What happens to each batch is decided by ``fate`` (a function of the batch
 number, 0, 1, ...): a :class:`Fate` says how many retrieves it stays
 ``in_progress`` and whether it completes, fails validation, or expires after
 answering only its first ``answered`` requests (partial outputs).  Replies
-come from the chat ``script`` (:data:`bayesobs.run.fakeserver.Script`); an
+come from the chat ``script`` (:data:`bayesobs.testing.fakeserver.Script`); an
 answer with a status other than 200 is an error line.  :meth:`FakeBatchServer.forget`
 makes a batch, or its results, answer 404 (a provider that lost them).
 """
@@ -425,7 +425,7 @@ class FakeBatchServer(LocalServer):
         status : int
             The answer's HTTP status.
         payload : dict or bytes
-            :func:`bayesobs.run.fakeserver.reply_body` of the answer.
+            :func:`bayesobs.testing.fakeserver.reply_body` of the answer.
         """
         try:
             body = json.loads(data or b"{}")
@@ -794,7 +794,7 @@ class FakeBatchServer(LocalServer):
         status : int
             The answer's HTTP status.
         payload : dict or bytes
-            :func:`bayesobs.run.fakeserver.messages_payload` of the answer, or its
+            :func:`bayesobs.testing.fakeserver.messages_payload` of the answer, or its
             own ``body``.
         """
         try:
@@ -1032,7 +1032,7 @@ class FakeBatchServer(LocalServer):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bayesobs.run.fakebatch [--reply TEXT|--hashed] [--polls N] [--port P]``: serve.
+    """``python -m bayesobs.testing.fakebatch [--reply TEXT|--hashed] [--polls N] [--port P]``: serve.
 
     Prints the URL first, then serves until interrupted.
 

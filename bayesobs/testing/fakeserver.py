@@ -8,7 +8,7 @@ tests a raw body, a ``finish_reason`` or a byte-by-byte trickle).  The
 default script answers ``"0.5"`` at once.  A client that hangs up is not an
 error (no traceback).
 
-Modes (:data:`MODES`, ``--mode`` of ``python -m bayesobs.run.fakeserver``) imitate
+Modes (:data:`MODES`, ``--mode`` of ``python -m bayesobs.testing.fakeserver``) imitate
 servers the runner must cope with:
 
 ``constant``
@@ -593,7 +593,7 @@ def reply_body(ans: Answer, body: dict, n: int) -> dict | bytes:
 
     A 200 answer is a chat completion in OpenAI's shape, another status an
     ``{"error": ...}`` object; ``ans.body`` replaces either.  The local batch
-    server (:mod:`bayesobs.run.fakebatch`) writes the same bodies into its output
+    server (:mod:`bayesobs.testing.fakebatch`) writes the same bodies into its output
     and error files.
 
     Parameters
@@ -741,7 +741,7 @@ class FakeChatServer(LocalServer):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bayesobs.run.fakeserver [--reply TEXT] [--mode M] [--host H] [--port P]``: serve.
+    """``python -m bayesobs.testing.fakeserver [--reply TEXT] [--mode M] [--host H] [--port P]``: serve.
 
     Serves until interrupted; ``--mode`` is one of :data:`MODES`
     (``ratelimit`` with ``--rate``, ``--burst`` and ``--latency``).
