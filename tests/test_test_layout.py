@@ -135,10 +135,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
         "response spread per cell; a column of the score tables",
         ("test_scores.py",),
     ),
-    "bayesobs.scores.accuracy": (
-        "NRMSE against the midpoint baseline; the accuracy tables of the score tests",
-        ("test_scores.py", "test_references.py"),
-    ),
     "bayesobs.scores.composite": (
         "the BayesBench composite; tested with the score tables",
         ("test_scores.py", "test_synthetic.py"),
