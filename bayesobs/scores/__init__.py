@@ -12,7 +12,12 @@ from the same resampled session runs.
 
 from .accuracy import accuracy_batch, accuracy_table, bias_variance, with_baseline
 from .composite import NRMSE_MAX, PERFECT_REASON, ROBUST, SUMMARY
-from .cue import PROBE_MODELS, cue_predictions, cue_probe, cue_probe_table
+from .cue import (  # the cue probe lives beside the cue code (its API page); importable here too
+    PROBE_MODELS,  # noqa: F401
+    cue_predictions,  # noqa: F401
+    cue_probe,  # noqa: F401
+    cue_probe_table,  # noqa: F401
+)
 from .degenerate import CONSTANT_REASON, FEW_RUNS_REASON, constant_cells, few_runs_cells
 from .results import SCORED_TRIALS, Scores
 from .scoring import paradigm_tables, score, with_stratified
@@ -22,7 +27,6 @@ __all__ = [
     "FEW_RUNS_REASON",
     "NRMSE_MAX",
     "PERFECT_REASON",
-    "PROBE_MODELS",
     "ROBUST",
     "SCORED_TRIALS",
     "SUMMARY",
@@ -31,9 +35,6 @@ __all__ = [
     "accuracy_table",
     "bias_variance",
     "constant_cells",
-    "cue_predictions",
-    "cue_probe",
-    "cue_probe_table",
     "few_runs_cells",
     "paradigm_tables",
     "score",
