@@ -137,6 +137,22 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
         "response spread per cell; a column of the score tables",
         ("test_scores.py",),
     ),
+    "bayesobs.scores.composite": (
+        "the BayesBench composite; tested with the score tables",
+        ("test_scores.py", "test_synthetic.py"),
+    ),
+    "bayesobs.scores.degenerate": (
+        "constant cells and cells with too few runs; tested with degenerate data",
+        ("test_degenerate.py", "test_scores.py"),
+    ),
+    "bayesobs.scores.results": (
+        "the score folder (Scores); written and read back by the score and report tests",
+        ("test_scores.py", "test_report_rows.py"),
+    ),
+    "bayesobs.scores.scoring": (
+        "score() itself; every score test runs it",
+        ("test_scores.py", "test_bootstrap.py"),
+    ),
     # front ends
     "bayesobs.report.html": (
         "the report page; tested by the report tests",
