@@ -115,6 +115,7 @@ COMPLETE = (
     "stimuli/__init__.py",
     "stimuli/base.py",
     "stimuli/distributions.py",
+    "stimuli/drawing.py",
     "stimuli/perception.py",
     "trials.py",
     "tunnel/__init__.py",
