@@ -101,6 +101,10 @@ class Paradigm:
         report, figure sections ``(title, caption, [image paths])`` and HTML
         blocks after the figures; ``save(fig, path)`` writes a figure and
         returns its link, ``table_html(df)`` renders a table.
+    random : hook, optional
+        ``random(request, seed) -> str``: ``sim:random``'s reply to a trial of
+        its tasks, a random valid answer in its format; without one,
+        ``sim:random`` answers a number uniform in the request's ``session_range``.
     part_of : str, optional
         The name of the paradigm whose rows this one shares (its ``paradigm``
         column value): its rows are that paradigm's rows of its own
@@ -123,6 +127,7 @@ class Paradigm:
     analyse: Hook | None = None
     summary: Hook | None = None
     report_sections: Hook | None = None
+    random: Hook | None = None
     part_of: str = ""
     level: str = ""
     default: bool = False
@@ -458,6 +463,23 @@ def find_task(name: str) -> Any | None:
     return None
 
 
+def random_hook(task: str) -> Hook | None:
+    """The :attr:`Paradigm.random` hook of the paradigm that provides ``task``, or None.
+
+    Parameters
+    ----------
+    task : str
+        A task name.
+
+    Returns
+    -------
+    hook or None
+        That paradigm's hook (unresolved); None when no registered paradigm
+        provides ``task`` or its paradigm has none.
+    """
+    return next((p.random for p in registered(default=True) if task in p.tasks), None)
+
+
 def sim_kinds() -> tuple[str, ...]:
     """Every simulated subject kind the registered paradigms provide.
 
@@ -555,6 +577,7 @@ register(
         analyse="bayesobs.search.scores:search_scores",
         summary="bayesobs.leaderboard:search_text",
         report_sections="bayesobs.report.html:search_sections",
+        random="bayesobs.search.subject:random_reply",
     )
 )
 register(
@@ -568,6 +591,7 @@ register(
         analyse="bayesobs.hvs.logged:hvs_scores",
         summary="bayesobs.leaderboard:hvs_text",
         report_sections="bayesobs.hvs.report:hvs_report",
+        random="bayesobs.hvs.subject:random_reply",
     )
 )
 register(
@@ -603,6 +627,7 @@ register(
         analyse="bayesobs.tunnel.scores:perception_scores",
         summary="bayesobs.leaderboard:perception_text",
         report_sections="bayesobs.report.perception:perception_report",
+        random="bayesobs.tunnel.subject:random_reply",
     )
 )
 register(
@@ -617,5 +642,6 @@ register(
         tables=("perceptv_domains", "perceptv_skills", "perceptv_formats"),
         analyse="bayesobs.perceptv.score:perceptv_scores",
         report_sections="bayesobs.report.perception:perceptv_report",
+        random="bayesobs.perceptv.subject:random_reply",
     )
 )

@@ -116,6 +116,7 @@ COMPLETE = (
     "stimuli/__init__.py",
     "stimuli/base.py",
     "stimuli/distributions.py",
+    "stimuli/drawing.py",
     "stimuli/perception.py",
     "testing/fakebatch.py",
     "testing/fakeserver.py",

@@ -5,6 +5,7 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,14 @@ def test_import_linter_contracts_are_kept():
     proc = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "BROKEN" not in proc.stdout and "0 broken" in proc.stdout
+
+
+def test_no_paradigm_imports_another():
+    """The paradigms plug in (issue 50): an independence contract over their five packages."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    independent = [c["modules"] for c in config["contracts"] if c["type"] == "independence"]
+    paradigms = {f"bayesobs.{p}" for p in ("magnitude", "search", "tunnel", "perceptv", "hvs")}
+    assert any(paradigms <= set(modules) for modules in independent)
 
 
 def test_the_wings_do_not_shadow_the_library_api():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +13,7 @@ from bayesobs.cli import main
 from bayesobs.errors import BayesobsInputError
 from bayesobs.paradigms import Paradigm, by_name, register, registered, resolve, unregister
 from bayesobs.run.subjects import Reply
+from bayesobs.seeds import stable_rng
 from bayesobs.stimuli.base import Stimulus, Task
 
 
@@ -145,8 +148,33 @@ def test_every_builtin_hook_resolves():
     for p in registered(default=True):
         for ref in (*p.tasks.values(), *p.subjects.values()):
             assert callable(resolve(ref))
-        for ref in (p.analyse, p.summary, p.report_sections):
+        for ref in (p.analyse, p.summary, p.report_sections, p.random):
             assert ref is None or callable(resolve(ref))
+
+
+def parity_guess(request, seed):
+    """``sim:random`` on the toy task: a fair coin in the task's own format (0 or 1)."""
+    return str(int(stable_rng((seed, request.meta["trial"])).integers(2)))
+
+
+def test_sim_random_answers_a_plugged_in_paradigm_through_its_random_hook(tmp_path):
+    # with a random hook, sim:random answers in the paradigm's format; without one (the
+    # magnitude default), a number uniform in the session's range [1, 40]
+    spec = tmp_path / "toy.toml"
+    spec.write_text(SPEC)
+    replies = {}
+    for hook in (parity_guess, None):
+        register(dataclasses.replace(TOY, random=hook))
+        try:
+            out = tmp_path / f"run_{hook is None}"
+            assert main(["sweep", str(spec), "--subject", "sim:random", "--out", str(out)]) == 0
+        finally:
+            unregister("toy")
+        trials = pd.read_json(out / "trials.jsonl", lines=True)
+        replies[hook] = trials["raw_response"].astype(float)
+    guesses = replies[parity_guess]
+    assert set(guesses) == {0.0, 1.0} and len(guesses) == 20
+    assert replies[None].between(1, 40).all() and replies[None].nunique() == 20
 
 
 def test_the_derived_names_match_the_paradigms_own_modules():

@@ -4,9 +4,8 @@ They answer through :func:`bayesobs.hvs.answer` (its docstring describes each
 strategy), looking at the image in the request (the rendered PNG, so a
 blurred image is what they see) and reading the question record the runner
 passes in ``meta["question"]`` (the task's :meth:`request_meta`; an
-API subject never gets it).  ``sim:random`` (a
-:class:`~bayesobs.search.subject.SearchSubject`) answers HVS questions
-through :func:`reply` too, drawing counts and scanpaths from
+API subject never gets it).  ``sim:random`` answers HVS questions
+through :func:`random_reply`, drawing counts and scanpaths from
 ``meta["hvs_context"]`` (the question set's :func:`bayesobs.hvs.sim_context`),
 so its expected scores are :func:`bayesobs.hvs.random_baseline_scores`.
 
@@ -92,6 +91,24 @@ def reply(kind: str, request: Request, seed: int = 0) -> str:
         seed=_seed(seed, kind, meta),
         context=meta.get("hvs_context"),
     )
+
+
+def random_reply(request: Request, seed: int = 0) -> str:
+    """``sim:random``'s reply to an HVS question (the paradigm's ``random`` hook).
+
+    Parameters
+    ----------
+    request : Request
+        An HVS trial's request.
+    seed : int
+        The subject seed.
+
+    Returns
+    -------
+    str
+        :func:`reply` of kind ``"random"``.
+    """
+    return reply("random", request, seed)
 
 
 class HvsSubject:

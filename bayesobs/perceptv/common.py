@@ -2,7 +2,7 @@
 
 Drawing uses Pillow's ImageDraw only (polygons, ellipses, lines, text) and
 matplotlib's bundled DejaVu Sans without antialiasing (via
-:mod:`bayesobs.tunnel.common`), so images are identical on every machine and
+:mod:`bayesobs.stimuli.drawing`), so images are identical on every machine and
 every pixel is exactly a palette colour, white, or black ink.  Shapes are
 drawn without antialiasing too, so object colours can be read exactly.
 """
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ..tunnel.common import as_seed_sequence, draw_centred_text, draw_left_text, font, rgb, streams
+from ..stimuli.drawing import rgb
 from .prompts import BULLETS
 
 FORMAT_LINES = (
@@ -341,16 +341,10 @@ __all__ = [
     "FORMAT_LINES",
     "PALETTE20",
     "Trial",
-    "as_seed_sequence",
     "canvas",
-    "draw_centred_text",
-    "draw_left_text",
     "draw_shape",
-    "font",
     "place_discs",
     "prompt",
     "regular_polygon",
-    "rgb",
     "shape_points",
-    "streams",
 ]

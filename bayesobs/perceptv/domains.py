@@ -17,17 +17,15 @@ from typing import Any, NamedTuple
 import numpy as np
 from PIL import Image, ImageDraw
 
+from ..stimuli.drawing import draw_centred_text, draw_left_text, rgb
 from .common import (
     BLACK,
     PALETTE20,
     SIDES,
     WHITE,
     canvas,
-    draw_centred_text,
-    draw_left_text,
     draw_shape,
     place_discs,
-    rgb,
 )
 
 

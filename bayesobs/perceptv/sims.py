@@ -30,7 +30,7 @@ from collections import deque
 import numpy as np
 from scipy import ndimage
 
-from ..tunnel.common import render_text
+from ..stimuli.drawing import render_text
 from . import DOMAINS
 from .common import PALETTE20, Trial, rgb
 from .domains import GRAPH_R, NUMBERED_COLOURS, safe_cells, segment_cover

@@ -77,6 +77,24 @@ def reply(kind: str, request: Request, seed: int) -> str:
     return sims.answer(kind, trial, _rng(seed, kind, meta))
 
 
+def random_reply(request: Request, seed: int = 0) -> str:
+    """``sim:random``'s reply to a ``percept_v`` trial: the guesser's (the paradigm's ``random`` hook).
+
+    Parameters
+    ----------
+    request : Request
+        A ``percept_v`` trial's request.
+    seed : int
+        The subject seed.
+
+    Returns
+    -------
+    str
+        :func:`reply` of kind ``"guesser"``: a valid answer drawn from the domain's prior.
+    """
+    return reply("guesser", request, seed)
+
+
 class PerceptVSubject:
     """``sim:<kind>`` for a Percept-V sim (``perceiver``, ``guesser``, ``sloppy``)."""
 

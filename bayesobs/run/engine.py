@@ -27,7 +27,6 @@ from ..logprobs import reply_distribution
 from ..paradigms import registered
 from ..provenance import utc_now
 from ..stimuli import Stimulus
-from ..tunnel.subject import RandomSubject
 from .ablations import (
     final_answer,
     reply_budget,
@@ -40,7 +39,15 @@ from .presentation import stimulus_images, stimulus_text, trial_blur
 from .progress import bar as progress_bar
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
 from .store import ExperimentStore, LogWriteError
-from .subjects import FatalSubjectError, Reply, Request, SubjectError, Turn, parse_subject
+from .subjects import (
+    FatalSubjectError,
+    RandomSubject,
+    Reply,
+    Request,
+    SubjectError,
+    Turn,
+    parse_subject,
+)
 
 TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
 
@@ -647,7 +654,7 @@ def make_subjects(
     for name in names:
         kind, rest = parse_subject(name)
         if kind == "sim":
-            if rest == "random":  # answers every paradigm in its format: search, perception, hvs
+            if rest == "random":  # every paradigm in its format, through its random hook
                 out[name] = RandomSubject(seed=sim_seed)
                 continue
             # the registered paradigms (bayesobs.paradigms) make their own

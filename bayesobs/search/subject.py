@@ -15,8 +15,7 @@ sphere lit against the rest).  Strategies:
   ``CAPACITY`` = 8 items in a random order and answers the best of those,
   so accuracy falls as ``min(1, 8 / (k + 1))`` with ``k`` distractors.
 * ``sim:random``: answers a uniformly random cell or point without looking
-  (on an HVSBench-style question, task ``hvs``: a random reply, see
-  :mod:`bayesobs.hvs.subject`).
+  (:func:`random_reply`, the paradigm's ``random`` hook).
 
 Answers are ``Cell (i,j)`` or ``(x, y)``, as the question asks.  Draws are
 seeded by the subject seed and the trial identity (reproducible, and a
@@ -32,8 +31,6 @@ import numpy as np
 from scipy import ndimage
 
 from ..chat import FatalSubjectError, Reply, Request
-from ..hvs.subject import is_hvs_request
-from ..hvs.subject import reply as hvs_reply
 from ..search.tasks import CELLS, COLOURS, SIZE, cell_of, draw_digit
 from ..seeds import stable_rng
 from ..stimuli import from_png
@@ -357,8 +354,7 @@ class SearchSubject:
         answered; ``sim:parallel`` answers the best-scoring item and
         ``sim:serial`` the best of at most ``capacity`` items in a random order.
         A point answer is the item's centroid plus Gaussian noise of
-        :data:`POINT_SD` px.  ``sim:random`` answers an HVS question with the
-        HVS random reply.
+        :data:`POINT_SD` px.
 
         Parameters
         ----------
@@ -380,8 +376,6 @@ class SearchSubject:
         """
         meta = request.meta
         task = meta["task"]
-        if self.kind == "random" and is_hvs_request(request):  # an HVS question: a random reply
-            return hvs_reply("random", request, self.seed)
         if task not in SEARCH_TASKS:
             raise FatalSubjectError(
                 f"{self.name} is a visual searcher ({', '.join(SEARCH_TASKS)}); task {task} "
@@ -434,3 +428,26 @@ class SearchSubject:
             When the task is not a visual search task.
         """
         return Reply(text=self.answer(request))
+
+
+def random_reply(request: Request, seed: int = 0) -> str:
+    """``sim:random``'s reply to a visual search trial (the paradigm's ``random`` hook).
+
+    Parameters
+    ----------
+    request : Request
+        A visual search trial's request.
+    seed : int
+        The subject seed.
+
+    Returns
+    -------
+    str
+        A uniformly random cell or point (:class:`SearchSubject` of kind ``"random"``).
+
+    Raises
+    ------
+    FatalSubjectError
+        When the task is not a visual search task.
+    """
+    return SearchSubject("random", seed=seed).answer(request)

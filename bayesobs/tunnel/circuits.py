@@ -43,7 +43,8 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .common import Demo, Trial, draw_centred_text, draw_left_text, rgb, streams
+from ..stimuli.drawing import draw_centred_text, draw_left_text, rgb, streams
+from .common import Demo, Trial
 
 W, H = 800, 600
 BB_W, BB_H = 200, 320

@@ -35,7 +35,8 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .common import Demo, Trial, draw_centred_text, rgb, streams
+from ..stimuli.drawing import draw_centred_text, rgb, streams
+from .common import Demo, Trial
 
 SIZE = 400
 GRID = 5

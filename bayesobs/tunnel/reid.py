@@ -51,7 +51,8 @@ import numpy as np
 from PIL import Image, ImageDraw
 from scipy import ndimage
 
-from .common import Demo, Trial, palette_labels, rgb, streams
+from ..stimuli.drawing import rgb, streams
+from .common import Demo, Trial, palette_labels
 
 SIZE = 512
 VARIANTS = ("standard", "unconnected", "pixel_perfect")

@@ -3,7 +3,7 @@
 Every subject looks at the trial's pixels (and reads the question's words);
 none reads the generator's metadata.  Text in the images is read by
 matching glyph masks rendered with the generators' font
-(:func:`bayesobs.tunnel.common.render_text`) -- template matching, no
+(:func:`bayesobs.stimuli.drawing.render_text`) -- template matching, no
 OCR.  Replies are in the task's answer format (``{yes}``, ``{red}``,
 ``{C3}``, ``{red circle}``).
 
@@ -47,8 +47,9 @@ from functools import lru_cache
 import numpy as np
 from scipy import ndimage
 
+from ..stimuli.drawing import render_text
 from . import circuits, hunt, reid
-from .common import Trial, palette_labels, render_text
+from .common import Trial, palette_labels
 
 REID_MISMATCH_PX = 20
 GIST_THRESHOLD = 0.5

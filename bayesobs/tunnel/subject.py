@@ -10,7 +10,8 @@ A specialist asked about another Tunnel Vision task (``sim:matcher`` on a
 circuit) answers like ``sim:random`` -- a uniformly random valid answer --
 so one sweep of ``tasks/tunnel_vision.toml`` runs every subject on every
 task; asked about a magnitude or search task it stops the run.
-``sim:random`` answers in each paradigm's format (:class:`RandomSubject`).
+``sim:random`` answers these tasks through :func:`random_reply` (the
+paradigm's ``random`` hook, :mod:`bayesobs.paradigms`).
 """
 
 from __future__ import annotations
@@ -22,10 +23,6 @@ import numpy as np
 from PIL import Image
 
 from ..chat import FatalSubjectError, Reply, Request
-from ..hvs.subject import is_hvs_request
-from ..hvs.subject import reply as hvs_reply
-from ..perceptv.subject import reply as perceptv_reply
-from ..search.subject import SEARCH_TASKS, SearchSubject
 from ..seeds import stable_rng
 from ..tunnel import hunt, sims
 from ..tunnel.common import Trial
@@ -186,79 +183,25 @@ class TunnelSubject:
         return Reply(text=self.answer(request))
 
 
-class RandomSubject:
-    """``sim:random``: a uniformly random valid answer in the format of each paradigm.
+def random_reply(request: Request, seed: int = 0) -> str:
+    """``sim:random``'s reply to a Tunnel Vision trial (the paradigm's ``random`` hook).
 
-    Visual search: a random cell or point (:class:`~bayesobs.search.subject.SearchSubject`);
-    an HVSBench-style question: the paper's random reply (:mod:`~bayesobs.hvs.subject`);
-    perception: a random valid answer of the task (``{yes}``/``{no}``, one of
-    the 11 colours, a component shown); magnitude: a number drawn uniformly
-    in the session's range (the request's ``session_range``), blind to the
-    stimulus.
+    Parameters
+    ----------
+    request : Request
+        A Tunnel Vision trial's request.
+    seed : int
+        The subject seed.
+
+    Returns
+    -------
+    str
+        A uniformly random valid answer of the task (:class:`TunnelSubject` of
+        kind ``"random"``).
+
+    Raises
+    ------
+    FatalSubjectError
+        When the task is not a Tunnel Vision task.
     """
-
-    def __init__(self, seed: int = 0):
-
-        self.seed = seed
-        self.name = "sim:random"
-        self._search = SearchSubject("random", seed=seed)
-        self._search_tasks = SEARCH_TASKS
-        self._tunnel = TunnelSubject("random", seed=seed)
-
-    def answer(self, request: Request) -> str:
-        """A random valid answer in the format of the trial's paradigm.
-
-        An HVS question gets the HVS random reply; a visual search or Tunnel
-        Vision task the random answer of :class:`SearchSubject` or
-        :class:`TunnelSubject`; ``percept_v`` the guesser's reply; any other task
-        a number drawn uniformly in the request's ``session_range`` (four
-        significant digits).
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        str
-            The reply text.
-
-        Raises
-        ------
-        FatalSubjectError
-            When the task has no answer format here (no ``session_range``).
-        """
-        task = request.meta["task"]
-        if is_hvs_request(request):  # an HVSBench-style question: the paper's random reply
-            return hvs_reply("random", request, self.seed)
-        if task in self._search_tasks:
-            return self._search.answer(request)
-        if task in TUNNEL_TASKS:
-            return self._tunnel.answer(request)
-        if task == "percept_v":  # the guesser: a valid answer drawn from the domain's prior
-            return perceptv_reply("guesser", request, self.seed)
-        if request.session_range is None:
-            raise FatalSubjectError(f"sim:random has no answer format for task {task}")
-        low, high = request.session_range  # a magnitude task: a uniform number in the range
-        return f"{_rng(self.seed, 'random', request.meta).uniform(low, high):.4g}"
-
-    async def complete(self, request: Request) -> Reply:
-        """The subject interface: :meth:`answer` as a :class:`Reply`.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        Reply
-            :meth:`answer` as the reply text.
-
-        Raises
-        ------
-        FatalSubjectError
-            When the task has no answer format here.
-        """
-        return Reply(text=self.answer(request))
+    return TunnelSubject("random", seed=seed).answer(request)

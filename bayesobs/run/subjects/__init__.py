@@ -6,10 +6,11 @@ from ...chat import FatalSubjectError, Reply, Request, SubjectError, Turn
 from ...errors import BayesobsInputError
 from ...hvs.subject import HvsSubject
 from ...magnitude.subject import SimSubject
-from ...paradigms import sim_kinds
+from ...paradigms import random_hook, resolve, sim_kinds
 from ...perceptv.subject import PerceptVSubject
 from ...search.subject import SearchSubject
-from ...tunnel.subject import RandomSubject, TunnelSubject
+from ...seeds import stable_rng
+from ...tunnel.subject import TunnelSubject
 
 # the registered paradigms' kinds (bayesobs.paradigms), and random, which answers every paradigm
 SIM_KINDS = (*sim_kinds(), "random")
@@ -48,6 +49,74 @@ def parse_subject(spec: str) -> tuple[str, str]:
             f"unknown simulated subject {spec!r}; choose from {', '.join('sim:' + k for k in known)}"
         )
     return kind, name
+
+
+class RandomSubject:
+    """``sim:random``: a random valid answer in the format of each paradigm.
+
+    The paradigm that provides the trial's task answers through its
+    ``random`` hook (:attr:`bayesobs.paradigms.Paradigm.random`): visual
+    search a random cell or point, an HVSBench-style question the paper's
+    random reply, Tunnel Vision a random valid answer of the task
+    (``{yes}``/``{no}``, one of the 11 colours, a component shown),
+    Percept-V the guesser's reply.  A task whose paradigm has none
+    (magnitude) gets a number drawn uniformly in the session's range (the
+    request's ``session_range``), blind to the stimulus.
+    """
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+        self.name = "sim:random"
+
+    def answer(self, request: Request) -> str:
+        """A random valid answer in the format of the trial's paradigm.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        str
+            The paradigm's random reply, else a number uniform in the request's
+            ``session_range`` (four significant digits).
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task has no answer format here (no hook, no ``session_range``).
+        """
+        meta = request.meta
+        hook = random_hook(meta["task"])
+        if hook is not None:
+            return resolve(hook)(request, self.seed)
+        if request.session_range is None:
+            raise FatalSubjectError(f"sim:random has no answer format for task {meta['task']}")
+        low, high = request.session_range
+        parts = ("task", "session", "run", "condition", "modality", "trial")
+        rng = stable_rng((self.seed, "random", *(meta.get(k) for k in parts)))
+        return f"{rng.uniform(low, high):.4g}"
+
+    async def complete(self, request: Request) -> Reply:
+        """The subject interface: :meth:`answer` as a :class:`Reply`.
+
+        Parameters
+        ----------
+        request : Request
+            The trial's request.
+
+        Returns
+        -------
+        Reply
+            :meth:`answer` as the reply text.
+
+        Raises
+        ------
+        FatalSubjectError
+            When the task has no answer format here.
+        """
+        return Reply(text=self.answer(request))
 
 
 __all__ = [
