@@ -513,7 +513,7 @@ def _score(args) -> int:
     aside = not (args.no_probe and args.no_references)  # nothing to run there otherwise
     with AsideWorker(aside and _input_bytes(args.trials) >= ASIDE_INPUT_BYTES) as worker:
         if worker.aside:
-            worker.submit(preload, ("bayesobs.scores", "sklearn.ensemble"))
+            worker.submit(preload, ("bayesobs.scores", "sklearn.tree"))
         from .leaderboard import wrap
         from .paradigms import paradigm_tables_of, registered
         from .scores import score

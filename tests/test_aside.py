@@ -272,7 +272,7 @@ def test_score_with_a_started_process_gives_the_same_tables_and_runs_its_work_th
     trials = simulated_trials(n_subjects=2, trials_per_session=12, seed=3).assign(prompt_id="p0")
     here = score(trials, bootstrap=4, seed=2, references=True)
     with AsideWorker() as worker:
-        worker.submit(preload, ("bayesobs.scores", "sklearn.ensemble"))
+        worker.submit(preload, ("bayesobs.scores", "sklearn.tree"))
         there = score(trials, bootstrap=4, seed=2, references=True, aside=worker)
         assert len(worker._tasks) == 3  # the imports, the forests, the reference rows
         assert sorted(worker._done) == [0, 1, 2]  # each result came from the process

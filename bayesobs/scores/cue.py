@@ -11,6 +11,8 @@ every replicate is computed at once.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pandas as pd
 
@@ -354,6 +356,64 @@ PROBE_TREES = (
 )
 
 
+# np.iinfo(np.int32).max: scikit-learn's bound for the seed of each tree of a forest
+_TREE_SEED_BOUND = 2**31 - 1
+
+
+@lru_cache(maxsize=16)
+def _tree_seeds(seed: int, trees: int) -> tuple[int, ...]:
+    """The seeds ``RandomForestRegressor(random_state=seed)`` gives its trees, in order."""
+    rng = np.random.RandomState(seed)
+    return tuple(int(rng.randint(_TREE_SEED_BOUND)) for _ in range(trees))
+
+
+@lru_cache(maxsize=512)  # 30 trees x 17 training sizes; 8 bytes a row each
+def _bootstrap_counts(tree_seed: int, n: int) -> np.ndarray:
+    """How often each of ``n`` training rows is in the forest's bootstrap sample of one tree.
+
+    As float64, the sample weights the tree is given (scikit-learn's
+    ``_check_sample_weight`` converts the forest's integer counts to float64).
+    """
+    rows = np.random.RandomState(tree_seed).randint(0, n, n).astype(np.int32)
+    counts = np.bincount(rows, minlength=n).astype(np.float64)
+    counts.flags.writeable = False  # cached: shared by every fold and group of that size
+    return counts
+
+
+@lru_cache(maxsize=512)
+def _first_randint(tree_seed: int, low: int, high: int) -> int:
+    """``numpy.random.RandomState(tree_seed).randint(low, high)`` (a generator costs ~0.2 ms)."""
+    return int(np.random.RandomState(tree_seed).randint(low, high))
+
+
+class _TreeSeed:
+    """A tree's random generator as its splitter uses it: one ``randint`` (its own seed).
+
+    scikit-learn's splitter draws one integer from the tree's
+    ``RandomState(tree_seed)`` and from then on uses its own generator; this
+    gives that integer from a cache.  :func:`_tree_grower` checks the
+    equality with the estimator before it is used.
+    """
+
+    def __init__(self, tree_seed: int) -> None:
+        self.tree_seed = tree_seed
+
+    def randint(self, low: int, high: int) -> int:
+        """The first ``randint(low, high)`` of ``RandomState(tree_seed)``.
+
+        Parameters
+        ----------
+        low, high : int
+            The range, as ``numpy.random.RandomState.randint``.
+
+        Returns
+        -------
+        int
+            The draw.
+        """
+        return _first_randint(self.tree_seed, low, high)
+
+
 def forest_predict(
     X_train: np.ndarray,
     y_train: np.ndarray,
@@ -362,7 +422,19 @@ def forest_predict(
     seed: int = 0,
     min_samples_leaf: int = 3,
 ) -> np.ndarray:
-    """The predictions of scikit-learn's ``RandomForestRegressor`` fitted to the training rows.
+    """A random forest's predictions, bit for bit those of scikit-learn's ``RandomForestRegressor``.
+
+    ``RandomForestRegressor(n_estimators=trees, min_samples_leaf=min_samples_leaf,
+    random_state=seed).fit(X_train, y_train).predict(X_test)``, built tree by
+    tree as the forest builds them (the same tree seeds, bootstrap counts as
+    sample weights, float32 features, the trees' mean in their order) without
+    the forest's per-tree bookkeeping (cloning, parameter checks, a fresh
+    random generator per tree): the cue probe fits thousands of small
+    forests, where that bookkeeping was most of the time.  The seeds and
+    bootstrap counts, the same for every fold of the same size, are computed
+    once.  Inputs that are not all finite take ``RandomForestRegressor``
+    itself (its own checks and messages).  ``tests/test_cue.py`` checks the
+    equality with the installed scikit-learn.
 
     Parameters
     ----------
@@ -382,15 +454,104 @@ def forest_predict(
     Returns
     -------
     numpy.ndarray
-        ``(m,)`` predictions.
+        ``(m,)`` predictions (float64).
+    """
+    X_train = np.asarray(X_train, dtype=np.float32)
+    X_test = np.asarray(X_test, dtype=np.float32)
+    y_train = np.ascontiguousarray(y_train, dtype=np.float64)
+    finite = all(np.isfinite(a).all() for a in (X_train, X_test, y_train))
+    if not finite or y_train.ndim != 1 or X_train.ndim != 2 or not len(X_train):
+        # start-up time: scikit-learn loads only for the cue probe
+        from sklearn.ensemble import RandomForestRegressor
+
+        rf = RandomForestRegressor(
+            n_estimators=trees, min_samples_leaf=min_samples_leaf, random_state=seed
+        )
+        return rf.fit(X_train, y_train).predict(X_test)
+    y_col = y_train.reshape(-1, 1)
+    X_test = np.ascontiguousarray(X_test)
+    n = len(X_train)
+    grow = _tree_grower()
+    out = np.zeros(len(X_test))
+    for tree_seed in _tree_seeds(seed, trees):
+        out += grow(
+            X_train, y_col, _bootstrap_counts(tree_seed, n), X_test, tree_seed, min_samples_leaf
+        )
+    out /= trees
+    return out
+
+
+def _estimator_tree(X, y_col, weights, X_test, tree_seed, min_samples_leaf) -> np.ndarray:
+    """One tree of the forest through ``DecisionTreeRegressor`` (the forest's own call)."""
+    # start-up time: scikit-learn loads only for the cue probe
+    import sklearn
+    from sklearn.tree import DecisionTreeRegressor
+
+    # the forest skips its trees' parameter checks too (scikit-learn's nested validation);
+    # the inputs were found finite, so the trees' input checks need not look again
+    with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
+        tree = DecisionTreeRegressor(
+            min_samples_leaf=min_samples_leaf, max_features=1.0, random_state=tree_seed
+        )
+        tree.fit(X, y_col, sample_weight=weights, check_input=False)
+        return tree.predict(X_test, check_input=False)
+
+
+def _builder_tree(X, y_col, weights, X_test, tree_seed, min_samples_leaf) -> np.ndarray:
+    """One tree of the forest through scikit-learn's tree builder, as its ``_fit`` calls it.
+
+    The criterion, splitter, tree and depth-first builder that
+    ``DecisionTreeRegressor(min_samples_leaf=..., max_features=1.0).fit`` makes
+    for finite, dense, float32 ``X``, float64 ``y`` of one output and float64
+    sample weights: ``max_features`` all features, ``min_samples_split``
+    ``2 * min_samples_leaf`` (at least 2), no weight fraction, no depth limit,
+    no impurity threshold, no monotonic constraint, no missing values.  The
+    estimator's checks of those (about 0.5 ms a tree, most of the probe's
+    time) are left out, and the tree's generator is :class:`_TreeSeed`.
+    Used only after :func:`_tree_grower` found it equal to the estimator
+    with the installed scikit-learn.
     """
     # start-up time: scikit-learn loads only for the cue probe
-    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.tree._criterion import MSE
+    from sklearn.tree._splitter import BestSplitter
+    from sklearn.tree._tree import DepthFirstTreeBuilder, Tree
 
-    rf = RandomForestRegressor(
-        n_estimators=trees, min_samples_leaf=min_samples_leaf, random_state=seed
+    n, features = X.shape
+    splitter = BestSplitter(MSE(1, n), features, min_samples_leaf, 0.0, _TreeSeed(tree_seed), None)
+    tree = Tree(features, np.ones(1, dtype=np.intp), 1)
+    builder = DepthFirstTreeBuilder(
+        splitter, max(2, 2 * min_samples_leaf), min_samples_leaf, 0.0, _MAX_DEPTH, 0.0
     )
-    return rf.fit(X_train, y_train).predict(X_test)
+    builder.build(tree, X, y_col, weights, None)
+    return tree.predict(X_test)[:, 0]
+
+
+_MAX_DEPTH = int(np.iinfo(np.int32).max)  # DecisionTreeRegressor's max_depth=None
+
+
+@lru_cache(maxsize=1)
+def _tree_grower():
+    """:func:`_builder_tree` where it equals :func:`_estimator_tree` here, else the estimator.
+
+    The builder's classes are scikit-learn's private Cython classes; a
+    version that changed them (a signature, a default) fails the comparison
+    (rounded features for ties, two leaf sizes, a handful of seeds) and the
+    forest takes the estimator's path, slower but the same numbers.
+    """
+    rng = np.random.default_rng(11)
+    X = np.round(rng.normal(size=(60, 2)), 1).astype(np.float32)
+    y = np.round(X.sum(1) + rng.normal(size=60), 2).reshape(-1, 1)
+    X_test = rng.normal(size=(20, 2)).astype(np.float32)
+    try:
+        for tree_seed, leaf in [(5, 3), (123456, 1), (987654321, 3)]:
+            w = _bootstrap_counts(tree_seed, len(X))
+            a = _estimator_tree(X, y, w, X_test, tree_seed, leaf)
+            b = _builder_tree(X, y, w, X_test, tree_seed, leaf)
+            if not np.array_equal(a, b):
+                return _estimator_tree
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return _estimator_tree
+    return _builder_tree
 
 
 def _probe_predictions(
@@ -504,9 +665,9 @@ class ProbeRun:
 
 
 # The probe of at least this many groups runs in a process of its own when there are two
-# cores (start_cue_probe): each group costs about 0.12 s of forests and importing
-# scikit-learn about 0.8 s here; starting the process (Python, pandas, scikit-learn) about
-# 1.3 s of the other core.
+# cores (start_cue_probe): each group costs about 0.02 s of forests and importing
+# scikit-learn about 1.3 s here; starting the process (Python, pandas, scikit-learn) about
+# 2.5 s of the other core.
 PROBE_ASIDE_MIN_GROUPS = 12
 
 

@@ -211,41 +211,69 @@ def test_bootstrap_same_seed_same_numbers():
     assert (a["nrmse_multimodal_hi"] > a["nrmse_multimodal_lo"]).all()  # not degenerate
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_forest_probe_recovers_a_known_combination_and_what_a_linear_one_misses(seed):
-    """issue 50: the probe's forest, out of fold, against closed forms (300 trials).
+@pytest.mark.parametrize("seed", [0, 7])
+def test_forest_predict_is_scikit_learns_random_forest_bit_for_bit(seed):
+    """issue 32: the probe's forest, built tree by tree, equals RandomForestRegressor exactly.
 
-    ``y_M = 0.7 y_T + 0.3 y_I + N(0, 0.05)`` with uniform cues: R^2 within 0.03
-    of the ceiling ``var(signal) / var(y_M)`` and the predictions' slopes on
-    the cues 0.7 and 0.3 within 0.05.  ``y_M = max(y_T, y_I) + N(0, 0.02)``:
-    within 0.02 of its ceiling, where the best linear combination explains
-    ``3/4`` of the variance (its out-of-fold R^2 here at most 0.8).
+    Ties (rounded features), several sizes, leaf sizes and tree counts, and a
+    second fit with the same cached seeds; inputs with NaN take the forest itself.
     """
-    from sklearn.model_selection import KFold
+    from sklearn.ensemble import RandomForestRegressor
 
     from bayesobs.scores.cue import forest_predict
 
     rng = np.random.default_rng(seed)
-    n = 300
-    X = rng.uniform(0, 1, (n, 2))
-    ones = np.column_stack([X, np.ones(n)])
-    cases = [
-        (0.7 * X[:, 0] + 0.3 * X[:, 1] + rng.normal(0, 0.05, n), (0.49 + 0.09) / 12, 0.05),
-        (X.max(1) + rng.normal(0, 0.02, n), 1 / 18, 0.02),  # var of the max of two U(0, 1)
-    ]
-    r2 = []
-    for y, signal, noise in cases:
-        forest, linear = np.empty(n), np.empty(n)
-        for train, test in KFold(5, shuffle=True, random_state=seed).split(X):
-            forest[test] = forest_predict(X[train], y[train], X[test], seed=seed)
-            linear[test] = ones[test] @ np.linalg.lstsq(ones[train], y[train], rcond=None)[0]
-        ss = ((y - y.mean()) ** 2).sum()
-        ceiling = signal / (signal + noise**2)
-        r2.append((1 - ((y - forest) ** 2).sum() / ss, 1 - ((y - linear) ** 2).sum() / ss, ceiling))
-        if len(r2) == 1:
-            slopes = np.linalg.lstsq(ones, forest, rcond=None)[0][:2]
-            np.testing.assert_allclose(slopes, [0.7, 0.3], atol=0.05)
-    (lin_forest, _, lin_ceiling), (max_forest, max_linear, max_ceiling) = r2
-    assert lin_ceiling - 0.03 <= lin_forest <= lin_ceiling + 0.01
-    assert max_ceiling - 0.02 <= max_forest <= max_ceiling + 0.01
-    assert max_linear <= 0.8
+    for n, features, trees, leaf, decimals in [
+        (96, 2, 30, 3, 1),
+        (96, 2, 30, 3, 2),
+        (37, 3, 5, 1, 0),
+    ]:
+        X = np.round(rng.normal(size=(n, features)), decimals)
+        y = np.round(X.sum(1) + rng.normal(size=n), 2)
+        X_test = rng.normal(size=(24, features))
+        want = (
+            RandomForestRegressor(n_estimators=trees, min_samples_leaf=leaf, random_state=seed)
+            .fit(X, y)
+            .predict(X_test)
+        )
+        for _ in range(2):  # the second time from the cached seeds and bootstrap counts
+            got = forest_predict(X, y, X_test, trees, seed, leaf)
+            assert np.array_equal(got, want)
+    X[0, 0] = np.nan  # scikit-learn's own path (missing values) for inputs that are not finite
+    want = RandomForestRegressor(n_estimators=4, min_samples_leaf=1, random_state=seed)
+    assert np.array_equal(forest_predict(X, y, X_test, 4, seed, 1), want.fit(X, y).predict(X_test))
+
+
+def test_tree_grower_takes_the_estimator_when_the_builder_differs_or_fails(monkeypatch):
+    """issue 32: scikit-learn's private tree builder is used only where it equals the estimator.
+
+    With the installed scikit-learn the builder is chosen; a builder that
+    gives other numbers (a changed default) or fails (a changed signature)
+    leaves the forest on ``DecisionTreeRegressor``, with the same predictions.
+    """
+    from bayesobs.scores import cue
+
+    cue._tree_grower.cache_clear()
+    assert cue._tree_grower() is cue._builder_tree
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(50, 2)), 1)
+    y = X.sum(1) + rng.normal(size=50)
+    X_test = rng.normal(size=(10, 2))
+    want = cue.forest_predict(X, y, X_test, 6, 2, 3)
+    real = cue._builder_tree
+
+    def shifted(*args):
+        return real(*args) + 1e-12
+
+    def broken(*args):
+        raise TypeError("__cinit__() takes exactly 5 positional arguments (6 given)")
+
+    try:
+        for fake in (shifted, broken):
+            monkeypatch.setattr(cue, "_builder_tree", fake)
+            cue._tree_grower.cache_clear()
+            assert cue._tree_grower() is cue._estimator_tree
+            assert np.array_equal(cue.forest_predict(X, y, X_test, 6, 2, 3), want)
+    finally:
+        monkeypatch.undo()
+        cue._tree_grower.cache_clear()
