@@ -16,7 +16,6 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..jsonl import read_records
 from .concurrency import DEFAULT_MAX_CONCURRENCY
 from .engine import RunReport as RunReport  # re-exported: the engine's names' old home
 from .engine import estimate as estimate
@@ -30,7 +29,7 @@ from .plan import plan as plan
 from .plan import plan_all
 from .plan import reverse_trials as reverse_trials
 from .progress import total_line
-from .store import ExperimentStore, trial_id
+from .store import ExperimentStore, logged_trials
 
 
 def _batch():
@@ -154,9 +153,7 @@ def start(
     if hvs:  # only then: folders without hvs keep their manifest
         record["hvs"] = hvs
     if dry_run:
-        log = Path(out) / "trials.jsonl"
-        records, lines, _ = read_records(log)
-        done = {trial_id(r, f"{log}: line {i}") for r, i in zip(records, lines, strict=True)}
+        done = set(logged_trials(Path(out) / "trials.jsonl")[0])
         extra = (
             {"batch_rounds": _batch().rounds_needed(sessions, done)} if batch is not None else {}
         )

@@ -272,6 +272,31 @@ def trial_id(rec: dict, where: str) -> tuple:
     return key
 
 
+def logged_trials(path: Path) -> tuple[dict[tuple, dict], int]:
+    """The trials of a log by their key, and the number of unreadable lines skipped.
+
+    Parameters
+    ----------
+    path : Path
+        ``trials.jsonl``; a missing file reads as empty.
+
+    Returns
+    -------
+    done : dict
+        :func:`trial_id` -> record (the last one of a key).
+    unreadable : int
+        Lines skipped that are not JSON objects.
+
+    Raises
+    ------
+    BayesobsInputError
+        A line without a trial key (:func:`trial_id`), naming the file and line.
+    """
+    records, lines, unreadable = read_records(path)
+    keyed = {trial_id(r, f"{path}: line {i}"): r for r, i in zip(records, lines, strict=True)}
+    return keyed, unreadable
+
+
 def unreadable_lines(path: Path) -> list[int]:
     """1-based numbers of the non-blank lines of a JSONL log that are not JSON objects.
 
@@ -558,17 +583,13 @@ class ExperimentStore:
         except BaseException:
             self.close()
             raise
-        records, lines, self.unreadable = read_records(self.trials_path)
-        # 1-based numbers of the lines skipped (a corrupt middle line): said on resume
-        self.unreadable_lines = unreadable_lines(self.trials_path) if self.unreadable else []
         try:
-            where = f"{self.trials_path}: line"
-            self.done = {
-                trial_id(r, f"{where} {i}"): r for r, i in zip(records, lines, strict=True)
-            }
+            self.done, self.unreadable = logged_trials(self.trials_path)
         except BayesobsInputError:
             self.close()
             raise
+        # 1-based numbers of the lines skipped (a corrupt middle line): said on resume
+        self.unreadable_lines = unreadable_lines(self.trials_path) if self.unreadable else []
         self.torn = 1 if self._trials.torn else 0  # a torn last line was cut: that trial is redone
         self.torn_logs = [log.path.name for log in (self._trials, self._runs) if log.torn]
 
