@@ -1,4 +1,4 @@
-"""``bayesobs serve``: the BayesBench tasks for human participants in a browser.
+"""The routes of ``bayesobs serve``: the BayesBench tasks for human participants in a browser.
 
 The same stimulus generators and seeds as the LLM runner, the same trial
 table: each answer is appended to ``DIR/trials.jsonl`` the moment it arrives

@@ -1,4 +1,4 @@
-"""What keeps one client from stopping ``bayesobs serve``, and a participant's text out of formulas.
+"""The defences of ``bayesobs serve``: connection and join limits, host names, headers, bodies, CSV.
 
 * :func:`listen` binds the socket before any link is printed: a busy port or
   an address that is not one is one line (:class:`~bayesobs.errors.BayesobsInputError`).
