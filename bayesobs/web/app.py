@@ -74,20 +74,8 @@ class ParticipantServer(Participants):
         self.token = token or secrets.token_urlsafe(16)
         self.joins = JoinLimit()
 
-    async def about(self, request: Request) -> Response:
-        """What the consent page states: number of trials and expected duration.
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            The HTTP request.
-
-        Returns
-        -------
-        Response
-            JSON: ``trials`` (answers, catch trials included), ``minutes``,
-            ``duration`` (text), ``basis`` and ``task``.
-        """
+    async def _about(self, request: Request) -> Response:
+        """What the consent page states: number of trials and expected duration."""
         minutes, basis = self.expected_minutes()
         return JSONResponse(
             {
@@ -99,63 +87,19 @@ class ParticipantServer(Participants):
             }
         )
 
-    async def index(self, request: Request) -> Response:
-        """``GET /``: the participant page.
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            The HTTP request.
-
-        Returns
-        -------
-        Response
-            ``static/index.html``, not to be cached.
-        """
+    async def _index(self, request: Request) -> Response:
+        """``GET /``: the participant page."""
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
 
-    async def asset(self, request: Request) -> Response:
-        """``GET /assets/{name}``: the page's script and style sheet (nothing else).
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            The HTTP request.
-
-        Returns
-        -------
-        Response
-            ``app.js`` or ``style.css``; 404 for any other name.
-        """
+    async def _asset(self, request: Request) -> Response:
+        """``GET /assets/{name}``: the page's script and style sheet (nothing else)."""
         name = request.path_params["name"]
         if name not in ("app.js", "style.css"):
             return _not_found()
         return FileResponse(STATIC / name)
 
-    async def start(self, request: Request) -> Response:
-        """``POST /api/start``: consent given; sign the participant in and assign a counterbalancing row.
-
-        A new participant gets a random key (its hash is logged in
-        ``participants.jsonl`` with the row) and the next Latin-square row.
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            A JSON body with ``consent: true`` and optionally ``pid``.
-
-        Returns
-        -------
-        Response
-            JSON ``pid``, ``done``, ``total``, ``practiced``, ``task`` and
-            ``how`` (how an answer is given), setting the ``bo_pid`` and ``bo_key``
-            cookies (HttpOnly, SameSite=Strict, 30 days); 400 without consent or
-            for a bad pid, 403 for a pid signed in elsewhere that has answered
-            (one that has not is handed a new key: a lost reply locks no one
-            out), 429 for too many new participants from one address
-            (:class:`.security.JoinLimit`), and the refusals of a body that is
-            not a small same-origin JSON object.  A participant who joins in
-            the experimenter's browser is logged as a pilot.
-        """
+    async def _start(self, request: Request) -> Response:
+        """``POST /api/start``: consent given; sign the participant in and assign a counterbalancing row."""
         body = await read_json(request)
         if isinstance(body, Response):
             return body
@@ -163,7 +107,7 @@ class ParticipantServer(Participants):
             return JSONResponse({"error": "consent is required to take part"}, status_code=400)
         pid = body.get("pid") or ""
         pid = pid.strip() if isinstance(pid, str) else None
-        current = self.who(request)
+        current = self._who(request)
         async with self.lock:
             if pid is None or (pid and not PID_RE.match(pid)):
                 return JSONResponse(
@@ -174,7 +118,7 @@ class ParticipantServer(Participants):
             if pid in self.keys and current == pid:
                 key = request.cookies["bo_key"]
             elif pid in self.keys and self.progress.get(pid, 0) == 0:
-                key = self.rekey(pid)  # no answer yet (a lost reply): this browser takes the id
+                key = self._rekey(pid)  # no answer yet (a lost reply): this browser takes the id
             elif pid in self.keys:
                 return JSONResponse(
                     {"error": f"participant {pid} is already taking part in another browser"},
@@ -190,7 +134,8 @@ class ParticipantServer(Participants):
                     headers={"retry-after": str(math.ceil(wait))},
                 )
             else:
-                key = self.join(pid, pilot=self._authorised(request, cookie_only=True))
+                pilot = self._authorised(request, cookie_only=True)  # the experimenter's browser
+                key = self._join(pid, pilot=pilot)
             self.last_seen[pid] = utc_now()
         resp = JSONResponse(
             {
@@ -224,24 +169,9 @@ class ParticipantServer(Participants):
             )
         return how
 
-    async def practice(self, request: Request) -> Response:
-        """``GET/POST /api/practice``: the practice trial, with feedback (never logged).
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            The HTTP request.
-
-        Returns
-        -------
-        Response
-            GET: the practice trial (``text``, ``question``, image(s),
-            ``instruction``, answer kind).  POST: ``ok``, ``correct_answer`` and,
-            for numeric tasks, ``true_value`` (a tapped task: ``mark``, the
-            target); 400 for an answer that does not check.  401 for an unknown
-            participant.
-        """
-        pid = self.who(request)
+    async def _practice(self, request: Request) -> Response:
+        """``GET/POST /api/practice``: the practice trial, with feedback (never logged)."""
+        pid = self._who(request)
         if pid is None:
             return _unknown_participant()
         sess = self.study_of(pid).sessions[0]  # the modality of the participant's first block
@@ -251,7 +181,7 @@ class ParticipantServer(Participants):
                 {
                     "text": stim.text if sess.modality != "image" else None,  # never smudged
                     "question": sess.task.human_question(stim),
-                    **self.image_urls(sess, stim, 0.0),
+                    **self._image_urls(sess, stim, 0.0),
                     "instruction": sess.task.person_text(),
                     **answer_kind(sess.task, stim),
                 }
@@ -264,7 +194,7 @@ class ParticipantServer(Participants):
             return answer
         async with self.lock:
             self.last_seen[pid] = utc_now()
-            self.practice_done(pid)
+            self._practice_done(pid)
         feedback = {"ok": True, "correct_answer": sess.task.human_answer(stim)}
         if not sess.task.worded():
             feedback["true_value"] = stim.value
@@ -273,45 +203,19 @@ class ParticipantServer(Participants):
             feedback["mark"] = {"x": p["x"][0], "y": p["y"][0], "r": p["target_radius"]}
         return JSONResponse(feedback)
 
-    async def next_trial(self, request: Request) -> Response:
-        """``GET /api/next``: the participant's next trial.
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            The HTTP request.
-
-        Returns
-        -------
-        Response
-            JSON :meth:`trial_payload`; 401 for an unknown participant.
-        """
-        pid = self.who(request)
+    async def _next_trial(self, request: Request) -> Response:
+        """``GET /api/next``: the participant's next trial."""
+        pid = self._who(request)
         if pid is None:
             return _unknown_participant()
         self.last_seen[pid] = utc_now()
         async with self.lock:
-            self.skip_unasked(pid)  # after a restart between an answer and its skips
-        return JSONResponse(self.trial_payload(pid))
+            self._skip_unasked(pid)  # after a restart between an answer and its skips
+        return JSONResponse(self._trial_payload(pid))
 
-    async def answer(self, request: Request) -> Response:
-        """``POST /api/answer``: log one answer (append-only), then send the next trial.
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            A JSON body with ``id`` (the answer's position), the answer and
-            optionally ``rt_ms``.
-
-        Returns
-        -------
-        Response
-            JSON :meth:`trial_payload` of the next trial; 401 for an unknown
-            participant, 400 for a missing id, a bad ``rt_ms`` or an answer that
-            does not check, 409 for an id that is not the next one (with
-            ``expected``) or when all is done.
-        """
-        pid = self.who(request)
+    async def _answer(self, request: Request) -> Response:
+        """``POST /api/answer``: log one answer (append-only), then send the next trial."""
+        pid = self._who(request)
         if pid is None:
             return _unknown_participant()
         body = await read_json(request)
@@ -340,37 +244,25 @@ class ParticipantServer(Participants):
             sess, t, _ = study.where(expected)
             if kind == "catch":
                 seed = self.spec["seed"]
-                answer = check_catch(body, self.task, seed, k, *self.catch_shown(sess, k))
+                answer = check_catch(body, self.task, seed, k, *self._catch_shown(sess, k))
                 if isinstance(answer, Response):
                     return answer
                 first = {"trial": -(k + 1), "catch": True, "catch_index": k}
                 first.update(stimulus=answer.pop("stimulus"), blur_sigma=0.0)
                 first.update(stimulus_id=answer.pop("stimulus_id", None))
             else:
-                stim = self.asked(pid, sess, t)  # the question shown (see trial_payload)
+                stim = self._asked(pid, sess, t)  # the question shown (see _trial_payload)
                 answer = check_answer(body, sess.task, stim)
                 if isinstance(answer, Response):
                     return answer
-                first = self.trial_columns(sess, t, stim)
-            self.log_answer(pid, first, answer, rt)  # a full disk raises: nothing counted
+                first = self._trial_columns(sess, t, stim)
+            self._log_answer(pid, first, answer, rt)  # a full disk raises: nothing counted
             self.last_seen[pid] = utc_now()
-            self.skip_unasked(pid)  # a step left with nothing to start from: logged, not shown
-        return JSONResponse(self.trial_payload(pid))
+            self._skip_unasked(pid)  # a step left with nothing to start from: logged, not shown
+        return JSONResponse(self._trial_payload(pid))
 
-    async def stimulus(self, request: Request) -> Response:
-        """``GET /stimuli/{name}``: a stored stimulus image.
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            The HTTP request.
-
-        Returns
-        -------
-        Response
-            The PNG; 404 unless the name is a content hash (``<20 hex>.png``) of
-            a file in the folder's ``stimuli/``.
-        """
+    async def _stimulus(self, request: Request) -> Response:
+        """``GET /stimuli/{name}``: a stored stimulus image."""
         name = request.path_params["name"]
         if not STIM_RE.match(name):
             return _not_found()
@@ -386,13 +278,10 @@ class ParticipantServer(Participants):
         ).hexdigest()
 
     def _authorised(self, request: Request, cookie_only: bool = False) -> bool | Response:
-        """True for the experimenter's cookie; a redirect setting it for a right ``?token=``.
-
-        The token in the printed link is used once: the answer sets an
-        HttpOnly, SameSite=Strict cookie (sent to the participant pages too,
-        so a pilot in that browser is known) and sends the browser to the same
-        page without the token (so it leaves the address bar and history).
-        """
+        """True for the experimenter's cookie; a redirect setting it for a right ``?token=``."""
+        # the printed link's token is used once: an HttpOnly, SameSite=Strict cookie (sent to the
+        # participant pages too, so a pilot in that browser is known) replaces it, and the
+        # redirect takes it out of the address bar and history
         if "token" in request.query_params and not cookie_only:
             given = request.query_params["token"].encode("utf-8", "surrogateescape")
             if not hmac.compare_digest(given, self.token.encode()):
@@ -409,21 +298,8 @@ class ParticipantServer(Participants):
         cookie = request.cookies.get("bo_exp", "").encode("utf-8", "surrogateescape")
         return hmac.compare_digest(cookie, self._experimenter_cookie().encode())
 
-    async def experimenter(self, request: Request) -> Response:
-        """``GET /experimenter``: progress per participant (token or its cookie required).
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            The HTTP request.
-
-        Returns
-        -------
-        Response
-            An HTML table (participant, trials done, order row, practice, last
-            seen, completion code); a 303 redirect setting the cookie for a right
-            ``?token=``; 403 otherwise.
-        """
+    async def _experimenter(self, request: Request) -> Response:
+        """``GET /experimenter``: progress per participant (token or its cookie required)."""
         ok = self._authorised(request)
         if isinstance(ok, Response):
             return ok
@@ -445,20 +321,8 @@ class ParticipantServer(Participants):
         )
         return HTMLResponse(page)
 
-    async def trials_csv(self, request: Request) -> Response:
-        """``GET /experimenter/trials.csv``: the logged trials as CSV (token or its cookie required).
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            The HTTP request.
-
-        Returns
-        -------
-        Response
-            ``trials.csv`` as an attachment; 303 redirect for a right
-            ``?token=``; 403 otherwise.
-        """
+    async def _trials_csv(self, request: Request) -> Response:
+        """``GET /experimenter/trials.csv``: the logged trials as CSV (token or its cookie required)."""
         ok = self._authorised(request)
         if isinstance(ok, Response):
             return ok
@@ -482,27 +346,23 @@ class ParticipantServer(Participants):
             handler is answered 503 (``retry: true``): nothing was counted.
         """
         routes = [
-            Route("/", self.index),
-            Route("/assets/{name}", self.asset),
-            Route("/api/study", self.about),
-            Route("/api/start", self.start, methods=["POST"]),
-            Route("/api/practice", self.practice, methods=["GET", "POST"]),
-            Route("/api/next", self.next_trial),
-            Route("/api/answer", self.answer, methods=["POST"]),
-            Route("/stimuli/{name}", self.stimulus),
-            Route("/experimenter", self.experimenter),
-            Route("/experimenter/trials.csv", self.trials_csv),
+            Route("/", self._index),
+            Route("/assets/{name}", self._asset),
+            Route("/api/study", self._about),
+            Route("/api/start", self._start, methods=["POST"]),
+            Route("/api/practice", self._practice, methods=["GET", "POST"]),
+            Route("/api/next", self._next_trial),
+            Route("/api/answer", self._answer, methods=["POST"]),
+            Route("/stimuli/{name}", self._stimulus),
+            Route("/experimenter", self._experimenter),
+            Route("/experimenter/trials.csv", self._trials_csv),
         ]
         handlers = {OSError: _cannot_write, LogWriteError: _cannot_write}
         return SecurityHeaders(Starlette(routes=routes, exception_handlers=handlers), self.hosts)
 
 
 async def _cannot_write(request: Request, exc: Exception) -> Response:
-    """A log write that failed (a full disk): one log line and a JSON 503 the page may retry.
-
-    Nothing was counted (the store appends before it counts), so the same
-    answer sent again is logged once.
-    """
+    """A log write that failed (a full disk): one log line and a JSON 503 the page may retry."""
     disk = getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in str(exc)
     what = "the disk is full" if disk else (getattr(exc, "strerror", None) or type(exc).__name__)
     LOG.error("cannot save: %s (%s %s)", what, request.method, request.url.path)

@@ -317,40 +317,15 @@ class Participants:
             self._catch[k] = self.task.generate(rng, 0.0, 0.0, 1, {"answer": "coords"})[0]
         return self._catch[k]
 
-    def catch_shown(self, sess: Session, k: int) -> tuple:
-        """Catch trial ``k``'s stimulus and logged image(s) for a tapped task, else ``(None, None)``.
-
-        Parameters
-        ----------
-        sess : Session
-            The session run of the trial before it (the images' modality).
-        k : int
-            The catch trial's number.
-
-        Returns
-        -------
-        tuple
-            :meth:`catch_stimulus` and its image columns, or ``(None, None)``.
-        """
+    def _catch_shown(self, sess: Session, k: int) -> tuple:
+        """Catch trial ``k``'s stimulus and logged image(s) for a tapped task, else ``(None, None)``."""
         if self.task.tap_area(self.study.practice) is None:
             return None, None
         stim = self.catch_stimulus(k)
         return stim, _logged(self.images(sess, stim, 0.0))
 
-    def who(self, request: Request) -> str | None:
-        """The pid of the request's signed-in participant, or ``None``.
-
-        Parameters
-        ----------
-        request : starlette.requests.Request
-            The request; its ``bo_pid`` and ``bo_key`` cookies are checked against
-            the key's hash logged at join.
-
-        Returns
-        -------
-        str or None
-            The pid when the key matches.
-        """
+    def _who(self, request: Request) -> str | None:
+        """The pid of the request's signed-in participant, or ``None``."""
         pid, key = request.cookies.get("bo_pid"), request.cookies.get("bo_key")
         if not pid or not key or pid not in self.keys:
             return None
@@ -364,36 +339,12 @@ class Participants:
         self.keys[pid] = _hash(key)
         return key
 
-    def rekey(self, pid: str) -> str:
-        """Hand a participant who has not answered yet a new key (a lost reply locks no one out).
-
-        Parameters
-        ----------
-        pid : str
-            The participant id.
-
-        Returns
-        -------
-        str
-            The new key; its hash is logged (``rekey``).
-        """
+    def _rekey(self, pid: str) -> str:
+        """Hand a participant who has not answered yet a new key (a lost reply locks no one out)."""
         return self._sign("rekey", pid)
 
-    def join(self, pid: str, pilot: bool = False) -> str:
-        """Sign a new participant up with a key and the next row of the Latin square.
-
-        Parameters
-        ----------
-        pid : str
-            The participant id.
-        pilot : bool
-            Joined in the experimenter's browser (not in the duration estimate).
-
-        Returns
-        -------
-        str
-            The key; its hash, the row and its order are logged (``join``).
-        """
+    def _join(self, pid: str, pilot: bool = False) -> str:
+        """Sign a new participant up with a key and the next row of the Latin square."""
         row = len(self.keys) % self.rows
         order = self.study.ordered(row).order
         extra = {**order, "order": self.order, **({"pilot": True} if pilot else {})}
@@ -403,14 +354,8 @@ class Participants:
             self.pilots.add(pid)
         return key
 
-    def practice_done(self, pid: str) -> None:
-        """Log the participant's first practice answer (later ones are not logged).
-
-        Parameters
-        ----------
-        pid : str
-            The participant id.
-        """
+    def _practice_done(self, pid: str) -> None:
+        """Log the participant's first practice answer (later ones are not logged)."""
         if pid not in self.practiced:
             self.participants.append({"event": "practice_done", "pid": pid, "time_utc": utc_now()})
             self.practiced.add(pid)
@@ -422,7 +367,7 @@ class Participants:
         blur.  ``images`` is every rendered image in order when the task shows
         several (object re-identification's two), else the stored images a
         stimulus names (``params["images"]``), else None.  The log keeps these
-        paths; the page gets them as URLs (:meth:`image_urls`).
+        paths; the page gets them as URLs (:meth:`_image_urls`).
 
         Parameters
         ----------
@@ -451,81 +396,31 @@ class Participants:
             several = None
         return {"image": paths[0] if paths else None, "images": several}
 
-    def image_urls(self, sess: Session, stim, blur: float) -> dict:
-        """:meth:`images` as this server's URLs, for the page.
-
-        Parameters
-        ----------
-        sess : Session
-            The trial's session run.
-        stim : Stimulus
-            The stimulus as asked.
-        blur : float
-            The trial's blur SD, in pixels.
-
-        Returns
-        -------
-        dict
-            ``image`` (a URL or None) and ``images`` (a list of URLs, or None).
-        """
+    def _image_urls(self, sess: Session, stim, blur: float) -> dict:
+        """:meth:`images` as this server's URLs, for the page."""
         return _urls(self.images(sess, stim, blur))
 
-    def asked(self, pid: str, sess: Session, t: int):
-        """Trial ``t`` of ``sess`` as participant ``pid`` is asked it.
-
-        A stimulus for which ``task.follows`` is true (a decomposed scavenger
-        hunt's steps after the first) is built, as the runner builds it for a
-        model, with ``task.follow_up`` from the participant's logged record of
-        the trial before it in the same session and that trial as asked.  The
-        records are the store's (``trials.jsonl``, read back when the server
-        restarts), so a restarted server asks exactly the same question.
-        Trials are answered in order, so that record is always logged by the
-        time trial ``t`` is reached.
-
-        Parameters
-        ----------
-        pid : str
-            The participant id.
-        sess : Session
-            The session run.
-        t : int
-            The trial within it.
-
-        Returns
-        -------
-        Stimulus
-            The stimulus as asked.
-        """
+    def _asked(self, pid: str, sess: Session, t: int):
+        """Trial ``t`` of ``sess`` as participant ``pid`` is asked it."""
         stim = sess.stimuli[t]
         if t == 0 or not sess.task.follows(stim):
             return stim
+        # a dependent step, built as the runner builds it from the logged record of the step
+        # before (read back on restart: a restarted server asks the same question)
         record = self.store.done.get(_trial_key(pid, sess, t - 1))
         if record is None:  # not reached: trial t is served only after t - 1 is logged
             return stim
-        return sess.task.follow_up(stim, self.asked(pid, sess, t - 1), record)
+        return sess.task.follow_up(stim, self._asked(pid, sess, t - 1), record)
 
-    def skip_unasked(self, pid: str) -> None:
-        """Log the participant's next trials that have nothing to be asked from, unseen.
-
-        A trial whose :meth:`asked` stimulus holds ``not_asked`` (a reason:
-        the step before it gave no answer to start from) is logged as the
-        runner logs it, invalid with ``not_asked`` and ``invalid_reason``
-        ``"not asked: ..."``, without being shown; the participant goes on
-        to the next trial.  Called with ``self.lock`` held, after each
-        logged answer and before each trial is served (so a server that
-        stopped in between logs the skip on the next request).
-
-        Parameters
-        ----------
-        pid : str
-            The participant id.
-        """
+    def _skip_unasked(self, pid: str) -> None:
+        """Log the participant's next trials that have nothing to be asked from, unseen."""
+        # with the lock held, after each answer and before each trial is served
         study = self.study_of(pid)
         while (index := self.progress.get(pid, 0)) < study.total:
             if study.sequence()[index][0] != "trial":
                 return
             sess, t, _ = study.where(index)
-            stim = self.asked(pid, sess, t)
+            stim = self._asked(pid, sess, t)
             why = stim.params.get("not_asked") if isinstance(stim.params, dict) else None
             if not why:
                 return
@@ -537,26 +432,10 @@ class Participants:
                 invalid_reason=f"not asked: {why}",
                 not_asked=True,
             )
-            self.log_answer(pid, self.trial_columns(sess, t, stim), answer)
+            self._log_answer(pid, self._trial_columns(sess, t, stim), answer)
 
-    def trial_columns(self, sess: Session, t: int, stim) -> dict:
-        """A task trial's ``trial``, ``stimulus``, ``blur_sigma``, ``stimulus_id`` and image(s).
-
-        Parameters
-        ----------
-        sess : Session
-            The session run.
-        t : int
-            The trial within it.
-        stim : Stimulus
-            The stimulus as asked.
-
-        Returns
-        -------
-        dict
-            ``trial``, ``stimulus``, ``blur_sigma``, ``stimulus_id``, ``image``
-            and, when several, ``images``.
-        """
+    def _trial_columns(self, sess: Session, t: int, stim) -> dict:
+        """A task trial's ``trial``, ``stimulus``, ``blur_sigma``, ``stimulus_id`` and image(s)."""
         blur = trial_blur(sess, t)
         shown = self.images(sess, stim, blur)  # logged: image always, images when several
         first = {"trial": t, "stimulus": stim.value, "blur_sigma": blur}
@@ -564,21 +443,8 @@ class Participants:
         first.update(_logged(shown))
         return first
 
-    def log_answer(self, pid: str, first: dict, answer: dict, rt=None) -> None:
-        """Log the participant's next answer and count it (nothing is counted if the write fails).
-
-        Parameters
-        ----------
-        pid : str
-            The participant id (``subject``).
-        first : dict
-            The trial's columns (:meth:`trial_columns`, or a catch trial's).
-        answer : dict
-            The answer's columns (``response``, ``raw_response``, ``valid`` and
-            the task's own).
-        rt : float or None
-            The page's response time, in ms.
-        """
+    def _log_answer(self, pid: str, first: dict, answer: dict, rt=None) -> None:
+        """Log the participant's next answer and count it (nothing is counted if the write fails)."""
         study = self.study_of(pid)
         index = self.progress.get(pid, 0)
         sess, _, block = study.where(index)
@@ -587,23 +453,8 @@ class Participants:
         self.served_at.pop((pid, index), None)
         self.progress[pid] = index + 1
 
-    def trial_payload(self, pid: str) -> dict:
-        """What the page needs for the participant's next trial (or that the study is done).
-
-        Parameters
-        ----------
-        pid : str
-            The participant id.
-
-        Returns
-        -------
-        dict
-            ``finished``, ``done``, ``total`` and, when finished, the completion
-            ``code``; else the trial's ``id``, ``block``, ``blocks``, ``text``,
-            ``question``, ``image``/``images`` (URLs), ``instruction``, the answer
-            kind (:func:`.answers.answer_kind`) and ``wrap`` (a catch trial: its
-            instruction and question).
-        """
+    def _trial_payload(self, pid: str) -> dict:
+        """What the page needs for the participant's next trial (or that the study is done)."""
         done = self.progress.get(pid, 0)
         study = self.study_of(pid)
         total = study.total
@@ -621,13 +472,13 @@ class Participants:
         head["blocks"] = len(study.sessions)
         if kind == "catch":
             return {**head, **self._catch_payload(sess, k)}
-        stim = self.asked(pid, sess, t)  # a dependent step: from the participant's own answer
+        stim = self._asked(pid, sess, t)  # a dependent step: from the participant's own answer
         blur = trial_blur(sess, t)
         return {
             **head,
             "text": stimulus_parts(sess, stim, t)[0],
             "question": sess.task.human_question(stim),  # no demos for people: see Task
-            **self.image_urls(sess, stim, blur),
+            **self._image_urls(sess, stim, blur),
             "instruction": human_instruction(sess, t),
             **answer_kind(sess.task, stim),
             "wrap": sess.task.name in WRAP_TEXT,
@@ -636,7 +487,7 @@ class Participants:
     def _catch_payload(self, sess: Session, k: int) -> dict:
         """The page's catch trial ``k``: one item to tap, a word or a number to type as stated."""
         out = {"catch": True, "instruction": CATCH_INSTRUCTION, "text": None, "wrap": False}
-        stim, shown = self.catch_shown(sess, k)
+        stim, shown = self._catch_shown(sess, k)
         if stim is not None:
             question = "There is only one item in this picture. Tap it."
             return {**out, "question": question, **_urls(shown), **answer_kind(self.task, stim)}
