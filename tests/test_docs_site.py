@@ -131,9 +131,10 @@ COMPLETE = (
     "tunnel/scores.py",
     "tunnel/sims.py",
     "tunnel/tasks.py",
-    "web/__init__.py",
+    "web/answers.py",
     "web/app.py",
     "web/jspsych.py",
+    "web/participants.py",
     "web/study.py",
 )
 

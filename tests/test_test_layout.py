@@ -170,6 +170,14 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
         "the psychometric curves; tested with the psychometric scores",
         ("test_psychometric.py",),
     ),
+    "bayesobs.web.answers": (
+        "the answer checks of serve (numbers, words, taps, catch trials); tested through its routes",
+        ("test_web_person.py", "test_web_study.py", "test_web_app.py"),
+    ),
+    "bayesobs.web.participants": (
+        "serve's participant state (sign-in, order, resume, logging); tested through its routes",
+        ("test_web_app.py", "test_web_study.py", "test_web_security.py", "test_web_decomposed.py"),
+    ),
     "bayesobs.web.jspsych": (
         "the jsPsych export of a study; tested with the human study",
         ("test_web_study.py",),

@@ -52,7 +52,7 @@ from ..run.presentation import (
 )
 from ..run.store import save_png
 from ..stimuli import TASKS
-from .app import ANSWER_RANGE, CATCH_INSTRUCTION, WRAP_TEXT
+from .answers import ANSWER_RANGE, CATCH_INSTRUCTION, WRAP_TEXT
 from .study import (
     block_order,
     catch_plan,

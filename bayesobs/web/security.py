@@ -1,4 +1,4 @@
-"""What keeps one client from stopping ``bayesobs serve``, and a participant's text out of formulas.
+"""The defences of ``bayesobs serve``: connection and join limits, host names, headers, bodies, CSV.
 
 * :func:`listen` binds the socket before any link is printed: a busy port or
   an address that is not one is one line (:class:`~bayesobs.errors.BayesobsInputError`).
@@ -10,19 +10,27 @@
   in all (kept below the descriptor limit, raised soft -> hard by
   :func:`raise_fd_limit`), and logs each condition once.
 * :class:`JoinLimit` rate-limits new participants per address (429).
+* :class:`SecurityHeaders` answers only the server's own host names (DNS
+  rebinding) and adds CSP, no framing, no sniffing, no referrer.
+* :func:`read_json` takes a small same-origin JSON body, or refuses it.
 * :func:`spreadsheet_safe` neutralises CSV formula injection (OWASP).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import json
 import logging
 import re
 import socket
 import time
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 import pandas as pd
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from ..errors import BayesobsInputError
 
@@ -43,6 +51,18 @@ CHUNKED = re.compile(rb"\r\ntransfer-encoding:", re.IGNORECASE)
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 BUSY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+LOOPBACK_NAMES = frozenset({"localhost"})  # besides IP addresses, which are always accepted
+MAX_BODY = 4096  # bytes of a request body: an answer is a few dozen
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; img-src 'self'; style-src 'self'; "
+        b"script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -380,3 +400,98 @@ def _safe_cell(v):
     if isinstance(v, str) and v.startswith(FORMULA_START) and not NUMBER.match(v):
         return "'" + v
     return v
+
+
+class SecurityHeaders:
+    """ASGI wrapper: only the served host names; CSP, no framing, no sniffing, no referrer.
+
+    A request whose ``Host`` is neither an IP address nor one of ``hosts``
+    (``localhost`` and the names given with ``--allow-host``) is answered
+    421 without reaching the app: a DNS-rebinding page, which reaches the
+    server under the attacker's own name, cannot start participants.
+    """
+
+    def __init__(self, app, hosts=None):
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope, receive, send):
+        """Check the Host header, then add the security headers to every HTTP response."""
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        if self.hosts is not None:
+            host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+            if not host_allowed(host, self.hosts):
+                refused = JSONResponse(
+                    {
+                        "error": f"unknown host name {host[:100]!r}: this server answers only its own"
+                    },
+                    status_code=421,
+                )
+                return await refused(scope, receive, send_with_headers)
+        await self.app(scope, receive, send_with_headers)
+
+
+def host_allowed(host: str, names: set[str]) -> bool:
+    """Whether a ``Host`` header (port, trailing dot ignored) is an IP literal or one of ``names``.
+
+    An IP address cannot come from a DNS-rebinding page, which reaches the
+    server under a name it controls.
+    """
+    host = host.strip().lower()
+    if host.startswith("["):  # [v6] or [v6]:port
+        name = host[1 : host.find("]")] if "]" in host else host
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    name = name.rstrip(".")
+    if not name:
+        return False
+    if name in names:
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _no_constant(name: str):
+    """Refuse ``NaN`` and ``Infinity``, which JSON does not have."""
+    raise ValueError(f"{name} is not a number in JSON")
+
+
+async def read_json(request: Request):
+    """The request's JSON object; None if it is not one; a Response to send back if refused.
+
+    Refused: a body over ``MAX_BODY`` bytes (413, read no further), a content
+    type other than JSON (415: a cross-site form cannot send JSON without a
+    CORS preflight), and an ``Origin`` other than this server's (403).
+    """
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        return JSONResponse({"error": "send JSON (content-type application/json)"}, status_code=415)
+    origin = request.headers.get("origin")  # host only: behind a TLS proxy the scheme differs
+    if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+        return JSONResponse({"error": "cross-origin request refused"}, status_code=403)
+    too_big = JSONResponse({"error": f"request body over {MAX_BODY} bytes"}, status_code=413)
+    try:
+        if int(request.headers.get("content-length") or 0) > MAX_BODY:
+            return too_big
+    except ValueError:
+        return JSONResponse({"error": "bad content-length"}, status_code=400)
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            return too_big
+    try:
+        body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
+        return None
+    return body if isinstance(body, dict) else None

@@ -20,6 +20,7 @@ from conftest import chromium_browser
 import bayesobs.run.store
 from bayesobs.cli import main
 from bayesobs.web import ParticipantServer, running
+from bayesobs.web.answers import catch_word
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tasks"
@@ -68,7 +69,7 @@ def test_a_yes_no_task_on_a_phone_keeps_the_answer_in_view_and_says_what_it_want
         page.fill("input[name=response]", "no")
         page.click("#submit")
         page.wait_for_selector("text=Trial 2 of 11")  # the catch trial
-        word = server._catch_word(0)
+        word = catch_word(server.spec["seed"], 0)
         assert page.locator("#answer-label").inner_text() == "Your answer"
         assert f"type the word {word}" in page.locator("#question").inner_text()
         page.fill("input[name=response]", word.upper())

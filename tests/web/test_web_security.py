@@ -7,6 +7,7 @@ routes all of 127.0.0.0/8 to the loopback), the real participant from 127.0.0.1.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import socket
@@ -19,6 +20,7 @@ import httpx
 import pytest
 
 import bayesobs.web.app as web_app
+import bayesobs.web.participants as web_participants
 from bayesobs.web import ParticipantServer, running
 from bayesobs.web.security import Guard
 
@@ -231,12 +233,13 @@ def test_a_lost_start_reply_does_not_lock_the_participant_out(tmp_path):
             # once zoe has answered, a second browser is refused as before
             assert third.post("/api/start", json={"consent": True, "pid": "zoe"}).status_code == 403
     restarted = _server(tmp_path / "exp")
-    assert restarted.keys["zoe"] == web_app._hash(again.cookies["bo_key"])
+    assert restarted.keys["zoe"] == hashlib.sha256(again.cookies["bo_key"].encode()).hexdigest()
 
 
 def test_last_seen_follows_answers(tmp_path, monkeypatch):
     clock = iter(f"2026-01-01T00:00:{s:02d}Z" for s in range(60))
-    monkeypatch.setattr(web_app, "utc_now", lambda: next(clock))
+    for module in (web_app, web_participants):  # last seen (routes), the row's timestamp (log)
+        monkeypatch.setattr(module, "utc_now", lambda: next(clock))
     server = _server(tmp_path / "exp")
     with running(server) as url, httpx.Client(base_url=url) as c:
         c.post("/api/start", json={"consent": True, "pid": "amy"})
