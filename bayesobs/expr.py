@@ -261,7 +261,7 @@ def _refusal(node: ast.AST, parent: ast.AST | None, source: str) -> tuple[int, s
     if isinstance(node, ast.BinOp) and type(node.op) not in _ARITH:
         rest = source[node.left.end_col_offset :]
         at = len(source) - len(rest.lstrip(" )"))
-        return at, f"{_shown(source[at:].split()[0])} is not allowed"
+        return at, f"{_shown(source[at : at + 2])} is not allowed"  # << >> (& | are and/or)
     if isinstance(node, ast.Compare):
         for op, comp in zip(node.ops, node.comparators, strict=True):
             if type(op) not in _COMPARE:
