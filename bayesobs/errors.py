@@ -31,7 +31,7 @@ EXTRAS = {
 
 def missing_extra(exc: ImportError, command: str) -> str | None:
     """The line naming the extra that ``exc``'s missing module belongs to; None if no extra's."""
-    top = (exc.name or "").partition(".")[0]
+    top = (exc.name or getattr(exc.__cause__, "name", None) or "").partition(".")[0]
     extra = next((e for e, modules in EXTRAS.items() if top in modules), None)
     if extra is None:
         return None

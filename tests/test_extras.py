@@ -56,6 +56,14 @@ def test_an_api_subject_without_the_llm_extra(tmp_path, monkeypatch, capsys):
     _one_line(capsys, [*argv, "--out", str(tmp_path / "r"), "--no-progress"], "llm")
 
 
+def test_a_scheduler_without_the_distributed_extra(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "t.csv"
+    simulated_trials(n_subjects=1, trials_per_session=10, seed=0).to_csv(path, index=False)
+    _without(monkeypatch, *EXTRAS["distributed"])
+    argv = ["fit", str(path), "--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:1"]
+    _one_line(capsys, argv, "distributed")
+
+
 def test_an_unrelated_missing_module_is_not_dressed_as_an_extra(tmp_path, monkeypatch):
     path = tmp_path / "t.csv"
     simulated_trials(n_subjects=1, trials_per_session=10, seed=0).to_csv(path, index=False)
