@@ -263,10 +263,13 @@ def _refusal(node: ast.AST, parent: ast.AST | None, source: str) -> tuple[int, s
         at = len(source) - len(rest.lstrip(" )"))
         return at, f"{_shown(source[at : at + 2])} is not allowed"  # << >> (& | are and/or)
     if isinstance(node, ast.Compare):
-        for op, comp in zip(node.ops, node.comparators, strict=True):
+        for k, (op, comp) in enumerate(zip(node.ops, node.comparators, strict=True)):
             if type(op) not in _COMPARE:
                 return comp.col_offset, "only == != < <= > >= in and not in compare"
-            if isinstance(op, (ast.In, ast.NotIn)) and not isinstance(comp, (ast.List, ast.Tuple)):
+            # after 'in': a list, a tuple, or one constant in parentheses, x in (1)
+            one = _is_item(comp) and source[: comp.col_offset].rstrip().endswith("(")
+            listed = isinstance(comp, (ast.List, ast.Tuple)) or one
+            if isinstance(op, (ast.In, ast.NotIn)) and not (listed and k == len(node.ops) - 1):
                 return comp.col_offset, (
                     "'in' takes a list of constants, e.g. x in [1, 2] or x in ('a', 'b')"
                 )
@@ -541,7 +544,7 @@ class _Evaluator:
             left, out = self(node.left), None
             for op, comp in zip(node.ops, node.comparators, strict=True):
                 if isinstance(op, (ast.In, ast.NotIn)):
-                    values = [self(e) for e in comp.elts]
+                    values = [self(e) for e in getattr(comp, "elts", [comp])]
                     if isinstance(left, pd.Series):
                         found = left.isin(values)
                     else:

@@ -62,6 +62,7 @@ REFERENCE = [
     "valid in [0, 2]",
     "name in ('a', 'c')",
     "name not in ['a']",
+    "name in ('a')",
     "TrialType in ['Dist']",
     "abs(stimulus - 3)",
     "sqrt(stimulus)",
@@ -111,6 +112,14 @@ def test_functions_and_constants(frame):
     assert evaluate("'x'", frame) == "x"
     assert evaluate("'it\\'s'", frame) == "it's"
     assert columns("a + b * abs(a) > `c d`") == ["a", "b", "c d"]
+
+
+def test_one_constant_in_parentheses_after_in_is_a_list_of_one(frame):
+    """As the grammar had it before Python's parser read it (where (1) is just 1)."""
+    assert evaluate("valid in (1)", frame).tolist() == evaluate("valid in [1]", frame).tolist()
+    assert evaluate("valid not in (-1)", frame).all()
+    with pytest.raises(ExpressionError, match="position 11: 'in' takes a list"):
+        parse("valid in (1) < 2")
 
 
 def test_a_column_named_like_a_function_is_still_a_column():
