@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import BayesobsInputError, FatalSubjectError
+from .errors import BayesobsInputError, FatalSubjectError, missing_extra
 from .jsonl import trial_file
 from .logprobs import MAX_TOP_LOGPROBS, RESPONSES
 from .run import DEFAULT_MAX_CONCURRENCY  # not .run.concurrency: no asyncio at start-up
@@ -1958,8 +1958,9 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The command's exit status; 2 after a :class:`BayesobsInputError` or
-        an ``OSError`` (one line on stderr), 1 after a fatal subject error,
+        The command's exit status; 2 after a :class:`BayesobsInputError`, an
+        ``OSError`` or a missing extra (one line on stderr), 1 after a fatal
+        subject error,
         130 after Ctrl-C.
 
     Raises
@@ -1987,6 +1988,11 @@ def main(argv: list[str] | None = None) -> int:
     except FatalSubjectError as exc:
         print(f"bayesobs: error: {exc} (everything logged so far is kept)", file=sys.stderr)
         return 1
+    except ImportError as exc:  # an optional part not installed: name its extra
+        if (line := missing_extra(exc, args.command)) is None:
+            raise
+        print(f"bayesobs: error: {line}", file=sys.stderr)
+        return 2
     except OSError as exc:  # a full disk, a read-only folder: one line, never a traceback
         where = f" {exc.filename}" if exc.filename else ""
         print(f"bayesobs: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)

@@ -17,3 +17,25 @@ class SubjectError(RuntimeError):
 
 class FatalSubjectError(SubjectError):
     """An error no retry can fix (bad key, unknown model): stop the run."""
+
+
+# pyproject.toml's extras and the top-level modules each brings: a command that imports one of
+# them without its extra installed gets one line naming the extra (the CLI's main)
+EXTRAS = {
+    "posterior": ("jax", "jaxlib", "numpyro", "arviz", "xarray", "netCDF4"),
+    "web": ("starlette", "uvicorn"),
+    "llm": ("openai", "anthropic", "httpx2", "httpx"),
+    "distributed": ("dask", "distributed", "dask_jobqueue"),
+}
+
+
+def missing_extra(exc: ImportError, command: str) -> str | None:
+    """The line naming the extra that ``exc``'s missing module belongs to; None if no extra's."""
+    top = (exc.name or getattr(exc.__cause__, "name", None) or "").partition(".")[0]
+    extra = next((e for e, modules in EXTRAS.items() if top in modules), None)
+    if extra is None:
+        return None
+    return (
+        f"bayesobs {command} needs the [{extra}] extra ({top} is not installed): "
+        f"pip install 'bayesobs[{extra}]'"
+    )

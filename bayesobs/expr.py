@@ -1,36 +1,27 @@
 """Row expressions (``--map``, ``--where``, ``--missing-where``) without Python evaluation.
 
-An expression is read by a small grammar of its own and evaluated column by
+An expression is parsed by Python's own parser (``ast.parse``), its tree is
+checked against a whitelist of node types, and it is evaluated column by
 column with NumPy/pandas operations; nothing in it is ever handed to Python's
 ``eval``, ``exec`` or ``compile``, nor to ``pandas.eval``.  So an expression
 recorded in a shared folder, or typed on a command line, can name columns and
 compute with them, and can do nothing else.
 
-The grammar (Python's precedence, lowest first)::
-
-    expr     := or
-    or       := and (("or" | "|") and)*
-    and      := not (("and" | "&") not)*
-    not      := "not" not | compare
-    compare  := sum ((CMP | "in" | "not" "in") sum)*      chained like Python
-    sum      := product (("+" | "-") product)*
-    product  := unary (("*" | "/" | "//" | "%") unary)*
-    unary    := ("-" | "+" | "~") unary | power
-    power    := atom ("**" unary)?
-    atom     := NUMBER | STRING | "True" | "False" | NAME | `ANY NAME`
-              | FUNCTION "(" expr ("," expr)* ")" | "(" expr ")" | list
-    list     := "[" literal ("," literal)* "]" | "(" literal "," ... ")"   (after "in" only)
-
-``CMP`` is one of ``== != < <= > >=``.  ``&``, ``|`` and ``~`` are the
+The grammar is Python's, with its precedence, restricted to: numbers
+(decimal), quoted texts, ``True``/``False``, column names (a backquoted name
+may hold any character but a backquote), ``+ - * / // % **``, comparisons
+``== != < <= > >=`` (chained like ``1 < x < 5``), ``and``/``or``/``not``,
+``x in [1, 2]`` / ``x not in ('a', 'b')`` (a list of constants), parentheses
+and the functions of :data:`FUNCTIONS`.  ``&``, ``|`` and ``~`` are the
 logical *and*, *or* and *not* (with the precedence pandas gives them), and
-need true/false operands.  A name is a column; a backquoted name may hold
-any character but a backquote.  The functions are :data:`FUNCTIONS`.
-Arithmetic needs numbers (true/false count as 1/0); text can be compared
-and tested with ``in``, and a lone quoted text is a constant (``--map
-"task='numerosity'"``).  Comparisons with a missing value are false (``!=``
-true), as in pandas.
+need true/false operands.  Arithmetic needs numbers (true/false count as
+1/0); text can be compared and tested with ``in``, and a lone quoted text is
+a constant (``--map "task='numerosity'"``).  Comparisons with a missing value
+are false (``!=`` true), as in pandas.
 
-Anything else (attribute access, subscripts, calls of other names, lambdas,
+A scan before the parser admits only the grammar's characters and words and
+rewrites ``&``/``|`` and backquoted names for it; anything else (attribute
+access, subscripts, calls of other names, lambdas, comprehensions,
 double-underscore names, string prefixes, ``@`` variables) is an
 :class:`ExpressionError` naming the 1-based position of the offending token.
 Expressions are at most :data:`MAX_LENGTH` characters and nest at most
@@ -39,6 +30,9 @@ Expressions are at most :data:`MAX_LENGTH` characters and nest at most
 
 from __future__ import annotations
 
+import ast
+import bisect
+import keyword
 import operator
 import re
 from dataclasses import dataclass
@@ -51,41 +45,8 @@ from .errors import BayesobsInputError
 
 MAX_LENGTH = 1000
 MAX_DEPTH = 50
-
-COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
-_OPERATORS = ("**", "//", *COMPARISONS, "+", "-", "*", "/", "%", "&", "|", "~")
-_KEYWORDS = {"and", "or", "not", "in", "True", "False"}
-# Python words that are not part of the grammar: refused by name, not looked up as columns
-_REFUSED_WORDS = {
-    "lambda",
-    "if",
-    "else",
-    "for",
-    "while",
-    "import",
-    "from",
-    "is",
-    "None",
-    "def",
-    "class",
-    "return",
-    "yield",
-    "await",
-    "async",
-    "with",
-    "as",
-    "global",
-    "nonlocal",
-    "del",
-    "assert",
-    "raise",
-    "try",
-    "except",
-    "finally",
-    "pass",
-    "break",
-    "continue",
-}
+# round's digits: beyond these NumPy's scaling overflows (and very many digits cost seconds)
+MAX_ROUND_DIGITS = 100
 
 
 def _isnull(x):
@@ -94,10 +55,6 @@ def _isnull(x):
 
 def _notnull(x):
     return x.notna() if isinstance(x, pd.Series) else not bool(pd.isna(x))
-
-
-# round's digits: beyond these NumPy's scaling overflows (and very many digits cost seconds)
-MAX_ROUND_DIGITS = 100
 
 
 def _round(x, digits=0):
@@ -109,27 +66,15 @@ def _round(x, digits=0):
 
 
 # name -> (function, fewest arguments, most arguments, works on numbers only)
+_MATH = ("abs", "sqrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
+         "floor", "ceil")  # fmt: skip
 FUNCTIONS: dict[str, tuple[Any, int, int, bool]] = {
-    "abs": (np.abs, 1, 1, True),
-    "sqrt": (np.sqrt, 1, 1, True),
-    "exp": (np.exp, 1, 1, True),
-    "expm1": (np.expm1, 1, 1, True),
-    "log": (np.log, 1, 1, True),
-    "log1p": (np.log1p, 1, 1, True),
-    "log2": (np.log2, 1, 1, True),
-    "log10": (np.log10, 1, 1, True),
-    "sin": (np.sin, 1, 1, True),
-    "cos": (np.cos, 1, 1, True),
-    "tan": (np.tan, 1, 1, True),
-    "floor": (np.floor, 1, 1, True),
-    "ceil": (np.ceil, 1, 1, True),
+    **{name: (getattr(np, name), 1, 1, True) for name in _MATH},
     "round": (_round, 1, 2, True),
     "min": (np.minimum, 2, 2, True),
     "max": (np.maximum, 2, 2, True),
-    "isnull": (_isnull, 1, 1, False),
-    "isna": (_isnull, 1, 1, False),
-    "notnull": (_notnull, 1, 1, False),
-    "notna": (_notnull, 1, 1, False),
+    **dict.fromkeys(("isnull", "isna"), (_isnull, 1, 1, False)),
+    **dict.fromkeys(("notnull", "notna"), (_notnull, 1, 1, False)),
 }
 
 
@@ -183,378 +128,235 @@ class ExpressionError(BayesobsInputError):
         )
 
 
-# ------------------------------------------------------------------------ tokens
-@dataclass(frozen=True)
-class Token:
-    """One token: ``kind`` (num, str, name, op, punct, end), its value and 0-based offset."""
+# ------------------------------------------------------------------ the scan before the parser
+_TOKEN = re.compile(
+    r"(?P<space>\s+)|(?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<str>'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\")"
+    r"|(?P<col>`[^`]*`)|(?P<op>\*\*|//|[=!<>]=|[-+*/%<>~&|()\[\],])",
+    re.S,
+)
+_WORDS = {"and", "or", "not", "in", "True", "False"}
+_REFUSED_WORDS = set(keyword.kwlist) - _WORDS  # lambda, if, is, None, import, ...
+_ESCAPES = {"n": "\n", "t": "\t"}
+_CHAR_REASONS = {
+    ".": "'.' is not allowed (no attribute access)",
+    "=": "'=' is not a comparison (use '==')",
+    "@": "'@' variables are not allowed (name columns only)",
+    "'": "text without its closing quote",
+    '"': "text without its closing quote",
+    "`": "backquoted column name without its closing backquote",
+}
+_CLOSE = {"(": ")", "[": "]"}
 
-    kind: str
-    value: Any
-    pos: int
+
+def _shown(raw: str) -> str:
+    raw = raw.strip()
+    return repr(raw if len(raw) <= 20 else raw[:17] + "...")
 
 
-_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
+def _scan(text: str):
+    """Python source for ``text``, the text offset of each source character, backquoted names, tokens.
 
-
-def tokenize(text: str) -> list[Token]:
-    """The tokens of ``text``; a character outside the grammar is an :class:`ExpressionError`.
-
-    Parameters
-    ----------
-    text : str
-        The expression.
-
-    Returns
-    -------
-    list of Token
-        The tokens in order, ending with an ``end`` token.
-
-    Raises
-    ------
-    ExpressionError
-        Naming the 1-based position of the first character outside the grammar.
+    Refuses, at its position, the first character or word outside the grammar.
     """
-    out: list[Token] = []
-    i, n = 0, len(text)
+    parts: list[str] = []
+    origin: list[int] = []
+    names: dict[str, str] = {}
+    tokens: list[tuple[int, int, int]] = []  # (source offset, text start, text end)
+    i = 0
 
     def fail(pos: int, reason: str):
         raise ExpressionError(text, pos + 1, reason)
 
-    while i < n:
-        c = text[i]
-        if c.isspace():
-            i += 1
-            continue
-        m = _NUMBER.match(text, i)
-        if m and (c.isdigit() or c == "."):
-            end = m.end()
-            if end < n and (text[end].isalpha() or text[end] == "_"):
-                fail(end, f"{text[end]!r} right after the number {m.group()!r}")
-            raw = m.group()
-            if re.fullmatch(r"\d+", raw):
-                v = int(raw)
-                value: Any = np.int64(v) if v < 2**63 else np.float64(raw)
-            else:
-                value = np.float64(raw)
-            if not np.isfinite(value):
+    while i < len(text):
+        m = _TOKEN.match(text, i)
+        if m is None:
+            fail(i, _CHAR_REASONS.get(text[i], f"{text[i]!r} is not allowed"))
+        kind, raw, end = m.lastgroup, m.group(), m.end()
+        out = (" " if origin else "") if kind == "space" else raw  # Python refuses an indent
+        if kind == "num":
+            if end < len(text) and (text[end].isalpha() or text[end] == "_"):
+                fail(end, f"{text[end]!r} right after the number {raw!r}")
+            if not np.isfinite(np.float64(raw)):
                 fail(i, f"the number {raw[:20]}{'...' if len(raw) > 20 else ''} is too large")
-            out.append(Token("num", value, i))
-            i = end
-            continue
-        if c == ".":
-            fail(i, "'.' is not allowed (no attribute access)")
-        m = _NAME.match(text, i)
-        if m:
-            word = m.group()
-            if i + len(word) < n and text[i + len(word)] in "'\"":
-                fail(i, f"string prefixes such as {word}'...' are not allowed (no f-strings)")
-            if word in _REFUSED_WORDS:
+            out = str(int(raw)) if raw.isdigit() else raw  # Python refuses leading zeros
+        elif kind == "name":
+            if end < len(text) and text[end] in "'\"":
+                fail(i, f"string prefixes such as {raw}'...' are not allowed (no f-strings)")
+            if raw in _REFUSED_WORDS:
                 fail(
                     i,
-                    f"{word!r} is not allowed (expressions hold columns, numbers, texts, "
+                    f"{raw!r} is not allowed (expressions hold columns, numbers, texts, "
                     "arithmetic, comparisons, and/or/not, in, and a few functions)",
                 )
-            if word.startswith("__"):
-                fail(i, f"{word!r}: names starting with '__' are not allowed")
-            out.append(Token("name", word, i))
-            i = m.end()
-            continue
-        if c == "`":
-            end = text.find("`", i + 1)
-            if end < 0:
-                fail(i, "backquoted column name without its closing backquote")
-            if end == i + 1:
+            if raw.startswith("__"):
+                fail(i, f"{raw!r}: names starting with '__' are not allowed")
+        elif kind == "str":
+            body = re.sub(r"\\(.)", lambda e: _ESCAPES.get(e[1], e[1]), raw[1:-1], flags=re.S)
+            out = ascii(body)  # ASCII source: ast's byte offsets are character offsets
+        elif kind == "col":
+            if end == i + 2:
                 fail(i, "empty backquoted column name")
-            out.append(Token("column", text[i + 1 : end], i))
-            i = end + 1
-            continue
-        if c in "'\"":
-            j, chars = i + 1, []
-            while j < n and text[j] != c:
-                if text[j] == "\\" and j + 1 < n:
-                    chars.append(_ESCAPES.get(text[j + 1], text[j + 1]))
-                    j += 2
-                    continue
-                chars.append(text[j])
-                j += 1
-            if j >= n:
-                fail(i, "text without its closing quote")
-            out.append(Token("str", "".join(chars), i))
-            i = j + 1
-            continue
-        op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
-        if op is not None:
-            out.append(Token("op", op, i))
-            i += len(op)
-            continue
-        if c in "()[],":
-            out.append(Token("punct", c, i))
-            i += 1
-            continue
-        if c == "=":
-            fail(i, "'=' is not a comparison (use '==')")
-        if c == "@":
-            fail(i, "'@' variables are not allowed (name columns only)")
-        fail(i, f"{c!r} is not allowed")
-    out.append(Token("end", None, n))
-    return out
+            out = f"__{len(names)}"  # no name of the grammar starts with '__'
+            names[out] = raw[1:-1]
+        elif kind == "op" and raw in ("&", "|"):
+            out = " and " if raw == "&" else " or "
+        if kind != "space":
+            tokens.append((len(origin) + len(out) - len(out.lstrip()), i, end))
+        parts.append(out)
+        origin.extend([i] * len(out))
+        i = end
+    opened: list[str] = []
+    for k, (_, start, end) in enumerate(tokens):  # brackets closed, not too deep; 'a' 'b' apart
+        if text[start] in "'\"" and k and text[tokens[k - 1][1]] in "'\"":
+            fail(start, f"unexpected {_shown(text[start:end])}")  # (Python would join them)
+        if text[start] in _CLOSE:
+            opened.append(_CLOSE[text[start]])
+            if len(opened) > MAX_DEPTH:
+                fail(start, f"nested deeper than {MAX_DEPTH} levels")
+        elif text[start] in ")]" and (not opened or opened.pop() != text[start]):
+            fail(start, f"unexpected {text[start]!r}")
+    if opened:
+        fail(len(text), f"expected {opened[-1]!r}, found the end")
+    origin.append(len(text))
+    return "".join(parts), origin, names, tokens
 
 
-# ------------------------------------------------------------------------ syntax
-@dataclass(frozen=True)
-class Expr:
-    """A node of the expression tree.
-
-    ``kind`` is ``const``, ``column``, ``unary``, ``binary``, ``logic``,
-    ``compare``, ``isin``, ``call`` or ``list``; ``value`` holds the constant,
-    column name, operator or function name; ``args`` the operands; ``pos``
-    the 1-based position of the token that made the node; ``text`` the whole
-    expression (for messages).
-    """
-
-    kind: str
-    value: Any
-    args: tuple[Expr, ...]
-    pos: int
-    text: str
-    depth: int = 1
+# ------------------------------------------------------------------ the whitelist
+_ARITH = {ast.Add: ("+", np.add), ast.Sub: ("-", np.subtract), ast.Mult: ("*", np.multiply),
+          ast.Div: ("/", np.true_divide), ast.FloorDiv: ("//", np.floor_divide),
+          ast.Mod: ("%", np.mod), ast.Pow: ("**", np.power)}  # fmt: skip
+_COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+            ast.In: "in", ast.NotIn: "not in"}  # fmt: skip
+_UNARY = {ast.Not: "not", ast.Invert: "~", ast.USub: "-", ast.UAdd: "+"}
+# the syntax nodes an expression may hold (with the checks of _refusal on each)
+NODES = (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name,
+         ast.Constant, ast.List, ast.Tuple, ast.Load, ast.And, ast.Or, *_ARITH, *_COMPARE,
+         *_UNARY)  # fmt: skip
 
 
-def _node(kind: str, value, args: tuple[Expr, ...], tok: Token, text: str) -> Expr:
-    depth = 1 + max((a.depth for a in args), default=0)
-    if depth > MAX_DEPTH:
-        raise ExpressionError(text, tok.pos + 1, f"nested deeper than {MAX_DEPTH} levels")
-    return Expr(kind, value, args, tok.pos + 1, text, depth)
+def _is_item(node: ast.AST) -> bool:
+    """A constant of a list after ``in``: a number (signed or not), a text, True/False."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+        return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float, str, bool)
 
 
-class _Parser:
-    def __init__(self, text: str):
-        self.text = text
-        self.toks = tokenize(text)
-        self.i = 0
-        self.nesting = 0
-
-    # helpers
-    @property
-    def tok(self) -> Token:
-        return self.toks[self.i]
-
-    def fail(self, tok: Token, reason: str):
-        raise ExpressionError(self.text, tok.pos + 1, reason)
-
-    def describe(self, tok: Token) -> str:
-        if tok.kind == "end":
-            return "the end"
-        nxt = self.toks[self.toks.index(tok) + 1]
-        raw = self.text[tok.pos : nxt.pos].strip()
-        return repr(raw if len(raw) <= 20 else raw[:17] + "...")
-
-    def at(self, kind: str, *values) -> bool:
-        t = self.tok
-        return t.kind == kind and (not values or t.value in values)
-
-    def take(self) -> Token:
-        t = self.tok
-        self.i += 1
-        return t
-
-    def expect(self, kind: str, value, what: str) -> Token:
-        if not self.at(kind, value):
-            self.fail(self.tok, f"expected {what}, found {self.describe(self.tok)}")
-        return self.take()
-
-    def deeper(self, tok: Token) -> None:
-        self.nesting += 1
-        if self.nesting > MAX_DEPTH:
-            self.fail(tok, f"nested deeper than {MAX_DEPTH} levels")
-
-    # grammar
-    def parse(self) -> Expr:
-        e = self.or_()
-        if not self.at("end"):
-            t = self.tok
-            if t.kind == "punct" and t.value == "(":
-                self.fail(t, "only the functions " + ", ".join(FUNCTIONS) + " can be called")
-            if t.kind == "punct" and t.value == "[":
-                self.fail(t, "'[' is not allowed here (no subscripts; lists only after 'in')")
-            self.fail(t, f"unexpected {self.describe(t)}")
-        return e
-
-    def or_(self) -> Expr:
-        e = self.and_()
-        while self.at("name", "or") or self.at("op", "|"):
-            t = self.take()
-            e = _node("logic", "or", (e, self.and_()), t, self.text)
-        return e
-
-    def and_(self) -> Expr:
-        e = self.not_()
-        while self.at("name", "and") or self.at("op", "&"):
-            t = self.take()
-            e = _node("logic", "and", (e, self.not_()), t, self.text)
-        return e
-
-    def not_(self) -> Expr:
-        if self.at("name", "not"):
-            t = self.take()
-            self.deeper(t)
-            e = _node("unary", "not", (self.not_(),), t, self.text)
-            self.nesting -= 1
-            return e
-        return self.compare()
-
-    def compare(self) -> Expr:
-        e = self.sum_()
-        pairs = []
-        left = e
-        while True:
-            t = self.tok
-            if t.kind == "op" and t.value in COMPARISONS:
-                self.take()
-                right = self.sum_()
-                pairs.append(_node("compare", t.value, (left, right), t, self.text))
-            elif self.at("name", "in") or (
-                self.at("name", "not")
-                and self.toks[self.i + 1].kind == "name"
-                and self.toks[self.i + 1].value == "in"
-            ):
-                negate = self.take().value == "not"
-                if negate:
-                    self.take()
-                right = self.literal_list(t)
-                pairs.append(_node("isin", negate, (left, right), t, self.text))
-            else:
-                break
-            left = right
-        if not pairs:
-            return e
-        out = pairs[0]
-        for p in pairs[1:]:  # a < b < c: (a < b) and (b < c), as in Python
-            out = _node("logic", "and", (out, p), self.toks[0], self.text)
-        return out
-
-    def literal_list(self, at: Token) -> Expr:
-        t = self.tok
-        if not (t.kind == "punct" and t.value in "(["):
-            self.fail(t, "'in' takes a list of constants, e.g. x in [1, 2] or x in ('a', 'b')")
-        close = "]" if self.take().value == "[" else ")"
-        items = []
-        while not self.at("punct", close):
-            sign = -1 if self.at("op", "-") else 1
-            if sign < 0 or self.at("op", "+"):
-                self.take()
-            v = self.tok
-            if v.kind == "num":
-                items.append(v.value * sign)
-            elif v.kind == "str" and sign > 0:
-                items.append(v.value)
-            elif v.kind == "name" and v.value in ("True", "False") and sign > 0:
-                items.append(np.bool_(v.value == "True"))
-            else:
-                self.fail(v, "a list after 'in' holds numbers and quoted texts only")
-            self.take()
-            if not self.at("punct", close):
-                self.expect("punct", ",", f"',' or {close!r}")
-        self.take()
-        return _node("list", tuple(items), (), t, self.text)
-
-    def sum_(self) -> Expr:
-        e = self.product()
-        while self.at("op", "+", "-"):
-            t = self.take()
-            e = _node("binary", t.value, (e, self.product()), t, self.text)
-        return e
-
-    def product(self) -> Expr:
-        e = self.unary()
-        while self.at("op", "*", "/", "//", "%"):
-            t = self.take()
-            e = _node("binary", t.value, (e, self.unary()), t, self.text)
-        return e
-
-    def unary(self) -> Expr:
-        if self.at("op", "-", "+", "~"):
-            t = self.take()
-            self.deeper(t)
-            e = _node("unary", t.value, (self.unary(),), t, self.text)
-            self.nesting -= 1
-            return e
-        return self.power()
-
-    def power(self) -> Expr:
-        e = self.atom()
-        if self.at("op", "**"):
-            t = self.take()
-            self.deeper(t)
-            e = _node("binary", "**", (e, self.unary()), t, self.text)
-            self.nesting -= 1
-        return e
-
-    def atom(self) -> Expr:
-        t = self.tok
-        if t.kind == "num" or t.kind == "str":
-            self.take()
-            e = _node("const", t.value, (), t, self.text)
-        elif t.kind == "column":
-            self.take()
-            e = _node("column", t.value, (), t, self.text)
-        elif t.kind == "name":
-            e = self.name()
-        elif t.kind == "punct" and t.value == "(":
-            self.take()
-            self.deeper(t)
-            e = self.or_()
-            self.nesting -= 1
-            if self.at("punct", ","):
-                self.fail(self.tok, "a tuple is allowed only after 'in'")
-            self.expect("punct", ")", "')'")
-        elif t.kind == "punct" and t.value == "[":
-            self.fail(t, "'[' is not allowed here (no subscripts; lists only after 'in')")
-        else:
-            self.fail(t, f"expected a column, number, text or '(', found {self.describe(t)}")
-        nxt = self.tok
-        if nxt.kind == "punct" and nxt.value == "[":
-            self.fail(nxt, "'[' is not allowed (no subscripts)")
-        if nxt.kind == "punct" and nxt.value == "(":
-            self.fail(nxt, "only the functions " + ", ".join(FUNCTIONS) + " can be called")
-        return e
-
-    def name(self) -> Expr:
-        t = self.take()
-        word = t.value
-        if word in ("True", "False"):
-            return _node("const", np.bool_(word == "True"), (), t, self.text)
-        if word in _KEYWORDS:
-            self.fail(t, f"{word!r} needs something before it")
-        if self.at("punct", "("):
-            if word not in FUNCTIONS:
-                self.fail(
-                    t, f"{word!r} is not a function here; the functions are " + ", ".join(FUNCTIONS)
+def _refusal(node: ast.AST, parent: ast.AST | None, source: str) -> tuple[int, str] | None:
+    """(source offset, reason) when ``node`` is outside the grammar; None when it is inside."""
+    if not hasattr(node, "col_offset"):  # operators and contexts: checked with their node
+        return None
+    at = node.col_offset
+    after = getattr(parent, "comparators", [])
+    if isinstance(node, (ast.List, ast.Tuple)):
+        k = next((k for k, c in enumerate(after) if c is node), None)
+        if k is not None and k == len(after) - 1 and type(parent.ops[k]) in (ast.In, ast.NotIn):
+            bad = next((e for e in node.elts if not _is_item(e)), None)
+            return bad and (bad.col_offset, "a list after 'in' holds numbers and quoted texts only")
+        if isinstance(node, ast.Tuple) and node.elts:
+            at = source.index(",", node.elts[0].end_col_offset)
+            return at, "a tuple is allowed only after 'in'"
+        return at, "'[' is not allowed here (no subscripts; lists only after 'in')"
+    if isinstance(node, ast.BinOp) and type(node.op) not in _ARITH:
+        rest = source[node.left.end_col_offset :]
+        at = len(source) - len(rest.lstrip(" )"))
+        return at, f"{_shown(source[at : at + 2])} is not allowed"  # << >> (& | are and/or)
+    if isinstance(node, ast.Compare):
+        for k, (op, comp) in enumerate(zip(node.ops, node.comparators, strict=True)):
+            if type(op) not in _COMPARE:
+                return comp.col_offset, "only == != < <= > >= in and not in compare"
+            # after 'in': a list, a tuple, or one constant in parentheses, x in (1)
+            one = _is_item(comp) and source[: comp.col_offset].rstrip().endswith("(")
+            listed = isinstance(comp, (ast.List, ast.Tuple)) or one
+            if isinstance(op, (ast.In, ast.NotIn)) and not (listed and k == len(node.ops) - 1):
+                return comp.col_offset, (
+                    "'in' takes a list of constants, e.g. x in [1, 2] or x in ('a', 'b')"
                 )
-            return self.call(t)
-        return _node("column", word, (), t, self.text)
+    if isinstance(node, ast.Call):
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id in FUNCTIONS:
+            if node.keywords:
+                return node.keywords[0].col_offset, "keyword arguments are not allowed"
+            _, low, high, _ = FUNCTIONS[fn.id]
+            if not low <= len(node.args) <= high:
+                want = str(low) if low == high else f"{low} or {high}"
+                return at, f"{fn.id}() takes {want} argument(s), not {len(node.args)}"
+        elif isinstance(fn, ast.Name) and not fn.id.startswith("__"):
+            return at, f"{fn.id!r} is not a function here; the functions are " + ", ".join(
+                FUNCTIONS
+            )
+        else:
+            at = source.index("(", fn.end_col_offset)
+            return at, "only the functions " + ", ".join(FUNCTIONS) + " can be called"
+    if isinstance(node, ast.Constant) and type(node.value) not in (int, float, str, bool):
+        return at, f"{_shown(ast.unparse(node))} is not allowed"
+    if isinstance(node, ast.Subscript):
+        return source.index("[", node.value.end_col_offset), "'[' is not allowed (no subscripts)"
+    if not isinstance(node, NODES):
+        span = source[at : getattr(node, "end_col_offset", at + 1)]
+        return at, f"{_shown(span)} is not allowed"
+    return None
 
-    def call(self, t: Token) -> Expr:
-        self.take()  # (
-        self.deeper(t)
-        args = []
-        while not self.at("punct", ")"):
-            args.append(self.or_())
-            if not self.at("punct", ")"):
-                self.expect("punct", ",", "',' or ')'")
-        self.take()
-        self.nesting -= 1
-        _, low, high, _ = FUNCTIONS[t.value]
-        if not low <= len(args) <= high:
-            want = str(low) if low == high else f"{low} or {high}"
-            self.fail(t, f"{t.value}() takes {want} argument(s), not {len(args)}")
-        return _node("call", t.value, tuple(args), t, self.text)
+
+def _check(tree: ast.Expression, source: str) -> tuple[int, str] | None:
+    """The leftmost refusal in ``tree``, or the first node nested too deep; None when it passes."""
+    refusals = []
+    stack: list[tuple[ast.AST, ast.AST | None, int]] = [(tree, None, 0)]
+    while stack:
+        node, parent, depth = stack.pop()
+        if (found := _refusal(node, parent, source)) is not None:
+            refusals.append(found)
+        depth += isinstance(node, ast.expr)
+        if depth > MAX_DEPTH:
+            refusals.append((node.col_offset, f"nested deeper than {MAX_DEPTH} levels"))
+            continue
+        stack.extend((child, node, depth) for child in ast.iter_child_nodes(node))
+    return min(refusals, default=None)
 
 
-def parse(text: str) -> Expr:
-    """Parse ``text`` into an expression tree.
+# ------------------------------------------------------------------ parsing
+@dataclass(frozen=True)
+class Expression:
+    """A parsed expression (from :func:`parse`): its text, checked tree, and offsets map."""
+
+    text: str
+    tree: ast.Expression
+    names: dict[str, str]  # placeholder -> backquoted column name
+    origin: tuple[int, ...]
+
+    def _error(self, offset: int | None, reason: str) -> ExpressionError:
+        pos = None if offset is None else self.origin[min(offset, len(self.origin) - 1)] + 1
+        return ExpressionError(self.text, pos, reason)
+
+    def _column(self, node: ast.Name) -> str:
+        return self.names.get(node.id, node.id)
+
+
+def _syntax_error(text: str, exc: SyntaxError, source: str, tokens) -> ExpressionError:
+    """Python's SyntaxError as one line naming the token it stopped at."""
+    at = exc.offset - 1 if exc.offset else len(source)
+    if (
+        "forgot a comma" in str(exc.msg) and exc.end_offset
+    ):  # Python names the pair: take the second
+        inside = [t for t in tokens if at <= t[0] < exc.end_offset - 1]
+        at = inside[1][0] if len(inside) > 1 else at
+    k = bisect.bisect_left([t[0] for t in tokens], at)
+    if k == len(tokens):
+        return ExpressionError(
+            text, len(text) + 1, "expected a column, number, text or '(', found the end"
+        )
+    raw = text[tokens[k][1] : tokens[k][2]]
+    reason = (
+        f"{raw!r} needs something before it"
+        if raw in ("and", "or", "&", "|", "in")
+        else f"unexpected {_shown(raw)}"
+    )
+    return ExpressionError(text, tokens[k][1] + 1, reason)
+
+
+def parse(text: str) -> Expression:
+    """Parse ``text`` into a checked expression.
 
     Parameters
     ----------
@@ -563,8 +365,8 @@ def parse(text: str) -> Expr:
 
     Returns
     -------
-    Expr
-        The tree; give it to :func:`evaluate`.
+    Expression
+        The expression; give it to :func:`evaluate`.
 
     Raises
     ------
@@ -579,16 +381,24 @@ def parse(text: str) -> Expr:
         )
     if not text.strip():
         raise ExpressionError(text, None, "empty expression")
-    return _Parser(text).parse()
+    source, origin, names, tokens = _scan(text)
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError as exc:
+        raise _syntax_error(text, exc, source, tokens) from None
+    expr = Expression(text, tree, names, tuple(origin))
+    if (refused := _check(tree, source)) is not None:
+        raise expr._error(*refused)
+    return expr
 
 
-def columns(expr: Expr | str) -> list[str]:
+def columns(expr: Expression | str) -> list[str]:
     """The column names an expression uses, in order of first appearance.
 
     Parameters
     ----------
-    expr : Expr or str
-        An expression tree, or text that is parsed first.
+    expr : Expression or str
+        A parsed expression, or text that is parsed first.
 
     Returns
     -------
@@ -601,17 +411,13 @@ def columns(expr: Expr | str) -> list[str]:
         When ``expr`` is text outside the grammar.
     """
     expr = parse(expr) if isinstance(expr, str) else expr
-    out: list[str] = []
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if e.kind == "column" and e.value not in out:
-            out.append(e.value)
-        stack.extend(reversed(e.args))
-    return out
+    called = {id(n.func) for n in ast.walk(expr.tree) if isinstance(n, ast.Call)}
+    found = [n for n in ast.walk(expr.tree) if isinstance(n, ast.Name) and id(n) not in called]
+    found.sort(key=lambda n: n.col_offset)
+    return list(dict.fromkeys(expr._column(n) for n in found))
 
 
-# ------------------------------------------------------------------------ values
+# ------------------------------------------------------------------ values
 def _is_text(v) -> bool:
     if isinstance(v, pd.Series):
         return not (pd.api.types.is_numeric_dtype(v) or pd.api.types.is_bool_dtype(v))
@@ -624,53 +430,13 @@ def _is_bool(v) -> bool:
     return isinstance(v, (bool, np.bool_))
 
 
-def _number(v, e: Expr, what: str):
-    """``v`` as a number (true/false as 1/0); text is an error naming the operator."""
-    if _is_text(v):
-        shown = f"column {e.value!r} holds text" if e.kind == "column" else "it is text"
-        raise ExpressionError(e.text, e.pos, f"{what} needs numbers, but {shown}")
-    if _is_bool(v):
-        return v.astype(np.int64) if isinstance(v, pd.Series) else np.int64(v)
-    return v
-
-
-def _truth(v, e: Expr, what: str):
-    if not _is_bool(v):
-        raise ExpressionError(
-            e.text,
-            e.pos,
-            f"{what!r} needs true/false values (comparisons), e.g. (a > 1) {what} (b == 2)",
-        )
-    return v
-
-
-_ARITH = {
-    "+": np.add,
-    "-": np.subtract,
-    "*": np.multiply,
-    "/": np.true_divide,
-    "//": np.floor_divide,
-    "%": np.mod,
-    "**": np.power,
-}
-_COMPARE = {
-    "==": np.equal,
-    "!=": np.not_equal,
-    "<": np.less,
-    "<=": np.less_equal,
-    ">": np.greater,
-    ">=": np.greater_equal,
-}
-
-
-_SERIES_COMPARE = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
+def _constant(value):
+    """A literal as NumPy gives it: int64 (float64 beyond its range), float64, bool_, or text."""
+    if isinstance(value, bool):
+        return np.bool_(value)
+    if isinstance(value, int):
+        return np.int64(value) if value < 2**63 else np.float64(value)
+    return np.float64(value) if isinstance(value, float) else value
 
 
 def _as_float_if_int(v):
@@ -682,85 +448,124 @@ def _as_float_if_int(v):
     return v
 
 
-def _compare(op: str, a, b, e: Expr):
+_SERIES_COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+                   ">": operator.gt, ">=": operator.ge}  # fmt: skip
+_FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def _compare(op: str, a, b):
     if isinstance(a, pd.Series) or isinstance(b, pd.Series):
-        fn = _SERIES_COMPARE[op]
         if not isinstance(a, pd.Series):  # keep the column on the left: pandas' own rules
-            flipped = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op)
-            return _compare(flipped, b, a, e)
+            return _compare(_FLIPPED.get(op, op), b, a)
         if isinstance(a.dtype, pd.CategoricalDtype) and (
             op not in ("==", "!=") or isinstance(b, pd.Series)
         ):
             a = a.astype(object)
         if isinstance(b, pd.Series) and isinstance(b.dtype, pd.CategoricalDtype):
             b = b.astype(object)
-        out = fn(a, b)
+        out = _SERIES_COMPARE[op](a, b)
         return out.astype(bool) if not pd.api.types.is_bool_dtype(out) else out
     if _is_text(a) != _is_text(b):
         if op in ("==", "!="):
             return np.bool_(op == "!=")
         raise TypeError("cannot order text against a number")
-    return np.bool_(_COMPARE[op](a, b))
+    return np.bool_(_SERIES_COMPARE[op](a, b))
 
 
-def _eval(e: Expr, frame: pd.DataFrame):
-    k = e.kind
-    if k == "const":
-        return e.value
-    if k == "column":
-        if e.value not in frame.columns:
-            raise ExpressionError(e.text, e.pos, f"no column named {e.value!r}")
-        return frame[e.value]
-    if k == "call":
-        fn, _, _, numeric = FUNCTIONS[e.value]
-        args = [_eval(a, frame) for a in e.args]
-        if numeric:
-            args = [_number(v, a, f"{e.value}()") for v, a in zip(args, e.args, strict=True)]
-        out = fn(*args)
-        return out
-    if k == "unary":
-        v = _eval(e.args[0], frame)
-        if e.value in ("not", "~"):
-            v = _truth(v, e, e.value)
-            return ~v if isinstance(v, pd.Series) else np.bool_(not v)
-        v = _number(v, e.args[0], f"unary {e.value!r}")
-        return -v if e.value == "-" else +v
-    if k == "logic":
-        a = _truth(_eval(e.args[0], frame), e, e.value)
-        b = _truth(_eval(e.args[1], frame), e, e.value)
-        if e.value == "and":
-            return (
-                a & b if isinstance(a, pd.Series) or isinstance(b, pd.Series) else np.bool_(a and b)
+def _both(a, b, op: str):
+    """``a and b`` / ``a or b`` of true/false values, element-wise when either is a column."""
+    if isinstance(a, pd.Series) or isinstance(b, pd.Series):
+        return a & b if op == "and" else a | b
+    return np.bool_(a and b) if op == "and" else np.bool_(a or b)
+
+
+class _Evaluator:
+    """Evaluates a checked tree over the columns of one frame."""
+
+    def __init__(self, expr: Expression, frame: pd.DataFrame):
+        self.expr, self.frame = expr, frame
+
+    def number(self, node: ast.expr, what: str):
+        """The value of ``node`` as a number (true/false as 1/0); text is an error."""
+        v = self(node)
+        if _is_text(v):
+            shown = (
+                f"column {self.expr._column(node)!r} holds text"
+                if isinstance(node, ast.Name)
+                else "it is text"
             )
-        return a | b if isinstance(a, pd.Series) or isinstance(b, pd.Series) else np.bool_(a or b)
-    if k == "binary":
-        a = _number(_eval(e.args[0], frame), e.args[0], repr(e.value))
-        b = _number(_eval(e.args[1], frame), e.args[1], repr(e.value))
-        if e.value in ("**", "/", "//", "%"):
-            a, b = _as_float_if_int(a), _as_float_if_int(b)
-        out = _ARITH[e.value](a, b)
-        return out
-    if k == "compare":
-        a, b = _eval(e.args[0], frame), _eval(e.args[1], frame)
-        return _compare(e.value, a, b, e)
-    if k == "isin":
-        a = _eval(e.args[0], frame)
-        values = list(e.args[1].value)
-        if isinstance(a, pd.Series):
-            out = a.isin(values)
-        else:
-            out = np.bool_(any(_compare("==", a, v, e) for v in values))
-        return ~out if e.value else out
-    raise ExpressionError(e.text, e.pos, f"unknown node {k!r}")  # pragma: no cover
+            raise self.expr._error(node.col_offset, f"{what} needs numbers, but {shown}")
+        if _is_bool(v):
+            return v.astype(np.int64) if isinstance(v, pd.Series) else np.int64(v)
+        return v
+
+    def truth(self, node: ast.expr, what: str):
+        """The value of ``node``, which must be true/false."""
+        v = self(node)
+        if not _is_bool(v):
+            raise self.expr._error(
+                node.col_offset,
+                f"{what!r} needs true/false values (comparisons), e.g. (a > 1) {what} (b == 2)",
+            )
+        return v
+
+    def __call__(self, node: ast.expr):
+        if isinstance(node, ast.Constant):
+            return _constant(node.value)
+        if isinstance(node, ast.Name):
+            name = self.expr._column(node)
+            if name not in self.frame.columns:
+                raise self.expr._error(node.col_offset, f"no column named {name!r}")
+            return self.frame[name]
+        if isinstance(node, ast.Call):
+            fn, _, _, numeric = FUNCTIONS[node.func.id]
+            what = f"{node.func.id}()"
+            return fn(*[self.number(a, what) if numeric else self(a) for a in node.args])
+        if isinstance(node, ast.UnaryOp):
+            op = _UNARY[type(node.op)]
+            if op in ("not", "~"):
+                v = self.truth(node.operand, op)
+                return ~v if isinstance(v, pd.Series) else np.bool_(not v)
+            v = self.number(node.operand, f"unary {op!r}")
+            return -v if op == "-" else +v
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            out = self.truth(node.values[0], op)
+            for v in node.values[1:]:
+                out = _both(out, self.truth(v, op), op)
+            return out
+        if isinstance(node, ast.BinOp):
+            symbol, fn = _ARITH[type(node.op)]
+            a, b = self.number(node.left, repr(symbol)), self.number(node.right, repr(symbol))
+            if symbol in ("**", "/", "//", "%"):
+                a, b = _as_float_if_int(a), _as_float_if_int(b)
+            return fn(a, b)
+        if isinstance(node, ast.Compare):  # a < b < c: (a < b) and (b < c), as in Python
+            left, out = self(node.left), None
+            for op, comp in zip(node.ops, node.comparators, strict=True):
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    values = [self(e) for e in getattr(comp, "elts", [comp])]
+                    if isinstance(left, pd.Series):
+                        found = left.isin(values)
+                    else:
+                        found = np.bool_(any(_compare("==", left, v) for v in values))
+                    value = ~found if isinstance(op, ast.NotIn) else found
+                else:
+                    right = self(comp)
+                    value = _compare(_COMPARE[type(op)], left, right)
+                    left = right
+                out = value if out is None else _both(out, value, "and")
+            return out
+        raise self.expr._error(node.col_offset, "outside the grammar")  # pragma: no cover
 
 
-def evaluate(expr: Expr | str, frame: pd.DataFrame):
+def evaluate(expr: Expression | str, frame: pd.DataFrame):
     """Evaluate an expression over the rows of ``frame``.
 
     Parameters
     ----------
-    expr : Expr or str
-        A tree from :func:`parse`, or the text to parse.
+    expr : Expression or str
+        An expression from :func:`parse`, or the text to parse.
     frame : DataFrame
         The table whose columns the expression names.
 
@@ -776,14 +581,14 @@ def evaluate(expr: Expr | str, frame: pd.DataFrame):
         Outside the grammar, an unknown column, or an operation the values do
         not support (e.g. arithmetic on text), naming the position.
     """
-    tree = parse(expr) if isinstance(expr, str) else expr
+    expr = parse(expr) if isinstance(expr, str) else expr
     try:
         with np.errstate(all="ignore"):
-            return _eval(tree, frame)
+            return _Evaluator(expr, frame)(expr.tree.body)
     except ExpressionError:
         raise
     except (TypeError, ValueError, OverflowError, ZeroDivisionError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ExpressionError(
-            tree.text, None, f"not computable on these columns ({reason})"
+            expr.text, None, f"not computable on these columns ({reason})"
         ) from None

@@ -1,7 +1,8 @@
-"""Row expressions (issue 26, item 1): a grammar of our own, never Python evaluation."""
+"""Row expressions (issue 26, item 1; issue 50: parsed by `ast`, a whitelist of nodes): never Python evaluation."""
 
 from __future__ import annotations
 
+import ast
 import builtins
 import json
 import random
@@ -61,6 +62,7 @@ REFERENCE = [
     "valid in [0, 2]",
     "name in ('a', 'c')",
     "name not in ['a']",
+    "name in ('a')",
     "TrialType in ['Dist']",
     "abs(stimulus - 3)",
     "sqrt(stimulus)",
@@ -112,6 +114,14 @@ def test_functions_and_constants(frame):
     assert columns("a + b * abs(a) > `c d`") == ["a", "b", "c d"]
 
 
+def test_one_constant_in_parentheses_after_in_is_a_list_of_one(frame):
+    """As the grammar had it before Python's parser read it (where (1) is just 1)."""
+    assert evaluate("valid in (1)", frame).tolist() == evaluate("valid in [1]", frame).tolist()
+    assert evaluate("valid not in (-1)", frame).all()
+    with pytest.raises(ExpressionError, match="position 11: 'in' takes a list"):
+        parse("valid in (1) < 2")
+
+
 def test_a_column_named_like_a_function_is_still_a_column():
     df = pd.DataFrame({"log": [1.0, 2.0], "min": [3, 4]})
     assert evaluate("log + min", df).tolist() == [4.0, 6.0]
@@ -149,6 +159,23 @@ def test_a_column_named_like_a_function_is_still_a_column():
         ("1x", 2, "right after the number"),
         ("and a", 1, "needs something before"),
         ("", None, "empty"),
+        # Python that the grammar leaves out (issue 50: the parser is Python's own)
+        ("[c for c in x]", 4, "'for' is not allowed"),
+        ("{'a': 1}", 1, "'{'"),
+        ("(x := 1)", 4, "':'"),
+        ("stimulus[1:2]", 11, "':'"),
+        ("...", 1, "'.'"),
+        ("a << 2", 3, "'<<' is not allowed"),
+        ("abs(*a)", 5, "'*a' is not allowed"),
+        ("a in [*b]", 7, "'*b' is not allowed"),
+        ("`abs`(a)", 6, "only the functions"),
+        ("a in [1] < 2", 6, "'['"),
+        ("'a' 'b'", 5, "unexpected"),
+        ("1j", 2, "right after the number"),
+        ("0x10", 2, "right after the number"),
+        ("stimulus > 1 # comment", 14, "'#'"),
+        ("a ^ b", 3, "'^'"),
+        ("a\\\n+ 1", 2, "'\\\\'"),
     ],
 )
 def test_outside_the_grammar_names_the_position(text, position, words):
@@ -159,6 +186,20 @@ def test_outside_the_grammar_names_the_position(text, position, words):
     assert isinstance(info.value, BayesobsInputError)
     if position is not None:
         assert f"position {position}:" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["a.b", "lambda: 1", "[c for c in a]", "{c for c in a}", "{a: 1}", "(c for c in a)",
+     "a[0]", "a[1:2]", "open('x')", "__import__('os')", "abs(a).real", "abs(*a)", "abs(x=a)",
+     "abs(**a)", "(x := 1)", "a if b else c", "f'{a}'", "a is None", "a @ b", "a ^ b", "a & b",
+     "a << 1", "...", "None", "b'x'", "1j", "{a}", "x in y", "x == [1]", "x == (1, 2)"],
+)  # fmt: skip
+def test_the_whitelist_refuses_what_the_scan_would_let_through(source):
+    """The second line of defence: Python outside the grammar, parsed by ast directly, is refused."""
+    tree = ast.parse(source, mode="eval")
+    at, reason = E._check(tree, source)
+    assert 0 <= at < len(source) and reason, (source, at, reason)
 
 
 def test_length_and_depth_are_bounded():
@@ -174,7 +215,7 @@ def test_length_and_depth_are_bounded():
     ):
         with pytest.raises(ExpressionError, match=f"deeper than {MAX_DEPTH}"):
             parse(text)
-    assert parse("(" * 20 + "a" + ")" * 20).kind == "column"
+    assert isinstance(parse("(" * 20 + "a" + ")" * 20).tree.body, ast.Name)
 
 
 @pytest.mark.parametrize(
@@ -252,10 +293,18 @@ def test_the_fuzzer_never_evaluates_python(frame, monkeypatch, tmp_path):
     def refuse(*args, **kwargs):
         raise AssertionError("Python evaluation was reached")
 
+    real_compile = builtins.compile
+
+    def parse_only(source, filename, mode, flags=0, *args, **kwargs):
+        """ast.parse compiles to a syntax tree only; any other compile is evaluation."""
+        if not flags & ast.PyCF_ONLY_AST:
+            refuse()
+        return real_compile(source, filename, mode, flags, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "compile", parse_only)
     for target, name in (
         (builtins, "eval"),
         (builtins, "exec"),
-        (builtins, "compile"),
         (pd, "eval"),
         (pd.DataFrame, "eval"),
         (pd.DataFrame, "query"),
@@ -270,13 +319,12 @@ def test_the_fuzzer_never_evaluates_python(frame, monkeypatch, tmp_path):
             refused += 1
             continue
         parsed += 1
-        for node in _walk(tree):
-            assert node.kind in ("const", "column", "unary", "binary", "logic", "compare",
-                                 "isin", "call", "list"), text  # fmt: skip
-            if node.kind == "call":
-                assert node.value in E.FUNCTIONS
-            if node.kind == "column":  # a dunder name only backquoted, and only looked up
-                assert not node.value.startswith("__") or "`" in text, text
+        for node in ast.walk(tree.tree):
+            assert isinstance(node, E.NODES), (text, node)
+            if isinstance(node, ast.Call):
+                assert node.func.id in E.FUNCTIONS
+            if isinstance(node, ast.Name):  # a dunder name only backquoted, and only looked up
+                assert not tree.names.get(node.id, node.id).startswith("__") or "`" in text, text
         try:  # anything but a value or an ExpressionError (a TypeError, a RecursionError) fails
             value = evaluate(tree, frame)
         except ExpressionError:
@@ -285,14 +333,6 @@ def test_the_fuzzer_never_evaluates_python(frame, monkeypatch, tmp_path):
     monkeypatch.undo()
     assert not list(tmp_path.iterdir())
     assert parsed > 100 and refused > 1000  # both sides of the grammar were exercised
-
-
-def _walk(tree):
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.args)
 
 
 # ------------------------------------------------------------------ through the CLI

@@ -8,20 +8,12 @@ import sys
 
 import pytest
 
-# modules that a light command must not load: the JAX stack, figures, the random forest,
-# the API clients, the browser, Dask
-HEAVY = (
-    "jax",
-    "numpyro",
-    "arviz",
-    "matplotlib",
-    "sklearn",
-    "openai",
-    "anthropic",
-    "httpx",
-    "playwright",
-    "dask",
-)
+from bayesobs.cli import main
+from bayesobs.errors import EXTRAS
+
+# modules that a light command must not load: figures, the random forest, the browser, and
+# every optional extra's (the JAX stack, the API clients, the web server, Dask; issue 50)
+HEAVY = ("matplotlib", "sklearn", "playwright", *(m for ms in EXTRAS.values() for m in ms))
 
 
 def loaded_after(args: list[str], extra: tuple[str, ...] = ()) -> list[str]:
@@ -77,3 +69,20 @@ def test_score_of_magnitude_trials_loads_no_scipy_stats(tiny_trials, tmp_path):
     args = ["score", str(tiny_trials), "--no-probe", "--bootstrap", "2", "--out", str(tmp_path)]
     assert loaded_after(args, ("scipy.stats", "sklearn")) == []
     assert (tmp_path / "bayesbench.csv").exists()
+
+
+def test_report_without_a_posterior_loads_no_extra(tiny_trials, tmp_path):
+    """`report` of a score folder (no posterior) runs on the base install (issue 50)."""
+    score = [
+        "score",
+        str(tiny_trials),
+        "--no-probe",
+        "--bootstrap",
+        "2",
+        "--out",
+        str(tmp_path / "s"),
+    ]
+    assert main(score) == 0
+    loaded = loaded_after(["report", str(tmp_path / "s"), "--out", str(tmp_path / "r")])
+    assert not [m for ms in EXTRAS.values() for m in ms if m in loaded], loaded  # figures are fine
+    assert (tmp_path / "r" / "index.html").exists()
