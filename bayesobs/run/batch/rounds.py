@@ -123,7 +123,6 @@ class Submitted:
     round: int
     subject: str
     ids: dict[str, tuple]
-    state: BatchState | None = None
     nonce: str | None = None
 
 
@@ -237,9 +236,9 @@ class BatchRun:
                     continue  # never created: its trials are asked again
                 known.add(bid)
                 self.note(event="submitted", nonce=nonce, batch_id=bid, round=rec["round"])
-            sub = Submitted(bid, int(rec["round"]), name, keys, nonce=nonce)
             if bid in lost:  # noted when it was lost: its trials are asked again
                 continue
+            sub = Submitted(bid, int(rec["round"]), name, keys, nonce=nonce)
             if bid in ended:  # collect its replies again (errors were handled then)
                 provider = self.providers[name]
                 try:
@@ -403,7 +402,7 @@ class BatchRun:
             for bid, sub in list(self.inflight.items()):
                 provider = self.providers[sub.subject]
                 try:
-                    sub.state = states[bid] = state = await provider.status(bid)
+                    states[bid] = state = await provider.status(bid)
                     if state.status not in TERMINAL:
                         continue
                     outs = await provider.results(state, sub.nonce)

@@ -12,7 +12,6 @@ class ShadowStore:
 
     def __init__(self, done: dict):
         self.done = dict(done)
-        self.requests: dict[str, dict] = {}
 
     def append(self, record: dict) -> None:
         """Note a (placeholder) trial by its trial key so the session goes on."""
