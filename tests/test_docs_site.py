@@ -80,7 +80,7 @@ COMPLETE = (
     "report/perception.py",
     "report/psychometric.py",
     "run/ablations.py",
-    "run/batch.py",
+    "run/batch/options.py",
     "run/concurrency.py",
     "run/engine.py",
     "run/imagecost.py",

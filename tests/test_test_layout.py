@@ -106,6 +106,22 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
         "re-reading logged replies; tested end to end with the runner",
         ("test_runner_integrity.py",),
     ),
+    # the batch APIs: every part runs in the batch runs against the local batch server
+    **{
+        f"bayesobs.run.batch.{name}": (
+            f"the batch APIs' {what}; tested by the batch runs end to end",
+            ("test_batch.py", "test_batch_anthropic.py"),
+        )
+        for name, what in (
+            ("openai_batches", "OpenAI provider"),
+            ("anthropic_batches", "Anthropic provider"),
+            ("provider", "shared provider parts"),
+            ("rounds", "round engine"),
+            ("options", "options"),
+            ("display", "progress lines"),
+            ("store", "stand-in store"),
+        )
+    },
     "bayesobs.chat": (
         "the subject interface; tested with the subjects",
         ("test_subjects.py",),

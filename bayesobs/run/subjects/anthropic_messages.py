@@ -477,23 +477,8 @@ class AnthropicSubject(CachedReplies):
             if self.pacer is not None:
                 self.pacer.succeeded(epoch)
             text = self._redact(text)
-            if key is not None:
-                self.cache.put(
-                    key,
-                    text,
-                    usage,
-                    finish_reason=finish,
-                    folder=self.folder,
-                    endpoint=self.endpoint,
-                    **details,
-                )
-            return Reply(
-                text=text,
-                latency_s=latency,
-                usage=usage,
-                attempts=attempt,
-                finish_reason=finish,
-                extra=self.columns(body, details),
+            return self._answered(
+                key, body, text, finish, usage, details, latency_s=latency, attempts=attempt
             )
 
     async def _wait(self, exc: Exception, attempt: int, waited: float) -> float:

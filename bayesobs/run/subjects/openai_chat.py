@@ -551,6 +551,21 @@ class CachedReplies:
         )
         return key, reply
 
+    def _answered(self, key, body, text, finish, usage, details, **reply) -> Reply:
+        """A reply that holds an answer, cached under ``key`` (None: not cached), as the runner takes it."""
+        if key is not None:
+            self.cache.put(
+                key,
+                text,
+                usage,
+                finish_reason=finish,
+                folder=self.folder,
+                endpoint=self.endpoint,
+                **details,
+            )
+        extra = self.columns(body, details)
+        return Reply(text=text, usage=usage, finish_reason=finish, extra=extra, **reply)
+
     def cache_key(self, body: dict, request: Request) -> str:
         """Everything that determines the reply: endpoint, request body, trial identity, scope.
 
@@ -976,23 +991,8 @@ class OpenAIChatSubject(CachedReplies):
                         "for this subject",
                     }
                 )
-            if key is not None:
-                self.cache.put(
-                    key,
-                    text,
-                    usage,
-                    finish_reason=finish,
-                    folder=self.folder,
-                    endpoint=self.endpoint,
-                    **details,
-                )
-            return Reply(
-                text=text,
-                latency_s=latency,
-                usage=usage,
-                attempts=attempt,
-                finish_reason=finish,
-                extra=self.columns(body, details),
+            return self._answered(
+                key, body, text, finish, usage, details, latency_s=latency, attempts=attempt
             )
 
     async def aclose(self) -> None:

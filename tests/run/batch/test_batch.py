@@ -29,7 +29,7 @@ from bayesobs.run.plan import load_protocol, plan
 from bayesobs.testing.fakebatch import FakeBatchServer, Fate, always, check_input, hashed
 from bayesobs.testing.fakeserver import Answer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]
 # what the subject was shown and answered (timing, attempts and batch_id differ by design)
 SAME = [

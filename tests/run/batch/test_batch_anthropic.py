@@ -26,7 +26,7 @@ from bayesobs.run import batch as B
 from bayesobs.testing.fakebatch import FakeBatchServer, Fate, always, hashed
 from bayesobs.testing.fakeserver import Answer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KEY = ["subject", "task", "modality", "condition", "session", "run", "trial"]
 SAME = [
     "stimulus",
