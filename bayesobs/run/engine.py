@@ -47,6 +47,7 @@ from .subjects import (
     SubjectError,
     Turn,
     parse_subject,
+    plugin_subject,
 )
 
 TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
@@ -662,6 +663,8 @@ def make_subjects(
             if plugin is None:  # a paradigm unregistered since parse_subject's check
                 raise BayesobsInputError(f"unknown simulated subject {name!r}")
             out[name] = plugin.subject(rest, seed=sim_seed)
+        elif kind not in ("openai", "anthropic"):  # an installed package's kind (entry point)
+            out[name] = plugin_subject(name, seed=sim_seed)
         else:
             # the API clients (openai, anthropic: ~1 s of start-up) only for an API subject
             from .subjects.anthropic_messages import AnthropicSubject
