@@ -33,8 +33,8 @@ from scipy import ndimage
 from ..stimuli.drawing import render_text
 from . import DOMAINS
 from .common import PALETTE20, Trial, rgb
-from .domains import GRAPH_R, NUMBERED_COLOURS, safe_cells, segment_cover
 from .parse import format_reply, malformed_reply
+from .scenes import GRAPH_R, NUMBERED_COLOURS, safe_cells, segment_cover
 
 ERROR = 0.01
 SLOPPY_RATE = 0.3
