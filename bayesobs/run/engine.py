@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import sys
 import time
 from collections import Counter, OrderedDict
@@ -355,6 +356,8 @@ class Runner:
                     "context_trials": [i for _, _, i in window],
                     "prompt_id": hashlib.sha256(system.encode()).hexdigest()[:12],
                     "stimulus_id": stim.key(),
+                    # what the task's record reads besides the reply (rescore, without re-planning)
+                    "parse_params": json.dumps(stim.params if sess.task.worded() else {}),
                     "stimulus_text": user.text,
                     "image": self.store.save_png(user.png) if user.png is not None else None,
                     "source": stim.params.get("source"),
