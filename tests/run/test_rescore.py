@@ -8,6 +8,7 @@ import pandas as pd
 import PIL.Image
 import pytest
 
+from bayesobs import hvs
 from bayesobs.cli import main
 from bayesobs.run import rescore
 
@@ -25,6 +26,7 @@ RUNS = {  # a task of each parser: a number, a cell, a Percept-V answer, a Tunne
     "circle_sizes": ["--subject", "sim:parallel", "--modality", "image", "--trials", "4"],
     "percept_v_small": ["--subject", "sim:perceiver", "--condition", "cot", "--trials", "4"],
     "object_reid": ["--subject", "sim:matcher", "--modality", "image", "--trials", "4"],
+    "hvs_small": ["--subject", "sim:saliency", "--trials", "6", "--hvs", "HVS"],  # a folder's data
 }
 
 
@@ -38,7 +40,9 @@ def test_rescore_of_a_new_log_neither_plans_nor_draws_and_agrees_with_replanning
     task, tmp_path, monkeypatch, capsys
 ):
     out = tmp_path / "run"
-    args = ["run", task, *RUNS[task], "--out", str(out), "--no-progress"]
+    fixture = str(hvs.write_fixture(tmp_path / "hvs")) if "HVS" in RUNS[task] else ""
+    args = [a.replace("HVS", fixture) for a in RUNS[task]]
+    args = ["run", task, *args, "--out", str(out), "--no-progress"]
     assert main(args) == 0
     log = out / "trials.jsonl"
     rows = [json.loads(x) for x in log.read_text().splitlines()]
