@@ -67,6 +67,7 @@ COMPLETE = (
     "perceptv/common.py",
     "perceptv/objects.py",
     "perceptv/parse.py",
+    "perceptv/pixels.py",
     "perceptv/plots.py",
     "perceptv/published.py",
     "perceptv/scenes.py",
