@@ -17,6 +17,11 @@ user's package) may give plain callables instead::
 
     register(Paradigm(name="toy", tasks={"toy_task": ToyTask}, ...))
 
+An installed package plugs in through entry points (loaded on the registry's first use):
+a :class:`Paradigm` in the group ``bayesobs.paradigms``, and a subject kind
+(``KIND:NAME`` beside ``sim``, ``openai`` and ``anthropic``) in the group
+``bayesobs.subjects``: a factory called as ``factory(NAME, seed=SEED)``.
+
 Every paradigm of the package is registered: magnitude estimation (the
 default paradigm: the rows no other claims, analysed by the observer fits of
 :mod:`bayesobs.scores`), visual search, HVSBench-style questions, perception
@@ -28,9 +33,11 @@ are derived from here.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
+from importlib.metadata import EntryPoint, entry_points
 from types import MappingProxyType
 from typing import Any
 
@@ -315,6 +322,60 @@ def marked_rows(trials: pd.DataFrame, name: str, markers: tuple[str, ...] = ()) 
 
 
 _REGISTRY: dict[str, Paradigm] = {}
+PARADIGMS_GROUP, SUBJECTS_GROUP = "bayesobs.paradigms", "bayesobs.subjects"
+_plugged = False
+
+
+def plugin_name(ep: EntryPoint) -> str:
+    """An entry point named for a one-line message.
+
+    Parameters
+    ----------
+    ep : importlib.metadata.EntryPoint
+        An installed package's entry point.
+
+    Returns
+    -------
+    str
+        ``entry point GROUP: NAME = VALUE of DISTRIBUTION VERSION``.
+    """
+    dist = f" of {ep.dist.name} {ep.dist.version}" if ep.dist is not None else ""
+    return f"entry point {ep.group}: {ep.name} = {ep.value}{dist}"
+
+
+def _load_plugins() -> None:
+    """Register the paradigms installed packages declare (group ``bayesobs.paradigms``), once.
+
+    Called on the registry's first use (:func:`registered`, :func:`by_name`),
+    not at import.  A plug-in that fails to load or is not a :class:`Paradigm`
+    is skipped with one line on stderr naming its distribution and entry point.
+    """
+    global _plugged
+    if _plugged:
+        return
+    _plugged = True
+    for ep in entry_points(group=PARADIGMS_GROUP):
+        try:
+            paradigm = ep.load()
+            if not isinstance(paradigm, Paradigm):
+                raise TypeError(f"{type(paradigm).__name__} is not a bayesobs.paradigms.Paradigm")
+            register(paradigm)
+        except Exception as e:  # a third party's bug: one line, the other paradigms still work
+            print(f"bayesobs: skipped {plugin_name(ep)}: {type(e).__name__}: {e}", file=sys.stderr)
+
+
+def subject_kinds() -> dict[str, EntryPoint]:
+    """Subject kinds installed packages add (entry points ``bayesobs.subjects``), not loaded.
+
+    Returns
+    -------
+    dict of str to importlib.metadata.EntryPoint
+        Kind (``KIND`` of ``KIND:NAME``) -> its entry point, which names a
+        factory called as ``factory(NAME, seed=SEED)``; ``sim``, ``openai``
+        and ``anthropic`` are left out (the package's own).
+    """
+    builtin = ("sim", "openai", "anthropic")
+    return {ep.name: ep for ep in entry_points(group=SUBJECTS_GROUP) if ep.name not in builtin}
 
 
 def register(paradigm: Paradigm, replace: bool = False) -> Paradigm:
@@ -387,6 +448,7 @@ def registered(default: bool = False) -> tuple[Paradigm, ...]:
     tuple of Paradigm
         The package's own paradigms first, then any registered later.
     """
+    _load_plugins()
     return tuple(p for p in _REGISTRY.values() if default or not p.default)
 
 
@@ -441,6 +503,7 @@ def by_name(name: str) -> Paradigm:
     KeyError
         No registered paradigm has that name.
     """
+    _load_plugins()
     return _REGISTRY[name]
 
 

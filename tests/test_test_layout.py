@@ -102,10 +102,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
         "trial presentation; tested by the runs and their one-path check",
         ("test_one_path.py", "test_runner.py"),
     ),
-    "bayesobs.run.rescore": (
-        "re-reading logged replies; tested end to end with the runner",
-        ("test_runner_integrity.py",),
-    ),
     # the batch APIs: every part runs in the batch runs against the local batch server
     **{
         f"bayesobs.run.batch.{name}": (

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import domains, parse, published
-from .common import Trial, prompt
-from .domains import GENERATORS, PRIORS, SIZES
+from .common import SIZES, Trial, prompt
+from .domains import GENERATORS, PRIORS
 from .published import COUNTING_DOMAINS, SKILL_DOMAINS, SKILLS
 
 # answer type and parser of every domain (Table 2 types, Appendix A.1 output formats)

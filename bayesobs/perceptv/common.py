@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -334,6 +334,69 @@ def canvas(w: int, h: int, colour=WHITE) -> tuple[Image.Image, ImageDraw.ImageDr
     """
     img = Image.new("RGB", (w, h), colour)
     return img, ImageDraw.Draw(img)
+
+
+class Drawn(NamedTuple):
+    """A generator's output: images, gold answer, accept set and metadata."""
+
+    images: tuple[Image.Image, ...]
+    answer: str
+    meta: dict[str, Any]
+    accept: frozenset[str] = frozenset()
+
+
+SIZES = range(1, 21)
+N_SIZES = len(SIZES)
+
+RED, BLUE, GREEN = rgb("red"), rgb("blue"), rgb("green")
+YELLOW, PURPLE = rgb("yellow"), rgb("purple")
+BROWN = rgb("brown")
+GRAY = (128, 128, 128)
+SHAPES3 = ("circle", "triangle", "square")
+SHAPES4 = ("circle", "triangle", "square", "pentagon")
+
+
+def rounded(x: float) -> float:
+    """A coordinate as the generators record it.
+
+    Parameters
+    ----------
+    x : float
+        A coordinate or size.
+
+    Returns
+    -------
+    float
+        ``x`` rounded to two decimals.
+    """
+    return round(float(x), 2)
+
+
+def place_shapes(rng, radii, kinds, box, gap):
+    """Place shapes of half-size ``radii`` without overlap: a square needs a disc of radius r * sqrt(2).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The trial's generator.
+    radii : sequence of float
+        Each shape's half-size.
+    kinds : sequence of str
+        Each shape's kind (``"square"`` reaches further).
+    box : tuple
+        The area to place them in (as :func:`place_discs` takes it).
+    gap : float
+        The least gap between two shapes.
+
+    Returns
+    -------
+    list of tuple
+        ``(x, y, r)`` per shape, ``r`` its half-size.
+    """
+    reach = [r * math.sqrt(2) if k == "square" else r for r, k in zip(radii, kinds, strict=True)]
+    return [
+        (x, y, r) for (x, y, _), r in zip(place_discs(rng, reach, box, gap), radii, strict=True)
+    ]
 
 
 __all__ = [

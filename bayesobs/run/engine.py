@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import sys
 import time
 from collections import Counter, OrderedDict
@@ -47,6 +48,7 @@ from .subjects import (
     SubjectError,
     Turn,
     parse_subject,
+    plugin_subject,
 )
 
 TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
@@ -354,6 +356,8 @@ class Runner:
                     "context_trials": [i for _, _, i in window],
                     "prompt_id": hashlib.sha256(system.encode()).hexdigest()[:12],
                     "stimulus_id": stim.key(),
+                    # what the task's record reads besides the reply (rescore, without re-planning)
+                    "parse_params": json.dumps(stim.params if sess.task.worded() else {}),
                     "stimulus_text": user.text,
                     "image": self.store.save_png(user.png) if user.png is not None else None,
                     "source": stim.params.get("source"),
@@ -662,6 +666,8 @@ def make_subjects(
             if plugin is None:  # a paradigm unregistered since parse_subject's check
                 raise BayesobsInputError(f"unknown simulated subject {name!r}")
             out[name] = plugin.subject(rest, seed=sim_seed)
+        elif kind not in ("openai", "anthropic"):  # an installed package's kind (entry point)
+            out[name] = plugin_subject(name, seed=sim_seed)
         else:
             # the API clients (openai, anthropic: ~1 s of start-up) only for an API subject
             from .subjects.anthropic_messages import AnthropicSubject

@@ -1,10 +1,13 @@
 """Re-read every logged reply with today's parsers (``bayesobs rescore``).
 
 A trial's ``raw_response`` is kept in the log, so a parser fix never needs a
-new run: :func:`rescore_folder` re-plans the experiment from its
-``manifest.json`` (stimuli are a function of the spec and seeds), checks that
-each logged trial's stimulus is the one re-planned, and scores the reply again
-with the task's own ``record`` (numbers, cells, points).  The log itself is
+new run: :func:`rescore_folder` scores each reply again with the task's own
+``record`` (numbers, cells, points), from what the row carries: its
+``stimulus`` and ``parse_params`` (the stimulus's parameters that ``record``
+reads, logged by the runner).  A row of an older log, without
+``parse_params``, is read against its stimulus re-planned from the folder's
+``manifest.json`` (stimuli are a function of the spec and seeds), checked to be
+the one logged.  The log itself is
 never rewritten (it is append-only evidence); the rescored table goes to a
 file of its own that ``fit`` and ``score`` read like any trial file.
 """
@@ -12,7 +15,11 @@ file of its own that ``fit`` and ``score`` read like any trial file.
 from __future__ import annotations
 
 import contextlib
+import json
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 
@@ -22,7 +29,10 @@ from ..jsonl import read_records
 from ..logprobs import COLUMNS as DISTRIBUTION_COLUMNS
 from ..logprobs import reply_distribution
 from ..provenance import read_manifest
+from ..stimuli import get_task
+from ..stimuli.base import Stimulus
 from ..trials import RUN_KEYS
+from .ablations import condition
 from .engine import reasoned, reasoned_start
 from .plan import plan
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted
@@ -32,8 +42,8 @@ from .store import FolderLock, trial_id
 SCORED = ("response", "valid", "invalid_reason", *DISTRIBUTION_COLUMNS, "response_dist_note")
 
 
-def _sessions(folder: Path) -> dict[tuple, object]:
-    """Planned session runs of an experiment folder, by session key."""
+def _experiment(folder: Path) -> dict:
+    """The experiment a folder's ``manifest.json`` describes."""
     man = folder / "manifest.json"
     if not man.exists():
         raise BayesobsInputError(
@@ -44,6 +54,11 @@ def _sessions(folder: Path) -> dict[tuple, object]:
         raise BayesobsInputError(
             f"{man}: not an experiment manifest (no 'experiment' with its specs)"
         )
+    return exp
+
+
+def _sessions(exp: dict) -> dict[tuple, object]:
+    """Planned session runs of an experiment, by session key."""
     out = {}
     for spec in exp["specs"]:
         sessions = plan(
@@ -60,11 +75,40 @@ def _sessions(folder: Path) -> dict[tuple, object]:
     return out
 
 
-def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.DataFrame:
+def _json_object(text) -> bool:
+    """Whether ``text`` is a JSON object's text."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except (TypeError, ValueError):
+        return False
+
+
+def _replanned(rec: dict, sessions: dict[tuple, object]) -> tuple:
+    """A record's re-planned session and stimulus, checked against the logged one."""
+    key = tuple(rec[k] for k in RUN_KEYS)
+    sess = sessions.get(key)
+    t = int(rec["trial"])
+    if sess is None or t >= len(sess.stimuli):
+        raise BayesobsInputError(
+            f"trial {'/'.join(map(str, key))}/{t} is not in the experiment the manifest describes"
+        )
+    stim = sess.stimuli[t]
+    if rec.get("stimulus_id") not in (None, stim.key()):
+        raise BayesobsInputError(
+            f"trial {'/'.join(map(str, key))}/{t}: the logged stimulus differs from the "
+            "re-planned one (was the folder made by another version of the task?)"
+        )
+    return sess, stim
+
+
+def rescore_records(
+    records: list[dict], sessions: dict[tuple, object], tasks: Callable | None = None
+) -> pd.DataFrame:
     """Score every record's ``raw_response`` again; adds ``response_logged`` and ``rescored_changed``.
 
-    Each record is matched to its re-planned session by the :data:`RUN_KEYS`
-    and to its stimulus by ``trial``; the task's ``record`` reads the reply
+    A record with ``parse_params`` is read against the stimulus it carries
+    (given ``tasks``); any other is matched to its re-planned session by the
+    :data:`RUN_KEYS` and to its stimulus by ``trial``.  The task's ``record`` reads the reply
     again (after the last answer label for chain-of-thought runs), a logged
     ``logprobs`` is turned into a reply distribution again for numeric tasks,
     and a reply that used up its reasoning budget is invalid.
@@ -75,7 +119,10 @@ def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.Da
         Logged trial records (lines of ``trials.jsonl``).
     sessions : dict
         The planned sessions by session key (the :data:`RUN_KEYS` values), each
-        with its ``task`` and ``stimuli``.
+        with its ``task`` and ``stimuli`` (only records without ``parse_params``
+        are looked up in it).
+    tasks : callable, optional
+        Task name -> the task object; without it every record is re-planned.
 
     Returns
     -------
@@ -92,19 +139,12 @@ def rescore_records(records: list[dict], sessions: dict[tuple, object]) -> pd.Da
     """
     rows = []
     for rec in records:
-        key = tuple(rec[k] for k in RUN_KEYS)
-        sess = sessions.get(key)
-        t = int(rec["trial"])
-        if sess is None or t >= len(sess.stimuli):
-            raise BayesobsInputError(
-                f"trial {'/'.join(map(str, key))}/{t} is not in the experiment the manifest describes"
-            )
-        stim = sess.stimuli[t]
-        if rec.get("stimulus_id") not in (None, stim.key()):
-            raise BayesobsInputError(
-                f"trial {'/'.join(map(str, key))}/{t}: the logged stimulus differs from the "
-                "re-planned one (was the folder made by another version of the task?)"
-            )
+        if rec.get("parse_params") is not None and tasks is not None:  # the row carries it
+            sess = SimpleNamespace(task=tasks(rec["task"]), cond=condition(rec["condition"]))
+            params = json.loads(rec["parse_params"])
+            stim = Stimulus(rec["task"], rec["stimulus"], "", params)
+        else:
+            sess, stim = _replanned(rec, sessions)
         # cot: the answer after the reply's last answer label, as the runner read it
         answer = sess.task.record(
             stim,
@@ -177,6 +217,12 @@ def rescore_folder(folder: str | Path, out: str | Path | None = None) -> pd.Data
                 raise BayesobsInputError(
                     f"{log}: line {i}: raw_response is a {kind}, not the reply's text"
                 )
-        table = rescore_records(records, _sessions(folder))
+            if rec.get("parse_params") is not None and not _json_object(rec["parse_params"]):
+                raise BayesobsInputError(f"{log}: line {i}: parse_params is not a JSON object")
+        exp = _experiment(folder)
+        # only a log of an older version (rows without parse_params) is re-planned
+        old = any(rec.get("parse_params") is None for rec in records)
+        tasks = cache(lambda name: get_task(name, ami=exp.get("ami"), hvs=exp.get("hvs")))
+        table = rescore_records(records, _sessions(exp) if old else {}, tasks)
         trials.write_trials(table, target)
     return table

@@ -159,7 +159,8 @@ def test_skipping_unwanted_seeds_makes_the_same_stimuli(monkeypatch):
 
 def test_pixel_masks_match_their_definitions():
     """The channel-by-channel masks equal np.all/np.any over the colour axis (issue 32 speed-up)."""
-    from bayesobs.perceptv.domains import PALETTE20, background
+    from bayesobs.perceptv.common import PALETTE20
+    from bayesobs.perceptv.scenes import background
 
     rng = np.random.default_rng(3)
     arr = rng.choice(np.array([0, 1, 42, 165, 255], np.uint8), (60, 70, 3))

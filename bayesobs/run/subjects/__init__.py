@@ -6,14 +6,18 @@ from ...chat import FatalSubjectError, Reply, Request, SubjectError, Turn
 from ...errors import BayesobsInputError
 from ...hvs.subject import HvsSubject
 from ...magnitude.subject import SimSubject
-from ...paradigms import random_hook, resolve, sim_kinds
+from ...paradigms import plugin_name, random_hook, resolve, sim_kinds, subject_kinds
 from ...perceptv.subject import PerceptVSubject
 from ...search.subject import SearchSubject
 from ...seeds import stable_rng
 from ...tunnel.subject import TunnelSubject
 
-# the registered paradigms' kinds (bayesobs.paradigms), and random, which answers every paradigm
-SIM_KINDS = (*sim_kinds(), "random")
+
+def __getattr__(name: str):
+    """``SIM_KINDS``: the registered paradigms' kinds and random, when asked for (PEP 562)."""
+    if name == "SIM_KINDS":  # on use, so that plug-ins (bayesobs.paradigms) load lazily
+        return (*sim_kinds(), "random")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_subject(spec: str) -> tuple[str, str]:
@@ -38,10 +42,12 @@ def parse_subject(spec: str) -> tuple[str, str]:
         ``openai`` or ``anthropic``, or a ``sim`` name is not a simulated kind.
     """
     kind, sep, name = spec.partition(":")
-    known = (*sim_kinds(), "random")  # with paradigms registered since SIM_KINDS was made
-    if not sep or not name or kind not in ("sim", "openai", "anthropic"):
+    known = (*sim_kinds(), "random")
+    plugged = subject_kinds()  # installed packages' kinds (entry points bayesobs.subjects)
+    if not sep or not name or kind not in ("sim", "openai", "anthropic", *plugged):
+        more = "".join(f", {k}:<name>" for k in plugged)
         raise BayesobsInputError(
-            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(known)}), openai:<model> "
+            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(known)}), openai:<model>{more} "
             "or anthropic:<model>"
         )
     if kind == "sim" and name not in known:
@@ -49,6 +55,37 @@ def parse_subject(spec: str) -> tuple[str, str]:
             f"unknown simulated subject {spec!r}; choose from {', '.join('sim:' + k for k in known)}"
         )
     return kind, name
+
+
+def plugin_subject(spec: str, seed: int = 0):
+    """A subject of a kind an installed package adds (entry points ``bayesobs.subjects``).
+
+    Parameters
+    ----------
+    spec : str
+        ``KIND:NAME`` with a kind of :func:`bayesobs.paradigms.subject_kinds`.
+    seed : int
+        The subject's seed.
+
+    Returns
+    -------
+    object
+        What the kind's factory returns, called as ``factory(NAME, seed=seed)``.
+
+    Raises
+    ------
+    BayesobsInputError
+        When the factory fails to load or refuses ``NAME`` (one line naming
+        the distribution and the entry point).
+    """
+    kind, _, name = spec.partition(":")
+    ep = subject_kinds()[kind]
+    try:
+        return ep.load()(name, seed=seed)
+    except Exception as e:  # a third party's bug or a name it refuses: one line, exit 2
+        raise BayesobsInputError(
+            f"subject {spec!r}: {plugin_name(ep)} failed: {type(e).__name__}: {e}"
+        ) from e
 
 
 class RandomSubject:
@@ -133,4 +170,5 @@ __all__ = [
     "TunnelSubject",
     "Turn",
     "parse_subject",
+    "plugin_subject",
 ]
