@@ -46,12 +46,19 @@ def test_the_checker_finds_circles_private_and_unexplained_lazy_imports(tmp_path
             "d": "def f():\n    # start-up time: only here\n    import json\n    import math\n    return json, math\n",
         },
     )
+    sub = pkg / "sub"  # a subpackage shares its private helpers inside, never outside
+    sub.mkdir()
+    (sub / "__init__.py").write_text("from .y import _shared\n")
+    (sub / "x.py").write_text("from .y import _shared\n")
+    (sub / "y.py").write_text("_shared = 1\n")
+    (pkg / "e.py").write_text("from .sub.y import _shared\n")
     found = check.problems(pkg)
+    assert "private import: toy.e takes toy.sub.y._shared" in found
     assert "import circle: toy.a <-> toy.b" in found
     assert "private import: toy.c takes toy.a._hidden" in found
     assert "function-level import without a reason: toy.b line 2" in found
     assert not any("toy.d" in line or "__version__" in line for line in found)
-    assert len(found) == 3
+    assert len(found) == 4
     assert check.main([str(pkg)]) == 1
     assert check.main([str(tmp_path / "nowhere")]) == 2
 
