@@ -327,7 +327,7 @@ def test_the_score_command_starts_its_process_for_a_large_input_only(
     assert cli.main(["score", str(path), "--bootstrap", "2", "--out", str(out)]) == 0
     assert started and not any(started)  # the probe's 3 groups and the reference rows: here
     small = pd.read_csv(out / "bayesbench.csv")
-    monkeypatch.setattr(cli, "ASIDE_INPUT_BYTES", path.stat().st_size)  # now "large"
+    monkeypatch.setattr(cli.score, "ASIDE_INPUT_BYTES", path.stat().st_size)  # now "large"
     started.clear()
     out = tmp_path / "large"
     assert cli.main(["score", str(path), "--bootstrap", "2", "--out", str(out)]) == 0
@@ -440,7 +440,7 @@ def test_the_fit_command_starts_its_process_for_a_large_input_only(tmp_path, mon
     argv = ["fit", str(path), "--bootstrap", "3"]
     assert cli.main([*argv, "--out", str(tmp_path / "small")]) == 0
     assert started == [False]
-    monkeypatch.setattr(cli, "ASIDE_INPUT_BYTES", path.stat().st_size)  # now "large"
+    monkeypatch.setattr(cli.fit, "ASIDE_INPUT_BYTES", path.stat().st_size)  # now "large"
     started.clear()
     assert cli.main([*argv, "--out", str(tmp_path / "large")]) == 0
     assert started == [True]

@@ -166,6 +166,38 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
         ("test_scores.py", "test_bootstrap.py"),
     ),
     # front ends
+    # the command line (tests/cli/test_cli.py measures the package): each command is tested end
+    # to end through bayesobs.cli.main beside what it runs
+    "bayesobs.cli.__main__": (
+        "`python -m bayesobs.cli`; run as a process by the CLI tests",
+        ("test_cli_fit.py", "test_runner_integrity.py"),
+    ),
+    "bayesobs.cli.parser": (
+        "every command's options and main's exit codes; every CLI test goes through main",
+        ("test_bad_input.py", "test_docs_examples.py"),
+    ),
+    "bayesobs.cli.options": (
+        "the trial options of fit and score, and reading trials with them",
+        ("test_bad_input.py", "test_exclusions.py"),
+    ),
+    "bayesobs.cli.fit": ("`bayesobs fit`", ("test_cli_fit.py", "test_one_path.py")),
+    "bayesobs.cli.score": ("`bayesobs score`", ("test_scores.py", "test_references.py")),
+    "bayesobs.cli.run": (
+        "`bayesobs run`, `sweep` and `rescore`; tested with the runner",
+        ("test_runner.py", "test_runner_integrity.py"),
+    ),
+    "bayesobs.cli.report": (
+        "`bayesobs report` and `compare`",
+        ("test_report.py", "test_compare.py"),
+    ),
+    "bayesobs.cli.humans": (
+        "`bayesobs serve` and `export`; tested with the web app and the data set",
+        ("test_web_app.py", "test_export_dataset.py"),
+    ),
+    "bayesobs.cli.simulation": (
+        "`bayesobs simulate`, `design` and `calibrate`",
+        ("test_design.py", "test_calibration.py"),
+    ),
     "bayesobs.report.html": (
         "the report page; tested by the report tests",
         ("test_report.py", "test_report_layout.py"),

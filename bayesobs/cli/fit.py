@@ -1,0 +1,251 @@
+"""``bayesobs fit``: maximum-likelihood and posterior fits of every cell, printed."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from ..errors import BayesobsInputError
+from .options import (
+    ASIDE_INPUT_BYTES,
+    _fit_options,
+    _input_bytes,
+    _progress,
+    _read,
+    _trial_options,
+    _write_exclusions,
+)
+
+
+def _fit_posterior(args, trials, fits, out: Path) -> None:
+    """``fit --method posterior``: the library writes the outputs; here they are printed."""
+    from ..compile_cache import enable
+    from ..report.posterior import write_outputs
+
+    enable()  # JAX's persistent compilation cache (issue 32 §3)
+
+    loo, notes = write_outputs(
+        trials,
+        fits,
+        out,
+        variants=args.variant,
+        hierarchical=args.hierarchical,
+        chains=args.chains,
+        warmup=args.warmup,
+        draws=args.draws,
+        seed=args.seed,
+        progress=_progress(args),
+    )
+    for n in notes:
+        print(f"warning: {n}", file=sys.stderr)
+    if args.prior_predictive:
+        from ..fits.posterior import prior_predictive
+        from ..trials import write_csv
+
+        pp = prior_predictive(trials, variants=args.variant, seed=args.seed)
+        write_csv(pp, out / "prior_predictive.csv")
+        missed = pp[~pp["covers"]] if len(pp) else pp
+        print(
+            f"prior predictive: {len(pp) - len(missed)} of {len(pp)} (cell, variant) fit(s) cover "
+            "the observed response range (1% quantile of simulated minima, 99% of maxima)"
+            + (f"; not covered: {', '.join(sorted(set(missed['variant'])))}" if len(missed) else "")
+            + f" -> {out}/prior_predictive.csv"
+        )
+    high_k = loo["pareto_k_over_0.7"] if len(loo) else []
+    print(
+        f"posterior fits -> {out}/posterior.csv, {out}/loo.csv, {out}/bcs_posterior.csv, "
+        f"{out}/posterior/*.nc; Pareto k > 0.7: {int(sum(high_k))} observation(s) in "
+        f"{int(sum(k > 0 for k in high_k))} fit(s)"
+    )
+
+
+def cmd_fit(args) -> int:
+    """``bayesobs fit``: maximum-likelihood (and optionally posterior) fits of every cell.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs fit`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the tables go to ``args.out`` (``fits.csv``,
+        ``evidence.csv``, their manifest and, where asked, the posterior,
+        transfer and exclusions files) and a summary to stdout.
+
+    Raises
+    ------
+    BayesobsInputError
+        An unknown ``--variant``, ``--prior-predictive`` without ``--method
+        posterior``, ``--method posterior`` with ``--interleaved`` or
+        ``--lapse``, a bad ``--transfer``, a negative ``--bootstrap``, or
+        trial files or trial options that cannot be read.
+    """
+    if args.variant:
+        from ..fits.observers import get_variant
+
+        for v in args.variant:
+            try:
+                get_variant(v)
+            except ValueError as exc:
+                raise BayesobsInputError(str(exc)) from None
+    if args.prior_predictive and args.method != "posterior":
+        raise BayesobsInputError("--prior-predictive checks the priors of --method posterior")
+    if args.method == "posterior" and (args.interleaved or args.lapse):
+        raise BayesobsInputError(
+            "--method posterior does not model --interleaved levels or --lapse yet; "
+            "use the maximum-likelihood fits for those"
+        )
+    transfer = _transfer_spec(args)
+    t0 = time.perf_counter()
+    # a large input: a process for the log scale's Kalman fits starts now, its imports
+    # (pandas, SciPy: ~1 s) beside this one's imports and reading (fit_batch's aside)
+    from ..distributed import AsideWorker, preload
+
+    with AsideWorker(
+        not args.interleaved and _input_bytes(args.trials) >= ASIDE_INPUT_BYTES
+    ) as worker:
+        if worker.aside:
+            worker.submit(preload, ("bayesobs.fits.kernel",))
+        from ..api import fit_result, magnitude_trials, write_fit
+
+        trials, exclusions = _read(args)
+        trials, left_out = magnitude_trials(trials)
+        if transfer:
+            from ..fits.transfer import check_conditions
+
+            check_conditions(trials, *transfer)
+        if left_out:
+            print(
+                f"note: {left_out} visual-search/perception trial(s) left out of the fits "
+                "(see bayesobs score)"
+            )
+        result = fit_result(
+            trials, _fit_options(args), response=args.response, normalized=True, aside=worker
+        )
+    if args.response == "expected":
+        n_without = result.n_without_expected
+        print(
+            "fitting response_expected, the mean of each answer's distribution (--logprobs)"
+            + (
+                f"; {n_without} trial(s) without one kept in sequence as missing"
+                if n_without
+                else ""
+            )
+        )
+    options = _trial_options(args, seconds=round(time.perf_counter() - t0, 3))
+    summary = write_fit(result, args.out, manifest=options)
+    _write_exclusions(exclusions, args.out)
+    n_missing, n_trials = summary["n_missing"], summary["n_trials"]
+    skipped_log, n_constant, levels = (
+        summary["log_skipped"],
+        summary["n_constant"],
+        summary["levels"],
+    )
+    if args.method == "posterior":
+        _fit_posterior(args, result.trials, result.fits, args.out)
+    if n_trials and n_missing == n_trials:  # issue 47: no answer parsed, nothing to read
+        print(
+            f"0 observed responses: nothing fitted ({n_trials} trial(s), every response missing; "
+            f"see raw_response, or bayesobs rescore) -> {args.out}/fits.csv"
+        )
+        return 0
+    print(
+        f"fitted {summary['n_cells']} cell(s), {n_trials} trials "
+        + (f"with {len(levels)} interleaved level(s) of {args.interleaved} " if levels else "")
+        + f"({n_missing} missing response(s) kept in sequence, excluded from likelihoods)"
+        + (
+            f", log variants skipped in {skipped_log} cell(s) (see cells.csv)"
+            if skipped_log
+            else ""
+        )
+        + (
+            f", {n_constant} cell(s) with constant responses not fitted (no evidence; "
+            "see cells.csv)"
+            if n_constant
+            else ""
+        )
+        + f" -> {args.out}/fits.csv, {args.out}/evidence.csv"
+        + (f", {args.out}/exclusions.csv" if exclusions is not None else "")
+    )
+    from ..leaderboard import wrap
+    from ..order import order_lines, unordered
+    from ..trials import RUN_KEYS, parse_mapping, runs_summary
+
+    print(wrap(runs_summary(trials, parse_mapping(args.map))))
+    if not unordered(trials).any():  # the evidence notes say it where the order is unknown
+        for line in order_lines(trials, RUN_KEYS):
+            print(wrap(f"note: {line}"))
+    for line in summary["evidence_notes"]:
+        print(wrap(f"note: {line}"))
+    for line in fit_bootstrap_warnings(result.trials, result.batch.cells, args.bootstrap):
+        print(wrap(f"warning: {line}"), file=sys.stderr)
+    if transfer:
+        _write_transfer(result.trials, result.fits, transfer, args.out)
+    return 0
+
+
+def _transfer_spec(args) -> tuple[str, str] | None:
+    """``fit --transfer A:B`` checked before any reading: ``(A, B)`` or ``None``."""
+    if not getattr(args, "transfer", None):
+        return None
+    from ..fits.transfer import parse_transfer
+
+    if args.interleaved:
+        raise BayesobsInputError(
+            "--transfer with --interleaved: transfer applies one parameter set per cell; "
+            "fit the interleaved levels without --transfer"
+        )
+    return parse_transfer(args.transfer)
+
+
+def _write_transfer(trials, fits, transfer: tuple[str, str], out: Path) -> None:
+    """Write ``transfer.csv`` and print its one-line summary."""
+    from ..fits.transfer import transfer_summary, transfer_table
+    from ..trials import write_csv
+
+    table = transfer_table(trials, fits, *transfer)
+    write_csv(table, out / "transfer.csv")
+    print(f"{transfer_summary(table, *transfer)} -> {out}/transfer.csv")
+
+
+def fit_bootstrap_warnings(trials, cells, bootstrap: int) -> list[str]:
+    """``fit --bootstrap`` on cells with too few runs: what ``score`` says, and the empty intervals.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The fitted magnitude trials.
+    cells : DataFrame
+        The fitted cells (``subject``, ``task``, ``modality``, ``condition``,
+        ``n_runs``) of :func:`bayesobs.fits.fitting.fit_batch`.
+    bootstrap : int
+        The ``--bootstrap`` replicates (0: no warning).
+
+    Returns
+    -------
+    list of str
+        One warning line (cells with fewer than 2 runs of a session type,
+        and how many have a single run, so empty intervals), or none.
+    """
+    if not bootstrap:
+        return []
+    from ..scores import FEW_RUNS_REASON, few_runs_cells
+
+    few = few_runs_cells(trials)
+    if not len(few):
+        return []
+    one = cells.drop_duplicates(["subject", "task", "modality", "condition"])
+    n_one = int((one["n_runs"] < 2).sum())
+    line = (
+        f"{FEW_RUNS_REASON} in {len(few)} of {len(one)} cell(s): the bootstrap intervals rest on "
+        "few distinct resamples (pooled draws mix session types)"
+    )
+    if n_one:
+        line += (
+            f"; {n_one} cell(s) have a single run, so no resampling: their p_mean, p_lo, p_hi "
+            "are left empty (evidence.csv interval_note)"
+        )
+    return [line]

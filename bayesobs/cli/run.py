@@ -1,0 +1,521 @@
+"""``bayesobs run``, ``sweep`` and ``rescore``: the run options, their checks and the run's summary."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..errors import BayesobsInputError
+from ..logprobs import MAX_TOP_LOGPROBS
+from ..run import DEFAULT_MAX_CONCURRENCY  # not .run.concurrency: no asyncio at start-up
+from ..run.imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
+from ..run.reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
+from .options import _progress
+
+
+def _concurrency(text: str) -> int | str:
+    """``--concurrency``: ``auto`` or a whole number (checked in :func:`_check_run_options`)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number >= 1 or auto, not {text!r}"
+        ) from None
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--subject",
+        action="append",
+        required=True,
+        metavar="SUBJECT",
+        help="sim:bayesian, sim:antibayes, sim:kalman, sim:linear, openai:MODEL (any "
+        "OpenAI-compatible API) or anthropic:MODEL (Claude's Messages API); repeatable",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_concurrency,
+        default=16,
+        metavar="N|auto",
+        help="sessions run at once (default 16), or auto: start at 4, grow while calls succeed "
+        "and halve on each burst of 429s (AIMD), up to --max-concurrency",
+    )
+    p.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=DEFAULT_MAX_CONCURRENCY,
+        metavar="N",
+        help=f"with --concurrency auto: the most sessions at once (default {DEFAULT_MAX_CONCURRENCY})",
+    )
+    p.add_argument(
+        "--image-detail",
+        choices=IMAGE_DETAILS,
+        default=DEFAULT_IMAGE_DETAIL,
+        help="OpenAI's detail of every image part, sent explicitly and logged in each trial row "
+        f"(default {DEFAULT_IMAGE_DETAIL}, OpenAI's own default; low: 85 tokens an image; "
+        "anthropic: subjects have no such setting and log None)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the calls and estimated tokens, call nothing"
+    )
+    p.add_argument(
+        "--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)"
+    )
+    p.add_argument(
+        "--api-key",
+        help="API key (default: $OPENAI_API_KEY); never logged, but visible to other users in "
+        "`ps`: prefer $OPENAI_API_KEY or --api-key-file",
+    )
+    p.add_argument(
+        "--api-key-file",
+        type=Path,
+        metavar="PATH",
+        help="read the API key from this file (surrounding whitespace stripped); never logged",
+    )
+    p.add_argument(
+        "--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)"
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=64,
+        help="reply length limit (default 64: room for the answer and a short note)",
+    )
+    p.add_argument("--reasoning-effort", help='e.g. "minimal" or "none" where the API supports it')
+    p.add_argument(
+        "--reasoning-budget",
+        type=int,
+        default=DEFAULT_REASONING_BUDGET,
+        metavar="N",
+        help=f"with --reasoning-effort (other than none): tokens of hidden reasoning added to "
+        f"the reply budget (default {DEFAULT_REASONING_BUDGET})",
+    )
+    p.add_argument(
+        "--logprobs",
+        type=int,
+        metavar="K",
+        help=f"ask for the top K (0-{MAX_TOP_LOGPROBS}) alternatives of every reply token and "
+        "log each numeric answer's distribution: response_expected, response_sd, response_mass, "
+        "response_top (docs/method.md); a server without logprobs gets one note, the run goes on",
+    )
+    p.add_argument(
+        "--token-param",
+        choices=TOKEN_PARAMS,
+        default="auto",
+        help="how the reply budget is sent: auto (default: max_completion_tokens, switching to "
+        "max_tokens for a server that refuses it or overruns it), max_completion_tokens, max_tokens",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds per whole request, however slowly it trickles (default 120)",
+    )
+    p.add_argument(
+        "--max-attempts",
+        type=int,
+        default=12,
+        help="attempts per request on 429/5xx/time-out (default 12)",
+    )
+    p.add_argument(
+        "--max-wait",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="total seconds one trial's request may wait between attempts (default 600); past "
+        "it the trial fails and is redone on resume. Retry-After values over 120 s are ignored",
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        metavar="DIR",
+        help="response cache folder (default ~/.cache/bayesobs)",
+    )
+    p.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the response cache"
+    )
+    p.add_argument(
+        "--cache-scope",
+        choices=("folder", "global"),
+        default="folder",
+        help="folder (default): replay cached replies only into the same --out folder, so a new "
+        "folder draws new samples; global: replay them into any folder",
+    )
+    p.add_argument(
+        "--ami",
+        type=Path,
+        metavar="DIR",
+        help="AMI manual annotations folder for the duration task "
+        "(default: the synthetic dialogue generator)",
+    )
+    p.add_argument(
+        "--hvs",
+        type=Path,
+        metavar="DIR",
+        help="source datasets of the HVSBench-style task hvs (layout: docs/hvs.md)",
+    )
+    p.add_argument(
+        "--sim-seed", type=int, default=0, help="seed of the simulated subjects (default 0)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress also when stderr is not a terminal (a log file): the plan, a plain "
+        "line every 10 s and the total (on a terminal: always, with bars)",
+    )
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="ask through OpenAI's Batch API (anthropic: subjects: Anthropic's Message "
+        "Batches) at half the price, in rounds by trial position "
+        "(sessions without a rolling context all in the first); resumable (batches.jsonl)",
+    )
+    p.add_argument(
+        "--poll-max",
+        type=float,
+        default=60.0,  # bayesobs.run.batch.POLL_MAX_S (not imported here: it loads the SDK)
+        metavar="SECONDS",
+        help="with --batch: the longest wait between polls of a batch (default 60; polling "
+        "starts after 1 s and doubles up to it)",
+    )
+
+
+def _check_run_options(args) -> None:
+    """Numbers of the run options: one clear line (exit 2) instead of a hang or a traceback."""
+    import math
+
+    if args.concurrency != "auto" and args.concurrency < 1:
+        raise BayesobsInputError(
+            f"--concurrency must be at least 1 or auto, not {args.concurrency}"
+        )
+    if args.max_concurrency < 1:
+        raise BayesobsInputError(
+            f"--max-concurrency must be at least 1, not {args.max_concurrency}"
+        )
+    if args.max_tokens < 1:
+        raise BayesobsInputError(f"--max-tokens must be at least 1, not {args.max_tokens}")
+    if not 0 <= args.reasoning_budget <= MAX_REASONING_BUDGET:
+        raise BayesobsInputError(
+            f"--reasoning-budget must be a whole number of tokens in 0..{MAX_REASONING_BUDGET:,}, "
+            f"not {args.reasoning_budget}"
+        )
+    if args.logprobs is not None and not 0 <= args.logprobs <= MAX_TOP_LOGPROBS:
+        raise BayesobsInputError(
+            f"--logprobs must be a whole number from 0 to {MAX_TOP_LOGPROBS} (the APIs' limit on "
+            f"top_logprobs), not {args.logprobs}"
+        )
+    if args.max_attempts < 1:
+        raise BayesobsInputError(f"--max-attempts must be at least 1, not {args.max_attempts}")
+    if not (math.isfinite(args.max_wait) and args.max_wait >= 0):
+        raise BayesobsInputError(
+            f"--max-wait must be a finite number of seconds >= 0, not {args.max_wait}"
+        )
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise BayesobsInputError(
+            f"--timeout must be a positive number of seconds, not {args.timeout}"
+        )
+    if not (math.isfinite(args.temperature) and args.temperature >= 0):
+        raise BayesobsInputError(
+            f"--temperature must be a finite number >= 0, not {args.temperature}"
+        )
+    if args.progress and args.no_progress:
+        raise BayesobsInputError("give --progress or --no-progress, not both")
+    if args.batch:
+        from ..run.batch import check_batch_subjects, check_poll_max
+
+        check_poll_max(args.poll_max)
+        check_batch_subjects(args.subject)
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise BayesobsInputError(f"--out {args.out} is a file, not a folder")
+    kinds = {str(s).partition(":")[0] for s in args.subject}
+    if args.base_url is not None:
+        check_base_url(args.base_url, "--base-url")
+    else:
+        for kind, var in (("openai", "OPENAI_BASE_URL"), ("anthropic", "ANTHROPIC_BASE_URL")):
+            if kind in kinds and os.environ.get(var):
+                check_base_url(os.environ[var], f"${var}")
+    if {"openai", "anthropic"} <= kinds and (
+        args.api_key is not None or args.api_key_file is not None or args.base_url is not None
+    ):
+        raise BayesobsInputError(
+            "openai: and anthropic: subjects in one run take their keys and endpoints from "
+            "OPENAI_API_KEY/OPENAI_BASE_URL and ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL, not from "
+            "--api-key, --api-key-file or --base-url (one of them would go to the wrong API)"
+        )
+
+
+def check_base_url(url: str, what: str) -> str:
+    """``url`` if it is an http(s) URL with a host; otherwise one clear error.
+
+    A malformed endpoint (``ht!tp:/x``) would otherwise be tried and retried
+    as if the network were down.
+
+    Parameters
+    ----------
+    url : str
+        The endpoint.
+    what : str
+        Where it came from, for the message (``--base-url``, ``$VAR``).
+
+    Returns
+    -------
+    str
+        ``url`` unchanged.
+
+    Raises
+    ------
+    BayesobsInputError
+        A scheme other than http or https, no host, or a bad port.
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        scheme, host, _ = parts.scheme.lower(), parts.hostname, parts.port  # a bad port raises
+    except ValueError:
+        scheme, host = "", None
+    if scheme not in ("http", "https") or not host:
+        raise BayesobsInputError(
+            f"{what} {url!r} is not an http:// or https:// URL with a host, "
+            "e.g. https://api.openai.com/v1 or http://localhost:8000/v1"
+        )
+    return url
+
+
+def _api_key(args) -> str | None:
+    """The key of ``--api-key-file`` (stripped) or ``--api-key``; None: ``$OPENAI_API_KEY``."""
+    if args.api_key_file is None:
+        return args.api_key
+    if args.api_key is not None:
+        raise BayesobsInputError("give --api-key or --api-key-file, not both")
+    try:
+        key = args.api_key_file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a text file"
+        raise BayesobsInputError(
+            f"--api-key-file {args.api_key_file}: cannot read ({why})"
+        ) from None
+    if not key:
+        raise BayesobsInputError(f"--api-key-file {args.api_key_file} is empty")
+    return key
+
+
+def _run_options(args) -> dict:
+    """The options ``run`` and ``sweep`` pass to :func:`bayesobs.run.runner.start`."""
+    chat = {
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "reasoning_effort": args.reasoning_effort,
+        "reasoning_budget": args.reasoning_budget,
+        "token_param": args.token_param,
+        "logprobs": args.logprobs,
+        "base_url": args.base_url,
+        "timeout_s": args.timeout,
+        "max_attempts": args.max_attempts,
+        "max_wait_s": args.max_wait,
+        "image_detail": args.image_detail,
+    }
+    return {
+        "sim_seed": args.sim_seed,
+        "api_key": _api_key(args),
+        "cache_dir": args.cache,
+        "use_cache": not args.no_cache,
+        "cache_scope": args.cache_scope,
+        "concurrency": args.concurrency,
+        "max_concurrency": args.max_concurrency,
+        # a bar on a terminal; with --progress plain lines into a log file
+        "progress": _progress(args) or ("lines" if args.progress else False),
+        "dry_run": args.dry_run,
+        "batch": {"poll_max": args.poll_max} if args.batch else None,
+    }, chat
+
+
+def _print_report(args, report) -> int:
+    """The terminal summary of a run (the library did the work)."""
+    if report.dry_run is not None:
+        d = report.dry_run
+        print(
+            f"dry run: {d['sessions']} session run(s), {d['calls']} call(s) to make ({d['logged']} trial(s) already logged in "
+            f"{args.out}), about {d['input_tokens']:,} input tokens, at most "
+            f"{d['output_tokens']:,} output tokens"
+            + (
+                f" (each reply's budget includes {d['reasoning_budget']:,} reasoning tokens)"
+                if d["reasoning_budget"]
+                else ""
+            )
+        )
+        if "batch_rounds" in d:
+            print(
+                f"with --batch: {d['batch_rounds']} round(s); batch prices are half the live "
+                f"ones, so about {d['input_tokens'] // 2:,} input tokens' worth is saved"
+            )
+        return 0
+    for name in report.torn_logs:
+        redo = "; that trial is redone" if name == "trials.jsonl" else ""
+        print(
+            f"note: the torn last line of {args.out / name} was cut (kept in {name}.torn){redo}",
+            file=sys.stderr,
+        )
+    if lines := report.unreadable_lines:
+        which = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+        print(
+            f"note: {args.out / 'trials.jsonl'}: skipped {len(lines)} unreadable "
+            f"line{'s' if len(lines) > 1 else ''} (line{'s' if len(lines) > 1 else ''} {which}); "
+            "the trial(s) they held are run again",
+            file=sys.stderr,
+        )
+    here = str(Path(args.out).resolve())
+    sources = ", ".join(
+        f"{n} from {'this folder' if src == here else src}"
+        for src, n in report.cached_from.most_common()
+    )
+    print(
+        f"logged {report.done} trial(s) in {report.seconds:.1f} s ({report.skipped} already logged, "
+        f"{report.cached} from cache{f' ({sources})' if sources else ''}, {report.unparsed} without a number) "
+        f"-> {args.out}/trials.jsonl"
+    )
+    if n := report.budget_exhausted:
+        print(
+            f"note: {n} of {report.done} replies spent their whole budget reasoning, with no "
+            f"answer left (invalid_reason budget_exhausted); raise --reasoning-budget "
+            f"(now {args.reasoning_budget}, counted with --reasoning-effort) to give them room",
+            file=sys.stderr,
+        )
+    if c := report.concurrency:
+        print(
+            f"concurrency auto: ended at {c['final']} session(s) at once (peak {c['peak']}, "
+            f"max {c['max_concurrency']}); {c['throttled']} rate-limited (429) call(s), "
+            f"halved {c['cuts']} time(s)"
+        )
+    if report.failed_sessions:
+        print(
+            f"{len(report.failed_sessions)} session(s) stopped early; run the same command again to resume:",
+            file=sys.stderr,
+        )
+        for line in report.failed_sessions[:10]:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_run(args) -> int:
+    """``bayesobs run``: one task spec on the given subjects into an experiment folder.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs run`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 1 when some session stopped early (the same
+        command resumes it); the trials are appended to
+        ``args.out/trials.jsonl`` (default ``runs/TASK``).
+
+    Raises
+    ------
+    BayesobsInputError
+        Run options out of range, a malformed ``--base-url``, both or an
+        unreadable ``--api-key``/``--api-key-file``, or a spec that cannot
+        be loaded.
+    """
+    from ..run.runner import load_spec, run_task
+
+    _check_run_options(args)
+    if args.out is None:
+        args.out = Path("runs") / load_spec(args.task)["task"]
+        _check_run_options(args)
+    options, chat = _run_options(args)
+    report = run_task(
+        args.task,
+        args.subject,
+        args.out,
+        args.modality,
+        args.condition,
+        args.trials,
+        args.runs,
+        ami=args.ami,
+        hvs=args.hvs,
+        chat=chat,
+        **options,
+    )
+    return _print_report(args, report)
+
+
+def cmd_sweep(args) -> int:
+    """``bayesobs sweep``: a protocol (several specs) into one experiment folder.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs sweep`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 1 when some session stopped early (the same
+        command resumes it); the trials are appended to
+        ``args.out/trials.jsonl``.
+
+    Raises
+    ------
+    BayesobsInputError
+        Run options out of range, a malformed ``--base-url``, both or an
+        unreadable ``--api-key``/``--api-key-file``, or a protocol that
+        cannot be loaded.
+    """
+    from ..run.runner import sweep
+
+    _check_run_options(args)
+    options, chat = _run_options(args)
+    report = sweep(
+        args.protocol,
+        args.subject,
+        args.out,
+        trials=args.trials,
+        runs=args.runs,
+        ami=args.ami,
+        hvs=args.hvs,
+        **options,
+        **chat,
+    )
+    return _print_report(args, report)
+
+
+def cmd_rescore(args) -> int:
+    """``bayesobs rescore``: re-read a folder's logged replies with today's parsers.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs rescore`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the rescored trials go to ``args.out`` (default
+        ``FOLDER/rescored.jsonl``), ``trials.jsonl`` is left as it is.
+
+    Raises
+    ------
+    BayesobsInputError
+        A folder or log that :func:`bayesobs.run.rescore.rescore_folder`
+        refuses.
+    """
+    from ..run.rescore import rescore_folder
+
+    table = rescore_folder(args.folder, args.out)
+    target = args.out or args.folder / "rescored.jsonl"
+    changed = int(table["rescored_changed"].sum())
+    invalid = int((~table["valid"].astype(bool)).sum())
+    print(
+        f"rescored {len(table)} trial(s): {changed} response(s) changed, {invalid} invalid "
+        f"-> {target} (trials.jsonl is unchanged; fit/score read {target.name} like any trial file)"
+    )
+    return 0

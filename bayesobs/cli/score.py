@@ -1,0 +1,162 @@
+"""``bayesobs score``: the score tables, the leaderboard and the digests printed."""
+
+from __future__ import annotations
+
+import time
+
+from .options import (
+    ASIDE_INPUT_BYTES,
+    _fit_options,
+    _input_bytes,
+    _read,
+    _trial_options,
+    _write_exclusions,
+)
+
+
+def leaderboard(bayesbench, missing=None, resample: str | None = "pooled") -> str:
+    """Plain-text leaderboard: subjects by S.
+
+    Each number's point estimate beside its bootstrap mean and 68% interval,
+    the paper's numbers then S_p and BCS_p, one line on why point and
+    interval can differ, and warnings from ``missing`` (constant responders,
+    fewer than 2 runs per session type).
+
+    Parameters
+    ----------
+    bayesbench : DataFrame
+        A ``bayesbench`` table.
+    missing : DataFrame, optional
+        ``missing.csv`` rows.
+    resample : str or None
+        The bootstrap scheme of the intervals (None: not known).
+
+    Returns
+    -------
+    str
+        :func:`bayesobs.leaderboard.leaderboard_text`.
+    """
+    from ..leaderboard import leaderboard_text
+
+    return leaderboard_text(bayesbench, missing, resample=resample)
+
+
+def cmd_score(args) -> int:
+    """``bayesobs score``: accuracy, BCS, cue combination and the BayesBench composite.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs score`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; every table of :func:`bayesobs.scores.score` goes
+        to ``args.out`` (:meth:`bayesobs.scores.Scores.to_folder`), the
+        leaderboard and digests to stdout.
+
+    Raises
+    ------
+    BayesobsInputError
+        A negative ``--bootstrap``, an unknown ``--resample`` (or
+        ``stratified`` with too few runs), or trial files or trial options
+        that cannot be read, or an ``--out`` another ``score`` is writing into.
+    """
+    from ..run.store import lock_folder
+
+    with lock_folder(args.out, "score"):  # one writer of a score folder at a time
+        return _score(args)
+
+
+def _score(args) -> int:
+    """The work of :func:`cmd_score`, its ``--out`` folder held."""
+    from ..distributed import AsideWorker, preload
+
+    t0 = time.perf_counter()
+    # a large input: the process for the cue probe's forests and the reference rows starts
+    # now, its imports (pandas, scikit-learn: ~2.5 s) beside this one's imports and reading
+    aside = not (args.no_probe and args.no_references)  # nothing to run there otherwise
+    with AsideWorker(aside and _input_bytes(args.trials) >= ASIDE_INPUT_BYTES) as worker:
+        if worker.aside:
+            worker.submit(preload, ("bayesobs.scores", "sklearn.tree"))
+        from ..leaderboard import wrap
+        from ..paradigms import paradigm_tables_of, registered
+        from ..scores import score
+
+        trials, exclusions = _read(args)
+        result = score(
+            trials,
+            non_oracle=args.non_oracle,
+            probe=not args.no_probe,
+            options=_fit_options(args),
+            references=not args.no_references,
+            humans=args.humans,
+            aside=worker,
+        )
+    options = _trial_options(
+        args,
+        non_oracle=args.non_oracle,
+        references=not args.no_references,
+        humans=args.humans,
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+    written = result.to_folder(args.out, trials=trials, manifest=options)
+    written += _write_exclusions(exclusions, args.out)
+    if len(result.bayesbench.columns):
+        interval = (
+            f"bootstrap B={args.bootstrap}, {args.resample} resampling, 68% percentile intervals"
+            + (
+                ", stratified ones beside"
+                if any(c.endswith("_strat_lo") for c in result.bayesbench.columns)
+                else ""
+            )
+            if args.bootstrap
+            else "no bootstrap"
+        )
+        print(f"BayesBench leaderboard ({interval})")
+        print(leaderboard(result.bayesbench, result.missing, args.resample))
+    from ..scores.evidence import veridical_lead
+
+    for line in veridical_lead(result.evidence):  # issue 49: the headline's veridical reading
+        print(wrap(f"note: {line}"))
+    from ..order import order_lines
+    from ..trials import RUN_KEYS
+
+    for line in order_lines(trials, RUN_KEYS) if len(result.evidence) else []:  # issue 47
+        print(wrap(f"note: {line} (evidence.csv, controls.csv)"))
+    if len(result.missing):
+        print()
+        print(
+            wrap(
+                f"{len(result.missing)} piece(s) could not be computed or need care "
+                f"(see {args.out}/missing.csv):"
+            )
+        )
+        # one line per reason, so a degenerate subject does not flood the terminal
+        for reason, g in result.missing.groupby("reason", sort=False):
+            first = g.iloc[0]
+            where = "/".join(str(x) for x in (first.subject, first.task) if x)
+            more = f" (and {len(g) - 1} more)" if len(g) > 1 else ""
+            print(wrap(f"  {reason}: {where}: {first.component}{more}"))
+    tables = result.tables()
+    for paradigm in registered():  # each registered paradigm's summary (bayesobs.paradigms)
+        mine = paradigm_tables_of(paradigm, tables)
+        if mine and (text := paradigm.summary_text(mine, args.out)):
+            print()
+            print(text)
+    if result.cot_accuracy is not None:
+        from ..leaderboard import cot_accuracy_summary
+
+        print()
+        print(
+            wrap(
+                "Reasoning (cot) against base on the right/wrong tasks: accuracy and its shift, "
+                "95% trial-bootstrap interval, all levels pooled (per level in "
+                f"{args.out}/cot_accuracy.csv)"
+            )
+        )
+        print(cot_accuracy_summary(result.cot_accuracy))
+    print()
+    print(wrap(f"tables -> {args.out}/ ({', '.join(written)})"))
+    return 0

@@ -1,0 +1,184 @@
+"""Simulated observers: ``bayesobs simulate``, ``design`` (recovery and power) and ``calibrate`` (SBC)."""
+
+from __future__ import annotations
+
+from ..errors import BayesobsInputError
+
+
+def cmd_simulate(args) -> int:
+    """``bayesobs simulate``: trial tables of simulated observers with known parameters.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs simulate`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the trials go to ``args.out``
+        (:func:`bayesobs.trials.write_trials`).
+
+    Raises
+    ------
+    BayesobsInputError
+        ``--subjects`` or ``--runs`` below 1, or ``--trials`` below 2.
+    """
+    from ..fits.synthetic import simulated_trials
+    from ..trials import write_trials
+
+    if args.subjects < 1 or args.trials < 2 or args.runs < 1:
+        raise BayesobsInputError("--subjects and --runs must be >= 1 and --trials >= 2")
+    from ..limits import check
+
+    check("trials", args.subjects * args.runs * args.trials, "--subjects x --runs x --trials =")
+    trials = simulated_trials(
+        n_subjects=args.subjects, trials_per_session=args.trials, runs=args.runs, seed=args.seed
+    )
+    path = write_trials(trials, args.out)
+    print(f"wrote {len(trials)} simulated trials ({args.subjects} subject(s)) -> {path}")
+    return 0
+
+
+def _number_list(text: str, what: str, kind=float) -> list:
+    """``"20,40,80"`` -> ``[20, 40, 80]``; a bad entry is one clear error."""
+    try:
+        values = [kind(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        raise BayesobsInputError(
+            f"{what} takes comma-separated {'whole ' if kind is int else ''}numbers, not {text!r}"
+        ) from None
+    if not values:
+        raise BayesobsInputError(f"{what} is empty")
+    return values
+
+
+def cmd_design(args) -> int:
+    """``bayesobs design``: model recovery and power of a protocol before any run.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs design`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; the tables and ``figures/confusion.png`` go to
+        ``args.out`` (:func:`bayesobs.design.write_design`), the summary to
+        stdout.
+
+    Raises
+    ------
+    BayesobsInputError
+        A ``--trials`` or ``--shifts`` list that is empty or not numbers, a
+        trial count below 2, or a spec or options that
+        :func:`bayesobs.design.design` refuses.
+    """
+    from ..design import design, write_design
+
+    trials = _number_list(args.trials, "--trials", int) if args.trials else None
+    if trials is not None and any(t < 2 for t in trials):
+        raise BayesobsInputError(f"--trials must be whole numbers >= 2, not {args.trials!r}")
+    shifts = _number_list(args.shifts, "--shifts")
+    res = design(
+        args.spec,
+        reps=args.reps,
+        trials=trials,
+        runs=args.runs,
+        noise=args.noise,
+        seed=args.seed,
+        missing=args.missing,
+        shifts=shifts,
+        bootstrap=args.bootstrap,
+    )
+    write_design(res, args.out)
+    print(design_summary(res["summary"]))
+    total = float(res["timing"]["seconds"].iloc[-1])
+    print(
+        f"\n{args.reps} replicate(s) per model in {total:.1f} s -> {args.out}/ "
+        f"({', '.join(res)}; figures/confusion.png)"
+    )
+    return 0
+
+
+def design_summary(summary) -> str:
+    """Plain-text table of ``summary.csv``: one line per trial count.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        ``summary.csv`` of :func:`bayesobs.design.design`: ``trials`` first,
+        then numeric columns.
+
+    Returns
+    -------
+    str
+        A header line and one line per row, numbers to 3 decimals.
+    """
+    cols = [c for c in summary.columns if c != "trials"]
+    lines = ["trials  " + "  ".join(f"{c:>14}" for c in cols)]
+    for r in summary.itertuples(index=False):
+        lines.append(f"{r[0]:>6}  " + "  ".join(f"{v:>14.3f}" for v in r[1:]))
+    return "\n".join(lines)
+
+
+def cmd_calibrate(args) -> int:
+    """``bayesobs calibrate``: simulation-based calibration of the posterior fits.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``bayesobs calibrate`` (:func:`build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when every parameter's SBC ranks are uniform, 1
+        when some are not; ``sbc.csv``, ``sbc_ranks.csv`` and the rank
+        figure go to ``args.out``.
+
+    Raises
+    ------
+    BayesobsInputError
+        Options :func:`bayesobs.calibration.calibrate` refuses: an unknown
+        variant, fewer than 5 simulations per rank bin, fewer draws than
+        ``bins - 1`` or a ``--prior-scale`` that is not positive.
+    """
+    from ..calibration import POWER, calibrate, write_calibration
+    from ..compile_cache import enable
+    from ..leaderboard import wrap
+
+    enable()  # JAX's persistent compilation cache (issue 32 §3)
+
+    def progress(name, sec):
+        print(f"  {name}: {args.sims} simulation(s) fitted in {sec:.1f} s", flush=True)
+
+    try:
+        table, ranks = calibrate(
+            args.variant,
+            n_sims=args.sims,
+            draws=args.draws,
+            chains=args.chains,
+            warmup=args.warmup,
+            bins=args.bins,
+            alpha=args.alpha,
+            seed=args.seed,
+            prior_scale=args.prior_scale,
+            progress=progress,
+        )
+    except ValueError as exc:
+        raise BayesobsInputError(str(exc)) from None
+    paths = write_calibration(args.out, table, ranks)
+    bad = table[~table["uniform"]]
+    thr = float(table["threshold"].iat[0])
+    print(
+        f"SBC: {len(table) - len(bad)} of {len(table)} parameter(s) have uniform ranks "
+        f"({args.sims} simulations x {args.draws} draws, chi-square on {args.bins} bins, "
+        f"p >= {thr:.2g} = {args.alpha} / {len(table)})"
+    )
+    for r in bad.itertuples(index=False):
+        print(f"not calibrated: {r.variant} {r.parameter} (chi2 {r.chi2:.1f}, p {r.p:.2g})")
+    print(wrap(POWER))
+    print(f"-> {', '.join(str(p) for p in paths)}")
+    return 1 if len(bad) else 0
