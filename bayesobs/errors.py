@@ -30,7 +30,21 @@ EXTRAS = {
 
 
 def missing_extra(exc: ImportError, command: str) -> str | None:
-    """The line naming the extra that ``exc``'s missing module belongs to; None if no extra's."""
+    """The line naming the extra that ``exc``'s missing module belongs to.
+
+    Parameters
+    ----------
+    exc : ImportError
+        The error raised where an optional module was imported.
+    command : str
+        The CLI command that needed it (named in the line).
+
+    Returns
+    -------
+    str or None
+        ``bayesobs COMMAND needs the [EXTRA] extra ...: pip install ...``, or None when the
+        missing module belongs to no extra (the error is then not a missing extra).
+    """
     top = (exc.name or getattr(exc.__cause__, "name", None) or "").partition(".")[0]
     extra = next((e for e, modules in EXTRAS.items() if top in modules), None)
     if extra is None:

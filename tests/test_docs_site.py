@@ -14,144 +14,26 @@ from conftest import chromium_browser
 from docs_pages import ROOT, page
 from docstring_coverage import PACKAGE, coverage
 
-# modules of the API reference whose every public function has Parameters/Returns; a module
-# joins this list once it is complete, and a new function without them fails here
-COMPLETE = (
-    "answers.py",
-    "api.py",
-    "bootstrap.py",
-    "calibration.py",
-    "cli/fit.py",
-    "cli/humans.py",
-    "cli/parser.py",
-    "cli/report.py",
-    "cli/run.py",
-    "cli/score.py",
-    "cli/simulation.py",
-    "compare.py",
-    "compile_cache.py",
-    "dataset.py",
-    "design.py",
-    "distributed.py",
-    "exclusions.py",
-    "expr.py",
-    "fits/controls.py",
-    "fits/fitoptions.py",
-    "fits/fitresults.py",
-    "fits/kernel.py",
-    "fits/lapse.py",
-    "fits/levels.py",
-    "fits/observers/models.py",
-    "fits/observers/scale.py",
-    "fits/observers/variants.py",
-    "fits/posterior.py",
-    "fits/psis.py",
-    "fits/runtable.py",
-    "fits/synthetic.py",
-    "fits/transfer.py",
-    "fits/veridical.py",
-    "hvs/fixture.py",
-    "hvs/loaders.py",
-    "hvs/logged.py",
-    "hvs/metrics.py",
-    "hvs/multimatch.py",
-    "hvs/questions.py",
-    "hvs/report.py",
-    "hvs/sims.py",
-    "hvs/standardise.py",
-    "hvs/tasks.py",
-    "jsonl.py",
-    "leaderboard.py",
-    "logprobs.py",
-    "magnitude/duration.py",
-    "magnitude/lines.py",
-    "magnitude/maze.py",
-    "magnitude/numerosity.py",
-    "paradigms.py",
-    "parse.py",
-    "perceptv/__init__.py",
-    "perceptv/common.py",
-    "perceptv/objects.py",
-    "perceptv/parse.py",
-    "perceptv/pixels.py",
-    "perceptv/plots.py",
-    "perceptv/published.py",
-    "perceptv/scenes.py",
-    "perceptv/score.py",
-    "perceptv/sims.py",
-    "perceptv/tasks.py",
-    "provenance.py",
-    "report/calibration.py",
-    "report/compare.py",
-    "report/figures.py",
-    "report/html.py",
-    "report/perception.py",
-    "report/psychometric.py",
-    "run/ablations.py",
-    "run/batch/options.py",
-    "run/concurrency.py",
-    "run/engine.py",
-    "run/imagecost.py",
-    "run/plan.py",
-    "run/presentation.py",
-    "run/reasoning.py",
-    "run/rescore.py",
-    "run/runner.py",
-    "run/store.py",
-    "run/subjects/__init__.py",
-    "run/subjects/anthropic_messages.py",
-    "chat.py",
-    "run/subjects/cache.py",
-    "hvs/subject.py",
-    "run/subjects/openai_chat.py",
-    "perceptv/subject.py",
-    "search/subject.py",
-    "magnitude/subject.py",
-    "tunnel/subject.py",
-    "scores/accuracy.py",
-    "scores/bcs.py",
-    "scores/cot_accuracy.py",
-    "scores/cue.py",
-    "scores/degenerate.py",
-    "scores/evidence.py",
-    "scores/psychometric.py",
-    "scores/references.py",
-    "scores/results.py",
-    "scores/scoring.py",
-    "search/scores.py",
-    "search/tasks.py",
-    "seeds.py",
-    "stimuli/__init__.py",
-    "stimuli/base.py",
-    "stimuli/distributions.py",
-    "stimuli/drawing.py",
-    "stimuli/perception.py",
-    "testing/fakebatch.py",
-    "testing/fakeserver.py",
-    "trials.py",
-    "tunnel/__init__.py",
-    "tunnel/circuits.py",
-    "tunnel/common.py",
-    "tunnel/hunt.py",
-    "tunnel/parse.py",
-    "tunnel/published.py",
-    "tunnel/reid.py",
-    "tunnel/scores.py",
-    "tunnel/sims.py",
-    "tunnel/tasks.py",
-    "web/answers.py",
-    "web/app.py",
-    "web/jspsych.py",
-    "web/participants.py",
-    "web/study.py",
-)
+
+# the modules of the API reference (docs/api): every public function there has numpy
+# Parameters/Returns; a helper elsewhere has a one-line docstring (issue 50)
+def _api_modules() -> list[str]:
+    out = set()
+    for ref in (ROOT / "docs" / "api").glob("*.md"):
+        for name in re.findall(r"^::: bayesobs\.([\w.]+)$", ref.read_text(), re.M):
+            path = name.replace(".", "/")
+            out.add(f"{path}.py" if (PACKAGE / f"{path}.py").exists() else f"{path}/__init__.py")
+    return sorted(out)
+
+
+COMPLETE = _api_modules()
 
 
 @pytest.mark.parametrize("module", COMPLETE)
 def test_every_public_function_has_parameters_and_returns(module):
     ((_, (done, total, gaps)),) = coverage([PACKAGE / module]).items()
     assert not gaps, f"{module}: {gaps}"
-    assert done == total > 0
+    assert done == total
 
 
 def test_the_architecture_page_places_every_module():
