@@ -117,8 +117,8 @@ def _progress(args) -> bool:
 
 
 # `score` and `fit` of inputs this large (bytes of trial files: about 70,000 trials in
-# Parquet, 7,000 in a run log) start their helper process before reading (cmd_score, cmd_fit)
-ASIDE_INPUT_BYTES = 1_000_000
+# Parquet, 7,000 in a run log) start a worker process before reading (cmd_score, cmd_fit)
+WORKER_INPUT_BYTES = 1_000_000
 
 
 def _input_bytes(paths) -> int:
@@ -280,6 +280,58 @@ def cmd_fit(args) -> int:
         ``--lapse``, a bad ``--transfer``, a negative ``--bootstrap``, or
         trial files or trial options that cannot be read.
     """
+    _check_fit_options(args)
+    transfer = _transfer_spec(args)
+    t0 = time.perf_counter()
+    from .distributed import imports, release, submit
+
+    # a large input: a worker for the log scale's Kalman fits starts now, its imports
+    # (pandas, SciPy: ~1 s) beside this one's imports and reading (fit_batch uses it)
+    big = not args.interleaved and _input_bytes(args.trials) >= WORKER_INPUT_BYTES
+    submit(imports, "bayesobs.fits.kernel", worth=big)
+    try:
+        from .api import fit_result, write_fit
+
+        trials, exclusions = _read(args)
+        trials = _fit_trials(trials, transfer)
+        result = fit_result(trials, _fit_options(args), response=args.response, normalized=True)
+    finally:
+        release()
+    if args.response == "expected":
+        n = result.n_without_expected
+        print(
+            "fitting response_expected, the mean of each answer's distribution (--logprobs)"
+            + (f"; {n} trial(s) without one kept in sequence as missing" if n else "")
+        )
+    options = _trial_options(args, seconds=round(time.perf_counter() - t0, 3))
+    summary = write_fit(result, args.out, manifest=options)
+    _write_exclusions(exclusions, args.out)
+    if args.method == "posterior":
+        _fit_posterior(args, result.trials, result.fits, args.out)
+    if _print_fit(args, trials, result, summary, exclusions is not None) and transfer:
+        _write_transfer(result.trials, result.fits, transfer, args.out)
+    return 0
+
+
+def _fit_trials(trials, transfer):
+    """The magnitude trials ``fit`` fits (a note on the others), checked for ``--transfer``."""
+    from .api import magnitude_trials
+
+    trials, left_out = magnitude_trials(trials)
+    if transfer:
+        from .fits.transfer import check_conditions
+
+        check_conditions(trials, *transfer)
+    if left_out:
+        print(
+            f"note: {left_out} visual-search/perception trial(s) left out of the fits "
+            "(see bayesobs score)"
+        )
+    return trials
+
+
+def _check_fit_options(args) -> None:
+    """``fit``'s option combinations, refused before any reading."""
     if args.variant:
         from .fits.observers import get_variant
 
@@ -295,60 +347,22 @@ def cmd_fit(args) -> int:
             "--method posterior does not model --interleaved levels or --lapse yet; "
             "use the maximum-likelihood fits for those"
         )
-    transfer = _transfer_spec(args)
-    t0 = time.perf_counter()
-    # a large input: a process for the log scale's Kalman fits starts now, its imports
-    # (pandas, SciPy: ~1 s) beside this one's imports and reading (fit_batch's aside)
-    from .distributed import AsideWorker, preload
 
-    with AsideWorker(
-        not args.interleaved and _input_bytes(args.trials) >= ASIDE_INPUT_BYTES
-    ) as worker:
-        if worker.aside:
-            worker.submit(preload, ("bayesobs.fits.kernel",))
-        from .api import fit_result, magnitude_trials, write_fit
 
-        trials, exclusions = _read(args)
-        trials, left_out = magnitude_trials(trials)
-        if transfer:
-            from .fits.transfer import check_conditions
-
-            check_conditions(trials, *transfer)
-        if left_out:
-            print(
-                f"note: {left_out} visual-search/perception trial(s) left out of the fits "
-                "(see bayesobs score)"
-            )
-        result = fit_result(
-            trials, _fit_options(args), response=args.response, normalized=True, aside=worker
-        )
-    if args.response == "expected":
-        n_without = result.n_without_expected
-        print(
-            "fitting response_expected, the mean of each answer's distribution (--logprobs)"
-            + (
-                f"; {n_without} trial(s) without one kept in sequence as missing"
-                if n_without
-                else ""
-            )
-        )
-    options = _trial_options(args, seconds=round(time.perf_counter() - t0, 3))
-    summary = write_fit(result, args.out, manifest=options)
-    _write_exclusions(exclusions, args.out)
+def _print_fit(args, trials, result, summary: dict, exclusions: bool) -> bool:
+    """What ``bayesobs fit`` prints after writing its tables; whether anything was fitted."""
     n_missing, n_trials = summary["n_missing"], summary["n_trials"]
     skipped_log, n_constant, levels = (
         summary["log_skipped"],
         summary["n_constant"],
         summary["levels"],
     )
-    if args.method == "posterior":
-        _fit_posterior(args, result.trials, result.fits, args.out)
     if n_trials and n_missing == n_trials:  # issue 47: no answer parsed, nothing to read
         print(
             f"0 observed responses: nothing fitted ({n_trials} trial(s), every response missing; "
             f"see raw_response, or bayesobs rescore) -> {args.out}/fits.csv"
         )
-        return 0
+        return False
     print(
         f"fitted {summary['n_cells']} cell(s), {n_trials} trials "
         + (f"with {len(levels)} interleaved level(s) of {args.interleaved} " if levels else "")
@@ -365,7 +379,7 @@ def cmd_fit(args) -> int:
             else ""
         )
         + f" -> {args.out}/fits.csv, {args.out}/evidence.csv"
-        + (f", {args.out}/exclusions.csv" if exclusions is not None else "")
+        + (f", {args.out}/exclusions.csv" if exclusions else "")
     )
     from .leaderboard import wrap
     from .order import order_lines, unordered
@@ -379,9 +393,7 @@ def cmd_fit(args) -> int:
         print(wrap(f"note: {line}"))
     for line in fit_bootstrap_warnings(result.trials, result.batch.cells, args.bootstrap):
         print(wrap(f"warning: {line}"), file=sys.stderr)
-    if transfer:
-        _write_transfer(result.trials, result.fits, transfer, args.out)
-    return 0
+    return True
 
 
 def _transfer_spec(args) -> tuple[str, str] | None:
@@ -505,17 +517,19 @@ def cmd_score(args) -> int:
 
 def _score(args) -> int:
     """The work of :func:`cmd_score`, its ``--out`` folder held."""
-    from .distributed import AsideWorker, preload
+    from .distributed import imports, release, submit
 
     t0 = time.perf_counter()
-    # a large input: the process for the cue probe's forests and the reference rows starts
-    # now, its imports (pandas, scikit-learn: ~2.5 s) beside this one's imports and reading
-    aside = not (args.no_probe and args.no_references)  # nothing to run there otherwise
-    with AsideWorker(aside and _input_bytes(args.trials) >= ASIDE_INPUT_BYTES) as worker:
-        if worker.aside:
-            worker.submit(preload, ("bayesobs.scores", "sklearn.tree"))
-        from .leaderboard import wrap
-        from .paradigms import paradigm_tables_of, registered
+    # a large input: a worker for the cue probe's forests starts now, its imports (pandas,
+    # scikit-learn: ~2.5 s) beside this one's imports and reading (score() uses it)
+    worth = not (args.no_probe and args.no_references)  # nothing to run there otherwise
+    submit(
+        imports,
+        "bayesobs.scores",
+        "sklearn.tree",
+        worth=worth and _input_bytes(args.trials) >= WORKER_INPUT_BYTES,
+    )
+    try:
         from .scores import score
 
         trials, exclusions = _read(args)
@@ -526,8 +540,9 @@ def _score(args) -> int:
             options=_fit_options(args),
             references=not args.no_references,
             humans=args.humans,
-            aside=worker,
         )
+    finally:
+        release()
     options = _trial_options(
         args,
         non_oracle=args.non_oracle,
@@ -537,6 +552,14 @@ def _score(args) -> int:
     )
     written = result.to_folder(args.out, trials=trials, manifest=options)
     written += _write_exclusions(exclusions, args.out)
+    _print_scores(args, trials, result, written)
+    return 0
+
+
+def _print_scores(args, trials, result, written: list[str]) -> None:
+    """The leaderboard, notes and summaries ``bayesobs score`` prints once its tables are written."""
+    from .leaderboard import wrap
+
     if len(result.bayesbench.columns):
         interval = (
             f"bootstrap B={args.bootstrap}, {args.resample} resampling, 68% percentile intervals"
@@ -573,6 +596,8 @@ def _score(args) -> int:
             where = "/".join(str(x) for x in (first.subject, first.task) if x)
             more = f" (and {len(g) - 1} more)" if len(g) > 1 else ""
             print(wrap(f"  {reason}: {where}: {first.component}{more}"))
+    from .paradigms import paradigm_tables_of, registered
+
     tables = result.tables()
     for paradigm in registered():  # each registered paradigm's summary (bayesobs.paradigms)
         mine = paradigm_tables_of(paradigm, tables)
@@ -593,7 +618,6 @@ def _score(args) -> int:
         print(cot_accuracy_summary(result.cot_accuracy))
     print()
     print(wrap(f"tables -> {args.out}/ ({', '.join(written)})"))
-    return 0
 
 
 def cmd_rescore(args) -> int:
