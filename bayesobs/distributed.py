@@ -272,6 +272,14 @@ def _start_worker() -> None:
     os.environ.update(thread_env(1))  # before NumPy or JAX load there
 
 
+def _run(fn: Callable, args: tuple) -> tuple:
+    """``fn(*args)`` in a worker, with the warnings it gave (issued again by the caller)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # each one to the caller, whose filters decide
+        value = fn(*args)
+    return value, [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+
+
 class Task:
     """A task handed to :func:`submit`; :meth:`result` waits for it (or computes it here)."""
 
@@ -287,8 +295,9 @@ class Task:
         """``fn(*args)``: from its worker; computed here if none ran it or its worker died."""
         if self._future is not None:
             try:
-                return self._future.result()
+                value, caught = self._future.result()
             except BrokenProcessPool:  # killed (out of memory, a signal): nothing is lost
+                self._future = None
                 release()
                 warnings.warn(
                     f"a worker process ended before {self._fn.__name__} was done; "
@@ -296,7 +305,10 @@ class Task:
                     RuntimeWarning,
                     stacklevel=2,
                 )
-            self._future = None
+            else:
+                for message, category, filename, lineno in caught:
+                    warnings.warn_explicit(message, category, filename, lineno)
+                return value
         return self._fn(*self._args)
 
 
@@ -340,7 +352,7 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
             ctx = multiprocessing.get_context("spawn")  # never a fork of a threaded process
             _POOLS[n] = ProcessPoolExecutor(n, mp_context=ctx, initializer=_start_worker)
         try:
-            return Task(fn, args, _POOLS[n].submit(fn, *args))
+            return Task(fn, args, _POOLS[n].submit(_run, fn, args))
         except (BrokenProcessPool, RuntimeError):  # a worker died or the pool is ending
             release()
     return Task(fn, args)
