@@ -1,8 +1,8 @@
 """Running tasks elsewhere: local worker processes, or a Dask cluster (``bayesobs[distributed]``).
 
 The one execution layer of the package.  :func:`submit` starts a task in a
-local worker process (``concurrent.futures.ProcessPoolExecutor``, ``spawn``,
-one compute thread each; ``$BAYESOBS_WORKERS`` of them, default up to 2) while
+local worker process (loky's ``ProcessPoolExecutor``, as joblib uses it, one
+compute thread each; ``$BAYESOBS_WORKERS`` of them, default up to 2) while
 the caller goes on: the cue probe's forests, a scale's Kalman fits, the
 report's figures, a perception task's stimuli.  A worker that dies loses
 nothing: its tasks run again in the caller's process.  A Dask scheduler
@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-import multiprocessing
 import os
 import re
 import shlex
 import signal
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -224,7 +223,7 @@ def available_cores() -> int:
 
 
 WORKERS = "BAYESOBS_WORKERS"  # local worker processes (1: everything in this process)
-_POOLS: dict[int, ProcessPoolExecutor] = {}  # this process's workers, by their number
+_POOLS: dict = {}  # this process's workers (a loky ProcessPoolExecutor), by their number
 _IN_WORKER = False  # set in a worker: its tasks run there, never in workers of their own
 
 
@@ -247,29 +246,22 @@ def local_workers(workers: int | None = None) -> int:
     BayesobsInputError
         When the number (or the variable) is not a whole number >= 1.
     """
-    where = "workers"
+    where, shown = "workers", workers
     if workers is None:
-        raw = os.environ.get(WORKERS, "").strip()
-        if not raw:
+        shown = os.environ.get(WORKERS, "").strip()
+        if not shown:
             return min(2, available_cores())
-        where = WORKERS
-        try:
-            workers = int(raw)
-        except ValueError:
-            raise BayesobsInputError(
-                f"{WORKERS} must be a whole number >= 1, not {raw!r}"
-            ) from None
+        where, workers = WORKERS, int(shown) if shown.isdigit() else 0
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise BayesobsInputError(f"{where} must be a whole number >= 1, not {workers!r}")
+        raise BayesobsInputError(f"{where} must be a whole number >= 1, not {shown!r}")
     return workers
 
 
 def _start_worker() -> None:
-    """A worker's first step: one compute thread, Ctrl-C left to the caller, no nested workers."""
+    """A worker's first step: Ctrl-C left to the caller, no nested workers."""
     global _IN_WORKER
     _IN_WORKER = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller handles it and ends the workers
-    os.environ.update(thread_env(1))  # before NumPy or JAX load there
 
 
 def _run(fn: Callable, args: tuple) -> tuple:
@@ -323,7 +315,7 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
     The task runs in this process, when its result is asked for, where a
     worker is not worth it (``worth`` false, one core or ``workers`` 1),
     inside a worker, or with a Dask scheduler set (the task then sends its
-    own work there).  Workers are started with ``spawn``, capped at one
+    own work there).  Workers (loky: fork and exec) are capped at one
     compute thread (:func:`thread_env`), and kept for the next tasks until
     :func:`release`.  If a worker dies, its tasks run again in this process:
     every task is a pure function of its inputs, so the results are the same
@@ -349,8 +341,12 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
     n = local_workers(workers)
     if worth and n > 1 and not _IN_WORKER and scheduler_address() is None:
         if n not in _POOLS:
-            ctx = multiprocessing.get_context("spawn")  # never a fork of a threaded process
-            _POOLS[n] = ProcessPoolExecutor(n, mp_context=ctx, initializer=_start_worker)
+            # loky (joblib's process pool, installed with scikit-learn): fork + exec, the thread
+            # caps in the environment before the worker starts, and, unlike the standard
+            # library's spawn, it never runs the caller's script again in a worker
+            from joblib.externals.loky import ProcessPoolExecutor
+
+            _POOLS[n] = ProcessPoolExecutor(n, initializer=_start_worker, env=thread_env(1))
         try:
             return Task(fn, args, _POOLS[n].submit(_run, fn, args))
         except (BrokenProcessPool, RuntimeError):  # a worker died or the pool is ending
@@ -366,8 +362,8 @@ def imports(*modules: str) -> None:
 
 def release() -> None:
     """End this process's worker processes (without waiting; the next task starts new ones)."""
-    while _POOLS:
-        _POOLS.popitem()[1].shutdown(wait=False, cancel_futures=True)
+    while _POOLS:  # a task still running is abandoned: its result is not needed
+        _POOLS.popitem()[1].shutdown(wait=False, kill_workers=True)
 
 
 def trim_memory() -> bool:
