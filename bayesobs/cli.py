@@ -288,7 +288,7 @@ def cmd_fit(args) -> int:
     # a large input: a worker for the log scale's Kalman fits starts now, its imports
     # (pandas, SciPy: ~1 s) beside this one's imports and reading (fit_batch uses it)
     big = not args.interleaved and _input_bytes(args.trials) >= WORKER_INPUT_BYTES
-    submit(imports, "bayesobs.fits.kernel", worth=big)
+    submit(imports, "bayesobs.fits.kernel", worth=big, workers=1)
     try:
         from .api import fit_result, write_fit
 
@@ -528,6 +528,7 @@ def _score(args) -> int:
         "bayesobs.scores",
         "sklearn.tree",
         worth=worth and _input_bytes(args.trials) >= WORKER_INPUT_BYTES,
+        workers=1,
     )
     try:
         from .scores import score

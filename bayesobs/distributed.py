@@ -313,8 +313,8 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
     """Start ``fn(*args)`` in a local worker process while this one goes on.
 
     The task runs in this process, when its result is asked for, where a
-    worker is not worth it (``worth`` false, one core or ``workers`` 1),
-    inside a worker, or with a Dask scheduler set (the task then sends its
+    worker is not worth it (``worth`` false, one core or ``$BAYESOBS_WORKERS``
+    1), inside a worker, or with a Dask scheduler set (the task then sends its
     own work there).  Workers (loky: fork and exec) are capped at one
     compute thread (:func:`thread_env`), and kept for the next tasks until
     :func:`release`.  If a worker dies, its tasks run again in this process:
@@ -331,15 +331,18 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
         Whether the task is worth a worker process (the caller's estimate:
         starting one costs about a second of another core).
     workers : int, optional
-        Worker processes (:func:`local_workers`).
+        Worker processes of the pool the task goes to (default
+        :func:`local_workers`; a caller that keeps working itself, as ``fit``
+        and ``score`` do, asks for 1).
 
     Returns
     -------
     Task
         ``result()`` returns ``fn(*args)`` (raises its exception).
     """
-    n = local_workers(workers)
+    n = local_workers()
     if worth and n > 1 and not _IN_WORKER and scheduler_address() is None:
+        n = n if workers is None else local_workers(workers)
         if n not in _POOLS:
             # loky (joblib's process pool, installed with scikit-learn): fork + exec, the thread
             # caps in the environment before the worker starts, and, unlike the standard

@@ -231,7 +231,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
         z, u, obs, jac_run, centre_run = transformed(runs, cells, log)
         Gd = np.asarray(W @ gram_stats(z, u, runs.present, obs))
         kalman = (W, Gd, z.T.copy(), u.T.copy(), obs.T.copy())
-        there = submit(fit_kalman, *kalman, worth=log and running())
+        there = submit(fit_kalman, *kalman, worth=log and running(), workers=1)
         scales[log] = (Gd, np.asarray(W @ jac_run), centre_run, there)
     for log in (False, True):
         Gd, jac, centre_run, there = scales[log]

@@ -147,14 +147,16 @@ def score(
         if probe:
             groups = paired[0].query("condition == 'base'")[["subject", "task"]].drop_duplicates()
             worth = running() or len(groups) >= PROBE_WORKER_MIN_GROUPS
-            probe_run = submit(cue_probe, prepared, seed, ("base",), 5, paired, worth=worth)
+            probe_run = submit(
+                cue_probe, prepared, seed, ("base",), 5, paired, worth=worth, workers=1
+            )
     # start-up time: `import bayesobs` stays light (the search and perception scorers)
     from .psychometric import psychometric_fits, psychometric_scores, with_psychometric
 
     # search and perception levels (as many bootstrap data sets as the rest); missing rows;
     # many groups are fitted in a worker process meanwhile
     worth = psychometric_fits(trials, opts.bootstrap) >= PSYCHOMETRIC_WORKER_MIN_FITS
-    psych_run = submit(psychometric_scores, trials, opts.bootstrap, seed, worth=worth)
+    psych_run = submit(psychometric_scores, trials, opts.bootstrap, seed, worth=worth, workers=1)
     cot_acc = cot_accuracy(trials, seed=seed)  # right/wrong paradigms: cot beside base
     plugins, extra = {}, {}
     for paradigm, rows in claimed:
@@ -175,7 +177,10 @@ def score(
     if references or humans:
         there = probe_run is not None and probe_run.elsewhere
         ref_run = submit(
-            _reference_task, (magnitude, humans, references, opts, non_oracle), worth=there
+            _reference_task,
+            (magnitude, humans, references, opts, non_oracle),
+            worth=there,
+            workers=1,
         )
     res = _magnitude_scores(prepared, opts, non_oracle, paired, probe_run)
     if opts.resample == "pooled" and opts.bootstrap > 0 and few_runs_cells(magnitude).empty:
