@@ -289,7 +289,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         sections_q, tail_q = psychometric_sections(res, trials, out, save, _folded_table)
     if not found.all():
         magnitude = with_baseline(trials[~found].reset_index(drop=True))
-        # the cue probe's forests (for figure 4) on the second core while the figures are drawn
+        # the cue probe's forests (for figure 4) in a worker process while the figures are drawn
         groups = len(magnitude[["subject", "task"]].drop_duplicates())
         probe = submit(cue_predictions, magnitude, seed, worth=groups >= PROBE_WORKER_MIN_GROUPS)
         head, sections, notes = _magnitude_sections(magnitude, res, out, probe, scheme, save)
