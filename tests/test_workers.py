@@ -66,13 +66,11 @@ def test_the_task_runs_in_a_worker_process_and_returns_its_result():
     assert pid != os.getpid()
 
 
-@pytest.mark.parametrize("how", ["not worth", "workers=1", "BAYESOBS_WORKERS=1", "scheduler"])
+@pytest.mark.parametrize("how", ["not worth", "BAYESOBS_WORKERS=1", "scheduler"])
 def test_the_task_runs_here_when_a_worker_is_not_wanted(how, monkeypatch):
     kwargs = {}
     if how == "not worth":
         kwargs["worth"] = False
-    elif how == "workers=1":
-        kwargs["workers"] = 1
     elif how == "BAYESOBS_WORKERS=1":
         monkeypatch.setenv("BAYESOBS_WORKERS", "1")
     else:
@@ -80,6 +78,15 @@ def test_the_task_runs_here_when_a_worker_is_not_wanted(how, monkeypatch):
     task = submit(pid_and_square, 3, **kwargs)
     assert not task.elsewhere
     assert task.result() == (os.getpid(), 9)
+
+
+@two_cores
+def test_a_caller_that_keeps_working_asks_for_one_worker():
+    """``workers=1`` (fit, score): a pool of one worker process, which takes every task in turn."""
+    tasks = [submit(pid_and_square, x, workers=1) for x in (2, 3)]
+    (pid_a, a), (pid_b, b) = (t.result() for t in tasks)
+    assert (a, b) == (4, 9)
+    assert pid_a == pid_b != os.getpid()
 
 
 @pytest.mark.parametrize("raw", ["0", "two", "-1"])
