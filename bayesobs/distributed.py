@@ -223,7 +223,7 @@ def available_cores() -> int:
 
 
 WORKERS = "BAYESOBS_WORKERS"  # local worker processes (1: everything in this process)
-_POOLS: dict = {}  # this process's workers (a loky ProcessPoolExecutor), by their number
+_POOLS: dict = {}  # this process's workers by their number: (loky ProcessPoolExecutor, futures)
 _IN_WORKER = False  # set in a worker: its tasks run there, never in workers of their own
 
 
@@ -304,9 +304,9 @@ class Task:
         return self._fn(*self._args)
 
 
-def running() -> bool:
-    """Whether this process has worker processes started (a task sent there costs no start-up)."""
-    return bool(_POOLS)
+def idle() -> bool:
+    """Whether a worker process is started and free (a task sent there starts at once)."""
+    return any(all(f.done() for f in futures) for _, futures in _POOLS.values())
 
 
 def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) -> Task:
@@ -349,9 +349,12 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
             # library's spawn, it never runs the caller's script again in a worker
             from joblib.externals.loky import ProcessPoolExecutor
 
-            _POOLS[n] = ProcessPoolExecutor(n, initializer=_start_worker, env=thread_env(1))
+            pool = ProcessPoolExecutor(n, initializer=_start_worker, env=thread_env(1))
+            _POOLS[n] = (pool, [])
+        pool, futures = _POOLS[n]
         try:
-            return Task(fn, args, _POOLS[n].submit(_run, fn, args))
+            futures[:] = [f for f in futures if not f.done()] + [pool.submit(_run, fn, args)]
+            return Task(fn, args, futures[-1])
         except (BrokenProcessPool, RuntimeError):  # a worker died or the pool is ending
             release()
     return Task(fn, args)
@@ -366,7 +369,7 @@ def imports(*modules: str) -> None:
 def release() -> None:
     """End this process's worker processes (without waiting; the next task starts new ones)."""
     while _POOLS:  # a task still running is abandoned: its result is not needed
-        _POOLS.popitem()[1].shutdown(wait=False, kill_workers=True)
+        _POOLS.popitem()[1][0].shutdown(wait=False, kill_workers=True)
 
 
 def trim_memory() -> bool:

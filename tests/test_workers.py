@@ -267,7 +267,7 @@ def sent(monkeypatch):
 
 @two_cores
 def test_fit_batch_fits_the_log_scale_in_a_running_worker_with_the_same_numbers(monkeypatch, sent):
-    """`fit_batch` sends the log scale's Kalman fits to a worker already running; same numbers."""
+    """`fit_batch` sends the log scale's Kalman fits to a free worker; the same numbers."""
     from bayesobs.fits import fitting
     from bayesobs.fits.synthetic import simulated_trials
     from bayesobs.trials import normalize_trials
@@ -276,7 +276,7 @@ def test_fit_batch_fits_the_log_scale_in_a_running_worker_with_the_same_numbers(
     trials = normalize_trials(simulated_trials(n_subjects=2, trials_per_session=12, seed=3))
     here = fitting.fit_batch(trials, bootstrap=4, seed=2)
     assert ("fit_kalman", True) not in sent  # no worker running: all here
-    distributed.submit(distributed.imports, "bayesobs.fits.kernel")
+    distributed.submit(distributed.imports, "bayesobs.fits.kernel", workers=1).result()
     sent.clear()
     there = fitting.fit_batch(trials, bootstrap=4, seed=2)
     assert sent == [("fit_kalman", True), ("fit_kalman", False)]  # log scale there, linear here

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..distributed import map_tasks, running, scheduler_address, submit
+from ..distributed import idle, map_tasks, scheduler_address, submit
 from .fitoptions import FitOptions, fit_options
 from .fitresults import FitBatch, collapse_levels, decode_params, encode_params, fits_table
 from .kernel import (
@@ -217,9 +217,9 @@ def _lapse_uniform(runs: RunTable, cells, B) -> np.ndarray:
 def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
     """Log-likelihoods and parameters of every variant for one chunk.
 
-    Where worker processes are running (:func:`bayesobs.distributed.running`),
-    the Kalman fits of the log scale run in one while those of the linear
-    scale run here.
+    Where a worker process is started and free (:func:`bayesobs.distributed.idle`;
+    ``bayesobs fit`` starts one before it reads a large input), the Kalman fits
+    of the log scale run there while those of the linear scale run here.
     """
     D = W.shape[0]
     cell_of = np.repeat(np.arange(len(cells)), 1 + B)
@@ -231,7 +231,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
         z, u, obs, jac_run, centre_run = transformed(runs, cells, log)
         Gd = np.asarray(W @ gram_stats(z, u, runs.present, obs))
         kalman = (W, Gd, z.T.copy(), u.T.copy(), obs.T.copy())
-        there = submit(fit_kalman, *kalman, worth=log and running(), workers=1)
+        there = submit(fit_kalman, *kalman, worth=log and idle(), workers=1)
         scales[log] = (Gd, np.asarray(W @ jac_run), centre_run, there)
     for log in (False, True):
         Gd, jac, centre_run, there = scales[log]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import add_interval
-from ..distributed import running, submit
+from ..distributed import idle, submit
 from ..errors import BayesobsInputError
 from ..fits.controls import controls_table, fit_controls
 from ..fits.fitoptions import FitOptions, fit_options
@@ -146,7 +146,7 @@ def score(
         # the probe's forests first: in a worker process (issue 50) while the rest runs here
         if probe:
             groups = paired[0].query("condition == 'base'")[["subject", "task"]].drop_duplicates()
-            worth = running() or len(groups) >= PROBE_WORKER_MIN_GROUPS
+            worth = idle() or len(groups) >= PROBE_WORKER_MIN_GROUPS
             probe_run = submit(
                 cue_probe, prepared, seed, ("base",), 5, paired, worth=worth, workers=1
             )
