@@ -284,7 +284,13 @@ class Task:
         return self._future is not None
 
     def result(self):
-        """``fn(*args)``: from its worker; computed here if none ran it or its worker died."""
+        """``fn(*args)``: from its worker; computed here if none ran it or its worker died.
+
+        Returns
+        -------
+        object
+            ``fn(*args)``; the task's exception is raised here, its warnings issued here.
+        """
         if self._future is not None:
             try:
                 value, caught = self._future.result()
@@ -305,7 +311,13 @@ class Task:
 
 
 def idle() -> bool:
-    """Whether a worker process is started and free (a task sent there starts at once)."""
+    """Whether a worker process is started and free (a task sent there starts at once).
+
+    Returns
+    -------
+    bool
+        True when some pool of this process has no task pending.
+    """
     return any(all(f.done() for f in futures) for _, futures in _POOLS.values())
 
 
@@ -361,7 +373,13 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
 
 
 def imports(*modules: str) -> None:
-    """Import ``modules`` (a worker's first task, so its imports overlap the caller's work)."""
+    """Import ``modules`` (a worker's first task, so its imports overlap the caller's work).
+
+    Parameters
+    ----------
+    *modules : str
+        Module names (the caller's constants, never read from data).
+    """
     for name in modules:
         importlib.import_module(name)
 

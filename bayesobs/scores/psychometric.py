@@ -938,7 +938,20 @@ def hvs_missing(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def psychometric_fits(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP) -> int:
-    """How many fits :func:`psychometric_scores` makes: groups times ``1 + bootstrap``."""
+    """How many fits :func:`psychometric_scores` makes: groups times ``1 + bootstrap``.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A normalised trial table.
+    bootstrap : int
+        Parametric bootstrap data sets per group.
+
+    Returns
+    -------
+    int
+        0 when the trials hold no levels to fit.
+    """
     levels = psychometric_levels(trials)
     return len(levels.drop_duplicates(KEYS)) * (1 + max(bootstrap, 0)) if len(levels) else 0
 
