@@ -81,7 +81,6 @@ def fit_result(
     options: FitOptions | None = None,
     response: str = "sampled",
     normalized: bool = False,
-    aside=None,
 ) -> FitResult:
     """Fit the ten observer variants and the anchoring controls: the one path of every fit.
 
@@ -100,9 +99,6 @@ def fit_result(
         ``trials`` is already :func:`~bayesobs.trials.normalize_trials`' output
         (as ``bayesobs fit`` reads it): it is not validated again, so no second
         copy of a large table is held while it is fitted.
-    aside : AsideWorker, optional
-        A process for part of the fits (:func:`bayesobs.fits.fitting.fit_batch`'s
-        ``aside``; ``bayesobs fit`` starts one before it reads a large input).
 
     Returns
     -------
@@ -124,7 +120,7 @@ def fit_result(
     n_without = 0
     if response == "expected":
         trials, n_without = use_expected(trials)
-    batch = fit_batch(trials, options=options, aside=aside)
+    batch = fit_batch(trials, options=options)
     fits = fits_table(batch)
     return FitResult(
         trials=trials,

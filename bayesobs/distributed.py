@@ -1,7 +1,11 @@
-"""Running independent tasks here or on a Dask cluster (``bayesobs[distributed]``).
+"""Running tasks elsewhere: local worker processes, or a Dask cluster (``bayesobs[distributed]``).
 
-The default is this process (:func:`run_aside` starts one more for a long
-task of plain Python that would leave a core idle).  A Dask scheduler
+The one execution layer of the package.  :func:`submit` starts a task in a
+local worker process (loky's ``ProcessPoolExecutor``, as joblib uses it, one
+compute thread each; ``$BAYESOBS_WORKERS`` of them, default up to 2) while
+the caller goes on: the cue probe's forests, a scale's Kalman fits, the
+report's figures, a perception task's stimuli.  A worker that dies loses
+nothing: its tasks run again in the caller's process.  A Dask scheduler
 address (``--scheduler tcp://HOST:8786``, or the ``BAYESOBS_SCHEDULER``
 environment variable) sends the same tasks to that cluster instead: a
 ``dask.distributed.LocalCluster`` on this machine, or a SLURM/PBS cluster
@@ -23,18 +27,13 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
-import pickle
-import queue
 import re
 import shlex
 import signal
-import subprocess
-import sys
-import threading
 import warnings
-import weakref
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -223,375 +222,172 @@ def available_cores() -> int:
     return os.cpu_count() or 1  # pragma: no cover - not Linux
 
 
-# the helper's command: the caller's sys.path first (sent as the first message), so that
-# bayesobs and the tasks' modules come from where the caller's came from (`python -c` would
-# put the working folder first: another checkout of bayesobs there would be imported)
-_ASIDE_BOOT = (
-    "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); "
-    "from bayesobs.distributed import aside_main; aside_main()"
-)
+WORKERS = "BAYESOBS_WORKERS"  # local worker processes (1: everything in this process)
+_POOLS: dict = {}  # this process's workers by their number: (loky ProcessPoolExecutor, futures)
+_IN_WORKER = False  # set in a worker: its tasks run there, never in workers of their own
 
 
-class _Process:
-    """One process of an :class:`AsideWorker`: its pipes' threads and the task it runs."""
-
-    def __init__(self, worker: AsideWorker) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _ASIDE_BOOT],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env={**os.environ, **thread_env(1)},
-        )
-        self.running: int | None = None  # the index of the task it runs
-        self.alive = True
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.queue.put(pickle.dumps(list(sys.path)))  # so that the caller's modules import there
-        self.threads = [
-            threading.Thread(target=self._send, daemon=True),
-            # the worker by weak reference: one dropped unread is collected, which ends this
-            threading.Thread(target=_receive, args=(weakref.ref(worker), self), daemon=True),
-        ]
-        for t in self.threads:
-            t.start()
-
-    def _send(self) -> None:
-        stdin = self.process.stdin
-        try:
-            with stdin:
-                while (blob := self.queue.get()) is not None:
-                    stdin.write(blob)
-                    stdin.flush()
-        except OSError:  # the process died: AsideWorker.results runs what is left here
-            pass
-
-
-class AsideWorker:
-    """Processes of their own that run the tasks handed to them, each task where one is free.
-
-    For work of plain Python that would otherwise leave the other cores idle
-    (the cue probe's forests, the report's figures): :meth:`submit` hands a
-    task over and returns at once, :meth:`results` waits for all of them.
-    Each process is a fresh interpreter (``python -c``, one compute thread)
-    that imports only what its tasks need: unlike ``multiprocessing``'s
-    spawn it does not run the caller's script again, so a script without an
-    ``if __name__ == "__main__":`` guard is safe.  A task goes to a process
-    when that process is free (so a long task never holds up the ones
-    behind it while another process idles); tasks travel pickled through
-    the process's standard input (written by a thread of this process, so
-    :meth:`submit` never waits), results through its standard output, and
-    whatever a task prints goes to standard error.
-
-    With ``start`` false, on one core, or with a Dask scheduler set
-    (:func:`scheduler_address`: a task then sends its own work there), no
-    process starts and :meth:`results` runs the tasks here.  If a process
-    dies (out of memory, a signal), :meth:`results` warns and runs the tasks
-    that no process finished here: every task is a pure function of its
-    inputs, so nothing is lost.
+def local_workers(workers: int | None = None) -> int:
+    """Local worker processes: ``workers``, else ``$BAYESOBS_WORKERS``, else up to 2.
 
     Parameters
     ----------
-    start : bool
-        Whether the tasks are worth a process (the caller's estimate:
-        starting one costs about a second of another core).
-    processes : int
-        How many processes (at most the cores this process may use).
-    """
+    workers : int, optional
+        The number asked for (1: every task in this process).
 
-    def __init__(self, start: bool = True, processes: int = 1) -> None:
-        self._tasks: list = []
-        self._done: dict[int, tuple] = {}
-        self._waiting: deque = deque()  # (index, pickled task) not yet handed to a process
-        self._changed = threading.Condition()
-        self._processes: list[_Process] = []
-        self._delivered: set[int] = set()
-        if start and available_cores() >= 2 and not scheduler_address():
-            self._processes = [
-                _Process(self) for _ in range(max(1, min(processes, available_cores())))
-            ]
-        self._all = list(self._processes)  # kept after close, for the warning of a dead one
-        if self._processes:
-            # a worker dropped unread (an error upstream) ends its processes
-            self._finalizer = weakref.finalize(self, _end_processes, list(self._processes))
+    Returns
+    -------
+    int
+        ``workers``; without it the environment variable's value, else
+        ``min(2, available_cores())``.
+
+    Raises
+    ------
+    BayesobsInputError
+        When the number (or the variable) is not a whole number >= 1.
+    """
+    where, shown = "workers", workers
+    if workers is None:
+        shown = os.environ.get(WORKERS, "").strip()
+        if not shown:
+            return min(2, available_cores())
+        where, workers = WORKERS, int(shown) if shown.isdigit() else 0
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise BayesobsInputError(f"{where} must be a whole number >= 1, not {shown!r}")
+    return workers
+
+
+def _start_worker() -> None:
+    """A worker's first step: Ctrl-C left to the caller, no nested workers."""
+    global _IN_WORKER
+    _IN_WORKER = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller handles it and ends the workers
+
+
+def _run(fn: Callable, args: tuple) -> tuple:
+    """``fn(*args)`` in a worker, with the warnings it gave (issued again by the caller)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # each one to the caller, whose filters decide
+        value = fn(*args)
+    return value, [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+
+
+class Task:
+    """A task handed to :func:`submit`; :meth:`result` waits for it (or computes it here)."""
+
+    def __init__(self, fn: Callable, args: tuple, future: Future | None = None) -> None:
+        self._fn, self._args, self._future = fn, args, future
 
     @property
-    def aside(self) -> bool:
-        """Whether the tasks run in processes of their own."""
-        return bool(self._processes)
-
-    def _hand_out(self) -> None:
-        """Give the waiting tasks to the free processes (with ``_changed`` held)."""
-        for proc in self._processes:
-            if proc.alive and proc.running is None and self._waiting:
-                proc.running, blob = self._waiting.popleft()
-                proc.queue.put(blob)
-
-    def _finished(self, proc: _Process, out: tuple | None) -> None:
-        """``proc`` returned ``out`` for its task (None: it ended); hand it the next one."""
-        with self._changed:
-            if out is None:
-                proc.alive = False
-            else:
-                self._done[proc.running] = out
-                proc.running = None
-                self._hand_out()
-            self._changed.notify_all()
-
-    def submit(self, fn: Callable, item) -> int:
-        """Hand ``fn(item)`` over (``fn`` module-level and both picklable); returns at once.
-
-        Parameters
-        ----------
-        fn : callable
-            A module-level function of one task, pure in its inputs.
-        item : object
-            Its task.
-
-        Returns
-        -------
-        int
-            The task's index, for :meth:`result`.
-
-        Raises
-        ------
-        pickle.PicklingError, TypeError, AttributeError
-            ``(fn, item)`` does not pickle (nothing was handed over).
-        """
-        blob = None
-        if self._processes:
-            blob = pickle.dumps((fn, item), protocol=pickle.HIGHEST_PROTOCOL)
-        with self._changed:
-            self._tasks.append((fn, item))
-            index = len(self._tasks) - 1
-            if blob is not None:
-                self._waiting.append((index, blob))
-                self._hand_out()
-        return index
-
-    def _pending(self, index: int) -> bool:
-        """Whether a live process has task ``index`` or will take it (with ``_changed`` held)."""
-        alive = [p for p in self._processes if p.alive]
-        return index not in self._done and (
-            any(p.running == index for p in alive)
-            or (bool(alive) and any(i == index for i, _ in self._waiting))
-        )
-
-    def result(self, index: int):
-        """Task ``index``'s result once it is done; the processes go on with the others.
-
-        Parameters
-        ----------
-        index : int
-            What :meth:`submit` returned.
-
-        Returns
-        -------
-        object
-            ``fn(item)`` of that task (computed here if no process could:
-            none started, or the one running it died, with a RuntimeWarning);
-            its exception, and the warnings it gave, are raised here.
-        """
-        with self._changed:
-            while self._pending(index):
-                self._changed.wait()
-            if index in self._done:
-                return self._deliver(index)
-            for i, blob in list(self._waiting):  # no live process will take it
-                if i == index:
-                    self._waiting.remove((i, blob))
-        self._run_here([index])
-        return self._deliver(index)
-
-    def _run_here(self, indices: list[int]) -> None:
-        """Compute tasks ``indices`` here (no process ran them; a RuntimeWarning if one died)."""
-        if self._all and indices:  # processes were started, and did not finish these
-            names = {getattr(self._tasks[i][0], "__qualname__", "a task") for i in indices}
-            status = sorted({c for p in self._all if (c := _exit_status(p))})
-            warnings.warn(
-                f"the process computing {', '.join(sorted(names))} ended with status "
-                f"{', '.join(map(str, status)) or 0} before its results; computing "
-                f"{len(indices)} task(s) here instead",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        for i in indices:
-            fn, item = self._tasks[i]
-            try:
-                self._done[i] = (True, fn(item), [])
-            except Exception as exc:
-                self._done[i] = (False, exc, [])
-
-    def _deliver(self, index: int):
-        """Task ``index``'s value, its warnings issued here the first time (raised if it failed)."""
-        ok, value, caught = self._done[index]
-        if index not in self._delivered:
-            self._delivered.add(index)
-            for message, category, filename, lineno in caught:
-                warnings.warn_explicit(message, category, filename, lineno)
-        if not ok:
-            raise value
-        return value
-
-    def close(self) -> None:
-        """End the processes (a task still running is abandoned: its result is not needed)."""
-        with self._changed:
-            procs, self._processes = self._processes, []
-            self._waiting.clear()
-        for proc in procs:
-            proc.queue.put(None)  # no more tasks: the process ends
-            if proc.running is not None and proc.process.poll() is None:
-                proc.process.kill()
-        for proc in procs:
-            for t in proc.threads:
-                t.join()
-            proc.process.wait()
-
-    def __enter__(self) -> AsideWorker:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def results(self) -> list:
-        """Every task's result, in the order submitted; a task's exception is raised here.
-
-        Returns
-        -------
-        list
-            ``fn(item)`` of each :meth:`submit`, in that order (the processes
-            end here; a task no process finished is computed in this one).
-        """
-        procs = self._processes
-        with self._changed:
-            while len(self._done) < len(self._tasks) and any(
-                p.alive and (p.running is not None or self._waiting) for p in procs
-            ):
-                self._changed.wait()
-            self._waiting.clear()
-            self._processes = []
-        for proc in procs:
-            proc.queue.put(None)  # no more tasks: the process ends
-        for proc in procs:
-            for t in proc.threads:
-                t.join()
-            proc.process.wait()
-        self._run_here([i for i in range(len(self._tasks)) if i not in self._done])
-        return [self._deliver(i) for i in range(len(self._tasks))]
-
-
-def _exit_status(proc: _Process) -> int | None:
-    """The exit status of a process whose output has ended (None: still running)."""
-    if proc.alive:
-        return proc.process.poll()
-    try:  # its output ended: it is exiting, but may not have been reaped yet
-        return proc.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        return None
-
-
-def _receive(worker_ref, proc: _Process) -> None:
-    """The results of ``proc`` as each arrives (a thread: the process never waits for pipe room)."""
-    stdout = proc.process.stdout
-    with stdout:
-        while True:
-            try:
-                out = pickle.load(stdout)  # written by aside_main, our own child
-            except (EOFError, pickle.UnpicklingError, OSError):
-                break
-            worker = worker_ref()
-            if worker is None:
-                return
-            worker._finished(proc, out)
-            del worker  # no reference held while waiting for the next result
-    worker = worker_ref()
-    if worker is not None:
-        worker._finished(proc, None)
-
-
-def _end_processes(processes: list[_Process]) -> None:
-    for proc in processes:
-        proc.queue.put(None)  # its sender thread ends
-        if proc.process.poll() is None:
-            proc.process.kill()
-        proc.process.wait()
-
-
-def aside_main() -> None:
-    """The process of :class:`AsideWorker`: run the pickled tasks of standard input in order.
-
-    The command that starts it has read the caller's ``sys.path`` from
-    standard input already; then comes ``(fn, item)`` per task until the
-    input ends; for each, ``(True, fn(item), warnings)`` or
-    ``(False, exception, warnings)`` goes pickled to standard output, and
-    whatever the task prints goes to standard error.  ``warnings`` are those
-    the task gave, as ``(message, category, filename, lineno)``: the caller
-    issues them (its filters decide what is shown, as for a task run there).
-    """
-    # Ctrl-C in a terminal reaches the whole process group: the caller handles it (and ends
-    # this process); here it would only print a second traceback
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    source = sys.stdin.buffer
-    sink = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # a task's own prints cannot mix with the results
-    with sink:
-        while True:
-            try:
-                fn, item = pickle.load(source)
-            except EOFError:
-                break
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")  # each one to the caller, whose filters decide
-                try:
-                    out = (True, fn(item))
-                except Exception as exc:  # handed to the caller, which raises it
-                    out = (False, exc)
-            given = [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
-            try:
-                blob = pickle.dumps((*out, given), protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # an exception, result or warning that does not pickle
-                blob = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}"), []))
-            sink.write(blob)
-            sink.flush()
-    # every result is written and flushed: end now, without the interpreter's teardown of
-    # its modules (pandas, scikit-learn: ~0.6 s the caller would wait for)
-    sys.stdout.flush()  # a task's prints (to standard error since the dup2 above)
-    sys.stderr.flush()
-    os._exit(0)
-
-
-class Aside:
-    """A task started by :func:`run_aside`: ``result()`` waits for it (or runs it here).
-
-    Parameters
-    ----------
-    worker : AsideWorker
-        Where the task was submitted.
-    index : int
-        Its index there (:meth:`AsideWorker.submit`).
-    own : bool
-        Whether the worker ran this task alone: :meth:`result` then ends it.
-    """
-
-    def __init__(self, worker: AsideWorker, index: int = 0, own: bool = True) -> None:
-        self._worker, self._index, self._own = worker, index, own
-
-    @property
-    def aside(self) -> bool:
-        """Whether the task runs in a process of its own."""
-        return self._worker.aside
+    def elsewhere(self) -> bool:
+        """Whether a worker process runs the task."""
+        return self._future is not None
 
     def result(self):
-        """``fn(item)``: from the other process, else (or if that process died) computed here.
+        """``fn(*args)``: from its worker; computed here if none ran it or its worker died.
 
         Returns
         -------
         object
-            ``fn(item)``; an exception of ``fn`` in the other process is raised here.
+            ``fn(*args)``; the task's exception is raised here, its warnings issued here.
         """
+        if self._future is not None:
+            try:
+                value, caught = self._future.result()
+            except BrokenProcessPool:  # killed (out of memory, a signal): nothing is lost
+                self._future = None
+                release()
+                warnings.warn(
+                    f"a worker process ended before {self._fn.__name__} was done; "
+                    "it runs again in this process",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            else:
+                for message, category, filename, lineno in caught:
+                    warnings.warn_explicit(message, category, filename, lineno)
+                return value
+        return self._fn(*self._args)
+
+
+def idle() -> bool:
+    """Whether a worker process is started and free (a task sent there starts at once).
+
+    Returns
+    -------
+    bool
+        True when some pool of this process has no task pending.
+    """
+    return any(all(f.done() for f in futures) for _, futures in _POOLS.values())
+
+
+def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) -> Task:
+    """Start ``fn(*args)`` in a local worker process while this one goes on.
+
+    The task runs in this process, when its result is asked for, where a
+    worker is not worth it (``worth`` false, one core or ``$BAYESOBS_WORKERS``
+    1), inside a worker, or with a Dask scheduler set (the task then sends its
+    own work there).  Workers (loky: fork and exec) are capped at one
+    compute thread (:func:`thread_env`), and kept for the next tasks until
+    :func:`release`.  If a worker dies, its tasks run again in this process:
+    every task is a pure function of its inputs, so the results are the same
+    wherever they are computed.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level (picklable) function, pure in its inputs.
+    *args
+        Its (picklable) arguments.
+    worth : bool
+        Whether the task is worth a worker process (the caller's estimate:
+        starting one costs about a second of another core).
+    workers : int, optional
+        Worker processes of the pool the task goes to (default
+        :func:`local_workers`; a caller that keeps working itself, as ``fit``
+        and ``score`` do, asks for 1).
+
+    Returns
+    -------
+    Task
+        ``result()`` returns ``fn(*args)`` (raises its exception).
+    """
+    n = local_workers()
+    if worth and n > 1 and not _IN_WORKER and scheduler_address() is None:
+        n = n if workers is None else local_workers(workers)
+        if n not in _POOLS:
+            # loky (joblib's process pool, installed with scikit-learn): fork + exec, the thread
+            # caps in the environment before the worker starts, and, unlike the standard
+            # library's spawn, it never runs the caller's script again in a worker
+            from joblib.externals.loky import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(n, initializer=_start_worker, env=thread_env(1))
+            _POOLS[n] = (pool, [])
+        pool, futures = _POOLS[n]
         try:
-            return self._worker.result(self._index)
-        finally:
-            if self._own:  # the worker was started for this task alone (run_aside)
-                self._worker.close()
+            futures[:] = [f for f in futures if not f.done()] + [pool.submit(_run, fn, args)]
+            return Task(fn, args, futures[-1])
+        except (BrokenProcessPool, RuntimeError):  # a worker died or the pool is ending
+            release()
+    return Task(fn, args)
+
+
+def imports(*modules: str) -> None:
+    """Import ``modules`` (a worker's first task, so its imports overlap the caller's work).
+
+    Parameters
+    ----------
+    *modules : str
+        Module names (the caller's constants, never read from data).
+    """
+    for name in modules:
+        importlib.import_module(name)
+
+
+def release() -> None:
+    """End this process's worker processes (without waiting; the next task starts new ones)."""
+    while _POOLS:  # a task still running is abandoned: its result is not needed
+        _POOLS.popitem()[1][0].shutdown(wait=False, kill_workers=True)
 
 
 def trim_memory() -> bool:
@@ -614,46 +410,6 @@ def trim_memory() -> bool:
         return bool(libc.malloc_trim(0))
     except (OSError, AttributeError):  # not glibc
         return False
-
-
-def preload(modules: tuple[str, ...]) -> None:
-    """Import ``modules`` (a process's first task, so its imports overlap the caller's work).
-
-    The ``score`` command starts its process before it reads the trials.
-
-    Parameters
-    ----------
-    modules : tuple of str
-        Module names (the caller's constants, never read from data).
-    """
-    for name in modules:
-        importlib.import_module(name)
-
-
-def run_aside(fn: Callable, item, aside: bool = True) -> Aside:
-    """Start ``fn(item)`` in a process of its own (:class:`AsideWorker`) while this one goes on.
-
-    For a long task of plain Python (the cue probe's forests) that would
-    otherwise leave the second core idle: started before the rest of the
-    work, it is done by the time its result is needed.
-
-    Parameters
-    ----------
-    fn : callable
-        A module-level (picklable) function of one task, pure in its inputs.
-    item : object
-        Its (picklable) task.
-    aside : bool
-        Whether the task is worth a process (:class:`AsideWorker`'s ``start``).
-
-    Returns
-    -------
-    Aside
-        The handle; :meth:`Aside.result` returns ``fn(item)``.
-    """
-    worker = AsideWorker(aside)
-    worker.submit(fn, item)
-    return Aside(worker)
 
 
 def _threads(threads) -> int:
@@ -819,12 +575,17 @@ def jobqueue_options(cores: int, processes: int = 1) -> dict:
 __all__ = [
     "ENV",
     "THREAD_VARS",
+    "WORKERS",
+    "Task",
     "dask_setup",
     "iter_tasks",
     "jobqueue_options",
     "local_cluster",
+    "local_workers",
     "map_tasks",
+    "release",
     "scheduler_address",
+    "submit",
     "thread_env",
     "use_scheduler",
     "worker_cores",

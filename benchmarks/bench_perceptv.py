@@ -12,7 +12,7 @@ Runs the whole protocol (30 domains x 200 images = 6,000 trials) the way
 (the main figure: the machine may be shared) and the wall seconds:
 
 * stimuli: generating every trial and encoding its PNG image(s) (planning),
-  in ``min(2, os.cpu_count())`` worker processes (``BAYESOBS_PLAN_WORKERS=1``:
+  in ``min(2, os.cpu_count())`` worker processes (``BAYESOBS_WORKERS=1``:
   one process), their CPU counted with this process's;
 * subject: the simulated subject answering (it regenerates each trial and
   reads its pixels);
@@ -61,8 +61,9 @@ def main() -> int:
     args = ap.parse_args()
 
     from bayesobs.cli import main as cli
+    from bayesobs.distributed import local_workers
     from bayesobs.perceptv import subject as perceptv_sim
-    from bayesobs.run.parallel import plan_workers
+    from bayesobs.run.parallel import MIN_TRIALS
     from bayesobs.run.plan import load_protocol, plan_all
     from bayesobs.run.runner import start
 
@@ -96,9 +97,9 @@ def main() -> int:
         with Clock() as scored:
             assert cli(["score", str(out), "--out", str(out / "scores"), "--no-progress"]) == 0
     n = rep.done
-    workers = plan_workers(None, n)
+    workers = local_workers() if n >= MIN_TRIALS else 1
     print(f"\n{n:,} trials ({len(sessions)} sessions), subject {args.subject}, -> {out}")
-    print(f"stimuli made by {workers} process(es) (BAYESOBS_PLAN_WORKERS), {os.cpu_count()} CPUs")
+    print(f"stimuli made by {workers} process(es) (BAYESOBS_WORKERS), {os.cpu_count()} CPUs")
     print(f"{'stage':44s} {'CPU s':>8s} {'wall s':>8s} {'CPU ms/trial':>13s}")
     rows = [
         ("stimuli: generate + PNG encode (planning)", stimuli.cpu, stimuli.wall),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import BayesobsInputError
 from .options import (
-    ASIDE_INPUT_BYTES,
+    WORKER_INPUT_BYTES,
     _fit_options,
     _input_bytes,
     _progress,
@@ -83,6 +83,58 @@ def cmd_fit(args) -> int:
         ``--lapse``, a bad ``--transfer``, a negative ``--bootstrap``, or
         trial files or trial options that cannot be read.
     """
+    _check_fit_options(args)
+    transfer = _transfer_spec(args)
+    t0 = time.perf_counter()
+    from ..distributed import imports, release, submit
+
+    # a large input: a worker for the log scale's Kalman fits starts now, its imports
+    # (pandas, SciPy: ~1 s) beside this one's imports and reading (fit_batch uses it)
+    big = not args.interleaved and _input_bytes(args.trials) >= WORKER_INPUT_BYTES
+    submit(imports, "bayesobs.fits.kernel", worth=big, workers=1)
+    try:
+        from ..api import fit_result, write_fit
+
+        trials, exclusions = _read(args)
+        trials = _fit_trials(trials, transfer)
+        result = fit_result(trials, _fit_options(args), response=args.response, normalized=True)
+    finally:
+        release()
+    if args.response == "expected":
+        n = result.n_without_expected
+        print(
+            "fitting response_expected, the mean of each answer's distribution (--logprobs)"
+            + (f"; {n} trial(s) without one kept in sequence as missing" if n else "")
+        )
+    options = _trial_options(args, seconds=round(time.perf_counter() - t0, 3))
+    summary = write_fit(result, args.out, manifest=options)
+    _write_exclusions(exclusions, args.out)
+    if args.method == "posterior":
+        _fit_posterior(args, result.trials, result.fits, args.out)
+    if _print_fit(args, trials, result, summary, exclusions is not None) and transfer:
+        _write_transfer(result.trials, result.fits, transfer, args.out)
+    return 0
+
+
+def _fit_trials(trials, transfer):
+    """The magnitude trials ``fit`` fits (a note on the others), checked for ``--transfer``."""
+    from ..api import magnitude_trials
+
+    trials, left_out = magnitude_trials(trials)
+    if transfer:
+        from ..fits.transfer import check_conditions
+
+        check_conditions(trials, *transfer)
+    if left_out:
+        print(
+            f"note: {left_out} visual-search/perception trial(s) left out of the fits "
+            "(see bayesobs score)"
+        )
+    return trials
+
+
+def _check_fit_options(args) -> None:
+    """``fit``'s option combinations, refused before any reading."""
     if args.variant:
         from ..fits.observers import get_variant
 
@@ -98,60 +150,22 @@ def cmd_fit(args) -> int:
             "--method posterior does not model --interleaved levels or --lapse yet; "
             "use the maximum-likelihood fits for those"
         )
-    transfer = _transfer_spec(args)
-    t0 = time.perf_counter()
-    # a large input: a process for the log scale's Kalman fits starts now, its imports
-    # (pandas, SciPy: ~1 s) beside this one's imports and reading (fit_batch's aside)
-    from ..distributed import AsideWorker, preload
 
-    with AsideWorker(
-        not args.interleaved and _input_bytes(args.trials) >= ASIDE_INPUT_BYTES
-    ) as worker:
-        if worker.aside:
-            worker.submit(preload, ("bayesobs.fits.kernel",))
-        from ..api import fit_result, magnitude_trials, write_fit
 
-        trials, exclusions = _read(args)
-        trials, left_out = magnitude_trials(trials)
-        if transfer:
-            from ..fits.transfer import check_conditions
-
-            check_conditions(trials, *transfer)
-        if left_out:
-            print(
-                f"note: {left_out} visual-search/perception trial(s) left out of the fits "
-                "(see bayesobs score)"
-            )
-        result = fit_result(
-            trials, _fit_options(args), response=args.response, normalized=True, aside=worker
-        )
-    if args.response == "expected":
-        n_without = result.n_without_expected
-        print(
-            "fitting response_expected, the mean of each answer's distribution (--logprobs)"
-            + (
-                f"; {n_without} trial(s) without one kept in sequence as missing"
-                if n_without
-                else ""
-            )
-        )
-    options = _trial_options(args, seconds=round(time.perf_counter() - t0, 3))
-    summary = write_fit(result, args.out, manifest=options)
-    _write_exclusions(exclusions, args.out)
+def _print_fit(args, trials, result, summary: dict, exclusions: bool) -> bool:
+    """What ``bayesobs fit`` prints after writing its tables; whether anything was fitted."""
     n_missing, n_trials = summary["n_missing"], summary["n_trials"]
     skipped_log, n_constant, levels = (
         summary["log_skipped"],
         summary["n_constant"],
         summary["levels"],
     )
-    if args.method == "posterior":
-        _fit_posterior(args, result.trials, result.fits, args.out)
     if n_trials and n_missing == n_trials:  # issue 47: no answer parsed, nothing to read
         print(
             f"0 observed responses: nothing fitted ({n_trials} trial(s), every response missing; "
             f"see raw_response, or bayesobs rescore) -> {args.out}/fits.csv"
         )
-        return 0
+        return False
     print(
         f"fitted {summary['n_cells']} cell(s), {n_trials} trials "
         + (f"with {len(levels)} interleaved level(s) of {args.interleaved} " if levels else "")
@@ -168,7 +182,7 @@ def cmd_fit(args) -> int:
             else ""
         )
         + f" -> {args.out}/fits.csv, {args.out}/evidence.csv"
-        + (f", {args.out}/exclusions.csv" if exclusions is not None else "")
+        + (f", {args.out}/exclusions.csv" if exclusions else "")
     )
     from ..leaderboard import wrap
     from ..order import order_lines, unordered
@@ -182,9 +196,7 @@ def cmd_fit(args) -> int:
         print(wrap(f"note: {line}"))
     for line in fit_bootstrap_warnings(result.trials, result.batch.cells, args.bootstrap):
         print(wrap(f"warning: {line}"), file=sys.stderr)
-    if transfer:
-        _write_transfer(result.trials, result.fits, transfer, args.out)
-    return 0
+    return True
 
 
 def _transfer_spec(args) -> tuple[str, str] | None:

@@ -129,8 +129,8 @@ def _probability(text: str) -> float:
 
 
 # `score` and `fit` of inputs this large (bytes of trial files: about 70,000 trials in
-# Parquet, 7,000 in a run log) start their helper process before reading (cmd_score, cmd_fit)
-ASIDE_INPUT_BYTES = 1_000_000
+# Parquet, 7,000 in a run log) start a worker process before reading (cmd_score, cmd_fit)
+WORKER_INPUT_BYTES = 1_000_000
 
 
 def _input_bytes(paths) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from .options import (
-    ASIDE_INPUT_BYTES,
+    WORKER_INPUT_BYTES,
     _fit_options,
     _input_bytes,
     _read,
@@ -71,17 +71,20 @@ def cmd_score(args) -> int:
 
 def _score(args) -> int:
     """The work of :func:`cmd_score`, its ``--out`` folder held."""
-    from ..distributed import AsideWorker, preload
+    from ..distributed import imports, release, submit
 
     t0 = time.perf_counter()
-    # a large input: the process for the cue probe's forests and the reference rows starts
-    # now, its imports (pandas, scikit-learn: ~2.5 s) beside this one's imports and reading
-    aside = not (args.no_probe and args.no_references)  # nothing to run there otherwise
-    with AsideWorker(aside and _input_bytes(args.trials) >= ASIDE_INPUT_BYTES) as worker:
-        if worker.aside:
-            worker.submit(preload, ("bayesobs.scores", "sklearn.tree"))
-        from ..leaderboard import wrap
-        from ..paradigms import paradigm_tables_of, registered
+    # a large input: a worker for the cue probe's forests starts now, its imports (pandas,
+    # scikit-learn: ~2.5 s) beside this one's imports and reading (score() uses it)
+    worth = not (args.no_probe and args.no_references)  # nothing to run there otherwise
+    submit(
+        imports,
+        "bayesobs.scores",
+        "sklearn.tree",
+        worth=worth and _input_bytes(args.trials) >= WORKER_INPUT_BYTES,
+        workers=1,
+    )
+    try:
         from ..scores import score
 
         trials, exclusions = _read(args)
@@ -92,8 +95,9 @@ def _score(args) -> int:
             options=_fit_options(args),
             references=not args.no_references,
             humans=args.humans,
-            aside=worker,
         )
+    finally:
+        release()
     options = _trial_options(
         args,
         non_oracle=args.non_oracle,
@@ -103,6 +107,14 @@ def _score(args) -> int:
     )
     written = result.to_folder(args.out, trials=trials, manifest=options)
     written += _write_exclusions(exclusions, args.out)
+    _print_scores(args, trials, result, written)
+    return 0
+
+
+def _print_scores(args, trials, result, written: list[str]) -> None:
+    """The leaderboard, notes and summaries ``bayesobs score`` prints once its tables are written."""
+    from ..leaderboard import wrap
+
     if len(result.bayesbench.columns):
         interval = (
             f"bootstrap B={args.bootstrap}, {args.resample} resampling, 68% percentile intervals"
@@ -139,6 +151,8 @@ def _score(args) -> int:
             where = "/".join(str(x) for x in (first.subject, first.task) if x)
             more = f" (and {len(g) - 1} more)" if len(g) > 1 else ""
             print(wrap(f"  {reason}: {where}: {first.component}{more}"))
+    from ..paradigms import paradigm_tables_of, registered
+
     tables = result.tables()
     for paradigm in registered():  # each registered paradigm's summary (bayesobs.paradigms)
         mine = paradigm_tables_of(paradigm, tables)
@@ -159,4 +173,3 @@ def _score(args) -> int:
         print(cot_accuracy_summary(result.cot_accuracy))
     print()
     print(wrap(f"tables -> {args.out}/ ({', '.join(written)})"))
-    return 0

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..distributed import map_tasks, scheduler_address
+from ..distributed import idle, map_tasks, scheduler_address, submit
 from .fitoptions import FitOptions, fit_options
 from .fitresults import FitBatch, collapse_levels, decode_params, encode_params, fits_table
 from .kernel import (
@@ -42,7 +42,6 @@ from .kernel import (
     VARIANCE_FLOOR,
     closed_forms,
     fit_kalman,
-    fit_kalman_task,
     gram_stats,
     profiled_loglik,
     quantum_floor,
@@ -215,12 +214,12 @@ def _lapse_uniform(runs: RunTable, cells, B) -> np.ndarray:
     return np.where(np.isfinite(uniform), uniform, 0.0)[cell_of]
 
 
-def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, aside=None):
+def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
     """Log-likelihoods and parameters of every variant for one chunk.
 
-    With ``aside`` (an :class:`~bayesobs.distributed.AsideWorker` with a
-    process), the Kalman fits of the log scale run there while those of the
-    linear scale run here.
+    Where a worker process is started and free (:func:`bayesobs.distributed.idle`;
+    ``bayesobs fit`` starts one before it reads a large input), the Kalman fits
+    of the log scale run there while those of the linear scale run here.
     """
     D = W.shape[0]
     cell_of = np.repeat(np.arange(len(cells)), 1 + B)
@@ -228,16 +227,14 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, aside=None):
     n_out = np.zeros(D)
     par = {p: np.full((D, len(VARIANTS)), np.nan) for p in _PARAMS}
     scales = {}
-    for log in (True, False):  # the log scale first: its Kalman fits may go to the process
+    for log in (True, False):  # the log scale first: its Kalman fits may go to a worker
         z, u, obs, jac_run, centre_run = transformed(runs, cells, log)
         Gd = np.asarray(W @ gram_stats(z, u, runs.present, obs))
         kalman = (W, Gd, z.T.copy(), u.T.copy(), obs.T.copy())
-        there = None  # the task's index where the process computes these Kalman fits
-        if log and aside is not None and aside.aside:
-            there = aside.submit(fit_kalman_task, kalman)
-        scales[log] = (Gd, np.asarray(W @ jac_run), centre_run, kalman, there)
+        there = submit(fit_kalman, *kalman, worth=log and idle(), workers=1)
+        scales[log] = (Gd, np.asarray(W @ jac_run), centre_run, there)
     for log in (False, True):
-        Gd, jac, centre_run, kalman, there = scales[log]
+        Gd, jac, centre_run, there = scales[log]
         # cell centring constant, per dataset
         centre_cell = np.zeros(len(cells))
         centre_cell[runs.cell] = centre_run
@@ -246,7 +243,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, aside=None):
         n_out = n
         floor = variance_floor(Gd, quantum_floor(cells, log)[cell_of])
         results = closed_forms(Gd)
-        results.update(fit_kalman(*kalman) if there is None else aside.result(there))
+        results.update(there.result())
         ok_cell = (cells["log_skipped"].to_numpy() == "") if log else np.ones(len(cells), bool)
         ok_cell = ok_cell & ~cells["constant"].to_numpy(bool)
         ok = ok_cell[cell_of]
@@ -267,10 +264,10 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, aside=None):
     return ll, n_out, par
 
 
-def _fit_chunk_task(args, aside=None):
-    """One chunk of :func:`fit_batch` (here, or on a Dask worker); ``aside`` as :func:`_fit_chunk`."""
+def _fit_chunk_task(args):
+    """One chunk of :func:`fit_batch` (here, or on a Dask worker)."""
     W, runs, cells, B, lapse = args
-    c_ll, c_n, c_par = _fit_chunk(W, runs, cells, B, aside)
+    c_ll, c_n, c_par = _fit_chunk(W, runs, cells, B)
     if lapse:
         _lapse_chunk(W, runs, cells, B, c_ll, c_par)
     return c_ll, c_n, c_par
@@ -326,7 +323,6 @@ def fit_batch(
     lapse: bool = False,
     resample: str = "pooled",
     options: FitOptions | None = None,
-    aside=None,
 ) -> FitBatch:
     """Fit all ten variants to every cell and ``bootstrap`` replicates of it.
 
@@ -357,11 +353,6 @@ def fit_batch(
         All of ``bootstrap``, ``seed``, ``progress``, ``interleaved``,
         ``lapse`` and ``resample`` at once (checked once); when given, those
         keywords are not read.
-    aside : AsideWorker, optional
-        A :class:`~bayesobs.distributed.AsideWorker` started for this fit
-        (``bayesobs fit`` starts one before it reads a large input): the log
-        scale's Kalman fits run in its process while the linear scale's run
-        here.  The numbers are the same wherever they are computed.
 
     Returns
     -------
@@ -429,7 +420,7 @@ def fit_batch(
     if remote:
         outs = map_tasks(_fit_chunk_task, [task(idx) for idx in chunks])
     else:
-        outs = (_fit_chunk_task(task(idx), aside) for idx in chunks)
+        outs = (_fit_chunk_task(task(idx)) for idx in chunks)
     for idx, (c_ll, c_n, c_par) in zip(chunks, outs, strict=True):
         ll[idx] = c_ll.reshape(len(idx), 1 + B, V)
         n[idx] = c_n.reshape(len(idx), 1 + B, 1)

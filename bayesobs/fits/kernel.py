@@ -10,8 +10,7 @@ controls, the design study and the interleaved fits of
   (their columns are indexed by ``G_N`` ... ``G_SUU``), additive over runs;
 * :func:`closed_forms` solves ``linear``, ``static`` and ``static_gain``
   exactly, :func:`rss_kalman` gives the Kalman variants' residual sum of
-  squares from :func:`kalman_moments`; :func:`fit_kalman` searches them
-  (:func:`fit_kalman_task`: the same as a task for another process);
+  squares from :func:`kalman_moments`; :func:`fit_kalman` searches them;
 * :func:`golden` is the golden-section search of ``log rho``;
 * :func:`profiled_loglik`, :func:`variance_floor` and :func:`quantum_floor`
   profile ``sigma`` out with a floor.
@@ -197,7 +196,7 @@ def kalman_moments_blocked(z, u, obs, rho):
     one thread: each NumPy call of the recursion is short (a block of one
     time step), so a second thread mostly waits for the GIL (at BayesBench
     scale two threads took 27% more CPU for 4% less wall time); the fits use
-    the second core through a process instead (:func:`fit_kalman_task`).
+    the second core through a worker process instead (:func:`bayesobs.distributed.submit`).
 
     Parameters
     ----------
@@ -440,26 +439,6 @@ def fit_kalman(W, Gd, z, u, obs):
         name: (rss[inverse], {p: v[inverse] for p, v in params.items()})
         for name, (rss, params) in fits.items()
     }
-
-
-def fit_kalman_task(args: tuple) -> dict:
-    """:func:`fit_kalman` of ``args = (W, Gd, z, u, obs)``: one task for a process of its own.
-
-    :func:`bayesobs.fits.fitting.fit_batch` hands one scale's Kalman fits
-    to a :class:`bayesobs.distributed.AsideWorker` (its ``aside``) while it
-    fits the other scale here; the numbers are the same wherever it runs.
-
-    Parameters
-    ----------
-    args : tuple
-        The arguments of :func:`fit_kalman`, in its order.
-
-    Returns
-    -------
-    dict of str to tuple
-        What :func:`fit_kalman` returns.
-    """
-    return fit_kalman(*args)
 
 
 def _distinct_rows(W) -> tuple[np.ndarray, np.ndarray]:

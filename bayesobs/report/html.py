@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import leaderboard as LB
+from ..distributed import submit
 from ..errors import BayesobsInputError
 from ..exclusions import summary
 from ..fits.controls import anchoring_lines
@@ -33,9 +34,10 @@ from ..scores import (
     score,
     with_baseline,
 )
-from ..scores.cue import start_cue_probe
+from ..scores.cue import cue_predictions
 from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column, veridical_lead
 from ..scores.references import subjects_only
+from ..scores.scoring import PROBE_WORKER_MIN_GROUPS
 from ..search.scores import prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
@@ -287,8 +289,9 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         sections_q, tail_q = psychometric_sections(res, trials, out, save, _folded_table)
     if not found.all():
         magnitude = with_baseline(trials[~found].reset_index(drop=True))
-        # the cue probe's forests (for figure 4) on the second core while the figures are drawn
-        probe = start_cue_probe(magnitude, seed)
+        # the cue probe's forests (for figure 4) in a worker process while the figures are drawn
+        groups = len(magnitude[["subject", "task"]].drop_duplicates())
+        probe = submit(cue_predictions, magnitude, seed, worth=groups >= PROBE_WORKER_MIN_GROUPS)
         head, sections, notes = _magnitude_sections(magnitude, res, out, probe, scheme, save)
     for paradigm, rows in plugged:
         mine = paradigm_tables_of(paradigm, tables)
@@ -456,7 +459,7 @@ def _magnitude_sections(
 ):
     """The BayesBench part: leaderboard, BCS table and the paper's figures (``save(fig, path)``).
 
-    ``probe`` is the started cue probe of ``trials`` (:func:`start_cue_probe`).
+    ``probe`` is the started cue probe of ``trials`` (a :class:`~bayesobs.distributed.Task` of :func:`cue_predictions`).
     """
     colors = F.subject_colors(trials["subject"])
     pred = predictions(trials, res.fits)
@@ -538,8 +541,7 @@ def _magnitude_sections(
             )
         )
     # 4. cue-combination fits
-    cue_pred = probe.predictions()[0]
-    probe.close()
+    cue_pred = probe.result()
     if cue_pred.empty and not any(n.startswith("Cue combination") for n in notes):
         notes.append(
             "Cue combination: no base-condition trials pair text, image and multimodal answers "

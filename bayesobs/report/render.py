@@ -2,10 +2,10 @@
 
 Drawing dominates a report's time (a psychometric grid of 50 panels takes
 seconds) and Matplotlib draws on one core.  :class:`FigureWriter` hands the
-figures of a large report to drawing processes
-(:class:`bayesobs.distributed.AsideWorker`): a figure is pickled as it is
-handed over and drawn there by the same ``savefig`` call, so each PNG is
-byte for byte the one this process would write (tests/report/test_render.py).
+figures of a large report to worker processes
+(:func:`bayesobs.distributed.submit`): a figure is pickled as it is handed
+over and drawn there by the same ``savefig`` call, so each PNG is byte for
+byte the one this process would write (tests/report/test_render.py).
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from typing import NamedTuple
 
 from matplotlib.figure import Figure
 
-from ..distributed import AsideWorker
+from ..distributed import Task, submit
 
 DPI = 110  # the report's figures
-# A report starts its drawing processes once it has this many panels to draw: a small
-# report is drawn here before a process (Python, Matplotlib: about 1.5 s) would be ready.
-ASIDE_MIN_PANELS = 24
-ASIDE_WORKERS = 2  # drawing processes (at most the cores): this one builds the figures meanwhile
+# A report hands its figures to worker processes once it has this many panels to draw: a
+# small report is drawn here before a worker (Python, Matplotlib: about 1.5 s) would be ready.
+WORKER_MIN_PANELS = 24
 
 
 class FigureTask(NamedTuple):
@@ -38,9 +37,10 @@ class FigureTask(NamedTuple):
     panels: int  # its drawing cost: the panels it will have, and one for the figure
 
 
-def save_png(item: tuple[Figure | FigureTask, Path]) -> None:
-    """Write one figure as PNG (the task of a drawing process, and of this one)."""
-    fig, path = item
+def save_png(fig: Figure | FigureTask | bytes, path: Path) -> None:
+    """Write one figure (or its pickle) as PNG (the task of a worker, and of this process)."""
+    if isinstance(fig, bytes):
+        fig = pickle.loads(fig)  # pickled by FigureWriter.save, our own
     if isinstance(fig, FigureTask):
         fig = fig.build(*fig.args)
     fig.savefig(path, dpi=DPI)
@@ -54,46 +54,47 @@ def panels(fig: Figure | FigureTask) -> int:
 
 
 class FigureWriter:
-    """``save(fig, path) -> src`` for the report builder, the drawing done on the other cores.
+    """``save(fig, path) -> src`` for the report builder, the drawing done by worker processes.
 
     ``fig`` is a built figure or a :class:`FigureTask` (built where it is drawn).
-    Figures are drawn here until :data:`ASIDE_MIN_PANELS` panels are to be
-    drawn (a small report never starts a process); then :data:`ASIDE_WORKERS`
-    drawing processes start and every later figure is drawn by the first of
-    them that is free, while this process goes on building the next
-    figures.  :meth:`close` waits until every file is written (and raises a
-    drawing error).
+    Figures are drawn here until :data:`WORKER_MIN_PANELS` panels are to be
+    drawn (a small report never starts a worker); then every later figure
+    goes to the first worker that is free, while this process goes on
+    building the next figures.  :meth:`close` waits until every file is
+    written (and raises a drawing error).
 
     Parameters
     ----------
-    aside : bool
-        Whether drawing processes may start (they start only where there
-        are two cores; :class:`bayesobs.distributed.AsideWorker`).
+    workers : bool
+        Whether figures may go to worker processes
+        (:func:`bayesobs.distributed.submit`; none on one core).
     """
 
-    def __init__(self, aside: bool = True) -> None:
-        self._aside = aside
-        self._worker: AsideWorker | None = None
-        self.here = self.there = 0  # panels drawn here, panels handed to the processes
+    def __init__(self, workers: bool = True) -> None:
+        self._workers = workers
+        self._tasks: list[Task] = []
+        self.here = self.there = 0  # panels drawn here, panels handed to the workers
 
     def save(self, fig: Figure | FigureTask, path: Path) -> str:
-        """Write ``fig`` (or build it and write it) to ``path``, here or aside; return its ``src``."""
+        """Write ``fig`` (or build it and write it) to ``path``, here or in a worker; return its ``src``."""
         cost = panels(fig)
-        if self._worker is None and self._aside and self.here + cost >= ASIDE_MIN_PANELS:
-            self._worker = AsideWorker(processes=ASIDE_WORKERS)
-        if self._worker is not None and self._worker.aside:
+        if self._workers and self.here + self.there + cost >= WORKER_MIN_PANELS:
             try:
-                self._worker.submit(save_png, (fig, path))
-                self.there += cost
-                return f"figures/{path.name}"
+                blob = pickle.dumps(fig, protocol=pickle.HIGHEST_PROTOCOL)
             except (pickle.PicklingError, TypeError, AttributeError):
-                pass  # a figure that does not pickle (a lambda formatter) is drawn here
-        save_png((fig, path))
+                blob = None  # a figure that does not pickle (a lambda formatter) is drawn here
+            if blob is not None:
+                task = submit(save_png, blob, path)
+                if task.elsewhere:
+                    self._tasks.append(task)
+                    self.there += cost
+                    return f"figures/{path.name}"
+        save_png(fig, path)
         self.here += cost
         return f"figures/{path.name}"
 
     def close(self) -> None:
-        """Wait until every figure handed aside is written."""
-        if self._worker is not None:
-            worker, self._worker = self._worker, None
-            worker.results()
+        """Wait until every figure handed to a worker is written."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.result()

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..distributed import local_workers
 from ..errors import BayesobsInputError
 from ..limits import check
 from ..seeds import stable_seed
@@ -33,7 +34,7 @@ from .ablations import (
     blur_schedule,
     condition,
 )
-from .parallel import make_runs, plan_workers, renders_in_generate
+from .parallel import MIN_TRIALS, make_runs, renders_in_generate
 from .progress import bar as progress_bar
 from .progress import plan_counts, plan_line
 from .subjects import parse_subject
@@ -566,9 +567,9 @@ def plan(
     workers : int, optional
         Processes making the stimuli of a task that renders its images
         while generating them (the perception tasks), when there are two or
-        more session runs: default ``$BAYESOBS_PLAN_WORKERS``, else
-        ``min(2, os.cpu_count())`` for 100 trials or more; 1 makes them
-        all in this process
+        more session runs: default ``$BAYESOBS_WORKERS``, else up to 2
+        (:func:`bayesobs.distributed.local_workers`), for 100 trials or
+        more; 1 makes them all in this process
         (:mod:`bayesobs.run.parallel`).  The plan is the same either way.
 
     Returns
@@ -602,7 +603,7 @@ def plan(
         n_planned,
         f"{task.name}: sessions x runs x trials x conditions x modalities x subjects =",
     )
-    plan_workers(workers)  # checked here, whatever the task
+    n_workers = local_workers(workers)  # checked here, whatever the task
     cond_objs = [condition(c, spec.get("ablations")) for c in conds]
     if any(c.hint for c in cond_objs) and not task.hints:  # the field hints of task hvs
         raise BayesobsInputError(f"task {task.name} has no hints: condition hint is for task hvs")
@@ -623,7 +624,8 @@ def plan(
         for r in range(n_runs):
             seed = stable_seed((spec["seed"], task.name, sess["name"], r))
             runs_of.append((sess, low, high, options, n_sess, r, seed))
-    n_workers = plan_workers(workers, sum(run[4] for run in runs_of))
+    if workers is None and sum(run[4] for run in runs_of) < MIN_TRIALS:
+        n_workers = 1  # too small to pay for a worker
     if len(runs_of) >= 2 and n_workers >= 2 and renders_in_generate(task):
         # images are rendered while the stimuli are made: independent runs in worker processes,
         # taken in order (the same plan, byte for byte)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import add_interval, run_draws, unit_draws
-from ..distributed import AsideWorker, map_tasks
+from ..distributed import map_tasks
 from ..fits.fitting import CONSTANT_REASON
 
 ONE, X, T, IMG, MM, C = range(6)
@@ -610,105 +610,8 @@ def _probe_predictions_all(items: list) -> list:
     return map_tasks(_probe_task, items)
 
 
-class ProbeRun:
-    """The cue probe's out-of-fold predictions, being computed (:func:`start_cue_probe`)."""
-
-    def __init__(self, parts, skipped, columns, worker: AsideWorker, index: int, own: bool):
-        self._parts, self._skipped, self._columns = parts, skipped, columns
-        self._worker, self._index, self._own = worker, index, own
-
-    @property
-    def aside(self) -> bool:
-        """Whether the forests run in a process of their own."""
-        return self._worker.aside
-
-    @property
-    def worker(self) -> AsideWorker | None:
-        """The process the forests run in (more tasks may follow them there), or None."""
-        return self._worker if self._worker.aside else None
-
-    def close(self) -> None:
-        """End the forests' process if :func:`start_cue_probe` started it (tasks given to it too)."""
-        if self._own:
-            self._worker.close()
-
-    def predictions(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The out-of-fold predictions, once the forests are done.
-
-        Returns
-        -------
-        pred : DataFrame
-            :func:`cue_predictions`.
-        skipped : DataFrame
-            ``subject, task, component, reason`` of the groups left out.
-        """
-        preds = self._worker.result(self._index)
-        parts = [
-            g.assign(**{f"pred_{k}": v for k, v in p.items()})
-            for g, p in zip(self._parts, preds, strict=True)
-        ]
-        pred = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=self._columns)
-        return pred, self._skipped
-
-    def result(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The probe's R² table, once the forests are done.
-
-        Returns
-        -------
-        r2 : DataFrame
-            :func:`cue_probe_table`.
-        skipped : DataFrame
-            ``subject, task, component, reason`` of the groups left out.
-        """
-        pred, skipped = self.predictions()
-        return _r2_table(pred), skipped
-
-
-# The probe of at least this many groups runs in a process of its own when there are two
-# cores (start_cue_probe): each group costs about 0.02 s of forests and importing
-# scikit-learn about 1.3 s here; starting the process (Python, pandas, scikit-learn) about
-# 2.5 s of the other core.
-PROBE_ASIDE_MIN_GROUPS = 12
-
-
-def start_cue_probe(
-    trials: pd.DataFrame,
-    seed: int = 0,
-    conditions=("base",),
-    folds: int = 5,
-    paired=None,
-    aside: bool | None = None,
-    worker: AsideWorker | None = None,
-) -> ProbeRun:
-    """Start the cue probe (:func:`cue_probe`) and return before its forests are done.
-
-    The forests are plain Python and one core's work: with
-    :data:`PROBE_ASIDE_MIN_GROUPS` groups or more they run in a process of
-    their own (:class:`bayesobs.distributed.AsideWorker`) while the caller fits
-    the observers on the other core.  The predictions are the same wherever
-    they are computed.
-
-    Parameters
-    ----------
-    trials, seed, conditions, folds, paired
-        As :func:`cue_probe`.
-    aside : bool, optional
-        Run the forests in a process of their own (where there are two
-        cores); default: in ``worker``'s process if it has one, else with
-        :data:`PROBE_ASIDE_MIN_GROUPS` groups or more.
-    worker : AsideWorker, optional
-        The process to run them in (one already started, e.g. by the
-        ``score`` command before it read the trials); default: one started
-        here (and ended by :meth:`ProbeRun.close`, or when the run is
-        dropped).
-
-    Returns
-    -------
-    ProbeRun
-        ``result()`` is :func:`cue_probe`'s ``(r2, skipped)``;
-        ``predictions()`` is :func:`cue_predictions` with ``skipped``.
-    """
-    paired, _ = paired_trials(trials) if paired is None else paired
+def _probe_groups(paired: pd.DataFrame, conditions, folds: int) -> tuple[list, pd.DataFrame]:
+    """The paired groups the probe fits, and the ``missing.csv`` rows of those it leaves out."""
     paired = paired[paired["condition"].isin(conditions)]
     parts, skipped = [], []
     for (subject, task, condition), g in paired.groupby(
@@ -721,18 +624,21 @@ def start_cue_probe(
             skipped.append((subject, task, f"cue probe {condition}", reason))
             continue
         parts.append(g)
-    if worker is not None and not worker.aside:
-        worker = None  # a worker without a process: this probe may still be worth one
-    if aside is None:  # a process already started is worth it whatever the size
-        aside = worker is not None or len(parts) >= PROBE_ASIDE_MIN_GROUPS
-    items = [(g, seed, folds) for g in parts]
+    return parts, pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
+
+
+def _predictions(trials, seed, conditions, folds, paired) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`cue_predictions` and the skipped groups' rows (:func:`cue_probe`)."""
+    paired, _ = paired_trials(trials) if paired is None else paired
+    parts, skipped = _probe_groups(paired, conditions, folds)
+    preds = _probe_predictions_all([(g, seed, folds) for g in parts])
+    parts = [
+        g.assign(**{f"pred_{k}": v for k, v in p.items()})
+        for g, p in zip(parts, preds, strict=True)
+    ]
     cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
-    skipped = pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
-    own = not aside or worker is None
-    if own:
-        worker = AsideWorker(aside)  # without a process (not aside): computed at result()
-    index = worker.submit(_probe_predictions_all, items)
-    return ProbeRun(parts, skipped, cols, worker, index, own)
+    pred = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+    return pred, skipped
 
 
 def cue_predictions(
@@ -762,7 +668,7 @@ def cue_predictions(
         The paired-trial columns of :func:`paired_trials` plus ``pred_MODEL``
         for each of :data:`PROBE_MODELS`.
     """
-    return start_cue_probe(trials, seed, conditions, folds, aside=False).predictions()[0]
+    return _predictions(trials, seed, conditions, folds, None)[0]
 
 
 def _r2_table(pred: pd.DataFrame) -> pd.DataFrame:
@@ -809,7 +715,8 @@ def cue_probe(
         ``subject, task, component, reason`` of the groups left out for
         constant responses.
     """
-    return start_cue_probe(trials, seed, conditions, folds, paired, aside=False).result()
+    pred, skipped = _predictions(trials, seed, conditions, folds, paired)
+    return _r2_table(pred), skipped
 
 
 def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5):

@@ -50,7 +50,6 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from ..distributed import run_aside
 from ..errors import BayesobsInputError
 from ..hvs.logged import is_hvs
 from ..intervals import wilson
@@ -938,76 +937,23 @@ def hvs_missing(trials: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=MISSING_COLUMNS)
 
 
-def _psychometric_table_task(args) -> tuple[pd.DataFrame, pd.DataFrame]:
-    levels, bootstrap, seed = args
-    return psychometric_table(levels, bootstrap=bootstrap, seed=seed)
-
-
-# Psychometric fits (groups x (1 + bootstrap)) from which score() fits them in a process of
-# its own while it fits the magnitude trials (about 0.5 ms a fit; a process costs ~1 s).
-ASIDE_MIN_FITS = 2000
-
-
-class PsychometricRun:
-    """:func:`psychometric_scores` being computed (:func:`start_psychometric_scores`)."""
-
-    def __init__(self, run, extra: pd.DataFrame) -> None:
-        self._run, self._extra = run, extra
-
-    def result(self) -> tuple[pd.DataFrame | None, pd.DataFrame]:
-        """The table, once the fits are done.
-
-        Returns
-        -------
-        table : DataFrame or None
-            As :func:`psychometric_scores`.
-        missing : DataFrame
-            As :func:`psychometric_scores`.
-        """
-        table, missing = (
-            self._run.result()
-            if self._run is not None
-            else (None, pd.DataFrame(columns=MISSING_COLUMNS))
-        )
-        if len(self._extra):
-            missing = (
-                pd.concat([missing, self._extra], ignore_index=True)
-                if len(missing)
-                else self._extra
-            )
-        return table, missing
-
-
-def start_psychometric_scores(
-    trials: pd.DataFrame, bootstrap: int = BOOTSTRAP, seed: int = 0, aside: bool | None = None
-) -> PsychometricRun:
-    """Start :func:`psychometric_scores` and return before its fits are done.
-
-    With :data:`ASIDE_MIN_FITS` fits or more (groups times ``1 +
-    bootstrap``) they run in a process of their own
-    (:func:`bayesobs.distributed.run_aside`); the table is the same.
+def psychometric_fits(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP) -> int:
+    """How many fits :func:`psychometric_scores` makes: groups times ``1 + bootstrap``.
 
     Parameters
     ----------
-    trials, bootstrap, seed
-        As :func:`psychometric_scores`.
-    aside : bool, optional
-        Fit in a process of its own (where there are two cores); default:
-        with :data:`ASIDE_MIN_FITS` fits or more.
+    trials : DataFrame
+        A normalised trial table.
+    bootstrap : int
+        Parametric bootstrap data sets per group.
 
     Returns
     -------
-    PsychometricRun
-        ``result()`` is :func:`psychometric_scores`' ``(table, missing)``.
+    int
+        0 when the trials hold no levels to fit.
     """
     levels = psychometric_levels(trials)
-    run = None
-    if len(levels):
-        if aside is None:
-            groups = len(levels.drop_duplicates(KEYS))
-            aside = groups * (1 + max(bootstrap, 0)) >= ASIDE_MIN_FITS
-        run = run_aside(_psychometric_table_task, (levels, bootstrap, seed), aside)
-    return PsychometricRun(run, hvs_missing(trials))
+    return len(levels.drop_duplicates(KEYS)) * (1 + max(bootstrap, 0)) if len(levels) else 0
 
 
 def psychometric_scores(
@@ -1044,7 +990,14 @@ def psychometric_scores(
     BayesobsInputError
         A negative ``bootstrap`` (when there is a group to fit).
     """
-    return start_psychometric_scores(trials, bootstrap, seed, aside=False).result()
+    levels = psychometric_levels(trials)
+    table, missing = None, pd.DataFrame(columns=MISSING_COLUMNS)
+    if len(levels):
+        table, missing = psychometric_table(levels, bootstrap=bootstrap, seed=seed)
+    extra = hvs_missing(trials)
+    if len(extra):
+        missing = pd.concat([missing, extra], ignore_index=True) if len(missing) else extra
+    return table, missing
 
 
 def with_psychometric(scores, table: pd.DataFrame | None, missing: pd.DataFrame):

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import add_interval
-from ..distributed import AsideWorker
+from ..distributed import idle, submit
 from ..errors import BayesobsInputError
 from ..fits.controls import controls_table, fit_controls
 from ..fits.fitoptions import FitOptions, fit_options
@@ -22,7 +22,7 @@ from .accuracy import accuracy_batch, replicated, with_baseline
 from .bcs import EXTRA_ABLATIONS, bcs_agreement, bcs_batch, extra_ablations, nansum_or_nan, sum_by
 from .composite import ROBUST, SUMMARY, composite, subject_summary
 from .cot_accuracy import cot_accuracy
-from .cue import cue_batch, cue_frame, paired_trials, start_cue_probe
+from .cue import cue_batch, cue_frame, cue_probe, paired_trials
 from .degenerate import CONSTANT_REASON, FEW_RUNS_REASON, constant_cells, few_runs_cells
 from .evidence import evidence_table, factor_evidence_array
 from .references import (
@@ -35,6 +35,12 @@ from .references import (
 )
 from .results import Scores
 from .spread import answer_spread
+
+# a worker process (about 1 s of another core to start) takes the cue probe of this many
+# (subject, task) groups or more (about 0.02 s of forests each), and this many psychometric
+# fits or more (groups x (1 + bootstrap), about 0.5 ms a fit)
+PROBE_WORKER_MIN_GROUPS = 12
+PSYCHOMETRIC_WORKER_MIN_FITS = 2000
 
 
 def score(
@@ -50,7 +56,6 @@ def score(
     options: FitOptions | None = None,
     references: bool = False,
     humans=(),
-    aside: AsideWorker | None = None,
 ) -> Scores:
     """Every BayesBench number for a trial table.
 
@@ -93,14 +98,6 @@ def score(
         Glob patterns of subject ids that are human participants: their rows
         in ``bayesbench`` are marked ``reference = human`` (never ranked)
         and their trials pooled give the row ``reference:humans``.
-    aside : AsideWorker, optional
-        A process already started for this call's work of plain Python (the
-        ``score`` command starts one before it reads a large input): the cue
-        probe's forests, then the reference rows, run there while the
-        observers are fitted here.  Default: a process started here for a
-        probe of :data:`~bayesobs.scores.cue.PROBE_ASIDE_MIN_GROUPS` groups
-        or more (the reference rows follow the forests into it).  The
-        numbers are the same wherever they are computed.
 
     Returns
     -------
@@ -146,14 +143,20 @@ def score(
         magnitude = trials[~found]
         prepared = with_baseline(magnitude.reset_index(drop=True))
         paired = paired_trials(prepared)  # once, for the cue combination and the probe
-        # the probe's forests first: on the second core (start_cue_probe) while the rest runs
-        probe_run = start_cue_probe(prepared, seed, paired=paired, worker=aside) if probe else None
+        # the probe's forests first: in a worker process (issue 50) while the rest runs here
+        if probe:
+            groups = paired[0].query("condition == 'base'")[["subject", "task"]].drop_duplicates()
+            worth = idle() or len(groups) >= PROBE_WORKER_MIN_GROUPS
+            probe_run = submit(
+                cue_probe, prepared, seed, ("base",), 5, paired, worth=worth, workers=1
+            )
     # start-up time: `import bayesobs` stays light (the search and perception scorers)
-    from .psychometric import start_psychometric_scores, with_psychometric
+    from .psychometric import psychometric_fits, psychometric_scores, with_psychometric
 
     # search and perception levels (as many bootstrap data sets as the rest); missing rows;
-    # many groups are fitted on the second core meanwhile (start_psychometric_scores)
-    psych_run = start_psychometric_scores(trials, bootstrap=opts.bootstrap, seed=seed)
+    # many groups are fitted in a worker process meanwhile
+    worth = psychometric_fits(trials, opts.bootstrap) >= PSYCHOMETRIC_WORKER_MIN_FITS
+    psych_run = submit(psychometric_scores, trials, opts.bootstrap, seed, worth=worth, workers=1)
     cot_acc = cot_accuracy(trials, seed=seed)  # right/wrong paradigms: cot beside base
     plugins, extra = {}, {}
     for paradigm, rows in claimed:
@@ -169,35 +172,31 @@ def score(
         return with_psychometric(Scores(**{**empty, **extra}), *psych_run.result())._replace(
             cot_accuracy=cot_acc, plugins=plugins or None
         )
-    # the reference rows after the forests, in their process if they have one
-    worker = aside if aside is not None and aside.aside else None
-    if worker is None and probe_run is not None:
-        worker = probe_run.worker
+    # the reference rows in a worker too, where the probe went to one
     ref_run = None
     if references or humans:
-        ref_run = worker or AsideWorker(start=False)  # without a process: computed at result()
-        ref_index = ref_run.submit(
-            _reference_task, (magnitude, humans, references, opts, non_oracle)
+        there = probe_run is not None and probe_run.elsewhere
+        ref_run = submit(
+            _reference_task,
+            (magnitude, humans, references, opts, non_oracle),
+            worth=there,
+            workers=1,
         )
-    try:
-        res = _magnitude_scores(prepared, opts, non_oracle, paired, probe_run)
-        if opts.resample == "pooled" and opts.bootstrap > 0 and few_runs_cells(magnitude).empty:
-            # issue 28: every cell can be resampled within its session types, so the
-            # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
-            strat = _magnitude_scores(
-                prepared, replace(opts, resample="stratified"), non_oracle, paired, None
-            )
-            res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
-        if ref_run is not None:
-            ref_bb, human_ids = ref_run.result(ref_index)
-            res = res._replace(bayesbench=with_references(res.bayesbench, ref_bb, human_ids))
-            if references and not prompted(magnitude, human_ids).any():  # people: issue 47
-                row = [(f"{PREFIX}ideal", "", "reference", IDEAL_WITHHELD)]
-                missing = [*res.missing.itertuples(index=False, name=None), *row]
-                res = res._replace(missing=pd.DataFrame(missing, columns=res.missing.columns))
-    finally:
-        if probe_run is not None:
-            probe_run.close()
+    res = _magnitude_scores(prepared, opts, non_oracle, paired, probe_run)
+    if opts.resample == "pooled" and opts.bootstrap > 0 and few_runs_cells(magnitude).empty:
+        # issue 28: every cell can be resampled within its session types, so the
+        # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
+        strat = _magnitude_scores(
+            prepared, replace(opts, resample="stratified"), non_oracle, paired, None
+        )
+        res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
+    if ref_run is not None:
+        ref_bb, human_ids = ref_run.result()
+        res = res._replace(bayesbench=with_references(res.bayesbench, ref_bb, human_ids))
+        if references and not prompted(magnitude, human_ids).any():  # people: issue 47
+            row = [(f"{PREFIX}ideal", "", "reference", IDEAL_WITHHELD)]
+            missing = [*res.missing.itertuples(index=False, name=None), *row]
+            res = res._replace(missing=pd.DataFrame(missing, columns=res.missing.columns))
     return with_psychometric(
         res._replace(**extra, cot_accuracy=cot_acc, plugins=plugins or None), *psych_run.result()
     )
@@ -283,7 +282,8 @@ def _magnitude_scores(trials, opts: FitOptions, non_oracle, paired, probe_run) -
     """Every table of the magnitude trials (``with_baseline``, index from 0).
 
     ``paired`` is :func:`paired_trials` of ``trials``; ``probe_run`` the
-    started cue probe (:func:`start_cue_probe`), or None for no probe.
+    started cue probe (a :class:`~bayesobs.distributed.Task` of :func:`cue_probe`),
+    or None for no probe.
     """
     B, seed, resample, interleaved = opts.bootstrap, opts.seed, opts.resample, opts.interleaved
     level_batch = fit_batch(trials, options=opts)

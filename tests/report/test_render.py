@@ -1,4 +1,4 @@
-"""Issue 32: the report's figures drawn on other cores are the same files as drawn here."""
+"""Issue 32: the report's figures drawn by worker processes are the same files as drawn here."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from bayesobs.report.render import ASIDE_MIN_PANELS, FigureTask, FigureWriter, panels, save_png
+from bayesobs.report.render import WORKER_MIN_PANELS, FigureTask, FigureWriter, panels, save_png
 
 
 def grid(n: int, seed: int) -> Figure:
@@ -29,31 +29,31 @@ def test_panels_count_the_visible_axes_and_the_figure():
     assert panels(FigureTask(grid, (30, 0), 31)) == 31
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="drawing processes need two cores")
-def test_figures_drawn_aside_are_byte_for_byte_the_ones_drawn_here(tmp_path):
-    here, aside = tmp_path / "here", tmp_path / "aside"
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="worker processes need two cores")
+def test_figures_drawn_by_workers_are_byte_for_byte_the_ones_drawn_here(tmp_path):
+    here, there = tmp_path / "here", tmp_path / "there"
     here.mkdir()
-    aside.mkdir()
+    there.mkdir()
     figures = [("small", lambda: grid(3, 1)), ("task", lambda: FigureTask(grid, (30, 2), 31))]
     figures += [(f"more{i}", lambda i=i: grid(9, 10 + i)) for i in range(3)]
     for name, make in figures:
-        save_png((make(), here / f"{name}.png"))
+        save_png(make(), here / f"{name}.png")
     writer = FigureWriter()
-    srcs = [writer.save(make(), aside / f"{name}.png") for name, make in figures]
+    srcs = [writer.save(make(), there / f"{name}.png") for name, make in figures]
     assert srcs == [f"figures/{name}.png" for name, _ in figures]
-    # the small first one is drawn here; the 31-panel task starts the processes
-    assert writer.here == panels(grid(3, 1)) < ASIDE_MIN_PANELS
+    # the small first one is drawn here; the 31-panel task starts the workers
+    assert writer.here == panels(grid(3, 1)) < WORKER_MIN_PANELS
     assert writer.there == 31 + 3 * panels(grid(9, 0))
     writer.close()
     for name, _ in figures:
-        assert (aside / f"{name}.png").read_bytes() == (here / f"{name}.png").read_bytes(), name
+        assert (there / f"{name}.png").read_bytes() == (here / f"{name}.png").read_bytes(), name
 
 
 def test_a_small_report_starts_no_process(tmp_path):
     writer = FigureWriter()
     writer.save(grid(3, 0), tmp_path / "a.png")
     writer.save(grid(2, 1), tmp_path / "b.png")
-    assert writer.there == 0 and writer._worker is None
+    assert writer.there == 0 and not writer._tasks
     writer.close()
     assert (tmp_path / "a.png").stat().st_size > 1000
 
@@ -64,11 +64,11 @@ def unpicklable_grid() -> Figure:
     return fig
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="drawing processes need two cores")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="worker processes need two cores")
 def test_a_figure_that_does_not_pickle_is_drawn_here(tmp_path):
     writer = FigureWriter()
     writer.save(unpicklable_grid(), tmp_path / "lambda.png")
     assert writer.there == 0 and writer.here == panels(unpicklable_grid())
     writer.close()
-    save_png((unpicklable_grid(), tmp_path / "again.png"))
+    save_png(unpicklable_grid(), tmp_path / "again.png")
     assert (tmp_path / "lambda.png").read_bytes() == (tmp_path / "again.png").read_bytes()

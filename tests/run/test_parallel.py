@@ -6,8 +6,9 @@ import copy
 
 import pytest
 
+from bayesobs.distributed import WORKERS, local_workers
 from bayesobs.errors import BayesobsInputError
-from bayesobs.run.parallel import ENV, MIN_TRIALS, plan_workers, renders_in_generate
+from bayesobs.run.parallel import MIN_TRIALS, renders_in_generate
 from bayesobs.run.plan import load_spec, plan
 from bayesobs.stimuli import get_task
 
@@ -66,19 +67,24 @@ def test_a_bad_option_in_a_worker_is_the_same_one_line_error():
 
 
 def test_workers_default_option_and_environment(monkeypatch):
-    monkeypatch.delenv(ENV, raising=False)
-    assert plan_workers(None, MIN_TRIALS - 1) == 1  # too small to pay for a worker
-    assert 1 <= plan_workers(None, MIN_TRIALS) <= 2
-    assert plan_workers(3, 10) == 3  # asked for: used whatever the size
-    monkeypatch.setenv(ENV, "1")
-    assert plan_workers(None, 6000) == 1  # turned off
+    monkeypatch.delenv(WORKERS, raising=False)
+    assert 1 <= local_workers() <= 2
+    assert local_workers(3) == 3  # asked for: used whatever the size
+    spec = _small()
+    spec["runs"] = 1  # 40 trials: too small to pay for a worker
+    assert 5 * 8 < MIN_TRIALS
+    counts = []
+    plan(spec, [SUBJECT], made=counts.append, planned=None)
+    assert counts == [1] * 40  # counted per trial: made in this process
+    monkeypatch.setenv(WORKERS, "1")
+    assert local_workers() == 1  # turned off
     for bad in ("0", "two", "1.5"):
-        monkeypatch.setenv(ENV, bad)
-        with pytest.raises(BayesobsInputError, match=ENV):
-            plan_workers(None, 6000)
+        monkeypatch.setenv(WORKERS, bad)
+        with pytest.raises(BayesobsInputError, match=WORKERS):
+            plan(_small(), [SUBJECT])  # checked whatever the size
     for bad in (0, True, 2.0):
         with pytest.raises(BayesobsInputError, match="workers"):
-            plan_workers(bad)
+            local_workers(bad)
 
 
 def test_only_tasks_that_render_while_generating_go_to_workers():
