@@ -11,13 +11,11 @@ every replicate is computed at once.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import pandas as pd
 
 from ..bootstrap import add_interval, run_draws, unit_draws
-from ..distributed import AsideWorker, map_tasks
+from ..distributed import map_tasks
 from ..fits.fitting import CONSTANT_REASON
 
 ONE, X, T, IMG, MM, C = range(6)
@@ -352,66 +350,8 @@ def cue_table(
 # ------------------------------------------------------------- the cue probe
 PROBE_MODELS = ("random_forest", "linear", "bayes_non_oracle", "bayes_oracle")
 PROBE_TREES = (
-    30  # the paper's forest has 100: out-of-fold R^2 within 0.002 at BayesBench scale, 3x cheaper
+    30  # the paper's forest has 100: out-of-fold R^2 within 0.01 at BayesBench scale, 3x cheaper
 )
-
-
-# np.iinfo(np.int32).max: scikit-learn's bound for the seed of each tree of a forest
-_TREE_SEED_BOUND = 2**31 - 1
-
-
-@lru_cache(maxsize=16)
-def _tree_seeds(seed: int, trees: int) -> tuple[int, ...]:
-    """The seeds ``RandomForestRegressor(random_state=seed)`` gives its trees, in order."""
-    rng = np.random.RandomState(seed)
-    return tuple(int(rng.randint(_TREE_SEED_BOUND)) for _ in range(trees))
-
-
-@lru_cache(maxsize=512)  # 30 trees x 17 training sizes; 8 bytes a row each
-def _bootstrap_counts(tree_seed: int, n: int) -> np.ndarray:
-    """How often each of ``n`` training rows is in the forest's bootstrap sample of one tree.
-
-    As float64, the sample weights the tree is given (scikit-learn's
-    ``_check_sample_weight`` converts the forest's integer counts to float64).
-    """
-    rows = np.random.RandomState(tree_seed).randint(0, n, n).astype(np.int32)
-    counts = np.bincount(rows, minlength=n).astype(np.float64)
-    counts.flags.writeable = False  # cached: shared by every fold and group of that size
-    return counts
-
-
-@lru_cache(maxsize=512)
-def _first_randint(tree_seed: int, low: int, high: int) -> int:
-    """``numpy.random.RandomState(tree_seed).randint(low, high)`` (a generator costs ~0.2 ms)."""
-    return int(np.random.RandomState(tree_seed).randint(low, high))
-
-
-class _TreeSeed:
-    """A tree's random generator as its splitter uses it: one ``randint`` (its own seed).
-
-    scikit-learn's splitter draws one integer from the tree's
-    ``RandomState(tree_seed)`` and from then on uses its own generator; this
-    gives that integer from a cache.  :func:`_tree_grower` checks the
-    equality with the estimator before it is used.
-    """
-
-    def __init__(self, tree_seed: int) -> None:
-        self.tree_seed = tree_seed
-
-    def randint(self, low: int, high: int) -> int:
-        """The first ``randint(low, high)`` of ``RandomState(tree_seed)``.
-
-        Parameters
-        ----------
-        low, high : int
-            The range, as ``numpy.random.RandomState.randint``.
-
-        Returns
-        -------
-        int
-            The draw.
-        """
-        return _first_randint(self.tree_seed, low, high)
 
 
 def forest_predict(
@@ -419,22 +359,17 @@ def forest_predict(
     y_train: np.ndarray,
     X_test: np.ndarray,
     trees: int = PROBE_TREES,
-    seed: int = 0,
+    seed: int | np.random.RandomState = 0,
     min_samples_leaf: int = 3,
 ) -> np.ndarray:
-    """A random forest's predictions, bit for bit those of scikit-learn's ``RandomForestRegressor``.
+    """A random forest's predictions: the mean of ``trees`` regression trees on bootstrap samples.
 
-    ``RandomForestRegressor(n_estimators=trees, min_samples_leaf=min_samples_leaf,
-    random_state=seed).fit(X_train, y_train).predict(X_test)``, built tree by
-    tree as the forest builds them (the same tree seeds, bootstrap counts as
-    sample weights, float32 features, the trees' mean in their order) without
-    the forest's per-tree bookkeeping (cloning, parameter checks, a fresh
-    random generator per tree): the cue probe fits thousands of small
-    forests, where that bookkeeping was most of the time.  The seeds and
-    bootstrap counts, the same for every fold of the same size, are computed
-    once.  Inputs that are not all finite take ``RandomForestRegressor``
-    itself (its own checks and messages).  ``tests/test_cue.py`` checks the
-    equality with the installed scikit-learn.
+    Breiman's forest with scikit-learn's ``RandomForestRegressor`` defaults
+    (every feature a candidate at each split, squared error, no depth
+    limit), each tree a ``DecisionTreeRegressor`` fitted to ``n`` training
+    rows drawn with replacement.  One estimator is refitted tree after tree
+    on arrays checked here once: the probe fits thousands of small trees,
+    where the forest's per-tree bookkeeping and checks were most of the time.
 
     Parameters
     ----------
@@ -446,112 +381,33 @@ def forest_predict(
         ``(m, features)`` features to predict.
     trees : int
         Number of trees.
-    seed : int
-        The forest's ``random_state``.
+    seed : int or numpy.random.RandomState
+        Seed (or generator) of the bootstrap samples and the trees' splitters.
     min_samples_leaf : int
-        The trees' ``min_samples_leaf``.
+        The trees' ``min_samples_leaf`` (rows of the bootstrap sample).
 
     Returns
     -------
     numpy.ndarray
-        ``(m,)`` predictions (float64).
+        ``(m,)`` predictions.
     """
-    X_train = np.asarray(X_train, dtype=np.float32)
-    X_test = np.asarray(X_test, dtype=np.float32)
-    y_train = np.ascontiguousarray(y_train, dtype=np.float64)
-    finite = all(np.isfinite(a).all() for a in (X_train, X_test, y_train))
-    if not finite or y_train.ndim != 1 or X_train.ndim != 2 or not len(X_train):
-        # start-up time: scikit-learn loads only for the cue probe
-        from sklearn.ensemble import RandomForestRegressor
-
-        rf = RandomForestRegressor(
-            n_estimators=trees, min_samples_leaf=min_samples_leaf, random_state=seed
-        )
-        return rf.fit(X_train, y_train).predict(X_test)
-    y_col = y_train.reshape(-1, 1)
-    X_test = np.ascontiguousarray(X_test)
-    n = len(X_train)
-    grow = _tree_grower()
-    out = np.zeros(len(X_test))
-    for tree_seed in _tree_seeds(seed, trees):
-        out += grow(
-            X_train, y_col, _bootstrap_counts(tree_seed, n), X_test, tree_seed, min_samples_leaf
-        )
-    out /= trees
-    return out
-
-
-def _estimator_tree(X, y_col, weights, X_test, tree_seed, min_samples_leaf) -> np.ndarray:
-    """One tree of the forest through ``DecisionTreeRegressor`` (the forest's own call)."""
     # start-up time: scikit-learn loads only for the cue probe
     import sklearn
     from sklearn.tree import DecisionTreeRegressor
 
-    # the forest skips its trees' parameter checks too (scikit-learn's nested validation);
-    # the inputs were found finite, so the trees' input checks need not look again
-    with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
-        tree = DecisionTreeRegressor(
-            min_samples_leaf=min_samples_leaf, max_features=1.0, random_state=tree_seed
-        )
-        tree.fit(X, y_col, sample_weight=weights, check_input=False)
-        return tree.predict(X_test, check_input=False)
-
-
-def _builder_tree(X, y_col, weights, X_test, tree_seed, min_samples_leaf) -> np.ndarray:
-    """One tree of the forest through scikit-learn's tree builder, as its ``_fit`` calls it.
-
-    The criterion, splitter, tree and depth-first builder that
-    ``DecisionTreeRegressor(min_samples_leaf=..., max_features=1.0).fit`` makes
-    for finite, dense, float32 ``X``, float64 ``y`` of one output and float64
-    sample weights: ``max_features`` all features, ``min_samples_split``
-    ``2 * min_samples_leaf`` (at least 2), no weight fraction, no depth limit,
-    no impurity threshold, no monotonic constraint, no missing values.  The
-    estimator's checks of those (about 0.5 ms a tree, most of the probe's
-    time) are left out, and the tree's generator is :class:`_TreeSeed`.
-    Used only after :func:`_tree_grower` found it equal to the estimator
-    with the installed scikit-learn.
-    """
-    # start-up time: scikit-learn loads only for the cue probe
-    from sklearn.tree._criterion import MSE
-    from sklearn.tree._splitter import BestSplitter
-    from sklearn.tree._tree import DepthFirstTreeBuilder, Tree
-
-    n, features = X.shape
-    splitter = BestSplitter(MSE(1, n), features, min_samples_leaf, 0.0, _TreeSeed(tree_seed), None)
-    tree = Tree(features, np.ones(1, dtype=np.intp), 1)
-    builder = DepthFirstTreeBuilder(
-        splitter, max(2, 2 * min_samples_leaf), min_samples_leaf, 0.0, _MAX_DEPTH, 0.0
-    )
-    builder.build(tree, X, y_col, weights, None)
-    return tree.predict(X_test)[:, 0]
-
-
-_MAX_DEPTH = int(np.iinfo(np.int32).max)  # DecisionTreeRegressor's max_depth=None
-
-
-@lru_cache(maxsize=1)
-def _tree_grower():
-    """:func:`_builder_tree` where it equals :func:`_estimator_tree` here, else the estimator.
-
-    The builder's classes are scikit-learn's private Cython classes; a
-    version that changed them (a signature, a default) fails the comparison
-    (rounded features for ties, two leaf sizes, a handful of seeds) and the
-    forest takes the estimator's path, slower but the same numbers.
-    """
-    rng = np.random.default_rng(11)
-    X = np.round(rng.normal(size=(60, 2)), 1).astype(np.float32)
-    y = np.round(X.sum(1) + rng.normal(size=60), 2).reshape(-1, 1)
-    X_test = rng.normal(size=(20, 2)).astype(np.float32)
-    try:
-        for tree_seed, leaf in [(5, 3), (123456, 1), (987654321, 3)]:
-            w = _bootstrap_counts(tree_seed, len(X))
-            a = _estimator_tree(X, y, w, X_test, tree_seed, leaf)
-            b = _builder_tree(X, y, w, X_test, tree_seed, leaf)
-            if not np.array_equal(a, b):
-                return _estimator_tree
-    except (ImportError, AttributeError, TypeError, ValueError):
-        return _estimator_tree
-    return _builder_tree
+    rng = np.random.RandomState(seed) if isinstance(seed, (int, np.integer)) else seed
+    X_train = np.asarray(X_train, dtype=np.float32)
+    X_test = np.ascontiguousarray(X_test, dtype=np.float32)
+    y_train = np.asarray(y_train, dtype=np.float64)
+    # checked once here, not by each tree (else scikit-learn's own checks and messages)
+    fast = all(np.isfinite(a).all() for a in (X_train, X_test, y_train))
+    tree = DecisionTreeRegressor(min_samples_leaf=min_samples_leaf, random_state=rng)
+    out = np.zeros(len(X_test))
+    with sklearn.config_context(skip_parameter_validation=fast, assume_finite=fast):
+        for rows in rng.randint(0, len(X_train), (trees, len(X_train))):
+            tree.fit(X_train[rows], y_train[rows], check_input=not fast)
+            out += tree.predict(X_test, check_input=not fast)
+    return out / trees
 
 
 def _probe_predictions(
@@ -561,7 +417,8 @@ def _probe_predictions(
 
     The random forest (:func:`forest_predict`) has ``trees`` trees (default
     :data:`PROBE_TREES`; the paper's 100 give the same out-of-fold R² to
-    0.01, see tests/test_scale.py).
+    0.01, see tests/test_scale.py); its generator is seeded by ``seed`` per
+    group, so a group's predictions do not depend on where it is computed.
     """
     # start-up time: scikit-learn loads only for the cue probe
     from sklearn.model_selection import KFold
@@ -573,8 +430,9 @@ def _probe_predictions(
         [np.ones(n), g["stimulus"], g["y_text"], g["y_image"], g["y_multimodal"], g["baseline"]]
     )
     preds = {k: np.empty(n) for k in PROBE_MODELS}
+    rng = np.random.RandomState(seed)
     for train, test in KFold(folds, shuffle=True, random_state=seed).split(X):
-        preds["random_forest"][test] = forest_predict(X[train], y[train], X[test], trees, seed)
+        preds["random_forest"][test] = forest_predict(X[train], y[train], X[test], trees, rng)
         q = combine(v[train].T @ v[train])
         a, wn, wo = q["alpha_text"], q["w_text_non_oracle"], q["w_text_oracle"]
         yt, yi = X[test, 0], X[test, 1]
@@ -605,134 +463,27 @@ def _probe_skip_reason(g: pd.DataFrame) -> str:
     return ""
 
 
-def _probe_predictions_all(items: list) -> list:
-    """:func:`_probe_predictions` of every group (here, or on a Dask cluster)."""
-    return map_tasks(_probe_task, items)
-
-
-class ProbeRun:
-    """The cue probe's out-of-fold predictions, being computed (:func:`start_cue_probe`)."""
-
-    def __init__(self, parts, skipped, columns, worker: AsideWorker, index: int, own: bool):
-        self._parts, self._skipped, self._columns = parts, skipped, columns
-        self._worker, self._index, self._own = worker, index, own
-
-    @property
-    def aside(self) -> bool:
-        """Whether the forests run in a process of their own."""
-        return self._worker.aside
-
-    @property
-    def worker(self) -> AsideWorker | None:
-        """The process the forests run in (more tasks may follow them there), or None."""
-        return self._worker if self._worker.aside else None
-
-    def close(self) -> None:
-        """End the forests' process if :func:`start_cue_probe` started it (tasks given to it too)."""
-        if self._own:
-            self._worker.close()
-
-    def predictions(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The out-of-fold predictions, once the forests are done.
-
-        Returns
-        -------
-        pred : DataFrame
-            :func:`cue_predictions`.
-        skipped : DataFrame
-            ``subject, task, component, reason`` of the groups left out.
-        """
-        preds = self._worker.result(self._index)
-        parts = [
-            g.assign(**{f"pred_{k}": v for k, v in p.items()})
-            for g, p in zip(self._parts, preds, strict=True)
-        ]
-        pred = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=self._columns)
-        return pred, self._skipped
-
-    def result(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The probe's R² table, once the forests are done.
-
-        Returns
-        -------
-        r2 : DataFrame
-            :func:`cue_probe_table`.
-        skipped : DataFrame
-            ``subject, task, component, reason`` of the groups left out.
-        """
-        pred, skipped = self.predictions()
-        return _r2_table(pred), skipped
-
-
-# The probe of at least this many groups runs in a process of its own when there are two
-# cores (start_cue_probe): each group costs about 0.02 s of forests and importing
-# scikit-learn about 1.3 s here; starting the process (Python, pandas, scikit-learn) about
-# 2.5 s of the other core.
-PROBE_ASIDE_MIN_GROUPS = 12
-
-
-def start_cue_probe(
-    trials: pd.DataFrame,
-    seed: int = 0,
-    conditions=("base",),
-    folds: int = 5,
-    paired=None,
-    aside: bool | None = None,
-    worker: AsideWorker | None = None,
-) -> ProbeRun:
-    """Start the cue probe (:func:`cue_probe`) and return before its forests are done.
-
-    The forests are plain Python and one core's work: with
-    :data:`PROBE_ASIDE_MIN_GROUPS` groups or more they run in a process of
-    their own (:class:`bayesobs.distributed.AsideWorker`) while the caller fits
-    the observers on the other core.  The predictions are the same wherever
-    they are computed.
-
-    Parameters
-    ----------
-    trials, seed, conditions, folds, paired
-        As :func:`cue_probe`.
-    aside : bool, optional
-        Run the forests in a process of their own (where there are two
-        cores); default: in ``worker``'s process if it has one, else with
-        :data:`PROBE_ASIDE_MIN_GROUPS` groups or more.
-    worker : AsideWorker, optional
-        The process to run them in (one already started, e.g. by the
-        ``score`` command before it read the trials); default: one started
-        here (and ended by :meth:`ProbeRun.close`, or when the run is
-        dropped).
-
-    Returns
-    -------
-    ProbeRun
-        ``result()`` is :func:`cue_probe`'s ``(r2, skipped)``;
-        ``predictions()`` is :func:`cue_predictions` with ``skipped``.
-    """
+def _probe_all(trials, seed, conditions, folds, paired) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`cue_predictions` of the probed groups and the ``missing.csv`` rows of those skipped."""
     paired, _ = paired_trials(trials) if paired is None else paired
     paired = paired[paired["condition"].isin(conditions)]
     parts, skipped = [], []
-    for (subject, task, condition), g in paired.groupby(
-        ["subject", "task", "condition"], sort=True
-    ):
+    for (subject, task, condition), g in paired.groupby(list(GROUP), sort=True):
         if len(g) < 2 * folds:
             continue  # too few paired trials for the folds: left out, as always
         reason = _probe_skip_reason(g)
         if reason:
             skipped.append((subject, task, f"cue probe {condition}", reason))
-            continue
-        parts.append(g)
-    if worker is not None and not worker.aside:
-        worker = None  # a worker without a process: this probe may still be worth one
-    if aside is None:  # a process already started is worth it whatever the size
-        aside = worker is not None or len(parts) >= PROBE_ASIDE_MIN_GROUPS
-    items = [(g, seed, folds) for g in parts]
+        else:
+            parts.append(g)
+    preds = map_tasks(_probe_task, [(g, seed, folds) for g in parts])  # here or on a Dask cluster
+    frames = [
+        g.assign(**{f"pred_{k}": v for k, v in p.items()})
+        for g, p in zip(parts, preds, strict=True)
+    ]
     cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
-    skipped = pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
-    own = not aside or worker is None
-    if own:
-        worker = AsideWorker(aside)  # without a process (not aside): computed at result()
-    index = worker.submit(_probe_predictions_all, items)
-    return ProbeRun(parts, skipped, cols, worker, index, own)
+    pred = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+    return pred, pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
 
 
 def cue_predictions(
@@ -762,7 +513,7 @@ def cue_predictions(
         The paired-trial columns of :func:`paired_trials` plus ``pred_MODEL``
         for each of :data:`PROBE_MODELS`.
     """
-    return start_cue_probe(trials, seed, conditions, folds, aside=False).predictions()[0]
+    return _probe_all(trials, seed, conditions, folds, None)[0]
 
 
 def _r2_table(pred: pd.DataFrame) -> pd.DataFrame:
@@ -809,7 +560,8 @@ def cue_probe(
         ``subject, task, component, reason`` of the groups left out for
         constant responses.
     """
-    return start_cue_probe(trials, seed, conditions, folds, paired, aside=False).result()
+    pred, skipped = _probe_all(trials, seed, conditions, folds, paired)
+    return _r2_table(pred), skipped
 
 
 def cue_probe_table(trials: pd.DataFrame, seed: int = 0, conditions=("base",), folds: int = 5):
