@@ -99,23 +99,6 @@ def test_a_script_without_a_main_guard_is_not_run_again(tmp_path):
     assert proc.stdout.splitlines() == ["script body ran", "result c.txt"]
 
 
-@two_cores
-def test_the_cue_probe_aside_gives_the_table_computed_here():
-    from bayesobs.fits.synthetic import simulated_trials
-    from bayesobs.scores import cue_probe, with_baseline
-    from bayesobs.scores.cue import start_cue_probe
-
-    trials = with_baseline(simulated_trials(n_subjects=2, trials_per_session=12, seed=3))
-    here = cue_probe(trials, seed=1)
-    run = start_cue_probe(trials, seed=1, aside=True)
-    assert run.aside
-    r2, skipped = run.result()
-    assert len(r2) >= 2
-    assert np.isfinite(r2["r2_random_forest"]).all()
-    pd.testing.assert_frame_equal(r2, here[0])
-    pd.testing.assert_frame_equal(skipped, here[1])
-
-
 def big_array(n):
     return np.arange(n, dtype=float)
 

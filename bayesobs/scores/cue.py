@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import add_interval, run_draws, unit_draws
-from ..distributed import map_tasks
 from ..fits.fitting import CONSTANT_REASON
 
 ONE, X, T, IMG, MM, C = range(6)
@@ -354,22 +353,29 @@ PROBE_TREES = (
 )
 
 
+# _forests grows the trees of up to _STACK groups (folds of groups) in one DecisionTreeRegressor
+# fit: the group a feature, the responses rescaled to [0, 1] and lifted by _LIFT per group, so a
+# split between groups gains far more than any split inside one (at most a quarter of its
+# weight) and each group's rows get their own subtree, as its tree alone would be grown (up to
+# near-ties, ~1e-7 of the gain).  The fit is public API; a tree's checks cost more than its
+# growth at these sizes (30 trees x 5 folds x 27 groups at BayesBench scale).
+_STACK, _LIFT = 8, 1e3
+
+
 def forest_predict(
     X_train: np.ndarray,
     y_train: np.ndarray,
     X_test: np.ndarray,
     trees: int = PROBE_TREES,
-    seed: int | np.random.RandomState = 0,
+    seed: int = 0,
     min_samples_leaf: int = 3,
 ) -> np.ndarray:
     """A random forest's predictions: the mean of ``trees`` regression trees on bootstrap samples.
 
-    Breiman's forest with scikit-learn's ``RandomForestRegressor`` defaults
-    (every feature a candidate at each split, squared error, no depth
-    limit), each tree a ``DecisionTreeRegressor`` fitted to ``n`` training
-    rows drawn with replacement.  One estimator is refitted tree after tree
-    on arrays checked here once: the probe fits thousands of small trees,
-    where the forest's per-tree bookkeeping and checks were most of the time.
+    Breiman's forest as scikit-learn's ``RandomForestRegressor`` grows it
+    (bootstrap counts as sample weights, every feature a candidate at each
+    split, squared error, leaves of at least ``min_samples_leaf`` distinct
+    rows, no depth limit), each tree a ``DecisionTreeRegressor``.
 
     Parameters
     ----------
@@ -381,72 +387,125 @@ def forest_predict(
         ``(m, features)`` features to predict.
     trees : int
         Number of trees.
-    seed : int or numpy.random.RandomState
-        Seed (or generator) of the bootstrap samples and the trees' splitters.
+    seed : int
+        Seed of the bootstrap samples and the trees' splitters.
     min_samples_leaf : int
-        The trees' ``min_samples_leaf`` (rows of the bootstrap sample).
+        The trees' ``min_samples_leaf``.
 
     Returns
     -------
     numpy.ndarray
         ``(m,)`` predictions.
     """
+    rng = np.random.RandomState(seed)
+    return _forests([(X_train, y_train, X_test, rng)], rng, trees, min_samples_leaf)[0]
+
+
+def _counts(rows: np.ndarray, n: int) -> np.ndarray:
+    """How often each of ``n`` rows is drawn in each row of ``rows`` (float64)."""
+    flat = rows + n * np.arange(len(rows))[:, None]
+    return np.bincount(flat.ravel(), minlength=rows.size).reshape(len(rows), n).astype(np.float64)
+
+
+def _forests(blocks: list, rng, trees: int = PROBE_TREES, min_samples_leaf: int = 3) -> list:
+    """:func:`forest_predict` of each ``(X_train, y_train, X_test, bootstrap_rng)``, grown together."""
     # start-up time: scikit-learn loads only for the cue probe
     import sklearn
     from sklearn.tree import DecisionTreeRegressor
 
-    rng = np.random.RandomState(seed) if isinstance(seed, (int, np.integer)) else seed
-    X_train = np.asarray(X_train, dtype=np.float32)
-    X_test = np.ascontiguousarray(X_test, dtype=np.float32)
-    y_train = np.asarray(y_train, dtype=np.float64)
-    # checked once here, not by each tree (else scikit-learn's own checks and messages)
-    fast = all(np.isfinite(a).all() for a in (X_train, X_test, y_train))
     tree = DecisionTreeRegressor(min_samples_leaf=min_samples_leaf, random_state=rng)
-    out = np.zeros(len(X_test))
-    with sklearn.config_context(skip_parameter_validation=fast, assume_finite=fast):
-        for rows in rng.randint(0, len(X_train), (trees, len(X_train))):
-            tree.fit(X_train[rows], y_train[rows], check_input=not fast)
-            out += tree.predict(X_test, check_input=not fast)
-    return out / trees
+    out = []
+    for chunk in (blocks[i : i + _STACK] for i in range(0, len(blocks), _STACK)):
+        ys = [np.asarray(b[1], dtype=np.float64) for b in chunk]
+        lo = np.array([y.min() for y in ys])
+        span = np.array([np.ptp(y) or 1.0 for y in ys])
+        y = np.concatenate([(yb - lo[i]) / span[i] + _LIFT * i for i, yb in enumerate(ys)])
+        X, X_test = (
+            np.vstack(
+                [np.column_stack([np.full(len(b[j]), i), b[j]]) for i, b in enumerate(chunk)]
+            ).astype(np.float32)
+            for j in (0, 2)
+        )
+        row_block, test_block = X[:, 0].astype(int), X_test[:, 0].astype(int)
+        # each block's bootstrap counts from its own generator, (trees, rows)
+        W = np.hstack(
+            [
+                _counts(b[3].randint(0, len(yb), (trees, len(yb))), len(yb))
+                for b, yb in zip(chunk, ys, strict=True)
+            ]
+        )
+        starts = np.searchsorted(row_block, np.arange(len(chunk)))
+        distinct = np.add.reduceat(W > 0, starts, axis=1)
+        pred = np.zeros(len(X_test))
+        fast = all(np.isfinite(a).all() for a in (X, X_test, y))
+        check = not fast
+        with sklearn.config_context(skip_parameter_validation=fast, assume_finite=fast):
+            for w, count in zip(W, distinct, strict=True):  # one tree of each block's forest
+                # a block with fewer distinct rows than a leaf cannot split from the others
+                alone = count < min_samples_leaf
+                shared = np.where(alone[row_block], 0.0, w)
+                p = np.empty(len(X_test))
+                if shared.any():
+                    tree.fit(X, y, sample_weight=shared, check_input=check)
+                    p = tree.predict(X_test, check_input=check)
+                    # a test row in a leaf of another block's rows (a split on a response
+                    # that happened to separate blocks): its block is grown alone
+                    fit_leaf = tree.apply(X[shared > 0], check_input=check)
+                    test_leaf = tree.apply(X_test, check_input=check)
+                    home = np.full(max(fit_leaf.max(), test_leaf.max()) + 1, -1)
+                    home[fit_leaf] = row_block[shared > 0]
+                    alone[test_block[home[test_leaf] != test_block]] = True
+                for i in np.flatnonzero(alone):
+                    rows, test = row_block == i, test_block == i
+                    tree.fit(X[rows], y[rows], sample_weight=w[rows], check_input=check)
+                    p[test] = tree.predict(X_test[test], check_input=check)
+                pred += p
+        pred = pred / trees - _LIFT * test_block
+        out += [lo[i] + span[i] * pred[test_block == i] for i in range(len(chunk))]
+    return out
 
 
 def _probe_predictions(
-    g: pd.DataFrame, seed: int, folds: int, trees: int = PROBE_TREES
-) -> dict[str, np.ndarray]:
-    """Out-of-fold predictions of ``y_multimodal`` for one paired group.
+    parts: list, seed: int, folds: int, trees: int = PROBE_TREES
+) -> list[dict[str, np.ndarray]]:
+    """Out-of-fold predictions of ``y_multimodal`` for each paired group of ``parts``.
 
-    The random forest (:func:`forest_predict`) has ``trees`` trees (default
+    The random forests (:func:`forest_predict`) have ``trees`` trees (default
     :data:`PROBE_TREES`; the paper's 100 give the same out-of-fold R² to
-    0.01, see tests/test_scale.py); its generator is seeded by ``seed`` per
-    group, so a group's predictions do not depend on where it is computed.
+    0.01, see tests/test_scale.py); each group's folds and bootstrap samples
+    are seeded by ``seed`` alone, whatever the other groups.
     """
     # start-up time: scikit-learn loads only for the cue probe
     from sklearn.model_selection import KFold
 
-    n = len(g)
-    X = g[["y_text", "y_image"]].to_numpy()
-    y = g["y_multimodal"].to_numpy()
-    v = np.column_stack(
-        [np.ones(n), g["stimulus"], g["y_text"], g["y_image"], g["y_multimodal"], g["baseline"]]
-    )
-    preds = {k: np.empty(n) for k in PROBE_MODELS}
-    rng = np.random.RandomState(seed)
-    for train, test in KFold(folds, shuffle=True, random_state=seed).split(X):
-        preds["random_forest"][test] = forest_predict(X[train], y[train], X[test], trees, rng)
-        q = combine(v[train].T @ v[train])
-        a, wn, wo = q["alpha_text"], q["w_text_non_oracle"], q["w_text_oracle"]
-        yt, yi = X[test, 0], X[test, 1]
-        preds["linear"][test] = a * yt + (1 - a) * yi
-        preds["bayes_non_oracle"][test] = wn * yt + (1 - wn) * yi
-        cal = [_calibration(v[train, i], v[train, 1]) for i in (2, 3)]
-        preds["bayes_oracle"][test] = wo * np.polyval(cal[0], yt) + (1 - wo) * np.polyval(
-            cal[1], yi
+    preds, blocks, where = [], [], []
+    for g in parts:
+        n = len(g)
+        X = g[["y_text", "y_image"]].to_numpy()
+        y = g["y_multimodal"].to_numpy()
+        v = np.column_stack(
+            [np.ones(n), g["stimulus"], g["y_text"], g["y_image"], g["y_multimodal"], g["baseline"]]
         )
+        pred = {k: np.empty(n) for k in PROBE_MODELS}
+        boot = np.random.RandomState(seed)
+        for train, test in KFold(folds, shuffle=True, random_state=seed).split(X):
+            blocks.append((X[train], y[train], X[test], boot))
+            where.append((pred["random_forest"], test))
+            q = combine(v[train].T @ v[train])
+            a, wn, wo = q["alpha_text"], q["w_text_non_oracle"], q["w_text_oracle"]
+            yt, yi = X[test, 0], X[test, 1]
+            pred["linear"][test] = a * yt + (1 - a) * yi
+            pred["bayes_non_oracle"][test] = wn * yt + (1 - wn) * yi
+            cal = [_calibration(v[train, i], v[train, 1]) for i in (2, 3)]
+            pred["bayes_oracle"][test] = wo * np.polyval(cal[0], yt) + (1 - wo) * np.polyval(
+                cal[1], yi
+            )
+        preds.append(pred)
+    for (target, test), p in zip(
+        where, _forests(blocks, np.random.RandomState(seed), trees), strict=True
+    ):
+        target[test] = p
     return preds
-
-
-def _probe_task(args) -> dict[str, np.ndarray]:
-    return _probe_predictions(*args)
 
 
 def _calibration(y: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -476,7 +535,7 @@ def _probe_all(trials, seed, conditions, folds, paired) -> tuple[pd.DataFrame, p
             skipped.append((subject, task, f"cue probe {condition}", reason))
         else:
             parts.append(g)
-    preds = map_tasks(_probe_task, [(g, seed, folds) for g in parts])  # here or on a Dask cluster
+    preds = _probe_predictions(parts, seed, folds)
     frames = [
         g.assign(**{f"pred_{k}": v for k, v in p.items()})
         for g, p in zip(parts, preds, strict=True)
