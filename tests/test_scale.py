@@ -110,7 +110,9 @@ def test_cheaper_cue_probe_keeps_the_out_of_fold_r2_of_the_papers_forest():
         ss = ((y - y.mean()) ** 2).sum()
         r2.append(
             [
-                1 - ((y - cue._probe_predictions(g, 0, 5, trees)["random_forest"]) ** 2).sum() / ss
+                1
+                - ((y - cue._probe_predictions([g], 0, 5, trees)[0]["random_forest"]) ** 2).sum()
+                / ss
                 for trees in (cue.PROBE_TREES, 100)
             ]
         )

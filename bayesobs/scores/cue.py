@@ -11,13 +11,10 @@ every replicate is computed at once.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import pandas as pd
 
 from ..bootstrap import add_interval, run_draws, unit_draws
-from ..distributed import map_tasks
 from ..fits.fitting import CONSTANT_REASON
 
 ONE, X, T, IMG, MM, C = range(6)
@@ -352,66 +349,17 @@ def cue_table(
 # ------------------------------------------------------------- the cue probe
 PROBE_MODELS = ("random_forest", "linear", "bayes_non_oracle", "bayes_oracle")
 PROBE_TREES = (
-    30  # the paper's forest has 100: out-of-fold R^2 within 0.002 at BayesBench scale, 3x cheaper
+    30  # the paper's forest has 100: out-of-fold R^2 within 0.01 at BayesBench scale, 3x cheaper
 )
 
 
-# np.iinfo(np.int32).max: scikit-learn's bound for the seed of each tree of a forest
-_TREE_SEED_BOUND = 2**31 - 1
-
-
-@lru_cache(maxsize=16)
-def _tree_seeds(seed: int, trees: int) -> tuple[int, ...]:
-    """The seeds ``RandomForestRegressor(random_state=seed)`` gives its trees, in order."""
-    rng = np.random.RandomState(seed)
-    return tuple(int(rng.randint(_TREE_SEED_BOUND)) for _ in range(trees))
-
-
-@lru_cache(maxsize=512)  # 30 trees x 17 training sizes; 8 bytes a row each
-def _bootstrap_counts(tree_seed: int, n: int) -> np.ndarray:
-    """How often each of ``n`` training rows is in the forest's bootstrap sample of one tree.
-
-    As float64, the sample weights the tree is given (scikit-learn's
-    ``_check_sample_weight`` converts the forest's integer counts to float64).
-    """
-    rows = np.random.RandomState(tree_seed).randint(0, n, n).astype(np.int32)
-    counts = np.bincount(rows, minlength=n).astype(np.float64)
-    counts.flags.writeable = False  # cached: shared by every fold and group of that size
-    return counts
-
-
-@lru_cache(maxsize=512)
-def _first_randint(tree_seed: int, low: int, high: int) -> int:
-    """``numpy.random.RandomState(tree_seed).randint(low, high)`` (a generator costs ~0.2 ms)."""
-    return int(np.random.RandomState(tree_seed).randint(low, high))
-
-
-class _TreeSeed:
-    """A tree's random generator as its splitter uses it: one ``randint`` (its own seed).
-
-    scikit-learn's splitter draws one integer from the tree's
-    ``RandomState(tree_seed)`` and from then on uses its own generator; this
-    gives that integer from a cache.  :func:`_tree_grower` checks the
-    equality with the estimator before it is used.
-    """
-
-    def __init__(self, tree_seed: int) -> None:
-        self.tree_seed = tree_seed
-
-    def randint(self, low: int, high: int) -> int:
-        """The first ``randint(low, high)`` of ``RandomState(tree_seed)``.
-
-        Parameters
-        ----------
-        low, high : int
-            The range, as ``numpy.random.RandomState.randint``.
-
-        Returns
-        -------
-        int
-            The draw.
-        """
-        return _first_randint(self.tree_seed, low, high)
+# _forests grows the trees of up to _STACK groups (folds of groups) in one DecisionTreeRegressor
+# fit: the group a feature, the responses rescaled to [0, 1] and lifted by _LIFT per group, so a
+# split between groups gains far more than any split inside one (at most a quarter of its
+# weight) and each group's rows get their own subtree, as its tree alone would be grown (up to
+# near-ties, ~1e-7 of the gain).  The fit is public API; a tree's checks cost more than its
+# growth at these sizes (30 trees x 5 folds x 27 groups at BayesBench scale).
+_STACK, _LIFT = 8, 1e3
 
 
 def forest_predict(
@@ -422,19 +370,12 @@ def forest_predict(
     seed: int = 0,
     min_samples_leaf: int = 3,
 ) -> np.ndarray:
-    """A random forest's predictions, bit for bit those of scikit-learn's ``RandomForestRegressor``.
+    """A random forest's predictions: the mean of ``trees`` regression trees on bootstrap samples.
 
-    ``RandomForestRegressor(n_estimators=trees, min_samples_leaf=min_samples_leaf,
-    random_state=seed).fit(X_train, y_train).predict(X_test)``, built tree by
-    tree as the forest builds them (the same tree seeds, bootstrap counts as
-    sample weights, float32 features, the trees' mean in their order) without
-    the forest's per-tree bookkeeping (cloning, parameter checks, a fresh
-    random generator per tree): the cue probe fits thousands of small
-    forests, where that bookkeeping was most of the time.  The seeds and
-    bootstrap counts, the same for every fold of the same size, are computed
-    once.  Inputs that are not all finite take ``RandomForestRegressor``
-    itself (its own checks and messages).  ``tests/test_cue.py`` checks the
-    equality with the installed scikit-learn.
+    Breiman's forest as scikit-learn's ``RandomForestRegressor`` grows it
+    (bootstrap counts as sample weights, every feature a candidate at each
+    split, squared error, leaves of at least ``min_samples_leaf`` distinct
+    rows, no depth limit), each tree a ``DecisionTreeRegressor``.
 
     Parameters
     ----------
@@ -447,148 +388,124 @@ def forest_predict(
     trees : int
         Number of trees.
     seed : int
-        The forest's ``random_state``.
+        Seed of the bootstrap samples and the trees' splitters.
     min_samples_leaf : int
         The trees' ``min_samples_leaf``.
 
     Returns
     -------
     numpy.ndarray
-        ``(m,)`` predictions (float64).
+        ``(m,)`` predictions.
     """
-    X_train = np.asarray(X_train, dtype=np.float32)
-    X_test = np.asarray(X_test, dtype=np.float32)
-    y_train = np.ascontiguousarray(y_train, dtype=np.float64)
-    finite = all(np.isfinite(a).all() for a in (X_train, X_test, y_train))
-    if not finite or y_train.ndim != 1 or X_train.ndim != 2 or not len(X_train):
-        # start-up time: scikit-learn loads only for the cue probe
-        from sklearn.ensemble import RandomForestRegressor
-
-        rf = RandomForestRegressor(
-            n_estimators=trees, min_samples_leaf=min_samples_leaf, random_state=seed
-        )
-        return rf.fit(X_train, y_train).predict(X_test)
-    y_col = y_train.reshape(-1, 1)
-    X_test = np.ascontiguousarray(X_test)
-    n = len(X_train)
-    grow = _tree_grower()
-    out = np.zeros(len(X_test))
-    for tree_seed in _tree_seeds(seed, trees):
-        out += grow(
-            X_train, y_col, _bootstrap_counts(tree_seed, n), X_test, tree_seed, min_samples_leaf
-        )
-    out /= trees
-    return out
+    rng = np.random.RandomState(seed)
+    return _forests([(X_train, y_train, X_test, rng)], rng, trees, min_samples_leaf)[0]
 
 
-def _estimator_tree(X, y_col, weights, X_test, tree_seed, min_samples_leaf) -> np.ndarray:
-    """One tree of the forest through ``DecisionTreeRegressor`` (the forest's own call)."""
+def _counts(rows: np.ndarray, n: int) -> np.ndarray:
+    """How often each of ``n`` rows is drawn in each row of ``rows`` (float64)."""
+    flat = rows + n * np.arange(len(rows))[:, None]
+    return np.bincount(flat.ravel(), minlength=rows.size).reshape(len(rows), n).astype(np.float64)
+
+
+def _forests(blocks: list, rng, trees: int = PROBE_TREES, min_samples_leaf: int = 3) -> list:
+    """:func:`forest_predict` of each ``(X_train, y_train, X_test, bootstrap_rng)``, grown together."""
     # start-up time: scikit-learn loads only for the cue probe
     import sklearn
     from sklearn.tree import DecisionTreeRegressor
 
-    # the forest skips its trees' parameter checks too (scikit-learn's nested validation);
-    # the inputs were found finite, so the trees' input checks need not look again
-    with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
-        tree = DecisionTreeRegressor(
-            min_samples_leaf=min_samples_leaf, max_features=1.0, random_state=tree_seed
+    tree = DecisionTreeRegressor(min_samples_leaf=min_samples_leaf, random_state=rng)
+    out = []
+    for chunk in (blocks[i : i + _STACK] for i in range(0, len(blocks), _STACK)):
+        ys = [np.asarray(b[1], dtype=np.float64) for b in chunk]
+        lo = np.array([y.min() for y in ys])
+        span = np.array([np.ptp(y) or 1.0 for y in ys])
+        y = np.concatenate([(yb - lo[i]) / span[i] + _LIFT * i for i, yb in enumerate(ys)])
+        X, X_test = (
+            np.vstack(
+                [np.column_stack([np.full(len(b[j]), i), b[j]]) for i, b in enumerate(chunk)]
+            ).astype(np.float32)
+            for j in (0, 2)
         )
-        tree.fit(X, y_col, sample_weight=weights, check_input=False)
-        return tree.predict(X_test, check_input=False)
-
-
-def _builder_tree(X, y_col, weights, X_test, tree_seed, min_samples_leaf) -> np.ndarray:
-    """One tree of the forest through scikit-learn's tree builder, as its ``_fit`` calls it.
-
-    The criterion, splitter, tree and depth-first builder that
-    ``DecisionTreeRegressor(min_samples_leaf=..., max_features=1.0).fit`` makes
-    for finite, dense, float32 ``X``, float64 ``y`` of one output and float64
-    sample weights: ``max_features`` all features, ``min_samples_split``
-    ``2 * min_samples_leaf`` (at least 2), no weight fraction, no depth limit,
-    no impurity threshold, no monotonic constraint, no missing values.  The
-    estimator's checks of those (about 0.5 ms a tree, most of the probe's
-    time) are left out, and the tree's generator is :class:`_TreeSeed`.
-    Used only after :func:`_tree_grower` found it equal to the estimator
-    with the installed scikit-learn.
-    """
-    # start-up time: scikit-learn loads only for the cue probe
-    from sklearn.tree._criterion import MSE
-    from sklearn.tree._splitter import BestSplitter
-    from sklearn.tree._tree import DepthFirstTreeBuilder, Tree
-
-    n, features = X.shape
-    splitter = BestSplitter(MSE(1, n), features, min_samples_leaf, 0.0, _TreeSeed(tree_seed), None)
-    tree = Tree(features, np.ones(1, dtype=np.intp), 1)
-    builder = DepthFirstTreeBuilder(
-        splitter, max(2, 2 * min_samples_leaf), min_samples_leaf, 0.0, _MAX_DEPTH, 0.0
-    )
-    builder.build(tree, X, y_col, weights, None)
-    return tree.predict(X_test)[:, 0]
-
-
-_MAX_DEPTH = int(np.iinfo(np.int32).max)  # DecisionTreeRegressor's max_depth=None
-
-
-@lru_cache(maxsize=1)
-def _tree_grower():
-    """:func:`_builder_tree` where it equals :func:`_estimator_tree` here, else the estimator.
-
-    The builder's classes are scikit-learn's private Cython classes; a
-    version that changed them (a signature, a default) fails the comparison
-    (rounded features for ties, two leaf sizes, a handful of seeds) and the
-    forest takes the estimator's path, slower but the same numbers.
-    """
-    rng = np.random.default_rng(11)
-    X = np.round(rng.normal(size=(60, 2)), 1).astype(np.float32)
-    y = np.round(X.sum(1) + rng.normal(size=60), 2).reshape(-1, 1)
-    X_test = rng.normal(size=(20, 2)).astype(np.float32)
-    try:
-        for tree_seed, leaf in [(5, 3), (123456, 1), (987654321, 3)]:
-            w = _bootstrap_counts(tree_seed, len(X))
-            a = _estimator_tree(X, y, w, X_test, tree_seed, leaf)
-            b = _builder_tree(X, y, w, X_test, tree_seed, leaf)
-            if not np.array_equal(a, b):
-                return _estimator_tree
-    except (ImportError, AttributeError, TypeError, ValueError):
-        return _estimator_tree
-    return _builder_tree
+        row_block, test_block = X[:, 0].astype(int), X_test[:, 0].astype(int)
+        # each block's bootstrap counts from its own generator, (trees, rows)
+        W = np.hstack(
+            [
+                _counts(b[3].randint(0, len(yb), (trees, len(yb))), len(yb))
+                for b, yb in zip(chunk, ys, strict=True)
+            ]
+        )
+        starts = np.searchsorted(row_block, np.arange(len(chunk)))
+        distinct = np.add.reduceat(W > 0, starts, axis=1)
+        pred = np.zeros(len(X_test))
+        fast = all(np.isfinite(a).all() for a in (X, X_test, y))
+        check = not fast
+        with sklearn.config_context(skip_parameter_validation=fast, assume_finite=fast):
+            for w, count in zip(W, distinct, strict=True):  # one tree of each block's forest
+                # a block with fewer distinct rows than a leaf cannot split from the others
+                alone = count < min_samples_leaf
+                shared = np.where(alone[row_block], 0.0, w)
+                p = np.empty(len(X_test))
+                if shared.any():
+                    tree.fit(X, y, sample_weight=shared, check_input=check)
+                    p = tree.predict(X_test, check_input=check)
+                    # a test row in a leaf of another block's rows (a split on a response
+                    # that happened to separate blocks): its block is grown alone
+                    fit_leaf = tree.apply(X[shared > 0], check_input=check)
+                    test_leaf = tree.apply(X_test, check_input=check)
+                    home = np.full(max(fit_leaf.max(), test_leaf.max()) + 1, -1)
+                    home[fit_leaf] = row_block[shared > 0]
+                    alone[test_block[home[test_leaf] != test_block]] = True
+                for i in np.flatnonzero(alone):
+                    rows, test = row_block == i, test_block == i
+                    tree.fit(X[rows], y[rows], sample_weight=w[rows], check_input=check)
+                    p[test] = tree.predict(X_test[test], check_input=check)
+                pred += p
+        pred = pred / trees - _LIFT * test_block
+        out += [lo[i] + span[i] * pred[test_block == i] for i in range(len(chunk))]
+    return out
 
 
 def _probe_predictions(
-    g: pd.DataFrame, seed: int, folds: int, trees: int = PROBE_TREES
-) -> dict[str, np.ndarray]:
-    """Out-of-fold predictions of ``y_multimodal`` for one paired group.
+    parts: list, seed: int, folds: int, trees: int = PROBE_TREES
+) -> list[dict[str, np.ndarray]]:
+    """Out-of-fold predictions of ``y_multimodal`` for each paired group of ``parts``.
 
-    The random forest (:func:`forest_predict`) has ``trees`` trees (default
+    The random forests (:func:`forest_predict`) have ``trees`` trees (default
     :data:`PROBE_TREES`; the paper's 100 give the same out-of-fold R² to
-    0.01, see tests/test_scale.py).
+    0.01, see tests/test_scale.py); each group's folds and bootstrap samples
+    are seeded by ``seed`` alone, whatever the other groups.
     """
     # start-up time: scikit-learn loads only for the cue probe
     from sklearn.model_selection import KFold
 
-    n = len(g)
-    X = g[["y_text", "y_image"]].to_numpy()
-    y = g["y_multimodal"].to_numpy()
-    v = np.column_stack(
-        [np.ones(n), g["stimulus"], g["y_text"], g["y_image"], g["y_multimodal"], g["baseline"]]
-    )
-    preds = {k: np.empty(n) for k in PROBE_MODELS}
-    for train, test in KFold(folds, shuffle=True, random_state=seed).split(X):
-        preds["random_forest"][test] = forest_predict(X[train], y[train], X[test], trees, seed)
-        q = combine(v[train].T @ v[train])
-        a, wn, wo = q["alpha_text"], q["w_text_non_oracle"], q["w_text_oracle"]
-        yt, yi = X[test, 0], X[test, 1]
-        preds["linear"][test] = a * yt + (1 - a) * yi
-        preds["bayes_non_oracle"][test] = wn * yt + (1 - wn) * yi
-        cal = [_calibration(v[train, i], v[train, 1]) for i in (2, 3)]
-        preds["bayes_oracle"][test] = wo * np.polyval(cal[0], yt) + (1 - wo) * np.polyval(
-            cal[1], yi
+    preds, blocks, where = [], [], []
+    for g in parts:
+        n = len(g)
+        X = g[["y_text", "y_image"]].to_numpy()
+        y = g["y_multimodal"].to_numpy()
+        v = np.column_stack(
+            [np.ones(n), g["stimulus"], g["y_text"], g["y_image"], g["y_multimodal"], g["baseline"]]
         )
+        pred = {k: np.empty(n) for k in PROBE_MODELS}
+        boot = np.random.RandomState(seed)
+        for train, test in KFold(folds, shuffle=True, random_state=seed).split(X):
+            blocks.append((X[train], y[train], X[test], boot))
+            where.append((pred["random_forest"], test))
+            q = combine(v[train].T @ v[train])
+            a, wn, wo = q["alpha_text"], q["w_text_non_oracle"], q["w_text_oracle"]
+            yt, yi = X[test, 0], X[test, 1]
+            pred["linear"][test] = a * yt + (1 - a) * yi
+            pred["bayes_non_oracle"][test] = wn * yt + (1 - wn) * yi
+            cal = [_calibration(v[train, i], v[train, 1]) for i in (2, 3)]
+            pred["bayes_oracle"][test] = wo * np.polyval(cal[0], yt) + (1 - wo) * np.polyval(
+                cal[1], yi
+            )
+        preds.append(pred)
+    for (target, test), p in zip(
+        where, _forests(blocks, np.random.RandomState(seed), trees), strict=True
+    ):
+        target[test] = p
     return preds
-
-
-def _probe_task(args) -> dict[str, np.ndarray]:
-    return _probe_predictions(*args)
 
 
 def _calibration(y: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -605,40 +522,27 @@ def _probe_skip_reason(g: pd.DataFrame) -> str:
     return ""
 
 
-def _probe_predictions_all(items: list) -> list:
-    """:func:`_probe_predictions` of every group (here, or on a Dask cluster)."""
-    return map_tasks(_probe_task, items)
-
-
-def _probe_groups(paired: pd.DataFrame, conditions, folds: int) -> tuple[list, pd.DataFrame]:
-    """The paired groups the probe fits, and the ``missing.csv`` rows of those it leaves out."""
+def _probe_all(trials, seed, conditions, folds, paired) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`cue_predictions` of the probed groups and the ``missing.csv`` rows of those skipped."""
+    paired, _ = paired_trials(trials) if paired is None else paired
     paired = paired[paired["condition"].isin(conditions)]
     parts, skipped = [], []
-    for (subject, task, condition), g in paired.groupby(
-        ["subject", "task", "condition"], sort=True
-    ):
+    for (subject, task, condition), g in paired.groupby(list(GROUP), sort=True):
         if len(g) < 2 * folds:
             continue  # too few paired trials for the folds: left out, as always
         reason = _probe_skip_reason(g)
         if reason:
             skipped.append((subject, task, f"cue probe {condition}", reason))
-            continue
-        parts.append(g)
-    return parts, pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
-
-
-def _predictions(trials, seed, conditions, folds, paired) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`cue_predictions` and the skipped groups' rows (:func:`cue_probe`)."""
-    paired, _ = paired_trials(trials) if paired is None else paired
-    parts, skipped = _probe_groups(paired, conditions, folds)
-    preds = _probe_predictions_all([(g, seed, folds) for g in parts])
-    parts = [
+        else:
+            parts.append(g)
+    preds = _probe_predictions(parts, seed, folds)
+    frames = [
         g.assign(**{f"pred_{k}": v for k, v in p.items()})
         for g, p in zip(parts, preds, strict=True)
     ]
     cols = [*paired.columns, *(f"pred_{k}" for k in PROBE_MODELS)]
-    pred = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
-    return pred, skipped
+    pred = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+    return pred, pd.DataFrame(skipped, columns=["subject", "task", "component", "reason"])
 
 
 def cue_predictions(
@@ -668,7 +572,7 @@ def cue_predictions(
         The paired-trial columns of :func:`paired_trials` plus ``pred_MODEL``
         for each of :data:`PROBE_MODELS`.
     """
-    return _predictions(trials, seed, conditions, folds, None)[0]
+    return _probe_all(trials, seed, conditions, folds, None)[0]
 
 
 def _r2_table(pred: pd.DataFrame) -> pd.DataFrame:
@@ -715,7 +619,7 @@ def cue_probe(
         ``subject, task, component, reason`` of the groups left out for
         constant responses.
     """
-    pred, skipped = _predictions(trials, seed, conditions, folds, paired)
+    pred, skipped = _probe_all(trials, seed, conditions, folds, paired)
     return _r2_table(pred), skipped
 
 
