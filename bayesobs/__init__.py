@@ -1,11 +1,4 @@
-"""bayesobs: Bayesian psychophysics of language models and people.
-
-Every public name is loaded on first use (PEP 562): ``import bayesobs`` (and
-so every ``bayesobs`` command, whose CLI lives in this package) costs
-nothing until a name is used.  ``bayesobs.fit(...)``, ``bayesobs.score(...)``,
-``bayesobs.sweep(...)``, ``bayesobs.report.build_report(...)`` and
-``bayesobs.hvs.standardise(...)`` work without importing their modules first.
-"""
+"""bayesobs: Bayesian psychophysics of language models and people."""
 
 from importlib import import_module
 

@@ -32,49 +32,14 @@ _BRACKETED = re.compile(r"[\[\{(]([^\[\]{}()]*)[\]\})]")
 
 
 def empty(reply: str | None) -> bool:
-    """No reply, or only white space.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    bool
-        True when ``reply`` is None or blank after stripping white space.
-    """
+    """No reply, or only white space."""
     return reply is None or not str(reply).strip()
 
 
 def dispatch(
     parsers: Mapping[str, Callable[[str | None], Parsed]], answer_format: str, reply: str | None
 ) -> Parsed:
-    """Parse ``reply`` with the parser that ``parsers`` names for ``answer_format``.
-
-    The one answer dispatcher of the paradigms that name a parser per trial
-    (Tunnel Vision, Percept-V: their ``PARSERS``).
-
-    Parameters
-    ----------
-    parsers : Mapping of str to callable
-        Answer format name to the parser that reads a reply in that format.
-    answer_format : str
-        The trial's answer format.
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    Parsed
-        What the chosen parser returns for ``reply``: ``(value, failure)``,
-        with ``value`` None and ``failure`` the reason when it could not parse.
-
-    Raises
-    ------
-    ValueError
-        For an answer format ``parsers`` does not name.
-    """
+    """Parse ``reply`` with the parser that ``parsers`` names for ``answer_format``."""
     try:
         parser = parsers[answer_format]
     except KeyError:

@@ -22,31 +22,7 @@ from .trials import CELL_KEYS, normalize_trials, write_csv
 
 
 def magnitude_trials(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """The magnitude trials of a normalised table, and how many other trials were left out.
-
-    Observer models fit magnitudes: the trials of every registered paradigm
-    other than magnitude (:mod:`bayesobs.paradigms`: visual search, perception,
-    Percept-V, HVSBench-style questions and plug-ins) are left out, and a table
-    of nothing else is refused.  The one decision for :func:`fit` and
-    ``bayesobs fit``.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A normalised trial table.
-
-    Returns
-    -------
-    magnitude : DataFrame
-        The magnitude trials (index reset when some were left out).
-    left_out : int
-        How many trials of the other paradigms were left out.
-
-    Raises
-    ------
-    BayesobsInputError
-        When every trial belongs to another paradigm.
-    """
+    """The magnitude trials of a normalised table, and how many other trials were left out."""
     found, names = pd.Series(False, index=trials.index), []
     for paradigm in registered():  # every registered paradigm's rows (bayesobs.paradigms)
         rows = paradigm.rows(trials)

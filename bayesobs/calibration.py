@@ -1,27 +1,4 @@
-"""Simulation-based calibration of the posterior fits (Talts et al. 2018).
-
-For each observer variant: draw ``n_sims`` parameter vectors from the
-variant's priors and a run of trials from its own generative model
-(:func:`bayesobs.fits.posterior.model` with the responses unobserved, on a fixed
-design of stimuli), fit every simulated data set with the same NUTS sampler
-``fit --method posterior`` uses (:func:`bayesobs.fits.posterior.sample_padded`,
-all simulations in one vectorised call, each with its own sampler seed), and
-record the rank of each true parameter among ``draws`` thinned posterior draws.  If the fits are
-calibrated, every rank is uniform on ``0..draws``.
-
-Uniformity is tested per (variant, parameter) with a chi-square test on the
-ranks binned into :data:`BINS` equal-width bins (expected counts from the
-number of rank values in each bin); a parameter fails when its p-value is
-below ``alpha / n_tests`` (Bonferroni over every (variant, parameter) tested
-in the run; ``alpha`` = :data:`ALPHA` by default).
-
-Parameters are compared on the model's standardised scale (the design's
-stimuli have mean 0 and SD 1), where the priors are stated; ``rho`` is
-ranked as drawn (``log rho``: ranks are unchanged by a monotone transform).
-On that scale a log (Weber) variant's likelihood is its linear-space twin's
-(the log transform and its Jacobian act on the data only), so the two rows
-test the same sampler on different compiled programs.
-"""
+"""Simulation-based calibration of the posterior fits (Talts et al. 2018)."""
 
 from __future__ import annotations
 
@@ -64,26 +41,7 @@ SITES = {
 
 
 def sbc_design(runs: int = RUNS, trials: int = TRIALS, seed: int = 0) -> Data:
-    """A fixed design of standardised stimuli: ``runs`` runs of ``trials`` uniform magnitudes.
-
-    The responses (``u``) are left ``None``: :func:`bayesobs.fits.posterior.model`
-    then draws them.
-
-    Parameters
-    ----------
-    runs : int
-        Number of session runs.
-    trials : int
-        Trials per run.
-    seed : int
-        Seed of the stimuli (uniform on [1, 2] before standardising).
-
-    Returns
-    -------
-    Data
-        One subject's padded data: stimuli ``z`` of shape ``(runs, trials)``
-        with mean 0 and SD 1, every trial present, ``u`` None.
-    """
+    """A fixed design of standardised stimuli: ``runs`` runs of ``trials`` uniform magnitudes."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(1.0, 2.0, size=(runs, trials))
     z = (x - x.mean()) / x.std()
@@ -101,28 +59,7 @@ def sbc_design(runs: int = RUNS, trials: int = TRIALS, seed: int = 0) -> Data:
 
 
 def prior_draws(variant, data: Data, n: int, seed: int = 0, prior_scale: float = 1.0) -> dict:
-    """``n`` draws of every site of the variant's model from its priors, responses ``u`` included.
-
-    Returns numpy arrays: parameters ``(n, 1)`` (one subject), ``u`` ``(n, runs, T)``.
-
-    Parameters
-    ----------
-    variant : Variant or str
-        The observer variant.
-    data : Data
-        The design (:func:`sbc_design`); its responses are ignored.
-    n : int
-        Number of draws.
-    seed : int
-        Seed of the JAX random key.
-    prior_scale : float
-        Factor on the prior scales.
-
-    Returns
-    -------
-    dict of str to numpy.ndarray
-        Every sample site of the model by name.
-    """
+    """``n`` draws of every site of the variant's model from its priors, responses ``u`` included."""
     import jax  # optional weight: JAX loads only for posterior/calibration work
 
     # optional weight: NumPyro loads only for posterior/calibration work
@@ -136,56 +73,14 @@ def prior_draws(variant, data: Data, n: int, seed: int = 0, prior_scale: float =
 
 
 def sbc_ranks(truth: np.ndarray, draws: np.ndarray) -> np.ndarray:
-    """Rank of each true value among its posterior draws: ``#(draws < truth)``, in ``0..M``.
-
-    ``truth``: ``(n,)``; ``draws``: ``(n, M)``.
-
-    Parameters
-    ----------
-    truth : array_like
-        The true values, flattened to ``(n,)``.
-    draws : array_like
-        Posterior draws, ``(n, M)``.
-
-    Returns
-    -------
-    numpy.ndarray
-        Integer ranks, shape ``(n,)``.
-    """
+    """Rank of each true value among its posterior draws: ``#(draws < truth)``, in ``0..M``."""
     truth = np.asarray(truth, dtype=float).reshape(-1)
     draws = np.asarray(draws, dtype=float)
     return (draws < truth[:, None]).sum(axis=1)
 
 
 def rank_uniformity(ranks: np.ndarray, n_draws: int, bins: int = BINS) -> tuple[float, float]:
-    """Chi-square statistic and p-value of ranks in ``0..n_draws`` against the uniform.
-
-    Ranks go into ``bins`` bins of equal width on ``0..n_draws``
-    (``floor(rank * bins / (n_draws + 1))``); each bin's expected count is
-    ``n * (rank values in the bin) / (n_draws + 1)``; ``bins - 1`` degrees
-    of freedom.
-
-    Parameters
-    ----------
-    ranks : array_like
-        Integer ranks in ``0..n_draws``.
-    n_draws : int
-        Number of posterior draws behind each rank.
-    bins : int
-        Number of bins, from 2 to ``n_draws + 1``.
-
-    Returns
-    -------
-    chi2 : float
-        The chi-square statistic.
-    p : float
-        Its p-value.
-
-    Raises
-    ------
-    ValueError
-        When ``bins`` is out of range or a rank is outside ``0..n_draws``.
-    """
+    """Chi-square statistic and p-value of ranks in ``0..n_draws`` against the uniform."""
     from scipy import stats  # start-up time: this part of SciPy loads only where it is used
 
     ranks = np.asarray(ranks, dtype=int)
@@ -217,41 +112,7 @@ def simulate_and_rank(
     prior_scale: float = 1.0,
     design: Data | None = None,
 ) -> tuple[dict[str, np.ndarray], int]:
-    """SBC ranks of one variant: ``{parameter: (n_sims,) ranks in 0..draws}`` and divergent sims.
-
-    The data are simulated from the variant's own priors; the fits use
-    ``prior_scale`` times its prior scales (1: the real fit; anything else
-    a deliberately miscalibrated one).
-
-    Parameters
-    ----------
-    variant : Variant or str
-        The observer variant.
-    n_sims : int
-        Number of simulated data sets.
-    draws : int
-        Posterior draws kept per simulation (after thinning).
-    chains : int
-        NUTS chains per simulation.
-    warmup : int
-        Warm-up steps per chain.
-    thin : int
-        Keep every ``thin``-th draw of each chain.
-    seed : int
-        Seed of the design, the prior draws and the sampler's seeds
-        (one per simulation).
-    prior_scale : float
-        Factor on the fits' prior scales.
-    design : Data, optional
-        The design; :func:`sbc_design` with ``seed`` by default.
-
-    Returns
-    -------
-    ranks : dict of str to numpy.ndarray
-        The ranks of each parameter the variant has (names of :data:`SITES`).
-    divergent : int
-        Number of simulations whose fit had a divergent transition.
-    """
+    """SBC ranks of one variant: ``{parameter: (n_sims,) ranks in 0..draws}`` and divergent sims."""
     variant = get_variant(variant) if isinstance(variant, str) else variant
     design = design or sbc_design(seed=seed)
     truth = prior_draws(variant, design, n_sims, seed=seed)
@@ -294,52 +155,7 @@ def calibrate(
     prior_scale: float = 1.0,
     progress=None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Simulation-based calibration of each variant: ``(sbc table, ranks)``.
-
-    The table has one row per (variant, parameter): ``n_sims``, ``draws``,
-    ``bins``, ``chi2``, ``p``, ``threshold`` (``alpha`` over the number of
-    rows), ``uniform`` (``p >= threshold``), ``divergent_sims`` (simulations
-    whose fit had a divergent transition), ``prior_scale`` and ``seconds``
-    (wall time of the variant).  ``ranks`` is long: variant, parameter, sim,
-    rank.  ``progress(variant, seconds)`` is called after each variant.
-
-    Parameters
-    ----------
-    variants : sequence of str, optional
-        Variant names (default: all ten).
-    n_sims : int
-        Simulations per variant; at least ``5 * bins``.
-    draws : int
-        Posterior draws kept per simulation; at least ``bins - 1``.
-    chains : int
-        NUTS chains per simulation.
-    warmup : int
-        Warm-up steps per chain.
-    thin : int
-        Keep every ``thin``-th draw of each chain.
-    bins : int
-        Rank bins of the chi-square test.
-    alpha : float
-        Family-wise level of the tests.
-    seed : int
-        Seed of each variant's simulations and fits.
-    prior_scale : float
-        Factor on the fits' prior scales (positive).
-    progress : callable, optional
-        ``progress(variant, seconds)``.
-
-    Returns
-    -------
-    table : DataFrame
-        The ``sbc.csv`` rows described above.
-    ranks : DataFrame
-        ``variant, parameter, sim, rank``.
-
-    Raises
-    ------
-    ValueError
-        An unknown variant, or ``n_sims``, ``draws`` or ``prior_scale`` out of range.
-    """
+    """Simulation-based calibration of each variant: ``(sbc table, ranks)``."""
     names = list(variants or VARIANT_NAMES)
     for v in names:
         get_variant(v)
@@ -388,22 +204,7 @@ def calibrate(
 
 
 def write_calibration(out, table: pd.DataFrame, ranks: pd.DataFrame) -> list:
-    """``sbc.csv``, ``sbc_ranks.csv`` and ``figures/sbc_ranks.png`` in ``out`` (holding its lock).
-
-    Parameters
-    ----------
-    out : str or Path
-        The output folder.
-    table : DataFrame
-        :func:`calibrate`'s table.
-    ranks : DataFrame
-        :func:`calibrate`'s ranks.
-
-    Returns
-    -------
-    list of Path
-        The three paths written.
-    """
+    """``sbc.csv``, ``sbc_ranks.csv`` and ``figures/sbc_ranks.png`` in ``out`` (holding its lock)."""
     out = Path(out)
     with lock_folder(out, "calibrate"):
         (out / "figures").mkdir(exist_ok=True)

@@ -1,27 +1,4 @@
-"""Comparing many models: mixed-effects regressions of per-task scores on model features.
-
-``bayesobs compare SCOREDIR... --features models.csv --out DIR`` (issue 31 §2)
-reads several ``bayesobs score`` folders and a table of model features (one row
-per subject) and fits, for each outcome, a linear mixed model with crossed
-random intercepts of subject and task (statsmodels ``MixedLM``, variance
-components)::
-
-    y[subject, task] = b0 + sum_k b_k * x_k[subject] + v[subject] + u[task] + e,
-    v[subject] ~ N(0, omega^2),  u[task] ~ N(0, tau^2),  e ~ N(0, sigma^2)
-
-The features vary between subjects only, so their tests have the subjects'
-degrees of freedom: ``t = estimate / se`` on ``n_subjects - terms`` (issue 49).
-
-Outcomes, one value per subject and task: ``accuracy`` (the composite's per-task
-A: mean over base-condition modalities of clip(1 - NRMSE/2, 0, 1)), ``nrmse``
-(mean over base-condition modalities), ``w_prior`` (static variant, base
-condition, mean over modalities), ``bcs`` and ``bcs_p`` (``bcs_tasks.csv``).
-Numeric features are standardised over the subjects (mean 0, SD 1) unless they
-hold only 0 and 1; text and true/false features are treatment-coded against
-their first level in sorted order.  The design matrix is built here, never from
-a formula, so nothing in a file is evaluated.  ``docs/method.md`` ("Comparing
-models") has the details.
-"""
+"""Comparing many models: mixed-effects regressions of per-task scores on model features."""
 
 from __future__ import annotations
 
@@ -68,26 +45,7 @@ COLUMNS: tuple[str, ...] = (
 
 # ------------------------------------------------------------------ inputs
 def load_folders(folders) -> dict[str, Scores]:
-    """Every score folder's tables by the folder's name as given; refuse a folder that is not one.
-
-    Parameters
-    ----------
-    folders : iterable of str or Path
-        ``bayesobs score`` output folders.
-
-    Returns
-    -------
-    dict of str to Scores
-        Each folder's tables (:meth:`bayesobs.scores.Scores.from_folder`), by
-        the folder as given, in order.
-
-    Raises
-    ------
-    BayesobsInputError
-        A path that is not a ``bayesobs score`` folder, a folder given twice,
-        a subject found in two folders (ids must be unique across folders), or
-        no folder at all.
-    """
+    """Every score folder's tables by the folder's name as given; refuse a folder that is not one."""
     out: dict[str, Scores] = {}
     seen: dict[str, str] = {}
     for folder in folders:
@@ -117,19 +75,7 @@ def load_folders(folders) -> dict[str, Scores]:
 
 
 def subjects_of(res: Scores) -> list[str]:
-    """The subjects of a score folder's tables (leaderboard and per-task tables).
-
-    Parameters
-    ----------
-    res : Scores
-        A score folder's tables.
-
-    Returns
-    -------
-    list of str
-        The subjects of ``bayesbench``, ``accuracy``, ``bcs_tasks`` and
-        ``fits``, sorted.
-    """
+    """The subjects of a score folder's tables (leaderboard and per-task tables)."""
     found: set[str] = set()
     bb = subjects_only(res.bayesbench) if res.bayesbench is not None else None
     for table in (bb, res.accuracy, res.bcs_tasks, res.fits):
@@ -139,24 +85,7 @@ def subjects_of(res: Scores) -> list[str]:
 
 
 def read_features(path) -> pd.DataFrame:
-    """The features table: ``subject`` plus one column per feature, one row per subject.
-
-    Parameters
-    ----------
-    path : str or Path
-        A CSV file (a TSV when it ends in ``.tsv``); ``subject`` is read as text.
-
-    Returns
-    -------
-    DataFrame
-        The table as read.
-
-    Raises
-    ------
-    BayesobsInputError
-        When the file is missing or unreadable, has no ``subject`` column or
-        no feature column, or names a subject on two rows.
-    """
+    """The features table: ``subject`` plus one column per feature, one row per subject."""
     path = Path(path)
     if not path.is_file():
         raise BayesobsInputError(f"features file {path} not found")
@@ -179,33 +108,7 @@ def read_features(path) -> pd.DataFrame:
 
 
 def feature_matrix(features: pd.DataFrame, subjects, use=None) -> tuple[pd.DataFrame, list[dict]]:
-    """The fixed-effect design of each subject and a description of each term.
-
-    Parameters
-    ----------
-    features : DataFrame
-        ``subject`` plus feature columns (:func:`read_features`).
-    subjects : list of str
-        The subjects analysed; each must have a row and a value of every feature.
-    use : list of str, optional
-        The feature columns to use (default: every column but ``subject``).
-
-    Returns
-    -------
-    design : DataFrame
-        Indexed by subject: ``Intercept`` then one column per term.
-    terms : list of dict
-        Per column of ``design``: ``term``, ``feature``, ``kind`` (intercept,
-        numeric, binary or categorical) and ``scale`` (the SD a numeric feature
-        was divided by, else 1).
-
-    Raises
-    ------
-    BayesobsInputError
-        A feature column that does not exist, a subject without a row or a
-        value, a feature constant across the subjects, or terms that are
-        collinear or too many for the subjects.
-    """
+    """The fixed-effect design of each subject and a description of each term."""
     cols = [c for c in features.columns if c != "subject"] if not use else list(use)
     unknown = [c for c in cols if c not in features.columns or c == "subject"]
     if unknown:
@@ -263,20 +166,7 @@ def _base_task_mean(table: pd.DataFrame, column: str, name: str) -> pd.DataFrame
 
 
 def static_w_prior(fits: pd.DataFrame) -> pd.DataFrame:
-    """``subject, task, modality, condition, w_prior`` of the static variant from ``fits.csv``.
-
-    Parameters
-    ----------
-    fits : DataFrame or None
-        A ``fits.csv`` table (``variant`` and the JSON ``params``).
-
-    Returns
-    -------
-    DataFrame
-        One row per fitted cell of the static variant; ``w_prior`` is NaN
-        where ``params`` holds no number for it.  Empty (with these columns)
-        without fits.
-    """
+    """``subject, task, modality, condition, w_prior`` of the static variant from ``fits.csv``."""
     if fits is None or fits.empty or "variant" not in fits:
         return pd.DataFrame(columns=["subject", "task", "modality", "condition", "w_prior"])
     rows = fits[fits["variant"] == "static"].copy()
@@ -293,19 +183,7 @@ def static_w_prior(fits: pd.DataFrame) -> pd.DataFrame:
 
 
 def outcome_table(res: Scores) -> pd.DataFrame:
-    """One row per subject and task: every outcome of :data:`OUTCOMES` this folder has.
-
-    Parameters
-    ----------
-    res : Scores
-        A score folder's tables.
-
-    Returns
-    -------
-    DataFrame
-        ``subject, task`` and the :data:`OUTCOMES` columns (NaN where the
-        folder lacks the table behind one).
-    """
+    """One row per subject and task: every outcome of :data:`OUTCOMES` this folder has."""
     parts = []
     acc = res.accuracy
     if acc is not None and len(acc) and "nrmse" in acc:
@@ -333,18 +211,7 @@ def outcome_table(res: Scores) -> pd.DataFrame:
 
 
 def long_table(folders: dict[str, Scores]) -> pd.DataFrame:
-    """``folder, subject, task`` and every outcome, over all folders.
-
-    Parameters
-    ----------
-    folders : dict of str to Scores
-        The folders of :func:`load_folders`.
-
-    Returns
-    -------
-    DataFrame
-        The :func:`outcome_table` rows of every folder, with ``folder`` first.
-    """
+    """``folder, subject, task`` and every outcome, over all folders."""
     parts = [outcome_table(res).assign(folder=name) for name, res in folders.items()]
     table = pd.concat(parts, ignore_index=True)
     return table[["folder", "subject", "task", *OUTCOMES]]
@@ -379,31 +246,7 @@ def _skipped(outcome: str, terms, n_obs, n_subj, n_groups, why: str) -> list[dic
 def fit_outcome(
     y: np.ndarray, exog: np.ndarray, tasks: np.ndarray, subjects: np.ndarray, reml: bool = True
 ) -> tuple[object | None, list[str]]:
-    """Fit ``MixedLM`` with crossed random intercepts of subject and task (REML), catching warnings.
-
-    The two intercepts are variance components of one group (statsmodels'
-    crossed design); ``result.vcomp`` holds their variances in the order of
-    ``result.model.exog_vc.names``.
-
-    Parameters
-    ----------
-    y : numpy.ndarray
-        The outcome, one value per observation.
-    exog : numpy.ndarray
-        The fixed-effect design, one row per observation.
-    tasks, subjects : numpy.ndarray
-        The task and the subject of each observation.
-    reml : bool
-        Fit by REML (default) rather than maximum likelihood.
-
-    Returns
-    -------
-    result : statsmodels MixedLMResults or None
-        The fit; None when it failed (a linear-algebra or value error).
-    texts : list of str
-        The distinct warning or error texts (``Category: first line``), so a
-        ConvergenceWarning is reported, never raised.
-    """
+    """Fit ``MixedLM`` with crossed random intercepts of subject and task (REML), catching warnings."""
     # start-up time: statsmodels loads only for its regressions
     from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
 
@@ -427,30 +270,7 @@ def fit_outcome(
 
 
 def compare_models(long: pd.DataFrame, design: pd.DataFrame, terms: list[dict]) -> pd.DataFrame:
-    """``compare.csv``: one row per outcome x term (:data:`COLUMNS`).
-
-    ``long`` holds ``subject, task`` and the outcomes (:func:`long_table`);
-    ``design`` and ``terms`` come from :func:`feature_matrix`.  Rows without a
-    value of an outcome are left out of its fit; an outcome with fewer than 2
-    tasks, or no more subjects than terms, is reported with the reason instead
-    of estimates.  ``p`` and the 95% interval use Student's t on ``df =
-    n_subjects - terms``: the features vary between subjects only.
-
-    Parameters
-    ----------
-    long : DataFrame
-        :func:`long_table`.
-    design : DataFrame
-        The design of :func:`feature_matrix`, indexed by subject.
-    terms : list of dict
-        Its term descriptions.
-
-    Returns
-    -------
-    DataFrame
-        The :data:`COLUMNS`; a skipped outcome's rows have NaN estimates,
-        ``converged`` false and the reason in ``warning``.
-    """
+    """``compare.csv``: one row per outcome x term (:data:`COLUMNS`)."""
     rows: list[dict] = []
     for outcome in OUTCOMES:
         data = long[["subject", "task", outcome]].dropna()
@@ -516,22 +336,7 @@ def compare_models(long: pd.DataFrame, design: pd.DataFrame, terms: list[dict]) 
 
 
 def cross_leaderboard(folders: dict[str, Scores]) -> pd.DataFrame:
-    """``compare_leaderboard.csv``: every subject of every folder with its composite.
-
-    ``rank`` (by S, then S_p), ``folder``, then the folder's ``bayesbench.csv``
-    columns (point estimates and intervals).
-
-    Parameters
-    ----------
-    folders : dict of str to Scores
-        The folders of :func:`load_folders`.
-
-    Returns
-    -------
-    DataFrame
-        One row per subject; a folder without a composite lists its subjects
-        without scores.
-    """
+    """``compare_leaderboard.csv``: every subject of every folder with its composite."""
     parts = []
     for name, res in folders.items():
         bb = res.bayesbench
@@ -569,22 +374,7 @@ def _not_fitted(table: pd.DataFrame) -> dict[str, str]:
 
 
 def summary_text(table: pd.DataFrame, board: pd.DataFrame, width: int = 100) -> str:
-    """The terminal summary: the coefficients, then the leaderboard, within ``width`` columns.
-
-    Parameters
-    ----------
-    table : DataFrame
-        :func:`compare_models` rows.
-    board : DataFrame
-        :func:`cross_leaderboard` rows.
-    width : int
-        The terminal's width in characters.
-
-    Returns
-    -------
-    str
-        The summary, lines joined by newlines.
-    """
+    """The terminal summary: the coefficients, then the leaderboard, within ``width`` columns."""
     head = "Mixed models: outcome ~ features + (1 | subject) + (1 | task); estimate (SE), 95% CI"
     out = [wrap(f"{head} and p from t on n_subjects - terms df", width)]
     fitted = np.isfinite(table["estimate"].to_numpy(float))
@@ -637,35 +427,7 @@ def summary_text(table: pd.DataFrame, board: pd.DataFrame, width: int = 100) -> 
 
 
 def run_compare(folders, features, out, use=None, report: bool = False) -> dict:
-    """Everything ``bayesobs compare`` does; returns the tables and the paths written.
-
-    Parameters
-    ----------
-    folders : list of paths
-        ``bayesobs score`` output folders.
-    features : path
-        The features table (CSV or TSV; ``subject`` plus feature columns).
-    out : path
-        Output folder (created; held under its lock while writing).
-    use : list of str, optional
-        Feature columns to use (default all).
-    report : bool
-        Also write ``out/report/index.html`` (:func:`bayesobs.report.compare.compare_page`).
-
-    Returns
-    -------
-    dict
-        ``compare``, ``leaderboard`` and ``long`` (the three tables) and
-        ``written`` (the paths of ``compare.csv``, ``compare_leaderboard.csv``,
-        ``compare_long.csv`` and, with ``report``, the page).
-
-    Raises
-    ------
-    BayesobsInputError
-        As :func:`load_folders`, :func:`read_features` and
-        :func:`feature_matrix`, when no folder holds a per-task magnitude
-        score, or when no outcome could be fitted (each one's reason named).
-    """
+    """Everything ``bayesobs compare`` does; returns the tables and the paths written."""
     loaded = load_folders(folders)
     table = read_features(features)
     long = long_table(loaded)

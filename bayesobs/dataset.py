@@ -1,31 +1,4 @@
-"""``bayesobs export dataset``: an experiment folder as an open data set.
-
-Input is an experiment folder written by ``run``, ``sweep`` or ``serve``
-(``trials.jsonl`` and ``manifest.json``); its score folder (``DIR/scores``, or
-``scores=SCOREDIR``) is included when there is one.  The output folder holds::
-
-    OUT/README.md                         dataset card (Hugging Face format)
-    OUT/data/PARADIGM/train.parquet       one file per paradigm (magnitude, search, ...)
-    OUT/scores/*.csv                      the score tables, as ``score`` wrote them
-    OUT/manifest.json                     the experiment's manifest (the protocol)
-    OUT/stimuli/*.png                     only with ``images="copy"``
-
-The card's YAML front matter lists one ``configs`` entry per paradigm, so
-``datasets.load_dataset(OUT, name=PARADIGM)`` loads that paradigm's trials,
-and ``datasets.load_dataset("parquet", data_dir=OUT)`` the whole trial table
-(every paradigm's file is its ``train`` split; the files share one schema).
-
-The rows are the trial table (:func:`bayesobs.trials.read_trials` with catch
-trials kept), raw replies (``raw_response``) included.  Columns empty in every
-row are left out; a paradigm's file has every column, empty where the
-paradigm does not fill it; nested values (``context_trials``, ``usage`` ...)
-are written as JSON text, columns of mixed types as text.  Image stimuli are named by their path
-(``image``, relative to the experiment folder); ``images="copy"`` copies the
-PNG files into ``OUT/stimuli`` so that the paths resolve inside the data set,
-``images="omit"`` drops the column.  API keys are never written: the export is
-refused, writing nothing, when the manifest or a row holds a key-like field or
-value, or the value of ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``.
-"""
+"""``bayesobs export dataset``: an experiment folder as an open data set."""
 
 from __future__ import annotations
 
@@ -117,26 +90,7 @@ def _walk(value, path: str = "") -> Iterator[tuple[str, object]]:
 
 
 def secret_in(value, env: dict[str, str] | None = None) -> str | None:
-    """Where a JSON-like value holds something like an API key (a path), else None.
-
-    A key named like ``api_key``, ``secret``, ``authorization`` ... with a
-    non-empty value, a string shaped like an OpenAI or Anthropic key, or the
-    value of one of :data:`KEY_VARIABLES` in ``env`` (default ``os.environ``).
-
-    Parameters
-    ----------
-    value : object
-        A JSON-like value (dicts and lists are walked to their leaves).
-    env : dict of str to str, optional
-        The environment whose key variables are looked for (values of at
-        least 8 characters); ``os.environ`` by default.
-
-    Returns
-    -------
-    str or None
-        The dotted path of the first such leaf (``""`` for a bare string), or
-        None when there is none.
-    """
+    """Where a JSON-like value holds something like an API key (a path), else None."""
     env = os.environ if env is None else env
     known = [env[v] for v in KEY_VARIABLES if len(env.get(v, "")) >= 8]
     for where, leaf in _walk(value):
@@ -183,41 +137,13 @@ def _read_manifest(folder: Path) -> dict:
 
 
 def config_name(paradigm: str) -> str:
-    """A paradigm's name as a data set config (letters, digits, ``_`` and ``-``).
-
-    Parameters
-    ----------
-    paradigm : str
-        A paradigm's name.
-
-    Returns
-    -------
-    str
-        Each run of other characters replaced by ``_``, outer ``_`` stripped;
-        :data:`DEFAULT_PARADIGM` when nothing is left.
-    """
+    """A paradigm's name as a data set config (letters, digits, ``_`` and ``-``)."""
     name = _CONFIG_NAME.sub("_", str(paradigm)).strip("_")
     return name or DEFAULT_PARADIGM
 
 
 def split_paradigms(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The trial table split by paradigm (:func:`bayesobs.trials.paradigm_rows`).
-
-    Rows that state no paradigm and match none of :data:`PARADIGM_MARKERS`
-    are :data:`DEFAULT_PARADIGM` trials.  Every part keeps all the table's
-    columns, so the parts share one schema.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        The trial table.
-
-    Returns
-    -------
-    dict of str to DataFrame
-        Config name (:func:`config_name`) to that paradigm's rows, sorted by
-        name; a row goes to the first paradigm in sorted order that claims it.
-    """
+    """The trial table split by paradigm (:func:`bayesobs.trials.paradigm_rows`)."""
     names = set(PARADIGM_MARKERS)
     if "paradigm" in trials.columns:
         names |= {str(v) for v in trials["paradigm"].dropna().unique()}
@@ -241,20 +167,7 @@ def _nested(v) -> bool:
 
 
 def parquet_ready(part: pd.DataFrame) -> pd.DataFrame:
-    """Nested values as JSON text, other object columns as text (one type per column).
-
-    Parameters
-    ----------
-    part : DataFrame
-        Trials.
-
-    Returns
-    -------
-    DataFrame
-        A copy in which an object column holding dicts or lists has them as
-        JSON text, and an object column of mixed types is text (missing stays
-        missing).
-    """
+    """Nested values as JSON text, other object columns as text (one type per column)."""
     out = part.copy()
     for col in out.columns:
         s = out[col]
@@ -292,29 +205,7 @@ def dataset_card(
     n_images: int,
     license: str,
 ) -> str:
-    """The data set's README.md: YAML front matter, schema, protocol, subjects, licences.
-
-    Parameters
-    ----------
-    parts : dict of str to DataFrame
-        The paradigms' trials (:func:`split_paradigms`); the first is the
-        default config.
-    manifest : dict
-        The experiment's ``manifest.json``.
-    scores : list of str
-        The names of the score files copied under ``scores/``.
-    images : {"paths", "copy", "omit"}
-        How the images were exported.
-    n_images : int
-        How many image files were copied.
-    license : str
-        The licence id stated for the trials and stimuli.
-
-    Returns
-    -------
-    str
-        The Markdown text.
-    """
+    """The data set's README.md: YAML front matter, schema, protocol, subjects, licences."""
     lines = ["---", f"license: {license}", "configs:"]
     for i, name in enumerate(parts):
         lines += [f"- config_name: {name}"]
@@ -434,35 +325,7 @@ def export_dataset(
     images: str = "paths",
     license: str = "cc-by-4.0",
 ) -> ExportSummary:
-    """Write an experiment folder as a Hugging Face-loadable data set (see the module docs).
-
-    Parameters
-    ----------
-    folder : path
-        Experiment folder (``trials.jsonl`` and ``manifest.json``).
-    out : path
-        Output folder: new or empty; held under its :class:`~bayesobs.run.store.FolderLock`.
-    scores : path, optional
-        Score folder of ``bayesobs score``; default ``folder/scores`` when it exists.
-    images : {"paths", "copy", "omit"}
-        Image stimuli as paths into ``folder``, copied into ``out/stimuli``, or left out.
-    license : str
-        The licence (a Hugging Face licence id) stated for the trials and stimuli.
-
-    Returns
-    -------
-    ExportSummary
-        The output folder, rows written per paradigm, score files copied and
-        the number of images copied.
-
-    Raises
-    ------
-    BayesobsInputError
-        An unknown ``images`` mode or malformed licence id, ``folder`` not an
-        experiment folder (or without trials), a missing ``scores`` folder, a
-        non-empty ``out``, an image outside ``folder``, or something like an
-        API key in the manifest or the trials; nothing is written then.
-    """
+    """Write an experiment folder as a Hugging Face-loadable data set (see the module docs)."""
     folder, out = Path(folder), Path(out)
     if images not in IMAGE_MODES:
         raise BayesobsInputError(f"images must be one of {', '.join(IMAGE_MODES)}, got {images!r}")

@@ -118,10 +118,7 @@ def _draw_params(name: str, rng, c: float, s: float, c_log: float, s_log: float,
 
 
 def _stimuli(sessions, T: int, n_runs: int, rng, options=None):
-    """Stimuli, session names and run labels of one simulated cell.
-
-    Values follow each session's distribution (uniform unless the spec sets one).
-    """
+    """Stimuli, session names and run labels of one simulated cell."""
     x, sess, run = [], [], []
     options = options or [{}] * len(sessions)
     for (name, lo, hi), opt in zip(sessions, options, strict=True):
@@ -238,10 +235,7 @@ def _confusion_rows(g: pd.DataFrame, task: str, T: int) -> pd.DataFrame:
 
 
 def _static_w_prior(trials: pd.DataFrame, B: int, seed: int):
-    """``w_prior`` of ``static`` for every cell and bootstrap replicate: the engine's closed form.
-
-    Returns the cells and a ``(cells, 1 + B)`` array.
-    """
+    """``w_prior`` of ``static`` for every cell and bootstrap replicate: the engine's closed form."""
     cells, runs = build_runs(trials)
     W = dataset_matrix(trials, cells, runs, B, seed)
     z, u, obs, _, _ = transformed(runs, cells, False)

@@ -102,25 +102,7 @@ _ADDRESS = r"(?:(?:tcp|tls|ucx|ws|wss)://)?(?:[\w.%-]+|\[[\w:.%]+\]):\d+|inproc:
 
 
 def check_address(address: str, what: str) -> str:
-    """``address`` when it has the form of a Dask scheduler address, else one clear error.
-
-    Parameters
-    ----------
-    address : str
-        ``[PROTOCOL://]HOST:PORT`` (tcp, tls, ucx, ws, wss) or ``inproc://...``.
-    what : str
-        Where it came from, for the message (``--scheduler``, ``$BAYESOBS_SCHEDULER``).
-
-    Returns
-    -------
-    str
-        ``address`` unchanged.
-
-    Raises
-    ------
-    BayesobsInputError
-        When it has no such form (checked before any connection is tried).
-    """
+    """``address`` when it has the form of a Dask scheduler address, else one clear error."""
     if not re.fullmatch(_ADDRESS, address):
         raise BayesobsInputError(
             f"{what} {address!r} is not a Dask scheduler address (e.g. tcp://HOST:8786)"
@@ -210,13 +192,7 @@ def iter_tasks(fn: Callable, items: Iterable, scheduler=None) -> Iterator[tuple[
 
 
 def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system has one).
-
-    Returns
-    -------
-    int
-        At least 1.
-    """
+    """The cores this process may run on (its CPU affinity where the system has one)."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1  # pragma: no cover - not Linux
@@ -311,13 +287,7 @@ class Task:
 
 
 def idle() -> bool:
-    """Whether a worker process is started and free (a task sent there starts at once).
-
-    Returns
-    -------
-    bool
-        True when some pool of this process has no task pending.
-    """
+    """Whether a worker process is started and free (a task sent there starts at once)."""
     return any(all(f.done() for f in futures) for _, futures in _POOLS.values())
 
 
@@ -373,13 +343,7 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
 
 
 def imports(*modules: str) -> None:
-    """Import ``modules`` (a worker's first task, so its imports overlap the caller's work).
-
-    Parameters
-    ----------
-    *modules : str
-        Module names (the caller's constants, never read from data).
-    """
+    """Import ``modules`` (a worker's first task, so its imports overlap the caller's work)."""
     for name in modules:
         importlib.import_module(name)
 
@@ -391,20 +355,7 @@ def release() -> None:
 
 
 def trim_memory() -> bool:
-    """Hand the memory this process has freed back to the system (glibc's ``malloc_trim``).
-
-    A posterior worker frees a slice's draws and log-likelihoods when the
-    slice is done, but glibc keeps most of the freed pages for itself
-    (measured on a BayesBench slice: 1.04 GiB resident between slices, 0.63
-    GiB after trimming), so the worker's footprint grows with what it once
-    held.  Elsewhere (macOS, musl) there is no such call and nothing is done.
-
-    Returns
-    -------
-    bool
-        Whether memory was handed back (the C library has ``malloc_trim``
-        and returned non-zero).
-    """
+    """Hand the memory this process has freed back to the system (glibc's ``malloc_trim``)."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         return bool(libc.malloc_trim(0))

@@ -1,25 +1,4 @@
-"""Attention checks and preregistered exclusion rules, applied at ``fit``/``score`` time.
-
-A rule is ``NAME OP NUMBER`` (``OP`` one of ``< <= > >= == !=``), read by a
-grammar of exactly that shape, never evaluated as Python.  ``NAME`` is either
-
-* a participant measure (:data:`PARTICIPANT_MEASURES`), computed per
-  ``subject`` over all of that participant's trials: the rule removes every
-  trial of each participant for whom it holds; or
-* a numeric trial column (``rt_ms``...): the rule excludes each trial for
-  which it holds.  A magnitude trial excluded this way keeps its place in
-  the observer's sequence with its response set missing (the participant
-  saw the stimulus; METHOD's missing responses), a right/wrong trial
-  (search, perception) is removed.
-
-Participant rules are judged on the data as read, before any trial rule;
-a trial that several rules exclude is counted under the first.  Catch
-trials (``catch`` true, written by ``serve --catch-every`` and the jsPsych
-export) are never fitted or scored: they feed the ``catch_*`` measures and
-are then removed.  :func:`exclude` returns the kept trials and the table
-that ``exclusions.csv`` holds: who, which rule, the participant's measure
-and how many trials.
-"""
+"""Attention checks and preregistered exclusion rules, applied at ``fit``/``score`` time."""
 
 from __future__ import annotations
 
@@ -77,18 +56,7 @@ class Rule:
         return "participant" if self.name in PARTICIPANT_MEASURES else "trial"
 
     def holds(self, values) -> np.ndarray:
-        """Where the rule holds (never where ``values`` is missing).
-
-        Parameters
-        ----------
-        values : array_like
-            The measure or column, one value per participant or trial.
-
-        Returns
-        -------
-        numpy.ndarray
-            One bool per value: ``value op rule.value``, false where it is NaN.
-        """
+        """Where the rule holds (never where ``values`` is missing)."""
         v = np.asarray(values, dtype=float)
         with np.errstate(invalid="ignore"):
             return np.asarray(_OPS[self.op](v, self.value)) & ~np.isnan(v)
@@ -104,23 +72,7 @@ class Exclusions(NamedTuple):
 
 
 def parse_rule(text: str) -> Rule:
-    """Read ``NAME OP NUMBER``; anything else is refused with a one-line reason.
-
-    Parameters
-    ----------
-    text : str
-        The rule as given to ``--exclude``, e.g. ``"rt_ms < 200"``.
-
-    Returns
-    -------
-    Rule
-        The rule, its text with whitespace collapsed.
-
-    Raises
-    ------
-    BayesobsInputError
-        When ``text`` is not of that shape or the number is not finite.
-    """
+    """Read ``NAME OP NUMBER``; anything else is refused with a one-line reason."""
     m = _RULE.fullmatch(text)
     if not m:
         raise BayesobsInputError(
@@ -160,19 +112,7 @@ def _rt_ms(trials: pd.DataFrame) -> np.ndarray | float:
 
 
 def participant_measures(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per ``subject``: every measure of :data:`PARTICIPANT_MEASURES` (NaN where undefined).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A trial table with its catch trials (``subject``, ``response`` and,
-        where present, ``catch``, ``correct``, ``rt_ms`` or ``rt_client_s``).
-
-    Returns
-    -------
-    DataFrame
-        ``subject`` and one column per measure, one row per subject.
-    """
+    """Per ``subject``: every measure of :data:`PARTICIPANT_MEASURES` (NaN where undefined)."""
     catch = catch_rows(trials)
     subject = trials["subject"].astype(str).to_numpy()
     frame = pd.DataFrame(
@@ -202,27 +142,7 @@ def participant_measures(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def exclude(trials: pd.DataFrame, rules=()) -> Exclusions:
-    """Apply exclusion ``rules`` (strings or :class:`Rule`) and remove catch trials.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A normalised trial table that still holds its catch trials
-        (:func:`bayesobs.trials.read_trials` with ``keep_catch=True``).
-    rules : iterable of str or Rule
-        ``NAME OP NUMBER`` each (see the module's description).
-
-    Returns
-    -------
-    Exclusions
-        The kept trials and the ``exclusions.csv`` table.
-
-    Raises
-    ------
-    BayesobsInputError
-        A rule that is not ``NAME OP NUMBER``, or names neither a participant
-        measure nor a numeric trial column.
-    """
+    """Apply exclusion ``rules`` (strings or :class:`Rule`) and remove catch trials."""
     rules = [r if isinstance(r, Rule) else parse_rule(r) for r in rules]
     for r in rules:
         if r.level == "trial":
@@ -286,19 +206,7 @@ def exclude(trials: pd.DataFrame, rules=()) -> Exclusions:
 
 
 def summary(table: pd.DataFrame) -> str:
-    """One line for the terminal: what was excluded, by which rule.
-
-    Parameters
-    ----------
-    table : DataFrame
-        The ``exclusions.csv`` table of :func:`exclude`.
-
-    Returns
-    -------
-    str
-        ``"exclusions: ..."``, one part per rule (catch trials first where there
-        are any), or a line saying nothing was excluded.
-    """
+    """One line for the terminal: what was excluded, by which rule."""
     if table.empty:
         return "exclusions: none (no catch trials; no rule held for any participant or trial)"
     parts = []

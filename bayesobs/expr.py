@@ -1,32 +1,4 @@
-"""Row expressions (``--map``, ``--where``, ``--missing-where``) without Python evaluation.
-
-An expression is parsed by Python's own parser (``ast.parse``), its tree is
-checked against a whitelist of node types, and it is evaluated column by
-column with NumPy/pandas operations; nothing in it is ever handed to Python's
-``eval``, ``exec`` or ``compile``, nor to ``pandas.eval``.  So an expression
-recorded in a shared folder, or typed on a command line, can name columns and
-compute with them, and can do nothing else.
-
-The grammar is Python's, with its precedence, restricted to: numbers
-(decimal), quoted texts, ``True``/``False``, column names (a backquoted name
-may hold any character but a backquote), ``+ - * / // % **``, comparisons
-``== != < <= > >=`` (chained like ``1 < x < 5``), ``and``/``or``/``not``,
-``x in [1, 2]`` / ``x not in ('a', 'b')`` (a list of constants), parentheses
-and the functions of :data:`FUNCTIONS`.  ``&``, ``|`` and ``~`` are the
-logical *and*, *or* and *not* (with the precedence pandas gives them), and
-need true/false operands.  Arithmetic needs numbers (true/false count as
-1/0); text can be compared and tested with ``in``, and a lone quoted text is
-a constant (``--map "task='numerosity'"``).  Comparisons with a missing value
-are false (``!=`` true), as in pandas.
-
-A scan before the parser admits only the grammar's characters and words and
-rewrites ``&``/``|`` and backquoted names for it; anything else (attribute
-access, subscripts, calls of other names, lambdas, comprehensions,
-double-underscore names, string prefixes, ``@`` variables) is an
-:class:`ExpressionError` naming the 1-based position of the offending token.
-Expressions are at most :data:`MAX_LENGTH` characters and nest at most
-:data:`MAX_DEPTH` levels.
-"""
+"""Row expressions (``--map``, ``--where``, ``--missing-where``) without Python evaluation."""
 
 from __future__ import annotations
 
@@ -79,21 +51,7 @@ FUNCTIONS: dict[str, tuple[Any, int, int, bool]] = {
 
 
 class ExpressionError(BayesobsInputError):
-    """An expression outside the grammar, or one that cannot be computed on the table.
-
-    Parameters
-    ----------
-    text : str
-        The expression.
-    position : int or None
-        1-based column of the offending token (None: the expression as a whole).
-    reason : str
-        What is wrong.
-    what : str, optional
-        The option that gave the expression (e.g. ``--where``), put in front.
-    lead : str, optional
-        Words between the expression and the position.
-    """
+    """An expression outside the grammar, or one that cannot be computed on the table."""
 
     def __init__(
         self, text: str, position: int | None, reason: str, what: str = "", lead: str = ""
@@ -104,25 +62,7 @@ class ExpressionError(BayesobsInputError):
         super().__init__(f"{what + ' ' if what else ''}{shown!r}: {lead}{where}{reason}")
 
     def named(self, what: str, lead: str = "", reason: str | None = None) -> ExpressionError:
-        """The same error with the option that gave the expression in front.
-
-        ``lead`` goes before the position (e.g. ``"cannot evaluate: "``);
-        ``reason`` replaces the reason (e.g. to add the table's columns).
-
-        Parameters
-        ----------
-        what : str
-            The option, e.g. ``"--where"``.
-        lead : str
-            Words between the expression and the position.
-        reason : str, optional
-            A new reason; the error's own by default.
-
-        Returns
-        -------
-        ExpressionError
-            A new error with the same text and position.
-        """
+        """The same error with the option that gave the expression in front."""
         return ExpressionError(
             self.text, self.position, self.reason if reason is None else reason, what, lead
         )
@@ -155,10 +95,7 @@ def _shown(raw: str) -> str:
 
 
 def _scan(text: str):
-    """Python source for ``text``, the text offset of each source character, backquoted names, tokens.
-
-    Refuses, at its position, the first character or word outside the grammar.
-    """
+    """Python source for ``text``, the text offset of each source character, backquoted names, tokens."""
     parts: list[str] = []
     origin: list[int] = []
     names: dict[str, str] = {}
@@ -356,23 +293,7 @@ def _syntax_error(text: str, exc: SyntaxError, source: str, tokens) -> Expressio
 
 
 def parse(text: str) -> Expression:
-    """Parse ``text`` into a checked expression.
-
-    Parameters
-    ----------
-    text : str
-        The expression, at most :data:`MAX_LENGTH` characters.
-
-    Returns
-    -------
-    Expression
-        The expression; give it to :func:`evaluate`.
-
-    Raises
-    ------
-    ExpressionError
-        Naming the 1-based position of the first token outside the grammar.
-    """
+    """Parse ``text`` into a checked expression."""
     if not isinstance(text, str):
         raise ExpressionError(str(text), None, "an expression must be text")
     if len(text) > MAX_LENGTH:
@@ -393,23 +314,7 @@ def parse(text: str) -> Expression:
 
 
 def columns(expr: Expression | str) -> list[str]:
-    """The column names an expression uses, in order of first appearance.
-
-    Parameters
-    ----------
-    expr : Expression or str
-        A parsed expression, or text that is parsed first.
-
-    Returns
-    -------
-    list of str
-        The names, each once.
-
-    Raises
-    ------
-    ExpressionError
-        When ``expr`` is text outside the grammar.
-    """
+    """The column names an expression uses, in order of first appearance."""
     expr = parse(expr) if isinstance(expr, str) else expr
     called = {id(n.func) for n in ast.walk(expr.tree) if isinstance(n, ast.Call)}
     found = [n for n in ast.walk(expr.tree) if isinstance(n, ast.Name) and id(n) not in called]
@@ -560,27 +465,7 @@ class _Evaluator:
 
 
 def evaluate(expr: Expression | str, frame: pd.DataFrame):
-    """Evaluate an expression over the rows of ``frame``.
-
-    Parameters
-    ----------
-    expr : Expression or str
-        An expression from :func:`parse`, or the text to parse.
-    frame : DataFrame
-        The table whose columns the expression names.
-
-    Returns
-    -------
-    Series or scalar
-        A Series aligned with ``frame`` when the expression names a column;
-        a NumPy scalar or text when it is a constant.
-
-    Raises
-    ------
-    ExpressionError
-        Outside the grammar, an unknown column, or an operation the values do
-        not support (e.g. arithmetic on text), naming the position.
-    """
+    """Evaluate an expression over the rows of ``frame``."""
     expr = parse(expr) if isinstance(expr, str) else expr
     try:
         with np.errstate(all="ignore"):

@@ -10,22 +10,7 @@ Z95 = float(special.ndtri(0.975))
 
 
 def wilson(k, n, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of ``k`` successes in ``n`` trials.
-
-    Parameters
-    ----------
-    k, n : array_like
-        Successes and trials (NaN bounds where ``n = 0``).
-    z : float
-        Normal quantile (95%: :data:`Z95`).
-
-    Returns
-    -------
-    tuple of ndarray
-        ``(lo, hi)``; ``lo <= k / n <= hi`` holds exactly (the rounding at
-        ``k = 0`` and ``k = n`` is clipped: the bounds there are 0 and 1), as
-        ``statsmodels``' ``proportion_confint(method="wilson")``.
-    """
+    """Wilson score interval of ``k`` successes in ``n`` trials."""
     k, n = np.asarray(k, float), np.asarray(n, float)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = k / n

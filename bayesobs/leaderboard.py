@@ -1,11 +1,4 @@
-"""The BayesBench leaderboard as the terminal and the HTML report show it.
-
-Both show, per subject and number, the full-data point estimate beside the
-bootstrap mean and 68% interval, mark a point estimate that falls outside its
-own interval, explain in one line why that can happen, and flag subjects whose
-numbers can mislead (constant responders, cells with fewer than 2 runs per
-session type), from the rows of ``missing.csv``.
-"""
+"""The BayesBench leaderboard as the terminal and the HTML report show it."""
 
 from __future__ import annotations
 
@@ -47,23 +40,7 @@ LEGEND: dict[str, str] = {
 
 
 def interval_note(resample: str | None = "pooled", stratified: bool = False) -> str:
-    """What the leaderboard's intervals are, and why a point can sit outside its own.
-
-    Parameters
-    ----------
-    resample : str or None
-        The scheme behind ``mean [lo, hi]`` (``pooled``, ``stratified``);
-        None: not known (the default pooled unless ``--resample stratified``
-        was given).
-    stratified : bool
-        Whether the table also has stratified intervals beside them (adds a
-        sentence on ``strat [lo, hi]``).
-
-    Returns
-    -------
-    str
-        The note, one paragraph.
-    """
+    """What the leaderboard's intervals are, and why a point can sit outside its own."""
     scheme = (
         f"the {resample} run bootstrap"
         if resample
@@ -126,19 +103,7 @@ def _num(val, digits: int) -> str:
 
 
 def shown_metrics(bayesbench: pd.DataFrame) -> list[tuple[str, int]]:
-    """The :data:`METRICS` that at least one subject has (point or bootstrap mean).
-
-    Parameters
-    ----------
-    bayesbench : DataFrame
-        A ``bayesbench`` table.
-
-    Returns
-    -------
-    list of (str, int)
-        ``(column, digits)`` of :data:`METRICS`, in their order, whose point
-        or ``_mean`` column has a non-missing value in some row.
-    """
+    """The :data:`METRICS` that at least one subject has (point or bootstrap mean)."""
     shown = []
     for name, digits in METRICS:
         cols = [c for c in (name, f"{name}_mean") if c in bayesbench]
@@ -148,24 +113,7 @@ def shown_metrics(bayesbench: pd.DataFrame) -> list[tuple[str, int]]:
 
 
 def left_out(bayesbench: pd.DataFrame, missing: pd.DataFrame | None = None) -> list[str]:
-    """One line naming the leaderboard columns that no subject has, each with its reason.
-
-    The reason is the most frequent one ``missing.csv`` gives for that number
-    (component ``A``, ``E``, ``C``...), else what the number needs
-    (:data:`NEEDS`).  Empty when every column is shown.
-
-    Parameters
-    ----------
-    bayesbench : DataFrame
-        A ``bayesbench`` table; reference rows do not count.
-    missing : DataFrame, optional
-        ``missing.csv`` rows (``component``, ``reason``).
-
-    Returns
-    -------
-    list of str
-        One line (``left out, no subject has them: ...``) or none.
-    """
+    """One line naming the leaderboard columns that no subject has, each with its reason."""
     bayesbench = subjects_only(bayesbench)  # "no subject has them": the references aside
     shown = {n for n, _ in shown_metrics(bayesbench)}
     gone = [n for n, _ in METRICS if n not in shown]
@@ -210,27 +158,7 @@ def _outside(row, name: str, value: str | None = None, interval: str = "") -> bo
 
 
 def subject_flags(missing: pd.DataFrame | None) -> list[str]:
-    """Warnings about subjects whose numbers can mislead, from ``missing.csv`` rows.
-
-    One line per subject with constant cells (reason
-    :data:`~bayesobs.scores.CONSTANT_REASON`, one row per cell), one line per
-    subject whose E is 0/0 (reason :data:`~bayesobs.scores.PERFECT_REASON`:
-    exact answers), and one line
-    for all subjects with cells that have fewer than 2 runs per session type
-    (reason :data:`~bayesobs.scores.FEW_RUNS_REASON`, one row per subject and
-    task).
-
-    Parameters
-    ----------
-    missing : DataFrame or None
-        ``missing.csv`` rows (``subject``, ``component``, ``reason``).
-
-    Returns
-    -------
-    list of str
-        The warning lines, subjects in natural order; empty without
-        ``missing`` rows or a ``reason`` column.
-    """
+    """Warnings about subjects whose numbers can mislead, from ``missing.csv`` rows."""
     lines: list[str] = []
     if missing is None or missing.empty or "reason" not in missing:
         return lines
@@ -264,29 +192,7 @@ def subject_flags(missing: pd.DataFrame | None) -> list[str]:
 
 
 def board(bayesbench: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Header and rows (strings) of the leaderboard, best ``S`` first.
-
-    Each number that some subject has (:func:`shown_metrics`) gets its point
-    estimate and, with replicates, a column ``mean [lo, hi]``; ``*`` marks a
-    point estimate outside its interval.  Ties are in natural order of their
-    ids (``2`` before ``10``); subjects without ``S`` follow, unranked
-    (:data:`UNRANKED`).  Reference rows come after every subject, ranked
-    :data:`REFERENCE_RANK`.
-
-    Parameters
-    ----------
-    bayesbench : DataFrame
-        A ``bayesbench`` table (``subject``, the :data:`METRICS` columns and,
-        with replicates, their ``_mean``/``_lo``/``_hi`` and optional
-        ``_strat_lo``/``_strat_hi``; optional ``reference``).
-
-    Returns
-    -------
-    header : list of str
-        ``rank``, ``subject``, then per shown number its columns.
-    rows : list of list of str
-        The formatted cells (``n/a`` where missing), one list per row.
-    """
+    """Header and rows (strings) of the leaderboard, best ``S`` first."""
     refs = is_reference(bayesbench).to_numpy()
     order = sorted(
         range(len(bayesbench)),
@@ -344,22 +250,7 @@ def _reference_order(kind) -> tuple:
 
 
 def reference_note(bayesbench: pd.DataFrame, missing: pd.DataFrame | None = None) -> list[str]:
-    """One line saying what the reference rows are; empty when the table has none.
-
-    Parameters
-    ----------
-    bayesbench : DataFrame
-        A ``bayesbench`` table with an optional ``reference`` column.
-    missing : DataFrame, optional
-        ``missing.csv`` rows: a withheld reference (subject
-        ``reference:KIND``, component ``reference``) is said with its reason.
-
-    Returns
-    -------
-    list of str
-        One line naming the kinds present (:data:`REFERENCE_LEGEND`) and the
-        reasons of the withheld ones, or none.
-    """
+    """One line saying what the reference rows are; empty when the table has none."""
     refs = is_reference(bayesbench)
     kinds = set(bayesbench.loc[refs, "reference"].astype(str)) if refs.any() else set()
     withheld = []
@@ -384,11 +275,7 @@ def _sort_score(val) -> tuple:
 
 
 def _blocks(header: list[str], lines: list[list[str]], width: int) -> list[list[str]]:
-    """The table as text blocks no wider than ``width``; each repeats rank and subject.
-
-    The point estimates come first, side by side, then the bootstrap
-    intervals in as many blocks as they need.
-    """
+    """The table as text blocks no wider than ``width``; each repeats rank and subject."""
     cols = list(zip(header, *lines, strict=True))
     cols[1] = tuple(_short(x) for x in cols[1])
     widths = [max(len(x) for x in col) for col in cols]
@@ -419,46 +306,12 @@ def _blocks(header: list[str], lines: list[list[str]], width: int) -> list[list[
 
 
 def wrap(line: str, width: int = WIDTH) -> str:
-    """``line`` wrapped to ``width`` columns, continuation lines indented by two.
-
-    Parameters
-    ----------
-    line : str
-        The text.
-    width : int
-        Columns (default :data:`WIDTH`).
-
-    Returns
-    -------
-    str
-        The wrapped text, lines joined by newlines (hyphens never broken).
-    """
+    """``line`` wrapped to ``width`` columns, continuation lines indented by two."""
     return textwrap.fill(line, width=width, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def text_table(table: pd.DataFrame, width: int = WIDTH, indent: int = 2) -> str:
-    """A table of strings as aligned text no wider than ``width``.
-
-    Columns with one value in every row are said once above the table
-    (``condition: base``) instead of repeated; the longest cells are cut in
-    the middle until the rows fit.
-
-    Parameters
-    ----------
-    table : DataFrame
-        The rows to show; every value is shown as text.
-    width : int
-        Columns (default :data:`WIDTH`); a column is never cut below 8
-        characters, so a table of many columns can be wider.
-    indent : int
-        Spaces before every line.
-
-    Returns
-    -------
-    str
-        The header line and one line per row (after the line of constant
-        columns, if any), joined by newlines.
-    """
+    """A table of strings as aligned text no wider than ``width``."""
     table = table.astype(str)
     same = [c for c in table.columns if len(table) > 1 and table[c].nunique() == 1]
     shown = table.drop(columns=same)
@@ -489,32 +342,7 @@ def leaderboard_text(
     width: int = WIDTH,
     resample: str | None = "pooled",
 ) -> str:
-    """Plain-text leaderboard that fits ``width`` columns.
-
-    The point estimates, then the bootstrap means and intervals in blocks
-    that repeat rank and subject, one line naming the columns no subject has and why, the
-    interval note (:func:`interval_note`; ``resample`` names the scheme) and
-    the subjects' flags, each wrapped to ``width``.
-
-    Parameters
-    ----------
-    bayesbench : DataFrame
-        A ``bayesbench`` table (see :func:`board`).
-    missing : DataFrame, optional
-        ``missing.csv`` rows, for the reasons and the flags.
-    width : int
-        Columns (default :data:`WIDTH`).
-    resample : str or None
-        The bootstrap scheme the intervals come from (see
-        :func:`interval_note`).
-
-    Returns
-    -------
-    str
-        The leaderboard and its ``note:`` and ``warning:`` lines; a line
-        ``no BayesBench number for any of the N subject(s)`` instead of the
-        table when no number is shown.
-    """
+    """Plain-text leaderboard that fits ``width`` columns."""
     header, lines = board(bayesbench)
     out: list[str] = []
     if len(header) > 2:
@@ -538,20 +366,7 @@ def leaderboard_text(
 
 
 def cot_accuracy_summary(table: pd.DataFrame) -> str:
-    """Plain-text digest: the rows pooling every level (the per-level rows are in the CSV).
-
-    Parameters
-    ----------
-    table : DataFrame
-        A :func:`bayesobs.scores.cot_accuracy.cot_accuracy_table`.
-
-    Returns
-    -------
-    str
-        A text table, one line per pooled row: subject, paradigm, task (with
-        its variant), modality, the base and cot accuracies, ``cot - base``
-        with its 95% interval, and the trials ``n_base/n_cot``.
-    """
+    """Plain-text digest: the rows pooling every level (the per-level rows are in the CSV)."""
     pooled = table[table["x"].isna()]
     rows = [
         {
@@ -589,20 +404,7 @@ __all__ = [
 
 
 def search_summary(search) -> str:
-    """Plain-text digest of search.csv: base ablation and cell answers where present (all rows are in the file).
-
-    Parameters
-    ----------
-    search : DataFrame
-        ``search.csv`` rows.
-
-    Returns
-    -------
-    str
-        A text table: subject, task, condition, answer, accuracy, ``r``
-        (point-biserial, with set size) and its Bonferroni ``p`` (``n/a``
-        where missing).
-    """
+    """Plain-text digest of search.csv: base ablation and cell answers where present (all rows are in the file)."""
     from .search.scores import prefer  # start-up time: scipy.stats only for a search digest
 
     t = prefer(prefer(search, "ablation", "base"), "answer", "cell")
@@ -622,20 +424,7 @@ def search_summary(search) -> str:
 
 
 def search_text(tables: dict[str, pd.DataFrame], out) -> str:
-    """The visual-search paradigm's terminal summary (its ``summary`` hook): heading and digest.
-
-    Parameters
-    ----------
-    tables : dict of str to DataFrame
-        The search paradigm's tables (``search`` is used).
-    out : str or pathlib.Path
-        The score folder (named in the heading).
-
-    Returns
-    -------
-    str
-        A wrapped heading line, then :func:`search_summary` of ``search.csv``.
-    """
+    """The visual-search paradigm's terminal summary (its ``summary`` hook): heading and digest."""
     head = wrap(
         "Visual search: accuracy and set-size effect (r: point-biserial, Bonferroni p; "
         f"every ablation and answer mode in {out}/search.csv)"
@@ -644,25 +433,7 @@ def search_text(tables: dict[str, pd.DataFrame], out) -> str:
 
 
 def perception_summary(table) -> str:
-    """Plain-text digest of perception.csv, one line per subject x task x variant x modality.
-
-    Fits :data:`~bayesobs.leaderboard.WIDTH` columns: a column with one value
-    throughout is said once above the rows.
-
-    Parameters
-    ----------
-    table : DataFrame
-        ``perception.csv`` rows (``accuracy``, ``lo``, ``hi``, ``chance``,
-        ``n``, ``invalid_rate``; optional ``chance_paper``,
-        ``sequence_accuracy``, ``sequence_n``).
-
-    Returns
-    -------
-    str
-        A text table: accuracy with its 95% interval, chance (the paper's
-        beside it where it differs), trials, invalid rate and, where some
-        row has one, the per-sequence accuracy.
-    """
+    """Plain-text digest of perception.csv, one line per subject x task x variant x modality."""
 
     def chance(r) -> str:  # the trials' own; the paper's beside it where it differs
         paper = getattr(r, "chance_paper", math.nan)
@@ -696,21 +467,7 @@ def perception_summary(table) -> str:
 
 
 def perception_text(tables: dict[str, pd.DataFrame], out) -> str:
-    """The perception paradigm's terminal summary (its ``summary`` hook): heading and digest.
-
-    Parameters
-    ----------
-    tables : dict of str to DataFrame
-        The perception paradigm's tables (``perception`` is used).
-    out : str or pathlib.Path
-        The score folder (named in the heading).
-
-    Returns
-    -------
-    str
-        A wrapped heading line, then :func:`perception_summary` of
-        ``perception.csv``; empty without it.
-    """
+    """The perception paradigm's terminal summary (its ``summary`` hook): heading and digest."""
     if tables.get("perception") is None:
         return ""
     head = wrap(
@@ -722,21 +479,7 @@ def perception_text(tables: dict[str, pd.DataFrame], out) -> str:
 
 
 def hvs_text(tables: dict[str, pd.DataFrame], out) -> str:
-    """The hvs paradigm's terminal summary (its ``summary`` hook): heading and digest.
-
-    Parameters
-    ----------
-    tables : dict of str to DataFrame
-        The hvs paradigm's tables (``hvs`` is used).
-    out : str or pathlib.Path
-        The score folder (named in the heading).
-
-    Returns
-    -------
-    str
-        A wrapped heading line, then :func:`bayesobs.hvs.logged.hvs_summary`
-        of ``hvs.csv``; empty without it.
-    """
+    """The hvs paradigm's terminal summary (its ``summary`` hook): heading and digest."""
     table = tables.get("hvs")
     if table is None or not len(table.columns):
         return ""

@@ -1,10 +1,4 @@
-"""Caps on what one command may plan or read: trials, rows, columns, bootstrap replicates.
-
-Each cap refuses, in one line and before anything is allocated, a count no
-study needs (``--trials 1000000000``, a Parquet file of 20 million rows, a CSV
-of 100,000 columns, ``--bootstrap 1000000000000``); its environment variable
-raises it for the study that does.
-"""
+"""Caps on what one command may plan or read: trials, rows, columns, bootstrap replicates."""
 
 from __future__ import annotations
 
@@ -22,23 +16,7 @@ CAPS: dict[str, tuple[int, str, str]] = {
 
 
 def cap(name: str) -> int:
-    """The cap ``name`` of :data:`CAPS`: its environment variable when set, else its default.
-
-    Parameters
-    ----------
-    name : str
-        ``"trials"``, ``"rows"``, ``"columns"`` or ``"bootstrap"``.
-
-    Returns
-    -------
-    int
-        The cap.
-
-    Raises
-    ------
-    BayesobsInputError
-        When the environment variable is set to something other than a whole number.
-    """
+    """The cap ``name`` of :data:`CAPS`: its environment variable when set, else its default."""
     default, env, _ = CAPS[name]
     text = os.environ.get(env, "").strip()
     if not text:
@@ -49,27 +27,7 @@ def cap(name: str) -> int:
 
 
 def check(name: str, value: int, what: str) -> int:
-    """Refuse ``value`` above the cap ``name``; else return it.
-
-    Parameters
-    ----------
-    name : str
-        The cap (:data:`CAPS`).
-    value : int
-        The count asked for.
-    what : str
-        What is counted; it leads the message (``"--bootstrap asks for"``).
-
-    Returns
-    -------
-    int
-        ``value`` unchanged.
-
-    Raises
-    ------
-    BayesobsInputError
-        One line naming the count, the cap and its environment variable.
-    """
+    """Refuse ``value`` above the cap ``name``; else return it."""
     limit = cap(name)
     if value > limit:
         _, env, unit = CAPS[name]

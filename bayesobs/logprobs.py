@@ -1,33 +1,4 @@
-"""Answer distributions from token log-probabilities (``--logprobs K``; docs/method.md).
-
-A sampled answer is one draw from the model; the tokens' ``top_logprobs``
-hold more of its answer distribution.  :func:`answer_distribution` walks the
-tokens of the number the parser read as the answer and branches at each of
-them to the listed alternatives:
-
-* an alternative of the same shape as the sampled token (digits where it has
-  digits, the same other characters: ``"5"`` for ``"6"``, ``" 7"`` for
-  ``" 3"``) gives the reply with that token replaced, read again by the
-  task's parser;
-* where the tokens so far have written a whole number (``0``, ``0.8``; not
-  ``0.`` nor ``1/``), an alternative that ends the number (after any
-  spaces, its first character is not a digit nor one of ``.,/:eE+-*x×^``:
-  a line break, ``%``, a word, a bracket, the end) gives the reply cut
-  there with that alternative, read again;
-* any other alternative (another length, a decimal point where a digit was,
-  a word before the number has begun, an operator that carries it on) has a
-  continuation the log cannot tell: its mass is not counted as an answer.
-
-The sampled number itself is the leaf at the end of the walk.  A branch
-whose reply does not parse (or parses out of the task's range) is not an
-answer either.  The distribution is the answers' masses renormalised to
-one; ``response_mass`` is their total before renormalising (the share of
-the model's probability, along the sampled reply, on continuations that
-parse; tokens outside the top K count as not parsing).
-
-Everything here is a pure function of the logged reply, its tokens and the
-parser, so ``bayesobs rescore`` recomputes it from the log.
-"""
+"""Answer distributions from token log-probabilities (``--logprobs K``; docs/method.md)."""
 
 from __future__ import annotations
 
@@ -52,24 +23,7 @@ Token = list
 
 
 def compact(content: Any) -> list[Token] | None:
-    """The compact form of a reply's ``choices[0].logprobs.content`` (None if absent or malformed).
-
-    Each token becomes ``[text, logprob, [[alternative, logprob], ...]]``,
-    logprobs rounded to 6 decimals (a relative error of 1e-6 in a probability).
-
-    Parameters
-    ----------
-    content : Any
-        The API's list of token dicts, each with ``token``, ``logprob`` and
-        optionally ``top_logprobs`` (a list of ``{token, logprob}`` dicts).
-
-    Returns
-    -------
-    list of list or None
-        One compact token per item; ``None`` when ``content`` is not a
-        non-empty list or an item lacks a text ``token`` or a finite
-        ``logprob`` <= 0.  A malformed alternative is dropped, not fatal.
-    """
+    """The compact form of a reply's ``choices[0].logprobs.content`` (None if absent or malformed)."""
     if not isinstance(content, list) or not content:
         return None
     out = []
@@ -107,30 +61,7 @@ def answer_distribution(
     read: Callable[[str], float],
     span: tuple[int, int] | None,
 ) -> tuple[dict[str, Any], str]:
-    """The distribution over the answers the model could have written, per the module's rules.
-
-    Parameters
-    ----------
-    tokens : sequence
-        The reply's tokens in :func:`compact` form.
-    reply : str
-        The reply text (the tokens must spell it).
-    read : callable
-        The task's parser: reply text -> answer (NaN when none or out of range).
-    span : (start, end) or None
-        Where the sampled answer stands in ``reply``
-        (:func:`bayesobs.parse.answer_span`).
-
-    Returns
-    -------
-    columns : dict
-        ``response_expected``, ``response_sd``, ``response_mass`` and
-        ``response_top`` (up to :data:`TOP_ALTERNATIVES` ``[answer,
-        probability]`` pairs, most probable first); empty when no
-        distribution could be made.
-    reason : str
-        Why not, else empty.
-    """
+    """The distribution over the answers the model could have written, per the module's rules."""
     if span is None:
         return {}, "no numeric answer to weigh"
     if "".join(t[0] for t in tokens) != reply:
@@ -191,38 +122,7 @@ def reply_distribution(
     truncated: bool = False,
     start: int = 0,
 ) -> dict[str, Any]:
-    """The trial-row columns of a numeric reply's answer distribution (:data:`COLUMNS`).
-
-    Read with :func:`bayesobs.parse.read_answer` under the task's
-    ``fraction`` and ``answer_range``; where no distribution can be made the
-    columns are None and ``response_dist_note`` says why.  ``start``: the
-    answer is read from ``reply[start:]`` only (a ``cot`` reply's part after
-    its last answer label), every branch likewise.
-
-    Parameters
-    ----------
-    tokens : sequence of list or None
-        The reply's tokens in :func:`compact` form (``None`` or empty when
-        the reply logged none).
-    reply : str or None
-        The reply text.
-    fraction : bool
-        The task's answers are fractions (``42%`` reads as 0.42).
-    answer_range : (float, float), optional
-        Plausible answers of the task; a branch outside is not an answer.
-    truncated : bool
-        The reply was cut off by ``max_tokens``.
-    start : int
-        Offset in ``reply`` from which the answer is read (0: all of it).
-
-    Returns
-    -------
-    dict
-        ``response_expected``, ``response_sd``, ``response_mass``,
-        ``response_top`` (as :func:`answer_distribution`) and
-        ``response_dist_note``: ``None`` with a distribution, else the four
-        columns ``None`` and the note the reason.
-    """
+    """The trial-row columns of a numeric reply's answer distribution (:data:`COLUMNS`)."""
     empty = dict.fromkeys(COLUMNS)
     if not tokens:
         return {**empty, "response_dist_note": "no logprobs in the reply"}
@@ -241,29 +141,7 @@ def reply_distribution(
 
 
 def use_expected(trials):
-    """Trials whose ``response`` is the logged ``response_expected`` (``fit --response expected``).
-
-    Trials without a distribution keep their place in the sequence with a
-    missing response (excluded from the likelihoods, as any missing answer).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A trial table with ``response`` and ``response_expected`` columns.
-
-    Returns
-    -------
-    trials : DataFrame
-        A copy with ``response`` replaced and the sampled answer kept as
-        ``response_sampled``.
-    n_without : int
-        Trials that had a sampled answer but no expected value.
-
-    Raises
-    ------
-    BayesobsInputError
-        When the table has no ``response_expected`` values at all.
-    """
+    """Trials whose ``response`` is the logged ``response_expected`` (``fit --response expected``)."""
     expected = trials.get("response_expected")
     if expected is None or not expected.notna().any():
         raise BayesobsInputError(

@@ -1,12 +1,4 @@
-"""Trial order: wide tables (a column per participant) and rows in no presentation order.
-
-The sequential models (the Kalman variants, ``P(sequential)``, the anchoring
-control, the trial-by-trial figure) read the rows of a run as the order the
-observer saw them.  A data set stored by condition (Gong et al.'s line
-bisection: 8 rows per line configuration) has no such order; ``--no-order``
-says so, and marks every row ``no_trial_order`` so that each output that
-shows those models says it (issue 47).
-"""
+"""Trial order: wide tables (a column per participant) and rows in no presentation order."""
 
 from __future__ import annotations
 
@@ -28,19 +20,7 @@ NOTE = (
 
 
 def unordered(trials: pd.DataFrame) -> pd.Series:
-    """Which rows have no presentation order (a true ``no_trial_order``).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A trial table.
-
-    Returns
-    -------
-    Series of bool
-        True where ``no_trial_order`` is true (``True``, ``1``, ``"true"``);
-        all False without the column.
-    """
+    """Which rows have no presentation order (a true ``no_trial_order``)."""
     if COLUMN not in trials:
         return pd.Series(False, index=trials.index)
     col = trials[COLUMN]
@@ -51,29 +31,7 @@ def unordered(trials: pd.DataFrame) -> pd.Series:
 
 
 def melt_wide(df: pd.DataFrame, patterns: str) -> pd.DataFrame:
-    """A wide table (one response column per participant) as one row per participant and row.
-
-    Parameters
-    ----------
-    df : DataFrame
-        The table as read; its columns matching ``patterns`` hold responses.
-    patterns : str
-        Comma-separated glob patterns of the participants' columns, e.g.
-        ``"NC*,VN*"``.
-
-    Returns
-    -------
-    DataFrame
-        The other columns repeated for each participant, plus ``subject``
-        (the column's name) and ``response`` (its value); participant by
-        participant, rows in the file's order.
-
-    Raises
-    ------
-    BayesobsInputError
-        No column matches, or the table already has ``subject`` or
-        ``response``.
-    """
+    """A wide table (one response column per participant) as one row per participant and row."""
     pats = [p.strip() for p in patterns.split(",") if p.strip()]
     wide = [c for c in df.columns if any(fnmatch.fnmatchcase(str(c), p) for p in pats)]
     cols = ", ".join(str(c) for c in df.columns if not str(c).startswith("_"))
@@ -90,24 +48,7 @@ def melt_wide(df: pd.DataFrame, patterns: str) -> pd.DataFrame:
 
 
 def grouped_runs(trials: pd.DataFrame, keys) -> tuple[int, int]:
-    """How many runs look sorted or grouped by stimulus, of how many (a hint for ``--no-order``).
-
-    A run of 8 or more trials counts when its stimuli are monotone, or change
-    from one row to the next fewer than a third as often as in a random order
-    of the same values (``(n - 1)(1 - sum p_v^2)`` changes expected).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A normalised trial table (sorted by run and trial).
-    keys : sequence of str
-        The run keys.
-
-    Returns
-    -------
-    (int, int)
-        The runs that look grouped, and all runs.
-    """
+    """How many runs look sorted or grouped by stimulus, of how many (a hint for ``--no-order``)."""
     rid = trials.groupby(list(keys), sort=False, observed=True).ngroup().to_numpy()
     x = trials["stimulus"].to_numpy(float)
     total = int(rid.max()) + 1 if len(rid) else 0
@@ -127,22 +68,7 @@ def grouped_runs(trials: pd.DataFrame, keys) -> tuple[int, int]:
 
 
 def order_lines(trials: pd.DataFrame, keys) -> list[str]:
-    """What ``fit`` and ``score`` say about the rows' order: :data:`NOTE`, or a hint.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A normalised trial table.
-    keys : sequence of str
-        The run keys.
-
-    Returns
-    -------
-    list of str
-        :data:`NOTE` where some row is :func:`unordered`; else, where some runs
-        look grouped (:func:`grouped_runs`), a line suggesting ``--no-order``;
-        else none.
-    """
+    """What ``fit`` and ``score`` say about the rows' order: :data:`NOTE`, or a hint."""
     if unordered(trials).any():
         return [NOTE]
     g, n = grouped_runs(trials, keys)

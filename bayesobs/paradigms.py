@@ -344,12 +344,7 @@ def plugin_name(ep: EntryPoint) -> str:
 
 
 def _load_plugins() -> None:
-    """Register the paradigms installed packages declare (group ``bayesobs.paradigms``), once.
-
-    Called on the registry's first use (:func:`registered`, :func:`by_name`),
-    not at import.  A plug-in that fails to load or is not a :class:`Paradigm`
-    is skipped with one line on stderr naming its distribution and entry point.
-    """
+    """Register the paradigms installed packages declare (group ``bayesobs.paradigms``), once."""
     global _plugged
     if _plugged:
         return

@@ -1,40 +1,4 @@
-r"""Reading a number out of a subject's reply, or saying why there is none.
-
-Rules, in order (:func:`read_answer`):
-
-1. A negated number ("not 0.3", "isn't 0.3", "rather than 0.3", "instead
-   of 0.3") is never the answer.
-2. A *labelled* answer wins over every other number, earlier or later: a
-   number after "answer" ("Answer:", "the answer is", "final answer:",
-   ``"answer": 0.45``) or inside braces (``{0.45}``, ``\boxed{0.45}``).
-   ``"Answer: 0.45. (An estimate of 0.3 would be too low.)"`` is 0.45.
-3. Otherwise a number after another answer cue ("estimate", "guess",
-   "result", "=", "≈") wins (``"The ratio is 12/30 = 0.4"`` is 0.4).
-   Of several numbers of the winning kind the last one counts (a revision).
-   A winner followed by an alternative (``"Answer: 0.3 or 0.45"``) is
-   ambiguous.
-4. A reply cut off by ``max_tokens`` (``finish_reason = "length"``) without
-   such a cued answer is invalid: its last number may be a premise, not the
-   answer.
-5. Otherwise a reply whose numbers all agree is that number; among
-   different numbers the last one after a weaker cue ("is", "about", ":")
-   counts; different numbers without any cue are ambiguous.
-6. A range (``0.4-0.5``, ``0.4 to 0.5``) is ambiguous.
-7. A value outside the task's answer range (after percent handling) is invalid.
-
-Fractions ``a/b`` are divided; ``mm:ss`` durations are converted to
-seconds; a percentage is divided by 100 where the task's answer is a
-fraction; ``0,5`` and ``0,500`` are decimal commas, ``1,500`` a thousands
-separator.  Every invalid reading comes with a short reason (logged in the
-trial row as ``invalid_reason``); the raw reply is always kept.
-
-Reading takes time linear in the reply's length (cues are looked for in a
-fixed window before each number), and a reply longer than
-:data:`MAX_READ_CHARS` characters is read from its first and last
-``MAX_READ_CHARS / 2`` characters only, where answers stand: an 8,000-number
-reply reads in a few tens of milliseconds, so parsing never stalls the
-runner's or the web app's event loop.
-"""
+r"""Reading a number out of a subject's reply, or saying why there is none."""
 
 from __future__ import annotations
 
@@ -96,26 +60,7 @@ def _value(m: re.Match, fraction: bool) -> float:
 
 
 def bounded(reply: str, limit: int = MAX_READ_CHARS) -> str:
-    """The part of a reply that is read: all of it, or its first and last ``limit / 2`` characters.
-
-    The two ends are cut at whitespace (no number is split) and joined by a
-    line break (no cue reaches across it).
-
-    Parameters
-    ----------
-    reply : str
-        The subject's raw reply.
-    limit : int
-        Characters read at most (default :data:`MAX_READ_CHARS`, 20,000).
-
-    Returns
-    -------
-    str
-        ``reply`` itself when it is at most ``limit`` characters long; else
-        its first ``limit // 2`` characters up to their last space or line
-        break, a line break, and its last ``limit // 2`` characters from
-        their first space or line break.
-    """
+    """The part of a reply that is read: all of it, or its first and last ``limit / 2`` characters."""
     if len(reply) <= limit:
         return reply
     half = limit // 2
@@ -131,11 +76,7 @@ def _normalize(reply: str) -> str:
 
 
 def _normalized(reply: str) -> tuple[str, list[int] | None]:
-    """The text that is read and, where it is the reply itself, each character's index in it.
-
-    The index map is None for a reply longer than :data:`MAX_READ_CHARS`
-    (only its two ends are read).
-    """
+    """The text that is read and, where it is the reply itself, each character's index in it."""
     text = bounded(reply).replace("\u2212", "-")  # one character for one: indices kept
     lead = len(text) - len(text.lstrip())
     text = text.strip()
@@ -168,27 +109,7 @@ def read_answer(
     answer_range: tuple[float, float] | None = None,
     truncated: bool = False,
 ) -> tuple[float, str]:
-    """The numeric answer in a reply and, when there is none, why.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's raw reply.
-    fraction : bool
-        The task's answers are fractions: ``42%`` reads as 0.42.
-    answer_range : (float, float), optional
-        Plausible answers of the task; a value outside is invalid.
-    truncated : bool
-        The reply was cut off by ``max_tokens`` (``finish_reason = "length"``).
-
-    Returns
-    -------
-    value : float
-        The answer, NaN when invalid.
-    reason : str
-        Empty when valid; otherwise a short reason such as ``"no number"``,
-        ``"ambiguous: a range"`` or ``"out of range: 500 not in [0, 1]"``.
-    """
+    """The numeric answer in a reply and, when there is none, why."""
     value, reason, _ = _read(reply, fraction, answer_range, truncated)
     return value, reason
 
@@ -199,27 +120,7 @@ def answer_span(
     answer_range: tuple[float, float] | None = None,
     truncated: bool = False,
 ) -> tuple[int, int] | None:
-    """Where in ``reply`` the number :func:`read_answer` reads as the answer stands.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's raw reply.
-    fraction : bool
-        The task's answers are fractions (as :func:`read_answer`).
-    answer_range : (float, float), optional
-        Plausible answers of the task (as :func:`read_answer`).
-    truncated : bool
-        The reply was cut off by ``max_tokens`` (as :func:`read_answer`).
-
-    Returns
-    -------
-    (start, end) or None
-        Character offsets in ``reply`` itself (``reply[start:end]`` is the
-        number with its ``%`` or fraction bar); None when there is no valid
-        answer, the answer is a word (``five``), or the reply is longer than
-        :data:`MAX_READ_CHARS`.
-    """
+    """Where in ``reply`` the number :func:`read_answer` reads as the answer stands."""
     value, _, found = _read(reply, fraction, answer_range, truncated)
     if found is None or not math.isfinite(value):
         return None
@@ -307,38 +208,12 @@ def _check(v: float, answer_range: tuple[float, float] | None) -> tuple[float, s
 
 
 def parse_number(reply: str | None, fraction: bool = False) -> float:
-    """The numeric answer in ``reply`` (NaN if there is none); see :func:`read_answer`.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's raw reply.
-    fraction : bool
-        The task's answers are fractions: ``42%`` reads as 0.42.
-
-    Returns
-    -------
-    float
-        :func:`read_answer`'s value with no answer range and not truncated;
-        NaN when the reply holds no valid answer.
-    """
+    """The numeric answer in ``reply`` (NaN if there is none); see :func:`read_answer`."""
     return read_answer(reply, fraction)[0]
 
 
 def invalid_reply_rows(trials) -> list[tuple[str, str, str, str]]:
-    """``missing.csv`` rows counting invalid replies by reason, per subject and task.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A trial table; rows with a non-empty ``invalid_reason`` (the runner's
-        column) are counted.
-
-    Returns
-    -------
-    list of tuple
-        ``(subject, task, "invalid replies", "<reason>: <n> trial(s)")``.
-    """
+    """``missing.csv`` rows counting invalid replies by reason, per subject and task."""
     if "invalid_reason" not in trials.columns or not len(trials):
         return []
     reason = trials["invalid_reason"].astype("string").fillna("").str.strip()

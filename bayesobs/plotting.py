@@ -19,23 +19,7 @@ class Figure(figure.Figure):
 
 
 def figure_axes(ax=None, n: int = 1, size: tuple[float, float] = (4.2, 3.4)):
-    """The figure and the axes a plotting function draws on.
-
-    Parameters
-    ----------
-    ax : Axes or sequence of Axes, optional
-        Where to draw; its figure is returned.
-    n : int
-        Panels of a new figure, side by side.
-    size : tuple of float
-        Width and height of one panel of a new figure, in inches.
-
-    Returns
-    -------
-    tuple
-        ``(figure, axes)``: a :class:`Figure` (never pyplot's, so nothing
-        is left open; a notebook shows it as an image) and a list of axes.
-    """
+    """The figure and the axes a plotting function draws on."""
     if ax is not None:
         axes = list(np.atleast_1d(ax))
         return axes[0].figure, axes

@@ -18,32 +18,12 @@ _PACKAGES = ("bayesobs", "numpy", "scipy", "pandas", "pyarrow")
 
 
 def utc_now() -> str:
-    """Current UTC time, ISO 8601 with a ``Z``.
-
-    Returns
-    -------
-    str
-        The time to the microsecond, e.g. ``"2025-01-31T12:00:00.000000Z"``.
-    """
+    """Current UTC time, ISO 8601 with a ``Z``."""
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def git_revision(path: Path | None = None) -> str | None:
-    """The git revision of the source tree holding ``path`` (or of bayesobs).
-
-    Parameters
-    ----------
-    path : Path, optional
-        A folder inside the git work tree to ask; by default the folder of
-        the installed bayesobs package.
-
-    Returns
-    -------
-    str or None
-        The commit hash of ``HEAD``, suffixed ``-dirty`` when tracked files
-        have changes; ``None`` when git is missing, times out (5 s) or the
-        folder is not in a repository.
-    """
+    """The git revision of the source tree holding ``path`` (or of bayesobs)."""
     here = Path(path) if path is not None else Path(__file__).resolve().parent
     try:
         out = subprocess.run(
@@ -69,14 +49,7 @@ def git_revision(path: Path | None = None) -> str | None:
 
 
 def versions() -> dict[str, str]:
-    """Installed versions of bayesobs and its scientific dependencies.
-
-    Returns
-    -------
-    dict of str to str
-        ``python`` and ``platform``, then a version for each of bayesobs,
-        numpy, scipy, pandas and pyarrow (``"not installed"`` when absent).
-    """
+    """Installed versions of bayesobs and its scientific dependencies."""
     out = {"python": sys.version.split()[0], "platform": platform.platform()}
     for name in _PACKAGES:
         try:
@@ -87,21 +60,7 @@ def versions() -> dict[str, str]:
 
 
 def provenance(**extra) -> dict:
-    """A provenance record: format version, versions, git revision, UTC time.
-
-    Parameters
-    ----------
-    **extra
-        Further fields added to the record (they may override the standard
-        ones).
-
-    Returns
-    -------
-    dict
-        ``format_version``, ``created_utc`` (:func:`utc_now`),
-        ``git_revision`` (:func:`git_revision`), ``versions``
-        (:func:`versions`) and the ``extra`` fields.
-    """
+    """A provenance record: format version, versions, git revision, UTC time."""
     return {
         "format_version": FORMAT_VERSION,
         "created_utc": utc_now(),
@@ -112,28 +71,7 @@ def provenance(**extra) -> dict:
 
 
 def write_manifest(path: str | Path, command: str, **fields) -> Path:
-    """Write ``provenance(command=command, **fields)`` to ``path`` atomically, as strict JSON.
-
-    The one writer of ``fit_manifest.json`` and ``score_manifest.json``, for
-    the CLI and for notebooks alike.  Non-finite floats become ``null`` (no
-    ``NaN``/``Infinity`` in a file other languages read); paths become text.
-
-    Parameters
-    ----------
-    path : str or Path
-        The manifest file; it is written to ``<path>.part`` first, then
-        renamed over ``path``.
-    command : str
-        The command that made the outputs (stored as ``command``).
-    **fields
-        Further fields of the record (options, inputs, counts...); values
-        JSON cannot hold are written as their ``str``.
-
-    Returns
-    -------
-    Path
-        ``path``.
-    """
+    """Write ``provenance(command=command, **fields)`` to ``path`` atomically, as strict JSON."""
     path = Path(path)
     record = finite(provenance(command=command, **fields))
     tmp = path.with_name(path.name + ".part")
@@ -143,27 +81,7 @@ def write_manifest(path: str | Path, command: str, **fields) -> Path:
 
 
 def read_manifest(path: str | Path) -> dict:
-    """A manifest (``manifest.json``, ``score_manifest.json``...) as a dict.
-
-    Parameters
-    ----------
-    path : str or Path
-        The manifest file, UTF-8 JSON.
-
-    Returns
-    -------
-    dict
-        The file's JSON object.
-
-    Raises
-    ------
-    BayesobsInputError
-        One line naming the file when it is not UTF-8, not JSON, or not a
-        JSON object (a list, a number, null).
-    OSError
-        When the file cannot be opened (a missing file raises
-        ``FileNotFoundError``).
-    """
+    """A manifest (``manifest.json``, ``score_manifest.json``...) as a dict."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -160,11 +160,7 @@ def paradigm_rows(trials: pd.DataFrame, paradigm: str) -> pd.Series:
 
 
 def _read_jsonl(path: Path, torn_ok: bool = False) -> pd.DataFrame:
-    """Records of a JSONL file; ``torn_ok`` skips unparseable lines with a warning.
-
-    An experiment folder's ``trials.jsonl`` may hold a line torn by a crash
-    (the runner redoes that trial), so there it is skipped; elsewhere it is an error.
-    """
+    """Records of a JSONL file; ``torn_ok`` skips unparseable lines with a warning."""
     records, rows, torn = read_records(path, strict=not torn_ok)
     if torn:
         warnings.warn(
@@ -240,11 +236,7 @@ def _text_column(values: pd.Categorical) -> pd.Categorical | np.ndarray:
 
 
 def _csv_columns(reader, path: Path) -> dict[str, object]:
-    """Each column of a streamed pyarrow CSV reader, converted block by block.
-
-    Numbers become NumPy arrays (integers stay integers unless a value is
-    missing); text becomes categories, so the file is never held twice.
-    """
+    """Each column of a streamed pyarrow CSV reader, converted block by block."""
     import pyarrow as pa  # start-up time: pyarrow loads only for Parquet/Arrow files
 
     names = reader.schema.names
@@ -320,19 +312,7 @@ def _not_utf8(path: Path, exc: UnicodeDecodeError | None = None) -> BayesobsInpu
 def _read_csv_strict(
     path: Path, sep: str, columns: Sequence[str] | None = None
 ) -> tuple[pd.DataFrame, np.ndarray]:
-    """A CSV whose every row has exactly as many fields as its header names.
-
-    pandas silently turns one surplus leading field into the index (every
-    column then shifts by one) and pads short rows; here either is an error
-    naming the file and line, unless ``columns`` names every field (the
-    file's own header line is then skipped).  Read with pyarrow's CSV reader:
-    text is held as categories until typed, so a 2-million-row file stays
-    well under a gigabyte.  Columns are typed as before: wholly numeric
-    columns (missing tokens aside) become numbers, others stripped text.
-    Returns the frame and each row's line number.  A file that is not UTF-8
-    text is one clear error (a NUL byte or bad UTF-8 in its first 64 KiB is
-    found before parsing; one further down, while parsing).
-    """
+    """A CSV whose every row has exactly as many fields as its header names."""
     if columns is not None:
         columns = [str(c).strip() for c in columns]
         if len(set(columns)) != len(columns) or not all(columns):

@@ -3,7 +3,8 @@
 ``python tests/docstring_coverage.py [MODULE.py ...]`` prints, per module of the package (or
 of the files given), ``documented/public`` and the names still missing a section, then the
 total as "N of M public functions have Parameters/Returns".  A public function is a
-module-level function or a method of a public class whose name has no leading underscore;
+module-level function or a method of a public class whose name is in the module's ``__all__``
+(or, without ``__all__``, has no leading underscore);
 it needs ``Parameters`` when it takes an argument besides ``self``/``cls`` and ``Returns``
 (or ``Yields``) unless it is annotated ``-> None``, is ``__init__`` or a property.
 """
@@ -25,11 +26,25 @@ def _section(doc: str, name: str) -> bool:
 def public_functions(path: Path) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """The public functions and public methods of public classes of one module."""
     out = []
-    for node in ast.parse(path.read_text()).body:
+    body = ast.parse(path.read_text()).body
+    listed = next(
+        (
+            set(ast.literal_eval(n.value))
+            for n in body
+            if isinstance(n, ast.Assign)
+            and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+        ),
+        None,
+    )
+
+    def public(name: str) -> bool:
+        return name in listed if listed is not None else not name.startswith("_")
+
+    for node in body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            if not node.name.startswith("_"):
+            if public(node.name):
                 out.append(node)
-        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+        elif isinstance(node, ast.ClassDef) and public(node.name):
             for sub in node.body:
                 if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):
                     if not sub.name.startswith("_"):

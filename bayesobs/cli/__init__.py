@@ -1,23 +1,4 @@
-"""Command-line interface: argument parsing and printing over the library.
-
-Each command parses its arguments, calls the library function a notebook
-would call (``fit``: :func:`bayesobs.fits.fitting.fit_batch` and
-:func:`bayesobs.report.posterior.write_outputs`; ``score``: :func:`bayesobs.score`
-and :meth:`bayesobs.Scores.to_folder`; ``run``/``sweep``:
-:func:`bayesobs.run.runner.run_task`/:func:`bayesobs.run.runner.sweep`; ``rescore``:
-:func:`bayesobs.rescore_folder`; ``report``:
-:func:`bayesobs.report.build_report`; ``compare``:
-:func:`bayesobs.compare.run_compare`; ``calibrate``:
-:func:`bayesobs.calibration.calibrate`; ``serve``, ``export``, ``simulate``)
-and prints a summary.  Bad input exits with status 2 and a one-line message,
-never a traceback.
-
-One module per command family: ``parser`` (every command's options and
-:func:`main`), ``options`` (the options several commands share), ``fit``,
-``score``, ``run`` (``run``, ``sweep``, ``rescore``), ``report`` (``report``,
-``compare``), ``humans`` (``serve``, ``export``) and ``simulation``
-(``simulate``, ``design``, ``calibrate``).  This package only re-exports them.
-"""
+"""Command-line interface: argument parsing and printing over the library."""
 
 from __future__ import annotations
 

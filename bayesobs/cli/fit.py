@@ -61,28 +61,7 @@ def _fit_posterior(args, trials, fits, out: Path) -> None:
 
 
 def cmd_fit(args) -> int:
-    """``bayesobs fit``: maximum-likelihood (and optionally posterior) fits of every cell.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs fit`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status, 0; the tables go to ``args.out`` (``fits.csv``,
-        ``evidence.csv``, their manifest and, where asked, the posterior,
-        transfer and exclusions files) and a summary to stdout.
-
-    Raises
-    ------
-    BayesobsInputError
-        An unknown ``--variant``, ``--prior-predictive`` without ``--method
-        posterior``, ``--method posterior`` with ``--interleaved`` or
-        ``--lapse``, a bad ``--transfer``, a negative ``--bootstrap``, or
-        trial files or trial options that cannot be read.
-    """
+    """``bayesobs fit``: maximum-likelihood (and optionally posterior) fits of every cell."""
     _check_fit_options(args)
     transfer = _transfer_spec(args)
     t0 = time.perf_counter()
@@ -224,24 +203,7 @@ def _write_transfer(trials, fits, transfer: tuple[str, str], out: Path) -> None:
 
 
 def fit_bootstrap_warnings(trials, cells, bootstrap: int) -> list[str]:
-    """``fit --bootstrap`` on cells with too few runs: what ``score`` says, and the empty intervals.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        The fitted magnitude trials.
-    cells : DataFrame
-        The fitted cells (``subject``, ``task``, ``modality``, ``condition``,
-        ``n_runs``) of :func:`bayesobs.fits.fitting.fit_batch`.
-    bootstrap : int
-        The ``--bootstrap`` replicates (0: no warning).
-
-    Returns
-    -------
-    list of str
-        One warning line (cells with fewer than 2 runs of a session type,
-        and how many have a single run, so empty intervals), or none.
-    """
+    """``fit --bootstrap`` on cells with too few runs: what ``score`` says, and the empty intervals."""
     if not bootstrap:
         return []
     from ..scores import FEW_RUNS_REASON, few_runs_cells

@@ -43,25 +43,7 @@ def _add_stimulus_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args) -> int:
-    """``bayesobs serve``: the web app for human participants.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs serve`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status, 0, once the server stops; the answers are appended
-        to ``args.out/trials.jsonl`` while it runs, the folder locked.
-
-    Raises
-    ------
-    BayesobsInputError
-        A ``--port`` outside 1 to 65535, a task spec that cannot be loaded,
-        or a folder another writer holds.
-    """
+    """``bayesobs serve``: the web app for human participants."""
     if not 1 <= args.port <= 65535:
         raise BayesobsInputError(f"--port must be a port number from 1 to 65535, not {args.port}")
     from ..run.runner import load_spec
@@ -110,25 +92,7 @@ def _serve(args) -> int:
 
 
 def cmd_export(args) -> int:
-    """``bayesobs export jspsych``: a jsPsych study folder for an online platform.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs export jspsych`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status, 0; the study folder is written by
-        :func:`bayesobs.web.jspsych.export_jspsych`.
-
-    Raises
-    ------
-    BayesobsInputError
-        A spec or options that :func:`bayesobs.web.jspsych.export_jspsych`
-        refuses.
-    """
+    """``bayesobs export jspsych``: a jsPsych study folder for an online platform."""
     from ..web.jspsych import export_jspsych
 
     out = export_jspsych(
@@ -165,25 +129,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_export_dataset(args) -> int:
-    """``bayesobs export dataset``: an experiment folder as an open data set.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs export dataset`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status, 0; the data set is written by
-        :func:`bayesobs.dataset.export_dataset`.
-
-    Raises
-    ------
-    BayesobsInputError
-        A folder or options that :func:`bayesobs.dataset.export_dataset`
-        refuses.
-    """
+    """``bayesobs export dataset``: an experiment folder as an open data set."""
     from ..dataset import export_dataset
 
     summary = export_dataset(

@@ -145,11 +145,7 @@ def _input_bytes(paths) -> int:
 
 
 def _read(args):
-    """Validate the trial options, read the trials and apply ``--exclude``.
-
-    Returns the kept trials and the exclusions table (``None`` when the data
-    hold no catch trials and no rule was given: no ``exclusions.csv``).
-    """
+    """Validate the trial options, read the trials and apply ``--exclude``."""
     from ..exclusions import exclude, parse_rule, summary
     from ..limits import check
     from ..trials import catch_rows, parse_mapping, read_trials

@@ -34,14 +34,7 @@ class _VersionAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every ``bayesobs`` command.
-
-    Returns
-    -------
-    argparse.ArgumentParser
-        The parser; each subcommand sets ``func``, the ``cmd_*`` function
-        that runs it.
-    """
+    """The argument parser of every ``bayesobs`` command."""
     parser = argparse.ArgumentParser(
         prog="bayesobs",
         description="Bayesian psychophysics of language models and people.",
@@ -404,26 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; return the exit code (2 for bad input, with a one-line message).
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        The arguments after ``bayesobs``; ``sys.argv[1:]`` when None.
-
-    Returns
-    -------
-    int
-        The command's exit status; 2 after a :class:`BayesobsInputError` or
-        an ``OSError`` (one line on stderr), 1 after a fatal subject error,
-        130 after Ctrl-C.
-
-    Raises
-    ------
-    SystemExit
-        From argparse: ``--help``, ``--version`` (status 0) or arguments it
-        cannot parse (status 2).
-    """
+    """Run the command line; return the exit code (2 for bad input, with a one-line message)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -250,28 +250,7 @@ def _check_run_options(args) -> None:
 
 
 def check_base_url(url: str, what: str) -> str:
-    """``url`` if it is an http(s) URL with a host; otherwise one clear error.
-
-    A malformed endpoint (``ht!tp:/x``) would otherwise be tried and retried
-    as if the network were down.
-
-    Parameters
-    ----------
-    url : str
-        The endpoint.
-    what : str
-        Where it came from, for the message (``--base-url``, ``$VAR``).
-
-    Returns
-    -------
-    str
-        ``url`` unchanged.
-
-    Raises
-    ------
-    BayesobsInputError
-        A scheme other than http or https, no host, or a bad port.
-    """
+    """``url`` if it is an http(s) URL with a host; otherwise one clear error."""
     from urllib.parse import urlsplit
 
     try:
@@ -404,27 +383,7 @@ def _print_report(args, report) -> int:
 
 
 def cmd_run(args) -> int:
-    """``bayesobs run``: one task spec on the given subjects into an experiment folder.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs run`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status: 0, or 1 when some session stopped early (the same
-        command resumes it); the trials are appended to
-        ``args.out/trials.jsonl`` (default ``runs/TASK``).
-
-    Raises
-    ------
-    BayesobsInputError
-        Run options out of range, a malformed ``--base-url``, both or an
-        unreadable ``--api-key``/``--api-key-file``, or a spec that cannot
-        be loaded.
-    """
+    """``bayesobs run``: one task spec on the given subjects into an experiment folder."""
     from ..run.runner import load_spec, run_task
 
     _check_run_options(args)
@@ -449,27 +408,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    """``bayesobs sweep``: a protocol (several specs) into one experiment folder.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs sweep`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status: 0, or 1 when some session stopped early (the same
-        command resumes it); the trials are appended to
-        ``args.out/trials.jsonl``.
-
-    Raises
-    ------
-    BayesobsInputError
-        Run options out of range, a malformed ``--base-url``, both or an
-        unreadable ``--api-key``/``--api-key-file``, or a protocol that
-        cannot be loaded.
-    """
+    """``bayesobs sweep``: a protocol (several specs) into one experiment folder."""
     from ..run.runner import sweep
 
     _check_run_options(args)
@@ -489,25 +428,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_rescore(args) -> int:
-    """``bayesobs rescore``: re-read a folder's logged replies with today's parsers.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs rescore`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status, 0; the rescored trials go to ``args.out`` (default
-        ``FOLDER/rescored.jsonl``), ``trials.jsonl`` is left as it is.
-
-    Raises
-    ------
-    BayesobsInputError
-        A folder or log that :func:`bayesobs.run.rescore.rescore_folder`
-        refuses.
-    """
+    """``bayesobs rescore``: re-read a folder's logged replies with today's parsers."""
     from ..run.rescore import rescore_folder
 
     table = rescore_folder(args.folder, args.out)

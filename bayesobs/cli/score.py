@@ -15,54 +15,14 @@ from .options import (
 
 
 def leaderboard(bayesbench, missing=None, resample: str | None = "pooled") -> str:
-    """Plain-text leaderboard: subjects by S.
-
-    Each number's point estimate beside its bootstrap mean and 68% interval,
-    the paper's numbers then S_p and BCS_p, one line on why point and
-    interval can differ, and warnings from ``missing`` (constant responders,
-    fewer than 2 runs per session type).
-
-    Parameters
-    ----------
-    bayesbench : DataFrame
-        A ``bayesbench`` table.
-    missing : DataFrame, optional
-        ``missing.csv`` rows.
-    resample : str or None
-        The bootstrap scheme of the intervals (None: not known).
-
-    Returns
-    -------
-    str
-        :func:`bayesobs.leaderboard.leaderboard_text`.
-    """
+    """Plain-text leaderboard: subjects by S."""
     from ..leaderboard import leaderboard_text
 
     return leaderboard_text(bayesbench, missing, resample=resample)
 
 
 def cmd_score(args) -> int:
-    """``bayesobs score``: accuracy, BCS, cue combination and the BayesBench composite.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs score`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status, 0; every table of :func:`bayesobs.scores.score` goes
-        to ``args.out`` (:meth:`bayesobs.scores.Scores.to_folder`), the
-        leaderboard and digests to stdout.
-
-    Raises
-    ------
-    BayesobsInputError
-        A negative ``--bootstrap``, an unknown ``--resample`` (or
-        ``stratified`` with too few runs), or trial files or trial options
-        that cannot be read, or an ``--out`` another ``score`` is writing into.
-    """
+    """``bayesobs score``: accuracy, BCS, cue combination and the BayesBench composite."""
     from ..run.store import lock_folder
 
     with lock_folder(args.out, "score"):  # one writer of a score folder at a time

@@ -6,24 +6,7 @@ from ..errors import BayesobsInputError
 
 
 def cmd_simulate(args) -> int:
-    """``bayesobs simulate``: trial tables of simulated observers with known parameters.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs simulate`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status, 0; the trials go to ``args.out``
-        (:func:`bayesobs.trials.write_trials`).
-
-    Raises
-    ------
-    BayesobsInputError
-        ``--subjects`` or ``--runs`` below 1, or ``--trials`` below 2.
-    """
+    """``bayesobs simulate``: trial tables of simulated observers with known parameters."""
     from ..fits.synthetic import simulated_trials
     from ..trials import write_trials
 
@@ -54,27 +37,7 @@ def _number_list(text: str, what: str, kind=float) -> list:
 
 
 def cmd_design(args) -> int:
-    """``bayesobs design``: model recovery and power of a protocol before any run.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs design`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status, 0; the tables and ``figures/confusion.png`` go to
-        ``args.out`` (:func:`bayesobs.design.write_design`), the summary to
-        stdout.
-
-    Raises
-    ------
-    BayesobsInputError
-        A ``--trials`` or ``--shifts`` list that is empty or not numbers, a
-        trial count below 2, or a spec or options that
-        :func:`bayesobs.design.design` refuses.
-    """
+    """``bayesobs design``: model recovery and power of a protocol before any run."""
     from ..design import design, write_design
 
     trials = _number_list(args.trials, "--trials", int) if args.trials else None
@@ -103,19 +66,7 @@ def cmd_design(args) -> int:
 
 
 def design_summary(summary) -> str:
-    """Plain-text table of ``summary.csv``: one line per trial count.
-
-    Parameters
-    ----------
-    summary : DataFrame
-        ``summary.csv`` of :func:`bayesobs.design.design`: ``trials`` first,
-        then numeric columns.
-
-    Returns
-    -------
-    str
-        A header line and one line per row, numbers to 3 decimals.
-    """
+    """Plain-text table of ``summary.csv``: one line per trial count."""
     cols = [c for c in summary.columns if c != "trials"]
     lines = ["trials  " + "  ".join(f"{c:>14}" for c in cols)]
     for r in summary.itertuples(index=False):
@@ -124,27 +75,7 @@ def design_summary(summary) -> str:
 
 
 def cmd_calibrate(args) -> int:
-    """``bayesobs calibrate``: simulation-based calibration of the posterior fits.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of ``bayesobs calibrate`` (:func:`build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status: 0 when every parameter's SBC ranks are uniform, 1
-        when some are not; ``sbc.csv``, ``sbc_ranks.csv`` and the rank
-        figure go to ``args.out``.
-
-    Raises
-    ------
-    BayesobsInputError
-        Options :func:`bayesobs.calibration.calibrate` refuses: an unknown
-        variant, fewer than 5 simulations per rank bin, fewer draws than
-        ``bins - 1`` or a ``--prior-scale`` that is not positive.
-    """
+    """``bayesobs calibrate``: simulation-based calibration of the posterior fits."""
     from ..calibration import POWER, calibrate, write_calibration
     from ..compile_cache import enable
     from ..leaderboard import wrap

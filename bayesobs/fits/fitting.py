@@ -80,14 +80,7 @@ _PARAMS = ("w", "b", "w_prior", "g", "delta", "rho", "sigma", "lapse")
 
 
 def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int, lapse=False):
-    """Joint log-likelihoods and per-level parameters (METHOD §10) for one chunk.
-
-    With ``lapse``, every variant is refitted with one lapse rate per cell
-    (:func:`_lapse_levels`).
-
-    Returns ``ll (D, V)``, ``n (D,)``, ``n_level (D, L)``, ``params`` with
-    ``(D, V, L)`` arrays and ``few (D, V)``: a level has too few responses.
-    """
+    """Joint log-likelihoods and per-level parameters (METHOD §10) for one chunk."""
     D = W.shape[0]
     V = len(VARIANTS)
     cell_of = np.repeat(np.arange(len(cells)), 1 + B)
@@ -153,13 +146,7 @@ def _fit_chunk_levels(W, runs: RunTable, cells: pd.DataFrame, B: int, L: int, la
 
 
 def _lapse_levels(W, runs: RunTable, cells, B, L, log, arrays, ll, par) -> None:
-    """Refit the variants of one transform with a lapse rate (METHOD §10 with §11), in place.
-
-    One ``lambda`` per cell (a lapse of attention whatever the level), each
-    level its own observer parameters and ``sigma_c``
-    (:func:`bayesobs.fits.lapse.fit_lapse_levels`).  Where the EM optimum does not
-    beat the no-lapse fit, that fit stays, with ``lapse = 0``.
-    """
+    """Refit the variants of one transform with a lapse rate (METHOD §10 with §11), in place."""
     z, u, obs, jac_trial, floors, centre = arrays
     D = W.shape[0]
     pairs = LevelPairs(
@@ -215,12 +202,7 @@ def _lapse_uniform(runs: RunTable, cells, B) -> np.ndarray:
 
 
 def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
-    """Log-likelihoods and parameters of every variant for one chunk.
-
-    Where a worker process is started and free (:func:`bayesobs.distributed.idle`;
-    ``bayesobs fit`` starts one before it reads a large input), the Kalman fits
-    of the log scale run there while those of the linear scale run here.
-    """
+    """Log-likelihoods and parameters of every variant for one chunk."""
     D = W.shape[0]
     cell_of = np.repeat(np.arange(len(cells)), 1 + B)
     ll = np.full((D, len(VARIANTS)), np.nan)
@@ -274,11 +256,7 @@ def _fit_chunk_task(args):
 
 
 def _lapse_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int, ll, par) -> None:
-    """Refit every variant with a lapse rate (METHOD §11), in place of ``ll``/``par``.
-
-    Where the EM optimum does not beat the no-lapse fit, the no-lapse fit
-    stays, with ``lapse = 0``.
-    """
+    """Refit every variant with a lapse rate (METHOD §11), in place of ``ll``/``par``."""
     D = W.shape[0]
     cell_of = np.repeat(np.arange(len(cells)), 1 + B)
     uniform = _lapse_uniform(runs, cells, B)

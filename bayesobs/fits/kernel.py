@@ -221,11 +221,7 @@ def kalman_moments_blocked(z, u, obs, rho):
 
 
 def _by_columns(one, blocks: list[slice], threaded: bool) -> list[np.ndarray]:
-    """``one(block)`` of each block of columns, the three moments joined along the last axis.
-
-    In two threads if ``threaded`` (NumPy releases the GIL; worth it only for
-    blocks whose every call is long, a grid's).
-    """
+    """``one(block)`` of each block of columns, the three moments joined along the last axis."""
     if threaded:
         with ThreadPoolExecutor(2) as pool:
             parts = list(pool.map(one, blocks))
@@ -442,13 +438,7 @@ def fit_kalman(W, Gd, z, u, obs):
 
 
 def _distinct_rows(W) -> tuple[np.ndarray, np.ndarray]:
-    """The first of each distinct row of CSR ``W`` (same columns and values, in the same order).
-
-    Returns ``(rows, inverse)``: ``W[rows]`` holds each distinct row once (in
-    the order of first appearance) and ``W[rows][inverse]`` is ``W``.  Each
-    row becomes one key (its length, then its columns and values padded),
-    and ``numpy.unique`` finds the distinct keys.
-    """
+    """The first of each distinct row of CSR ``W`` (same columns and values, in the same order)."""
     W = W.tocsr()
     n = W.shape[0]
     if n == 0:

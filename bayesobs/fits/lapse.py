@@ -185,10 +185,7 @@ def _lapse_rate(pairs, r, n_obs, D):
 
 
 def _e_step(pairs: Pairs, m, sigma2, lam):
-    """Responsibilities and the mixture log-likelihood per dataset.
-
-    ``sigma2``: one variance per dataset ``(D,)``, or one per pair-trial ``(P, T)``.
-    """
+    """Responsibilities and the mixture log-likelihood per dataset."""
     d = pairs.d_p
     s2 = sigma2[d, None] if sigma2.ndim == 1 else sigma2
     lam_p = lam[d, None]
@@ -334,12 +331,7 @@ def _base(variant) -> str:
 
 
 def _m_step_levels(variant, pairs: LevelPairs, r, state):
-    """Per-level observer parameters from ``r``-weighted statistics: ``(state, rss (L, D), n)``.
-
-    Closed forms per level; for the Kalman variants a few joint Newton steps
-    of the vector ``log rho_c`` on the weighted concentrated objective, kept
-    only where they lower it (a generalised EM step).
-    """
+    """Per-level observer parameters from ``r``-weighted statistics: ``(state, rss (L, D), n)``."""
     G = pairs.level_stats(r)
     n = G[..., 0]
     L, D = pairs.L, pairs.D

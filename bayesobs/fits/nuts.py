@@ -1,45 +1,4 @@
-"""NUTS with one leapfrog step per loop iteration: chains that run side by side without waiting.
-
-NumPyro's NUTS (``numpyro.infer.NUTS``) builds each trajectory in a
-``while_loop`` over tree doublings, with a ``while_loop`` over the leapfrog
-steps of each doubling inside.  Vectorised over many chains (``vmap``), every
-one of those loops runs until the *longest* trajectory of the batch has
-finished: the chains step in lockstep.  Measured on the BayesBench-scale fits
-(16 cells x 4 chains, 500 + 500 iterations, issue 32), such a batch ran 2.5 to
-2.8 times as many leapfrog steps as its average chain needed.
-
-Here the same algorithm is a state machine that advances every chain by
-exactly one leapfrog step per iteration of a single ``while_loop``
-(:func:`make_sampler`'s ``step``): a chain whose trajectory has ended keeps
-its draw, updates its adaptation and begins its next trajectory within the
-same iteration, whatever the others are doing.  A batch then costs as many
-iterations as its busiest chain needs over the whole run.
-
-The transition is NumPyro's, step for step and key for key: the same
-multinomial sampling within subtrees and biased progressive sampling between
-them, the same generalised U-turn checks at the same checkpoints, the same
-divergence threshold, and the same warm-up (dual averaging of the step size,
-Welford estimates of a diagonal mass matrix in Stan's windows, the dual
-averaging restarted at each window's end; like ``NUTS``'s default, no
-heuristic step-size search).  It uses NumPyro's public ``dual_averaging``,
-``welford_covariance`` and ``build_adaptation_schedule``, and starts from
-``NUTS.init``'s state.  Given the same key it makes ``NUTS``'s draws until
-float rounding (the two programs fuse their arithmetic differently) sends a
-chain another way; tests/fits/test_nuts.py compares the two, and checks the
-draws against a known posterior.
-
-The keys are NumPyro's raw keys, drawn from through
-:mod:`bayesobs.fits.prng` (JAX's threefry with its hash unrolled: the same
-bits, without the five-iteration loop that JAX's CPU lowering runs for every
-one of the ten hashes of a step, which cost 12-25% of the sampling time).
-
-Positions, momenta and gradients are flat vectors here (the order of
-``jax.flatten_util.ravel_pytree``, which is the order of NUTS's one diagonal
-mass-matrix block); the potential sees the position as its pytree.
-Defaults are NUTS's: target acceptance 0.8, tree depth at most 10, a diagonal
-mass matrix with Stan's regularisation, divergence at an energy error over
-1000.
-"""
+"""NUTS with one leapfrog step per loop iteration: chains that run side by side without waiting."""
 
 from __future__ import annotations
 
@@ -124,29 +83,7 @@ def _where(pred, a, b):
 
 
 def packing(example):
-    """``(pack, unpack)`` of pytrees shaped like ``example``: one array per dtype.
-
-    The sampler's loop carries its chains packed: choosing each chain's next
-    state among its successors is then one select per dtype, where one per
-    field of :class:`Lane` let XLA's CPU compiler copy the arithmetic behind
-    each field (keys, tree depths) into every select (~45% of an iteration).
-
-    Parameters
-    ----------
-    example : pytree
-        Arrays with one leading (chain) axis of the same length.
-
-    Returns
-    -------
-    pack : callable
-        ``pack(tree) -> tuple of arrays``: every leaf of a tree like
-        ``example`` flattened behind its leading axis and cast to the dtype of
-        ``example``'s leaf, the leaves of each dtype joined in the tree's order
-        into one ``(chains, width)`` array (dtypes in order of first appearance).
-    unpack : callable
-        ``unpack(packed) -> pytree``: the inverse, the leaves sliced back into
-        their shapes.
-    """
+    """``(pack, unpack)`` of pytrees shaped like ``example``: one array per dtype."""
     import jax  # optional weight: JAX loads only for posterior/calibration work
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
 
@@ -213,13 +150,7 @@ def is_turning(inverse_mass, r_left, r_right, r_sum):
 
 
 def combine(tree: Tree, new: Tree, inverse_mass, right, key, biased: bool, impl=None) -> Tree:
-    """``tree`` extended by ``new`` on its ``right`` (else left) side, the proposal resampled.
-
-    ``biased``: the move between a trajectory and its new subtree
-    (Betancourt 2017, A.3.2); otherwise the uniform (multinomial) move within
-    a subtree (A.3.1).  ``key`` is raw key data; ``impl`` the implementation
-    that draws with it (:func:`bayesobs.fits.prng.wrap`; None: JAX's own).
-    """
+    """``tree`` extended by ``new`` on its ``right`` (else left) side, the proposal resampled."""
     import jax  # optional weight: JAX loads only for posterior/calibration work
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
     from jax import random
@@ -272,37 +203,7 @@ def _leaf(z, r, pe, g, energy, weight, diverging, accept, n) -> Tree:
 
 
 def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
-    """``(start, step, run)``: NUTS on ``potential(z, data)``, many chains side by side.
-
-    Parameters
-    ----------
-    potential : callable
-        ``potential(z, data)``: the potential energy (negative log density)
-        of a position pytree ``z`` (unconstrained) given one chain's ``data``
-        (any pytree).
-    example_z : pytree
-        One chain's position (its structure, shapes and dtypes are used).
-    num_warmup, num_draws : int
-        Warm-up and kept iterations; ``num_draws`` at least 1.
-
-    Returns
-    -------
-    start : callable
-        ``start(hmc_state) -> Lane``: one chain from the ``HMCState`` of
-        ``NUTS.init`` (default arguments), its first trajectory begun.
-    step : callable
-        ``step(lane, data) -> (Lane, Record)``: one leapfrog step and its
-        bookkeeping (the subtree, the trajectory, and at a trajectory's end
-        the adaptation and the next trajectory's start); the record says
-        whether a kept draw ended here, and which.
-    run : callable
-        ``run(hmc_states, data) -> (draws, diverging, num_steps)``: many
-        chains (every leaf of ``hmc_states`` and ``data`` with one leading
-        axis of chains) stepped in one ``while_loop`` until each has made
-        ``num_warmup + num_draws`` transitions; ``draws`` a pytree like
-        ``example_z`` of ``(chains, num_draws, ...)`` arrays, the others
-        ``(chains, num_draws)``.
-    """
+    """``(start, step, run)``: NUTS on ``potential(z, data)``, many chains side by side."""
     import jax  # optional weight: JAX loads only for posterior/calibration work
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
     from jax import lax, random
@@ -428,11 +329,7 @@ def make_sampler(potential, example_z, num_warmup: int, num_draws: int):
         return begin_transition(lane._replace(i=i + 1))
 
     def step_parts(lane: Lane, data):
-        """One leapfrog step: the lane's three possible successors, which of them, the record.
-
-        The successors: the trajectory doubles again, the transition ends, or
-        the subtree grows on; ``(sub_done, more)`` choose among them.
-        """
+        """One leapfrog step: the lane's three possible successors, which of them, the record."""
         inv, sub = lane.adapt.inverse_mass, lane.sub
         # velocity Verlet from the subtree's leaf on this doubling's side
         z, r, g = _where(

@@ -1,21 +1,4 @@
-"""JAX's threefry keys with the hash unrolled: the same bits, without a loop per call.
-
-On the CPU, JAX lowers every threefry-2x32 hash (each ``random.split``,
-``random.bernoulli``, ``random.normal``) to a ``while`` loop of five
-iterations, which keeps compilation short; inside the NUTS loop of
-:mod:`bayesobs.fits.nuts`, which hashes ten times per leapfrog step, those
-small loops cost more than the arithmetic (XLA's CPU runtime pays per
-iteration of a loop, not per element).  :func:`unrolled_impl` is a PRNG
-implementation (``jax.extend.random.define_prng_impl``) whose keys are JAX's
-threefry keys and whose hash is written out round by round, so that XLA
-fuses it with its neighbours: ``split``, ``bernoulli``, ``normal`` and
-``uniform`` of a key wrapped with it (:func:`wrap`) give exactly the bits
-they give for the raw key (``tests/fits/test_prng.py`` compares them).
-
-It follows JAX's partitionable threefry (``jax_threefry_partitionable``,
-the default since JAX 0.5); with that flag off, :func:`unrolled_impl`
-returns ``None`` and callers keep JAX's own keys.
-"""
+"""JAX's threefry keys with the hash unrolled: the same bits, without a loop per call."""
 
 from __future__ import annotations
 
@@ -32,23 +15,7 @@ def _rotate_left(v, d: int):
 
 
 def threefry2x32(key1, key2, x1, x2):
-    """The Threefry-2x32 hash (20 rounds) of counters ``(x1, x2)`` under key ``(key1, key2)``.
-
-    The arithmetic of JAX's ``threefry2x32`` primitive, unrolled; ``uint32``
-    arrays of one shape (the key words broadcast).
-
-    Parameters
-    ----------
-    key1, key2 : jax.Array
-        The key's two ``uint32`` words.
-    x1, x2 : jax.Array
-        The counters' two ``uint32`` words.
-
-    Returns
-    -------
-    tuple of jax.Array
-        The two ``uint32`` output words.
-    """
+    """The Threefry-2x32 hash (20 rounds) of counters ``(x1, x2)`` under key ``(key1, key2)``."""
     ks = (key1, key2, key1 ^ key2 ^ _PARITY)
     x = [x1 + ks[0], x2 + ks[1]]
     for i in range(5):
@@ -76,20 +43,7 @@ def _hash(key, shape):
 
 
 def split(key, shape):
-    """``shape`` new raw keys from raw key ``key`` (JAX's partitionable ``threefry_split``).
-
-    Parameters
-    ----------
-    key : jax.Array
-        ``(2,)`` ``uint32`` key data.
-    shape : tuple of int
-        Shape of the new keys.
-
-    Returns
-    -------
-    jax.Array
-        ``shape + (2,)`` ``uint32`` key data.
-    """
+    """``shape`` new raw keys from raw key ``key`` (JAX's partitionable ``threefry_split``)."""
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
 
     b1, b2 = _hash(key, shape)
@@ -97,22 +51,7 @@ def split(key, shape):
 
 
 def random_bits(key, bit_width: int, shape):
-    """Random unsigned integers of ``bit_width`` bits (JAX's partitionable ``threefry_random_bits``).
-
-    Parameters
-    ----------
-    key : jax.Array
-        ``(2,)`` ``uint32`` key data.
-    bit_width : int
-        8, 16, 32 or 64.
-    shape : tuple of int
-        Shape of the result.
-
-    Returns
-    -------
-    jax.Array
-        Unsigned integers of ``bit_width`` bits.
-    """
+    """Random unsigned integers of ``bit_width`` bits (JAX's partitionable ``threefry_random_bits``)."""
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
     from jax import lax  # optional weight: JAX loads only for posterior/calibration work
 
@@ -157,56 +96,21 @@ def _impl():
 
 
 def unrolled_impl():
-    """The PRNG implementation of JAX's threefry keys with the hash unrolled, or ``None``.
-
-    ``None`` when ``jax_threefry_partitionable`` is off: JAX's keys then
-    split and draw another way, which this implementation does not follow.
-
-    Returns
-    -------
-    object or None
-        An implementation for ``jax.random.wrap_key_data(..., impl=...)``.
-    """
+    """The PRNG implementation of JAX's threefry keys with the hash unrolled, or ``None``."""
     import jax  # optional weight: JAX loads only for posterior/calibration work
 
     return _impl() if jax.config.jax_threefry_partitionable else None
 
 
 def wrap(raw, impl):
-    """Raw ``uint32`` key data as a typed key of ``impl`` (``raw`` itself when ``impl`` is None).
-
-    Parameters
-    ----------
-    raw : jax.Array
-        ``(..., 2)`` ``uint32`` key data (``jax.random.PRNGKey``'s form).
-    impl : object or None
-        From :func:`unrolled_impl`.
-
-    Returns
-    -------
-    jax.Array
-        A key ``jax.random`` accepts, drawing JAX's bits for ``raw``.
-    """
+    """Raw ``uint32`` key data as a typed key of ``impl`` (``raw`` itself when ``impl`` is None)."""
     from jax import random  # optional weight: JAX loads only for posterior/calibration work
 
     return raw if impl is None else random.wrap_key_data(raw, impl=impl)
 
 
 def unwrap(key, impl):
-    """A key from :func:`wrap` (or ``jax.random.split`` of one) back to raw key data.
-
-    Parameters
-    ----------
-    key : jax.Array
-        A typed key of ``impl``, or raw key data when ``impl`` is None.
-    impl : object or None
-        From :func:`unrolled_impl`.
-
-    Returns
-    -------
-    jax.Array
-        ``(..., 2)`` ``uint32`` key data.
-    """
+    """A key from :func:`wrap` (or ``jax.random.split`` of one) back to raw key data."""
     from jax import random  # optional weight: JAX loads only for posterior/calibration work
 
     return key if impl is None else random.key_data(key)

@@ -1,9 +1,4 @@
-"""Synthetic trial tables from known observers (for demos, tests, benchmarks).
-
-These are *model-simulated* trials, not the task runner's simulated subjects:
-responses are drawn directly from an observer variant with known parameters,
-so fits can be checked against the truth.
-"""
+"""Synthetic trial tables from known observers (for demos, tests, benchmarks)."""
 
 from __future__ import annotations
 
@@ -33,22 +28,7 @@ DURATION_CONDITIONS: tuple[str, ...] = (
 
 
 def bayesbench_design(include_context_none: bool = False) -> list[tuple[str, str, str]]:
-    """(task, modality, condition) cells of the paper's protocol.
-
-    The three visual tasks in all three modalities under base and the eight
-    ablations (plus ``context_none`` if asked), and duration in text under base,
-    steering and context ablations: 87 cells per subject by default.
-
-    Parameters
-    ----------
-    include_context_none : bool
-        Add the ``context_none`` condition to the visual tasks.
-
-    Returns
-    -------
-    list of tuple of str
-        ``(task, modality, condition)`` per cell.
-    """
+    """(task, modality, condition) cells of the paper's protocol."""
     conds = [c for c in CONDITIONS if include_context_none or c != "context_none"]
     cells = [(t, m, c) for t in VISUAL_TASKS for m in MODALITIES for c in conds]
     cells += [("duration", "text", c) for c in DURATION_CONDITIONS]
@@ -62,34 +42,7 @@ def simulated_trials(
     seed: int = 0,
     design: list[tuple[str, str, str]] | None = None,
 ) -> pd.DataFrame:
-    """A BayesBench-shaped trial table whose responses come from known observers.
-
-    Each subject is one observer variant with fixed parameters; ``w_prior``
-    rises under the ablations meant to raise it, so static-Bayes subjects are
-    Bayes-consistent.  Returns a trial table in the DESIGN contract form.
-
-    Parameters
-    ----------
-    n_subjects : int
-        Number of subjects; subject ``s`` is the variant ``s`` mod 6 of
-        ``static, kalman, linear, static_gain, kalman_log, static_log``.
-    trials_per_session : int
-        Trials per run.
-    runs : int
-        Runs per session type (``short``, ``medium``, ``long``).
-    seed : int
-        Seed of the parameters, stimuli and responses.
-    design : list of tuple of str, optional
-        ``(task, modality, condition)`` cells; :func:`bayesbench_design` by
-        default.  The tasks must be among :data:`TASK_RANGES`.
-
-    Returns
-    -------
-    DataFrame
-        ``subject, task, modality, condition, session, run, trial, stimulus,
-        response, range_low, range_high``; the modalities of a task and
-        condition share each run's stimuli.
-    """
+    """A BayesBench-shaped trial table whose responses come from known observers."""
     rng = np.random.default_rng(seed)
     design = design or bayesbench_design()
     kinds = ["static", "kalman", "linear", "static_gain", "kalman_log", "static_log"]

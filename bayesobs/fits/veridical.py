@@ -1,29 +1,4 @@
-"""The veridical observer: a reference beside the ten variants (issue 28).
-
-``response = stimulus + noise`` on the linear scale (``veridical``) and
-``log response = log stimulus + noise`` (``veridical_log``): one free
-parameter, ``sigma``.  Its likelihood follows the engine's conventions
-(:mod:`bayesobs.fits.fitting`) exactly, so its AIC can stand beside theirs:
-
-* the same model scale (:func:`bayesobs.fits.observers.scale.model_scale`: the
-  cell's ``eps``, the log Jacobian ``-log(y + eps)`` per observed response,
-  log variants skipped where the cell's are);
-* the same per-cell centring of ``z`` and ``u`` by the cell's mean ``z``
-  (the residual ``u - z`` does not change; the response variance behind the
-  floor is computed the same way);
-* ``sigma^2 = RSS / n`` profiled, with the same variance floor (the response
-  quantum's Sheppard variance and ``1e-12`` times the response variance);
-* the same ``n`` (observed responses) and the same rules for skipping: a
-  constant cell, a cell whose log variants are skipped (``veridical_log``
-  only), fewer than ``k + 1 = 2`` observed responses;
-* with an interleaved column (METHOD §10), one ``sigma`` per level and the
-  joint log-likelihood summed over levels (``k`` = number of levels).
-
-It is the common limit of the Bayesian variants without gain (``static`` at
-``w_prior = 0``, ``kalman`` at ``rho = inf``) with one parameter fewer.
-Computed on the full data (no bootstrap replicates).  With ``--lapse`` it is
-not computed (NaN): a lapse-free reference would be compared with lapse fits.
-"""
+"""The veridical observer: a reference beside the ten variants (issue 28)."""
 
 from __future__ import annotations
 
@@ -43,12 +18,7 @@ LAPSE_REASON = "not computed with --lapse (the veridical reference has no lapse 
 
 
 class VeridicalFit(NamedTuple):
-    """Full-data fits of the two veridical observers, one row per cell.
-
-    ``loglik``, ``aic``, ``sigma`` and ``n`` have shape ``(cells, 2)`` in
-    :data:`VERIDICAL_NAMES` order (NaN where not fitted); ``k`` is
-    ``(cells,)``.  ``cells`` holds the cell keys.
-    """
+    """Full-data fits of the two veridical observers, one row per cell."""
 
     cells: pd.DataFrame
     loglik: np.ndarray
@@ -66,19 +36,7 @@ def _floor(n, su, suu, qfloor):
 
 
 def veridical_fit(trials: pd.DataFrame, interleaved: str | None = None) -> VeridicalFit:
-    """Maximum-likelihood fits of ``veridical`` and ``veridical_log`` per cell.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        The normalised magnitude trials that were fitted.
-    interleaved : str, optional
-        The interleaved column of the fit (METHOD §10), if any.
-
-    Returns
-    -------
-    VeridicalFit
-    """
+    """Maximum-likelihood fits of ``veridical`` and ``veridical_log`` per cell."""
     cells, runs = build_runs(trials, interleaved)
     C = len(cells)
     levels = cells.attrs.get("levels") or []
@@ -131,28 +89,7 @@ def veridical_fit(trials: pd.DataFrame, interleaved: str | None = None) -> Verid
 
 
 def veridical_rows(trials: pd.DataFrame, rows: pd.DataFrame, lapse: bool = False) -> np.ndarray:
-    """Veridical AICs ``(len(rows), 2)`` aligned with the rows of a fit batch.
-
-    ``rows`` is ``FitBatch.cells``: one row per cell, or with an interleaved
-    column one row per (cell, level), each carrying the joint fit (as the
-    ten variants' ``aic`` does).  With ``lapse`` every entry is NaN (see
-    :data:`LAPSE_REASON`).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        The normalised magnitude trials that were fitted.
-    rows : DataFrame
-        ``FitBatch.cells`` of the fit (the cell keys, and ``level`` with its
-        ``attrs["levels"]`` for an interleaved fit).
-    lapse : bool
-        Whether the fit has a lapse rate.
-
-    Returns
-    -------
-    numpy.ndarray
-        AIC of ``veridical`` and ``veridical_log`` per row, NaN where not fitted.
-    """
+    """Veridical AICs ``(len(rows), 2)`` aligned with the rows of a fit batch."""
     if lapse or not len(rows):
         return np.full((len(rows), 2), np.nan)
     interleaved = None

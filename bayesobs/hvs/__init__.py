@@ -1,17 +1,4 @@
-"""HVSBench-style perception tasks: standardiser, MultiMatch, metrics, loaders, questions, sims.
-
-HVSBench (Lin et al. 2024, "Do Multimodal Large Language Models See Like
-Humans?") publishes neither code nor question files; everything here is an
-"HVSBench-style" recreation from the paper's text and the public source
-datasets (COCO-Search18, COCO-FreeView, SIS10K, a saliency-rank CSV).
-Numbers produced with it are HVSBench-style, not HVSBench results.
-
-Modules: :mod:`.standardise` (answer standardiser), :mod:`.multimatch`
-(scanpath similarity), :mod:`.loaders` (source files and the ``--hvs DIR``
-layout), :mod:`.fixture` (synthetic test/demo folder), :mod:`.questions`
-(Q1-Q13), :mod:`.metrics` (scores, random baselines, ``hvs.csv``),
-:mod:`.sims` (simulated subjects).
-"""
+"""HVSBench-style perception tasks: standardiser, MultiMatch, metrics, loaders, questions, sims."""
 
 from .fixture import write_fixture
 from .loaders import (

@@ -1,28 +1,4 @@
-"""Synthetic HVS source folder: a TEST / DEMO FIXTURE, never a benchmark.
-
-:func:`write_fixture` draws a few seeded 1680 x 1050 images (Pillow
-``ImageDraw``: discs and boxes of varied size and contrast on a grey,
-lightly textured background) and writes, in the layout that
-:func:`bayesobs.hvs.loaders.load_folder` reads:
-
-* COCO-Search18-format target-present fixation files (train / validation /
-  test) and a COCO-FreeView-format file, with simulated scanpaths: the first
-  fixation at the screen centre, then fixations drawn towards objects in
-  proportion to their salience with inhibition of return, mixed with
-  centre-biased random fixations; durations longer on more salient objects.
-  A search scanpath ends on its target.
-* SIS10K-style COCO instances (the objects whose salience is at least
-  :data:`SALIENT_THRESHOLD`, at least one per image) and a saliency-rank CSV
-  (every object of the image, ranked by salience, with a label such as "the
-  red disc").
-
-An object's salience is ``contrast * sqrt(area / largest area) *
-exp(-d^2 / (2 * 0.3^2))``, with ``contrast`` the object's luminance
-difference to the background (0..1) and ``d`` the distance of its centre
-from the image centre in units of the image width.  Everything is a
-function of the seed.  The numbers this fixture yields describe the
-simulation only, not people and not HVSBench.
-"""
+"""Synthetic HVS source folder: a TEST / DEMO FIXTURE, never a benchmark."""
 
 from __future__ import annotations
 
@@ -93,21 +69,7 @@ def _chroma(o: dict) -> float:
 
 
 def draw_image(objs: list[dict], rng: np.random.Generator) -> Image.Image:
-    """Draw the objects on a grey background with faint large texture patches.
-
-    Parameters
-    ----------
-    objs : list of dict
-        Objects with ``bbox`` (``[x, y, width, height]``, px), ``rgb`` and
-        ``shape`` (``"disc"`` or ``"box"``).
-    rng : numpy.random.Generator
-        Randomness of the background patches.
-
-    Returns
-    -------
-    PIL.Image.Image
-        An RGB image of the screen's size (:data:`bayesobs.hvs.loaders.SCREEN`).
-    """
+    """Draw the objects on a grey background with faint large texture patches."""
     w, h = SCREEN
     im = Image.new("RGB", (w, h), (BACKGROUND,) * 3)
     dr = ImageDraw.Draw(im)
@@ -134,31 +96,7 @@ def simulate_scanpath(
     target: int | None = None,
     centre_bias: float = 0.25,
 ) -> tuple[list[float], list[float], list[float]]:
-    """Simulated fixations (px, ms): centre start, salience-driven with inhibition of return.
-
-    Parameters
-    ----------
-    objs : list of dict
-        Objects with ``cx``, ``cy``, ``size``, ``salience``.
-    rng : numpy.random.Generator
-        Randomness.
-    n : int
-        Number of fixations (a search scanpath may stop earlier, on its target).
-    target : int, optional
-        Index of the search target: it attracts strongly, and the scanpath
-        ends when it is fixated.
-    centre_bias : float
-        Probability of a centre-biased random fixation instead of an object.
-
-    Returns
-    -------
-    xs : list of float
-        Fixation x positions in px (one decimal).
-    ys : list of float
-        Fixation y positions in px (one decimal).
-    ts : list of float
-        Fixation durations in ms; a search scanpath's last fixation is on its target.
-    """
+    """Simulated fixations (px, ms): centre start, salience-driven with inhibition of return."""
     w, h = SCREEN
     xs, ys, ts = [w / 2 + rng.normal(0, 15)], [h / 2 + rng.normal(0, 15)], []
     ts.append(float(rng.uniform(150, 300)))
@@ -199,22 +137,7 @@ def simulate_scanpath(
 
 
 def write_fixture(root: str | Path, seed: int = 0, n_images: int = 6) -> Path:
-    """Write the synthetic HVS source folder (test / demo only).
-
-    Parameters
-    ----------
-    root : str or Path
-        Folder to create (the ``--hvs DIR`` layout).
-    seed : int
-        Seed for everything (images, objects, scanpaths).
-    n_images : int
-        Number of images (each is used by every source).
-
-    Returns
-    -------
-    Path
-        ``root``.
-    """
+    """Write the synthetic HVS source folder (test / demo only)."""
     root = Path(root)
     rng = np.random.default_rng(seed)
     dirs = {

@@ -1,42 +1,4 @@
-"""Loaders for the public sources of the HVSBench-style questions.
-
-Folder layout (the ``--hvs DIR`` argument; :func:`missing_report` prints it)::
-
-    DIR/coco_search18/coco_search18_fixations_TP_train.json
-    DIR/coco_search18/coco_search18_fixations_TP_validation.json
-    DIR/coco_search18/coco_search18_fixations_TP_test.json
-    DIR/coco_search18/images/<task>/<name>      (or images/<name>)
-    DIR/coco_freeview/COCOFreeView_fixations_trainval.json
-    DIR/coco_freeview/images/<name>              (or images/<task>/<name>)
-    DIR/sis10k/annotations/*.json                (COCO-style instances)
-    DIR/sis10k/images/<file_name>
-    DIR/saliency_ranks/ranks.csv
-    DIR/saliency_ranks/images/<image>
-
-Formats
--------
-COCO-Search18 (target present) and COCO-FreeView fixations
-    A JSON list of scanpaths ``{name, subject, task, condition, bbox [x, y,
-    w, h], X [], Y [], T [] (ms), length, fixOnTarget, correct, split}`` on
-    1680 x 1050 px images.  Required: ``name``, ``subject``, ``X``, ``Y``,
-    ``T``, ``length``; COCO-Search18 also needs ``task``, ``condition``
-    (``"present"``) and ``bbox``.
-SIS10K (salient instances)
-    COCO-style ``{"images": [{id, file_name, width, height}], "annotations":
-    [{id, image_id, category_id, bbox [x, y, w, h]}], "categories": [{id,
-    name}]}``; every annotation is one salient instance.
-Saliency ranks (SIFR-like; SIFR's own format is unverified)
-    A CSV with header ``image,instance,bbox,rank`` and optional ``label``,
-    ``width``, ``height``: one row per salient instance, ``bbox`` as ``x y w
-    h`` in pixels (spaces, commas or a JSON list), ``rank`` 1 = most
-    salient, ranks of an image being 1..n without gaps; ``label`` a short
-    description ("the person") used by the described-object questions
-    (Q5, Q7); ``width``/``height`` the image size (read from the image file
-    when absent).
-
-Errors are :class:`~bayesobs.errors.BayesobsInputError` naming the file,
-the record or row, and the field.
-"""
+"""Loaders for the public sources of the HVSBench-style questions."""
 
 from __future__ import annotations
 
@@ -109,32 +71,7 @@ def _numbers(path: Path, where: str, field: str, value: Any) -> list[float]:
 
 
 def load_fixations(path: str | Path, source: str = "search") -> list[dict]:
-    """Read a COCO-Search18 (target present) or COCO-FreeView fixation file.
-
-    Parameters
-    ----------
-    path : str or Path
-        The JSON file.
-    source : {"search", "freeview"}
-        ``"search"`` requires ``task``, ``condition`` = ``"present"`` and
-        ``bbox`` as well.
-
-    Returns
-    -------
-    list of dict
-        One dict per scanpath with ``name``, ``subject``, ``task`` (``""``
-        when absent), ``condition``, ``bbox`` (list or None), ``X``, ``Y``,
-        ``T`` (lists of float, pixels and ms), ``length``, ``split``,
-        ``fixOnTarget``, ``correct`` (None when absent).
-
-    Raises
-    ------
-    BayesobsInputError
-        Invalid or truncated JSON, a missing or malformed field, X/Y/T
-        lengths that disagree with each other or with ``length``, or a file
-        that looks like another version (target-absent, 512x320 rescaled,
-        durations in seconds).
-    """
+    """Read a COCO-Search18 (target present) or COCO-FreeView fixation file."""
     if source not in ("search", "freeview"):
         raise ValueError(f"source must be 'search' or 'freeview', got {source!r}")
     path = Path(path)
@@ -217,26 +154,7 @@ def load_fixations(path: str | Path, source: str = "search") -> list[dict]:
 
 
 def load_sis10k(path: str | Path) -> dict[str, dict]:
-    """Read a COCO-style SIS10K instances file.
-
-    Parameters
-    ----------
-    path : str or Path
-        The JSON file.
-
-    Returns
-    -------
-    dict
-        ``file_name -> {"width", "height", "instances": [{"bbox": [x, y, w,
-        h], "category": name}]}``; images without annotations have no
-        instances.
-
-    Raises
-    ------
-    BayesobsInputError
-        Invalid JSON, a missing section or field, or an annotation naming an
-        unknown image or category.
-    """
+    """Read a COCO-style SIS10K instances file."""
     path = Path(path)
     data = _read_json(path)
     if not isinstance(data, dict):
@@ -287,28 +205,7 @@ def _parse_bbox(text: str) -> list[float]:
 
 
 def load_ranks(path: str | Path, images_dir: str | Path | None = None) -> dict[str, dict]:
-    """Read a saliency-rank CSV (columns ``image,instance,bbox,rank``).
-
-    Parameters
-    ----------
-    path : str or Path
-        The CSV file.
-    images_dir : str or Path, optional
-        Where the images are, to read their size when the CSV has no
-        ``width``/``height`` columns (default: ``images/`` beside the CSV).
-
-    Returns
-    -------
-    dict
-        ``image -> {"width", "height", "instances": [{"instance", "bbox":
-        [x, y, w, h], "rank", "label"}]}`` with instances sorted by rank.
-
-    Raises
-    ------
-    BayesobsInputError
-        A missing column, an unreadable bbox or rank, ranks that are not
-        1..n per image, or an image whose size cannot be found.
-    """
+    """Read a saliency-rank CSV (columns ``image,instance,bbox,rank``)."""
     path = Path(path)
     images_dir = Path(images_dir) if images_dir is not None else path.parent / "images"
     try:
@@ -388,19 +285,7 @@ def load_ranks(path: str | Path, images_dir: str | Path | None = None) -> dict[s
 
 
 def expected_files(root: str | Path) -> list[tuple[Path, str]]:
-    """The files and folders an HVS source folder must hold, with what each is.
-
-    Parameters
-    ----------
-    root : str or Path
-        The folder given as ``--hvs DIR``.
-
-    Returns
-    -------
-    list of (Path, str)
-        Each expected path and the source it belongs to (a key of the
-        source descriptions).
-    """
+    """The files and folders an HVS source folder must hold, with what each is."""
     root = Path(root)
     s18 = root / "coco_search18"
     out = [(s18 / f, "coco_search18") for f in SEARCH_FILES]
@@ -415,20 +300,7 @@ def expected_files(root: str | Path) -> list[tuple[Path, str]]:
 
 
 def missing_files(root: str | Path) -> list[Path]:
-    """Expected files or folders absent from ``root`` (see :func:`expected_files`).
-
-    An ``sis10k/annotations`` folder without any ``*.json`` counts as missing.
-
-    Parameters
-    ----------
-    root : str or Path
-        The folder given as ``--hvs DIR``.
-
-    Returns
-    -------
-    list of Path
-        The missing paths, in :func:`expected_files` order; empty when complete.
-    """
+    """Expected files or folders absent from ``root`` (see :func:`expected_files`)."""
     missing = []
     for p, _ in expected_files(root):
         if p.name == "annotations":
@@ -440,19 +312,7 @@ def missing_files(root: str | Path) -> list[Path]:
 
 
 def missing_report(root: str | Path) -> str:
-    """Text saying exactly which expected files are missing and where to put them.
-
-    Parameters
-    ----------
-    root : str or Path
-        The folder given as ``--hvs DIR``.
-
-    Returns
-    -------
-    str
-        ``""`` when nothing is missing; otherwise one line per missing path
-        with the source it belongs to and where to get it, then the layout.
-    """
+    """Text saying exactly which expected files are missing and where to put them."""
     root = Path(root)
     missing = set(missing_files(root))
     if not missing:
@@ -469,22 +329,7 @@ def missing_report(root: str | Path) -> str:
 
 
 def find_image(images_dir: Path, name: str, task: str = "") -> Path | None:
-    """Locate an image as ``images/<task>/<name>`` or ``images/<name>`` (None if absent).
-
-    Parameters
-    ----------
-    images_dir : Path
-        The source's ``images`` folder.
-    name : str
-        The image's file name.
-    task : str
-        The search target's category (a subfolder); ``""`` for none.
-
-    Returns
-    -------
-    Path or None
-        The first of the two paths that is a file, else None.
-    """
+    """Locate an image as ``images/<task>/<name>`` or ``images/<name>`` (None if absent)."""
     for cand in ((images_dir / task / name) if task else None, images_dir / name):
         if cand is not None and cand.is_file():
             return cand
@@ -492,27 +337,7 @@ def find_image(images_dir: Path, name: str, task: str = "") -> Path | None:
 
 
 def load_folder(root: str | Path) -> dict[str, Any]:
-    """Load every source of an HVS folder (all must be present).
-
-    Parameters
-    ----------
-    root : str or Path
-        The folder given as ``--hvs DIR``.
-
-    Returns
-    -------
-    dict
-        ``search`` and ``freeview`` (fixation records, each with an added
-        ``image`` path), ``sis10k`` and ``ranks`` (as their loaders return,
-        each image entry with an added ``image`` path), ``root``.
-
-    Raises
-    ------
-    BayesobsInputError
-        When files are missing (with :func:`missing_report` as the message),
-        when a file is malformed, or when an image referenced by the
-        annotations is absent.
-    """
+    """Load every source of an HVS folder (all must be present)."""
     root = Path(root)
     report = missing_report(root)
     if report:

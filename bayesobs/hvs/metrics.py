@@ -1,31 +1,4 @@
-"""HVSBench-style metrics, random baselines and the Table 3 layout (``hvs.csv``).
-
-Metrics (paper section 3.3):
-
-* choice questions: accuracy; Q3 (ranking): exact-match accuracy;
-* Q2: accuracy, MAE and RMSE of the standardised count;
-* Q9/Q12: MultiMatch direction (M-Dir) and position (M-Pos) similarity.
-  The standardised prediction (relative coordinates) is cut to its first 6
-  fixations and scaled to the 1680 x 1050 screen; each question's score is
-  the mean over the image's human scanpaths (pixels, ms; not cut).  An
-  empty prediction (``X = [] Y = [] T = []``) is scored as the
-  standardiser's default, one central fixation of 0 ms; a negative predicted
-  duration counts as 0 ms.
-
-Aggregation (the paper does not state how its "Overall" is averaged, and
-no fixed weighting of its Table 3 or Table 11 columns reproduces it (we
-checked by least squares over its 14 rows), so this is our choice):
-a field's accuracy pools its questions (each question counts once), as
-``Acc = sum 1(y_hat = y) / N`` defines it; ``Overall`` pools every
-accuracy-scored question (Q1-Q8, Q10, Q11, Q13).  Q9 and Q12 enter only
-through M-Dir and M-Pos.
-
-Random baselines (paper section 4.1): ``1/k`` for a ``k``-option choice
-and ``1/k!`` for a ranking of ``k``; Q2 accuracy of a draw from the
-frequency distribution of the counts (``sum_c p_c^2``), MAE and RMSE of
-predicting the mean count; Q9/Q12 the MultiMatch of a human scanpath of
-another image (seeded draw).  All numbers are HVSBench-style.
-"""
+"""HVSBench-style metrics, random baselines and the Table 3 layout (``hvs.csv``)."""
 
 from __future__ import annotations
 
@@ -60,18 +33,7 @@ ACC_TYPES = ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "Q10", "Q11", "Q13"
 
 
 def count_metrics(gold: Sequence[float], pred: Sequence[float]) -> dict[str, float]:
-    """Accuracy, MAE and RMSE of counts.
-
-    Parameters
-    ----------
-    gold, pred : sequence of numbers
-        True and standardised counts (same length, at least one).
-
-    Returns
-    -------
-    dict
-        ``acc`` (exact match), ``mae``, ``rmse``.
-    """
+    """Accuracy, MAE and RMSE of counts."""
     g, p = np.asarray(gold, dtype=float), np.asarray(pred, dtype=float)
     if g.shape != p.shape or g.size == 0:
         raise ValueError("count_metrics: gold and pred need the same, non-zero length")
@@ -97,23 +59,7 @@ def _pixels(sp: dict, screen: tuple[float, float], cut: int | None) -> list[tupl
 def scanpath_score(
     pred: dict, humans: Sequence[dict], screen: tuple[float, float] = SCREEN
 ) -> dict[str, float]:
-    """M-Dir and M-Pos of a predicted scanpath against an image's human scanpaths.
-
-    Parameters
-    ----------
-    pred : dict
-        Standardised prediction: lists ``X``, ``Y`` (relative, 0..1), ``T`` (ms).
-    humans : sequence of dict
-        The image's human scanpaths in the same relative form.
-    screen : (width, height)
-        Screen in pixels the relative coordinates are scaled to.
-
-    Returns
-    -------
-    dict
-        ``m_dir`` and ``m_pos``: means over ``humans`` of MultiMatch
-        direction and position, the prediction cut to 6 fixations.
-    """
+    """M-Dir and M-Pos of a predicted scanpath against an image's human scanpaths."""
     if not humans:
         raise ValueError("scanpath_score: no human scanpaths to compare with")
     p = _pixels(pred, screen, MAX_PRED_FIX)
@@ -127,24 +73,7 @@ def scanpath_score(
 def score_replies(
     records: Sequence[dict], replies: Sequence[str | None], screen: tuple[float, float] = SCREEN
 ) -> pd.DataFrame:
-    """Standardise and score replies to HVSBench-style questions.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        Trial records from :func:`bayesobs.hvs.questions.build_questions`.
-    replies : sequence of str or None
-        One raw reply per record.
-    screen : (width, height)
-        Screen for the scanpath metrics.
-
-    Returns
-    -------
-    DataFrame
-        One row per question: ``qid``, ``qtype``, ``field``, ``kind``,
-        ``gold``, ``pred`` (standardised), ``correct`` (bool; NaN for
-        Q9/Q12), ``m_dir``, ``m_pos`` (NaN except Q9/Q12).
-    """
+    """Standardise and score replies to HVSBench-style questions."""
     if len(records) != len(replies):
         raise ValueError(f"score_replies: {len(records)} records but {len(replies)} replies")
     rows = []
@@ -175,18 +104,7 @@ def _score_row(rec: dict, pred) -> dict:
 
 
 def accuracy_by_type(scored: pd.DataFrame) -> pd.Series:
-    """Accuracy per question type (accuracy-scored types only), in Q order.
-
-    Parameters
-    ----------
-    scored : DataFrame
-        Output of :func:`score_replies` (``qtype`` and ``correct``).
-
-    Returns
-    -------
-    pandas.Series
-        Mean ``correct`` per question type present, indexed by type.
-    """
+    """Accuracy per question type (accuracy-scored types only), in Q order."""
     acc = scored[scored["qtype"].isin(ACC_TYPES)]
     out = acc.groupby("qtype")["correct"].mean().astype(float)
     return out.reindex([q for q in ACC_TYPES if q in out.index])
@@ -197,22 +115,7 @@ def _mean(series: pd.Series) -> float:
 
 
 def hvs_table(scored: pd.DataFrame, label: str = "model") -> pd.DataFrame:
-    """One row in the layout of the paper's Table 3 (``hvs.csv``).
-
-    Parameters
-    ----------
-    scored : DataFrame
-        Output of :func:`score_replies` (or :func:`random_baseline_scores`).
-    label : str
-        Row label (the model or subject).
-
-    Returns
-    -------
-    DataFrame
-        Index ``label``; the :data:`TABLE_COLUMNS`, NaN where a question
-        type is absent.  Fields pool their questions; Overall pools every
-        accuracy-scored question.
-    """
+    """One row in the layout of the paper's Table 3 (``hvs.csv``)."""
     q = scored["qtype"]
     accq = scored[q.isin(ACC_TYPES)]
     q2 = scored[q == "Q2"]
@@ -245,18 +148,7 @@ LABEL = "HVSBench-style (questions recreated from public data)"
 
 
 def write_hvs_csv(table: pd.DataFrame, path) -> None:
-    """Write a :func:`hvs_table` result (one or more rows) as ``hvs.csv`` (4 decimals).
-
-    A first column ``benchmark`` labels every row :data:`LABEL`.
-
-    Parameters
-    ----------
-    table : DataFrame
-        Rows of :func:`hvs_table`; their index is written as the first column
-        after ``benchmark``.
-    path : str or Path
-        The CSV file.
-    """
+    """Write a :func:`hvs_table` result (one or more rows) as ``hvs.csv`` (4 decimals)."""
     out = table.copy()
     out.insert(0, "benchmark", LABEL)
     out.to_csv(path, float_format="%.4f")
@@ -271,19 +163,7 @@ def _other_image_scanpath(rec: dict, pool: dict[str, list[dict]], rng) -> dict:
 
 
 def scanpath_pool(records: Sequence[dict]) -> dict[str, dict[str, list[dict]]]:
-    """Human scanpaths by question type (Q9 or Q12) and image, from the Q9/Q12 records.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        Question records with ``qtype``, ``image`` and, for Q9 and Q12,
-        ``data["humans"]`` (the human scanpaths).
-
-    Returns
-    -------
-    dict
-        ``{"Q9": {image: [scanpath, ...]}, "Q12": {...}}``.
-    """
+    """Human scanpaths by question type (Q9 or Q12) and image, from the Q9/Q12 records."""
     pool: dict[str, dict[str, list[dict]]] = {"Q9": {}, "Q12": {}}
     for r in records:
         if r["qtype"] in pool:
@@ -294,27 +174,7 @@ def scanpath_pool(records: Sequence[dict]) -> dict[str, dict[str, list[dict]]]:
 def random_baseline_scores(
     records: Sequence[dict], seed: int = 0, screen: tuple[float, float] = SCREEN
 ) -> pd.DataFrame:
-    """Per-question random baselines in the :func:`score_replies` layout.
-
-    ``correct`` holds the *expected* accuracy (``1/k``, ``1/k!``,
-    ``sum_c p_c^2`` for Q2); Q2 gets ``abs_err`` of predicting the mean
-    count; Q9/Q12 the MultiMatch of another image's human scanpath (a
-    seeded draw per question, from the same source).
-
-    Parameters
-    ----------
-    records : sequence of dict
-        Trial records.
-    seed : int
-        Seeds the other-image draws.
-    screen : (width, height)
-        Screen for the scanpath metrics.
-
-    Returns
-    -------
-    DataFrame
-        As :func:`score_replies`, plus ``abs_err`` for Q2.
-    """
+    """Per-question random baselines in the :func:`score_replies` layout."""
     counts = np.array([r["answer"] for r in records if r["qtype"] == "Q2"], dtype=float)
     p_hit = mean_count = float("nan")
     if counts.size:

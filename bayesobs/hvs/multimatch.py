@@ -1,37 +1,4 @@
-"""MultiMatch scanpath similarity (Jarodzka, Holmqvist & Nystroem 2010; Dewhurst et al. 2012).
-
-Our own implementation of the algorithm as the reference Python port
-(``multimatch-gaze``, Wagner et al. 2019) computes it, with its defaults:
-
-1. Each scanpath of ``n`` fixations ``(x, y, duration)`` becomes ``n - 1``
-   saccade vectors; saccade ``i`` starts at fixation ``i``.
-2. No simplification (``multimatch-gaze``'s default ``grouping=False``;
-   HVSBench follows Yang et al. 2020, whose ``compute_mm`` calls
-   ``docomparison`` with these defaults).
-3. Alignment: ``M[i, j] = |v1_i - v2_j|`` (saccade vector difference); the
-   cheapest monotone path from ``(0, 0)`` to ``(n1 - 2, n2 - 2)`` moving
-   right, down or diagonally, a step costing ``M`` at its destination
-   (Dijkstra in the original; here the equivalent dynamic programme).  Ties
-   prefer the diagonal step, then the step from the row above.
-4. Along the path, the median of: vector difference ``|v1 - v2|``; angle
-   difference (the smaller angle between the saccades, in ``[0, pi]``);
-   length difference ``||v1| - |v2||``; position difference (distance
-   between the saccades' start fixations); duration difference
-   ``|d1 - d2| / max(d1, d2)`` of those start fixations.
-5. Similarity ``= 1 - median / norm``, with norm ``2 * diagonal`` (vector),
-   ``pi`` (direction), ``diagonal`` (length, position) and 1 (duration),
-   ``diagonal`` being the screen's, ``hypot(width, height)``.
-
-Extensions (``multimatch-gaze`` returns NaN for fewer than three
-fixations):
-
-* Two-fixation scanpaths are compared as above (one saccade each).
-* A one-fixation scanpath (HVSBench's default answer ``X=[0.5], Y=[0.5],
-  T=[0]``) is padded with a copy of its fixation: one zero-length saccade.
-* Two zero durations have duration difference 0 (not 0/0).
-* Similarities are clipped to ``[0, 1]`` (only off-screen coordinates can
-  leave that range).
-"""
+"""MultiMatch scanpath similarity (Jarodzka, Holmqvist & Nystroem 2010; Dewhurst et al. 2012)."""
 
 from __future__ import annotations
 
@@ -60,18 +27,7 @@ def _as_fixations(path: Sequence, name: str) -> np.ndarray:
 
 
 def align(v1: np.ndarray, v2: np.ndarray) -> list[tuple[int, int]]:
-    """Cheapest monotone alignment of two saccade-vector sequences.
-
-    Parameters
-    ----------
-    v1, v2 : ndarray, shape (n, 2) and (m, 2)
-        Saccade vectors (dx, dy).
-
-    Returns
-    -------
-    list of (int, int)
-        Index pairs from ``(0, 0)`` to ``(n - 1, m - 1)``.
-    """
+    """Cheapest monotone alignment of two saccade-vector sequences."""
     cost = np.linalg.norm(v1[:, None, :] - v2[None, :, :], axis=2)
     n, m = cost.shape
     acc = np.full((n, m), np.inf)
@@ -105,27 +61,7 @@ def align(v1: np.ndarray, v2: np.ndarray) -> list[tuple[int, int]]:
 def multimatch(
     pred: Sequence, human: Sequence, screen: tuple[float, float] = SCREEN
 ) -> dict[str, float]:
-    """MultiMatch similarities of two scanpaths.
-
-    Parameters
-    ----------
-    pred, human : sequence of (x, y, duration)
-        Fixations in pixels (durations in any one unit, e.g. ms).
-    screen : (width, height)
-        Screen size in pixels; its diagonal normalises the distances.
-
-    Returns
-    -------
-    dict
-        ``vector``, ``direction``, ``length``, ``position``, ``duration``
-        similarities in ``[0, 1]`` (1: identical).
-
-    Raises
-    ------
-    ValueError
-        For an empty scanpath, a malformed fixation, non-finite numbers or a
-        negative duration.
-    """
+    """MultiMatch similarities of two scanpaths."""
     a = _as_fixations(pred, "pred")
     b = _as_fixations(human, "human")
     width, height = float(screen[0]), float(screen[1])

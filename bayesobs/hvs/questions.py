@@ -1,44 +1,4 @@
-"""HVSBench-style questions Q1-Q13 rebuilt from the public sources.
-
-HVSBench's own question files are not public; these are recreations with
-the paper's wording (its Figures 2, 4, 10, 11 and supplementary C) and
-option construction, from the sources :func:`bayesobs.hvs.loaders.load_folder`
-returns.  Each question is a plain dict (a "trial record"):
-
-``qid``, ``qtype`` ("Q1".."Q13"), ``field`` (Prominence, Subitizing,
-Prioritizing, Free-viewing, Searching), ``source``, ``image`` (path),
-``prompt`` (the question text, options included), ``system`` (the
-field-specific hint when ``hint=True``, else ``""``), ``options`` (letter
--> option text), ``answer`` (the gold answer: a letter, a count, a letter
-string, or for Q9/Q12 ``None``), ``kind`` (the standardiser kind:
-``choice``, ``count``, ``ranking``, ``scanpath``), ``n_options`` and
-``data`` (structured option content for simulated subjects and metrics:
-boxes as relative ``x1, y1, x2, y2``, fixations as relative ``(x, y, ms)``,
-the image's human scanpaths for Q9/Q12, the image size).
-
-Construction (choices where the paper is silent are marked *):
-
-* Q1 (ranks CSV): the most salient instance plus up to four others*, shuffled
-  (A-E).  Boxes as relative ``x1,y1,x2,y2`` with 2 decimals.
-* Q2 (ranks CSV and SIS10K): the number of salient instances.
-* Q3: three or four* instances, shuffled; the answer is the letters in rank
-  order.  Q4: two instances.  Q5: two instances with distinct labels*
-  (the paper's GPT-4 descriptions are replaced by the CSV ``label``).
-  Q6/Q7: an instance among the three most salient (the image needs at
-  least three); options "The most / second most / third most salient".
-* Q8/Q11: one human scanpath of the image and one from another image*
-  (for Q11 another image of the same search target when there is one*),
-  in random order; fixations written ``(x, y) for T ms``.
-* Q9/Q12: predict a scanpath of the length of a sampled human scanpath
-  (Q9) or of length 6 (Q12); the example output is a human scanpath of
-  another image*.
-* Q10/Q13: four fixations of one human scanpath, in temporal order*, whose
-  longest duration is unique*.
-
-The field hints (paper supplementary E) are the system prompt of the
-paper's Table 6 ablation; :func:`full_prompt` joins hint and question for
-subjects without a system prompt.
-"""
+"""HVSBench-style questions Q1-Q13 rebuilt from the public sources."""
 
 from __future__ import annotations
 
@@ -111,73 +71,24 @@ SEARCH_LENGTH = 6  # Q12 asks for 6 fixations
 
 
 def choose_from(letters: str) -> str:
-    """The paper's answer instruction for the given option letters.
-
-    Parameters
-    ----------
-    letters : str
-        The option letters, e.g. ``"ABCD"``.
-
-    Returns
-    -------
-    str
-        ``"Please choose one answer from A, B, C, D without bracket or explanation."``
-    """
+    """The paper's answer instruction for the given option letters."""
     return f"Please choose one answer from {', '.join(letters)} without bracket or explanation."
 
 
 def rel_box(bbox: list[float], width: float, height: float) -> tuple[float, ...]:
-    """COCO ``[x, y, w, h]`` px -> relative ``(x1, y1, x2, y2)`` clipped to [0, 1].
-
-    Parameters
-    ----------
-    bbox : list of float
-        ``[x, y, w, h]`` in px.
-    width, height : float
-        The image's size in px.
-
-    Returns
-    -------
-    tuple of float
-        ``(x1, y1, x2, y2)`` as fractions of the image's width and height.
-    """
+    """COCO ``[x, y, w, h]`` px -> relative ``(x1, y1, x2, y2)`` clipped to [0, 1]."""
     x, y, w, h = bbox
     vals = (x / width, y / height, (x + w) / width, (y + h) / height)
     return tuple(min(1.0, max(0.0, v)) for v in vals)
 
 
 def fmt_box(box: tuple[float, ...]) -> str:
-    """``0.22,0.62,0.35,0.99`` (2 decimals).
-
-    Parameters
-    ----------
-    box : tuple of float
-        A relative box ``(x1, y1, x2, y2)``.
-
-    Returns
-    -------
-    str
-        The values joined by commas, 2 decimals each.
-    """
+    """``0.22,0.62,0.35,0.99`` (2 decimals)."""
     return ",".join(f"{v:.2f}" for v in box)
 
 
 def rel_scanpath(rec: dict, width: float = SCREEN[0], height: float = SCREEN[1]) -> dict:
-    """A fixation record as relative ``X``, ``Y`` and ``T`` (ms) lists.
-
-    Parameters
-    ----------
-    rec : dict
-        A fixation record with ``X``, ``Y`` (px) and ``T`` (ms).
-    width, height : float
-        The screen's size in px (default :data:`bayesobs.hvs.loaders.SCREEN`).
-
-    Returns
-    -------
-    dict
-        ``{"X": [...], "Y": [...], "T": [...]}``, positions as fractions of the
-        screen's width and height.
-    """
+    """A fixation record as relative ``X``, ``Y`` and ``T`` (ms) lists."""
     return {
         "X": [x / width for x in rec["X"]],
         "Y": [y / height for y in rec["Y"]],
@@ -186,18 +97,7 @@ def rel_scanpath(rec: dict, width: float = SCREEN[0], height: float = SCREEN[1])
 
 
 def fmt_scanpath(sp: dict) -> str:
-    """A scanpath as the questions write it: ``(0.50, 0.51) for 186ms, (0.52, 0.66) for 162ms``.
-
-    Parameters
-    ----------
-    sp : dict
-        A relative scanpath (``X``, ``Y``, ``T`` lists).
-
-    Returns
-    -------
-    str
-        The fixations, 2 decimals and whole ms, ending with a full stop.
-    """
+    """A scanpath as the questions write it: ``(0.50, 0.51) for 186ms, (0.52, 0.66) for 162ms``."""
     parts = [
         f"({x:.2f}, {y:.2f}) for {round(t)}ms"
         for x, y, t in zip(sp["X"], sp["Y"], sp["T"], strict=True)
@@ -213,22 +113,7 @@ def _example(sp: dict) -> str:
 
 
 def scanpath_request(what: str, n: int, example: dict) -> str:
-    """The Q9/Q12 prompt (paper supplementary C).
-
-    Parameters
-    ----------
-    what : str
-        The viewing task, e.g. ``"free-viewing of a provided image"``.
-    n : int
-        Number of fixations asked for.
-    example : dict
-        A relative scanpath of another image, shown as the example output.
-
-    Returns
-    -------
-    str
-        The prompt.
-    """
+    """The Q9/Q12 prompt (paper supplementary C)."""
     return (
         f"[Requirement] Predict eye fixation points for {what}. Output the fixation points as "
         f"three separate lists, each containing {n} values. The lists should represent -- X = "
@@ -246,18 +131,7 @@ def _options_text(options: dict[str, str], sep: str = " ") -> str:
 
 
 def full_prompt(record: dict) -> str:
-    """Hint (if any) and question as one user prompt.
-
-    Parameters
-    ----------
-    record : dict
-        A trial record (``prompt`` and optionally ``system``).
-
-    Returns
-    -------
-    str
-        ``system``, a blank line and ``prompt``; ``prompt`` alone without a hint.
-    """
+    """Hint (if any) and question as one user prompt."""
     return f"{record['system']}\n\n{record['prompt']}" if record.get("system") else record["prompt"]
 
 
@@ -458,25 +332,7 @@ def _count_prompt() -> str:
 def build_questions(
     sources: dict, seed: int = 0, hint: bool = False, types: tuple[str, ...] | None = None
 ) -> list[dict]:
-    """Build HVSBench-style questions Q1-Q13 from loaded sources.
-
-    Parameters
-    ----------
-    sources : dict
-        As :func:`bayesobs.hvs.loaders.load_folder` returns (keys ``ranks``,
-        ``sis10k``, ``freeview``, ``search``; any may be absent).
-    seed : int
-        Seeds option sampling and order.
-    hint : bool
-        Put the paper's field-specific hint in each record's ``system``.
-    types : tuple of str, optional
-        Keep only these question types (e.g. ``("Q1", "Q8")``).
-
-    Returns
-    -------
-    list of dict
-        Trial records (see the module docstring), in a fixed order.
-    """
+    """Build HVSBench-style questions Q1-Q13 from loaded sources."""
     if types is not None:
         bad = [t for t in types if t not in FIELDS]
         if bad:
@@ -493,39 +349,12 @@ def build_questions(
 
 
 def to_frame(records: list[dict]) -> pd.DataFrame:
-    """Trial records as a DataFrame (one row per question).
-
-    Parameters
-    ----------
-    records : list of dict
-        Trial records.
-
-    Returns
-    -------
-    DataFrame
-        One column per record key.
-    """
+    """Trial records as a DataFrame (one row per question)."""
     return pd.DataFrame.from_records(records)
 
 
 def n_choice_chance(record: dict) -> float:
-    """Chance of a uniform random guess: ``1/k`` (choice) or ``1/k!`` (ranking).
-
-    Parameters
-    ----------
-    record : dict
-        A trial record (``kind``, ``n_options``, ``qid``).
-
-    Returns
-    -------
-    float
-        The probability that a uniform guess is right.
-
-    Raises
-    ------
-    ValueError
-        For a ``count`` or ``scanpath`` question (no such chance level).
-    """
+    """Chance of a uniform random guess: ``1/k`` (choice) or ``1/k!`` (ranking)."""
     k = record["n_options"]
     if record["kind"] == "choice":
         return 1.0 / k

@@ -1,9 +1,4 @@
-"""The report's HVSBench-style section (task ``hvs``): the Table 3 layout and per-field bars.
-
-Labelled "HVSBench-style" (questions recreated from the public sources;
-HVSBench's own files are not public), and on the synthetic fixture with the
-fixture note: never "HVSBench results".
-"""
+"""The report's HVSBench-style section (task ``hvs``): the Table 3 layout and per-field bars."""
 
 from __future__ import annotations
 
@@ -35,23 +30,7 @@ SCANPATH_PANELS = (
 
 
 def field_bars(table: pd.DataFrame, panels=FIELD_PANELS, title: str = "") -> Figure:
-    """One panel per field: a bar per subject and condition, the random baseline dashed.
-
-    Parameters
-    ----------
-    table : DataFrame
-        The ``hvs`` table: ``model``, ``condition`` and the panels' columns
-        (the random-baseline row's ``model`` is :data:`bayesobs.hvs.logged.BASELINE`).
-    panels : sequence of tuple
-        ``(panel title, column)`` per panel (default :data:`FIELD_PANELS`).
-    title : str
-        The figure's title (none when empty).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        A new figure, one panel per entry of ``panels``, scores from 0 to 1.
-    """
+    """One panel per field: a bar per subject and condition, the random baseline dashed."""
     subjects = [m for m in dict.fromkeys(table["model"]) if m != BASELINE]
     conditions = list(dict.fromkeys(table["condition"]))
     fig = Figure(figsize=(3.0 * len(panels), 3.4), layout="constrained")
@@ -84,30 +63,7 @@ def field_bars(table: pd.DataFrame, panels=FIELD_PANELS, title: str = "") -> Fig
 
 
 def hvs_report(tables, trials: pd.DataFrame, out: Path, save, table_html):
-    """The hvs paradigm's ``report_sections`` hook: :func:`hvs_sections` of its table.
-
-    Parameters
-    ----------
-    tables : mapping of str to DataFrame
-        The paradigm's score tables (``hvs`` if it was computed).
-    trials : DataFrame
-        The trials of task ``hvs`` (scored here when ``tables`` lacks ``hvs``).
-    out : Path
-        The report folder; figures go to ``out/figures``.
-    save : callable
-        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
-    table_html : callable
-        ``table_html(df) -> str``: a table as HTML.
-
-    Returns
-    -------
-    head : list of str
-        HTML blocks: the heading, a note and the Table 3 layout.
-    sections : list of tuple
-        ``(title, caption, [src])`` of the bar charts.
-    tail : list of str
-        Always empty.
-    """
+    """The hvs paradigm's ``report_sections`` hook: :func:`hvs_sections` of its table."""
     head, sections = hvs_sections(
         SimpleNamespace(hvs=tables.get("hvs")), trials, out, save, table_html
     )
@@ -115,31 +71,7 @@ def hvs_report(tables, trials: pd.DataFrame, out: Path, save, table_html):
 
 
 def hvs_sections(res, trials: pd.DataFrame, out: Path, save, table_html):
-    """Head (the table) and sections (the bar charts) of the report's HVSBench-style part.
-
-    ``res.hvs`` when the scores hold it, else computed from ``trials``;
-    ``save`` and ``table_html`` are the report's figure and table writers.
-
-    Parameters
-    ----------
-    res : Scores
-        The scores (:func:`bayesobs.api.score`).
-    trials : DataFrame
-        The trials of task ``hvs``.
-    out : Path
-        The report folder; figures go to ``out/figures``.
-    save : callable
-        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
-    table_html : callable
-        ``table_html(df) -> str``: a table as HTML.
-
-    Returns
-    -------
-    head : list of str
-        HTML blocks: the heading, a note and the Table 3 layout.
-    sections : list of tuple
-        ``(title, caption, [src])`` of the accuracy bars and the scanpath bars.
-    """
+    """Head (the table) and sections (the bar charts) of the report's HVSBench-style part."""
     table = getattr(res, "hvs", None)
     if table is None or not len(table.columns):  # scores without hvs.csv: computed here
         table = hvs_scores(trials)["hvs"]

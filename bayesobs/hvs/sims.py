@@ -1,41 +1,4 @@
-"""Simulated subjects for HVSBench-style questions: pure functions of image + question.
-
-:func:`answer` returns a reply string the standardiser reads (a letter, a
-letter string, an integer, or ``X = [...] Y = [...] T = [...]``).  The
-subjects:
-
-``center``
-    Centre bias: the box (or fixation) nearest the image centre; a count of
-    1; scanpaths drawn around the centre; of two scanpaths, the one closer
-    to the centre.
-``saliency``
-    Spectral-residual saliency (Hou & Zhang 2007), computed on the
-    luminance and two colour-opponent channels of the image downsampled to
-    128 px wide, summed, blurred and scaled to [0, 1].  The most salient box
-    (peak saliency inside it); counts connected blobs above half the
-    map's maximum; ranks boxes by saliency; a box's rank is one plus the
-    number of blobs outside it with a higher peak (capped at the options);
-    scanpaths start at the centre then visit saliency maxima with
-    inhibition of return (a Gaussian of 0.08 image widths removed around
-    each fixation), durations ``150 + 350 * saliency`` ms; of two
-    scanpaths, the one with the higher mean saliency at its fixations;
-    the longest fixation is the most salient one.
-``largest``
-    Size and centrality: box score ``area * exp(-d^2 / (2 * 0.3^2))``
-    (``d``: distance of the box centre from the image centre, relative);
-    counts the foreground regions (pixels at least 20 grey levels from the
-    background mode) larger than 0.5% of the image; for fixation
-    questions it falls back to ``center``.
-``random``
-    Uniform letter; uniform permutation; a count drawn from the question
-    set's count distribution (``context["counts"]``); a human scanpath of
-    another image (``context["pool"]``).  Its expected accuracy is the
-    random baseline of :mod:`bayesobs.hvs.metrics`.
-
-Q5 and Q7 describe objects in words; a simulated subject cannot read the
-description, so it is given the described objects' boxes (``data``).
-Draws are seeded by ``seed`` and the question id.
-"""
+"""Simulated subjects for HVSBench-style questions: pure functions of image + question."""
 
 from __future__ import annotations
 
@@ -63,22 +26,7 @@ def _rng(seed: int, qid: str) -> np.random.Generator:
 
 
 def spectral_residual(rgb: np.ndarray, width: int = MAP_WIDTH, blur: float = BLUR) -> np.ndarray:
-    """Spectral-residual saliency map (Hou & Zhang 2007), scaled to [0, 1].
-
-    Parameters
-    ----------
-    rgb : ndarray, shape (H, W, 3)
-        Image, values 0..255.
-    width : int
-        Width of the map (the image is downsampled to it).
-    blur : float
-        Standard deviation of the Gaussian blur, in map widths.
-
-    Returns
-    -------
-    ndarray, shape (h, width)
-        Saliency, maximum 1 (all zeros for a flat image).
-    """
+    """Spectral-residual saliency map (Hou & Zhang 2007), scaled to [0, 1]."""
     h, w = rgb.shape[:2]
     height = max(1, round(h * width / w))
     arr = rgb if rgb.dtype == np.uint8 else np.clip(rgb, 0, 255).astype(np.uint8)
@@ -106,25 +54,7 @@ _CACHE_SIZE = 64
 
 
 def load_image(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """The image (H, W, 3 uint8) and its saliency map, cached by file content.
-
-    Parameters
-    ----------
-    path : str or Path
-        The image file.
-
-    Returns
-    -------
-    rgb : numpy.ndarray
-        The image, shape (H, W, 3), uint8.
-    saliency : numpy.ndarray
-        Its :func:`spectral_residual` map.
-
-    Raises
-    ------
-    FileNotFoundError
-        When ``path`` is not a file.
-    """
+    """The image (H, W, 3 uint8) and its saliency map, cached by file content."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"{p}: image not found")
@@ -148,59 +78,18 @@ def _box_slice(sal: np.ndarray, box: Sequence[float]):
 
 
 def box_saliency(sal: np.ndarray, box: Sequence[float]) -> float:
-    """Saliency mass (sum of the map) inside a relative ``(x1, y1, x2, y2)`` box.
-
-    Parameters
-    ----------
-    sal : numpy.ndarray
-        A saliency map.
-    box : sequence of float
-        The box as fractions of the map's width and height; it covers at
-        least one map cell.
-
-    Returns
-    -------
-    float
-        The sum of the map over the box.
-    """
+    """Saliency mass (sum of the map) inside a relative ``(x1, y1, x2, y2)`` box."""
     return float(sal[_box_slice(sal, box)].sum())
 
 
 def point_saliency(sal: np.ndarray, x: float, y: float) -> float:
-    """Saliency at a relative point.
-
-    Parameters
-    ----------
-    sal : numpy.ndarray
-        A saliency map.
-    x, y : float
-        The point as fractions of the map's width and height (clipped to the map).
-
-    Returns
-    -------
-    float
-        The map's value in the cell holding the point.
-    """
+    """Saliency at a relative point."""
     h, w = sal.shape
     return float(sal[min(h - 1, max(0, int(y * h))), min(w - 1, max(0, int(x * w)))])
 
 
 def salient_blobs(sal: np.ndarray, level: float = 0.5) -> list[tuple[float, np.ndarray]]:
-    """Connected regions of ``sal >= level * max``: (mass, mask) pairs, largest mass first.
-
-    Parameters
-    ----------
-    sal : numpy.ndarray
-        A saliency map.
-    level : float
-        The threshold as a fraction of the map's maximum.
-
-    Returns
-    -------
-    list of tuple
-        ``(mass, mask)`` per region: the map's sum over it and a boolean mask
-        of the map's shape; empty for a map without a positive value.
-    """
+    """Connected regions of ``sal >= level * max``: (mass, mask) pairs, largest mass first."""
     if sal.max() <= 0:
         return []
     lab, n = ndimage.label(sal >= level * sal.max())
@@ -227,24 +116,7 @@ def _order_letters(scores: Sequence[float], descending: bool = True) -> str:
 
 
 def saliency_scanpath(sal: np.ndarray, n: int) -> tuple[list[float], list[float], list[float]]:
-    """Centre start, then saliency maxima with inhibition of return (relative x, y; ms).
-
-    Parameters
-    ----------
-    sal : numpy.ndarray
-        A saliency map.
-    n : int
-        Number of fixations, the centre included.
-
-    Returns
-    -------
-    xs : list of float
-        Fixation x positions as fractions of the map's width.
-    ys : list of float
-        Fixation y positions as fractions of the map's height.
-    ts : list of float
-        Durations in ms, ``150 + 350 * saliency`` at each fixation.
-    """
+    """Centre start, then saliency maxima with inhibition of return (relative x, y; ms)."""
     h, w = sal.shape
     yy, xx = np.mgrid[0:h, 0:w]
     xx, yy = (xx + 0.5) / w, (yy + 0.5) / h
@@ -264,19 +136,7 @@ def saliency_scanpath(sal: np.ndarray, n: int) -> tuple[list[float], list[float]
 
 
 def sim_context(records: Sequence[dict]) -> dict:
-    """What the ``random`` subject draws from: the counts and the human scanpaths by image.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        The question set's trial records.
-
-    Returns
-    -------
-    dict
-        ``counts`` (the Q2 answers) and ``pool``
-        (:func:`bayesobs.hvs.metrics.scanpath_pool` of the records).
-    """
+    """What the ``random`` subject draws from: the counts and the human scanpaths by image."""
     counts = [r["answer"] for r in records if r["qtype"] == "Q2"]
     return {"counts": counts, "pool": scanpath_pool(records)}
 
@@ -288,28 +148,7 @@ def answer(
     seed: int = 0,
     context: dict | None = None,
 ) -> str:
-    """A simulated subject's reply to one HVSBench-style question.
-
-    Parameters
-    ----------
-    sim : {"center", "saliency", "largest", "random"}
-        The subject.
-    record : dict
-        A trial record from :func:`bayesobs.hvs.questions.build_questions`.
-    image : ndarray, optional
-        The image (H, W, 3); read from ``record["image"]`` when needed and
-        not given.
-    seed : int
-        Seed (with the question id) for random draws.
-    context : dict, optional
-        For ``random``: :func:`sim_context` of the question set (needed for
-        Q2, Q9, Q12).
-
-    Returns
-    -------
-    str
-        The reply text.
-    """
+    """A simulated subject's reply to one HVSBench-style question."""
     if sim not in SIMS:
         raise ValueError(f"unknown simulated subject {sim!r}: allowed {', '.join(SIMS)}")
     rng = _rng(seed, record["qid"])
@@ -429,23 +268,6 @@ def _random(record: dict, rng: np.random.Generator, context: dict | None) -> str
 
 
 def run(sim: str, records: Sequence[dict], seed: int = 0, context: dict | None = None) -> list[str]:
-    """Replies of one simulated subject to a question set (``context`` defaults to its own).
-
-    Parameters
-    ----------
-    sim : {"center", "saliency", "largest", "random"}
-        The subject.
-    records : sequence of dict
-        Trial records of :func:`bayesobs.hvs.questions.build_questions`.
-    seed : int
-        Seed (with each question id) for random draws.
-    context : dict, optional
-        :func:`sim_context` of a question set; the records' own by default.
-
-    Returns
-    -------
-    list of str
-        One reply per record, in order (see :func:`answer`).
-    """
+    """Replies of one simulated subject to a question set (``context`` defaults to its own)."""
     ctx = context if context is not None else sim_context(records)
     return [answer(sim, r, seed=seed, context=ctx) for r in records]

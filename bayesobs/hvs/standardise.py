@@ -1,46 +1,4 @@
-"""HVSBench-style answer standardiser (the paper's supplementary section C).
-
-HVSBench (Lin et al., "Do Multimodal Large Language Models See Like
-Humans?") scores free-text replies after a rule-based standardisation, one
-rule per answer kind.  The rules below follow the paper's pseudo-code
-(its Figures 6-9) and reproduce every example of its Tables 7-10:
-
-``choice`` (Q1, Q4-Q8, Q10, Q11, Q13; pseudo-code 8)
-    A cue phrase (``answer is``, ``result is``, ``it is``, ``output is``,
-    ``prediction is``, ``object is``, ``image is``; any case) followed by a
-    single capital letter gives that letter; otherwise the first standalone
-    capital letter, possibly bracketed (``[A]``, ``(A)``, ``A.``); otherwise
-    ``""`` (scored wrong).
-``count`` (Q2; pseudo-code 7)
-    ``int(reply)`` when the whole reply is an integer; otherwise the first
-    word carrying digits (its digits joined, so ``"8."`` gives 8) or the first
-    spelled-out number (``"five"``); otherwise the ground-truth mean
-    :data:`GT_MEAN_COUNT` = 3.2116.
-``ranking`` (Q3; pseudo-code 9)
-    A cue (``answer is``, ``should be``, ``order is``, ``orders are``,
-    ``ranking is``) followed by capital letters, which may be separated by
-    spaces, commas or ``>``, gives those letters; otherwise every capital
-    letter of the reply, joined (``""`` when there is none).
-``scanpath`` (Q9, Q12; pseudo-code 6)
-    Default ``X=[0.5], Y=[0.5], T=[0]``.  A reply containing a fenced
-    ```` ```json ```` block is read as JSON (keys ``X``, ``Y``, ``T``); an
-    unreadable block leaves the default.  Otherwise each list is found by a
-    regular expression after its label: ``X``/``Y`` (also ``X-coordinates
-    (normalized)``) and ``T`` (also ``duration (ms)``, ``Fixation
-    Durations``), then ``=`` or ``:``, then a bracketed list or a bare run of
-    comma-separated numbers.  Ellipses (``...``) are dropped.  When the three
-    lists differ in length the default is returned.
-
-Choices made where the paper is silent (documented, tested):
-
-* Typographic quotes are read as straight quotes before parsing.
-* A scanpath reply where none of the three labels is found gets the default;
-  one that writes three empty lists (``X = [] Y = [] T = []``, the paper's
-  Figure 3) keeps the empty lists, as the paper's "Ours" column shows.
-* Number words are zero to twenty and the tens up to ninety.
-* Non-numbers and non-finite values (``nan``, ``inf``) in a list are dropped
-  (a JSON block holding one is unreadable, so the default).
-"""
+"""HVSBench-style answer standardiser (the paper's supplementary section C)."""
 
 from __future__ import annotations
 
@@ -86,28 +44,7 @@ _BARE = re.compile(r"[-+]?(?:\d|\.\d)[\d.,\s…]*")
 
 
 def standardise(kind: str, reply: str | None) -> Any:
-    """Standardise a free-text reply as HVSBench does.
-
-    Parameters
-    ----------
-    kind : str
-        One of ``"choice"``, ``"count"``, ``"ranking"``, ``"scanpath"``.
-    reply : str or None
-        The subject's reply (``None`` is read as an empty reply).
-
-    Returns
-    -------
-    str, int, float or dict
-        ``choice``: one capital letter or ``""``; ``count``: an ``int`` (or
-        the float :data:`GT_MEAN_COUNT` when no number is found);
-        ``ranking``: a string of capital letters (maybe empty);
-        ``scanpath``: a dict with lists ``X``, ``Y``, ``T``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown ``kind``.
-    """
+    """Standardise a free-text reply as HVSBench does."""
     if kind not in KINDS:
         raise ValueError(f"unknown answer kind {kind!r}: allowed kinds are {', '.join(KINDS)}")
     text = "" if reply is None else str(reply).translate(_QUOTES)
@@ -120,18 +57,7 @@ def standardise(kind: str, reply: str | None) -> Any:
 
 
 def standardise_choice(text: str) -> str:
-    """Main choice letter of a reply (pseudo-code 8), or ``""``.
-
-    Parameters
-    ----------
-    text : str
-        The reply (typographic quotes already straightened by :func:`standardise`).
-
-    Returns
-    -------
-    str
-        One capital letter, or ``""`` when the reply names none.
-    """
+    """Main choice letter of a reply (pseudo-code 8), or ``""``."""
     m = _CHOICE_CUE.search(text)
     if m:
         return m.group(1)
@@ -140,18 +66,7 @@ def standardise_choice(text: str) -> str:
 
 
 def standardise_count(text: str) -> int | float:
-    """Count of a reply (pseudo-code 7); :data:`GT_MEAN_COUNT` when none.
-
-    Parameters
-    ----------
-    text : str
-        The reply (typographic quotes already straightened by :func:`standardise`).
-
-    Returns
-    -------
-    int or float
-        The count, or the float :data:`GT_MEAN_COUNT` when no number is found.
-    """
+    """Count of a reply (pseudo-code 7); :data:`GT_MEAN_COUNT` when none."""
     try:
         return int(text)
     except ValueError:
@@ -167,18 +82,7 @@ def standardise_count(text: str) -> int | float:
 
 
 def standardise_ranking(text: str) -> str:
-    """Ranking letters of a reply (pseudo-code 9), or ``""``.
-
-    Parameters
-    ----------
-    text : str
-        The reply (typographic quotes already straightened by :func:`standardise`).
-
-    Returns
-    -------
-    str
-        The capital letters, joined (maybe empty).
-    """
+    """Ranking letters of a reply (pseudo-code 9), or ``""``."""
     m = _RANK_CUE.search(text)
     if m:
         return "".join(re.findall(r"[A-Z]", m.group(1)))
@@ -227,19 +131,7 @@ def _json_block(text: str) -> dict[str, list] | None:
 
 
 def standardise_scanpath(text: str) -> dict[str, list]:
-    """Scanpath lists of a reply (pseudo-code 6); the default when unreadable.
-
-    Parameters
-    ----------
-    text : str
-        The reply (typographic quotes already straightened by :func:`standardise`).
-
-    Returns
-    -------
-    dict of str to list
-        ``X``, ``Y``, ``T`` lists of equal length; a copy of
-        :data:`DEFAULT_SCANPATH` when unreadable or of unequal lengths.
-    """
+    """Scanpath lists of a reply (pseudo-code 6); the default when unreadable."""
     default = {k: list(v) for k, v in DEFAULT_SCANPATH.items()}
     if "```json" in text:
         parsed = _json_block(text)

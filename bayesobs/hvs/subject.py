@@ -1,17 +1,4 @@
-"""Simulated subjects for the HVSBench-style task (``hvs``): ``sim:center``, ``sim:saliency``, ``sim:largest``.
-
-They answer through :func:`bayesobs.hvs.answer` (its docstring describes each
-strategy), looking at the image in the request (the rendered PNG, so a
-blurred image is what they see) and reading the question record the runner
-passes in ``meta["question"]`` (the task's :meth:`request_meta`; an
-API subject never gets it).  ``sim:random`` answers HVS questions
-through :func:`random_reply`, drawing counts and scanpaths from
-``meta["hvs_context"]`` (the question set's :func:`bayesobs.hvs.sim_context`),
-so its expected scores are :func:`bayesobs.hvs.random_baseline_scores`.
-
-Draws are seeded by the subject seed and the trial identity (a resumed run
-answers as an uninterrupted one).
-"""
+"""Simulated subjects for the HVSBench-style task (``hvs``): ``sim:center``, ``sim:saliency``, ``sim:largest``."""
 
 from __future__ import annotations
 
@@ -46,41 +33,12 @@ def _seed(seed: int, kind: str, meta: dict) -> int:
 
 
 def is_hvs_request(request: Request) -> bool:
-    """Whether the request is an HVS trial (the runner passed the question record).
-
-    Parameters
-    ----------
-    request : Request
-        The trial's request.
-
-    Returns
-    -------
-    bool
-        True when ``request.meta`` holds a ``question``.
-    """
+    """Whether the request is an HVS trial (the runner passed the question record)."""
     return "question" in request.meta
 
 
 def reply(kind: str, request: Request, seed: int = 0) -> str:
-    """A simulated subject's reply to the HVS question of ``request``.
-
-    Parameters
-    ----------
-    kind : str
-        The strategy: one of :data:`HVS_KINDS`, or ``"random"`` (which draws
-        from ``meta["hvs_context"]`` and does not look at the image).
-    request : Request
-        An HVS trial's request: its last turn's PNG is the image, its meta
-        holds the ``question`` and the trial identity.
-    seed : int
-        The subject seed; the draw is seeded by it, ``kind`` and the trial
-        identity.
-
-    Returns
-    -------
-    str
-        The reply text, as :func:`bayesobs.hvs.answer` words it.
-    """
+    """A simulated subject's reply to the HVS question of ``request``."""
     meta = request.meta
     png = request.turns[-1].png
     image = _image(png) if png is not None and kind != "random" else None
@@ -94,20 +52,7 @@ def reply(kind: str, request: Request, seed: int = 0) -> str:
 
 
 def random_reply(request: Request, seed: int = 0) -> str:
-    """``sim:random``'s reply to an HVS question (the paradigm's ``random`` hook).
-
-    Parameters
-    ----------
-    request : Request
-        An HVS trial's request.
-    seed : int
-        The subject seed.
-
-    Returns
-    -------
-    str
-        :func:`reply` of kind ``"random"``.
-    """
+    """``sim:random``'s reply to an HVS question (the paradigm's ``random`` hook)."""
     return reply("random", request, seed)
 
 
@@ -124,23 +69,7 @@ class HvsSubject:
         self.name = f"sim:{kind}"
 
     async def complete(self, request: Request) -> Reply:
-        """Answer one HVS question from the image in the request.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        Reply
-            The reply text (no usage, no latency).
-
-        Raises
-        ------
-        FatalSubjectError
-            When the request is not an HVS trial.
-        """
+        """Answer one HVS question from the image in the request."""
         if not is_hvs_request(request):
             raise FatalSubjectError(
                 f"{self.name} answers HVSBench-style questions (task hvs) only; task "

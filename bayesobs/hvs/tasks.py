@@ -1,46 +1,4 @@
-"""HVSBench-style perception questions as a task of the runner (task ``hvs``, paradigm ``hvs``).
-
-The questions are :func:`bayesobs.hvs.build_questions` records built from the
-public source datasets in the folder given as ``--hvs DIR`` (layout in
-``docs/hvs.md``; :func:`bayesobs.hvs.missing_report` says what is missing).
-Every number this task yields is *HVSBench-style*, never an HVSBench result;
-on the synthetic fixture (:func:`bayesobs.hvs.write_fixture`) it describes
-the simulation only.
-
-One trial is one question: the image (loaded at its own size) with the
-question text beside it (options included).  The system prompt is the
-runner's (role, "answer in the asked format"); under the ``hint`` condition
-the question's field hint (the paper's supplementary E, its Table 6
-ablation) is appended to it.
-
-Session options (a task spec's ``[[sessions]]`` entries, or ``[options]``):
-
-``questions``
-    the question types to draw from, e.g. ``["Q1", "Q2"]`` (default: all
-    of Q1-Q13).
-``question_seed``
-    seed of the question set (option sampling and order, as
-    ``build_questions(seed=...)``; default 0): the set is a fixed function
-    of the folder and this seed, like a benchmark's question file.
-
-A session draws its ``trials`` questions from that set with the run's seed,
-without replacement; when the set holds fewer, every question is asked once
-before any is asked again (a warning says so, and the column ``repeat``
-counts the repeats).  A session's ``range`` is required by the spec format
-and not used.
-
-Scoring a reply (:meth:`HvsTask.record`) standardises it with
-:func:`bayesobs.hvs.standardise` and logs what
-:func:`bayesobs.hvs.hvs_table` needs: ``qid``, ``qtype``, ``field``,
-``kind``, ``gold``, ``answer_std`` (the standardised answer as text; JSON for
-scanpaths), ``correct`` (1/0, empty for Q9/Q12), ``m_dir`` and ``m_pos``
-(Q9/Q12), ``abs_err`` (Q2), and the question's random baseline
-(``chance_correct``, ``chance_abs_err``, ``chance_m_dir``, ``chance_m_pos``:
-:func:`bayesobs.hvs.random_baseline_scores` over the question set).
-``response`` is ``correct`` (empty for Q9/Q12).  A reply the standardiser
-cannot read is ``valid = False`` with an ``invalid_reason`` and is scored as
-the paper scores it (wrong; the mean count; the default central fixation).
-"""
+"""HVSBench-style perception questions as a task of the runner (task ``hvs``, paradigm ``hvs``)."""
 
 from __future__ import annotations
 
@@ -77,19 +35,7 @@ DATA_PUBLIC = "public sources"
 
 
 def is_fixture(root: str | Path) -> bool:
-    """Whether ``root`` is the synthetic fixture (its ``README.txt`` starts with the fixture note).
-
-    Parameters
-    ----------
-    root : str or Path
-        An ``--hvs`` folder.
-
-    Returns
-    -------
-    bool
-        True when ``root/README.txt`` is readable and starts with
-        :data:`bayesobs.hvs.fixture.FIXTURE_NOTE`.
-    """
+    """Whether ``root`` is the synthetic fixture (its ``README.txt`` starts with the fixture note)."""
     readme = Path(root) / "README.txt"
     try:
         return readme.is_file() and readme.read_text(encoding="utf-8").startswith(FIXTURE_NOTE)
@@ -98,14 +44,7 @@ def is_fixture(root: str | Path) -> bool:
 
 
 def no_folder_message() -> str:
-    """The error of an ``hvs`` run without ``--hvs DIR``: what to download and where.
-
-    Returns
-    -------
-    str
-        The message, ending with :func:`bayesobs.hvs.missing_report` for a
-        folder called ``DIR``.
-    """
+    """The error of an ``hvs`` run without ``--hvs DIR``: what to download and where."""
     return (
         "task hvs needs --hvs DIR, a folder holding the public source datasets the "
         "HVSBench-style questions are built from (see docs/hvs.md). " + missing_report(Path("DIR"))
@@ -141,20 +80,7 @@ class HvsTask(Task):
 
     # ------------------------------------------------------------ the question set
     def sources(self) -> dict:
-        """The loaded source folder (an error naming what to download when it is absent).
-
-        Returns
-        -------
-        dict
-            :func:`bayesobs.hvs.load_folder` of the ``--hvs`` folder, loaded
-            once and kept.
-
-        Raises
-        ------
-        BayesobsInputError
-            When no folder was given (:func:`no_folder_message`) or the
-            folder lacks the source datasets.
-        """
+        """The loaded source folder (an error naming what to download when it is absent)."""
         if self.root is None:
             raise BayesobsInputError(no_folder_message())
         if self._sources is None:
@@ -186,33 +112,7 @@ class HvsTask(Task):
         return tuple(t for t in QTYPES if t in types), seed
 
     def question_set(self, types: tuple[str, ...], seed: int) -> dict:
-        """The questions of ``types`` built with ``seed``, their random baseline and sim context.
-
-        Returns ``records`` (image paths relative to the folder, hints in
-        ``system``), ``baseline`` (qid -> chance columns) and ``context``
-        (:func:`bayesobs.hvs.sim_context`, absolute image paths).
-
-        Parameters
-        ----------
-        types : tuple of str
-            Question types, e.g. ``("Q1", "Q2")``.
-        seed : int
-            The ``question_seed`` of :func:`bayesobs.hvs.build_questions`.
-
-        Returns
-        -------
-        dict
-            ``records`` (list of dict, JSON-safe), ``baseline`` (dict of qid
-            to ``chance_correct``, ``chance_abs_err``, ``chance_m_dir``,
-            ``chance_m_pos``), ``context`` and ``data`` (``"fixture"`` or
-            ``"public sources"``); built once per ``(types, seed)``.
-
-        Raises
-        ------
-        BayesobsInputError
-            When the folder is missing or incomplete, or no question of
-            ``types`` can be built from it.
-        """
+        """The questions of ``types`` built with ``seed``, their random baseline and sim context."""
         key = (types, seed)
         if key not in self._sets:
             src = self.sources()
@@ -244,35 +144,7 @@ class HvsTask(Task):
         return self._sets[key]
 
     def generate(self, rng, low, high, n, options):
-        """``n`` questions of the session's types, drawn with the run's seed (each asked once before any repeats).
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream (the draw of questions).
-        low, high : float
-            The session's range (required by the spec format; not used).
-        n : int
-            Questions to ask.
-        options : dict
-            ``questions`` (question types; default all of Q1-Q13) and
-            ``question_seed`` (whole number >= 0; default 0).
-
-        Returns
-        -------
-        list of Stimulus
-            Value: the question type's number (``Q3`` is 3.0); prompt: the
-            question; params: ``record``, ``questions``, ``question_seed``,
-            ``repeat`` (0 the first time a question is asked) and
-            ``source``.  A :class:`UserWarning` says when ``n`` exceeds the
-            questions in the set.
-
-        Raises
-        ------
-        BayesobsInputError
-            For an unknown option, question type or a bad
-            ``question_seed``, or a folder that yields no question.
-        """
+        """``n`` questions of the session's types, drawn with the run's seed (each asked once before any repeats)."""
         types, seed = self._options(options)
         qs = self.question_set(types, seed)
         records = qs["records"]
@@ -313,95 +185,25 @@ class HvsTask(Task):
 
     # ------------------------------------------------------------ runner hooks
     def image_path(self, stim: Stimulus) -> Path:
-        """The question's image file in the ``--hvs`` folder.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-
-        Returns
-        -------
-        Path
-            The ``--hvs`` folder joined with the record's relative
-            ``image``.
-
-        Raises
-        ------
-        BayesobsInputError
-            When the task has no ``--hvs`` folder.
-        """
+        """The question's image file in the ``--hvs`` folder."""
         if self.root is None:
             raise BayesobsInputError(no_folder_message())
         return self.root / stim.params["record"]["image"]
 
     def question(self, stim: Stimulus) -> dict:
-        """The question record with its absolute image path (what simulated subjects read).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-
-        Returns
-        -------
-        dict
-            The stimulus's ``record`` with ``image`` set to
-            :meth:`image_path` as text.
-        """
+        """The question record with its absolute image path (what simulated subjects read)."""
         return {**stim.params["record"], "image": str(self.image_path(stim))}
 
     def request_meta(self, stim: Stimulus) -> dict[str, Any]:
-        """Extra request fields for simulated subjects (not logged, not sent, not cache-keyed).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-
-        Returns
-        -------
-        dict
-            ``question`` (:meth:`question`) and ``hvs_context`` (the question
-            set's :func:`bayesobs.hvs.sim_context`).
-        """
+        """Extra request fields for simulated subjects (not logged, not sent, not cache-keyed)."""
         return {"question": self.question(stim), "hvs_context": self._set_of(stim)["context"]}
 
     def system_extra(self, stim: Stimulus, cond) -> str:
-        """The question's field hint under the ``hint`` condition, else ``""``.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-        cond : Condition
-            The trial's condition; its ``hint`` is read.
-
-        Returns
-        -------
-        str
-            The record's ``system`` text, or ``""``.
-        """
+        """The question's field hint under the ``hint`` condition, else ``""``."""
         return stim.params["record"]["system"] if getattr(cond, "hint", False) else ""
 
     def draw(self, stim: Stimulus) -> np.ndarray:
-        """The question's image as an ``(H, W, 3)`` array, at its own size.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-
-        Returns
-        -------
-        ndarray of float, shape (H, W, 3)
-            RGB values in [0, 255].
-
-        Raises
-        ------
-        BayesobsInputError
-            When the image cannot be read.
-        """
+        """The question's image as an ``(H, W, 3)`` array, at its own size."""
         path = self.image_path(stim)
         try:
             with Image.open(path) as im:
@@ -410,28 +212,7 @@ class HvsTask(Task):
             raise BayesobsInputError(f"{path}: cannot read the image ({exc})") from None
 
     def render_png(self, stim: Stimulus, blur_sigma: float = 0.0) -> bytes:
-        """The image as PNG (a PNG file unchanged when unblurred; other formats encoded once).
-
-        The last 16 ``(image, blur)`` encodings are kept, as many questions
-        share an image.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-        blur_sigma : float
-            Gaussian blur in pixels (0: none).
-
-        Returns
-        -------
-        bytes
-            The PNG: the file's own bytes when it is an unblurred RGB PNG.
-
-        Raises
-        ------
-        BayesobsInputError
-            When the image cannot be read.
-        """
+        """The image as PNG (a PNG file unchanged when unblurred; other formats encoded once)."""
         # many questions share an image: encode each (image, blur) once
         key = (str(self.image_path(stim)), float(blur_sigma))
         png = self._png.get(key)
@@ -460,28 +241,7 @@ class HvsTask(Task):
 
     # ------------------------------------------------------------ scoring
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict:
-        """Standardise the reply (choice, count, ranking or scanpath) and score it against the gold answer.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-        reply : str or None
-            The subject's reply.
-        truncated : bool
-            The reply was cut off by ``max_tokens`` (added to the invalid
-            reason).
-
-        Returns
-        -------
-        dict
-            ``response`` (``correct`` as a float; None for scanpaths),
-            ``valid`` and the columns of the module docstring (``qid``,
-            ``qtype``, ``field``, ``kind``, ``n_options``, ``gold``,
-            ``answer_std``, ``correct``, ``m_dir``, ``m_pos``, ``abs_err``,
-            ``repeat``, ``hvs_data`` and the chance columns), plus
-            ``invalid_reason`` when the reply could not be read.
-        """
+        """Standardise the reply (choice, count, ranking or scanpath) and score it against the gold answer."""
         rec = stim.params["record"]
         kind, qtype = rec["kind"], rec["qtype"]
         pred = standardise(kind, reply)

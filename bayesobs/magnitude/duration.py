@@ -1,11 +1,4 @@
-"""Duration: how long a dialogue extract lasted, from word timings.
-
-Extracts come from the AMI Meeting Corpus manual annotations (NXT XML
-``words/*.words.xml``, read from a folder the user points to) or, by default,
-from a clearly labelled synthetic dialogue generator so the task runs on a
-fresh machine.  An extract's true duration is the end time of its last word
-minus the start time of its first word.
-"""
+"""Duration: how long a dialogue extract lasted, from word timings."""
 
 from __future__ import annotations
 
@@ -36,26 +29,7 @@ class Word:
 
 
 def parse_words_xml(path: str | Path) -> list[Word]:
-    """Words of one NXT ``*.words.xml`` file (``<w>`` elements, in file order).
-
-    Other elements (vocal sounds, disfluency markers, gaps) are not words and
-    are skipped; a word without timings keeps NaN times.
-
-    Parameters
-    ----------
-    path : str or Path
-        A file named ``MEETING.SPEAKER.words.xml``.
-
-    Returns
-    -------
-    list of Word
-        The file's words, with meeting and speaker from the file name.
-
-    Raises
-    ------
-    BayesobsInputError
-        When the name is not of that form or the XML is malformed.
-    """
+    """Words of one NXT ``*.words.xml`` file (``<w>`` elements, in file order)."""
     path = Path(path)
     parts = path.name.split(".")
     if len(parts) < 4 or parts[-2] != "words":
@@ -78,28 +52,7 @@ def parse_words_xml(path: str | Path) -> list[Word]:
 
 
 def load_ami(folder: str | Path) -> dict[str, list[Word]]:
-    """All meetings in an AMI folder (``words/*.words.xml`` or the files themselves).
-
-    Returns ``{meeting: words of all speakers sorted by start time}``; words
-    without timings are dropped.
-
-    Parameters
-    ----------
-    folder : str or Path
-        An AMI annotation folder holding ``words/*.words.xml``, or a folder
-        of ``*.words.xml`` files.
-
-    Returns
-    -------
-    dict of str to list of Word
-        Each meeting's timed words, sorted by start then end time.
-
-    Raises
-    ------
-    BayesobsInputError
-        When the folder holds no words files, or one is malformed
-        (:func:`parse_words_xml`).
-    """
+    """All meetings in an AMI folder (``words/*.words.xml`` or the files themselves)."""
     folder = Path(folder)
     files = sorted(folder.glob("words/*.words.xml")) or sorted(folder.glob("*.words.xml"))
     if not files:
@@ -127,25 +80,7 @@ VOCAB = (
 
 
 def synthetic_meeting(rng: np.random.Generator, seconds: float = 900.0) -> list[Word]:
-    """A synthetic four-speaker dialogue with realistic timing (SYNTHETIC, not AMI).
-
-    Turns of 2–25 words; word durations log-normal around 0.33 s (about
-    2.5–3 words per second with short within-turn pauses); 0.1–1.2 s gaps
-    between turns.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The random stream.
-    seconds : float
-        Length of the dialogue; turns are added until it is reached.
-
-    Returns
-    -------
-    list of Word
-        Words of meeting ``"synthetic"``, speakers ``A`` to ``D`` (no
-        speaker twice in a row), times rounded to 0.01 s.
-    """
+    """A synthetic four-speaker dialogue with realistic timing (SYNTHETIC, not AMI)."""
     t = 0.0
     words: list[Word] = []
     speaker = "A"
@@ -161,19 +96,7 @@ def synthetic_meeting(rng: np.random.Generator, seconds: float = 900.0) -> list[
 
 
 def transcript(words: list[Word]) -> str:
-    """Speaker-labelled transcript; punctuation attaches to the previous word.
-
-    Parameters
-    ----------
-    words : list of Word
-        The extract's words in order.
-
-    Returns
-    -------
-    str
-        One line per turn, ``"A: word word ..."``, a new turn whenever the
-        speaker changes.
-    """
+    """Speaker-labelled transcript; punctuation attaches to the previous word."""
     lines: list[list[str]] = []
     speakers: list[str] = []
     for w in words:
@@ -189,29 +112,7 @@ def transcript(words: list[Word]) -> str:
 
 
 def extract(words: list[Word], start: int, target: float) -> tuple[float, int] | None:
-    """Duration and end index (exclusive) of the extract from ``start`` closest to ``target``.
-
-    The extract grows word by word from ``words[start]``; it stops at a
-    silence longer than :data:`MAX_PAUSE_S` before a word, or once it is
-    longer than ``1.5 * target + 1`` seconds.
-
-    Parameters
-    ----------
-    words : list of Word
-        A meeting's words sorted by start time.
-    start : int
-        Index of the extract's first word.
-    target : float
-        The duration sought, in seconds.
-
-    Returns
-    -------
-    tuple of (float, int) or None
-        ``(duration, stop)``: the extract ``words[start:stop]`` whose span
-        (last end minus first start, in seconds) is closest to ``target``.
-        The first word alone is always a candidate, so a valid ``start``
-        gives a pair.
-    """
+    """Duration and end index (exclusive) of the extract from ``start`` closest to ``target``."""
     t0 = words[start].start
     best = None
     last_end = words[start].end
@@ -252,24 +153,7 @@ class Duration(Task):
         self._meetings: dict[str, list[Word]] | None = None
 
     def meetings(self, rng: np.random.Generator) -> dict[str, list[Word]]:
-        """The meetings to cut excerpts from: the AMI corpus if given, else a synthetic one.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The random stream of a synthetic meeting (unused with AMI).
-
-        Returns
-        -------
-        dict of str to list of Word
-            The AMI meetings (read once, then cached), or a new 900 s
-            synthetic meeting under ``"synthetic"``.
-
-        Raises
-        ------
-        BayesobsInputError
-            When the AMI folder cannot be read (:func:`load_ami`).
-        """
+        """The meetings to cut excerpts from: the AMI corpus if given, else a synthetic one."""
         if self.ami is not None:
             if self._meetings is None:
                 self._meetings = load_ami(self.ami)
@@ -277,37 +161,7 @@ class Duration(Task):
         return {"synthetic": synthetic_meeting(rng)}
 
     def generate(self, rng, low, high, n, options):
-        """``n`` dialogue excerpts whose spoken duration lies in ``[low, high]`` seconds.
-
-        Each excerpt aims at a duration drawn from the session's
-        distribution and starts at a random word of a random meeting; it is
-        kept when its duration is within ``[low, high]`` and within 10 % +
-        0.3 s of the aim.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        low, high : float
-            The session's range in seconds.
-        n : int
-            Excerpts to make.
-        options : dict
-            The session entry's ``distribution`` and its parameters
-            (:mod:`bayesobs.stimuli.distributions`).
-
-        Returns
-        -------
-        list of Stimulus
-            Value: the duration rounded to 1 ms; text: the transcript;
-            params: ``source`` (``"ami"`` or ``"synthetic"``), ``meeting``,
-            ``start_s``, ``first_word`` and ``n_words``.
-
-        Raises
-        ------
-        BayesobsInputError
-            When 500 tries find no excerpt for a stimulus.
-        """
+        """``n`` dialogue excerpts whose spoken duration lies in ``[low, high]`` seconds."""
         meetings = self.meetings(rng)
         names = sorted(meetings)
         source = "ami" if self.ami is not None else "synthetic"

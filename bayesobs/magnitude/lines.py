@@ -20,32 +20,7 @@ def _chars(rng, options: dict, lo: int, hi: int) -> int:
 def quantised(
     rng, low: float, high: float, denom: int, smallest: int = 0, options: dict | None = None
 ) -> int:
-    """An integer ``k`` with ``k / denom`` drawn in ``[low, high]`` and rounded.
-
-    The value is drawn from the session's distribution (``options``, default
-    uniform; :mod:`bayesobs.stimuli.distributions`).  ``k`` is kept among the
-    integers whose ratio lies in the range (and at least ``smallest``), so the
-    shown value never leaves the session range.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The session's random stream.
-    low, high : float
-        The session's range of ``k / denom``, within [0, 1].
-    denom : int
-        The denominator (the line's length in characters).
-    smallest : int
-        The least ``k`` allowed.
-    options : dict, optional
-        The session entry's ``distribution`` and its parameters.
-
-    Returns
-    -------
-    int
-        ``round(value * denom)`` clipped to the allowed integers (to the
-        lowest when none lies in the range).
-    """
+    """An integer ``k`` with ``k / denom`` drawn in ``[low, high]`` and rounded."""
     lo = max(smallest, int(np.ceil(low * denom)))
     hi = min(denom, int(np.floor(high * denom)))
     value = draw_value(rng, low, high, options or {})
@@ -76,28 +51,7 @@ class LineRatio(Task):
     )
 
     def generate(self, rng, low, high, n, options):
-        """``n`` line pairs whose short/long length ratio lies in ``[low, high]`` (whole characters).
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        low, high : float
-            The session's range of ratios, within [0, 1].
-        n : int
-            Stimuli to make.
-        options : dict
-            ``min_chars``/``max_chars`` (the longer line's length in characters,
-            drawn uniformly; default 30 to 60, at most 67) and the session
-            entry's ``distribution``.
-
-        Returns
-        -------
-        list of Stimulus
-            Value: short / long in characters; text: lines ``A`` and ``B``
-            of ``-``; params: ``chars`` (the two lengths, the longer on a
-            random line) and ``offsets`` (random indents in pixels).
-        """
+        """``n`` line pairs whose short/long length ratio lies in ``[low, high]`` (whole characters)."""
         out = []
         for _ in range(n):
             long_chars = _chars(rng, options, 30, 60)
@@ -118,18 +72,7 @@ class LineRatio(Task):
         return out
 
     def draw(self, stim):
-        """The two lines drawn one above the other, a fixed number of pixels per character.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-
-        Returns
-        -------
-        ndarray of float, shape (180, 420, 3)
-            RGB values in [0, 255].
-        """
+        """The two lines drawn one above the other, a fixed number of pixels per character."""
         img = canvas(self.width, self.height)
         for i, (k, off) in enumerate(
             zip(stim.params["chars"], stim.params["offsets"], strict=True)
@@ -166,28 +109,7 @@ class MarkerLocation(Task):
     )
 
     def generate(self, rng, low, high, n, options):
-        """``n`` lines with a marker whose relative position lies in ``[low, high]`` (whole characters).
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        low, high : float
-            The session's range of positions, within [0, 1].
-        n : int
-            Stimuli to make.
-        options : dict
-            ``min_chars``/``max_chars`` (the line's length in characters,
-            drawn uniformly; default 41 to 71, at most 71) and the session
-            entry's ``distribution``.
-
-        Returns
-        -------
-        list of Stimulus
-            Value: ``pos / (chars - 1)``; text: a line of ``-`` with ``0``
-            at the marker; params: ``chars``, ``pos`` (the marker's
-            character index) and ``offset`` (a random indent in pixels).
-        """
+        """``n`` lines with a marker whose relative position lies in ``[low, high]`` (whole characters)."""
         out = []
         for _ in range(n):
             chars = _chars(rng, options, 41, 71)
@@ -203,18 +125,7 @@ class MarkerLocation(Task):
         return out
 
     def draw(self, stim):
-        """The line with its marker drawn at the character's pixel position.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-
-        Returns
-        -------
-        ndarray of float, shape (120, 440, 3)
-            RGB values in [0, 255].
-        """
+        """The line with its marker drawn at the character's pixel position."""
         img = canvas(self.width, self.height)
         x0 = 20 + stim.params["offset"]
         x1 = x0 + (stim.params["chars"] - 1) * PX_PER_CHAR

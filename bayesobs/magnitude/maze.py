@@ -1,11 +1,4 @@
-"""Maze distance: a non-self-intersecting path on an integer grid.
-
-The path is a sequence of straight runs (right/left/up/down, 1–4 units each)
-that never revisits a grid point, so it cannot cross itself.  The value is
-the straight-line distance between start and end in grid units.  The text is
-the list of moves; the image draws the path with a green start, a red end and
-a one-unit scale bar.
-"""
+"""Maze distance: a non-self-intersecting path on an integer grid."""
 
 from __future__ import annotations
 
@@ -24,26 +17,7 @@ DIRS = {"right": (1, 0), "up": (0, 1), "left": (-1, 0), "down": (0, -1)}
 def random_path(
     rng: np.random.Generator, runs: int, max_len: int = 4
 ) -> list[tuple[str, int]] | None:
-    """A self-avoiding path of ``runs`` straight runs, or ``None`` if it got stuck.
-
-    Every run turns (no straight continuation, no reversal) and is drawn
-    uniformly among the moves that visit no grid point twice.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The random stream.
-    runs : int
-        Straight runs in the path.
-    max_len : int
-        The longest run, in grid units (runs are 1 to ``max_len``).
-
-    Returns
-    -------
-    list of (str, int) or None
-        ``(direction, length)`` per run, directions ``right``, ``up``,
-        ``left``, ``down``; ``None`` when no move was left.
-    """
+    """A self-avoiding path of ``runs`` straight runs, or ``None`` if it got stuck."""
     pos = (0, 0)
     seen = {pos}
     moves: list[tuple[str, int]] = []
@@ -69,19 +43,7 @@ def random_path(
 
 
 def endpoints(moves: list[tuple[str, int]]) -> list[tuple[int, int]]:
-    """The integer grid points a path visits, starting at the origin.
-
-    Parameters
-    ----------
-    moves : list of (str, int)
-        The path's runs, as :func:`random_path`.
-
-    Returns
-    -------
-    list of (int, int)
-        The origin and the end point of every run (``len(moves) + 1``
-        points; ``up`` is +y).
-    """
+    """The integer grid points a path visits, starting at the origin."""
     pts = [(0, 0)]
     for name, length in moves:
         dx, dy = DIRS[name]
@@ -91,18 +53,7 @@ def endpoints(moves: list[tuple[str, int]]) -> list[tuple[int, int]]:
 
 
 def describe(moves: list[tuple[str, int]]) -> str:
-    """The moves as the text rendering shows them (e.g. ``right 3, up 2``).
-
-    Parameters
-    ----------
-    moves : list of (str, int)
-        The path's runs.
-
-    Returns
-    -------
-    str
-        ``"Start at (0, 0). Move right 3, up 2."``
-    """
+    """The moves as the text rendering shows them (e.g. ``right 3, up 2``)."""
     steps = ", ".join(f"{name} {length}" for name, length in moves)
     return f"Start at (0, 0). Move {steps}."
 
@@ -127,35 +78,7 @@ class MazeDistance(Task):
     size = 520
 
     def generate(self, rng, low, high, n, options):
-        """``n`` grid paths whose straight start-to-end distance lies in ``[low, high]``.
-
-        Each path aims at a distance drawn from the session's distribution:
-        up to 150 paths of 3 to 8 runs that fit the canvas are tried, and the
-        one in range closest to the aim is kept (the first within 0.3 units
-        stops the search).
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        low, high : float
-            The session's range in grid units.
-        n : int
-            Stimuli to make.
-        options : dict
-            The session entry's ``distribution`` and its parameters.
-
-        Returns
-        -------
-        list of Stimulus
-            Value: the distance in grid units; text: :func:`describe`;
-            params: ``moves``.
-
-        Raises
-        ------
-        RuntimeError
-            When no tried path lies in ``[low, high]``.
-        """
+        """``n`` grid paths whose straight start-to-end distance lies in ``[low, high]``."""
         out = []
         max_extent = (self.size - 80) // UNIT_PX
         for _ in range(n):
@@ -181,18 +104,7 @@ class MazeDistance(Task):
         return out
 
     def draw(self, stim):
-        """The path drawn centred, its start green and its end red, with a one-unit scale bar.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-
-        Returns
-        -------
-        ndarray of float, shape (520, 520, 3)
-            RGB values in [0, 255].
-        """
+        """The path drawn centred, its start green and its end red, with a one-unit scale bar."""
         img = canvas(self.size, self.size)
         pts = np.array(endpoints([tuple(m) for m in stim.params["moves"]]), dtype=float)
         # centre the path; image y grows downwards

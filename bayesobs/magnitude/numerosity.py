@@ -1,11 +1,4 @@
-"""Numerosity: how many dots are there.
-
-Dots (radius 5 px) are placed without overlap (centres at least 14 px apart)
-on a 400 x 400 image; the text rendering is a 24 x 24 character grid with an
-``o`` per dot, at the dot's grid cell (dots are placed on distinct cells, so
-both renderings show the same count).  Counts are drawn log-uniformly in the
-session range (numerosity is perceived on a log scale), rounded to integers.
-"""
+"""Numerosity: how many dots are there."""
 
 from __future__ import annotations
 
@@ -31,27 +24,7 @@ class Numerosity(Task):
     value_range = (1.0, float(GRID * GRID))  # one dot per cell of the 24 x 24 grid
 
     def generate(self, rng, low, high, n, options):
-        """``n`` dot sets, counts log-uniform in ``[low, high]``, one dot per distinct grid cell.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        low, high : float
-            The session's range of counts, within [1, 576].
-        n : int
-            Stimuli to make.
-        options : dict
-            The session entry's ``distribution``: ``uniform`` (the default)
-            draws counts log-uniformly; another distribution draws them
-            from itself.
-
-        Returns
-        -------
-        list of Stimulus
-            Value: the count; text: the 24 x 24 grid of ``.`` with ``o``
-            per dot; params: ``x`` and ``y``, the dots' centres in pixels.
-        """
+        """``n`` dot sets, counts log-uniform in ``[low, high]``, one dot per distinct grid cell."""
         out = []
         cell = SIZE / GRID
         for _ in range(n):
@@ -80,18 +53,7 @@ class Numerosity(Task):
         return out
 
     def draw(self, stim):
-        """The dots drawn at their positions.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus made by :meth:`generate`.
-
-        Returns
-        -------
-        ndarray of float, shape (400, 400, 3)
-            RGB values in [0, 255].
-        """
+        """The dots drawn at their positions."""
         img = canvas(SIZE, SIZE)
         for x, y in zip(stim.params["x"], stim.params["y"], strict=True):
             disc(img, x, y, RADIUS, (0, 0, 0))

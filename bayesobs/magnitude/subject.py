@@ -1,42 +1,4 @@
-"""Simulated observers that perceive the *rendered* stimulus.
-
-A simulated subject reads the ASCII text (counting characters, parsing moves,
-counting words) and measures the PNG's pixels (line extents, marker and
-endpoint centroids), with perceptual noise that grows with the blur it can
-see in the image.  In multimodal trials it fuses the two percepts by their
-reliabilities.  It then answers as an observer over its own context window
-(the earlier stimuli in its chat history, perceived the same way):
-
-In a session with a non-uniform stimulus distribution the static-Bayes
-observers centre their prior on its true mean (the runner passes it), not
-on the mean of their context.
-
-Smudges in a ``noise_text`` rendering tell it how degraded the text is, and
-its text noise grows with them, as its image noise grows with blur.
-
-* ``sim:bayesian``: precision-weighted average of the percept and a prior
-  from the context (and from a numerical range in the system prompt); it
-  trusts the prior more when told the data are noisy and when the context is
-  longer.  Bayes-consistent: ``w_prior`` rises under every BCS ablation.
-* ``sim:antibayes``: the same computation with the prior weight mirrored
-  (``0.7 - w``), so ``w_prior`` falls under the ablations.
-* ``sim:kalman``: a Kalman filter over the context percepts and the current one.
-* ``sim:linear``: ``0.8 * percept + 0.2 * anchor`` with a fixed task anchor.
-* ``sim:anchor``: not Bayesian, sequential: ``(1 - a) * percept + a * previous
-  answer`` with ``a = 0.5`` (its own last reply in the chat history; the first
-  trial of a run, and every trial without history, answer the percept).  The
-  anchoring control of METHOD §12 identifies it.
-
-Under ``cot`` (the system prompt asks it to think step by step,
-:data:`bayesobs.run.ablations.COT_SENTENCE`) every kind writes its reasoning
-(its percept and the prior it weighs it against) before ``Answer: X``, and
-the static-Bayes observers trust their prior less (its variance doubled):
-reasoning over the stimulus lowers ``w_prior``, the effect the ``cot``
-ablation measures.
-
-Every random draw is seeded by the subject seed and the trial identity, so a
-run is reproducible and a resumed run answers exactly as an uninterrupted one.
-"""
+"""Simulated observers that perceive the *rendered* stimulus."""
 
 from __future__ import annotations
 
@@ -72,31 +34,7 @@ PERCEPT_CACHE = 4096  # percepts kept per subject (a run's context is perceived 
 
 # ---------------------------------------------------------------- perception
 def read_text(task: str, text: str) -> float:
-    """The value a careful reader gets from the ASCII / text rendering.
-
-    ``line_ratio``: shorter over longer run of ``-``/``~``; ``marker_location``:
-    the ``0``'s position along its line (0..1); ``maze_distance``: the
-    straight-line distance of the summed moves (maze units); ``numerosity``:
-    the number of ``o``; ``duration``: words at :data:`WORDS_PER_S` plus
-    0.4 s per turn change (seconds).
-
-    Parameters
-    ----------
-    task : str
-        The magnitude task.
-    text : str
-        The text rendering of the stimulus.
-
-    Returns
-    -------
-    float
-        The value read, in the task's units.
-
-    Raises
-    ------
-    ValueError
-        When the task has no text reading.
-    """
+    """The value a careful reader gets from the ASCII / text rendering."""
     if task == "line_ratio":
         lengths = [len(m) for m in re.findall(r"[-~]+", text)]  # ~: a smudge (noise_text)
         return min(lengths) / max(lengths)
@@ -119,23 +57,7 @@ def read_text(task: str, text: str) -> float:
 
 
 def text_noise_level(text: str) -> float:
-    """The degradation a reader can see in a ``noise_text`` rendering: the share of smudges.
-
-    Smudges ``~`` replace characters of symbol runs and mark jittered numbers
-    (:func:`bayesobs.run.ablations.degrade_text`), each with probability ``s``;
-    their share among the run characters and numbers estimates ``s`` (0 for
-    clean text).
-
-    Parameters
-    ----------
-    text : str
-        The text rendering of the stimulus.
-
-    Returns
-    -------
-    float
-        The estimated smudge probability, 0..1.
-    """
+    """The degradation a reader can see in a ``noise_text`` rendering: the share of smudges."""
     marked = len(re.findall(r"~(?=\d)", text))
     smudges = text.count("~") - marked
     numbers = sum(int(n) >= 1 for n in re.findall(r"(?<![\d.])\d+(?![\d.])", text))
@@ -158,22 +80,7 @@ def _half_max_extent(profile: np.ndarray) -> tuple[float, float]:
 
 
 def estimate_blur(img: np.ndarray) -> float:
-    """Blur sigma (pixels) from the steepest horizontal edge of the image.
-
-    A step edge of contrast 1 blurred by a Gaussian of SD sigma has a
-    largest gradient of ``1 / (sigma sqrt(2 pi))``; a gradient of 0.4 or more
-    (per pixel, on a 0..1 scale) reads as sharp.
-
-    Parameters
-    ----------
-    img : ndarray, shape (H, W, 3)
-        The image, RGB in 0..255.
-
-    Returns
-    -------
-    float
-        The blur SD in pixels (0 for a sharp image).
-    """
+    """Blur sigma (pixels) from the steepest horizontal edge of the image."""
     gray = channel_mean(img)
     steepest = np.abs(np.diff(gray, axis=1)).max() / 255.0
     # a step edge of contrast 1 blurred by sigma has a maximal gradient 1 / (sigma sqrt(2 pi))
@@ -181,31 +88,7 @@ def estimate_blur(img: np.ndarray) -> float:
 
 
 def measure_image(task: str, img: np.ndarray) -> float:
-    """The value measured from the image's pixels.
-
-    ``line_ratio``: shorter over longer half-maximum extent of the two dark
-    lines; ``marker_location``: the red tick's centroid along the line (0..1);
-    ``numerosity``: the connected regions above half the darkest ink (blur
-    merges close dots); ``maze_distance``: the distance between the green and
-    red markers' centroids in maze units.
-
-    Parameters
-    ----------
-    task : str
-        The magnitude task.
-    img : ndarray, shape (H, W, 3)
-        The image, RGB in 0..255.
-
-    Returns
-    -------
-    float
-        The value measured, in the task's units.
-
-    Raises
-    ------
-    ValueError
-        When the task has no image (``duration``).
-    """
+    """The value measured from the image's pixels."""
 
     def dark():  # ink
         return 255.0 - channel_mean(img)
@@ -272,11 +155,7 @@ def _previous_answer(turns) -> float | None:
 
 
 class SimSubject:
-    """A simulated magnitude observer.
-
-    One of ``sim:bayesian``, ``sim:antibayes``, ``sim:kalman``, ``sim:linear``
-    and ``sim:anchor`` (see the module docstring).
-    """
+    """A simulated magnitude observer."""
 
     def __init__(self, kind: str, seed: int = 0):
         if kind not in KINDS:
@@ -291,29 +170,7 @@ class SimSubject:
         self._percepts: OrderedDict[tuple, tuple[float, float]] = OrderedDict()
 
     def perceive(self, task: str, turn: Turn, salt) -> tuple[float, float]:
-        """Percept and its noise variance for one user turn.
-
-        The text and the image (whichever the turn has) are each read with
-        Gaussian noise, its SD a fraction (:data:`TEXT_SD`, :data:`IMAGE_SD`) of
-        the task's :data:`SCALE` (of the value itself for :data:`WEBER` tasks),
-        raised by the smudges the text shows and the blur the image shows; the two
-        percepts are fused by their precisions.
-
-        Parameters
-        ----------
-        task : str
-            The magnitude task.
-        turn : Turn
-            A user turn holding the stimulus (text and/or PNG).
-        salt : object
-            Mixed into the noise seed with the subject seed and the stimulus, so
-            the same stimulus is perceived the same way within one run.
-
-        Returns
-        -------
-        percept, variance : float
-            The fused percept (task units) and its noise variance.
-        """
+        """Percept and its noise variance for one user turn."""
         key = (self.seed, task, turn.text, turn.png, salt)
         hit = self._percepts.get(key)
         if hit is not None:
@@ -346,25 +203,7 @@ class SimSubject:
         return fused, 1.0 / sum(prec)
 
     def answer(self, request: Request) -> float:
-        """The observer's numerical answer to one trial (seeded by the trial).
-
-        Every user turn before the last is the context, perceived as in
-        :meth:`perceive`; the last is the stimulus.  How the percept and context
-        are combined depends on the kind (see the module docstring); a decision
-        noise of 0.2 percept SDs is added.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request; its meta gives the task and the trial identity
-            (and, for a non-uniform session, ``prior_mean``), its system prompt
-            may give a numerical range, the noise instruction and ``cot``.
-
-        Returns
-        -------
-        float
-            The answer, in the task's units.
-        """
+        """The observer's numerical answer to one trial (seeded by the trial)."""
         meta = request.meta
         task = meta["task"]
         users = [t for t in request.turns if t.role == "user"]
@@ -429,24 +268,7 @@ class SimSubject:
         return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
 
     async def complete(self, request: Request) -> Reply:
-        """Answer one trial (refused for tasks that are not magnitude estimation).
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        Reply
-            The answer to four significant digits; under ``cot``, two reasoning
-            lines and then ``Answer: X``.
-
-        Raises
-        ------
-        FatalSubjectError
-            When the task is not a magnitude task.
-        """
+        """Answer one trial (refused for tasks that are not magnitude estimation)."""
         if request.meta["task"] not in SCALE:
             raise FatalSubjectError(
                 f"{self.name} is a magnitude observer ({', '.join(SCALE)}); task "

@@ -1,18 +1,4 @@
-"""Percept-V (seed 004; dair-iitd/Percept-V) as a self-contained library.
-
-Thirty program-generated perception domains, each a pure seeded generator of
-problem sizes 1..20.  :func:`make_trial` returns a
-:class:`~bayesobs.perceptv.common.Trial` (images, the paper's prompt, gold
-answer, answer type and format, skills, max_tokens, metadata); the
-registry :data:`DOMAINS` holds one :class:`Domain` entry per implemented
-domain; :func:`protocol` lists the trials of a protocol (domains, sizes,
-images per size, seed) as ``(domain, size, seed)`` triples.
-
-:mod:`.parse` reads replies, :mod:`.sims` holds simulated subjects that look
-at the pixels, :mod:`.score` turns a trial table into the paper's tables,
-:mod:`.plots` draws them and :mod:`.published` holds the paper's numbers.
-The runner task is :mod:`bayesobs.perceptv.tasks` (``percept_v``).
-"""
+"""Percept-V (seed 004; dair-iitd/Percept-V) as a self-contained library."""
 
 from __future__ import annotations
 
@@ -134,65 +120,12 @@ FIRST_14 = (
 
 
 def trial_seed(seed: int, domain: str, size: int, index: int) -> np.random.SeedSequence:
-    """The seed of item ``index`` of ``domain`` at ``size`` in a protocol seeded ``seed``.
-
-    Parameters
-    ----------
-    seed : int
-        The protocol's seed.
-    domain : str
-        The domain (one of :data:`ALL_DOMAINS`; its position there enters the
-        seed).
-    size : int
-        The problem size, 1..20.
-    index : int
-        The item's number within its size and domain, from 0.
-
-    Returns
-    -------
-    numpy.random.SeedSequence
-        ``SeedSequence([seed, domain position, size, index])``.
-
-    Raises
-    ------
-    ValueError
-        If ``domain`` is not in :data:`ALL_DOMAINS`.
-    """
+    """The seed of item ``index`` of ``domain`` at ``size`` in a protocol seeded ``seed``."""
     return np.random.SeedSequence([int(seed), ALL_DOMAINS.index(domain), int(size), int(index)])
 
 
 def make_trial(domain: str, size: int, seed, **options) -> Trial:
-    """Generate one trial.
-
-    Generate one trial of ``domain`` at problem ``size`` (1..20) from an int seed,
-    a :class:`numpy.random.SeedSequence` or a Generator (one draw).  ``options``
-    go to the generator (e.g. ``counting_locations(equal_counts=True)``).
-
-    Parameters
-    ----------
-    domain : str
-        An implemented domain (a key of :data:`DOMAINS`).
-    size : int
-        The problem size, 1..20.
-    seed : int, numpy.random.SeedSequence or numpy.random.Generator
-        The trial's seed; a generator gives one integer draw.
-    **options
-        Keyword options of the domain's generator; recorded in
-        ``meta["options"]``.
-
-    Returns
-    -------
-    Trial
-        The trial, with the domain's prompt, answer type and format, skills,
-        ``MAX_TOKENS`` and the generator's answer, accepted answers and
-        metadata.
-
-    Raises
-    ------
-    ValueError
-        If the domain is unknown or not implemented, or ``size`` is outside
-        1..20.
-    """
+    """Generate one trial."""
     try:
         dom = DOMAINS[domain]
     except KeyError:
@@ -228,32 +161,7 @@ def protocol(
     per_size: int = IMAGES_PER_SIZE,
     seed: int = 0,
 ) -> Iterator[tuple[str, int, np.random.SeedSequence]]:
-    """The items of a stratified protocol.
-
-    ``(domain, size, seed)`` for every item of a stratified protocol (exactly
-    ``per_size`` items per size and domain); the full set is 30 x 20 x 10 = 6,000.
-
-    Parameters
-    ----------
-    domains_ : sequence of str, optional
-        The domains; every implemented domain (:data:`DOMAINS`) when not given
-        or empty.
-    sizes : sequence of int, default SIZES
-        The problem sizes (1..20 by default).
-    per_size : int, default IMAGES_PER_SIZE
-        Items per size and domain (10, as in the paper).
-    seed : int, default 0
-        The protocol's seed (see :func:`trial_seed`).
-
-    Yields
-    ------
-    domain : str
-        The domain.
-    size : int
-        The problem size.
-    seed : numpy.random.SeedSequence
-        The item's seed, for :func:`make_trial`.
-    """
+    """The items of a stratified protocol."""
     for d in domains_ or tuple(DOMAINS):
         for s in sizes:
             for i in range(per_size):
@@ -261,27 +169,7 @@ def protocol(
 
 
 def chance(domain: str, size: int, **options) -> float:
-    """Probability that the answer-prior guesser is right on ``domain`` at ``size``.
-
-    Parameters
-    ----------
-    domain : str
-        An implemented domain (a key of :data:`DOMAINS`).
-    size : int
-        The problem size, 1..20.
-    **options
-        The generator options the trial was made with (some change the prior).
-
-    Returns
-    -------
-    float
-        The chance probability, 0..1.
-
-    Raises
-    ------
-    KeyError
-        If the domain is unknown or not implemented.
-    """
+    """Probability that the answer-prior guesser is right on ``domain`` at ``size``."""
     return DOMAINS[domain].chance(int(size), **options)
 
 

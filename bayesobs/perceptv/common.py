@@ -1,11 +1,4 @@
-"""Shared pieces of the Percept-V generators: the trial record, prompts, palette, shape drawing.
-
-Drawing uses Pillow's ImageDraw only (polygons, ellipses, lines, text) and
-matplotlib's bundled DejaVu Sans without antialiasing (via
-:mod:`bayesobs.stimuli.drawing`), so images are identical on every machine and
-every pixel is exactly a palette colour, white, or black ink.  Shapes are
-drawn without antialiasing too, so object colours can be read exactly.
-"""
+"""Shared pieces of the Percept-V generators: the trial record, prompts, palette, shape drawing."""
 
 from __future__ import annotations
 
@@ -57,56 +50,13 @@ BLACK = (0, 0, 0)
 
 
 def prompt(domain: str) -> str:
-    """The paper's prompt for ``domain``: its Appendix A.1 bullets and the two format lines.
-
-    Parameters
-    ----------
-    domain : str
-        One of the 30 domain names.
-
-    Returns
-    -------
-    str
-        One line per bullet (``"- "`` prefixed), then :data:`FORMAT_LINES`.
-
-    Raises
-    ------
-    KeyError
-        If ``domain`` has no prompt.
-    """
+    """The paper's prompt for ``domain``: its Appendix A.1 bullets and the two format lines."""
     return "\n".join(["- " + b for b in BULLETS[domain]] + list(FORMAT_LINES))
 
 
 @dataclass(frozen=True)
 class Trial:
-    """One Percept-V problem instance.
-
-    Attributes
-    ----------
-    domain : str
-        One of the 30 domain names (``bayesobs.perceptv.DOMAINS``).
-    size : int
-        The problem size (1..20).
-    images : tuple of PIL.Image.Image
-        The images, in order (two for the two-image domains).
-    prompt : str
-        The paper's prompt (Appendix A.1 bullets + the two format lines).
-    answer : str
-        The gold answer, normalised as the domain's parser normalises replies.
-    answer_type : str
-        ``"single"``, ``"fixed"``, ``"list"`` or ``"set"`` (Table 2 / Table 4).
-    answer_format : str
-        Name of the parser in :mod:`bayesobs.perceptv.parse`.
-    skills : tuple of str
-        The Table 1 skills the domain tests.
-    max_tokens : int
-        Reply budget (the paper does not state one; see ``docs/perceptv.md``).
-    meta : dict
-        Per-trial metadata (JSON-friendly): the drawn objects, options.
-    accept : frozenset of str
-        Every normalised answer that counts as correct (``{answer}`` except
-        ``cross_and_knots``, where any safe cell is right).
-    """
+    """One Percept-V problem instance."""
 
     domain: str
     size: int
@@ -126,44 +76,14 @@ class Trial:
         return "percept_v"
 
     def is_correct(self, value: str | None) -> bool:
-        """Whether a parsed (normalised) reply value is a right answer.
-
-        Parameters
-        ----------
-        value : str or None
-            The parser's value (``None`` for an invalid reply).
-
-        Returns
-        -------
-        bool
-            ``True`` if ``value`` is in ``accept`` (or equals ``answer`` when
-            ``accept`` is empty); ``False`` for ``None``.
-        """
+        """Whether a parsed (normalised) reply value is a right answer."""
         if value is None:
             return False
         return value in (self.accept or {self.answer})
 
 
 def regular_polygon(cx: float, cy: float, r: float, n: int, rot: float = -90.0):
-    """Vertices of a regular ``n``-gon of circumradius ``r``; the first vertex at angle ``rot`` deg.
-
-    Parameters
-    ----------
-    cx, cy : float
-        The centre in pixels.
-    r : float
-        Circumradius in pixels.
-    n : int
-        Number of vertices.
-    rot : float, default -90.0
-        Angle of the first vertex in degrees, clockwise on screen from the +x
-        axis (-90: straight up).
-
-    Returns
-    -------
-    list of tuple of float
-        The ``n`` vertices ``(x, y)``, clockwise on screen.
-    """
+    """Vertices of a regular ``n``-gon of circumradius ``r``; the first vertex at angle ``rot`` deg."""
     return [
         (
             cx + r * math.cos(math.radians(rot + 360.0 * k / n)),
@@ -177,34 +97,7 @@ SIDES = {"triangle": 3, "diamond": 4, "pentagon": 5, "hexagon": 6, "octagon": 8}
 
 
 def shape_points(kind: str, cx: float, cy: float, r: float, flip: bool = False):
-    """Polygon vertices of ``kind`` centred on ``(cx, cy)`` with half-size ``r``.
-
-    ``square`` is axis-aligned (half side ``r``), ``triangle`` points up (down if
-    ``flip``), ``pentagon`` points up, ``diamond``/``hexagon``/``octagon`` are
-    regular with circumradius ``r``.
-
-    Parameters
-    ----------
-    kind : str
-        ``"square"``, ``"triangle"``, ``"diamond"``, ``"pentagon"``,
-        ``"hexagon"`` or ``"octagon"``.
-    cx, cy : float
-        The centre in pixels.
-    r : float
-        Half-size in pixels.
-    flip : bool, default False
-        Turn the polygon upside down (ignored for squares and octagons).
-
-    Returns
-    -------
-    list of tuple of float
-        The vertices ``(x, y)``.
-
-    Raises
-    ------
-    KeyError
-        If ``kind`` is not one of these.
-    """
+    """Polygon vertices of ``kind`` centred on ``(cx, cy)`` with half-size ``r``."""
     if kind == "square":
         return [(cx - r, cy - r), (cx + r, cy - r), (cx + r, cy + r), (cx - r, cy + r)]
     rot = 90.0 if flip else -90.0
@@ -224,27 +117,7 @@ def draw_shape(
     width: int = 1,
     flip: bool = False,
 ) -> None:
-    """Draw a circle or polygon (see :func:`shape_points`), filled and/or outlined, aliased.
-
-    Parameters
-    ----------
-    draw : PIL.ImageDraw.ImageDraw
-        Where to draw.
-    kind : str
-        ``"circle"`` or a :func:`shape_points` kind.
-    cx, cy : float
-        The centre in pixels.
-    r : float
-        Radius (circle) or half-size (polygon) in pixels.
-    fill : colour, optional
-        Fill colour; no fill when not given.
-    outline : colour, optional
-        Outline colour; no outline when not given.
-    width : int, default 1
-        Outline width in pixels.
-    flip : bool, default False
-        Passed to :func:`shape_points`.
-    """
+    """Draw a circle or polygon (see :func:`shape_points`), filled and/or outlined, aliased."""
     if kind == "circle":
         box = [cx - r, cy - r, cx + r, cy + r]
         draw.ellipse(box, fill=fill, outline=outline, width=width)
@@ -264,37 +137,7 @@ def place_discs(
     avoid: list[tuple[float, float, float]] | None = None,
     tries: int = 4000,
 ) -> list[tuple[float, float, float]]:
-    """Non-overlapping discs ``(x, y, r)`` inside ``box = (x0, y0, x1, y1)``, at least ``gap`` apart.
-
-    Rejection sampling, largest disc first; raises ``RuntimeError`` if a disc
-    finds no room in ``tries`` draws (the callers' layouts leave ample room).
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The random stream.
-    radii : sequence of float
-        The discs' radii in pixels.
-    box : tuple of float
-        ``(x0, y0, x1, y1)``: each disc lies wholly inside it.
-    gap : float, default 4.0
-        Least distance between two discs' edges, in pixels.
-    avoid : list of tuple of float, optional
-        Discs ``(x, y, r)`` already there, kept ``gap`` clear of and not
-        returned.
-    tries : int, default 4000
-        Draws per disc before giving up.
-
-    Returns
-    -------
-    list of tuple of float
-        ``(x, y, r)`` per radius, in the order of ``radii``.
-
-    Raises
-    ------
-    RuntimeError
-        If a disc finds no room.
-    """
+    """Non-overlapping discs ``(x, y, r)`` inside ``box = (x0, y0, x1, y1)``, at least ``gap`` apart."""
     x0, y0, x1, y1 = box
     placed: list[tuple[float, float, float]] = list(avoid or [])
     n_avoid = len(placed)
@@ -316,22 +159,7 @@ def place_discs(
 
 
 def canvas(w: int, h: int, colour=WHITE) -> tuple[Image.Image, ImageDraw.ImageDraw]:
-    """A blank image and its drawing context.
-
-    Parameters
-    ----------
-    w, h : int
-        Width and height in pixels.
-    colour : colour, default WHITE
-        Background colour.
-
-    Returns
-    -------
-    img : PIL.Image.Image
-        The RGB image.
-    draw : PIL.ImageDraw.ImageDraw
-        A drawing context on it.
-    """
+    """A blank image and its drawing context."""
     img = Image.new("RGB", (w, h), colour)
     return img, ImageDraw.Draw(img)
 
@@ -357,42 +185,12 @@ SHAPES4 = ("circle", "triangle", "square", "pentagon")
 
 
 def rounded(x: float) -> float:
-    """A coordinate as the generators record it.
-
-    Parameters
-    ----------
-    x : float
-        A coordinate or size.
-
-    Returns
-    -------
-    float
-        ``x`` rounded to two decimals.
-    """
+    """A coordinate as the generators record it."""
     return round(float(x), 2)
 
 
 def place_shapes(rng, radii, kinds, box, gap):
-    """Place shapes of half-size ``radii`` without overlap: a square needs a disc of radius r * sqrt(2).
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The trial's generator.
-    radii : sequence of float
-        Each shape's half-size.
-    kinds : sequence of str
-        Each shape's kind (``"square"`` reaches further).
-    box : tuple
-        The area to place them in (as :func:`place_discs` takes it).
-    gap : float
-        The least gap between two shapes.
-
-    Returns
-    -------
-    list of tuple
-        ``(x, y, r)`` per shape, ``r`` its half-size.
-    """
+    """Place shapes of half-size ``radii`` without overlap: a square needs a disc of radius r * sqrt(2)."""
     reach = [r * math.sqrt(2) if k == "square" else r for r, k in zip(radii, kinds, strict=True)]
     return [
         (x, y, r) for (x, y, _), r in zip(place_discs(rng, reach, box, gap), radii, strict=True)

@@ -1,14 +1,4 @@
-"""The Percept-V domain generators: pure functions ``(size, rng, **options) -> Drawn``.
-
-Each generator draws the domain's image(s) with Pillow and computes the gold
-answer from the objects it drew (normalised as :mod:`.parse` normalises
-replies).  Sizes, colours and layouts follow the spec
-(``shared/specs/perception_benchmarks.md`` section 3); where the spec is
-silent the choice is ours and listed in ``docs/perceptv.md``.
-The generators live by family in :mod:`.objects` and :mod:`.scenes`; this
-module gathers them (:data:`GENERATORS`) with each domain's answer prior
-(:data:`PRIORS`).
-"""
+"""The Percept-V domain generators: pure functions ``(size, rng, **options) -> Drawn``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Percept-V domains about objects: counts, yes/no, fixed-length answers, lists and sets.
-
-The generators are pure functions ``(size, rng, **options) -> Drawn`` (see
-:mod:`bayesobs.perceptv.domains`, which gathers them).
-"""
+"""Percept-V domains about objects: counts, yes/no, fixed-length answers, lists and sets."""
 
 from __future__ import annotations
 
@@ -30,21 +26,7 @@ from .common import (
 
 
 def counting_circles(size: int, rng: np.random.Generator) -> Drawn:
-    """500 x 300, ``size`` black circles of radius U{10..30}, apart. Gold: the count.
-
-    Parameters
-    ----------
-    size : int
-        Number of circles, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``str(size)``. ``meta``:
-        ``circles`` (``[x, y, r]`` each).
-    """
+    """500 x 300, ``size`` black circles of radius U{10..30}, apart. Gold: the count."""
     radii = rng.integers(10, 31, size)
     discs = place_discs(rng, radii, (2, 2, 498, 298))
     img, d = canvas(500, 300)
@@ -56,21 +38,7 @@ def counting_circles(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def count_coloured_circles(size: int, rng: np.random.Generator) -> Drawn:
-    """500 x 300, ``2 size`` circles r U{10..20}: ``size`` red, the rest blue/green/yellow.
-
-    Parameters
-    ----------
-    size : int
-        Number of red circles, 1..20 (as many others are drawn).
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``str(size)``, the red
-        count. ``meta``: ``circles`` (``[x, y, r, colour]`` each).
-    """
+    """500 x 300, ``2 size`` circles r U{10..20}: ``size`` red, the rest blue/green/yellow."""
     radii = rng.integers(10, 21, 2 * size)
     discs = place_discs(rng, radii, (2, 2, 498, 298))
     others = ("blue", "green", "yellow")
@@ -87,22 +55,7 @@ def count_coloured_circles(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def change_colour(size: int, rng: np.random.Generator) -> Drawn:
-    """Two 1500 x 1000 images of ``2 size`` red/blue/green circles; ``size`` recoloured in image 2.
-
-    Parameters
-    ----------
-    size : int
-        Number of circles that change colour, 1..20 (``2 size`` are drawn).
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``str(size)``. ``meta``:
-        ``circles`` (``[x, y, r]``), ``colours_1`` and ``colours_2`` (each
-        circle's colour in each image).
-    """
+    """Two 1500 x 1000 images of ``2 size`` red/blue/green circles; ``size`` recoloured in image 2."""
     names = ("red", "blue", "green")
     radii = rng.integers(10, 31, 2 * size)
     discs = place_discs(rng, radii, (4, 4, 1496, 996), gap=6)
@@ -124,22 +77,7 @@ def change_colour(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def vanishing_objects(size: int, rng: np.random.Generator) -> Drawn:
-    """Two 1500 x 1000 images of ``2 size`` black shapes (r 15..30); ``size`` gone in image 2.
-
-    Parameters
-    ----------
-    size : int
-        Number of shapes removed from image 2, 1..20 (``2 size`` in image 1).
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``str(size)``. ``meta``:
-        ``shapes`` (``[kind, x, y, r]``) and ``removed`` (indices of the removed
-        shapes).
-    """
+    """Two 1500 x 1000 images of ``2 size`` black shapes (r 15..30); ``size`` gone in image 2."""
     radii = rng.integers(15, 31, 2 * size)
     kinds = [SHAPES3[int(k)] for k in rng.integers(0, 3, 2 * size)]
     discs = place_shapes(rng, radii, kinds, (4, 4, 1496, 996), gap=8)
@@ -199,42 +137,12 @@ def _mirror(size: int, rng: np.random.Generator, axis: str) -> Drawn:
 
 
 def mirror_image(size: int, rng: np.random.Generator) -> Drawn:
-    """Two 600 x 400 images: shapes left of a vertical blue line, ``size`` reflected to the right.
-
-    Parameters
-    ----------
-    size : int
-        Number of shapes reflected in image 2, 1..20 (``2 size`` are drawn).
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``str(size)``. ``meta``:
-        ``shapes`` (``[kind, colour, x, y, r]`` as in image 1) and ``mirrored``
-        (indices of the reflected shapes).
-    """
+    """Two 600 x 400 images: shapes left of a vertical blue line, ``size`` reflected to the right."""
     return _mirror(size, rng, "vertical")
 
 
 def water_image(size: int, rng: np.random.Generator) -> Drawn:
-    """Two 400 x 600 images: shapes above a horizontal blue line, ``size`` reflected below.
-
-    Parameters
-    ----------
-    size : int
-        Number of shapes reflected in image 2, 1..20 (``2 size`` are drawn).
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``str(size)``. ``meta``:
-        ``shapes`` (``[kind, colour, x, y, r]`` as in image 1) and ``mirrored``
-        (indices of the reflected shapes, drawn upside down).
-    """
+    """Two 400 x 600 images: shapes above a horizontal blue line, ``size`` reflected below."""
     return _mirror(size, rng, "horizontal")
 
 
@@ -269,42 +177,12 @@ def _match(size: int, rng: np.random.Generator, shadow: bool) -> Drawn:
 
 
 def match_outline(size: int, rng: np.random.Generator) -> Drawn:
-    """Two images of ``size`` rows: filled black shapes vs outlines. Gold: matching rows.
-
-    Parameters
-    ----------
-    size : int
-        Number of rows, 1..20 (100 px each, 300 px wide).
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the number of rows whose two
-        shapes are of the same kind, 0..``size``. ``meta``: ``rows_1`` and
-        ``rows_2`` (``[kind, x, y, r]`` per row).
-    """
+    """Two images of ``size`` rows: filled black shapes vs outlines. Gold: matching rows."""
     return _match(size, rng, shadow=False)
 
 
 def match_shadow(size: int, rng: np.random.Generator) -> Drawn:
-    """Two images of ``size`` rows: red shapes vs grey shadows flipped vertically. Gold: matches.
-
-    Parameters
-    ----------
-    size : int
-        Number of rows, 1..20 (100 px each, 300 px wide).
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the number of rows whose two
-        shapes are of the same kind, 0..``size``. ``meta``: ``rows_1`` and
-        ``rows_2`` (``[kind, x, y, r]`` per row).
-    """
+    """Two images of ``size`` rows: red shapes vs grey shadows flipped vertically. Gold: matches."""
     return _match(size, rng, shadow=True)
 
 
@@ -315,22 +193,7 @@ GRID_N = 6
 
 
 def circle_right_triangle(size: int, rng: np.random.Generator) -> Drawn:
-    """6 x 6 grid (800 px): ``size`` blue circles, ``min(size, 36 - size)`` red triangles.
-
-    Parameters
-    ----------
-    size : int
-        Number of circles, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"yes"`` if some triangle
-        has a circle in the cell to its right, else ``"no"``. ``meta``:
-        ``circles`` and ``triangles`` (``[row, col]`` each).
-    """
+    """6 x 6 grid (800 px): ``size`` blue circles, ``min(size, 36 - size)`` red triangles."""
     n_tri = min(size, 36 - size)
     cells = rng.choice(36, size + n_tri, replace=False)
     circ = {(int(c) // 6, int(c) % 6) for c in cells[:size]}
@@ -353,28 +216,7 @@ INSIDE_PX, INSIDE_PAD, DOT_CLEAR = 400, 0.45, 0.065
 
 
 def inside_circles(size: int, rng: np.random.Generator) -> Drawn:
-    """``size`` black rings, centres U(.1,.9)^2, radii U(.1,.5), and a red dot of radius .05.
-
-    The unit square is drawn at 400 px per unit inside a margin of .45 units, so
-    every ring is whole.  The dot keeps clear of every ring (its centre at least
-    .065 from each circumference: radius .05 + the ring's half width + .008),
-    so inside or outside is never ambiguous; circles are redrawn if no such
-    place exists.
-
-    Parameters
-    ----------
-    size : int
-        Number of rings, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"yes"`` if the dot lies
-        inside some ring, else ``"no"``. ``meta``: ``circles`` (``[x, y, r]`` in
-        pixels) and ``dot`` (``[x, y]``).
-    """
+    """``size`` black rings, centres U(.1,.9)^2, radii U(.1,.5), and a red dot of radius .05."""
     while True:
         cx = rng.uniform(0.1, 0.9, (size, 2))
         rr = rng.uniform(0.1, 0.5, size)
@@ -420,22 +262,7 @@ def inside_circles(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def counting_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """500 x 300, ``size`` black circles/triangles/squares, half-size U{10..20}.
-
-    Parameters
-    ----------
-    size : int
-        Number of shapes, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"circles triangles
-        squares"``, the three counts. ``meta``: ``shapes`` (``[kind, x, y, r]``
-        each).
-    """
+    """500 x 300, ``size`` black circles/triangles/squares, half-size U{10..20}."""
     radii = rng.integers(10, 21, size)
     kinds = [SHAPES3[int(k)] for k in rng.integers(0, 3, size)]
     discs = place_shapes(rng, radii, kinds, (2, 2, 498, 298), gap=5)
@@ -455,28 +282,7 @@ TABLE_Y = (140, 160)
 
 
 def counting_locations(size: int, rng: np.random.Generator, equal_counts: bool = False) -> Drawn:
-    """500 x 300, a brown table at y 140..160 and black circles (r U{6..10}) above and below.
-
-    Default: ``2 size`` circles, the number above uniform on 0..2 size (the
-    authors' code always drew ``size`` above and ``size`` below, so ABOVE ==
-    BELOW in every item; ``equal_counts=True`` reproduces that).
-
-    Parameters
-    ----------
-    size : int
-        Half the number of circles, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-    equal_counts : bool, default False
-        Put ``size`` circles above and ``size`` below, as the authors' code.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"above below"``, the two
-        counts. ``meta``: ``above`` and ``below`` (``[x, y, r]`` each) and
-        ``equal_counts``.
-    """
+    """500 x 300, a brown table at y 140..160 and black circles (r U{6..10}) above and below."""
     above = size if equal_counts else int(rng.integers(0, 2 * size + 1))
     below = 2 * size - above
     up = place_discs(rng, rng.integers(6, 11, above), (2, 2, 498, TABLE_Y[0] - 4), gap=4)
@@ -497,26 +303,7 @@ LOC_W, LOC_H, LOC_SCALE = 1500, 1000, 0.3  # data units; pixels per unit
 
 
 def circle_location(size: int, rng: np.random.Generator) -> Drawn:
-    """Crossed grey axes over x in [-1500, 1500], y in [-1000, 1000]; ``size`` black circles r 75.
-
-    Drawn at 0.3 px per unit (900 x 600 px).  Circles keep clear of the axes.
-    Gold: ``"q c"``, the quadrant with the most circles (ties to the lower
-    number) and its count.
-
-    Parameters
-    ----------
-    size : int
-        Number of circles, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"q c"`` (see above).
-        ``meta``: ``circles`` (``[x, y, quadrant]``, data units) and ``counts``
-        (circles per quadrant 1..4).
-    """
+    """Crossed grey axes over x in [-1500, 1500], y in [-1000, 1000]; ``size`` black circles r 75."""
     r = 75.0
     discs = []
     quads = rng.integers(1, 5, size)  # quadrant of each circle, then a place inside it
@@ -546,25 +333,7 @@ CMP_ROW_H, CMP_W, CMP_SCALE = 120, 500, 250.0
 
 
 def comparing_size(size: int, rng: np.random.Generator) -> Drawn:
-    """``size`` rows (120 px each, a black line under each): a blue and a green circle.
-
-    Radii are fractions U(.05, .2) of 250 px that differ by at least .05; the
-    blue circle is left or right at random.  Gold: the bigger colour per row.
-
-    Parameters
-    ----------
-    size : int
-        Number of rows, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"blue green ..."``, the
-        bigger circle's colour per row, top to bottom. ``meta``: ``rows``
-        (``[blue radius, green radius, blue_left]`` per row, radii in pixels).
-    """
+    """``size`` rows (120 px each, a black line under each): a blue and a green circle."""
     img, d = canvas(CMP_W, CMP_ROW_H * size)
     rows, out = [], []
     for i in range(size):
@@ -586,24 +355,7 @@ def comparing_size(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def sort_lines(size: int, rng: np.random.Generator) -> Drawn:
-    """1000 x 1000: ``size`` vertical lines from y 990 up, lengths U{250..960} at least 20 apart.
-
-    Lines are labelled 1..size left to right just above their top ends.
-    Gold: the labels from shortest to longest.
-
-    Parameters
-    ----------
-    size : int
-        Number of lines, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"3 1 2 ..."``, the labels
-        from shortest to longest. ``meta``: ``lengths`` (pixels, left to right).
-    """
+    """1000 x 1000: ``size`` vertical lines from y 990 up, lengths U{250..960} at least 20 apart."""
     room = 960 - 250 - 20 * (size - 1)
     z = np.sort(rng.integers(0, room + 1, size))
     lengths = (250 + z + 20 * np.arange(size))[rng.permutation(size)]
@@ -623,17 +375,7 @@ DISTRACTOR_COLOURS = ("red", "blue", "purple", "yellow")
 
 
 def grid_canvas():
-    """The labelled 6 x 6 grid of the locate domains: 100 px cells, 40 px margin.
-
-    Rows and columns are numbered 0..5 in the left and top margins.
-
-    Returns
-    -------
-    img : PIL.Image.Image
-        The 680 x 680 RGB image.
-    draw : PIL.ImageDraw.ImageDraw
-        A drawing context on it.
-    """
+    """The labelled 6 x 6 grid of the locate domains: 100 px cells, 40 px margin."""
     side = 2 * GRID_MARGIN + GRID_N * GRID_CELL
     img, d = canvas(side, side)
     m, c = GRID_MARGIN, GRID_CELL
@@ -647,58 +389,17 @@ def grid_canvas():
 
 
 def cell_centre(i: int, j: int) -> tuple[float, float]:
-    """Pixel centre of cell ``(i, j)`` of the :func:`grid_canvas` grid.
-
-    Parameters
-    ----------
-    i, j : int
-        Row and column, 0..5.
-
-    Returns
-    -------
-    tuple of float
-        ``(x, y)`` in pixels.
-    """
+    """Pixel centre of cell ``(i, j)`` of the :func:`grid_canvas` grid."""
     return GRID_MARGIN + (j + 0.5) * GRID_CELL, GRID_MARGIN + (i + 0.5) * GRID_CELL
 
 
 def coords(cells) -> str:
-    """Cells as the ``coords`` answer format: ``"(i,j) (k,l)"``, sorted.
-
-    Parameters
-    ----------
-    cells : iterable of tuple of int
-        ``(row, col)`` cells.
-
-    Returns
-    -------
-    str
-        The cells sorted by row then column, ``"(row,col)"`` each,
-        space-separated.
-    """
+    """Cells as the ``coords`` answer format: ``"(i,j) (k,l)"``, sorted."""
     return " ".join(f"({i},{j})" for i, j in sorted(cells))
 
 
 def locate_circles_colour(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``locate_circles_colour`` trial.
-
-    Labelled 6 x 6 grid (0-based, 100 px cells, 40 px margin): ``size`` green circles and
-    ``min(size, 36 - size)`` red/blue/purple/yellow circles elsewhere. Gold: the green cells.
-
-    Parameters
-    ----------
-    size : int
-        Number of green circles, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the green cells,
-        ``"(row,col) ..."`` sorted (:func:`coords`). ``meta``: ``cells``
-        (``[row, col, colour]`` of every circle).
-    """
+    """Draw a ``locate_circles_colour`` trial."""
     n_other = min(size, 36 - size)
     cells = [(int(c) // 6, int(c) % 6) for c in rng.choice(36, size + n_other, replace=False)]
     cols = ["green"] * size + [DISTRACTOR_COLOURS[int(k)] for k in rng.integers(0, 4, n_other)]
@@ -710,22 +411,7 @@ def locate_circles_colour(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def locate_circles_shape(size: int, rng: np.random.Generator) -> Drawn:
-    """As :func:`locate_circles_colour`, but the others are green squares and triangles.
-
-    Parameters
-    ----------
-    size : int
-        Number of circles, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the circles' cells,
-        ``"(row,col) ..."`` sorted (:func:`coords`). ``meta``: ``cells``
-        (``[row, col, kind]`` of every shape).
-    """
+    """As :func:`locate_circles_colour`, but the others are green squares and triangles."""
     n_other = min(size, 36 - size)
     cells = [(int(c) // 6, int(c) % 6) for c in rng.choice(36, size + n_other, replace=False)]
     kinds = ["circle"] * size + [

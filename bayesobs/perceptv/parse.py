@@ -1,22 +1,4 @@
-"""Answer extraction for Percept-V: one parser per output format of Appendix A.1.
-
-Every parser returns ``(value, reason)``: the normalised answer and ``None``,
-or ``None`` and why the reply does not follow the output format (a format
-error; it counts as wrong and in the format-error table).  Normalisation is
-the paper's exact match: case-insensitive, whitespace collapsed, sets sorted
-and de-duplicated; values are compared with the trial's gold answer (or its
-``accept`` set) as strings.
-
-Keyed formats (``COUNT:x``, ``ANSWER:x``, ``QUADRANT:x COUNT:y`` ...) take the
-last occurrence of the key anywhere in the reply (the prompts ask for the
-answer on the last line; models that reason first write the key last).
-Key-less formats (``YES``/``NO``, label lists, coordinate lists) read the last
-non-empty line, which must hold nothing but the answer (markdown ``*`` and
-backticks, quotes and a final full stop are ignored).
-
-:func:`format_reply` writes a value in the format the prompt asks for (the
-simulated subjects use it); ``parse(f, format_reply(f, v)) == (v, None)``.
-"""
+"""Answer extraction for Percept-V: one parser per output format of Appendix A.1."""
 
 from __future__ import annotations
 
@@ -31,20 +13,7 @@ _NUM = r"(\d+)"
 
 
 def last_line(reply: str) -> str:
-    """The last non-empty line, without markdown emphasis, quotes and a final full stop.
-
-    Parameters
-    ----------
-    reply : str
-        The reply (any object; it is converted with ``str``).
-
-    Returns
-    -------
-    str
-        The last line that is not blank, with ``*`` and backticks removed,
-        stripped of whitespace and surrounding quotes and of one final ``.``;
-        ``""`` when every line is blank.
-    """
+    """The last non-empty line, without markdown emphasis, quotes and a final full stop."""
     lines = [ln for ln in str(reply).splitlines() if ln.strip()]
     line = lines[-1] if lines else ""
     line = line.replace("*", "").replace("`", "").strip().strip("\"'").strip()
@@ -81,21 +50,7 @@ _ANSWER_WORD = re.compile(r"ANSWER\s*:\s*(yes|no)\b", re.I)
 
 
 def parse_answer_yes_no(reply: str | None) -> Parsed:
-    """``ANSWER: Yes`` / ``ANSWER: No`` -> ``"yes"`` / ``"no"`` (last occurrence).
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        ``"yes"`` or ``"no"``; ``None`` when the reply does not follow the
-        format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-    """
+    """``ANSWER: Yes`` / ``ANSWER: No`` -> ``"yes"`` / ``"no"`` (last occurrence)."""
     if empty(reply):
         return None, "empty reply"
     found = _ANSWER_WORD.findall(str(reply).replace("*", ""))
@@ -105,21 +60,7 @@ def parse_answer_yes_no(reply: str | None) -> Parsed:
 
 
 def parse_yes_no_line(reply: str | None) -> Parsed:
-    """The last line is exactly ``YES`` or ``NO`` (any case) -> ``"yes"`` / ``"no"``.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        ``"yes"`` or ``"no"``; ``None`` when the reply does not follow the
-        format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-    """
+    """The last line is exactly ``YES`` or ``NO`` (any case) -> ``"yes"`` / ``"no"``."""
     if empty(reply):
         return None, "empty reply"
     line = last_line(reply).lower()
@@ -162,21 +103,7 @@ parse_shape_words = _words(
 
 
 def parse_labels(reply: str | None) -> Parsed:
-    """The last line holds only integer labels (space- or comma-separated) -> ``"3 1 2"``.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        The labels in the reply's order, space-separated, without leading zeros;
-        ``None`` when the reply does not follow the format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-    """
+    """The last line holds only integer labels (space- or comma-separated) -> ``"3 1 2"``."""
     if empty(reply):
         return None, "empty reply"
     line = last_line(reply)
@@ -190,21 +117,7 @@ _COORD = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*\)")
 
 
 def parse_coords(reply: str | None) -> Parsed:
-    """The last line holds only ``(row,column)`` pairs -> the set, sorted: ``"(0,1) (2,3)"``.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        The distinct pairs sorted by row then column, ``"(r,c)"`` each, space-
-        separated; ``None`` when the reply does not follow the format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-    """
+    """The last line holds only ``(row,column)`` pairs -> the set, sorted: ``"(0,1) (2,3)"``."""
     if empty(reply):
         return None, "empty reply"
     line = last_line(reply)
@@ -246,23 +159,7 @@ _yes_no_words = _words("ANSWER", ("yes", "no"), "yes/no")
 
 
 def parse_yes_no_list(reply: str | None) -> Parsed:
-    """``ANSWER: yes , no, ...`` with exactly 20 entries -> ``"yes no ..."``.
-
-    The text after the last ``ANSWER:`` to the end of its line is read.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        The 20 answers, lowercased, space-separated, in order; ``None`` when the
-        reply does not follow the format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-    """
+    """``ANSWER: yes , no, ...`` with exactly 20 entries -> ``"yes no ..."``."""
     value, why = _yes_no_words(reply)
     if why is None and len(value.split()) != 20:
         return None, f"{len(value.split())} entries, not 20"
@@ -275,24 +172,7 @@ def _unbracket(line: str) -> list[str]:
 
 
 def parse_shape_set(reply: str | None) -> Parsed:
-    """The last line is a list or set of shape names -> the set, sorted: ``"circle square"``.
-
-    Brackets, braces, parentheses and quotes are ignored; the names must be
-    among ``SHAPE_NAMES`` (circle, triangle, square, pentagon).
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        The distinct names, lowercased, sorted, space-separated; ``None`` when
-        the reply does not follow the format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-    """
+    """The last line is a list or set of shape names -> the set, sorted: ``"circle square"``."""
     if empty(reply):
         return None, "empty reply"
     tokens = _unbracket(last_line(reply))
@@ -302,24 +182,7 @@ def parse_shape_set(reply: str | None) -> Parsed:
 
 
 def parse_colour_set(reply: str | None) -> Parsed:
-    """The last line is a list or set of palette colours -> the set, sorted: ``"blue red"``.
-
-    Brackets, braces, parentheses and quotes are ignored; the names must be
-    among the 20 ``PALETTE_NAMES``.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        The distinct colours, lowercased, sorted, space-separated; ``None`` when
-        the reply does not follow the format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-    """
+    """The last line is a list or set of palette colours -> the set, sorted: ``"blue red"``."""
     if empty(reply):
         return None, "empty reply"
     tokens = _unbracket(last_line(reply))
@@ -329,22 +192,7 @@ def parse_colour_set(reply: str | None) -> Parsed:
 
 
 def parse_cell_path(reply: str | None) -> Parsed:
-    """The last line lists cells from S to E (``S, 3, 4, E`` or numbers) -> ``"s 3 4 e"``.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        At least two cells in order, ``s``/``e`` lowercased and numbers without
-        leading zeros, space-separated; ``None`` when the reply does not
-        follow the format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-    """
+    """The last line lists cells from S to E (``S, 3, 4, E`` or numbers) -> ``"s 3 4 e"``."""
     if empty(reply):
         return None, "empty reply"
     tokens = [t for t in re.split(r"[\s,]+", last_line(reply).lower()) if t]
@@ -357,23 +205,7 @@ _CIRCLES = re.compile(r"CIRCLES\s*:\s*(.*)$", re.I | re.M)
 
 
 def parse_circle_labels(reply: str | None) -> Parsed:
-    """``CIRCLES: [3, 12, 5]`` -> the numbers as a set sorted as strings: ``"12 3 5"``.
-
-    The text after the last ``CIRCLES:`` to the end of its line is read.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        The distinct numbers, sorted as strings, space-separated; ``None`` when
-        the reply does not follow the format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-    """
+    """``CIRCLES: [3, 12, 5]`` -> the numbers as a set sorted as strings: ``"12 3 5"``."""
     if empty(reply):
         return None, "empty reply"
     found = _CIRCLES.findall(str(reply).replace("*", ""))
@@ -386,21 +218,7 @@ def parse_circle_labels(reply: str | None) -> Parsed:
 
 
 def parse_cell_or_none(reply: str | None) -> Parsed:
-    """The last line is one ``(x,y)`` or ``None`` -> ``"(x,y)"`` / ``"none"``.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        ``"(x,y)"`` (integers without leading zeros) or ``"none"``; ``None``
-        when the reply does not follow the format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-    """
+    """The last line is one ``(x,y)`` or ``None`` -> ``"(x,y)"`` / ``"none"``."""
     if empty(reply):
         return None, "empty reply"
     line = last_line(reply)
@@ -465,65 +283,15 @@ FORMATTERS: dict[str, Callable[[str], str]] = {
 
 
 def parse(answer_format: str, reply: str | None) -> Parsed:
-    """Parse ``reply`` with the parser named by a trial's ``answer_format``.
-
-    Parameters
-    ----------
-    answer_format : str
-        A key of :data:`PARSERS` (e.g. ``"count"``, ``"coords"``).
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        The normalised answer; ``None`` when the reply does not follow the
-        format.
-    reason : str or None
-        ``None``, or why the reply is a format error.
-
-    Raises
-    ------
-    ValueError
-        If ``answer_format`` names no parser.
-    """
+    """Parse ``reply`` with the parser named by a trial's ``answer_format``."""
     return dispatch(PARSERS, answer_format, reply)
 
 
 def format_reply(answer_format: str, value: str) -> str:
-    """A well-formed reply carrying ``value`` in the output format the prompt asks for.
-
-    Parameters
-    ----------
-    answer_format : str
-        A key of :data:`FORMATTERS` (the same keys as :data:`PARSERS`).
-    value : str
-        A normalised answer, as the format's parser returns it.
-
-    Returns
-    -------
-    str
-        The reply; :func:`parse` reads ``value`` back from it.
-
-    Raises
-    ------
-    KeyError
-        If ``answer_format`` names no formatter.
-    """
+    """A well-formed reply carrying ``value`` in the output format the prompt asks for."""
     return FORMATTERS[answer_format](value)
 
 
 def malformed_reply(value: str) -> str:
-    """A reply that states ``value`` but ignores the output format (no key, prose around it).
-
-    Parameters
-    ----------
-    value : str
-        The answer to state.
-
-    Returns
-    -------
-    str
-        ``"The answer is <value> ."``.
-    """
+    """A reply that states ``value`` but ignores the output format (no key, prose around it)."""
     return f"The answer is {value} ."

@@ -11,36 +11,12 @@ EIGHT = np.ones((3, 3), bool)  # 8-connectivity
 
 
 def rgb_array(img) -> np.ndarray:
-    """The image as an RGB uint8 array.
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        Any image (converted to RGB).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``uint8`` array, shape ``(height, width, 3)``.
-    """
+    """The image as an RGB uint8 array."""
     return np.asarray(img.convert("RGB"))
 
 
 def colour_mask(arr: np.ndarray, colour) -> np.ndarray:
-    """Pixels exactly of ``colour``.
-
-    Parameters
-    ----------
-    arr : numpy.ndarray
-        RGB image, ``uint8``, shape ``(height, width, 3)``.
-    colour : sequence of int
-        ``(r, g, b)``, each 0..255.
-
-    Returns
-    -------
-    numpy.ndarray
-        Boolean mask, shape ``(height, width)``.
-    """
+    """Pixels exactly of ``colour``."""
     r, g, b = (np.uint8(v) for v in colour)
     # channel by channel: ten times faster than np.all(arr == colour, axis=-1), the same mask
     mask = arr[..., 0] == r
@@ -50,54 +26,19 @@ def colour_mask(arr: np.ndarray, colour) -> np.ndarray:
 
 
 def packed(arr: np.ndarray) -> np.ndarray:
-    """RGB packed into one int32 per pixel (fast colour comparisons).
-
-    Parameters
-    ----------
-    arr : numpy.ndarray
-        RGB image, ``uint8``, shape ``(height, width, 3)``.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``int32`` array ``(height, width)`` of ``r << 16 | g << 8 | b``
-        (compare with :func:`pack`).
-    """
+    """RGB packed into one int32 per pixel (fast colour comparisons)."""
     a = arr.astype(np.int32)
     return (a[..., 0] << 16) | (a[..., 1] << 8) | a[..., 2]
 
 
 def pack(colour) -> int:
-    """An RGB colour packed into one int.
-
-    Parameters
-    ----------
-    colour : sequence of int
-        ``(r, g, b)``, each 0..255.
-
-    Returns
-    -------
-    int
-        ``r << 16 | g << 8 | b``.
-    """
+    """An RGB colour packed into one int."""
     r, g, b = colour
     return (int(r) << 16) | (int(g) << 8) | int(b)
 
 
 def ink_mask(arr: np.ndarray) -> np.ndarray:
-    """Everything that is not white.
-
-    Parameters
-    ----------
-    arr : numpy.ndarray
-        RGB image, ``uint8``, shape ``(height, width, 3)``.
-
-    Returns
-    -------
-    numpy.ndarray
-        Boolean mask, shape ``(height, width)``: pixels with any channel
-        below 255.
-    """
+    """Everything that is not white."""
     # channel by channel: ten times faster than np.any(arr != 255, axis=-1), the same mask
     mask = arr[..., 0] != 255
     mask |= arr[..., 1] != 255
@@ -106,23 +47,7 @@ def ink_mask(arr: np.ndarray) -> np.ndarray:
 
 
 def blobs(mask: np.ndarray, min_px: int = 20) -> list[dict]:
-    """Connected components (8-connected) of at least ``min_px`` pixels: centroid, area, box, mask.
-
-    Parameters
-    ----------
-    mask : numpy.ndarray
-        A 2-D boolean mask.
-    min_px : int, default 20
-        Smaller components are dropped.
-
-    Returns
-    -------
-    list of dict
-        One dict per component, in label order: ``x``, ``y`` (centroid in
-        image pixels), ``area`` (pixels), ``slice`` (the bounding box as a
-        pair of slices, rows then columns) and ``mask`` (the component's
-        pixels within that box).
-    """
+    """Connected components (8-connected) of at least ``min_px`` pixels: centroid, area, box, mask."""
     lab, _n = ndimage.label(mask, structure=EIGHT)
     out = []
     for k, sl in enumerate(ndimage.find_objects(lab)):
@@ -144,20 +69,7 @@ def blobs(mask: np.ndarray, min_px: int = 20) -> list[dict]:
 
 
 def shape_kind(mask: np.ndarray) -> str:
-    """Circle / triangle / square / pentagon from the filled area over the bounding box.
-
-    Parameters
-    ----------
-    mask : numpy.ndarray
-        Boolean mask of one shape cropped to its bounding box (a
-        :func:`blobs` ``mask``); holes are filled first.
-
-    Returns
-    -------
-    str
-        ``"triangle"`` (fill ratio below 0.6), ``"pentagon"`` (below 0.74),
-        ``"circle"`` (below 0.9) or ``"square"``.
-    """
+    """Circle / triangle / square / pentagon from the filled area over the bounding box."""
     filled = ndimage.binary_fill_holes(mask)
     ratio = filled.sum() / filled.size
     if ratio < 0.6:
@@ -170,20 +82,7 @@ def shape_kind(mask: np.ndarray) -> str:
 
 
 def line_positions(profile: np.ndarray, threshold: float) -> list[float]:
-    """Centres of the runs where a projection profile exceeds ``threshold``.
-
-    Parameters
-    ----------
-    profile : numpy.ndarray
-        A 1-D profile (e.g. ink pixels per column).
-    threshold : float
-        The level a run must exceed.
-
-    Returns
-    -------
-    list of float
-        The mean index of each run, in order.
-    """
+    """Centres of the runs where a projection profile exceeds ``threshold``."""
     on = profile > threshold
     lab, n = ndimage.label(on)
     return [float(np.mean(np.nonzero(lab == k + 1)[0])) for k in range(n)]
@@ -192,32 +91,7 @@ def line_positions(profile: np.ndarray, threshold: float) -> list[float]:
 def read_number(
     grey_ink: np.ndarray, cx: float, cy: float, size: int, candidates, half_w: float | None = None
 ) -> str:
-    """The numeral drawn centred near ``(cx, cy)``: template matching against DejaVu renderings.
-
-    The ink in a window around ``(cx, cy)`` is cropped to its bounding box and
-    compared with each candidate rendered at ``size`` px (cropped likewise):
-    the candidate with the fewest differing pixels wins, a template of a
-    different shape scoring 1000 per pixel of difference in height and width.
-
-    Parameters
-    ----------
-    grey_ink : numpy.ndarray
-        2-D boolean ink mask (text pixels ``True``).
-    cx, cy : float
-        Where the numeral is centred, in pixels.
-    size : int
-        The font size the numeral was drawn at; the window is ``size`` px
-        above and below ``cy``.
-    candidates : iterable
-        The values it may be (each rendered with ``str``).
-    half_w : float, optional
-        Half-width of the window; ``2 * size`` when not given.
-
-    Returns
-    -------
-    str
-        The best candidate as text; ``""`` when the window holds no ink.
-    """
+    """The numeral drawn centred near ``(cx, cy)``: template matching against DejaVu renderings."""
     h, w = grey_ink.shape
     half_w, half_h = (2 * size if half_w is None else half_w), size
     x0, x1 = max(int(cx - half_w), 0), min(int(cx + half_w), w)
@@ -242,20 +116,7 @@ def read_number(
 
 
 def grid_lines(arr: np.ndarray) -> tuple[list[float], list[float]]:
-    """X and y positions of the long black grid lines.
-
-    Parameters
-    ----------
-    arr : numpy.ndarray
-        RGB image, ``uint8``, shape ``(height, width, 3)``.
-
-    Returns
-    -------
-    xs : list of float
-        Centres of the columns whose black pixels exceed 40% of the height.
-    ys : list of float
-        Centres of the rows whose black pixels exceed 40% of the width.
-    """
+    """X and y positions of the long black grid lines."""
     black = colour_mask(arr, (0, 0, 0))
     xs = line_positions(black.sum(axis=0), 0.5 * arr.shape[0] * 0.8)
     ys = line_positions(black.sum(axis=1), 0.5 * arr.shape[1] * 0.8)
@@ -263,18 +124,5 @@ def grid_lines(arr: np.ndarray) -> tuple[list[float], list[float]]:
 
 
 def cell_of(x: float, y: float, xs, ys) -> tuple[int, int]:
-    """The (row, column) grid cell of a point from the grid line positions.
-
-    Parameters
-    ----------
-    x, y : float
-        The point in pixels.
-    xs, ys : sequence of float
-        Sorted x and y positions of the grid lines (:func:`grid_lines`).
-
-    Returns
-    -------
-    tuple of int
-        ``(row, column)`` from 0; -1 before the first line.
-    """
+    """The (row, column) grid cell of a point from the grid line positions."""
     return int(np.searchsorted(ys, y)) - 1, int(np.searchsorted(xs, x)) - 1

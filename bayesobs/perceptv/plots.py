@@ -1,7 +1,4 @@
-"""Percept-V figures from the score tables (no statistics here: the tables come from :mod:`.score`).
-
-Each function takes a table, an optional matplotlib ``ax`` and returns the figure.
-"""
+"""Percept-V figures from the score tables (no statistics here: the tables come from :mod:`.score`)."""
 
 from __future__ import annotations
 
@@ -14,26 +11,7 @@ from .published import SKILLS
 
 
 def plot_accuracy_vs_size(sizes: pd.DataFrame, domains=None, subject=None, ax=None):
-    """Accuracy (%) against problem size, one line per domain (and subject), from :func:`score.size_table`.
-
-    Parameters
-    ----------
-    sizes : DataFrame
-        :func:`bayesobs.perceptv.score.size_table` output (``subject``,
-        ``domain``, ``problem_size``, ``accuracy``).
-    domains : iterable of str, optional
-        Plot only these domains; all when not given.
-    subject : str, optional
-        Plot only this subject; all when not given (lines are then labelled
-        ``"subject: domain"`` when there are several).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure (no pyplot) when not given.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure holding the axes.
-    """
+    """Accuracy (%) against problem size, one line per domain (and subject), from :func:`score.size_table`."""
     fig, (ax,) = figure_axes(ax, size=(7, 4.5))
     df = sizes
     if domains is not None:
@@ -54,29 +32,7 @@ def plot_accuracy_vs_size(sizes: pd.DataFrame, domains=None, subject=None, ax=No
 
 
 def plot_skills(skills: pd.DataFrame, references=published.MODELS, ax=None):
-    """Bars of each subject's skill scores against the published models.
-
-    Bars of each subject's skill scores (from :func:`score.skill_table`), with the published
-    models' Table 3 skill scores as reference markers.
-
-    Parameters
-    ----------
-    skills : DataFrame
-        :func:`bayesobs.perceptv.score.skill_table` output (``subject``,
-        ``skill``, ``accuracy``); the seven skills and ``average_of_skills``
-        are drawn.
-    references : sequence of str, default published.MODELS
-        Published models whose Table 3 scores are marked (names of
-        :data:`bayesobs.perceptv.published.MODELS`); none for an empty
-        sequence.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure (no pyplot) when not given.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure holding the axes.
-    """
+    """Bars of each subject's skill scores against the published models."""
     fig, (ax,) = figure_axes(ax, size=(8, 4.5))
     keys = [*SKILLS, "average_of_skills"]
     x = np.arange(len(keys))

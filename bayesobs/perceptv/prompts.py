@@ -1,9 +1,4 @@
-"""The 30 Percept-V question prompts, verbatim from the paper's Appendix A.1 (typos kept).
-
-Each prompt is a list of bullet lines (input prompt, rules, output prompt); the
-PDF text's line wraps are joined and one bullet is put on each line.  Generated
-from ``seeds/perceptv_paper.txt`` by a one-off script; do not edit by hand.
-"""
+"""The 30 Percept-V question prompts, verbatim from the paper's Appendix A.1 (typos kept)."""
 
 BULLETS: dict[str, tuple[str, ...]] = {
     "change_colour": (

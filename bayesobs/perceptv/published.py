@@ -1,11 +1,4 @@
-"""Published Percept-V numbers (seed 004, ``seeds/perceptv_paper.txt``), each table with its source.
-
-All values are percentages.  Tables are copied from the paper's text (Table 1
-skill tags, Table 3 zero-shot accuracies, Table 4 format errors, Table 5
-human study, Table 6 one-shot accuracies, Sec. 4.3 counting split); the
-regression tests recompute the skill means and the counting split from the
-domain rows.
-"""
+"""Published Percept-V numbers (seed 004, ``seeds/perceptv_paper.txt``), each table with its source."""
 
 from __future__ import annotations
 
@@ -245,26 +238,7 @@ HUMAN_STUDY_NOTES: dict[str, float] = {
 
 
 def domain_accuracy(model: str, table: str = "zero_shot") -> dict[str, float]:
-    """One model's per-domain accuracy (%) from Table 3 (``zero_shot``) or Table 6 (``one_shot``).
-
-    Parameters
-    ----------
-    model : str
-        A model of :data:`MODELS` (zero-shot) or :data:`ONE_SHOT_MODELS`
-        (one-shot).
-    table : str, default "zero_shot"
-        ``"zero_shot"`` (Table 3); any other value reads Table 6 (one-shot).
-
-    Returns
-    -------
-    dict of str to float
-        Domain -> accuracy in percent, for the 30 domains.
-
-    Raises
-    ------
-    ValueError
-        If the table has no column for ``model``.
-    """
+    """One model's per-domain accuracy (%) from Table 3 (``zero_shot``) or Table 6 (``one_shot``)."""
     models, rows = (
         (MODELS, TABLE3_DOMAINS) if table == "zero_shot" else (ONE_SHOT_MODELS, TABLE6_DOMAINS)
     )
@@ -276,28 +250,7 @@ def domain_accuracy(model: str, table: str = "zero_shot") -> dict[str, float]:
 
 
 def summary(model: str, table: str = "zero_shot") -> dict[str, float]:
-    """One model's printed skill scores, ``average_of_skills`` and ``full_dataset``.
-
-    Parameters
-    ----------
-    model : str
-        A model of :data:`MODELS` (zero-shot) or :data:`ONE_SHOT_MODELS`
-        (one-shot).
-    table : str, default "zero_shot"
-        ``"zero_shot"`` (Table 3); any other value reads Table 6 (one-shot).
-
-    Returns
-    -------
-    dict of str to float
-        Skill (keys as in :data:`SKILLS`) -> score in percent as printed, with
-        ``average_of_skills``, and ``full_dataset`` for Table 3 only (Table 6
-        prints none).
-
-    Raises
-    ------
-    ValueError
-        If the table has no column for ``model``.
-    """
+    """One model's printed skill scores, ``average_of_skills`` and ``full_dataset``."""
     models, rows = (
         (MODELS, TABLE3_SUMMARY) if table == "zero_shot" else (ONE_SHOT_MODELS, TABLE6_SUMMARY)
     )

@@ -1,8 +1,4 @@
-"""Percept-V domains of scenes: boxes, knots, palettes, layers, paths, mazes, graphs, numbered shapes.
-
-The generators are pure functions ``(size, rng, **options) -> Drawn`` (see
-:mod:`bayesobs.perceptv.domains`, which gathers them).
-"""
+"""Percept-V domains of scenes: boxes, knots, palettes, layers, paths, mazes, graphs, numbered shapes."""
 
 from __future__ import annotations
 
@@ -37,25 +33,7 @@ from .objects import GRID_N, ROW_H, ROW_W
 
 
 def circle_boxes(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``circle_boxes`` trial.
-
-    1600 x 800, a vertical blue line at x 800; ``2 size`` red circles r 30, ``L`` U{0..2 size}
-    on the left.  Gold: circles to move so both sides are equal, ``|L - R| / 2 = |L - size|``.
-
-    Parameters
-    ----------
-    size : int
-        Half the number of circles, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``str(abs(L - size))``.
-        ``meta``: ``left`` and ``right`` (``[x, y]`` of each circle on that
-        side).
-    """
+    """Draw a ``circle_boxes`` trial."""
     left = int(rng.integers(0, 2 * size + 1))
     lo = place_discs(rng, [30] * left, (4, 4, 792, 796), gap=6)
     hi = place_discs(rng, [30] * (2 * size - left), (808, 4, 1596, 796), gap=6)
@@ -80,25 +58,7 @@ IDENTIFY = {
 
 
 def identifying_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw an ``identifying_shapes`` trial.
-
-    ``size`` rows (100 px, a black line under each) of one shape: Circle blue, Triangle red,
-    Diamond green, Pentagon cyan, Hexagon magenta.  Gold: the names, top to bottom.
-
-    Parameters
-    ----------
-    size : int
-        Number of rows, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"circle diamond ..."``,
-        the shape names top to bottom. ``meta``: ``rows`` (the same names, as a
-        list).
-    """
+    """Draw an ``identifying_shapes`` trial."""
     names = list(IDENTIFY)
     kinds = [names[int(k)] for k in rng.integers(0, 5, size)]
     img, d = canvas(ROW_W, ROW_H * size)
@@ -113,18 +73,7 @@ KNOT_CELL, KNOT_MARGIN = 100, 10
 
 
 def safe_cells(crosses) -> list[tuple[int, int]]:
-    """Cells (row, col) of the 6 x 6 grid with no X in them or in an edge neighbour.
-
-    Parameters
-    ----------
-    crosses : iterable of tuple of int
-        The ``(row, col)`` cells that hold an X.
-
-    Returns
-    -------
-    list of tuple of int
-        The safe cells in reading order.
-    """
+    """Cells (row, col) of the 6 x 6 grid with no X in them or in an edge neighbour."""
     xs = set(crosses)
     return [
         (i, j)
@@ -135,26 +84,7 @@ def safe_cells(crosses) -> list[tuple[int, int]]:
 
 
 def cross_and_knots(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``cross_and_knots`` trial.
-
-    6 x 6 grid (100 px cells, 10 px margin): ``size`` cells hold a black X, the others their
-    label ``(row,col)``.  Correct: any safe cell (``accept``), or ``none`` if there is none;
-    the canonical answer is the first safe cell in reading order.
-
-    Parameters
-    ----------
-    size : int
-        Number of crosses, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the first safe cell
-        ``"(row,col)"``, or ``"none"``. ``accept``: every safe cell (or
-        ``{"none"}``). ``meta``: ``crosses`` (``[row, col]`` each).
-    """
+    """Draw a ``cross_and_knots`` trial."""
     cells = [(int(c) // 6, int(c) % 6) for c in rng.choice(36, size, replace=False)]
     side = 2 * KNOT_MARGIN + GRID_N * KNOT_CELL
     img, d = canvas(side, side)
@@ -181,26 +111,7 @@ SORT_SCALE = 40.0  # px per radius unit
 
 
 def sort_circles(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``sort_circles`` trial.
-
-    1000 x 800: ``size`` black circles, radii U(.3, 2) at least .05 apart (40 px per unit),
-    each labelled in white at its centre with 1..size (random order).  Gold: labels smallest
-    to largest.
-
-    Parameters
-    ----------
-    size : int
-        Number of circles, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"2 5 1 ..."``, the labels
-        smallest to largest. ``meta``: ``circles`` (``[x, y, r, label]`` each,
-        pixels).
-    """
+    """Draw a ``sort_circles`` trial."""
     room = 2.0 - 0.3 - 0.05 * (size - 1)
     z = np.sort(rng.uniform(0, room, size))
     radii = (0.3 + z + 0.05 * np.arange(size))[rng.permutation(size)]
@@ -226,15 +137,7 @@ LEGEND_H = 130  # legend band height; a black separator line spans the width jus
 
 
 def draw_legend(d, width: int) -> None:
-    """The 20 palette colours (swatch + name) in 4 rows of 5, then a full-width black line.
-
-    Parameters
-    ----------
-    d : PIL.ImageDraw.ImageDraw
-        Where to draw (the top ``LEGEND_H`` pixels).
-    width : int
-        Image width in pixels.
-    """
+    """The 20 palette colours (swatch + name) in 4 rows of 5, then a full-width black line."""
     names = list(PALETTE20)
     col_w = width / 5
     for k, name in enumerate(names):
@@ -245,25 +148,7 @@ def draw_legend(d, width: int) -> None:
 
 
 def layered_colours(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``layered_colours`` trial.
-
-    Legend, then ``size`` concentric filled circles (radii from .9 to .05 of 400 px, evenly
-    spaced) in distinct palette colours, drawn outside in.  Gold: colours inside to outside.
-
-    Parameters
-    ----------
-    size : int
-        Number of circles, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the palette colour names,
-        inside to outside. ``meta``: ``radii`` (pixels, outside in) and
-        ``outside_in`` (the colours, outside in).
-    """
+    """Draw a ``layered_colours`` trial."""
     names = [list(PALETTE20)[int(k)] for k in rng.choice(20, size, replace=False)]
     radii = np.linspace(0.9, 0.05, size) if size > 1 else np.array([0.9])
     img, d = canvas(800, LEGEND_H + 800)
@@ -279,25 +164,7 @@ def layered_colours(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def colours_present(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``colours_present`` trial.
-
-    Legend, then ``size`` shapes (r 40, circle/triangle/square/pentagon) in distinct palette
-    colours on white.  Gold: 20 yes/no in the legend's (the prompt's) colour order.
-
-    Parameters
-    ----------
-    size : int
-        Number of shapes (and colours), 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: 20 words ``"yes"``/``"no"``,
-        one per palette colour in legend order. ``meta``: ``shapes`` (``[kind,
-        colour, x, y]`` each).
-    """
+    """Draw a ``colours_present`` trial."""
     picked = sorted(int(k) for k in rng.choice(20, size, replace=False))
     names = list(PALETTE20)
     kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
@@ -319,24 +186,7 @@ def colours_present(size: int, rng: np.random.Generator) -> Drawn:
 
 
 def background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
-    """A procedural stand-in for the authors' background photos.
-
-    A smooth random colour field (an 8 x 6 grid of random colours, bilinearly
-    upsampled, plus fine noise), every channel in 40..215, so no pixel equals a
-    pure drawing colour.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The random stream.
-    w, h : int
-        Width and height in pixels.
-
-    Returns
-    -------
-    PIL.Image.Image
-        The RGB image; no pixel is a :data:`PALETTE20` colour.
-    """
+    """A procedural stand-in for the authors' background photos."""
     coarse = rng.integers(60, 196, (6, 8, 3)).astype(np.uint8)
     field = np.asarray(Image.fromarray(coarse).resize((w, h), Image.BILINEAR)).astype(np.int16)
     field += rng.integers(-20, 21, (h, w, 3), dtype=np.int16)
@@ -353,28 +203,7 @@ def background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
 
 
 def list_shapes(size: int, rng: np.random.Generator, photo: bool = True) -> Drawn:
-    """Draw a ``list_shapes`` trial.
-
-    2000 x 1500: ``size`` shapes (r 75; circle/triangle/square/pentagon) in red, green or
-    blue over a procedural background (``photo=False``: white).  Gold: the set of shape types.
-
-    Parameters
-    ----------
-    size : int
-        Number of shapes, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-    photo : bool, default True
-        Draw the shapes over a procedural background (:func:`background`);
-        ``False`` draws them on white.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the distinct shape kinds,
-        sorted, space-separated. ``meta``: ``shapes`` (``[kind, [r, g, b], x,
-        y]`` each).
-    """
+    """Draw a ``list_shapes`` trial."""
     kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
     cols = [(RED, GREEN, BLUE)[int(k)] for k in rng.integers(0, 3, size)]
     discs = place_shapes(rng, [75] * size, kinds, (4, 4, 1996, 1496), gap=12)
@@ -392,29 +221,7 @@ def list_shapes(size: int, rng: np.random.Generator, photo: bool = True) -> Draw
 
 
 def list_colours(size: int, rng: np.random.Generator, photo: bool = True) -> Drawn:
-    """Draw a ``list_colours`` trial.
-
-    Legend, then 2000 x 1500 of procedural background (``photo=False``: white) with ``size``
-    shapes (r 90; circle/triangle/square/pentagon) in distinct palette colours.
-    Gold: the set of colours.
-
-    Parameters
-    ----------
-    size : int
-        Number of shapes (and colours), 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-    photo : bool, default True
-        Draw the shapes over a procedural background (:func:`background`);
-        ``False`` draws them on white.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the colour names, sorted,
-        space-separated. ``meta``: ``shapes`` (``[kind, colour, x, y]`` each, y
-        in the whole image).
-    """
+    """Draw a ``list_colours`` trial."""
     names = [list(PALETTE20)[int(k)] for k in rng.choice(20, size, replace=False)]
     kinds = [SHAPES4[int(k)] for k in rng.integers(0, 4, size)]
     discs = place_shapes(rng, [90] * size, kinds, (4, 4, 1996, 1496), gap=16)
@@ -438,28 +245,7 @@ LAYER_MIN_R = 24.0
 
 
 def layered_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``layered_shapes`` trial.
-
-    1800 x 1800: ``size`` nested filled shapes (circle, diamond, hexagon, octagon; no circle
-    directly inside a circle), the outermost of circumradius 800 px, each inscribed in the one
-    around it (circumradius = the outer shape's inradius), in distinct random RGB colours.
-    Sequences whose innermost shape would be under 24 px are redrawn.  Gold: inside to outside.
-
-    Parameters
-    ----------
-    size : int
-        Number of nested shapes, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the shape kinds, inside to
-        outside. ``meta``: ``outside_in`` (the kinds, outside in), ``radii``
-        (circumradii in pixels, outside in) and ``colours`` (``[r, g, b]``
-        each).
-    """
+    """Draw a ``layered_shapes`` trial."""
     while True:
         kinds = []
         for _ in range(size):
@@ -517,27 +303,7 @@ def _self_avoiding(rng, length: int) -> list[tuple[int, int]]:
 
 
 def grid_path(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``grid_path`` trial.
-
-    6 x 6 grid (130 px cells, 10 px margin, 800 px): every cell holds a circle, triangle or
-    square (r 25) in a random colour; a black line with arrowheads at the cell borders joins the
-    ``size`` cells of a self-avoiding path, ``S`` (top-left corner) marks its first cell and
-    ``E`` (bottom-right corner) its last.  Gold: the shapes along the path, S to E.
-
-    Parameters
-    ----------
-    size : int
-        Number of cells on the path, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the shape kinds along the
-        path, S to E. ``meta``: ``path`` (``[row, col]`` per cell) and ``kinds``
-        (the 6 x 6 grid of shape kinds).
-    """
+    """Draw a ``grid_path`` trial."""
     path = _self_avoiding(rng, size)
     kinds = [[SHAPES3[int(k)] for k in row] for row in rng.integers(0, 3, (6, 6))]
     cols = [
@@ -579,29 +345,7 @@ MAZE_N, MAZE_CELL = 11, 40
 
 
 def maze_solving(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``maze_solving`` trial.
-
-    11 x 11 maze of 40 px cells (black walls), carved by a randomised depth-first search from
-    the top-left room; open cells are numbered in carve order (S = 0), the start shows ``S``,
-    the cell numbered ``size`` shows ``E``, the others their numbers.  Gold: the shortest (in a
-    carved maze the only) path, ``"s 3 4 e"``; the numbers in place of S or E are accepted too.
-
-    Parameters
-    ----------
-    size : int
-        The carve number of the end cell, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"s ... e"``, the numbers
-        of the cells between S and E in path order. ``accept``: the answer with
-        ``0`` for ``s`` and/or ``size`` for ``e`` too. ``meta``: ``numbers``
-        (the 11 x 11 carve numbers, -1 for walls) and ``path`` (``[row, col]``
-        from S to E).
-    """
+    """Draw a ``maze_solving`` trial."""
     num = -np.ones((MAZE_N, MAZE_N), int)
     num[1, 1] = 0
     count, stack = 1, [(1, 1)]
@@ -652,23 +396,7 @@ GRAPH_R, GRAPH_W = 15, 800
 
 
 def segment_cover(arr: np.ndarray, a, b, r: float) -> float:
-    """Fraction of points on segment a-b (outside the end discs of radius ``r``) that are ink.
-
-    Parameters
-    ----------
-    arr : numpy.ndarray
-        RGB image, shape ``(height, width, 3)``; ink is any pixel not pure
-        white.
-    a, b : sequence of float
-        The segment's ends ``(x, y)`` (node centres), in pixels.
-    r : float
-        Radius of the end discs left out (2 px more is skipped at each end).
-
-    Returns
-    -------
-    float
-        The fraction of 60 evenly spaced points that are ink, 0..1.
-    """
+    """Fraction of points on segment a-b (outside the end discs of radius ``r``) that are ink."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     length = float(np.hypot(*(b - a)))
     ts = np.linspace((r + 2) / length, 1 - (r + 2) / length, 60)
@@ -693,29 +421,7 @@ def _clear_pairs(nodes: np.ndarray, pairs) -> np.ndarray:
 
 
 def graph_counting(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``graph_counting`` trial.
-
-    800 x 800: ``size`` blue nodes (r 15) and E ~ U{size-1 .. min(C(size,2), size+5)} black
-    edges between random distinct pairs (the graph may be disconnected).  Nodes are placed at
-    random, at least 40 px apart (not a spring layout); edges join only pairs whose segment
-    passes no other node within 18 px, and layouts where a non-edge is drawn over by other
-    edges are redrawn.
-    Gold: ``"nodes edges"``.
-
-    Parameters
-    ----------
-    size : int
-        Number of nodes, 1..20.
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: ``"nodes edges"``, the two
-        counts. ``meta``: ``nodes`` (``[x, y]`` each) and ``edges`` (``[i, j]``
-        node index pairs, sorted).
-    """
+    """Draw a ``graph_counting`` trial."""
     hi = min(comb(size, 2), size + 5)
     n_edges = int(rng.integers(size - 1, hi + 1)) if size > 1 else 0
     pairs = [(i, j) for i in range(size) for j in range(i + 1, size)]
@@ -757,26 +463,7 @@ NUMBERED_COLOURS = ("lightblue", "lightgreen", "khaki", "lightpink", "lightgray"
 
 
 def numbered_shapes(size: int, rng: np.random.Generator) -> Drawn:
-    """Draw a ``numbered_shapes`` trial.
-
-    1200 x 900: ``2 size`` light-coloured shapes (r 32), ``size`` of them circles, the rest
-    triangles/squares/pentagons, each with a black number 1..2 size (random order) at its
-    centre.  Gold: the circles' numbers, sorted as strings (the authors' order).
-
-    Parameters
-    ----------
-    size : int
-        Number of circles, 1..20 (``2 size`` shapes are drawn).
-    rng : numpy.random.Generator
-        The random stream.
-
-    Returns
-    -------
-    Drawn
-        ``images``: as described above. ``answer``: the circles' numbers, sorted
-        as strings, space-separated. ``meta``: ``shapes`` (``[kind, number, x,
-        y]`` each).
-    """
+    """Draw a ``numbered_shapes`` trial."""
     kinds = ["circle"] * size + [
         ("triangle", "square", "pentagon")[int(k)] for k in rng.integers(0, 3, size)
     ]

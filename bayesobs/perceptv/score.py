@@ -1,21 +1,4 @@
-"""Percept-V scoring: pure functions from a trial table to the paper's tables.
-
-A trial table has one row per reply with at least ``subject``, ``domain``,
-``problem_size``, ``answer_type``, ``correct`` (1/0) and ``valid`` (1/0: the
-reply follows the output format); :func:`trial_row` builds such a row from a
-trial and a reply.  Accuracies and rates are percentages.
-
-* :func:`domain_table` -- ``perceptv_domains.csv``: accuracy, format errors
-  and the guesser's chance level per subject and domain;
-* :func:`skill_table` -- ``perceptv_skills.csv``: each skill as the plain mean
-  of the accuracies of the domains Table 1 tags with it (a domain counts in
-  every skill it tests), then ``average_of_skills`` (mean of the 7) and
-  ``full_dataset`` (mean of the domains);
-* :func:`format_table` -- ``perceptv_formats.csv``: format errors by answer
-  type (Table 4);
-* :func:`size_table` -- accuracy against problem size per domain;
-* :func:`counting_table` -- the counting / non-counting split (Sec. 4.3).
-"""
+"""Percept-V scoring: pure functions from a trial table to the paper's tables."""
 
 from __future__ import annotations
 
@@ -31,26 +14,7 @@ from .published import COUNTING_DOMAINS, SKILL_DOMAINS, SKILLS
 
 
 def trial_row(trial: Trial, subject: str, reply: str | None) -> dict:
-    """One trial-table row: the reply parsed and scored against the trial's gold answer.
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial.
-    subject : str
-        Who replied.
-    reply : str or None
-        The reply.
-
-    Returns
-    -------
-    dict
-        ``subject``, ``domain``, ``problem_size``, ``answer_type``,
-        ``answer_format``, ``gold``, ``reply``, ``value`` (the parsed answer or
-        ``None``), ``valid`` (1 if the reply follows the output format, else
-        0), ``format_error`` (why not, or ``""``), ``correct`` (1/0) and
-        ``chance`` (the guesser's probability of being right, 0..1).
-    """
+    """One trial-table row: the reply parsed and scored against the trial's gold answer."""
     value, why = parse(trial.answer_format, reply)
     return {
         "subject": subject,
@@ -78,30 +42,7 @@ def _frame(rows) -> pd.DataFrame:
 
 
 def domain_table(rows) -> pd.DataFrame:
-    """Per subject and domain: ``n``, ``accuracy``, ``format_errors`` and ``chance`` (%).
-
-    Parameters
-    ----------
-    rows : DataFrame or iterable of dict
-        The trial table (one row per reply, e.g. :func:`trial_row` rows) with
-        at least ``subject``, ``domain``, ``problem_size``, ``answer_type``,
-        ``correct`` and ``valid``.
-        Without a ``chance`` column, chance is computed per row with default
-        generator options.
-
-    Returns
-    -------
-    DataFrame
-        One row per subject and domain, sorted: ``subject``, ``domain``,
-        ``answer_type``, ``skills`` (the Table 1 skills, ``;``-joined),
-        ``counting`` (1 for a Sec. 4.3 counting domain), ``n`` (replies),
-        ``accuracy``, ``format_errors`` (% invalid) and ``chance`` (mean, %).
-
-    Raises
-    ------
-    ValueError
-        If the trial table lacks one of those columns.
-    """
+    """Per subject and domain: ``n``, ``accuracy``, ``format_errors`` and ``chance`` (%)."""
     df = _frame(rows)
     if "chance" not in df.columns:
         df = df.assign(
@@ -135,23 +76,7 @@ def domain_table(rows) -> pd.DataFrame:
 
 
 def skill_scores(accuracy: Mapping[str, float]) -> dict[str, float]:
-    """Skill scores from per-domain accuracies ``{domain: %}`` (the paper's aggregation).
-
-    Each skill is the plain mean over its Table 1 domains present in
-    ``accuracy`` (NaN if none); ``average_of_skills`` is the mean of the seven
-    and ``full_dataset`` the mean over all given domains.
-
-    Parameters
-    ----------
-    accuracy : mapping of str to float
-        Domain -> accuracy (%).
-
-    Returns
-    -------
-    dict of str to float
-        The seven skills (keys of ``SKILLS``), ``average_of_skills`` (NaN if a
-        skill is NaN) and ``full_dataset`` (NaN for no domains).
-    """
+    """Skill scores from per-domain accuracies ``{domain: %}`` (the paper's aggregation)."""
     out = {}
     for s in SKILLS:
         vals = [accuracy[d] for d in SKILL_DOMAINS[s] if d in accuracy]
@@ -162,24 +87,7 @@ def skill_scores(accuracy: Mapping[str, float]) -> dict[str, float]:
 
 
 def skill_table(domains: pd.DataFrame) -> pd.DataFrame:
-    """Per subject: the seven skills, ``average_of_skills`` and ``full_dataset`` (from :func:`domain_table`).
-
-    ``n_domains`` is how many of the skill's Table 1 domains were scored, out
-    of ``n_tagged``; a partial run gives partial skill means, flagged there.
-
-    Parameters
-    ----------
-    domains : DataFrame
-        :func:`domain_table` output (``subject``, ``domain``, ``accuracy``).
-
-    Returns
-    -------
-    DataFrame
-        Nine rows per subject: ``subject``, ``skill``, ``accuracy`` (%, see
-        :func:`skill_scores`), ``n_domains`` and ``n_tagged`` (for
-        ``average_of_skills``: skills scored of 7; for ``full_dataset``:
-        domains scored of 30).
-    """
+    """Per subject: the seven skills, ``average_of_skills`` and ``full_dataset`` (from :func:`domain_table`)."""
     rows = []
     for subject, g in domains.groupby("subject", sort=True):
         acc = dict(zip(g.domain, g.accuracy, strict=True))
@@ -204,27 +112,7 @@ def skill_table(domains: pd.DataFrame) -> pd.DataFrame:
 
 
 def format_table(rows) -> pd.DataFrame:
-    """Per subject and answer type: ``n`` replies and ``format_errors`` (% invalid).
-
-    Parameters
-    ----------
-    rows : DataFrame or iterable of dict
-        The trial table (one row per reply, e.g. :func:`trial_row` rows) with
-        at least ``subject``, ``domain``, ``problem_size``, ``answer_type``,
-        ``correct`` and ``valid``.
-
-    Returns
-    -------
-    DataFrame
-        ``subject``, ``answer_type``, ``n``, ``format_errors`` (% of replies not
-        in the output format); sorted by subject, then answer type in the
-        order single, fixed, list, set.
-
-    Raises
-    ------
-    ValueError
-        If the trial table lacks one of those columns.
-    """
+    """Per subject and answer type: ``n`` replies and ``format_errors`` (% invalid)."""
     df = _frame(rows)
     out = (
         df.groupby(["subject", "answer_type"], sort=True)
@@ -238,26 +126,7 @@ def format_table(rows) -> pd.DataFrame:
 
 
 def size_table(rows) -> pd.DataFrame:
-    """Per subject, domain and problem size: ``n`` and ``accuracy`` (%).
-
-    Parameters
-    ----------
-    rows : DataFrame or iterable of dict
-        The trial table (one row per reply, e.g. :func:`trial_row` rows) with
-        at least ``subject``, ``domain``, ``problem_size``, ``answer_type``,
-        ``correct`` and ``valid``.
-
-    Returns
-    -------
-    DataFrame
-        ``subject``, ``domain``, ``problem_size``, ``n``, ``accuracy`` (%),
-        sorted by the first three.
-
-    Raises
-    ------
-    ValueError
-        If the trial table lacks one of those columns.
-    """
+    """Per subject, domain and problem size: ``n`` and ``accuracy`` (%)."""
     df = _frame(rows)
     out = (
         df.groupby(["subject", "domain", "problem_size"], sort=True)
@@ -269,20 +138,7 @@ def size_table(rows) -> pd.DataFrame:
 
 
 def counting_table(domains: pd.DataFrame) -> pd.DataFrame:
-    """Per subject: mean domain accuracy over the counting and the non-counting domains (Sec. 4.3).
-
-    Parameters
-    ----------
-    domains : DataFrame
-        :func:`domain_table` output (``subject``, ``domain``, ``accuracy``).
-
-    Returns
-    -------
-    DataFrame
-        Two rows per subject: ``subject``, ``group`` (``counting`` or
-        ``non_counting``), ``accuracy`` (mean of the group's domain
-        accuracies, %; NaN for no domains) and ``n_domains``.
-    """
+    """Per subject: mean domain accuracy over the counting and the non-counting domains (Sec. 4.3)."""
     rows = []
     for subject, g in domains.groupby("subject", sort=True):
         is_c = g.domain.isin(COUNTING_DOMAINS)
@@ -301,47 +157,12 @@ def counting_table(domains: pd.DataFrame) -> pd.DataFrame:
 def score_trials(
     trials: Iterable[Trial], replies: Iterable[str | None], subject: str
 ) -> pd.DataFrame:
-    """A trial table from paired trials and replies.
-
-    Parameters
-    ----------
-    trials : iterable of Trial
-        The trials.
-    replies : iterable of str or None
-        One reply per trial, in the same order.
-    subject : str
-        Who replied.
-
-    Returns
-    -------
-    DataFrame
-        One :func:`trial_row` per trial.
-
-    Raises
-    ------
-    ValueError
-        If ``trials`` and ``replies`` differ in length.
-    """
+    """A trial table from paired trials and replies."""
     return pd.DataFrame([trial_row(t, subject, r) for t, r in zip(trials, replies, strict=True)])
 
 
 def perceptv_scores(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The Percept-V tables of the ``percept_v`` rows (none if there are none).
-
-    ``perceptv_domains``, ``perceptv_skills`` and ``perceptv_formats`` (the
-    Percept-V paradigm's ``analyse`` hook); an invalid reply counts as wrong.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A trial table; its ``task == "percept_v"`` rows are read (``domain``,
-        ``problem_size``, ``answer_type``, ``correct``, ``valid``, ``chance``).
-
-    Returns
-    -------
-    dict of str to DataFrame
-        The three tables by name; empty without Percept-V rows.
-    """
+    """The Percept-V tables of the ``percept_v`` rows (none if there are none)."""
     if "task" not in trials.columns:
         return {}
     t = trials[trials["task"].astype(str) == "percept_v"]

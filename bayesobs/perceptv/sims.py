@@ -1,26 +1,4 @@
-"""Simulated Percept-V subjects: pure functions ``(trial, rng, **kw) -> reply``.
-
-None reads the generator's metadata or gold answer.
-
-``perceiver``
-    Solves each domain by image analysis (colour masks, connected components,
-    shape classification by fill ratio, grid lines by projection, numerals by
-    template matching with the generators' font), then errs on each object it
-    has to perceive with probability ``error`` (a miscount, a misread kind,
-    colour or side, a swapped neighbour in an order), so its accuracy falls
-    with the number ``k`` of objects roughly as ``(1 - error)^k``.  Replies
-    are in the domain's output format.
-``guesser``
-    Ignores the image and answers from the domain's answer prior
-    (:data:`bayesobs.perceptv.domains.PRIORS`) in the right format; its
-    accuracy is the analytic chance level ``bayesobs.perceptv.chance``.  It
-    reads the trial's generator options (a protocol setting, e.g.
-    ``equal_counts``) but nothing drawn.
-``sloppy``
-    The perceiver's answer, but with probability ``rate`` stated without the
-    output format (``"The answer is 3 ."``), which the parsers reject: a
-    format error.
-"""
+"""Simulated Percept-V subjects: pure functions ``(trial, rng, **kw) -> reply``."""
 
 from __future__ import annotations
 
@@ -627,70 +605,17 @@ SOLVERS = {
 
 
 def perceive(trial: Trial, rng: np.random.Generator, error: float = ERROR) -> str:
-    """The perceiver's normalised answer (before formatting).
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images, domain, answer format and generator options are
-        read; nothing drawn).
-    rng : numpy.random.Generator
-        The subject's random stream.
-    error : float, default ERROR
-        Probability, per object perceived, of an error (0..1; 0.01 by
-        default).
-
-    Returns
-    -------
-    str
-        The answer, normalised as the domain's parser returns values.
-
-    Raises
-    ------
-    KeyError
-        If the trial's domain has no solver.
-    """
+    """The perceiver's normalised answer (before formatting)."""
     return SOLVERS[trial.domain](trial, rng, error)
 
 
 def perceiver(trial: Trial, rng: np.random.Generator, error: float = ERROR) -> str:
-    """Image analysis with a per-object error ``error``; a well-formed reply.
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images, domain, answer format and generator options are
-        read; nothing drawn).
-    rng : numpy.random.Generator
-        The subject's random stream.
-    error : float, default ERROR
-        Probability, per object perceived, of an error (0..1; 0.01 by
-        default).
-
-    Returns
-    -------
-    str
-        :func:`perceive`'s answer in the domain's output format.
-    """
+    """Image analysis with a per-object error ``error``; a well-formed reply."""
     return format_reply(trial.answer_format, perceive(trial, rng, error))
 
 
 def guesser(trial: Trial, rng: np.random.Generator) -> str:
-    """A draw from the domain's answer prior, well-formed (accuracy = the chance level).
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images, domain, answer format and generator options are
-        read; nothing drawn).
-    rng : numpy.random.Generator
-        The subject's random stream.
-
-    Returns
-    -------
-    str
-        The guess in the domain's output format.
-    """
+    """A draw from the domain's answer prior, well-formed (accuracy = the chance level)."""
     dom = DOMAINS[trial.domain]
     return format_reply(trial.answer_format, dom.guess(rng, **trial.meta.get("options", {})))
 
@@ -698,26 +623,7 @@ def guesser(trial: Trial, rng: np.random.Generator) -> str:
 def sloppy(
     trial: Trial, rng: np.random.Generator, rate: float = SLOPPY_RATE, error: float = ERROR
 ) -> str:
-    """The perceiver's answer, but out of format with probability ``rate``.
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images, domain, answer format and generator options are
-        read; nothing drawn).
-    rng : numpy.random.Generator
-        The subject's random stream.
-    rate : float, default SLOPPY_RATE
-        Probability of a malformed reply (0..1; 0.3 by default).
-    error : float, default ERROR
-        As in :func:`perceiver`.
-
-    Returns
-    -------
-    str
-        :func:`bayesobs.perceptv.parse.malformed_reply` of the answer with
-        probability ``rate``, else the answer in the domain's output format.
-    """
+    """The perceiver's answer, but out of format with probability ``rate``."""
     value = perceive(trial, rng, error)
     if rng.random() < rate:
         return malformed_reply(value)
@@ -728,30 +634,7 @@ SIMS = {"perceiver": perceiver, "guesser": guesser, "sloppy": sloppy}
 
 
 def answer(subject: str, trial: Trial, rng: np.random.Generator, **kw) -> str:
-    """Reply of the simulated ``subject`` (``perceiver``, ``guesser``, ``sloppy``) to ``trial``.
-
-    Parameters
-    ----------
-    subject : str
-        A key of :data:`SIMS`.
-    trial : Trial
-        The trial.
-    rng : numpy.random.Generator
-        The subject's random stream.
-    **kw
-        The subject's options (``error`` for ``perceiver`` and ``sloppy``,
-        ``rate`` for ``sloppy``).
-
-    Returns
-    -------
-    str
-        The reply.
-
-    Raises
-    ------
-    ValueError
-        If ``subject`` is unknown.
-    """
+    """Reply of the simulated ``subject`` (``perceiver``, ``guesser``, ``sloppy``) to ``trial``."""
     try:
         fn = SIMS[subject]
     except KeyError:

@@ -1,10 +1,4 @@
-"""Simulated Percept-V subjects as runner subjects: ``sim:perceiver``, ``sim:guesser``, ``sim:sloppy``.
-
-Each regenerates the trial from its identity (domain and seed, passed in the
-request's unlogged meta by :meth:`bayesobs.perceptv.tasks.PerceptV.request_meta`)
-and answers with :func:`bayesobs.perceptv.sims.answer`, seeded by the subject
-seed and the trial identity.  The library sims look at the pixels only.
-"""
+"""Simulated Percept-V subjects as runner subjects: ``sim:perceiver``, ``sim:guesser``, ``sim:sloppy``."""
 
 from __future__ import annotations
 
@@ -34,43 +28,12 @@ def _rng(seed: int, kind: str, meta: dict) -> np.random.Generator:
 
 
 def is_perceptv_request(request: Request) -> bool:
-    """Whether the request is a ``percept_v`` trial.
-
-    Parameters
-    ----------
-    request : Request
-        The trial's request.
-
-    Returns
-    -------
-    bool
-        True when its meta names the ``percept_v`` task and holds a
-        ``perceptv_seed``.
-    """
+    """Whether the request is a ``percept_v`` trial."""
     return request.meta.get("task") == "percept_v" and "perceptv_seed" in request.meta
 
 
 def reply(kind: str, request: Request, seed: int) -> str:
-    """The reply of the library sim ``kind`` to the request's regenerated trial.
-
-    The trial is rebuilt with :func:`bayesobs.perceptv.make_trial` from
-    ``meta["perceptv_domain"]`` and ``meta["perceptv_seed"]``.
-
-    Parameters
-    ----------
-    kind : str
-        A key of :data:`bayesobs.perceptv.sims.SIMS`.
-    request : Request
-        A ``percept_v`` trial's request.
-    seed : int
-        The subject seed; the draw is seeded by it, ``kind`` and the trial
-        identity.
-
-    Returns
-    -------
-    str
-        The sim's reply text.
-    """
+    """The reply of the library sim ``kind`` to the request's regenerated trial."""
     meta = request.meta
     s = int(meta["perceptv_seed"])
     trial = perceptv.make_trial(meta["perceptv_domain"], size_of_seed(s), s)
@@ -78,20 +41,7 @@ def reply(kind: str, request: Request, seed: int) -> str:
 
 
 def random_reply(request: Request, seed: int = 0) -> str:
-    """``sim:random``'s reply to a ``percept_v`` trial: the guesser's (the paradigm's ``random`` hook).
-
-    Parameters
-    ----------
-    request : Request
-        A ``percept_v`` trial's request.
-    seed : int
-        The subject seed.
-
-    Returns
-    -------
-    str
-        :func:`reply` of kind ``"guesser"``: a valid answer drawn from the domain's prior.
-    """
+    """``sim:random``'s reply to a ``percept_v`` trial: the guesser's (the paradigm's ``random`` hook)."""
     return reply("guesser", request, seed)
 
 
@@ -105,23 +55,7 @@ class PerceptVSubject:
         self.name = f"sim:{kind}"
 
     def answer(self, request: Request) -> str:
-        """The reply to one ``percept_v`` trial.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        str
-            The reply text (see :func:`reply`).
-
-        Raises
-        ------
-        FatalSubjectError
-            When the request is not a ``percept_v`` trial.
-        """
+        """The reply to one ``percept_v`` trial."""
         if not is_perceptv_request(request):
             raise FatalSubjectError(
                 f"{self.name} answers the percept_v task only; task {request.meta.get('task')} "
@@ -130,21 +64,5 @@ class PerceptVSubject:
         return reply(self.kind, request, self.seed)
 
     async def complete(self, request: Request) -> Reply:
-        """The subject interface: :meth:`answer` as a :class:`Reply`.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        Reply
-            The reply text (no usage, no latency).
-
-        Raises
-        ------
-        FatalSubjectError
-            When the request is not a ``percept_v`` trial.
-        """
+        """The subject interface: :meth:`answer` as a :class:`Reply`."""
         return Reply(text=self.answer(request))

@@ -1,14 +1,4 @@
-"""Percept-V (:mod:`bayesobs.perceptv`) as a runner task: ``percept_v``.
-
-The variant is the domain (all 30, :data:`bayesobs.perceptv.ALL_DOMAINS`);
-problem sizes 1..20.  A trial is identified by one integer seed and its size
-is recoverable from it: ``size = 1 + seed % 20``, so :meth:`PerceptV.questions`
-regenerates a logged trial from ``(variant, seed)``.  Prompts, answer formats,
-parsers and ``max_tokens`` are the library's.  A reply is right when its parsed
-value is in the trial's ``accept`` set (any safe cell in ``cross_and_knots``).
-Two-image domains send both images.  Logged per trial besides the perception
-columns: ``domain``, ``answer_type``, ``skills`` (``;``-joined) and ``valid``.
-"""
+"""Percept-V (:mod:`bayesobs.perceptv`) as a runner task: ``percept_v``."""
 
 from __future__ import annotations
 
@@ -51,18 +41,7 @@ HOW_TO_ANSWER = {
 
 
 def size_of_seed(seed: int) -> int:
-    """The problem size a trial seed encodes: ``1 + seed % 20``.
-
-    Parameters
-    ----------
-    seed : int
-        A trial seed.
-
-    Returns
-    -------
-    int
-        The size, 1 to 20.
-    """
+    """The problem size a trial seed encodes: ``1 + seed % 20``."""
     return 1 + int(seed) % N_SIZES
 
 
@@ -75,102 +54,23 @@ class PerceptV(PerceptionTask):
     max_tokens = perceptv.MAX_TOKENS
 
     def sizes(self, variant):
-        """The problem sizes (1..20) of every domain.
-
-        Parameters
-        ----------
-        variant : str
-            A domain (every domain has the same sizes).
-
-        Returns
-        -------
-        tuple of int
-            ``(1, 2, ..., 20)``.
-        """
+        """The problem sizes (1..20) of every domain."""
         return tuple(range(1, N_SIZES + 1))
 
     def seed_size(self, variant, seed):
-        """The size a seed encodes (:func:`size_of_seed`): known before generating.
-
-        Parameters
-        ----------
-        variant : str
-            The domain (every domain encodes the size alike).
-        seed : int
-            A trial seed.
-
-        Returns
-        -------
-        int
-            ``1 + seed % 20``.
-        """
+        """The size a seed encodes (:func:`size_of_seed`): known before generating."""
         return size_of_seed(seed)
 
     def parse(self, answer_format, reply):
-        """The library's parser for ``answer_format`` (:mod:`bayesobs.perceptv.parse`).
-
-        Parameters
-        ----------
-        answer_format : str
-            The trial's answer format.
-        reply : str or None
-            The subject's reply.
-
-        Returns
-        -------
-        value : Any
-            The parsed answer (``None`` when invalid).
-        reason : str or None
-            ``None`` when valid, else why not.
-
-        Raises
-        ------
-        ValueError
-            For an answer format the library does not know.
-        """
+        """The library's parser for ``answer_format`` (:mod:`bayesobs.perceptv.parse`)."""
         return pparse.parse(answer_format, reply)
 
     def trial(self, variant: str, seed: int):
-        """The library trial of ``variant`` generated from ``seed`` (size from the seed).
-
-        Parameters
-        ----------
-        variant : str
-            The domain.
-        seed : int
-            The trial seed; the size is :func:`size_of_seed`.
-
-        Returns
-        -------
-        bayesobs.perceptv.common.Trial
-            :func:`bayesobs.perceptv.make_trial`'s trial.
-
-        Raises
-        ------
-        ValueError
-            For an unknown domain.
-        """
+        """The library trial of ``variant`` generated from ``seed`` (size from the seed)."""
         return perceptv.make_trial(variant, size_of_seed(seed), int(seed))
 
     def questions(self, variant, seed):
-        """The one question of the trial generated from ``seed``.
-
-        Parameters
-        ----------
-        variant : str
-            The domain.
-        seed : int
-            The trial seed.
-
-        Returns
-        -------
-        list of Question
-            One question: the stimulus (value: the size; prompt: the
-            library's; params: ``variant``, ``seed``, ``gold``, ``accept``,
-            ``format``, ``chance``, ``columns`` with ``domain``,
-            ``answer_type`` and ``skills``, ``n_images``, ``n_demos``), its
-            PNG images and no demonstrations.
-        """
+        """The one question of the trial generated from ``seed``."""
         t = self.trial(variant, seed)
         images = tuple(png_bytes(i) for i in t.images)
         stim = self.stimulus(
@@ -199,42 +99,13 @@ class PerceptV(PerceptionTask):
     )
 
     def human_question(self, stim: Stimulus) -> str:
-        """The domain's question without the model's output format, then how to type the answer.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task (its ``params`` hold ``variant``,
-            ``seed``, ``format``...).
-
-        Returns
-        -------
-        str
-            The domain's prompt bullets that do not speak of the output
-            format, each ending in a full stop, then the answer format's
-            line of :data:`HOW_TO_ANSWER`.
-        """
+        """The domain's question without the model's output format, then how to type the answer."""
         keep = [b.strip() for b in BULLETS[stim.params["variant"]] if not _FORMAT_BULLET.search(b)]
         said = " ".join(b if b.endswith((".", "?")) else b + "." for b in keep)
         return f"{said} {HOW_TO_ANSWER[stim.params['format']]}"
 
     def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
-        """As typed, then in the domain's answer format (``4`` -> ``COUNT:4``).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task (its ``params`` hold ``variant``,
-            ``seed``, ``format``...).
-        text : str
-            What the person typed.
-
-        Returns
-        -------
-        tuple of str
-            ``(text, formatted)``, or ``(text,)`` when the format has no
-            formatter or its formatter refuses the text.
-        """
+        """As typed, then in the domain's answer format (``4`` -> ``COUNT:4``)."""
         try:
             formatted = FORMATTERS[stim.params["format"]](text.strip())
         except (KeyError, ValueError):  # e.g. too few values for a keyed format
@@ -242,24 +113,7 @@ class PerceptV(PerceptionTask):
         return (text, formatted)
 
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict[str, Any]:
-        """Score a reply: right when its parsed value is in the trial's accept set.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task (its ``params`` hold ``variant``,
-            ``seed``, ``format``...).
-        reply : str or None
-            The subject's reply.
-        truncated : bool
-            The reply was cut off by ``max_tokens``.
-
-        Returns
-        -------
-        dict
-            :meth:`PerceptionTask.record`'s row, with ``correct`` and
-            ``response`` set from the ``accept`` set when valid.
-        """
+        """Score a reply: right when its parsed value is in the trial's accept set."""
         row = super().record(stim, reply, truncated)
         if row["valid"]:
             correct = int(row["response_value"] in set(stim.params["accept"]))
@@ -268,19 +122,7 @@ class PerceptV(PerceptionTask):
         return row
 
     def request_meta(self, stim: Stimulus) -> dict[str, Any]:
-        """The trial identity for simulated subjects (domain and seed; never logged or sent).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task (its ``params`` hold ``variant``,
-            ``seed``, ``format``...).
-
-        Returns
-        -------
-        dict
-            ``perceptv_domain`` and ``perceptv_seed``.
-        """
+        """The trial identity for simulated subjects (domain and seed; never logged or sent)."""
         return {
             "perceptv_domain": stim.params["variant"],
             "perceptv_seed": int(stim.params["seed"]),

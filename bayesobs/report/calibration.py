@@ -1,12 +1,4 @@
-"""The report's section on posteriors you can trust: SBC and the prior predictive check.
-
-``bayesobs calibrate --out DIR`` writes ``sbc.csv``, ``sbc_ranks.csv`` and
-``figures/sbc_ranks.png``; ``bayesobs fit --method posterior
---prior-predictive --out DIR`` writes ``prior_predictive.csv``.  The report
-shows them when a folder it is given holds them: a calibration or fit folder
-given beside the trials (it is not read as trials), or the score folder
-itself when those files were put there.
-"""
+"""The report's section on posteriors you can trust: SBC and the prior predictive check."""
 
 from __future__ import annotations
 
@@ -29,35 +21,12 @@ PP_COLUMNS = ("variant", "sim_min_q01", "sim_max_q99", "observed_min", "observed
 
 
 def holds_diagnostics(folder: Path) -> bool:
-    """Whether ``folder`` holds calibration (``sbc.csv``) or prior-predictive output.
-
-    Parameters
-    ----------
-    folder : pathlib.Path
-        Any path.
-
-    Returns
-    -------
-    bool
-        True when it is a folder with ``sbc.csv`` or ``prior_predictive.csv``.
-    """
+    """Whether ``folder`` holds calibration (``sbc.csv``) or prior-predictive output."""
     return folder.is_dir() and any((folder / f).is_file() for f in FILES)
 
 
 def diagnostics_only(folder: Path) -> bool:
-    """A folder with calibration or prior-predictive output and no trials of its own.
-
-    Parameters
-    ----------
-    folder : pathlib.Path
-        Any path.
-
-    Returns
-    -------
-    bool
-        True when :func:`holds_diagnostics` and the folder has no
-        ``trials.jsonl`` (the report then does not read it as trials).
-    """
+    """A folder with calibration or prior-predictive output and no trials of its own."""
     return holds_diagnostics(folder) and not (folder / "trials.jsonl").exists()
 
 
@@ -75,29 +44,7 @@ def _read(path: Path, columns) -> pd.DataFrame:
 
 
 def find_diagnostics(paths) -> dict[str, tuple[Path, pd.DataFrame]]:
-    """``{"sbc": (folder, table), "prior_predictive": (folder, table)}`` from the given folders.
-
-    The first folder holding each file wins.
-
-    Parameters
-    ----------
-    paths : iterable of str or pathlib.Path
-        The paths given to the report; those that are not folders are
-        skipped.
-
-    Returns
-    -------
-    dict of str to (pathlib.Path, DataFrame)
-        The folder and table of ``sbc.csv`` (key ``sbc``) and of
-        ``prior_predictive.csv`` (key ``prior_predictive``), each only when
-        found.
-
-    Raises
-    ------
-    BayesobsInputError
-        A file that cannot be parsed or lacks a column bayesobs writes
-        (:data:`SBC_COLUMNS`, :data:`PP_COLUMNS`).
-    """
+    """``{"sbc": (folder, table), "prior_predictive": (folder, table)}`` from the given folders."""
     found: dict[str, tuple[Path, pd.DataFrame]] = {}
     for p in paths:
         p = Path(p)
@@ -116,20 +63,7 @@ def _truth(v) -> bool:
 
 
 def sbc_table(sbc: pd.DataFrame) -> pd.DataFrame:
-    """The rank-uniformity table as shown: ``result`` pass/fail against ``threshold``.
-
-    Parameters
-    ----------
-    sbc : DataFrame
-        ``sbc.csv`` rows (:data:`SBC_COLUMNS`).
-
-    Returns
-    -------
-    DataFrame
-        :data:`SBC_COLUMNS`, ``result`` (``pass`` where ``p >= threshold``,
-        else ``fail``) and, where present, ``divergent_sims`` and
-        ``prior_scale``.
-    """
+    """The rank-uniformity table as shown: ``result`` pass/fail against ``threshold``."""
     t = sbc.copy()
     t["result"] = [
         "pass" if p >= thr else "fail" for p, thr in zip(t["p"], t["threshold"], strict=True)
@@ -139,36 +73,7 @@ def sbc_table(sbc: pd.DataFrame) -> pd.DataFrame:
 
 
 def calibration_sections(found: dict, out: Path, save_figure, table_html) -> list[str]:
-    """HTML of the calibration section; empty when no folder holds the files.
-
-    The SBC rank histograms are copied from the folder's
-    ``figures/sbc_ranks.png``, or drawn from its ``sbc_ranks.csv``, into
-    ``out/figures/sbc_ranks.png``.
-
-    Parameters
-    ----------
-    found : dict
-        :func:`find_diagnostics` output.
-    out : pathlib.Path
-        The report folder (its ``figures`` folder must exist).
-    save_figure : callable
-        ``save_figure(figure, path)`` saves a matplotlib figure and returns
-        its link relative to ``out``.
-    table_html : callable
-        ``table_html(table, digits)`` renders a DataFrame as HTML.
-
-    Returns
-    -------
-    list of str
-        HTML fragments: the heading, the SBC table and its figure and the
-        prior predictive table, each part only where its file was found.
-
-    Raises
-    ------
-    BayesobsInputError
-        An ``sbc_ranks.csv`` that cannot be read or lacks ``variant``,
-        ``parameter`` or ``rank``.
-    """
+    """HTML of the calibration section; empty when no folder holds the files."""
     if not found:
         return []
     body = ["<h2>Posterior calibration</h2>"]
@@ -224,20 +129,7 @@ def _rank_figure(folder: Path, sbc: pd.DataFrame, out: Path, save_figure) -> str
 
 
 def rank_figure(table: pd.DataFrame, ranks: pd.DataFrame):
-    """Rank histograms, one panel per (variant, parameter), with the uniform's 99% band.
-
-    Parameters
-    ----------
-    table : DataFrame
-        :func:`bayesobs.calibration.calibrate`'s table.
-    ranks : DataFrame
-        :func:`bayesobs.calibration.calibrate`'s ranks.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        A new figure; a panel of a non-uniform parameter is red.
-    """
+    """Rank histograms, one panel per (variant, parameter), with the uniform's 99% band."""
     from scipy import stats  # start-up time: this part of SciPy loads only where it is used
 
     from ..plotting import Figure  # start-up time: matplotlib loads only when a figure is drawn

@@ -13,19 +13,7 @@ from .html import STYLE
 
 
 def coefficient_figure(table: pd.DataFrame) -> Figure:
-    """One panel per outcome: each feature term's estimate with its 95% interval (±1.96 SE).
-
-    Parameters
-    ----------
-    table : DataFrame
-        The ``compare.csv`` coefficients (``outcome, term, estimate, ci_lo, ci_hi``);
-        the ``Intercept`` rows are left out.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        A new figure; a term without a finite estimate gets no point.
-    """
+    """One panel per outcome: each feature term's estimate with its 95% interval (±1.96 SE)."""
     shown = table[(table["term"] != "Intercept")]
     outcomes = list(dict.fromkeys(shown["outcome"]))
     n = max(len(outcomes), 1)
@@ -55,24 +43,7 @@ def coefficient_figure(table: pd.DataFrame) -> Figure:
 
 
 def compare_page(table: pd.DataFrame, board: pd.DataFrame, out) -> Path:
-    """Write ``out/index.html`` and ``out/coefficients.png``; return the page's path.
-
-    Parameters
-    ----------
-    table : DataFrame
-        The coefficients (``outcome, term, estimate, se, ci_lo, ci_hi, df, p,
-        n_subjects, n_groups, converged, warning``).
-    board : DataFrame
-        The leaderboard across folders (its ``rank, folder, subject, S, S_lo,
-        S_hi, S_p, BCS_p`` columns, those present).
-    out : str or Path
-        The page's folder, made if absent.
-
-    Returns
-    -------
-    Path
-        ``out/index.html``.
-    """
+    """Write ``out/index.html`` and ``out/coefficients.png``; return the page's path."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     fig = coefficient_figure(table)

@@ -1,10 +1,4 @@
-"""The HTML report: figures, tables and provenance in one offline folder.
-
-``build_report`` reuses the tables of a ``bayesobs score`` output folder when
-it is given one, and otherwise scores the trials itself.  The folder holds
-``index.html``, ``figures/*.png`` and ``tables/*.csv``; the page links only
-to those files (no external assets).
-"""
+"""The HTML report: figures, tables and provenance in one offline folder."""
 
 from __future__ import annotations
 
@@ -51,16 +45,7 @@ VISUAL = ("line_ratio", "marker_location", "maze_distance")
 
 
 def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, Scores | None, list[dict]]:
-    """Trials, reusable scores and the manifests found among the inputs.
-
-    A score folder gives its own scored trials (``trials.parquet``, written by
-    ``bayesobs score``); the expressions its manifest records are never
-    evaluated again.  An older score folder without them gives the inputs its
-    manifest names only where it records no ``--map`` expression, ``--where``
-    or ``--missing-where`` (see :func:`_manifest_trials`); a relative input is
-    looked up from the working directory, then from the score folder.  A
-    manifest that is not a JSON object is one clear error.
-    """
+    """Trials, reusable scores and the manifests found among the inputs."""
     scores, frames, trial_paths, manifests = None, [], [], []
     for p in paths:
         found = Scores.from_folder(p) if p.is_dir() else None
@@ -112,14 +97,7 @@ def _check_scored(folder: Path, scores: Scores, trials: pd.DataFrame) -> None:
 
 
 def _manifest_trials(folder: Path, m: dict) -> pd.DataFrame:
-    """The trials a score manifest names, read again: only where that evaluates nothing.
-
-    A folder may come from anyone, so the expressions its manifest records
-    (``--map NEW=EXPR``, ``--where``, ``--missing-where``) are not evaluated
-    on the reader's machine: such a folder without its ``trials.parquet`` is
-    an error asking for ``bayesobs score`` to be run again.  Plain renames
-    (``--map NEW=COLUMN``, ``@file``) and ``--columns`` are applied.
-    """
+    """The trials a score manifest names, read again: only where that evaluates nothing."""
     where = f"{folder}/score_manifest.json"
     plain = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|@file")
 
@@ -173,25 +151,7 @@ def _table_html(df: pd.DataFrame, digits: int = 3) -> str:
 
 
 def folded(summary: str, inner: str, n: int, limit: int = FOLD_ROWS) -> str:
-    """``inner`` as is when it has at most ``limit`` rows, else folded under ``summary``.
-
-    Parameters
-    ----------
-    summary : str
-        The one-line summary shown while folded (escaped here).
-    inner : str
-        The HTML to show or fold (not escaped).
-    n : int
-        Its rows (or list items).
-    limit : int
-        The most rows shown unfolded; default :data:`FOLD_ROWS` (0: fold
-        whenever there is a row).
-
-    Returns
-    -------
-    str
-        ``inner``, or ``inner`` inside a ``<details>`` element.
-    """
+    """``inner`` as is when it has at most ``limit`` rows, else folded under ``summary``."""
     if n <= limit:
         return inner
     return f"<details><summary>{html.escape(summary)}</summary>{inner}</details>"
@@ -221,39 +181,7 @@ STYLE = (
 
 
 def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str = "pooled") -> Path:
-    """Write ``out/index.html`` with the paper's figures, the tables and provenance.
-
-    Parameters
-    ----------
-    paths : list of paths
-        Trial files, experiment folders, or a ``bayesobs score`` output folder;
-        a folder with ``bayesobs calibrate`` output (``sbc.csv``) or
-        ``prior_predictive.csv`` (given, or the score folder itself) adds the
-        section *Posterior calibration* (:mod:`bayesobs.report.calibration`).
-    out : path
-        Report folder (created).
-    bootstrap, seed : int
-        Used only when the scores must be computed.
-    resample : {"pooled", "stratified"}
-        Bootstrap scheme, used only when the scores must be computed.
-
-    Returns
-    -------
-    pathlib.Path
-        ``out/index.html``.  Beside it: ``figures/*.png`` and
-        ``tables/*.csv`` (every computed score table, and
-        ``exclusions.csv`` where a score folder has one).
-
-    Raises
-    ------
-    BayesobsInputError
-        No trials among ``paths``; a score folder without its
-        ``trials.parquet`` whose manifest names no inputs, records
-        expressions (``--map NEW=EXPR``, ``--where``, ``--missing-where``) or
-        names inputs that are not there; a manifest that is not a JSON
-        object; or a calibration or prior-predictive file that cannot be
-        read.
-    """
+    """Write ``out/index.html`` with the paper's figures, the tables and provenance."""
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     trials, res, manifests = _inputs(paths)
     diagnostics = find_diagnostics(paths)  # SBC, prior predictive: read (and checked) first
@@ -349,28 +277,7 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
 
 
 def search_sections(tables: dict, trials: pd.DataFrame, out: Path, save, table_html):
-    """The visual-search part (the search paradigm's ``report_sections`` hook).
-
-    Parameters
-    ----------
-    tables : dict of str to DataFrame
-        ``search``, ``search_accuracy`` and ``search_bias``.
-    trials : DataFrame
-        The search rows of the trial table (not needed: the tables hold it all).
-    out : pathlib.Path
-        The report folder (figures go to ``out/figures``).
-    save : callable
-        ``save(fig, path) -> link``: writes a figure.
-    table_html : callable
-        ``table_html(df) -> str``: an HTML table.
-
-    Returns
-    -------
-    sections : list of tuple
-        ``(title, caption, [links])``: accuracy curves per task, the cell-bias maps.
-    tail : list of str
-        The set-size table (HTML), after every figure.
-    """
+    """The visual-search part (the search paradigm's ``report_sections`` hook)."""
     del trials  # the tables hold everything drawn here
     search, bias = tables["search"], tables["search_bias"]
     acc = tables[
@@ -457,10 +364,7 @@ def search_sections(tables: dict, trials: pd.DataFrame, out: Path, save, table_h
 def _magnitude_sections(
     trials: pd.DataFrame, res: Scores, out: Path, probe, resample: str | None, save
 ):
-    """The BayesBench part: leaderboard, BCS table and the paper's figures (``save(fig, path)``).
-
-    ``probe`` is the started cue probe of ``trials`` (a :class:`~bayesobs.distributed.Task` of :func:`cue_predictions`).
-    """
+    """The BayesBench part: leaderboard, BCS table and the paper's figures (``save(fig, path)``)."""
     colors = F.subject_colors(trials["subject"])
     pred = predictions(trials, res.fits)
     bv = bias_variance(trials)
@@ -649,21 +553,7 @@ EXTRA_COLUMNS = (
 
 
 def extra_ablations_html(extra: pd.DataFrame | None) -> list[str]:
-    """The ablations outside the paper's BCS (``noise_text``, ``cot``): their shifts, as a table.
-
-    Empty when the scores hold none.
-
-    Parameters
-    ----------
-    extra : DataFrame or None
-        The ``bcs_extra`` table of the scores.
-
-    Returns
-    -------
-    list of str
-        HTML fragments: a heading, an explanation and the table (sorted by
-        ablation, subject, task); empty for None or an empty table.
-    """
+    """The ablations outside the paper's BCS (``noise_text``, ``cot``): their shifts, as a table."""
     if extra is None or extra.empty:
         return []
     cols = [c for c in EXTRA_COLUMNS if c in extra.columns]
@@ -678,20 +568,7 @@ def extra_ablations_html(extra: pd.DataFrame | None) -> list[str]:
 
 
 def cot_accuracy_html(table: pd.DataFrame | None) -> list[str]:
-    """Reasoning's effect on the right/wrong tasks (``cot_accuracy.csv``); empty without one.
-
-    Parameters
-    ----------
-    table : DataFrame or None
-        A :func:`bayesobs.scores.cot_accuracy.cot_accuracy_table`.
-
-    Returns
-    -------
-    list of str
-        HTML fragments: a heading, an explanation, the rows pooling every
-        level (``x = all``) and, folded, the per-level rows; empty for None or
-        an empty table.
-    """
+    """Reasoning's effect on the right/wrong tasks (``cot_accuracy.csv``); empty without one."""
     if table is None or table.empty:
         return []
     t = table.copy()
@@ -746,24 +623,7 @@ def _condition_note(condition: str, drawn: list[str], total: int) -> str:
 
 
 def bcs_not_available(res: Scores) -> pd.DataFrame:
-    """Subjects by tasks: True where the per-task BCS is not a number one may read.
-
-    A task whose every sign ``s`` in ``bcs.csv`` is missing (constant
-    responses, no ``w_prior``), or a subject whose BCS the leaderboard shows as
-    n/a: ``bcs_tasks.csv`` may hold 0.0 there (a sum of nothing), which the
-    report never draws as a value.
-
-    Parameters
-    ----------
-    res : Scores
-        The scores (``bcs_tasks``, ``bcs``, ``bayesbench``).
-
-    Returns
-    -------
-    DataFrame
-        Booleans, indexed by subject, one column per task of ``bcs_tasks``;
-        empty without ``bcs_tasks`` rows.
-    """
+    """Subjects by tasks: True where the per-task BCS is not a number one may read."""
     t = res.bcs_tasks
     if t is None or t.empty:
         return pd.DataFrame(dtype=bool)
@@ -781,22 +641,7 @@ def bcs_not_available(res: Scores) -> pd.DataFrame:
 
 
 def bcs_pivot(bcs_tasks: pd.DataFrame, col: str, na: pd.DataFrame) -> pd.DataFrame:
-    """Subjects by tasks of ``col`` with the cells of ``na`` as missing (shown as n/a).
-
-    Parameters
-    ----------
-    bcs_tasks : DataFrame
-        ``bcs_tasks.csv`` rows (``subject``, ``task``, ``col``).
-    col : str
-        The column to show (``bcs``, ``bcs_mean``, ``bcs_p``).
-    na : DataFrame
-        :func:`bcs_not_available`'s grid (empty: nothing masked).
-
-    Returns
-    -------
-    DataFrame
-        A ``subject`` column, then one column per task.
-    """
+    """Subjects by tasks of ``col`` with the cells of ``na`` as missing (shown as n/a)."""
     t = bcs_tasks.pivot(index="subject", columns="task", values=col)
     if len(na):
         t = t.mask(na.reindex(index=t.index, columns=t.columns, fill_value=False).astype(bool))
@@ -804,19 +649,7 @@ def bcs_pivot(bcs_tasks: pd.DataFrame, col: str, na: pd.DataFrame) -> pd.DataFra
 
 
 def constant_subjects(missing: pd.DataFrame | None) -> list[str]:
-    """Subjects with constant base cells: the leaderboard's caveat on their E applies.
-
-    Parameters
-    ----------
-    missing : DataFrame or None
-        ``missing.csv`` rows (``subject``, ``component``, ``reason``).
-
-    Returns
-    -------
-    list of str
-        The subjects with a ``fits MODALITY base`` row of reason
-        :data:`bayesobs.scores.CONSTANT_REASON`, sorted.
-    """
+    """Subjects with constant base cells: the leaderboard's caveat on their E applies."""
     if missing is None or missing.empty or "reason" not in missing:
         return []
     m = missing.fillna("").astype(str)
@@ -836,22 +669,7 @@ def _has_bcs(bcs_tasks: pd.DataFrame | None) -> bool:
 
 
 def support_notes(trials: pd.DataFrame, res: Scores) -> list[str]:
-    """One line per part of the report the data cannot support (and so is left out).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        The magnitude trials of the report.
-    res : Scores
-        Their scores (``bcs_tasks``).
-
-    Returns
-    -------
-    list of str
-        Lines for steering and noise (no ``steer_*``/``noise_*``
-        condition), the BCS (no ablation fits) and cue combination (not all
-        of text, image and multimodal trials); empty when all are supported.
-    """
+    """One line per part of the report the data cannot support (and so is left out)."""
     conds = set(trials["condition"])
     mods = set(trials["modality"])
     notes = []
@@ -874,23 +692,7 @@ def support_notes(trials: pd.DataFrame, res: Scores) -> list[str]:
 
 
 def sequential_control_table(evidence: pd.DataFrame) -> pd.DataFrame:
-    """P(sequential) of base beside ``context_none`` per subject, task and modality.
-
-    ``context_none`` shows every trial alone: sequential evidence that survives
-    there cannot come from in-context learning.  Empty without such cells.
-
-    Parameters
-    ----------
-    evidence : DataFrame
-        ``evidence.csv`` rows (``factor``, ``condition``, ``p``, the cell
-        keys).
-
-    Returns
-    -------
-    DataFrame
-        ``subject, task, modality, base, context_none``: the P(sequential)
-        of each condition (NaN where a cell lacks one).
-    """
+    """P(sequential) of base beside ``context_none`` per subject, task and modality."""
     cols = ["subject", "task", "modality", "base", "context_none"]
     if evidence is None or evidence.empty or "context_none" not in set(evidence["condition"]):
         return pd.DataFrame(columns=cols)
@@ -934,23 +736,7 @@ def _sequential_controls_html(res: Scores) -> list[str]:
 
 
 def veridical_table(evidence: pd.DataFrame | None) -> pd.DataFrame:
-    """Cells indistinguishable from the veridical observer or with a boundary Bayesian fit.
-
-    Parameters
-    ----------
-    evidence : DataFrame or None
-        ``evidence.csv`` rows.
-
-    Returns
-    -------
-    DataFrame
-        One row per flagged cell (``bayesian`` rows of ``evidence.csv``,
-        ``veridical_dAIC`` at least
-        :data:`bayesobs.scores.evidence.VERIDICAL_THRESHOLD` or a non-empty
-        ``boundary``): the cell keys, ``p``, ``p_veridical``,
-        ``veridical_dAIC`` and ``boundary``; empty (no columns) when the
-        evidence has no veridical reference.
-    """
+    """Cells indistinguishable from the veridical observer or with a boundary Bayesian fit."""
     cols = ["p", "p_veridical", "veridical_dAIC", "boundary"]
     if evidence is None or not len(evidence) or "veridical_dAIC" not in evidence:
         return pd.DataFrame()
@@ -980,38 +766,14 @@ def _evidence_notes_html(res: Scores) -> list[str]:
 
 
 def anchoring_hits(controls: pd.DataFrame | None) -> pd.DataFrame:
-    """The rows of ``controls.csv`` where a control beats every Kalman observer by AIC.
-
-    Parameters
-    ----------
-    controls : DataFrame or None
-        ``controls.csv`` rows.
-
-    Returns
-    -------
-    DataFrame
-        The rows with ``delta_aic_kalman < 0``; empty (columns ``subject``,
-        ``control``, ``delta_aic_kalman``) without such a table.
-    """
+    """The rows of ``controls.csv`` where a control beats every Kalman observer by AIC."""
     if controls is None or controls.empty or "delta_aic_kalman" not in controls:
         return pd.DataFrame(columns=["subject", "control", "delta_aic_kalman"])
     return controls[controls["delta_aic_kalman"] < 0]
 
 
 def anchoring_summary(hits: pd.DataFrame) -> pd.DataFrame:
-    """Per subject and control: how many cells it wins and its largest AIC margin.
-
-    Parameters
-    ----------
-    hits : DataFrame
-        :func:`anchoring_hits` rows.
-
-    Returns
-    -------
-    DataFrame
-        ``subject, control, cells, largest AIC margin`` (``-min
-        delta_aic_kalman``, positive), in natural order.
-    """
+    """Per subject and control: how many cells it wins and its largest AIC margin."""
     g = hits.groupby(["subject", "control"], sort=False)["delta_aic_kalman"]
     t = pd.DataFrame({"cells": g.size(), "largest AIC margin": -g.min()}).reset_index()
     return t.sort_values(["subject", "control"], key=_natural_order).reset_index(drop=True)

@@ -1,12 +1,4 @@
-"""Report figures of the perception tasks (Tunnel Vision ...), and their report section.
-
-Plotting functions take the ``perception*`` tables of :mod:`bayesobs.tunnel.scores`
-(and published reference numbers) and an optional ``ax``; they draw and
-return the figure, computing no statistics.  Reference lines come from
-:mod:`bayesobs.tunnel.published` (chance, human, the paper's models), each
-labelled with who it is; accuracies there are percentages and are drawn as
-fractions.
-"""
+"""Report figures of the perception tasks (Tunnel Vision ...), and their report section."""
 
 from __future__ import annotations
 
@@ -33,19 +25,7 @@ _REF_STYLE = {"chance": ("#777777", ":"), "human": ("#2a9d8f", "--")}
 
 
 def published_lines(task: str) -> pd.DataFrame:
-    """The paper's accuracy numbers of a task as rows ``variant, who, value`` (fractions), with source.
-
-    Parameters
-    ----------
-    task : str
-        A Tunnel Vision task (``object_reid``, ``scavenger_hunt``, ``circuits``).
-
-    Returns
-    -------
-    DataFrame
-        ``variant, who, value, source``: one row per published accuracy, as a
-        fraction.
-    """
+    """The paper's accuracy numbers of a task as rows ``variant, who, value`` (fractions), with source."""
     rows = [
         {"variant": r.variant, "who": r.who, "value": r.value / 100, "source": r.source}
         for r in references(task, metric="accuracy")
@@ -54,14 +34,7 @@ def published_lines(task: str) -> pd.DataFrame:
 
 
 def published_table2() -> pd.DataFrame:
-    """The paper's Table 2 (circuits): log-odds per px of distance and per crossing, by model.
-
-    Returns
-    -------
-    DataFrame
-        ``variant, who, metric, value, note``; ``metric`` is
-        ``log_odds_distance`` or ``log_odds_crossings``.
-    """
+    """The paper's Table 2 (circuits): log-odds per px of distance and per crossing, by model."""
     return pd.DataFrame(
         [
             {
@@ -83,28 +56,7 @@ def accuracy_by_variant(
     modality: str = "image",
     ax=None,
 ) -> Figure:
-    """Accuracy per variant and subject (95% Wilson bars) with chance, human and model lines.
-
-    Parameters
-    ----------
-    table : DataFrame
-        The ``perception`` table (``task, modality, condition, subject,
-        variant, accuracy, lo, hi, chance`` and optionally ``chance_paper``
-        and the ``sequence_*`` columns).
-    task : str
-        The task drawn; its ``base`` condition when there is one, else every row.
-    refs : DataFrame, optional
-        :func:`published_lines` of the task, drawn as reference lines.
-    modality : str
-        The modality drawn (default ``"image"``).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure otherwise.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure drawn on.
-    """
+    """Accuracy per variant and subject (95% Wilson bars) with chance, human and model lines."""
     t = table[(table["task"] == task) & (table["modality"] == modality)]
     t = t[t["condition"] == "base"] if (t["condition"] == "base").any() else t
     t = per_sequence(t)  # the decomposed hunt on the paper's Table 1 metric
@@ -165,25 +117,7 @@ def accuracy_by_variant(
 
 
 def per_sequence(t: pd.DataFrame) -> pd.DataFrame:
-    """Rows of a sequence task (decomposed hunt) with accuracy, interval and chance per sequence.
-
-    The paper's Table 1 reports accuracy over whole three-step sequences:
-    where ``sequence_accuracy`` is there, the figure shows it (and the
-    sequence chance) in place of the per-question numbers.
-
-    Parameters
-    ----------
-    t : DataFrame
-        Rows of the ``perception`` table.
-
-    Returns
-    -------
-    DataFrame
-        ``t`` itself without sequence numbers; else a copy where the rows with
-        ``sequence_accuracy`` carry ``sequence_accuracy``, ``sequence_lo``,
-        ``sequence_hi`` and ``sequence_chance`` as ``accuracy``, ``lo``, ``hi``,
-        ``chance``, and no ``chance_paper``.
-    """
+    """Rows of a sequence task (decomposed hunt) with accuracy, interval and chance per sequence."""
     if "sequence_accuracy" not in t.columns or not t["sequence_accuracy"].notna().any():
         return t
     t = t.copy()
@@ -200,26 +134,7 @@ def per_sequence(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def table1_comparison(acc: pd.DataFrame) -> pd.DataFrame:
-    """The decomposed hunt beside the paper's Table 1, on the same metrics.
-
-    One row per subject (modality, condition) and per published model:
-    ``accuracy_per_question``, ``accuracy_per_sequence`` (every step right),
-    ``final_on_path`` (final colour the gold path's by any path) and
-    ``final_step_error`` (conditional on the first two steps right), in %.
-
-    Parameters
-    ----------
-    acc : DataFrame
-        The ``perception`` table.
-
-    Returns
-    -------
-    DataFrame
-        ``who, modality, condition, n_sequences, accuracy_per_question,
-        accuracy_per_sequence, final_on_path, final_step_error,
-        final_step_n``; the published rows have ``who`` ``"paper: NAME"`` and
-        NaN where the paper gives no number.
-    """
+    """The decomposed hunt beside the paper's Table 1, on the same metrics."""
     cols = [
         "who",
         "modality",
@@ -270,19 +185,7 @@ def table1_comparison(acc: pd.DataFrame) -> pd.DataFrame:
 
 
 def reference_styles(who: list[str]) -> dict[str, tuple]:
-    """Colour and line style of each published reference line (human dashed, models dash-dot).
-
-    Parameters
-    ----------
-    who : list of str
-        The names of the reference lines, in order.
-
-    Returns
-    -------
-    dict of str to tuple
-        Name to ``(colour, line style)``: ``chance`` dotted grey, ``human``
-        dashed, every other (a model) dash-dot in its own colour.
-    """
+    """Colour and line style of each published reference line (human dashed, models dash-dot)."""
     palette = ["#e76f51", "#8e44ad", "#b5838d", "#e9c46a", "#6d597a", "#f4a261", "#264653"]
     out, k = {}, 0
     for w in who:
@@ -295,22 +198,7 @@ def reference_styles(who: list[str]) -> dict[str, tuple]:
 
 
 def f1_by_class(f1: pd.DataFrame, task: str = "object_reid", ax=None) -> Figure:
-    """Per-class F1 (yes / no) per subject and variant, as the paper's Fig. 3.
-
-    Parameters
-    ----------
-    f1 : DataFrame
-        The ``perception_f1`` table (``task, subject, variant, class, f1``).
-    task : str
-        The task drawn (default ``"object_reid"``).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure otherwise.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure drawn on.
-    """
+    """Per-class F1 (yes / no) per subject and variant, as the paper's Fig. 3."""
     fig, (ax,) = figure_axes(ax, size=(6.0, 3.4))
     t = f1[f1["task"] == task]
     labels = [f"{s}\n{v}" for s, v in dict.fromkeys(zip(t["subject"], t["variant"], strict=True))]
@@ -330,24 +218,7 @@ def f1_by_class(f1: pd.DataFrame, task: str = "object_reid", ax=None) -> Figure:
 
 
 def chain_accuracy(chain: pd.DataFrame, modality: str = "image", ax=None) -> Figure:
-    """Scavenger hunt: accuracy against chain length L with the ``(1 - e)^L`` prediction band.
-
-    Parameters
-    ----------
-    chain : DataFrame
-        The ``perception_chain`` table (``modality, subject, L, accuracy, lo,
-        hi, predicted`` and optionally ``predicted_guess`` with its
-        ``_lo``/``_hi`` band).
-    modality : str
-        The modality drawn (default ``"image"``).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure otherwise.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure drawn on.
-    """
+    """Scavenger hunt: accuracy against chain length L with the ``(1 - e)^L`` prediction band."""
     fig, (ax,) = figure_axes(ax, size=(5.0, 3.6))
     t = chain[chain["modality"] == modality]
     colors = subject_colors(t["subject"].unique())
@@ -381,29 +252,7 @@ def effect_coefficients(
     paper: pd.DataFrame | None = None,
     ax=None,
 ) -> Figure:
-    """Log-odds coefficient of a covariate (+-1.96 SE) per subject and variant, beside the paper's.
-
-    Parameters
-    ----------
-    effects : DataFrame
-        The ``perception_effects`` table (``task, covariate, model, modality,
-        subject, variant, coef, se, note``); its univariate rows are drawn, the
-        image modality's where there are any.
-    covariate : str
-        The covariate, e.g. ``"distance_px"`` or ``"crossings"``.
-    task : str
-        The task (default ``"circuits"``).
-    paper : DataFrame, optional
-        :func:`published_table2`, drawn as squares.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure otherwise.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure drawn on; a coefficient that could not be fitted is named
-        with its note.
-    """
+    """Log-odds coefficient of a covariate (+-1.96 SE) per subject and variant, beside the paper's."""
     fig, (ax,) = figure_axes(ax, size=(5.6, 3.6))
     t = effects[
         (effects["task"] == task)
@@ -441,25 +290,7 @@ def effect_coefficients(
 
 
 def accuracy_by_size(size: pd.DataFrame, task: str, modality: str = "image", ax=None) -> Figure:
-    """Accuracy against problem size per subject (pooled variants shown separately by marker).
-
-    Parameters
-    ----------
-    size : DataFrame
-        The ``perception_size`` table (``task, modality, subject, variant,
-        problem_size, accuracy, chance``).
-    task : str
-        The task drawn.
-    modality : str
-        The modality drawn (default ``"image"``).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure otherwise.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure drawn on.
-    """
+    """Accuracy against problem size per subject (pooled variants shown separately by marker)."""
     fig, (ax,) = figure_axes(ax, size=(5.0, 3.4))
     t = size[(size["task"] == task) & (size["modality"] == modality)]
     colors = subject_colors(t["subject"].unique())
@@ -493,31 +324,7 @@ PERCEPTION_TABLES = (
 
 
 def perception_report(tables, trials: pd.DataFrame, out: Path, save, table_html):
-    """The perception paradigm's ``report_sections`` hook: :func:`perception_sections` of its tables.
-
-    Parameters
-    ----------
-    tables : mapping of str to DataFrame
-        The paradigm's score tables (``perception`` and the others of
-        :data:`PERCEPTION_TABLES` that were computed).
-    trials : DataFrame
-        Its rows of the trial table (not needed: the tables hold it all).
-    out : Path
-        The report folder; figures go to ``out/figures``.
-    save : callable
-        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
-    table_html : callable
-        ``table_html(df) -> str``: a table as HTML.
-
-    Returns
-    -------
-    head : list of str
-        HTML blocks for the top of the page (none without ``perception``).
-    sections : list of tuple
-        ``(title, caption, [src, ...])`` per figure section.
-    tail : list of str
-        Always empty.
-    """
+    """The perception paradigm's ``report_sections`` hook: :func:`perception_sections` of its tables."""
     del trials  # the tables hold everything drawn here
     if tables.get("perception") is None:
         return [], [], []
@@ -527,30 +334,7 @@ def perception_report(tables, trials: pd.DataFrame, out: Path, save, table_html)
 
 
 def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], list[tuple]]:
-    """The report's perception part: accuracy, F1, chains, effects (figures under ``out/figures``).
-
-    ``save(fig, path) -> src`` and ``table_html(df) -> str`` are the report
-    builder's helpers; returns ``(head, sections)`` like its other parts.
-
-    Parameters
-    ----------
-    res : Scores
-        The scores (:func:`bayesobs.api.score`), with its ``perception*`` tables.
-    out : Path
-        The report folder; figures go to ``out/figures``.
-    save : callable
-        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
-    table_html : callable
-        ``table_html(df) -> str``: a table as HTML.
-
-    Returns
-    -------
-    head : list of str
-        HTML blocks for the top of the page (the accuracy tables).
-    sections : list of tuple
-        ``(title, caption, [src, ...])`` per figure section (Percept-V's
-        own: :func:`perceptv_sections`).
-    """
+    """The report's perception part: accuracy, F1, chains, effects (figures under ``out/figures``)."""
     acc = res.perception
     head = [
         "<h2>Perception tasks: accuracy</h2>",
@@ -665,31 +449,7 @@ def perception_sections(res, out: Path, save, table_html) -> tuple[list[str], li
 
 
 def perceptv_report(tables, trials: pd.DataFrame, out: Path, save, table_html):
-    """The Percept-V paradigm's ``report_sections`` hook: :func:`perceptv_sections`.
-
-    Parameters
-    ----------
-    tables : mapping of str to DataFrame
-        Its tables and the perception paradigm's (``perception_size`` and
-        ``perceptv_skills`` are drawn).
-    trials : DataFrame
-        Its rows of the trial table (not needed: the tables hold it all).
-    out : Path
-        The report folder; figures go to ``out/figures``.
-    save : callable
-        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
-    table_html : callable
-        ``table_html(df) -> str``: a table as HTML (not needed).
-
-    Returns
-    -------
-    head : list of str
-        Always empty.
-    sections : list of tuple
-        ``(title, caption, [src, ...])`` per figure section.
-    tail : list of str
-        Always empty.
-    """
+    """The Percept-V paradigm's ``report_sections`` hook: :func:`perceptv_sections`."""
     del trials, table_html  # the tables hold everything drawn here; no table is shown
     res = SimpleNamespace(
         perception_size=tables.get("perception_size"), perceptv_skills=tables.get("perceptv_skills")
@@ -698,22 +458,7 @@ def perceptv_report(tables, trials: pd.DataFrame, out: Path, save, table_html):
 
 
 def perceptv_sections(res, figs: Path, save) -> list[tuple]:
-    """Percept-V figures: accuracy against size per domain and subject, skills vs published models.
-
-    Parameters
-    ----------
-    res : Scores
-        The scores, with ``perception_size`` and ``perceptv_skills``.
-    figs : Path
-        The figures folder.
-    save : callable
-        ``save(fig, path) -> str``: writes a figure, returns its ``src``.
-
-    Returns
-    -------
-    list of tuple
-        ``(title, caption, [src, ...])`` per section; empty without Percept-V rows.
-    """
+    """Percept-V figures: accuracy against size per domain and subject, skills vs published models."""
     size = res.perception_size
     out = []
     if size is not None and len(size) and (size["task"] == "percept_v").any():

@@ -1,10 +1,4 @@
-"""Report figures of the psychometric functions (``psychometric.csv``) and their section.
-
-The plotting functions take the table of :func:`bayesobs.scores.psychometric.psychometric_table`
-and the per-level counts of :func:`bayesobs.scores.psychometric.psychometric_levels`
-(with their 95% Wilson intervals) and an optional ``ax``; they draw the
-fitted curves over the data and return the figure, fitting nothing.
-"""
+"""Report figures of the psychometric functions (``psychometric.csv``) and their section."""
 
 from __future__ import annotations
 
@@ -24,23 +18,7 @@ MIN_TRIALS_PER_LEVEL = 3  # fewer on average: each level's proportion is mostly 
 
 
 def withheld_reason(row) -> str:
-    """Why a group's panel is not drawn: fewer than 3 trials per level on average.
-
-    With one or two trials a level the points are 0, 1/2 or 1 and the fitted
-    curve follows that noise (thresholds outside the levels, below zero); the
-    fit stays in ``psychometric.csv`` and the report's table.
-
-    Parameters
-    ----------
-    row : Mapping
-        A ``psychometric.csv`` row (``n_levels``, ``n_trials``).
-
-    Returns
-    -------
-    str
-        ``""`` when the panel is drawn, else e.g. ``"withheld: about one
-        trial per level (19 levels, 20 trials)"``.
-    """
+    """Why a group's panel is not drawn: fewer than 3 trials per level on average."""
     n, k = int(row["n_trials"]), int(row["n_levels"])
     if n >= MIN_TRIALS_PER_LEVEL * k:
         return ""
@@ -55,21 +33,7 @@ def _span(values: pd.Series) -> str:
 
 
 def group_levels(levels: pd.DataFrame, row) -> pd.DataFrame:
-    """The rows of ``levels`` of the group of ``row`` (a ``psychometric.csv`` row), by level.
-
-    Parameters
-    ----------
-    levels : DataFrame
-        :func:`bayesobs.scores.psychometric.psychometric_levels` rows.
-    row : Mapping
-        A ``psychometric.csv`` row (a dict or Series); its group keys are
-        compared as text, a missing key as ``""``.
-
-    Returns
-    -------
-    DataFrame
-        The group's rows of ``levels``, sorted by ``x``.
-    """
+    """The rows of ``levels`` of the group of ``row`` (a ``psychometric.csv`` row), by level."""
     sel = np.ones(len(levels), bool)
     for k in KEYS:
         sel &= levels[k].map(_text).to_numpy() == _text(row[k])
@@ -82,20 +46,7 @@ def _text(v) -> str:
 
 
 def split_levels(levels: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
-    """The rows of ``levels`` by group (the keys as text, as :func:`group_levels` compares them).
-
-    Parameters
-    ----------
-    levels : DataFrame
-        :func:`bayesobs.scores.psychometric.psychometric_levels` rows.
-
-    Returns
-    -------
-    dict of tuple to DataFrame
-        Per group (its keys as text, in the order of ``KEYS``), its rows of
-        ``levels`` in their order there, with their index: what
-        :func:`group_levels` selects from the whole table, found in one pass.
-    """
+    """The rows of ``levels`` by group (the keys as text, as :func:`group_levels` compares them)."""
     keys = pd.DataFrame({k: levels[k].map(_text).to_numpy() for k in KEYS})
     positions = keys.groupby(list(KEYS), sort=False).indices
     return {tuple(k): levels.iloc[np.sort(i)] for k, i in positions.items()}
@@ -104,36 +55,7 @@ def split_levels(levels: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
 def psychometric_curve(
     row, levels: pd.DataFrame, ax=None, color="C0", label=None, grouped: bool = False
 ) -> Figure:
-    """One fitted psychometric function over its data.
-
-    Points: accuracy per level with 95% Wilson bars; line: the fitted
-    ``guess + (1 - guess - lapse) F``, the guess interpolated between levels
-    where chance depends on the level; dotted: the guess rate; a tick at the
-    threshold.
-
-    Parameters
-    ----------
-    row : Mapping
-        A ``psychometric.csv`` row: the group keys, ``level``, ``threshold``,
-        ``width``, ``lapse``, ``sigmoid`` and ``direction``.
-    levels : DataFrame
-        :func:`bayesobs.scores.psychometric.psychometric_levels` rows (``x``,
-        ``accuracy``, ``lo``, ``hi``, ``guess``).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure otherwise.
-    color : color
-        The points' and curve's colour.
-    label : str, optional
-        The points' legend label.
-    grouped : bool
-        ``levels`` are already this row's group, sorted by ``x`` (as
-        :func:`psychometric_grid` passes them), not to be selected again.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure drawn on.
-    """
+    """One fitted psychometric function over its data."""
     fig, (ax,) = figure_axes(ax, size=(4.2, 3.2))
     d = levels if grouped else group_levels(levels, row)
     x = d["x"].to_numpy(float)
@@ -161,22 +83,7 @@ def _title(row) -> str:
 
 
 def psychometric_grid(table: pd.DataFrame, levels: pd.DataFrame, ncols: int = 4) -> Figure:
-    """One panel per row of ``table`` (a task's groups), the fit's numbers in each title.
-
-    Parameters
-    ----------
-    table : DataFrame
-        ``psychometric.csv`` rows, one panel each.
-    levels : DataFrame
-        :func:`bayesobs.scores.psychometric.psychometric_levels` rows.
-    ncols : int
-        Panels per row.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        A new figure; its unused panels are hidden.
-    """
+    """One panel per row of ``table`` (a task's groups), the fit's numbers in each title."""
     n = len(table)
     ncols = max(1, min(ncols, n))
     nrows = -(-n // ncols)
@@ -197,36 +104,7 @@ def psychometric_grid(table: pd.DataFrame, levels: pd.DataFrame, ncols: int = 4)
 
 
 def psychometric_sections(res, trials: pd.DataFrame, out: Path, save, table_html):
-    """The report's psychometric part: one figure per paradigm and task, then the table.
-
-    ``save(fig, path) -> src`` and ``table_html(df) -> str`` are the report
-    builder's helpers; returns ``(sections, tail)``.
-
-    Parameters
-    ----------
-    res : Scores
-        The scores, with their ``psychometric`` table.
-    trials : DataFrame
-        The scored trials (their per-level counts are drawn).
-    out : Path
-        The report folder; figures go to ``out/figures``.
-    save : callable
-        ``save(fig, path) -> str``: writes a figure (here a
-        :class:`bayesobs.report.render.FigureTask`), returns its ``src``.
-    table_html : callable
-        ``table_html(df) -> str``: a table as HTML.
-
-    Returns
-    -------
-    sections : list of tuple
-        ``(title, caption, [src])`` per paradigm and task with a panel drawn
-        (a group with fewer than :data:`MIN_TRIALS_PER_LEVEL` trials per level
-        is withheld: :func:`withheld_reason`).
-    tail : list of str
-        HTML blocks for the end of the page: heading, note, one line per task
-        with withheld panels (how many, and why) and the table (its column
-        ``panel``: ``drawn`` or the reason).
-    """
+    """The report's psychometric part: one figure per paradigm and task, then the table."""
     table = res.psychometric.copy()
     table["panel"] = [withheld_reason(r) or "drawn" for r in table.to_dict("records")]
     levels = psychometric_levels(trials)

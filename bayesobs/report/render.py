@@ -1,12 +1,4 @@
-"""The report's figures written on two cores, the same files as on one.
-
-Drawing dominates a report's time (a psychometric grid of 50 panels takes
-seconds) and Matplotlib draws on one core.  :class:`FigureWriter` hands the
-figures of a large report to worker processes
-(:func:`bayesobs.distributed.submit`): a figure is pickled as it is handed
-over and drawn there by the same ``savefig`` call, so each PNG is byte for
-byte the one this process would write (tests/report/test_render.py).
-"""
+"""The report's figures written on two cores, the same files as on one."""
 
 from __future__ import annotations
 
@@ -26,11 +18,7 @@ WORKER_MIN_PANELS = 24
 
 
 class FigureTask(NamedTuple):
-    """A figure to be built and drawn where there is a free core: ``build(*args)``.
-
-    For a figure of many panels, whose building (its axes) costs about as
-    much as drawing it: handed over as its data, not as a built figure.
-    """
+    """A figure to be built and drawn where there is a free core: ``build(*args)``."""
 
     build: Callable[..., Figure]  # module-level, so that it pickles
     args: tuple
@@ -54,21 +42,7 @@ def panels(fig: Figure | FigureTask) -> int:
 
 
 class FigureWriter:
-    """``save(fig, path) -> src`` for the report builder, the drawing done by worker processes.
-
-    ``fig`` is a built figure or a :class:`FigureTask` (built where it is drawn).
-    Figures are drawn here until :data:`WORKER_MIN_PANELS` panels are to be
-    drawn (a small report never starts a worker); then every later figure
-    goes to the first worker that is free, while this process goes on
-    building the next figures.  :meth:`close` waits until every file is
-    written (and raises a drawing error).
-
-    Parameters
-    ----------
-    workers : bool
-        Whether figures may go to worker processes
-        (:func:`bayesobs.distributed.submit`; none on one core).
-    """
+    """``save(fig, path) -> src`` for the report builder, the drawing done by worker processes."""
 
     def __init__(self, workers: bool = True) -> None:
         self._workers = workers

@@ -1,9 +1,4 @@
-"""Figures of many subjects: one row per subject, named on the left, one panel per number.
-
-Ten colours tell ten subjects apart; beyond :data:`MANY` the summary and
-BayesBench figures draw this instead of a legend of repeating colours, so
-every subject stays identifiable at any count (issue 47).
-"""
+"""Figures of many subjects: one row per subject, named on the left, one panel per number."""
 
 from __future__ import annotations
 
@@ -24,34 +19,7 @@ def _outside(val, lo, hi) -> bool:
 def subject_rows(
     d: pd.DataFrame, panels: list[tuple[str, str]], bars: bool = False, caveats=None, refs=None
 ) -> Figure:
-    """One row per subject (top first, as ``d`` is ordered), one panel per column.
-
-    A bar (``bars``) or dot is the full-data estimate; with bootstrap columns
-    a black line spans ``COL_lo`` to ``COL_hi``, a small dot marks
-    ``COL_mean`` and a ``*`` follows a point or mean outside its interval.
-
-    Parameters
-    ----------
-    d : DataFrame
-        One row per subject: ``subject``, the panels' columns and, where
-        bootstrapped, ``COL_lo``, ``COL_hi`` and ``COL_mean``.
-    panels : list of tuple
-        ``(column, label)`` per panel, left to right; columns absent from ``d``
-        or without a finite value are left out.
-    bars : bool
-        Horizontal bars from zero instead of dots.
-    caveats : dict, optional
-        Subject to the set of columns the leaderboard flags: hatched bars,
-        open dots.
-    refs : dict, optional
-        Column to a reference value, drawn as a dashed line.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        A new figure (:class:`bayesobs.plotting.Figure`); every subject's name
-        is a tick label of the first panel.
-    """
+    """One row per subject (top first, as ``d`` is ordered), one panel per column."""
     panels = [(c, lab) for c, lab in panels if c in d and np.isfinite(d[c].astype(float)).any()]
     caveats, refs = caveats or {}, refs or {}
     n = len(d)

@@ -1,8 +1,4 @@
-"""Conditions: steering prompts, blur schedules, text noise, context windows, order reversal, reasoning.
-
-Condition names are a contract (DESIGN.md).  Numbers below are defaults that a
-task spec may override in its ``[ablations]`` table.
-"""
+"""Conditions: steering prompts, blur schedules, text noise, context windows, order reversal, reasoning."""
 
 from __future__ import annotations
 
@@ -52,30 +48,7 @@ class Condition:
 
 
 def condition(name: str, options: dict | None = None) -> Condition:
-    """The :class:`Condition` called ``name`` with defaults overridden by ``options``.
-
-    Parameters
-    ----------
-    name : str
-        A condition name: ``base``, ``steer_verbal``, ``steer_numeric``,
-        ``steer_biased``, ``noise_constant``, ``noise_gradual``,
-        ``noise_text``, ``context_short``, ``context_long``,
-        ``context_reversed``, ``context_none``, ``hint`` or ``cot``.
-    options : dict, optional
-        Overrides of :data:`DEFAULTS` (a task spec's ``[ablations]``); here
-        ``context``, ``context_short``, ``context_long`` (previous trials in
-        the context) and ``text_noise`` (strength) are used.
-
-    Returns
-    -------
-    Condition
-        The condition's context length and changes to the base protocol.
-
-    Raises
-    ------
-    BayesobsInputError
-        When ``name`` is not a condition (the message lists them).
-    """
+    """The :class:`Condition` called ``name`` with defaults overridden by ``options``."""
     o = {**DEFAULTS, **(options or {})}
     table = {
         "base": Condition("base", o["context"]),
@@ -98,25 +71,7 @@ def condition(name: str, options: dict | None = None) -> Condition:
 
 
 def blur_schedule(cond: Condition, n: int, options: dict | None = None) -> np.ndarray:
-    """Blur sigma (pixels) of each of ``n`` trials; applies to images only.
-
-    Parameters
-    ----------
-    cond : Condition
-        The trial's condition; only its ``blur`` is read.
-    n : int
-        Trials in the session.
-    options : dict, optional
-        Overrides of :data:`DEFAULTS`: ``blur_sigma`` (``noise_constant``,
-        3.0 px) and ``blur_max_sigma`` (``noise_gradual``, 6.0 px).
-
-    Returns
-    -------
-    ndarray of float, shape (n,)
-        ``blur_sigma`` for every trial under constant blur; under gradual
-        blur a linear rise from 0 to ``blur_max_sigma`` (zeros when
-        ``n <= 1``); zeros without blur.
-    """
+    """Blur sigma (pixels) of each of ``n`` trials; applies to images only."""
     o = {**DEFAULTS, **(options or {})}
     if cond.blur == "constant":
         return np.full(n, float(o["blur_sigma"]))
@@ -126,35 +81,7 @@ def blur_schedule(cond: Condition, n: int, options: dict | None = None) -> np.nd
 
 
 def degrade_text(text: str, strength: float, rng: np.random.Generator) -> str:
-    """The ``noise_text`` rendering: measurement noise in the text modality, as blur is for images.
-
-    With strength ``s``:
-
-    * every run of a repeated symbol (``-----``) has its length multiplied by
-      ``1 + s * N(0, 1)`` (rounded, at least 1), and each of its characters
-      becomes a smudge ``~`` with probability ``min(s, 0.9)``;
-    * every whole number ``n >= 1`` becomes ``round(n * (1 + s * N(0, 1)))``
-      (at least 1), written ``~n`` with probability ``min(s, 0.9)``.
-
-    The smudges make the degradation visible (a reader can tell how noisy the
-    text is, as blur can be seen); other characters are untouched, so the
-    text keeps its format.  ``s = 0`` returns ``text`` unchanged.
-
-    Parameters
-    ----------
-    text : str
-        The trial's text stimulus.
-    strength : float
-        The strength ``s`` (relative jitter; :data:`DEFAULTS` has 0.1); at
-        most 0 returns ``text`` unchanged.
-    rng : numpy.random.Generator
-        The random stream of the draws.
-
-    Returns
-    -------
-    str
-        The degraded text.
-    """
+    """The ``noise_text`` rendering: measurement noise in the text modality, as blur is for images."""
     if strength <= 0:
         return text
     p = min(strength, 0.9)
@@ -179,37 +106,7 @@ def _fmt(v: float) -> str:
 
 
 def system_prompt(task, cond: Condition, previous: list[float], session_range, options=None) -> str:
-    """System prompt of one trial (the paper's A.2.2 and A.3.1).
-
-    A task with ``allow_reasoning`` (the perception tasks) leaves out the
-    closing "Do not explain or reason. Only output the final answer.".  The
-    ``cot`` condition replaces it, for every task, with :data:`COT_SENTENCE`
-    (think step by step, then the answer after ``Answer:`` on the last line).
-
-    ``previous``: true values of the trials shown before this one in the
-    session (the numerical steering reports the range of the last few).
-
-    Parameters
-    ----------
-    task : Task
-        The task (:class:`bayesobs.stimuli.Task`); its ``role``,
-        ``instruction`` and ``allow_reasoning`` are read.
-    cond : Condition
-        The trial's condition (its ``steering`` and ``reasoning``).
-    previous : list of float
-        True values of the session's earlier trials, in order.
-    session_range : (float, float)
-        The session's stimulus range; ``steer_biased`` shifts the reported
-        range up by ``steer_bias`` times its width.
-    options : dict, optional
-        Overrides of :data:`DEFAULTS` (``steer_window``, ``steer_bias``).
-
-    Returns
-    -------
-    str
-        The sentences joined by spaces: the role, any steering, the task's
-        instruction, then the closing sentence (if any).
-    """
+    """System prompt of one trial (the paper's A.2.2 and A.3.1)."""
     o = {**DEFAULTS, **(options or {})}
     parts = [f"You are a {task.role}."]
     if cond.steering == "verbal":
@@ -240,25 +137,7 @@ def system_prompt(task, cond: Condition, previous: list[float], session_range, o
 
 
 def final_answer(reply: str | None) -> str:
-    """The answer part of a reasoned (``cot``) reply: the text after its last answer label.
-
-    The label is ``answer`` followed by ``:``, ``=`` or ``is`` (markdown
-    emphasis allowed: ``**Final answer:** 42``, ``the answer is 0.35``); a
-    reply without one is returned whole, for the task's own parser (which
-    takes a labelled or cued number, or the last one after a cue).  ``None``
-    reads as ``""``.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    str
-        The stripped text after the last answer label, else the whole
-        stripped reply.
-    """
+    """The answer part of a reasoned (``cot``) reply: the text after its last answer label."""
     text = reply or ""
     ends = [m.end() for m in _ANSWER_LABEL.finditer(text)]
     return text[ends[-1] :].strip() if ends else text.strip()
@@ -270,34 +149,7 @@ def reply_budget(
     visible: int | None = None,
     reasoning: int | None = None,
 ) -> int | None:
-    """The reply budget (``Request.max_tokens``) of one trial under ``cond``.
-
-    Without reasoning it is the task's own budget (None: the subject's,
-    e.g. ``--max-tokens``).  Under ``cot`` the reasoning is written out, so
-    the budget is the visible one (the task's, else ``visible``, the
-    subject's ``--max-tokens``, else :data:`DEFAULT_VISIBLE_BUDGET`) plus
-    ``reasoning`` (the subject's ``--reasoning-budget``, else
-    :data:`~bayesobs.run.reasoning.DEFAULT_REASONING_BUDGET`, 4096).  A subject
-    that also reasons hidden (``--reasoning-effort``) adds its reasoning
-    budget on top, as for every condition.
-
-    Parameters
-    ----------
-    task_max_tokens : int or None
-        The task's own reply budget (``None``: none set).
-    cond : Condition
-        The trial's condition; only its ``reasoning`` is read.
-    visible : int, optional
-        The subject's visible budget (``--max-tokens``).
-    reasoning : int, optional
-        The subject's ``--reasoning-budget``.
-
-    Returns
-    -------
-    int or None
-        Tokens the reply may spend; ``None`` (outside ``cot``, with no task
-        budget) leaves it to the subject.
-    """
+    """The reply budget (``Request.max_tokens``) of one trial under ``cond``."""
     if not cond.reasoning:
         return task_max_tokens
     base = task_max_tokens if task_max_tokens is not None else visible

@@ -1,29 +1,4 @@
-"""Adaptive concurrency (``--concurrency auto``): AIMD on the API's 429s.
-
-:class:`AIMD` is the policy, a pure state machine: the *level* (how many
-sessions may be in flight) starts at :data:`START_LEVEL` and, until the
-first 429, grows by one with every successful call (doubling each round
-of calls, TCP's slow start); after it, by one for every ``level``
-successful calls (one a round: additive increase).  A 429 halves it (at
-least :data:`MIN_LEVEL`; multiplicative decrease); growth is then again one
-a success up to the *threshold*, one below the level that met the 429, and
-additive beyond it (so the level comes back within a round to just under
-where the server refused, instead of spending half the run below it: plain
-AIMD averages three quarters of the server's capacity).  The calls in
-flight when the level was cut were sent at the old level: their 429s are
-the same congestion, so a 429 of a call that began before the last cut
-(its *epoch* is older) changes nothing.  The level never exceeds
-``maximum`` (``--max-concurrency``, default :data:`DEFAULT_MAX_CONCURRENCY`).
-
-:class:`AdaptiveGate` applies it to the runner's sessions: a session takes
-a slot before its first call and keeps it for the trials that follow; at
-each later trial it checks in (:meth:`AdaptiveGate.checkpoint`) and, when
-more sessions hold slots than the level now allows, gives its slot up and
-waits.  Waiting sessions that have started go before new ones, so a cut
-pauses sessions instead of spreading the run over more of them.  The
-subjects report each call's outcome to the gate (``pacer.succeeded(epoch)``,
-``pacer.throttled(epoch)``, with ``pacer.epoch`` read as the call was sent).
-"""
+"""Adaptive concurrency (``--concurrency auto``): AIMD on the API's 429s."""
 
 from __future__ import annotations
 
@@ -40,15 +15,7 @@ MIN_LEVEL = 1
 
 @dataclass
 class AIMD:
-    """Additive-increase, multiplicative-decrease concurrency level (see the module doc).
-
-    Parameters
-    ----------
-    maximum : int
-        The highest level.
-    level : int
-        The level to start at (clipped to ``1..maximum``).
-    """
+    """Additive-increase, multiplicative-decrease concurrency level (see the module doc)."""
 
     maximum: int = DEFAULT_MAX_CONCURRENCY
     level: int = START_LEVEL
@@ -66,22 +33,7 @@ class AIMD:
         self.peak = self.level
 
     def succeeded(self, epoch: int = 0) -> bool:
-        """A call came back with an answer; whether the level grew.
-
-        Below the threshold the level grows by one; above it, by one for every
-        ``level`` successes.  It never exceeds ``maximum``.
-
-        Parameters
-        ----------
-        epoch : int
-            The epoch the call was sent in (accepted for symmetry with
-            :meth:`throttled`; a success counts whatever its epoch).
-
-        Returns
-        -------
-        bool
-            True when the level grew by one.
-        """
+        """A call came back with an answer; whether the level grew."""
         if self.level >= self.maximum:
             return False
         if self.level < self.threshold:
@@ -96,22 +48,7 @@ class AIMD:
         return True
 
     def throttled(self, epoch: int) -> bool:
-        """A call sent in ``epoch`` was answered 429; whether the level was cut.
-
-        A 429 halves the level (at least :data:`MIN_LEVEL`), sets the threshold
-        to one below the old level and starts a new epoch; a 429 of a call sent
-        before the last cut only counts in ``throttles``.
-
-        Parameters
-        ----------
-        epoch : int
-            The epoch the call was sent in (the policy's ``epoch`` as it was sent).
-
-        Returns
-        -------
-        bool
-            True when the level was cut.
-        """
+        """A call sent in ``epoch`` was answered 429; whether the level was cut."""
         self.throttles += 1
         if epoch < self.epoch:  # sent before the last cut: the same congestion
             return False
@@ -125,14 +62,7 @@ class AIMD:
         return True
 
     def summary(self) -> dict:
-        """The controller's figures, for ``runs.jsonl``.
-
-        Returns
-        -------
-        dict
-            ``mode`` (``"auto"``), ``max_concurrency``, ``final`` (the level now),
-            ``peak``, ``throttled`` (429s reported) and ``cuts``.
-        """
+        """The controller's figures, for ``runs.jsonl``."""
         return {
             "mode": "auto",
             "max_concurrency": self.maximum,
@@ -163,38 +93,16 @@ class AdaptiveGate:
         return self.policy.epoch
 
     def succeeded(self, epoch: int) -> None:
-        """A call came back with an answer: the level may grow and admit a waiting session.
-
-        Parameters
-        ----------
-        epoch : int
-            The epoch the call was sent in.
-        """
+        """A call came back with an answer: the level may grow and admit a waiting session."""
         if self.policy.succeeded(epoch):
             self._wake()
 
     def throttled(self, epoch: int) -> None:
-        """A call was answered 429: the level may be halved (sessions pause at their next trial).
-
-        Parameters
-        ----------
-        epoch : int
-            The epoch the call was sent in (a 429 of an older epoch changes nothing).
-        """
+        """A call was answered 429: the level may be halved (sessions pause at their next trial)."""
         self.policy.throttled(epoch)
 
     async def acquire(self, started: bool = False) -> None:
-        """Wait for a slot (a session that has ``started`` goes before new ones).
-
-        Returns at once when a slot is free and nobody waits ahead; otherwise
-        waits in line.  A slot granted while the wait is cancelled is given back.
-
-        Parameters
-        ----------
-        started : bool
-            Whether the session has begun (a session paused by
-            :meth:`checkpoint`); such sessions are admitted before new ones.
-        """
+        """Wait for a slot (a session that has ``started`` goes before new ones)."""
         if self.active < self.level and not self._started and (started or not self._new):
             self.active += 1
             return

@@ -175,13 +175,7 @@ class Runner:
         return tuple(turns), logged
 
     def _extra_images(self, user: Turn, demo_log: list[dict]) -> dict:
-        """Log columns of a trial that shows several images or few-shot demonstrations.
-
-        ``images``: the stored paths of every image, in order (``image`` keeps
-        the first); ``demos``: each demonstration's text, stored image paths
-        and correct answer.  Absent for a one-image trial without demos, so
-        the magnitude and search logs are unchanged.
-        """
+        """Log columns of a trial that shows several images or few-shot demonstrations."""
         out: dict[str, Any] = {}
         if len(user.pngs) > 1:
             out["images"] = [self.store.save_png(p) for p in user.pngs]
@@ -190,11 +184,7 @@ class Runner:
         return out
 
     def _later(self, sess: Session, stim: Stimulus, blur: float, t: int) -> Callable[[], Turn]:
-        """A trial's user turn, rendered on first use and then kept.
-
-        A resumed trial's turn is needed only in the context window of a
-        trial still to run, so resuming a complete folder renders nothing.
-        """
+        """A trial's user turn, rendered on first use and then kept."""
         turn: Turn | None = None
 
         def get() -> Turn:
@@ -206,10 +196,7 @@ class Runner:
         return get
 
     def _adaptations(self, name: str, subject) -> None:
-        """Report a subject's new request choices: one terminal line and a runs.jsonl event each.
-
-        The manifest (written with the first trial) holds the choices then in force.
-        """
+        """Report a subject's new request choices: one terminal line and a runs.jsonl event each."""
         changes = getattr(subject, "adaptations", None)
         if changes is None:
             return

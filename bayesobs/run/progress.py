@@ -1,12 +1,4 @@
-"""What a run shows while it works: the plan line, progress and the total line.
-
-A large protocol (Tunnel Vision: 2,250 questions per subject) makes every
-stimulus before its first trial, so a run says what it is about to do at once
-(:func:`plan_line`), shows its progress (a ``tqdm`` bar on a terminal; plain
-lines, :class:`LineBar`, when stderr is a file or a pipe) and ends with the
-total (:func:`total_line`).  ``progress`` is ``False`` (silent), ``True`` (bars)
-or :data:`LINES` (plain lines).
-"""
+"""What a run shows while it works: the plan line, progress and the total line."""
 
 from __future__ import annotations
 
@@ -18,23 +10,7 @@ LINE_EVERY_S = 10.0  # a plain progress line at most this often
 
 
 class LineBar:
-    """A progress bar for a log file: one plain line on stderr now and then.
-
-    The first line comes at once, then at most one every ``every`` seconds,
-    and a last line on :meth:`close`; the interface is the part of ``tqdm``'s
-    the run uses (``update``, ``set_postfix_str``, ``close``, a context manager).
-
-    Parameters
-    ----------
-    total : int
-        The count to reach.
-    desc : str
-        What is counted, first on each line (``trials``).
-    unit : str
-        The unit's name (``trial``).
-    every : float, default LINE_EVERY_S
-        Seconds between two lines at least.
-    """
+    """A progress bar for a log file: one plain line on stderr now and then."""
 
     def __init__(self, total: int, desc: str, unit: str, every: float = LINE_EVERY_S):
         self.total, self.desc, self.unit, self.every = total, desc, unit, every
@@ -58,27 +34,13 @@ class LineBar:
         )
 
     def update(self, n: int = 1) -> None:
-        """Count ``n`` more; print a line when ``every`` seconds have passed since the last.
-
-        Parameters
-        ----------
-        n : int, default 1
-            How many were done.
-        """
+        """Count ``n`` more; print a line when ``every`` seconds have passed since the last."""
         self.n += n
         if not self.closed and time.perf_counter() - self.last >= self.every:
             self._line()
 
     def set_postfix_str(self, s: str, refresh: bool = True) -> None:
-        """Text shown after the count on the next line (``tqdm``'s interface).
-
-        Parameters
-        ----------
-        s : str
-            The text.
-        refresh : bool, default True
-            Ignored (a line is printed on the next :meth:`update` that is due).
-        """
+        """Text shown after the count on the next line (``tqdm``'s interface)."""
         self.postfix = s
 
     def close(self) -> None:
@@ -95,24 +57,7 @@ class LineBar:
 
 
 def bar(progress, total: int, desc: str, unit: str):
-    """A progress bar on stderr as ``progress`` asks, or None.
-
-    Parameters
-    ----------
-    progress : bool or str
-        ``True``: a ``tqdm`` bar; :data:`LINES`: a :class:`LineBar`; else none.
-    total : int
-        The count to reach.
-    desc : str
-        The bar's label.
-    unit : str
-        The unit's name.
-
-    Returns
-    -------
-    tqdm.tqdm or LineBar or None
-        The bar (close it when done).
-    """
+    """A progress bar on stderr as ``progress`` asks, or None."""
     if progress == LINES:
         return LineBar(total, desc, unit)
     if progress:
@@ -130,23 +75,7 @@ def _count(value, default: int) -> int:
 
 
 def plan_counts(jobs: list[tuple[dict, dict]]) -> dict:
-    """What a plan will hold, from the specs alone (before any stimulus is made).
-
-    Parameters
-    ----------
-    jobs : list of (dict, dict)
-        ``(spec, keyword arguments of bayesobs.run.plan.plan)`` pairs.
-
-    Returns
-    -------
-    dict
-        ``tasks`` (names, in order), ``subjects`` (count), ``cells`` (session
-        runs: subject x session x run x condition x modality), ``trials``
-        (the specs' trial counts over those cells; a decomposed trial that
-        asks several questions counts once) and ``stimuli`` (trials to make:
-        per session and run, shared by its conditions, modalities and
-        subjects).
-    """
+    """What a plan will hold, from the specs alone (before any stimulus is made)."""
     tasks, subjects, cells, trials, stimuli = [], set(), 0, 0, 0
     for spec, kw in jobs:
         tasks.append(str(spec.get("task")))
@@ -172,20 +101,7 @@ def plan_counts(jobs: list[tuple[dict, dict]]) -> dict:
 
 
 def plan_line(jobs: list[tuple[dict, dict]]) -> str:
-    """The first line of a run: the tasks, subjects, cells and trials it plans.
-
-    Parameters
-    ----------
-    jobs : list of (dict, dict)
-        ``(spec, keyword arguments of bayesobs.run.plan.plan)`` pairs.
-
-    Returns
-    -------
-    str
-        E.g. ``plan: object_reid, circuits; 3 subject(s), 18 cell(s)
-        (subject x session x run x condition x modality), 2,700 trial(s);
-        making the stimuli first``.
-    """
+    """The first line of a run: the tasks, subjects, cells and trials it plans."""
     c = plan_counts(jobs)
     return (
         f"plan: {', '.join(c['tasks'])}; {c['subjects']} subject(s), {c['cells']:,} cell(s) "
@@ -195,23 +111,7 @@ def plan_line(jobs: list[tuple[dict, dict]]) -> str:
 
 
 def total_line(report, seconds: float, planning: float) -> str:
-    """The last line of a run: trials logged and the time, planning included.
-
-    Parameters
-    ----------
-    report : RunReport
-        The run's report (``done``, ``skipped``, ``seconds``).
-    seconds : float
-        Wall seconds from the start of planning to the end of the run.
-    planning : float
-        Of which making the stimuli.
-
-    Returns
-    -------
-    str
-        E.g. ``total: 2,700 trial(s) logged (0 already logged) in 95.2 s
-        (making stimuli 60.1 s, trials 35.1 s)``.
-    """
+    """The last line of a run: trials logged and the time, planning included."""
     return (
         f"total: {report.done:,} trial(s) logged ({report.skipped:,} already logged) in "
         f"{seconds:.1f} s (making stimuli {planning:.1f} s, trials {report.seconds:.1f} s)"

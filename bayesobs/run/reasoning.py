@@ -1,7 +1,4 @@
-"""Reply budgets of reasoning models: constants and rules shared by the CLI, runner and subject.
-
-A light module (no API SDK), so the CLI's option parser can name the defaults.
-"""
+"""Reply budgets of reasoning models: constants and rules shared by the CLI, runner and subject."""
 
 from __future__ import annotations
 
@@ -14,45 +11,12 @@ BUDGET_EXHAUSTED = "budget_exhausted"  # invalid_reason of a reply whose budget 
 
 
 def reasoning_budget(effort: str | None, budget: int) -> int:
-    """Tokens added to the reply budget for hidden reasoning: ``budget`` with an effort, else 0.
-
-    ``--reasoning-effort none`` (no reasoning, where the API has it) adds nothing.
-
-    Parameters
-    ----------
-    effort : str or None
-        The ``--reasoning-effort`` sent to the API (``None`` when not sent).
-    budget : int
-        Tokens of hidden reasoning a reply may spend (the CLI's default is
-        :data:`DEFAULT_REASONING_BUDGET`, 4096).
-
-    Returns
-    -------
-    int
-        ``budget`` when an effort other than ``"none"`` is set, else 0.
-    """
+    """Tokens added to the reply budget for hidden reasoning: ``budget`` with an effort, else 0."""
     return budget if effort and effort != "none" else 0
 
 
 def budget_exhausted(text: str, finish_reason: str | None, reasoning_tokens: int | None) -> bool:
-    """An empty reply cut off by its budget after hidden reasoning (``budget_exhausted``).
-
-    Parameters
-    ----------
-    text : str
-        The visible reply (``None`` or blank counts as empty).
-    finish_reason : str or None
-        The API's finish reason; ``"length"`` means the budget ran out.
-    reasoning_tokens : int or None
-        Hidden-reasoning tokens the API reported (``None`` when it did not).
-
-    Returns
-    -------
-    bool
-        True when the reply stopped at ``"length"`` with no visible text after
-        spending at least one reasoning token: the trial's ``invalid_reason``
-        is then :data:`BUDGET_EXHAUSTED`.
-    """
+    """An empty reply cut off by its budget after hidden reasoning (``budget_exhausted``)."""
     return (
         finish_reason == "length"
         and not (text or "").strip()

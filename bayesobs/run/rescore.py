@@ -1,16 +1,4 @@
-"""Re-read every logged reply with today's parsers (``bayesobs rescore``).
-
-A trial's ``raw_response`` is kept in the log, so a parser fix never needs a
-new run: :func:`rescore_folder` scores each reply again with the task's own
-``record`` (numbers, cells, points), from what the row carries: its
-``stimulus`` and ``parse_params`` (the stimulus's parameters that ``record``
-reads, logged by the runner).  A row of an older log, without
-``parse_params``, is read against its stimulus re-planned from the folder's
-``manifest.json`` (stimuli are a function of the spec and seeds), checked to be
-the one logged.  The log itself is
-never rewritten (it is append-only evidence); the rescored table goes to a
-file of its own that ``fit`` and ``score`` read like any trial file.
-"""
+"""Re-read every logged reply with today's parsers (``bayesobs rescore``)."""
 
 from __future__ import annotations
 
@@ -104,39 +92,7 @@ def _replanned(rec: dict, sessions: dict[tuple, object]) -> tuple:
 def rescore_records(
     records: list[dict], sessions: dict[tuple, object], tasks: Callable | None = None
 ) -> pd.DataFrame:
-    """Score every record's ``raw_response`` again; adds ``response_logged`` and ``rescored_changed``.
-
-    A record with ``parse_params`` is read against the stimulus it carries
-    (given ``tasks``); any other is matched to its re-planned session by the
-    :data:`RUN_KEYS` and to its stimulus by ``trial``.  The task's ``record`` reads the reply
-    again (after the last answer label for chain-of-thought runs), a logged
-    ``logprobs`` is turned into a reply distribution again for numeric tasks,
-    and a reply that used up its reasoning budget is invalid.
-
-    Parameters
-    ----------
-    records : list of dict
-        Logged trial records (lines of ``trials.jsonl``).
-    sessions : dict
-        The planned sessions by session key (the :data:`RUN_KEYS` values), each
-        with its ``task`` and ``stimuli`` (only records without ``parse_params``
-        are looked up in it).
-    tasks : callable, optional
-        Task name -> the task object; without it every record is re-planned.
-
-    Returns
-    -------
-    DataFrame
-        One row per record: the record with the :data:`SCORED` columns
-        rewritten, plus ``response_logged`` (the logged ``response``) and
-        ``rescored_changed`` (whether the response differs from it).
-
-    Raises
-    ------
-    BayesobsInputError
-        When a record's session or trial is not in the planned experiment, or
-        its ``stimulus_id`` differs from the re-planned stimulus.
-    """
+    """Score every record's ``raw_response`` again; adds ``response_logged`` and ``rescored_changed``."""
     rows = []
     for rec in records:
         if rec.get("parse_params") is not None and tasks is not None:  # the row carries it
@@ -180,24 +136,7 @@ def rescore_records(
 
 
 def rescore_folder(folder: str | Path, out: str | Path | None = None) -> pd.DataFrame:
-    """Rescore an experiment folder's ``trials.jsonl``; write ``out`` (default ``DIR/rescored.jsonl``).
-
-    Parameters
-    ----------
-    folder : path
-        An experiment folder (``manifest.json`` and ``trials.jsonl``).
-    out : path, optional
-        Where to write the rescored trials (JSONL, CSV or Parquet by suffix);
-        ``trials.jsonl`` itself is never rewritten.  A target inside the
-        folder (the default) is written holding the folder's lock, so a
-        folder another command is writing is refused (exit 2, naming it).
-
-    Returns
-    -------
-    DataFrame
-        The rescored trials, with ``response_logged`` (what the log says) and
-        ``rescored_changed``.
-    """
+    """Rescore an experiment folder's ``trials.jsonl``; write ``out`` (default ``DIR/rescored.jsonl``)."""
     folder = Path(folder)
     target = Path(out) if out is not None else folder / "rescored.jsonl"
     if target.resolve() == (folder / "trials.jsonl").resolve():

@@ -1,29 +1,4 @@
-"""The experiment folder: manifest, append-only trial log, stimuli, run history.
-
-```
-DIR/manifest.json   written once, with the first trial: spec, subjects, seeds, versions, git revision
-DIR/runs.jsonl      one line per invocation (start, end, what happened), appended
-DIR/trials.jsonl    one line per trial, appended and flushed as each trial completes
-DIR/stimuli/        PNGs named by content hash
-DIR/.lock           the pid and host of the run holding the folder
-```
-
-Nothing is rewritten in place.  Every append-only log (``trials.jsonl``,
-``runs.jsonl``, the response cache, the web app's ``participants.jsonl``) is
-written through one :class:`AppendLog`: each record is a single ``write``
-under an exclusive ``flock``, a write cut short (a full disk) is undone at
-once, and on open a torn last line (a SIGKILL or power loss mid-write) is cut
-back to the last complete line and kept in ``<log>.torn``.  A writer that
-already holds a log open (a run sharing the response cache with one that was
-killed) checks the file's last byte under the lock and starts a new line if
-it is not a newline, so its record is never glued onto the fragment; the
-fragment stays on a line of its own, which readers skip and count.
-
-One writer at a time holds a folder (:class:`FolderLock`): ``run``,
-``sweep``, ``serve`` (for the server's lifetime), ``rescore`` (while it
-writes into the folder) and ``score`` (its ``--out``); a second one is refused
-naming the holder.
-"""
+"""The experiment folder: manifest, append-only trial log, stimuli, run history."""
 
 from __future__ import annotations
 
@@ -68,28 +43,7 @@ def _write_error(path: Path, exc: OSError) -> LogWriteError:
 
 
 def repair_tail(path: str | Path) -> bytes:
-    """Cut a log back to its last complete line; return the fragment cut (empty if none).
-
-    The fragment is appended to ``<path>.torn`` (with a newline) before the
-    log is truncated, so nothing is lost.  The log is held under an
-    exclusive ``flock`` meanwhile.
-
-    Parameters
-    ----------
-    path : str or Path
-        The log; a missing file has nothing to cut.
-
-    Returns
-    -------
-    bytes
-        The bytes after the last newline that were cut (empty when the log
-        ends in a newline, is empty or is missing).
-
-    Raises
-    ------
-    LogWriteError
-        When the log or its ``.torn`` file cannot be opened or written.
-    """
+    """Cut a log back to its last complete line; return the fragment cut (empty if none)."""
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDWR)
@@ -130,72 +84,23 @@ def repair_tail(path: str | Path) -> bytes:
 
 
 class AppendLog:
-    """An append-only JSON-lines log; opening it cuts a torn tail (see :func:`repair_tail`).
-
-    Parameters
-    ----------
-    path : str or Path
-        The log file (created on the first append).
-
-    Attributes
-    ----------
-    torn : bytes
-        The fragment cut from the end on open (empty when the log was whole).
-    """
+    """An append-only JSON-lines log; opening it cuts a torn tail (see :func:`repair_tail`)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.torn = repair_tail(self.path)
 
     def read(self) -> tuple[list[dict], int]:
-        """Records of the log and the number of unreadable lines skipped (see :func:`read_jsonl`).
-
-        Returns
-        -------
-        records : list of dict
-            The readable records, in file order.
-        unreadable : int
-            Lines skipped that are not JSON objects.
-        """
+        """Records of the log and the number of unreadable lines skipped (see :func:`read_jsonl`)."""
         return read_jsonl(self.path)
 
     def append(self, rec: dict) -> None:
-        """Append one record (see :func:`append_line`).
-
-        Parameters
-        ----------
-        rec : dict
-            The record; NaN and infinities are written as null.
-
-        Raises
-        ------
-        LogWriteError
-            When the log cannot be written (what was logged before is kept).
-        """
+        """Append one record (see :func:`append_line`)."""
         append_line(self.path, rec)
 
 
 def append_line(path: str | Path, rec: dict) -> None:
-    """Append one JSON line with a single write under an exclusive ``flock``.
-
-    If the log does not end in a newline (another writer was killed
-    mid-record after this one opened the log), the record starts on a new
-    line, leaving the fragment on a line of its own.  A write cut short (a
-    full disk) is undone, so the log never ends in a fragment.
-
-    Parameters
-    ----------
-    path : str or Path
-        The log (created if missing).
-    rec : dict
-        The record; written as strict JSON, NaN and infinities as null.
-
-    Raises
-    ------
-    LogWriteError
-        When the log cannot be opened or written (what was logged before is
-        kept).
-    """
+    """Append one JSON line with a single write under an exclusive ``flock``."""
     path = Path(path)
     data = _dumps(rec)
     try:
@@ -222,44 +127,13 @@ def append_line(path: str | Path, rec: dict) -> None:
 
 
 def read_jsonl(path: Path) -> tuple[list[dict], int]:
-    """Records of a JSONL log and the number of torn (unparseable) lines skipped.
-
-    Parameters
-    ----------
-    path : Path
-        The log; a missing file reads as empty.
-
-    Returns
-    -------
-    records : list of dict
-        The readable records, in file order.
-    torn : int
-        Lines skipped that are not JSON objects.
-    """
+    """Records of a JSONL log and the number of torn (unparseable) lines skipped."""
     records, _, torn = read_records(path)
     return records, torn
 
 
 def trial_id(rec: dict, where: str) -> tuple:
-    """A logged trial's key (:data:`TRIAL_ID` values); one clear error for a line that has none.
-
-    Parameters
-    ----------
-    rec : dict
-        A record of ``trials.jsonl``.
-    where : str
-        The file and line, for the message (``.../trials.jsonl: line 7``).
-
-    Returns
-    -------
-    tuple
-        The record's :data:`TRIAL_ID` values.
-
-    Raises
-    ------
-    BayesobsInputError
-        When a key is missing or not a plain value (a list, an object).
-    """
+    """A logged trial's key (:data:`TRIAL_ID` values); one clear error for a line that has none."""
     missing = [k for k in TRIAL_ID if k not in rec]
     if missing:
         raise BayesobsInputError(
@@ -273,43 +147,14 @@ def trial_id(rec: dict, where: str) -> tuple:
 
 
 def logged_trials(path: Path) -> tuple[dict[tuple, dict], int]:
-    """The trials of a log by their key, and the number of unreadable lines skipped.
-
-    Parameters
-    ----------
-    path : Path
-        ``trials.jsonl``; a missing file reads as empty.
-
-    Returns
-    -------
-    done : dict
-        :func:`trial_id` -> record (the last one of a key).
-    unreadable : int
-        Lines skipped that are not JSON objects.
-
-    Raises
-    ------
-    BayesobsInputError
-        A line without a trial key (:func:`trial_id`), naming the file and line.
-    """
+    """The trials of a log by their key, and the number of unreadable lines skipped."""
     records, lines, unreadable = read_records(path)
     keyed = {trial_id(r, f"{path}: line {i}"): r for r, i in zip(records, lines, strict=True)}
     return keyed, unreadable
 
 
 def unreadable_lines(path: Path) -> list[int]:
-    """1-based numbers of the non-blank lines of a JSONL log that are not JSON objects.
-
-    Parameters
-    ----------
-    path : Path
-        The log; a missing file has none.
-
-    Returns
-    -------
-    list of int
-        The line numbers, ascending.
-    """
+    """1-based numbers of the non-blank lines of a JSONL log that are not JSON objects."""
     _, lines, _ = read_records(path)
     good = set(lines)
     raw = Path(path).read_bytes().split(b"\n") if Path(path).exists() else []
@@ -327,23 +172,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 class FolderLock:
-    """An exclusive lock on an experiment folder for a writer's lifetime.
-
-    ``DIR/.lock`` holds the holder's pid, host, command and start time.  The
-    lock is an ``flock`` on that file, so the kernel frees it when the holder
-    dies; a lock file left by a dead process is reclaimed with a note on
-    stderr.  Every writer of a folder holds it (``run``, ``sweep``, ``serve``,
-    ``rescore``); a second one is refused with one line naming the first.
-    Use as a context manager or call :meth:`release`.
-
-    Parameters
-    ----------
-    folder : Path
-        The experiment folder (must exist).
-    command : str, optional
-        What holds the folder (``"run"``, ``"serve"`` ...), named to a
-        writer that is refused.
-    """
+    """An exclusive lock on an experiment folder for a writer's lifetime."""
 
     def __init__(self, folder: Path, command: str | None = None):
         self.path = Path(folder) / ".lock"
@@ -405,20 +234,7 @@ class FolderLock:
 
 
 def holder_text(holder: dict) -> str:
-    """Who holds a folder, from its lock record, and what to do (one line).
-
-    Parameters
-    ----------
-    holder : dict
-        The lock record (``pid``, ``host``, ``since`` and optionally
-        ``command``); empty when unknown.
-
-    Returns
-    -------
-    str
-        E.g. ``pid 12 on box (bayesobs run, since ...); wait for it to finish
-        or use another folder``.
-    """
+    """Who holds a folder, from its lock record, and what to do (one line)."""
     if not holder:
         return "another process; wait for it to finish or use another folder"
     what = f"bayesobs {holder['command']}, " if holder.get("command") else ""
@@ -429,25 +245,7 @@ def holder_text(holder: dict) -> str:
 
 
 def writable_folder(folder: str | Path) -> Path:
-    """Create an experiment folder if needed; refuse a file or a read-only folder (one line).
-
-    Parameters
-    ----------
-    folder : str or Path
-        The experiment folder (created with its parents).
-
-    Returns
-    -------
-    Path
-        ``folder``.
-
-    Raises
-    ------
-    BayesobsInputError
-        When ``folder`` is a file.
-    LogWriteError
-        When it cannot be created or is read-only.
-    """
+    """Create an experiment folder if needed; refuse a file or a read-only folder (one line)."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise BayesobsInputError(f"{folder} is a file, not a folder; choose another --out")
@@ -461,33 +259,7 @@ def writable_folder(folder: str | Path) -> Path:
 
 
 def lock_folder(folder: str | Path, command: str) -> FolderLock:
-    """Create ``folder`` if needed and hold its :class:`FolderLock` for ``command``.
-
-    ``bayesobs serve`` holds it for the server's lifetime, so no run, sweep,
-    rescore or second server writes into a folder that participants are
-    answering in.
-
-    Parameters
-    ----------
-    folder : str or Path
-        The experiment folder.
-    command : str
-        What holds it (``"serve"``, ``"run"`` ...), named to a writer that is
-        refused.
-
-    Returns
-    -------
-    FolderLock
-        The held lock; release it (or use it as a context manager).
-
-    Raises
-    ------
-    BayesobsInputError
-        When another process holds the folder (naming it), or the folder is a
-        file.
-    LogWriteError
-        When the folder or its lock file cannot be written.
-    """
+    """Create ``folder`` if needed and hold its :class:`FolderLock` for ``command``."""
     return FolderLock(writable_folder(folder), command)
 
 
@@ -506,25 +278,7 @@ def _short(v: Any) -> str:
 
 
 def experiment_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """The fields in which two experiment records differ, as ``path: old -> new`` lines.
-
-    Dicts are compared key by key and lists of equal length item by item;
-    anything else differs as a whole.  Values are shown as JSON, cut to 40
-    characters.
-
-    Parameters
-    ----------
-    old, new : object
-        The two records (JSON-like).
-    prefix : str
-        The path of the records within the outer record (``""`` at the top).
-
-    Returns
-    -------
-    list of str
-        One line per differing field (``(absent)`` for a missing key); empty
-        when the records are equal.
-    """
+    """The fields in which two experiment records differ, as ``path: old -> new`` lines."""
     if isinstance(old, dict) and isinstance(new, dict):
         out = []
         for k in [*old, *(k for k in new if k not in old)]:
@@ -546,19 +300,7 @@ def experiment_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 
 class ExperimentStore:
-    """An experiment folder, created on first use and resumed afterwards.
-
-    Parameters
-    ----------
-    folder : str or Path
-        The experiment folder.
-    experiment : dict
-        What identifies the experiment (spec, subjects, settings); stored in
-        ``manifest.json`` with the first trial and compared on resume.
-    lock : bool
-        Hold :class:`FolderLock` until :meth:`close` (the runner does; two
-        runs on one folder would log trials twice).
-    """
+    """An experiment folder, created on first use and resumed afterwards."""
 
     def __init__(self, folder: str | Path, experiment: dict[str, Any], lock: bool = False):
         self.folder = Path(folder)
@@ -630,35 +372,11 @@ class ExperimentStore:
             raise _write_error(self.manifest, exc) from None
 
     def log_run(self, **event) -> None:
-        """Append an event to ``runs.jsonl``.
-
-        Parameters
-        ----------
-        **event
-            The event's fields; ``time_utc`` is added first.
-
-        Raises
-        ------
-        LogWriteError
-            When the log cannot be written.
-        """
+        """Append an event to ``runs.jsonl``."""
         self._runs.append({"time_utc": utc_now(), **event})
 
     def append(self, record: dict) -> None:
-        """Log one finished trial (never twice); the first trial writes the manifest.
-
-        Parameters
-        ----------
-        record : dict
-            The trial row, with the :data:`TRIAL_ID` keys.
-
-        Raises
-        ------
-        RuntimeError
-            When the trial is already logged (a bug in the caller, not bad input).
-        LogWriteError
-            When the manifest or the log cannot be written.
-        """
+        """Log one finished trial (never twice); the first trial writes the manifest."""
         key = tuple(record[k] for k in TRIAL_ID)
         if key in self.done:
             raise RuntimeError(f"trial {key} is already logged")
@@ -667,23 +385,7 @@ class ExperimentStore:
         self.done[key] = record
 
     def save_png(self, png: bytes) -> str:
-        """Store a PNG by content hash; returns its path relative to the folder.
-
-        Parameters
-        ----------
-        png : bytes
-            A PNG file's bytes.
-
-        Returns
-        -------
-        str
-            ``stimuli/<hash>.png`` (see :func:`save_png`).
-
-        Raises
-        ------
-        LogWriteError
-            When the file cannot be written.
-        """
+        """Store a PNG by content hash; returns its path relative to the folder."""
         name = self._saved.get(png)
         if name is not None:
             self._saved.move_to_end(png)
@@ -710,24 +412,7 @@ class ExperimentStore:
 
 
 def save_png(folder: Path, png: bytes) -> str:
-    """Write ``folder/stimuli/<content hash>.png`` once; returns the relative path.
-
-    The name is the first 20 hex digits of the bytes' SHA-256; the file is
-    written through a ``.part`` file and renamed, and left alone when it
-    exists.
-
-    Parameters
-    ----------
-    folder : Path
-        The experiment folder.
-    png : bytes
-        A PNG file's bytes.
-
-    Returns
-    -------
-    str
-        ``stimuli/<hash>.png``, relative to ``folder``.
-    """
+    """Write ``folder/stimuli/<content hash>.png`` once; returns the relative path."""
     name = hashlib.sha256(png).hexdigest()[:20] + ".png"
     path = Path(folder) / "stimuli" / name
     if not path.exists():

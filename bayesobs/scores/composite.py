@@ -112,12 +112,7 @@ def composite(
 
 
 def subject_summary(subjects, cells, nrmse, p_bayes, cue_groups, cue_vals, B) -> pd.DataFrame:
-    """Per subject, over its base-condition cells: the paper's Figure 8 axes.
-
-    ``nrmse`` and ``p_bayesian``: means over base cells (all tasks and
-    modalities); ``rre_bayes_oracle`` and ``nrmse_multimodal``: means over base
-    cue-combination rows.  Intervals come from the replicate-level means.
-    """
+    """Per subject, over its base-condition cells: the paper's Figure 8 axes."""
     rows = []
     base = (cells["condition"] == "base").to_numpy()
     for subject in subjects:

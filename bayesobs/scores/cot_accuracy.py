@@ -1,19 +1,4 @@
-"""``cot_accuracy.csv``: what reasoning (``cot``) does to accuracy on the right/wrong paradigms.
-
-For visual search, Tunnel Vision, Percept-V and HVSBench-style questions,
-wherever a subject has ``cot`` trials beside ``base`` trials of the same
-group (task, variant, modality, answer mode), one row per level (set size,
-problem size) and one row pooling every level (``x`` empty) with
-
-    delta_accuracy = accuracy(cot) - accuracy(base)
-
-and a 95% percentile interval from a trial bootstrap: the trials of each
-condition and level are resampled with replacement, independently
-(:data:`BOOTSTRAP` replicates, seeded per group); the pooled row sums the
-levels' resampled counts, so it is stratified by level.  This is the
-magnitude tasks' ``delta_nrmse`` of ``bcs_extra.csv`` for the tasks scored
-right or wrong (docs/method.md, *Reasoning: cot*).
-"""
+"""``cot_accuracy.csv``: what reasoning (``cot``) does to accuracy on the right/wrong paradigms."""
 
 from __future__ import annotations
 
@@ -52,34 +37,7 @@ def _resampled_means(k: np.ndarray, rng: np.random.Generator, reps: int) -> np.n
 def cot_accuracy_table(
     per_trial: pd.DataFrame, seed: int = 0, bootstrap: int = BOOTSTRAP
 ) -> pd.DataFrame | None:
-    """The accuracy shift under ``cot`` from :func:`bayesobs.scores.psychometric.right_wrong_trials`.
-
-    Only the ``base`` and ``cot`` trials count; a group (:data:`GROUP`) needs
-    both, and a level only one of the two conditions has is left out of
-    both.
-
-    Parameters
-    ----------
-    per_trial : DataFrame
-        :func:`bayesobs.scores.psychometric.right_wrong_trials` rows: the group keys,
-        ``condition``, ``level``, ``x`` (NaN for ungraded questions) and
-        ``k`` (1 right, 0 wrong).
-    seed : int
-        Seed of the trial bootstrap; each group, condition and level draws
-        from its own generator (:func:`bayesobs.bootstrap.group_rng`).
-    bootstrap : int
-        Bootstrap replicates per group (default :data:`BOOTSTRAP`).
-
-    Returns
-    -------
-    DataFrame or None
-        Columns :data:`COLUMNS`: the group keys, ``level`` (its name),
-        ``x`` (the level; NaN on the row pooling every level), ``n_base``,
-        ``n_cot`` (trials), ``accuracy_base``, ``accuracy_cot``,
-        ``delta_accuracy`` (cot - base), its 95% percentile interval
-        ``delta_lo``, ``delta_hi`` and ``bootstrap`` (replicates).  None when
-        no group has both ``base`` and ``cot`` trials.
-    """
+    """The accuracy shift under ``cot`` from :func:`bayesobs.scores.psychometric.right_wrong_trials`."""
     t = per_trial[per_trial["condition"].isin(["base", "cot"])]
     rows = []
     for key, g in t.groupby(GROUP, sort=True, dropna=False):
@@ -156,25 +114,7 @@ def _row(info, level, x, n, k, reps, bootstrap) -> dict:
 
 
 def cot_accuracy(trials: pd.DataFrame, seed: int = 0, bootstrap: int = BOOTSTRAP):
-    """``cot_accuracy.csv`` of a (normalised) trial table, or None without cot beside base.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A normalised trial table (visual search, perception tasks,
-        HVSBench-style questions; other paradigms are ignored).
-    seed : int
-        Seed of the trial bootstrap.
-    bootstrap : int
-        Bootstrap replicates per group (default :data:`BOOTSTRAP`).
-
-    Returns
-    -------
-    DataFrame or None
-        :func:`cot_accuracy_table` of the trials' right/wrong rows; None when
-        no right/wrong trial has the ``cot`` condition or no group has
-        ``cot`` beside ``base``.
-    """
+    """``cot_accuracy.csv`` of a (normalised) trial table, or None without cot beside base."""
     # start-up time: psychometric loads scipy.stats, wanted only with cot trials
     from .psychometric import right_wrong_trials
 

@@ -468,13 +468,7 @@ def _forests(blocks: list, rng, trees: int = PROBE_TREES, min_samples_leaf: int 
 def _probe_predictions(
     parts: list, seed: int, folds: int, trees: int = PROBE_TREES
 ) -> list[dict[str, np.ndarray]]:
-    """Out-of-fold predictions of ``y_multimodal`` for each paired group of ``parts``.
-
-    The random forests (:func:`forest_predict`) have ``trees`` trees (default
-    :data:`PROBE_TREES`; the paper's 100 give the same out-of-fold R² to
-    0.01, see tests/test_scale.py); each group's folds and bootstrap samples
-    are seeded by ``seed`` alone, whatever the other groups.
-    """
+    """Out-of-fold predictions of ``y_multimodal`` for each paired group of ``parts``."""
     # start-up time: scikit-learn loads only for the cue probe
     from sklearn.model_selection import KFold
 

@@ -1,46 +1,4 @@
-"""Psychometric functions of the right/wrong paradigms (``psychometric.csv``).
-
-The probability of a right answer at stimulus level ``x`` (set size,
-chain length, problem size) is
-
-    psi(x) = guess + (1 - guess - lapse) * F(x; threshold, width)
-
-with psignifit's parametrisation (Schütt et al. 2016): ``F`` is a cumulative
-normal (``sigmoid="norm"``, the default) or a logistic, ``threshold`` the
-level where ``F = 0.5`` and ``width`` the distance between the levels where
-``F = 0.05`` and ``F = 0.95``.  Accuracy *falls* with set size and problem
-size, so the paradigms use ``direction="decreasing"``
-(``F(x) = 1 - F_increasing(x)``): ``1 - lapse`` is the accuracy on easy
-problems, ``guess`` on hard ones.  This is not psignifit's ``neg_*`` sigmoid,
-which swaps the roles of guess and lapse (re-running it there fits another
-model); psignifit's *increasing* sigmoid on the negated levels ``-x`` is this
-model, with threshold ``-threshold`` (norm and logistic are symmetric).
-
-* ``guess`` is fixed by the task's chance level, per level where chance
-  depends on the level (a circuit of ``n`` components: ``1/n``).
-* ``lapse`` is estimated within psignifit's border ``[0, 0.5]``; ``threshold``
-  within the level range +/- half of it, ``width`` between the smallest step
-  between levels and 3 times the range (psignifit's borders, with its
-  ``width_alpha = 0.05``).
-* Maximum likelihood on the binomial counts per level (no prior, unlike
-  psignifit's posterior): the :data:`STARTS` lowest local minima of a grid
-  over the three parameters, each refined by Fisher scoring inside the
-  borders, the best kept; vectorised over all data sets.
-* Intervals: parametric-bootstrap percentile intervals (Wichmann & Hill
-  2001): ``B`` data sets drawn from the fitted function with the observed
-  trials per level, each refitted; 2.5 and 97.5 percentiles.  Their measured
-  coverage is below 95% with few trials (docs/method.md).  ``gof_p`` is the Monte Carlo p of the
-  deviance against the deviances of those data sets, ``(1 + #{D* >= D}) /
-  (1 + B)``; ``gof_p_chi2`` the chi-square approximation with ``n_levels - 3``
-  degrees of freedom (NaN for 3 levels: the model is then saturated).
-
-:func:`psychometric_scores` builds the table from a trial table: visual
-search (``set_size``), the perception tasks (Tunnel Vision, Percept-V:
-``problem_size``); groups with fewer than :data:`MIN_LEVELS` levels get a
-line in ``missing.csv`` instead of a row, as do HVSBench-style questions,
-which have no graded level.  The formulas are in docs/method.md
-("Psychometric functions").
-"""
+"""Psychometric functions of the right/wrong paradigms (``psychometric.csv``)."""
 
 from __future__ import annotations
 
@@ -104,20 +62,7 @@ MISSING_COLUMNS = ["subject", "task", "component", "reason"]
 
 
 def check_options(sigmoid: str, direction: str) -> None:
-    """Refuse an unknown sigmoid or direction (one clear error).
-
-    Parameters
-    ----------
-    sigmoid : str
-        The sigmoid's name; one of :data:`SIGMOIDS` (``norm``, ``logistic``).
-    direction : str
-        One of :data:`DIRECTIONS` (``decreasing``, ``increasing``).
-
-    Raises
-    ------
-    BayesobsInputError
-        When either is not one of its choices.
-    """
+    """Refuse an unknown sigmoid or direction (one clear error)."""
     if sigmoid not in SIGMOIDS:
         raise BayesobsInputError(f"unknown sigmoid {sigmoid!r}; choose from {', '.join(SIGMOIDS)}")
     if direction not in DIRECTIONS:
@@ -145,33 +90,7 @@ def _cdf_pdf(z: np.ndarray, sigmoid: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sigmoid_value(x, threshold, width, sigmoid: str = "norm", direction: str = "increasing"):
-    """``F(x)``: 0.5 at ``threshold``; 0.05 and 0.95 (or 0.95 and 0.05) ``width`` apart.
-
-    Parameters
-    ----------
-    x : float or array-like
-        Stimulus levels.
-    threshold : float
-        The level where ``F = 0.5``.
-    width : float
-        The distance between the levels where ``F = 0.05`` and ``F = 0.95``
-        (:data:`WIDTH_ALPHA`); positive.
-    sigmoid : {"norm", "logistic"}
-        Cumulative normal or logistic.
-    direction : {"increasing", "decreasing"}
-        Whether ``F`` rises with the level (default) or falls
-        (``1 - F_increasing``).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``F`` at each level, in ``[0, 1]``, shaped like ``x``.
-
-    Raises
-    ------
-    BayesobsInputError
-        An unknown ``sigmoid`` or ``direction``.
-    """
+    """``F(x)``: 0.5 at ``threshold``; 0.05 and 0.95 (or 0.95 and 0.05) ``width`` apart."""
     check_options(sigmoid, direction)
     sign = 1.0 if direction == "increasing" else -1.0
     z = sign * _scale(sigmoid) * (np.asarray(x, float) - threshold) / width
@@ -179,35 +98,7 @@ def sigmoid_value(x, threshold, width, sigmoid: str = "norm", direction: str = "
 
 
 def psi(x, threshold, width, lapse, guess, sigmoid: str = "norm", direction: str = "decreasing"):
-    """Probability of a right answer: ``guess + (1 - guess - lapse) * F(x)``.
-
-    Parameters
-    ----------
-    x : float or array-like
-        Stimulus levels.
-    threshold, width : float
-        ``F``'s parameters (see :func:`sigmoid_value`).
-    lapse : float
-        The lapse rate: accuracy on the easiest levels tends to ``1 - lapse``.
-    guess : float or array-like
-        Chance accuracy, one value or one per level: accuracy on the hardest
-        levels tends to it.
-    sigmoid : {"norm", "logistic"}
-        Cumulative normal or logistic.
-    direction : {"decreasing", "increasing"}
-        Whether ``F`` falls with the level (default: accuracy falls with set
-        size and problem size) or rises.
-
-    Returns
-    -------
-    numpy.ndarray
-        The probability of a right answer at each level.
-
-    Raises
-    ------
-    BayesobsInputError
-        An unknown ``sigmoid`` or ``direction``.
-    """
+    """Probability of a right answer: ``guess + (1 - guess - lapse) * F(x)``."""
     guess = np.asarray(guess, float)
     return guess + (1 - guess - lapse) * sigmoid_value(x, threshold, width, sigmoid, direction)
 
@@ -215,32 +106,7 @@ def psi(x, threshold, width, lapse, guess, sigmoid: str = "norm", direction: str
 def log_likelihood(
     x, k, n, guess, threshold, width, lapse, sigmoid: str = "norm", direction: str = "decreasing"
 ) -> float:
-    """Binomial log-likelihood of ``k`` right of ``n`` per level (with the binomial coefficients).
-
-    Parameters
-    ----------
-    x, k, n : array-like
-        Levels, right answers and trials per level.
-    guess : float or array-like
-        Chance accuracy, one value or one per level.
-    threshold, width, lapse : float
-        The psychometric function's parameters (see :func:`psi`).
-    sigmoid : {"norm", "logistic"}
-        Cumulative normal or logistic.
-    direction : {"decreasing", "increasing"}
-        Whether ``F`` falls or rises with the level.
-
-    Returns
-    -------
-    float
-        The log-likelihood summed over levels, with ``psi`` kept in
-        ``[EPS, 1 - EPS]``.
-
-    Raises
-    ------
-    BayesobsInputError
-        An unknown ``sigmoid`` or ``direction``.
-    """
+    """Binomial log-likelihood of ``k`` right of ``n`` per level (with the binomial coefficients)."""
     k, n = np.asarray(k, float), np.asarray(n, float)
     p = np.clip(psi(x, threshold, width, lapse, guess, sigmoid, direction), EPS, 1 - EPS)
     coef = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
@@ -248,24 +114,7 @@ def log_likelihood(
 
 
 def deviance(k, n, p) -> np.ndarray:
-    """Deviance against the saturated model, ``2 sum k log(k / np) + (n - k) log((n - k) / n(1 - p))``.
-
-    Over the last axis; ``0 log 0 = 0``.
-
-    Parameters
-    ----------
-    k, n : array-like
-        Right answers and trials per level (last axis), possibly for several
-        data sets (leading axes).
-    p : array-like
-        The fitted probability of a right answer per level, broadcastable
-        against ``k``; kept in ``[EPS, 1 - EPS]``.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        The deviance of each data set (a NumPy scalar for one data set).
-    """
+    """Deviance against the saturated model, ``2 sum k log(k / np) + (n - k) log((n - k) / n(1 - p))``."""
     k, n = np.asarray(k, float), np.asarray(n, float)
     p = np.clip(np.asarray(p, float), EPS, 1 - EPS)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -275,25 +124,7 @@ def deviance(k, n, p) -> np.ndarray:
 
 
 def borders(x: np.ndarray) -> dict[str, tuple[float, float]]:
-    """The borders psignifit sets for the levels ``x``: threshold, width, lapse.
-
-    Parameters
-    ----------
-    x : array-like
-        The stimulus levels (repeats allowed).
-
-    Returns
-    -------
-    dict of str to (float, float)
-        ``threshold``: the level range widened by half of it on each side;
-        ``width``: from the smallest step between distinct levels to 3 times
-        the range; ``lapse``: ``(0, LAPSE_MAX)``.
-
-    Raises
-    ------
-    BayesobsInputError
-        Fewer than two distinct levels.
-    """
+    """The borders psignifit sets for the levels ``x``: threshold, width, lapse."""
     u = np.unique(np.asarray(x, float))
     if len(u) < 2:
         raise BayesobsInputError("a psychometric function needs at least two distinct levels")
@@ -361,10 +192,7 @@ class _Batch:
 def _start_grid(
     lapse_max: float, n_m: int = 13, n_w: int = 9, lapses=(0.0, 0.02, 0.06, 0.15, 0.35)
 ):
-    """Grid in the unit box of (threshold, log width) and absolute lapses (clipped per data set).
-
-    Its points are in ``(n_m, n_w, n_lapse)`` order (:func:`_local_minima` reads that shape).
-    """
+    """Grid in the unit box of (threshold, log width) and absolute lapses (clipped per data set)."""
     um, uw = np.meshgrid(np.linspace(0, 1, n_m), np.linspace(0, 1, n_w), indexing="ij")
     lam = np.array([v for v in lapses if v <= lapse_max] or [0.0])
     P = um.size * len(lam)
@@ -382,10 +210,7 @@ STARTS = 4  # the grid's lowest local minima refined per data set (one basin can
 
 
 def _local_minima(values: np.ndarray, shape: tuple, K: int) -> np.ndarray:
-    """Indices ``(D, K)`` of each row's ``K`` lowest grid local minima (axis neighbours), best first.
-
-    Fewer minima than ``K``: the best one repeated.
-    """
+    """Indices ``(D, K)`` of each row's ``K`` lowest grid local minima (axis neighbours), best first."""
     v = values.reshape(len(values), *shape)
     is_min = np.ones(v.shape, bool)
     for ax in range(1, 4):
@@ -405,12 +230,7 @@ def _local_minima(values: np.ndarray, shape: tuple, K: int) -> np.ndarray:
 def _fit_batch(
     b: _Batch, start: np.ndarray | None = None, grid=FULL_GRID, chunk: int = 256
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Maximum-likelihood ``theta`` (threshold, log width, lapse) of every data set, and its NLL.
-
-    The :data:`STARTS` lowest local minima of a grid (``grid``, mapped into
-    each data set's borders), and ``start`` (one more candidate per data
-    set), are each refined by :func:`_refine`; the best is kept.
-    """
+    """Maximum-likelihood ``theta`` (threshold, log width, lapse) of every data set, and its NLL."""
     unit, shape = grid
     D = len(b.x)
     K = STARTS + (start is not None)
@@ -513,41 +333,7 @@ def fit_many(
     bootstrap: int = BOOTSTRAP,
     seed: int = 0,
 ) -> list[dict]:
-    """Fit every ``(x, k, n, guess)`` group; one dict per group (see :func:`fit_psychometric`).
-
-    All groups and all bootstrap data sets are fitted together (one batch).
-    The bootstrap data sets of group ``i`` come from its own generator,
-    seeded by ``(seed, i)``.
-
-    Parameters
-    ----------
-    groups : list of tuple
-        One ``(x, k, n, guess)`` per group, as the arguments of
-        :func:`fit_psychometric`.
-    sigmoid : {"norm", "logistic"}
-        ``F``: cumulative normal or logistic.
-    direction : {"decreasing", "increasing"}
-        Whether ``F`` falls or rises with the level.
-    bootstrap : int
-        Parametric bootstrap data sets per group (0: no intervals and no
-        ``gof_p``).
-    seed : int
-        Seed of the bootstrap draws.
-
-    Returns
-    -------
-    list of dict
-        One :func:`fit_psychometric` dict per group, in the order given
-        (empty for no group).
-
-    Raises
-    ------
-    BayesobsInputError
-        An unknown ``sigmoid`` or ``direction``, a negative ``bootstrap``, or
-        a group with fewer than :data:`MIN_LEVELS` distinct levels, lengths
-        that differ, counts outside ``0 <= k <= n``, ``n > 0``, or a guess
-        rate outside ``[0, 1)``.
-    """
+    """Fit every ``(x, k, n, guess)`` group; one dict per group (see :func:`fit_psychometric`)."""
     check_options(sigmoid, direction)
     B = int(bootstrap)
     if B < 0:
@@ -624,63 +410,13 @@ def fit_psychometric(
     bootstrap: int = BOOTSTRAP,
     seed: int = 0,
 ) -> dict:
-    """Maximum-likelihood psychometric function of one group of binomial counts.
-
-    Parameters
-    ----------
-    x, k, n : array-like
-        Levels (at least :data:`MIN_LEVELS` distinct), right answers and
-        trials per level; ``k`` may be an expected (non-integer) count.
-    guess : float or array-like
-        Chance accuracy, one value or one per level (fixed, not fitted).
-    sigmoid : {"norm", "logistic"}
-        ``F``: cumulative normal or logistic.
-    direction : {"decreasing", "increasing"}
-        Whether ``F`` rises or falls with the level.
-    bootstrap : int
-        Parametric bootstrap data sets for the intervals and ``gof_p``
-        (0: none, those columns NaN).
-    seed : int
-        Seed of the bootstrap draws.
-
-    Returns
-    -------
-    dict
-        ``threshold``, ``width``, ``lapse`` and their ``_lo``/``_hi``
-        (2.5 and 97.5 percentiles of the parametric bootstrap), ``deviance``, ``gof_p``
-        (bootstrap), ``gof_p_chi2``, ``log_likelihood``, ``at_bound``
-        (parameters at a border, ``;``-joined), ``n_levels``, ``n_trials``,
-        ``bootstrap`` and ``interval_note`` (why the intervals are empty, or
-        empty).
-    """
+    """Maximum-likelihood psychometric function of one group of binomial counts."""
     return fit_many([(x, k, n, guess)], sigmoid, direction, bootstrap, seed)[0]
 
 
 # ------------------------------------------------------------------ trial tables
 def search_chance(task: str, search_condition: str, answer: str) -> float:
-    """A uniform guesser's accuracy on a visual-search trial (NaN where unknown).
-
-    Cell answers: 1/4 (one of the 2 x 2 cells).  Coordinate answers: the
-    target's area over the 400 x 400 image, ``pi r^2 / 400^2`` (a point is
-    right when it lands on the target), with ``r`` the task's target radius.
-
-    Parameters
-    ----------
-    task : str
-        The search task (``circle_sizes``, ``two_among_five``,
-        ``light_priors``).
-    search_condition : str
-        The search condition; for ``circle_sizes`` it picks the target
-        radius.
-    answer : str
-        The answer mode: ``cell`` or ``coords``.
-
-    Returns
-    -------
-    float
-        The chance of a right answer, in ``[0, 1)``; NaN for an unknown task
-        or condition with coordinate answers.
-    """
+    """A uniform guesser's accuracy on a visual-search trial (NaN where unknown)."""
     if answer == "cell":
         return 1 / len(S.CELLS)
     radius = {
@@ -736,26 +472,7 @@ def _perception_levels(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def right_wrong_trials(trials: pd.DataFrame) -> pd.DataFrame:
-    """One row per trial of every right/wrong paradigm: its group keys, level and ``k`` (1/0).
-
-    Visual search (level ``set_size``), the perception tasks (Tunnel
-    Vision, Percept-V: ``problem_size``; an invalid reply is wrong) and
-    HVSBench-style questions (no level: ``level`` empty, ``x`` NaN; only the
-    questions scored right or wrong, ``correct`` 0 or 1).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A normalised trial table; other paradigms' rows are ignored.
-
-    Returns
-    -------
-    DataFrame
-        Columns :data:`KEYS`, ``level`` (the level's name), ``x`` (its
-        value), ``k`` (1 right, 0 wrong) and ``guess`` (the trial's chance;
-        NaN for the questions); empty with those columns when the table has
-        no right/wrong trial.
-    """
+    """One row per trial of every right/wrong paradigm: its group keys, level and ``k`` (1/0)."""
     parts = []
     if paradigm_rows(trials, "search").any():
         parts.append(_search_levels(trials))
@@ -791,30 +508,7 @@ def right_wrong_trials(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def psychometric_levels(trials: pd.DataFrame) -> pd.DataFrame:
-    """Right answers per level of every right/wrong group: the data the functions are fitted to.
-
-    Columns :data:`LEVEL_COLUMNS`: the group keys (``paradigm``, ``subject``,
-    ``task``, ``variant``, ``modality``, ``condition``, ``answer``), ``level``
-    (the level's name: ``set_size`` or ``problem_size``), ``x`` (its value),
-    ``n`` trials, ``k`` right, ``guess`` (the trials' mean chance) and
-    ``accuracy`` with its 95% Wilson interval (``lo``, ``hi``).  For
-    visual search ``variant`` is the search condition and ``condition`` the
-    runner's (``search.csv`` calls them ``condition`` and ``ablation``);
-    ``answer`` is ``cell`` or ``coords`` (empty for the perception tasks).
-    Trials without a level are left out.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A normalised trial table; only visual search and the perception
-        tasks count.
-
-    Returns
-    -------
-    DataFrame
-        One row per group and level (sorted), columns as above; empty with
-        those columns when the table has neither paradigm.
-    """
+    """Right answers per level of every right/wrong group: the data the functions are fitted to."""
     parts = []
     if paradigm_rows(trials, "search").any():
         parts.append(_search_levels(trials))
@@ -841,35 +535,7 @@ def psychometric_table(
     bootstrap: int = BOOTSTRAP,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``psychometric.csv`` from :func:`psychometric_levels`, and the groups left out.
-
-    Parameters
-    ----------
-    levels : DataFrame
-        :func:`psychometric_levels` rows.
-    sigmoid : {"norm", "logistic"}
-        ``F``: cumulative normal or logistic.
-    direction : {"decreasing", "increasing"}
-        Whether ``F`` falls or rises with the level.
-    bootstrap : int
-        Parametric bootstrap data sets per group (0: no intervals).
-    seed : int
-        Seed of the bootstrap draws.
-
-    Returns
-    -------
-    (DataFrame, DataFrame)
-        One row per group with at least :data:`MIN_LEVELS` levels and a
-        chance level (columns :data:`COLUMNS`; ``guess`` is the trial-weighted
-        mean chance, ``guess_min``/``guess_max`` its range over levels), and
-        ``missing.csv`` rows (``subject, task, component, reason``) for the
-        others.
-
-    Raises
-    ------
-    BayesobsInputError
-        An unknown ``sigmoid`` or ``direction``, or a negative ``bootstrap``.
-    """
+    """``psychometric.csv`` from :func:`psychometric_levels`, and the groups left out."""
     check_options(sigmoid, direction)
     groups, keys, missing = [], [], []
     for key, g in levels.groupby(KEYS, sort=True, dropna=False):
@@ -916,19 +582,7 @@ def psychometric_table(
 
 
 def hvs_missing(trials: pd.DataFrame) -> pd.DataFrame:
-    """One ``missing.csv`` row per subject of HVSBench-style trials: they have no graded level.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A normalised trial table.
-
-    Returns
-    -------
-    DataFrame
-        Columns :data:`MISSING_COLUMNS`; task ``hvs``, component
-        ``psychometric hvs``; empty without HVSBench-style trials.
-    """
+    """One ``missing.csv`` row per subject of HVSBench-style trials: they have no graded level."""
     t = trials[is_hvs(trials)]
     rows = [
         (s, "hvs", "psychometric hvs", "HVSBench-style questions have no graded level")
@@ -938,20 +592,7 @@ def hvs_missing(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def psychometric_fits(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP) -> int:
-    """How many fits :func:`psychometric_scores` makes: groups times ``1 + bootstrap``.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A normalised trial table.
-    bootstrap : int
-        Parametric bootstrap data sets per group.
-
-    Returns
-    -------
-    int
-        0 when the trials hold no levels to fit.
-    """
+    """How many fits :func:`psychometric_scores` makes: groups times ``1 + bootstrap``."""
     levels = psychometric_levels(trials)
     return len(levels.drop_duplicates(KEYS)) * (1 + max(bootstrap, 0)) if len(levels) else 0
 
@@ -959,37 +600,7 @@ def psychometric_fits(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP) -> int:
 def psychometric_scores(
     trials: pd.DataFrame, bootstrap: int = BOOTSTRAP, seed: int = 0
 ) -> tuple[pd.DataFrame | None, pd.DataFrame]:
-    """``psychometric.csv`` of a (normalised) trial table and its ``missing.csv`` rows.
-
-    The table is None when the trials hold no right/wrong paradigm with
-    levels (visual search, perception tasks).  Every paradigm is fitted with
-    a decreasing cumulative normal (accuracy falls with set size and problem
-    size).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        A normalised trial table.
-    bootstrap : int
-        Parametric bootstrap data sets per group (default :data:`BOOTSTRAP`;
-        0: no intervals and no ``gof_p``).
-    seed : int
-        Seed of the bootstrap draws.
-
-    Returns
-    -------
-    table : DataFrame or None
-        :func:`psychometric_table`'s table (columns :data:`COLUMNS`), or None.
-    missing : DataFrame
-        ``missing.csv`` rows (:data:`MISSING_COLUMNS`): groups with too few
-        levels or no chance level, and one per subject of HVSBench-style
-        trials (:func:`hvs_missing`).
-
-    Raises
-    ------
-    BayesobsInputError
-        A negative ``bootstrap`` (when there is a group to fit).
-    """
+    """``psychometric.csv`` of a (normalised) trial table and its ``missing.csv`` rows."""
     levels = psychometric_levels(trials)
     table, missing = None, pd.DataFrame(columns=MISSING_COLUMNS)
     if len(levels):
@@ -1001,22 +612,7 @@ def psychometric_scores(
 
 
 def with_psychometric(scores, table: pd.DataFrame | None, missing: pd.DataFrame):
-    """``scores`` (a :class:`bayesobs.scores.Scores`) with ``psychometric`` and its missing rows.
-
-    Parameters
-    ----------
-    scores : bayesobs.scores.Scores
-        The scores to extend (not changed).
-    table : DataFrame or None
-        The ``psychometric.csv`` table (None: none).
-    missing : DataFrame
-        ``missing.csv`` rows to append to ``scores.missing``.
-
-    Returns
-    -------
-    bayesobs.scores.Scores
-        A copy with ``psychometric`` set to ``table`` and ``missing`` extended.
-    """
+    """``scores`` (a :class:`bayesobs.scores.Scores`) with ``psychometric`` and its missing rows."""
     old = scores.missing
     if len(missing):
         old = (

@@ -1,30 +1,4 @@
-"""Reference rows of the leaderboard: a random responder, the ideal observer, humans.
-
-A score means little alone.  Beside the subjects, ``bayesobs score`` ranks
-nothing but shows, set apart and marked in a ``reference`` column:
-
-* ``random``: a responder that answers every trial uniformly over the
-  session's response range (``range_low`` to ``range_high``, else the
-  smallest to largest stimulus of that session type in the cell: the range
-  the accuracy baseline uses), seeded;
-* ``ideal``: the Bayes-optimal observer of the tasks' generative noise: it
-  measures the stimulus with the noise of the simulated subjects
-  (:mod:`bayesobs.magnitude.subject`: text, image growing with the logged blur,
-  both in a multimodal trial) and answers the posterior mean under the
-  session's stimulus distribution (the logged ``distribution``, uniform on
-  the range by default).  That noise is not people's: it answers the cells of
-  the prompted subjects only (rows with a ``prompt_id``, which ``bayesobs
-  run`` logs, not ``--humans``), and is withheld (:data:`IDEAL_WITHHELD`)
-  where there are none;
-* ``humans`` (with ``--humans PATTERN``): the matching subjects' trials
-  pooled into one observer, each participant's runs kept apart.
-
-The reference trials are built from the subjects' own trials (the stimuli,
-sessions, runs and conditions of the subject with the most trials of each
-task; in a sweep every subject sees the same ones) and scored by the same
-code as the subjects (:func:`bayesobs.scores.score`).  docs/method.md,
-*Reference rows*, gives the formulas.
-"""
+"""Reference rows of the leaderboard: a random responder, the ideal observer, humans."""
 
 from __future__ import annotations
 
@@ -55,21 +29,7 @@ IDEAL_WITHHELD = (
 
 
 def prompted(trials: pd.DataFrame, humans=()) -> pd.Series:
-    """The rows of prompted subjects: a ``prompt_id`` (``bayesobs run``) and not ``--humans``.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        Normalised magnitude trials.
-    humans : iterable of str
-        Subject ids marked human (``--humans``).
-
-    Returns
-    -------
-    Series of bool
-        True where the row has a non-blank ``prompt_id`` and its subject is
-        not in ``humans``; all False without the column.
-    """
+    """The rows of prompted subjects: a ``prompt_id`` (``bayesobs run``) and not ``--humans``."""
     if "prompt_id" not in trials:
         return pd.Series(False, index=trials.index)
     pid = trials["prompt_id"]
@@ -78,39 +38,12 @@ def prompted(trials: pd.DataFrame, humans=()) -> pd.Series:
 
 
 def reference_name(kind: str) -> str:
-    """The subject id of a reference row, e.g. ``reference:random``.
-
-    Parameters
-    ----------
-    kind : str
-        The reference kind (one of :data:`KINDS`).
-
-    Returns
-    -------
-    str
-        ``kind`` prefixed with :data:`PREFIX`.
-    """
+    """The subject id of a reference row, e.g. ``reference:random``."""
     return f"{PREFIX}{kind}"
 
 
 def template(trials: pd.DataFrame) -> pd.DataFrame:
-    """The cells a reference answers: per task, the trials of the subject with most of them.
-
-    Ties go to the first subject in natural order.  Every column is kept
-    (stimulus, range, blur, distribution...); ``subject`` and ``response`` are
-    replaced by the reference.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        Normalised magnitude trials of every subject.
-
-    Returns
-    -------
-    DataFrame
-        For each task (sorted), the rows of its chosen subject, unchanged
-        (a fresh index); empty with the same columns for no trials.
-    """
+    """The cells a reference answers: per task, the trials of the subject with most of them."""
     parts = []
     for _task, g in trials.groupby("task", sort=True):
         counts = g.groupby("subject", sort=False).size()
@@ -122,24 +55,7 @@ def template(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def response_range(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Per trial, the session's response range: ``range_low, range_high`` where logged.
-
-    Otherwise the smallest and largest stimulus of that session type in the
-    cell (as the accuracy baseline, :func:`bayesobs.scores.with_baseline`).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        Normalised magnitude trials (``subject``, ``task``, ``modality``,
-        ``condition``, ``session``, ``stimulus``; ``range_low`` and
-        ``range_high`` used where both are finite and ``high > low``).
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray)
-        The low and high ends of the range, one value per trial in row
-        order.
-    """
+    """Per trial, the session's response range: ``range_low, range_high`` where logged."""
     keys = ["subject", "task", "modality", "condition", "session"]
     g = trials.groupby(keys, sort=False)["stimulus"]
     lo, hi = g.transform("min").to_numpy(float), g.transform("max").to_numpy(float)
@@ -152,21 +68,7 @@ def response_range(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def random_responses(trials: pd.DataFrame, seed: int = 0) -> np.ndarray:
-    """A uniform draw over :func:`response_range` for every trial (seeded per session run).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        Normalised magnitude trials (a :func:`template`).
-    seed : int
-        Seed; each ``(task, modality, condition, session, run)`` draws from
-        its own generator (:func:`bayesobs.bootstrap.group_rng`).
-
-    Returns
-    -------
-    numpy.ndarray
-        One response per trial in row order, uniform on its range.
-    """
+    """A uniform draw over :func:`response_range` for every trial (seeded per session run)."""
     lo, hi = response_range(trials)
     u = np.empty(len(trials))
     keys = ["task", "modality", "condition", "session", "run"]
@@ -179,25 +81,7 @@ _LABEL = re.compile(r"^\s*(\w+)\s*(?:\((.*)\))?\s*$")
 
 
 def parse_distribution(label) -> dict:
-    """The options of a logged ``distribution`` label, e.g. ``gaussian(mean=0.3, sd=0.05)``.
-
-    The text is parsed, never evaluated.
-
-    Parameters
-    ----------
-    label : object
-        The logged ``distribution`` value (NaN, None or any non-string
-        means uniform).
-
-    Returns
-    -------
-    dict
-        ``{"distribution": name, **parameters}`` (numbers as float, lists
-        as lists of float) for a label of
-        :func:`bayesobs.stimuli.distributions.label`; ``{}`` (uniform) for
-        anything else: an unknown name, an unknown parameter or a value that
-        is not a number.
-    """
+    """The options of a logged ``distribution`` label, e.g. ``gaussian(mean=0.3, sd=0.05)``."""
     # start-up time: the stimuli package (PIL, every task) loads only for reference rows
     from ..stimuli.distributions import DISTRIBUTIONS, PARAMETERS
 
@@ -220,29 +104,7 @@ def parse_distribution(label) -> dict:
 
 
 def noise_sd(trials: pd.DataFrame, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Text and image measurement SDs per trial (rows) and grid value (columns).
-
-    The simulated subjects' noise (:mod:`bayesobs.magnitude.subject`): ``TEXT_SD``
-    and ``IMAGE_SD`` times the task's scale (the value itself for the Weber
-    tasks duration and numerosity; for a task sim does not know, the session's
-    range midpoint); the image SD grows as ``sqrt(1 + (blur_sigma / 8)^2)``;
-    ``text_noise`` ``s`` adds ``sqrt(2) s |x|`` in quadrature.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        Normalised magnitude trials (``task`` and the range columns;
-        ``blur_sigma`` and ``text_noise`` count as 0 where absent).
-    grid : numpy.ndarray
-        Stimulus values, one row per trial (or broadcastable against
-        ``(n_trials, 1)``): the values at which the SD is taken.
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray)
-        The text and image SDs, each shaped ``(n_trials, grid columns)``, in
-        the stimulus's units, floored at ``1e-9`` of the task's scale.
-    """
+    """Text and image measurement SDs per trial (rows) and grid value (columns)."""
     # start-up time: the simulated subjects load only for reference rows
     from ..magnitude.subject import IMAGE_SD, SCALE, TEXT_SD, WEBER
 
@@ -269,32 +131,7 @@ def _column(trials: pd.DataFrame, name: str) -> np.ndarray:
 
 
 def ideal_responses(trials: pd.DataFrame, seed: int = 0) -> np.ndarray:
-    """The Bayes-optimal posterior mean of every trial (see the module docstring).
-
-    The standard-normal noise of the text and of the image measurement is
-    drawn once per ``(task, session, run)`` and shown value (its k-th
-    showing), whatever the condition, modality and order: a multimodal trial
-    combines the two measurements its text and image twins got, and a
-    condition that changes nothing the observer measures (a steering prompt,
-    a reversed order) gets the same answers as ``base``.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        Normalised magnitude trials (a :func:`template`): ``stimulus``,
-        ``trial``, ``task``, ``modality``, ``condition``, ``session``,
-        ``run``, the range columns and optional ``distribution``,
-        ``blur_sigma``, ``text_noise``.
-    seed : int
-        Seed of the measurement noise (one generator per ``(task, session,
-        run)``, :func:`bayesobs.bootstrap.group_rng`).
-
-    Returns
-    -------
-    numpy.ndarray
-        One response per trial in row order: the posterior mean
-        (:func:`posterior_mean`).
-    """
+    """The Bayes-optimal posterior mean of every trial (see the module docstring)."""
     t = trials.reset_index(drop=True)
     x = t["stimulus"].to_numpy(float)
     # the k-th showing of a value in its sequence: the same stimulus gets the same noise in
@@ -329,35 +166,7 @@ def ideal_responses(trials: pd.DataFrame, seed: int = 0) -> np.ndarray:
 
 
 def posterior_mean(t, m_t, m_i, lo, hi, modality, labels=None) -> np.ndarray:
-    """Posterior means of the stimuli of trials ``t`` given their measurements.
-
-    ``m_t``, ``m_i``: the text and image measurements (arrays, one per row;
-    a text trial uses ``m_t`` only, an image trial ``m_i`` only, a
-    multimodal trial both); ``lo``, ``hi``: the prior's support;
-    ``modality``: per row; ``labels``: the logged ``distribution`` of each
-    row (None: uniform).  Computed on a grid of :data:`GRID` points.
-
-    Parameters
-    ----------
-    t : DataFrame
-        The trials (``task``, the range columns, optional ``blur_sigma``,
-        ``text_noise``), for the noise SDs (:func:`noise_sd`).
-    m_t, m_i : numpy.ndarray
-        Text and image measurements, one per row.
-    lo, hi : numpy.ndarray
-        The prior's support per row.
-    modality : array-like of str
-        ``text``, ``image`` or ``multimodal`` per row.
-    labels : array-like, optional
-        The logged ``distribution`` of each row (None or a non-string:
-        uniform on ``[lo, hi]``).
-
-    Returns
-    -------
-    numpy.ndarray
-        The posterior mean per row; where the posterior has no mass on the
-        grid, the measurement clipped to ``[lo, hi]``.
-    """
+    """Posterior means of the stimuli of trials ``t`` given their measurements."""
     modality = np.asarray(modality).astype(str)
     labels = np.full(len(t), None) if labels is None else np.asarray(labels, dtype=object)
     # start-up time: the stimuli package (PIL, every task) loads only for reference rows
@@ -386,20 +195,7 @@ def posterior_mean(t, m_t, m_i, lo, hi, modality, labels=None) -> np.ndarray:
 
 
 def human_subjects(subjects, patterns) -> list[str]:
-    """The subjects whose id matches one of the glob ``patterns`` (``--humans``).
-
-    Parameters
-    ----------
-    subjects : iterable
-        Subject ids (compared as text).
-    patterns : iterable of str or None
-        ``fnmatch`` glob patterns, case-sensitive (None: none).
-
-    Returns
-    -------
-    list of str
-        The matching ids, once each, in natural order.
-    """
+    """The subjects whose id matches one of the glob ``patterns`` (``--humans``)."""
     pats = list(patterns or [])
     return sorted(
         {str(s) for s in subjects if any(fnmatch.fnmatchcase(str(s), p) for p in pats)},
@@ -410,36 +206,7 @@ def human_subjects(subjects, patterns) -> list[str]:
 def reference_trials(
     trials: pd.DataFrame, seed: int = 0, humans=(), kinds=("random", "ideal")
 ) -> pd.DataFrame:
-    """The trials of every reference observer, one subject ``reference:KIND`` each.
-
-    ``trials``: magnitude trials (normalised).  ``humans``: subject ids whose
-    trials are pooled into ``reference:humans`` (runs renamed
-    ``SUBJECT/RUN``, so each participant's runs stay apart).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        Normalised magnitude trials of every subject.
-    seed : int
-        Seed of the random responses and of the ideal observer's noise.
-    humans : iterable of str
-        Subject ids pooled into ``reference:humans`` (empty: no such row).
-    kinds : iterable of str
-        The simulated references to build, ``random`` and/or ``ideal``
-        (``ideal`` on the cells of the :func:`prompted` rows only, none
-        without them).
-
-    Returns
-    -------
-    DataFrame
-        The reference trials, the trial table's columns less ``raw_response``
-        and ``valid``; empty (with the trials' columns) when there is none.
-
-    Raises
-    ------
-    ValueError
-        A kind other than ``random`` or ``ideal`` (when there are trials).
-    """
+    """The trials of every reference observer, one subject ``reference:KIND`` each."""
     frames = []
     humans = list(humans)
     for kind in kinds:
@@ -468,28 +235,7 @@ def reference_trials(
 
 
 def with_references(bayesbench: pd.DataFrame, refs: pd.DataFrame, humans=()) -> pd.DataFrame:
-    """``bayesbench`` with a ``reference`` column and the reference rows after the subjects.
-
-    Subjects get ``""`` (or ``human`` for the ``--humans`` subjects); a
-    reference row its kind.  The reference rows keep only the subjects'
-    columns, so the subjects' rows are unchanged.
-
-    Parameters
-    ----------
-    bayesbench : DataFrame
-        The subjects' ``bayesbench`` table (not changed).
-    refs : DataFrame or None
-        The references' ``bayesbench`` rows (subjects ``reference:KIND``);
-        None or empty: none.
-    humans : iterable of str
-        Subject ids marked :data:`HUMAN`.
-
-    Returns
-    -------
-    DataFrame
-        A copy of ``bayesbench`` with a ``reference`` column, then the
-        reference rows.
-    """
+    """``bayesbench`` with a ``reference`` column and the reference rows after the subjects."""
     out = bayesbench.copy()
     humans = set(humans)
     out["reference"] = [HUMAN if str(s) in humans else "" for s in out["subject"]]
@@ -502,19 +248,7 @@ def with_references(bayesbench: pd.DataFrame, refs: pd.DataFrame, humans=()) -> 
 
 
 def is_reference(bayesbench: pd.DataFrame) -> pd.Series:
-    """Which rows of a ``bayesbench`` table are references (any non-empty ``reference``).
-
-    Parameters
-    ----------
-    bayesbench : DataFrame
-        A ``bayesbench`` table, with or without a ``reference`` column.
-
-    Returns
-    -------
-    Series of bool
-        True where ``reference`` is neither missing, blank nor ``nan`` (so
-        also the :data:`HUMAN` subjects); all False without the column.
-    """
+    """Which rows of a ``bayesbench`` table are references (any non-empty ``reference``)."""
     if "reference" not in bayesbench:
         return pd.Series(False, index=bayesbench.index)
     ref = bayesbench["reference"]
@@ -522,18 +256,7 @@ def is_reference(bayesbench: pd.DataFrame) -> pd.Series:
 
 
 def subjects_only(bayesbench: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a ``bayesbench`` table that are subjects, not references.
-
-    Parameters
-    ----------
-    bayesbench : DataFrame
-        A ``bayesbench`` table.
-
-    Returns
-    -------
-    DataFrame
-        The rows :func:`is_reference` rejects, with a fresh index.
-    """
+    """The rows of a ``bayesbench`` table that are subjects, not references."""
     return bayesbench[~is_reference(bayesbench)].reset_index(drop=True)
 
 

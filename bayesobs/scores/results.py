@@ -15,12 +15,7 @@ from ..trials import write_csv
 
 
 class Scores(NamedTuple):
-    """Every table ``bayesobs score`` writes (see DESIGN.md for the contract files).
-
-    A table without columns (``pd.DataFrame()``) was not computed: the
-    magnitude tables when the trials hold only visual-search trials, the
-    ``search*`` tables when they hold none.
-    """
+    """Every table ``bayesobs score`` writes (see DESIGN.md for the contract files)."""
 
     fits: pd.DataFrame
     evidence: pd.DataFrame
@@ -59,45 +54,14 @@ class Scores(NamedTuple):
     plugins: dict[str, pd.DataFrame] | None = None
 
     def tables(self) -> dict[str, pd.DataFrame | None]:
-        """Every table by name: the fields in order, then :attr:`plugins`' tables.
-
-        Returns
-        -------
-        dict of str to DataFrame or None
-            ``NAME -> table`` (None or a table without columns: not computed).
-        """
+        """Every table by name: the fields in order, then :attr:`plugins`' tables."""
         out = {name: getattr(self, name) for name in self._fields if name != "plugins"}
         return {**out, **(self.plugins or {})}
 
     def to_folder(
         self, out, trials: pd.DataFrame | None = None, manifest: dict | None = None
     ) -> list[str]:
-        """Write every computed table as ``out/NAME.csv``; returns the names written.
-
-        Each file is written atomically (:func:`bayesobs.trials.write_csv`).  With
-        ``trials`` (the table that was scored, after any mapping and filtering),
-        the folder also keeps it as ``out/trials.parquet``, so ``bayesobs report``
-        rebuilds the figures from the folder alone, from any working directory.
-        ``score_manifest.json`` records the provenance, the options given in
-        ``manifest`` (bootstrap, seed, inputs...) and the trial counts.
-
-        Parameters
-        ----------
-        out : str or pathlib.Path
-            The output folder; created with its parents if absent.
-        trials : DataFrame, optional
-            The scored trial table, kept as ``trials.parquet`` (its counts
-            ``n_trials`` and ``n_missing`` go into the manifest).
-        manifest : dict, optional
-            Further fields of ``score_manifest.json``.
-
-        Returns
-        -------
-        list of str
-            The table names written (``NAME`` of ``NAME.csv``; a table
-            without columns is not written), then ``trials.parquet`` when
-            ``trials`` was given.
-        """
+        """Write every computed table as ``out/NAME.csv``; returns the names written."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         written = []
@@ -117,23 +81,7 @@ class Scores(NamedTuple):
 
     @classmethod
     def from_folder(cls, folder) -> Scores | None:
-        """The tables of a ``bayesobs score`` output folder, or None if it is not one.
-
-        Parameters
-        ----------
-        folder : str or pathlib.Path
-            A folder written by :meth:`to_folder`.
-
-        Returns
-        -------
-        Scores or None
-            Every ``NAME.csv`` read back (``subject`` and ``task`` as text);
-            an absent or empty file gives a table without columns, or None
-            for the search, HVS, perception, Percept-V, ``answer_spread``,
-            ``psychometric`` and ``cot_accuracy`` tables.  None when the
-            folder has none of ``bayesbench.csv``, ``search.csv``,
-            ``perception.csv`` and ``hvs.csv``.
-        """
+        """The tables of a ``bayesobs score`` output folder, or None if it is not one."""
         folder = Path(folder)
         own = [n for n in table_names() if n not in cls._fields]  # plug-ins' tables
         if not any(

@@ -57,60 +57,7 @@ def score(
     references: bool = False,
     humans=(),
 ) -> Scores:
-    """Every BayesBench number for a trial table.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        Any trial table (validated here).
-    bootstrap : int
-        Session-run bootstrap replicates (METHOD §7), 30 by default.
-    seed : int
-        Bootstrap seed: the same seed gives identical output.
-    non_oracle : {"response", "error"}
-        Variances for the non-oracle Bayes weights.
-    probe : bool
-        Also run the random-forest cue-combination probe (base condition).
-    progress : bool
-        Show a progress bar while fitting.
-    resample : {"pooled", "stratified"}
-        Bootstrap scheme: the paper's ``"pooled"`` draws runs from all session
-        types; ``"stratified"`` draws runs within each session type and needs
-        at least 2 runs of every type (:func:`bayesobs.bootstrap.run_draws`).
-    interleaved : str, optional
-        A column whose levels alternate trial by trial inside a run (METHOD
-        §10): ``fits`` and ``evidence`` get one row per level.  The paper's
-        BCS needs one ``w_prior`` per cell, so with two or more levels it is
-        not computed (``missing`` says so; ``fits`` holds each level's
-        ``w_prior``).
-    lapse : bool
-        Fit every variant with a lapse rate (METHOD §11); the BCS then uses
-        the lapse-robust ``w_prior`` of ``static``.
-    options : FitOptions, optional
-        ``bootstrap``, ``seed``, ``progress``, ``resample``, ``interleaved``
-        and ``lapse`` at once (checked once); when given, those keywords are
-        not read.
-    references : bool
-        Add the reference rows ``reference:random`` and ``reference:ideal``
-        to ``bayesbench`` (:mod:`bayesobs.scores.references`), scored by this same
-        function on the same cells; a ``reference`` column marks them.
-    humans : sequence of str
-        Glob patterns of subject ids that are human participants: their rows
-        in ``bayesbench`` are marked ``reference = human`` (never ranked)
-        and their trials pooled give the row ``reference:humans``.
-
-    Returns
-    -------
-    Scores
-        DataFrames; ``missing`` lists what could not be computed and why.
-        Visual-search trials (with ``set_size`` and ``correct``) are scored
-        by :func:`bayesobs.search.scores.search_scores` into ``search``,
-        ``search_accuracy`` and ``search_bias``; HVSBench-style trials (paradigm
-        ``hvs``) by :func:`bayesobs.hvs.logged.hvs_scores` into ``hvs``; the
-        other tables come from the magnitude trials.  Search and perception
-        trials with 3+ levels also get ``psychometric``
-        (:func:`bayesobs.scores.psychometric.psychometric_scores`).
-    """
+    """Every BayesBench number for a trial table."""
     opts = fit_options(
         options,
         bootstrap=bootstrap,
@@ -203,25 +150,7 @@ def score(
 
 
 def paradigm_tables(paradigm, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """A registered paradigm's score tables from its rows, checked against the names it declares.
-
-    Parameters
-    ----------
-    paradigm : bayesobs.paradigms.Paradigm
-        The paradigm.
-    trials : DataFrame
-        Its rows of the (normalised) trial table.
-
-    Returns
-    -------
-    dict of str to DataFrame
-        ``paradigm.analysis(trials)``.
-
-    Raises
-    ------
-    ValueError
-        A table the paradigm does not declare in ``tables``, or not a DataFrame.
-    """
+    """A registered paradigm's score tables from its rows, checked against the names it declares."""
     out = paradigm.analysis(trials)
     for name, table in out.items():
         if name not in paradigm.tables or not isinstance(table, pd.DataFrame):
@@ -233,12 +162,7 @@ def paradigm_tables(paradigm, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def _reference_task(args) -> tuple[pd.DataFrame | None, list]:
-    """The reference rows' ``bayesbench`` (None if none) and the human subjects, for :func:`score`.
-
-    ``args`` is ``(magnitude, patterns, references, opts, non_oracle)``: the
-    reference rows are scored by :func:`score` on the same cells (here or
-    in the process of the cue probe's forests).
-    """
+    """The reference rows' ``bayesbench`` (None if none) and the human subjects, for :func:`score`."""
     magnitude, patterns, references, opts, non_oracle = args
     humans = human_subjects(magnitude["subject"].unique(), patterns)
     kinds = ("random", "ideal") if references else ()
@@ -250,25 +174,7 @@ def _reference_task(args) -> tuple[pd.DataFrame | None, list]:
 
 
 def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFrame:
-    """``pooled`` with ``NAME_strat_lo``/``NAME_strat_hi`` from a stratified bootstrap's table.
-
-    For each BayesBench number with an interval (``NAME_lo`` in both), after
-    every other column; rows are matched by ``subject``.
-
-    Parameters
-    ----------
-    pooled : DataFrame
-        A ``bayesbench`` table from the pooled bootstrap (not changed).
-    stratified : DataFrame
-        The ``bayesbench`` table of the same trials from the stratified
-        bootstrap.
-
-    Returns
-    -------
-    DataFrame
-        A copy of ``pooled`` with the ``_strat_lo``/``_strat_hi`` columns
-        (NaN for a subject the stratified table lacks).
-    """
+    """``pooled`` with ``NAME_strat_lo``/``NAME_strat_hi`` from a stratified bootstrap's table."""
     out = pooled.copy()
     other = stratified.set_index("subject")
     for name in (*SUMMARY, *ROBUST):
@@ -279,12 +185,7 @@ def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFr
 
 
 def _magnitude_scores(trials, opts: FitOptions, non_oracle, paired, probe_run) -> Scores:
-    """Every table of the magnitude trials (``with_baseline``, index from 0).
-
-    ``paired`` is :func:`paired_trials` of ``trials``; ``probe_run`` the
-    started cue probe (a :class:`~bayesobs.distributed.Task` of :func:`cue_probe`),
-    or None for no probe.
-    """
+    """Every table of the magnitude trials (``with_baseline``, index from 0)."""
     B, seed, resample, interleaved = opts.bootstrap, opts.seed, opts.resample, opts.interleaved
     level_batch = fit_batch(trials, options=opts)
     # one row per cell for everything past fits/evidence (joint AIC; no per-level w_prior)
@@ -377,13 +278,7 @@ def _magnitude_scores(trials, opts: FitOptions, non_oracle, paired, probe_run) -
 
 
 def _degenerate_missing(trials: pd.DataFrame, B: int) -> tuple[pd.DataFrame, list[tuple]]:
-    """Constant cells and, with a bootstrap, cells with too few runs: ``missing.csv`` rows.
-
-    Every constant cell gets a row (component ``fits MODALITY CONDITION``,
-    reason :data:`CONSTANT_REASON`).  With ``B > 0``, each ``(subject, task)``
-    with cells below 2 runs of a session type gets one row (component
-    ``bootstrap: K of N cells``, reason :data:`FEW_RUNS_REASON`).
-    """
+    """Constant cells and, with a bootstrap, cells with too few runs: ``missing.csv`` rows."""
     const = constant_cells(trials)
     rows = [
         (r.subject, r.task, f"fits {r.modality} {r.condition}", CONSTANT_REASON)

@@ -1,12 +1,4 @@
-"""Noise within an answer versus noise across answers (``answer_spread.csv``; docs/method.md).
-
-With ``--logprobs`` each numeric answer carries the standard deviation of the
-model's own answer distribution (``response_sd``, :mod:`bayesobs.logprobs`).
-Per cell, :func:`answer_spread` sets their mean beside the residual standard
-deviation of the cell's best observer model (lowest AIC), both on the
-response scale: how much of a model's noise is already in each answer versus
-across answers.
-"""
+"""Noise within an answer versus noise across answers (``answer_spread.csv``; docs/method.md)."""
 
 from __future__ import annotations
 
@@ -39,24 +31,7 @@ def _best(fits: pd.DataFrame) -> pd.Series:
 
 
 def answer_spread(trials: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: the mean within-answer sd beside the best model's across-answer residual sd.
-
-    Parameters
-    ----------
-    trials : DataFrame
-        Normalised magnitude trials with a ``response_sd`` column.
-    fits : DataFrame
-        ``fits.csv`` rows of the same trials.
-
-    Returns
-    -------
-    DataFrame
-        :data:`COLUMNS`; ``residual_sd`` is ``sqrt(mean((response -
-        prediction)**2))`` over the cell's answered trials under the best
-        variant's full-data fit; ``within_sd_mean`` the mean ``response_sd``
-        over the trials that have one.  Empty (no columns) without
-        ``response_sd`` values.
-    """
+    """Per cell: the mean within-answer sd beside the best model's across-answer residual sd."""
     if "response_sd" not in trials or not trials["response_sd"].notna().any():
         return pd.DataFrame()
     fits = fits.astype({k: str for k in CELL_KEYS})

@@ -1,26 +1,4 @@
-"""Simulated visual searchers that look at the rendered image.
-
-Each searcher segments the PNG into items (pixels that differ in colour
-from the background, or carry a luminance gradient, as for shaded spheres),
-measures every item's features (centroid, area, colour, the direction its
-shading brightens towards and, for digits, which of the glyphs 2 and 5 it
-matches best over rotations) and scores how target-like each item is from
-the question it was asked (the larger circle; the named or odd digit; the
-sphere lit against the rest).  Strategies:
-
-* ``sim:parallel``: a pop-out searcher: it scores every item at once and
-  answers the best one, so its accuracy does not depend on the set size
-  (apart from a lapse rate of 5%).
-* ``sim:serial``: a capacity-limited searcher: it inspects at most
-  ``CAPACITY`` = 8 items in a random order and answers the best of those,
-  so accuracy falls as ``min(1, 8 / (k + 1))`` with ``k`` distractors.
-* ``sim:random``: answers a uniformly random cell or point without looking
-  (:func:`random_reply`, the paradigm's ``random`` hook).
-
-Answers are ``Cell (i,j)`` or ``(x, y)``, as the question asks.  Draws are
-seeded by the subject seed and the trial identity (reproducible, and a
-resumed run answers as an uninterrupted one).
-"""
+"""Simulated visual searchers that look at the rendered image."""
 
 from __future__ import annotations
 
@@ -61,39 +39,12 @@ def _templates() -> np.ndarray:
 
 
 def channel_max(img: np.ndarray) -> np.ndarray:
-    """The largest of the three channels per pixel: ``img.max(axis=2)``, faster.
-
-    Parameters
-    ----------
-    img : ndarray, shape (H, W, 3)
-        An image.
-
-    Returns
-    -------
-    ndarray, shape (H, W)
-        Per pixel, the largest channel value (the same values as ``img.max(axis=2)``).
-    """
+    """The largest of the three channels per pixel: ``img.max(axis=2)``, faster."""
     return np.maximum(np.maximum(img[..., 0], img[..., 1]), img[..., 2])
 
 
 def fill_holes(mask: np.ndarray) -> np.ndarray:
-    """``mask`` with its holes filled: ``scipy.ndimage.binary_fill_holes``, by labelling.
-
-    A hole is a 4-connected region of ``False`` pixels that touches no edge
-    of the image: the regions ``binary_fill_holes`` (its default cross
-    structure) cannot reach from outside, found here in one labelling pass
-    instead of its repeated dilations.
-
-    Parameters
-    ----------
-    mask : ndarray of bool, shape (H, W)
-        The mask.
-
-    Returns
-    -------
-    ndarray of bool, shape (H, W)
-        ``mask`` or a hole (equal to ``binary_fill_holes(mask)``).
-    """
+    """``mask`` with its holes filled: ``scipy.ndimage.binary_fill_holes``, by labelling."""
     gaps, n = ndimage.label(~mask)
     outside = np.zeros(n + 1, bool)
     outside[np.concatenate([gaps[0], gaps[-1], gaps[:, 0], gaps[:, -1]])] = True
@@ -105,27 +56,7 @@ _LUM = np.arange(3 * 255 + 1) / 3.0  # the mean of three 8-bit channels, by thei
 
 
 def contrast(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Luminance and contrast with the background of an image (the first step of :func:`segment_items`).
-
-    The luminance is the mean of the three channels; the background is the
-    mean colour of the pixels within 1 of the commonest whole luminance;
-    the contrast (``ink``) is a pixel's largest absolute channel difference
-    from that colour.  An 8-bit image (``uint8``, as decoded from a PNG)
-    takes a faster path through lookup tables: its sums are whole numbers,
-    so the results equal the float path's exactly.
-
-    Parameters
-    ----------
-    img : ndarray, shape (H, W, 3)
-        RGB in 0..255, floats or ``uint8``.
-
-    Returns
-    -------
-    lum : ndarray of float, shape (H, W)
-        The luminance.
-    ink : ndarray of float, shape (H, W)
-        The contrast with the background.
-    """
+    """Luminance and contrast with the background of an image (the first step of :func:`segment_items`)."""
     if img.dtype != np.uint8:
         img = np.asarray(img, dtype=float)
         lum = channel_mean(img)
@@ -149,31 +80,7 @@ def contrast(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def segment_items(img: np.ndarray, shading: bool = False) -> dict[str, np.ndarray]:
-    """Items of a search image and their features.
-
-    An item is a connected region whose colour differs from the background
-    (the commonest luminance); with ``shading`` (shaded spheres, whose middle
-    matches the background) a region with a luminance gradient counts too.
-    A region far larger than the typical item and touching the image's edge
-    (the frame around the light-priors field) is not an item, holes are
-    filled, and regions under 20 px (specks) are dropped.
-
-    Parameters
-    ----------
-    img : ndarray, shape (H, W, 3)
-        The image, RGB in 0..255 (floats, or ``uint8`` as decoded from a
-        PNG: the same result, faster).
-    shading : bool
-        Whether a luminance gradient also marks an item (light priors).
-
-    Returns
-    -------
-    dict of str to ndarray
-        ``x``, ``y`` (centroids, px), ``area`` (px), ``colour`` (mean RGB,
-        ``(n, 3)``), ``light`` (unit vector towards the brighter side,
-        ``(n, 2)``) and ``ink`` (the per-pixel contrast map used for shapes,
-        ``(H, W)``); the per-item arrays are empty when nothing is found.
-    """
+    """Items of a search image and their features."""
     img = np.asarray(img)
     lum, ink = contrast(img)
     mask = ink > 40
@@ -230,25 +137,7 @@ def segment_items(img: np.ndarray, shading: bool = False) -> dict[str, np.ndarra
 
 
 def digit_evidence(ink: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per item, best match to a rotated 2 minus best match to a rotated 5 (correlations).
-
-    Each item's patch (27 x 27 px of ``ink`` around its centroid, zero-mean
-    and unit-norm) is correlated with the templates of 2 and 5 at every
-    5 degrees of rotation.
-
-    Parameters
-    ----------
-    ink : ndarray, shape (H, W)
-        The contrast map of :func:`segment_items`.
-    x, y : ndarray, shape (n,)
-        The items' centroids (px).
-
-    Returns
-    -------
-    ndarray, shape (n,)
-        Best correlation with a 2 minus best correlation with a 5: positive
-        for a 2-like item, negative for a 5-like one.
-    """
+    """Per item, best match to a rotated 2 minus best match to a rotated 5 (correlations)."""
     templates = _templates()
     pad = np.pad(ink / max(float(ink.max()), 1e-9), _PATCH + 1)
     patches = []
@@ -273,34 +162,7 @@ def _items(png: bytes, task: str) -> dict[str, np.ndarray]:
 
 
 def target_scores(task: str, question: str, items: dict[str, np.ndarray]) -> np.ndarray:
-    """How target-like each item is, given the task and the question asked.
-
-    ``circle_sizes``: the item's area; ``light_priors``: how much its lit
-    side points against the median direction; ``two_among_five``: for a
-    question naming a colour and digit, how many of the two the item matches,
-    else whether it is the asked digit plus how rare its colour is (both with
-    a small tie-break by digit evidence).
-
-    Parameters
-    ----------
-    task : str
-        One of :data:`SEARCH_TASKS`.
-    question : str
-        The question text the subject was shown.
-    items : dict
-        The items of :func:`segment_items`; a ``digits`` entry, where
-        present, is their :func:`digit_evidence` (else it is computed here).
-
-    Returns
-    -------
-    ndarray, shape (n,)
-        One score per item; the highest is the most target-like.
-
-    Raises
-    ------
-    ValueError
-        When ``task`` is not a search task.
-    """
+    """How target-like each item is, given the task and the question asked."""
     n = len(items["x"])
     if n == 0:
         return np.empty(0)
@@ -347,33 +209,7 @@ class SearchSubject:
         self.name = f"sim:{kind}"
 
     def answer(self, request: Request) -> str:
-        """The cell or point this searcher answers for a trial (seeded by the trial).
-
-        ``sim:random`` (and any searcher given no image) answers a uniformly
-        random cell or point; with probability ``lapse`` a random item is
-        answered; ``sim:parallel`` answers the best-scoring item and
-        ``sim:serial`` the best of at most ``capacity`` items in a random order.
-        A point answer is the item's centroid plus Gaussian noise of
-        :data:`POINT_SD` px.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request: its last turn holds the question and the PNG,
-            its meta the task and the trial identity.
-
-        Returns
-        -------
-        str
-            ``Cell (i,j)`` when the question asks for a cell, else ``(x, y)`` in
-            pixels; ``I cannot find the target.`` when a point is asked and no
-            item is found.
-
-        Raises
-        ------
-        FatalSubjectError
-            When the task is not a visual search task.
-        """
+        """The cell or point this searcher answers for a trial (seeded by the trial)."""
         meta = request.meta
         task = meta["task"]
         if task not in SEARCH_TASKS:
@@ -410,44 +246,10 @@ class SearchSubject:
         return f"({x:.0f}, {y:.0f})"
 
     async def complete(self, request: Request) -> Reply:
-        """Answer one trial (refused for tasks that are not visual search).
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        Reply
-            :meth:`answer` as the reply text.
-
-        Raises
-        ------
-        FatalSubjectError
-            When the task is not a visual search task.
-        """
+        """Answer one trial (refused for tasks that are not visual search)."""
         return Reply(text=self.answer(request))
 
 
 def random_reply(request: Request, seed: int = 0) -> str:
-    """``sim:random``'s reply to a visual search trial (the paradigm's ``random`` hook).
-
-    Parameters
-    ----------
-    request : Request
-        A visual search trial's request.
-    seed : int
-        The subject seed.
-
-    Returns
-    -------
-    str
-        A uniformly random cell or point (:class:`SearchSubject` of kind ``"random"``).
-
-    Raises
-    ------
-    FatalSubjectError
-        When the task is not a visual search task.
-    """
+    """``sim:random``'s reply to a visual search trial (the paradigm's ``random`` hook)."""
     return SearchSubject("random", seed=seed).answer(request)

@@ -1,38 +1,4 @@
-"""Visual search (pop-out vs conjunction): circle sizes, 2 among 5, light priors.
-
-Each image is 400 x 400 px with one target and ``k`` distractors placed
-without overlap (seeded).  ``Stimulus.value`` is the set size ``k`` (the
-number of distractors); the target is item 0 of ``params``.  The subject is
-asked, in the user turn beside the image, either for the target's cell on a
-2 x 2 grid (``Cell (i,j)``, row ``i`` and column ``j`` from 1, top left is
-``Cell (1,1)``) or for its ``(x, y)`` pixel coordinates (origin top left).
-The questions are the paper's (its Tables 18-20).
-
-Session options (a task spec's ``[[sessions]]`` entries, or ``[options]``):
-
-``search``
-    the search condition: circle_sizes ``small`` / ``medium`` / ``large``
-    (target radius 22.5 / 25 / 30 px among distractors of radius 20 px);
-    two_among_five ``disjunctive`` / ``shape_conjunctive`` /
-    ``shape_colour_conjunctive``; light_priors ``top`` / ``bottom`` /
-    ``left`` / ``right`` (the direction the target is lit from).
-``answer``
-    ``cell`` (default) or ``coords``.
-``border_margin``
-    keep the target's centre at least this many px from the cell borders
-    (the lines x = 200 and y = 200); 30 gives the human-comparable sets.
-``target``
-    two_among_five: ``"2"``, ``"5"`` or ``"either"`` (default: 2 among 5 and
-    5 among 2 in equal shares, drawn per trial).
-
-Scoring a reply (:meth:`SearchTask.record`): in cell mode the first
-``Cell (i,j)`` (or a named quadrant such as "top left") is the answer; a cell
-outside the 2 x 2 grid, or no cell, is invalid and counts as wrong.  In
-coordinate mode the first ``(x, y)`` pair is the answer and its Euclidean
-distance to the target's centre is ``error_px``; a reply without coordinates
-scores the image diagonal (about 566 px).  A coordinate answer is ``correct``
-when it lands on the target (``error_px`` at most the target's radius).
-"""
+"""Visual search (pop-out vs conjunction): circle sizes, 2 among 5, light priors."""
 
 from __future__ import annotations
 
@@ -83,43 +49,14 @@ DIGITS = {"2": "abged", "5": "afgcd"}
 
 
 def cell_of(x: float, y: float) -> str:
-    """The grid cell ``"i,j"`` (row, column from 1) holding point ``(x, y)``; ``"invalid"`` outside.
-
-    Parameters
-    ----------
-    x, y : float
-        Image pixel coordinates (origin top left); the borders x = 200 and
-        y = 200 belong to the second column and row.
-
-    Returns
-    -------
-    str
-        ``"1,1"``, ``"1,2"``, ``"2,1"`` or ``"2,2"``; ``"invalid"`` outside
-        the 400 x 400 image.
-    """
+    """The grid cell ``"i,j"`` (row, column from 1) holding point ``(x, y)``; ``"invalid"`` outside."""
     if not (0 <= x <= SIZE and 0 <= y <= SIZE):
         return "invalid"
     return f"{1 + (y >= HALF)},{1 + (x >= HALF)}"
 
 
 def glyph_segments(digit: str, x: float, y: float, angle_deg: float):
-    """End points of the strokes of a seven-segment ``digit`` centred at ``(x, y)``, rotated.
-
-    Parameters
-    ----------
-    digit : {"2", "5"}
-        The digit.
-    x, y : float
-        Its centre in pixels.
-    angle_deg : float
-        Rotation in degrees (clockwise on the image, whose y grows
-        downwards).
-
-    Returns
-    -------
-    list of tuple of 4 floats
-        ``(x0, y0, x1, y1)`` per stroke of the 10 x 18 px glyph.
-    """
+    """End points of the strokes of a seven-segment ``digit`` centred at ``(x, y)``, rotated."""
     c, s = math.cos(math.radians(angle_deg)), math.sin(math.radians(angle_deg))
     out = []
     for name in DIGITS[digit]:
@@ -132,21 +69,7 @@ def glyph_segments(digit: str, x: float, y: float, angle_deg: float):
 
 
 def draw_digit(img: np.ndarray, digit: str, x: float, y: float, angle: float, colour) -> None:
-    """Draw ``digit`` (2 or 5) centred at ``(x, y)``, rotated by ``angle`` degrees, into ``img``.
-
-    Parameters
-    ----------
-    img : ndarray, shape (H, W, 3)
-        The image, changed in place.
-    digit : {"2", "5"}
-        The digit.
-    x, y : float
-        Its centre in pixels.
-    angle : float
-        Rotation in degrees.
-    colour : tuple of 3 numbers
-        RGB in [0, 255]; strokes are 3 px wide.
-    """
+    """Draw ``digit`` (2 or 5) centred at ``(x, y)``, rotated by ``angle`` degrees, into ``img``."""
     strokes = np.array(glyph_segments(digit, x, y, angle))
     x0, y0, x1, y1 = (strokes[:, i, None, None] for i in range(4))
     dx, dy = x1 - x0, y1 - y0
@@ -181,44 +104,7 @@ def place(
     max_tries: int = 200,
     batch: int = 1024,
 ) -> np.ndarray:
-    """Centres ``(n, 2)`` of discs of ``radii`` keeping at least ``gap`` px between edges.
-
-    Random sequential placement: each item in turn takes the first of a batch
-    of uniform candidate positions that clears every item placed so far (a
-    fresh start if none does).  Items lie within the image or, with
-    ``field_radius``, within that disc around the centre.  Item 0 (the
-    target) is kept ``border_margin`` px away from the cell borders.
-    Positions are rounded to 0.01 px.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The random stream.
-    radii : array_like of float, shape (n,)
-        Each item's radius in px; item 0 is the target.
-    gap : float
-        Least distance in px between the edges of two items.
-    field_radius : float, optional
-        Keep items within a disc of this radius around the image centre
-        (default: within the 400 x 400 image).
-    border_margin : float
-        The target's least distance in px from the lines x = 200 and
-        y = 200.
-    max_tries : int
-        Fresh starts before giving up.
-    batch : int
-        Candidate positions tried per item (32 first, then ``batch``).
-
-    Returns
-    -------
-    ndarray of float, shape (n, 2)
-        The centres ``(x, y)`` in px.
-
-    Raises
-    ------
-    RuntimeError
-        When ``max_tries`` starts cannot place every item.
-    """
+    """Centres ``(n, 2)`` of discs of ``radii`` keeping at least ``gap`` px between edges."""
     radii = np.asarray(radii, float)
     n = len(radii)
     for _ in range(max_tries):
@@ -264,23 +150,7 @@ _XY_RE = re.compile(r"x\s*[=:]\s*(-?\d+(?:\.\d+)?)\D{1,12}?y\s*[=:]\s*(-?\d+(?:\
 
 
 def parse_cell(reply: str | None) -> str:
-    """The cell ``"i,j"`` a reply names (first ``Cell (i,j)`` or quadrant), else ``"invalid"``.
-
-    A cell outside the 2 x 2 grid (e.g. ``Cell (2,3)``) is ``"invalid"``.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    str
-        ``"i,j"`` for the first ``Cell (i,j)`` (brackets optional, any
-        case), else for the first quadrant named (``top left``,
-        ``lower-right``...); ``"invalid"`` when there is neither, or the
-        cell is outside the grid.
-    """
+    """The cell ``"i,j"`` a reply names (first ``Cell (i,j)`` or quadrant), else ``"invalid"``."""
     if not reply:
         return "invalid"
     m = _CELL_RE.search(reply)
@@ -296,20 +166,7 @@ def parse_cell(reply: str | None) -> str:
 
 
 def parse_point(reply: str | None) -> tuple[float, float] | None:
-    """The first ``(x, y)`` pair (or ``x = .., y = ..``) in a reply; ``None`` if there is none.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    tuple of (float, float) or None
-        The point in px: the first pair in round or square brackets (an
-        optional ``px`` after each number), else the first
-        ``x = .., y = ..``; ``None`` when there is neither.
-    """
+    """The first ``(x, y)`` pair (or ``x = .., y = ..``) in a reply; ``None`` if there is none."""
     if not reply:
         return None
     m = _COORD_RE.search(reply) or _XY_RE.search(reply)
@@ -358,27 +215,7 @@ class SearchTask(Task):
         return search, answer, margin
 
     def set_sizes(self, rng, low, high, n) -> np.ndarray:
-        """``n`` distractor counts drawn uniformly from the whole numbers in ``[low, high]``.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        low, high : float
-            The session's range of distractor counts.
-        n : int
-            Displays.
-
-        Returns
-        -------
-        ndarray of int, shape (n,)
-            The counts.
-
-        Raises
-        ------
-        BayesobsInputError
-            When the range holds no whole number >= 0.
-        """
+        """``n`` distractor counts drawn uniformly from the whole numbers in ``[low, high]``."""
         lo, hi = math.ceil(low), math.floor(high)
         if lo < 0 or hi < lo:
             raise BayesobsInputError(
@@ -387,57 +224,11 @@ class SearchTask(Task):
         return rng.integers(lo, hi + 1, size=n)
 
     def question(self, answer: str, **fill) -> str:
-        """The question asked with the image, for answer mode ``answer`` (``cell`` or ``coords``).
-
-        Parameters
-        ----------
-        answer : {"cell", "coords"}
-            The answer mode.
-        **fill
-            What :meth:`layout` put in its ``fill`` (the target's features
-            some questions name).
-
-        Returns
-        -------
-        str
-            The question.
-
-        Raises
-        ------
-        NotImplementedError
-            Here: every search task implements it.
-        """
+        """The question asked with the image, for answer mode ``answer`` (``cell`` or ``coords``)."""
         raise NotImplementedError
 
     def generate(self, rng, low, high, n, options):
-        """``n`` search displays (target first), one per drawn distractor count.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        low, high : float
-            The session's range of distractor counts.
-        n : int
-            Displays to make.
-        options : dict
-            ``search``, ``answer`` and ``border_margin`` (in [0, 100) px);
-            see the module docstring.
-
-        Returns
-        -------
-        list of Stimulus
-            Value: the distractor count; prompt: :meth:`question`; params:
-            :meth:`layout`'s (``x``, ``y``, ``target_radius``, the task's
-            features) with ``search``, ``answer`` and ``target_cell``.
-
-        Raises
-        ------
-        BayesobsInputError
-            For an unknown option, search condition or answer mode, a
-            ``border_margin`` outside [0, 100), or a range holding no
-            distractor count.
-        """
+        """``n`` search displays (target first), one per drawn distractor count."""
         search, answer, margin = self._options(options)
         out = []
         for k in self.set_sizes(rng, low, high, n):
@@ -450,103 +241,26 @@ class SearchTask(Task):
         return out
 
     def layout(self, rng, k: int, search: str, margin: float, options: dict) -> dict:
-        """Item positions and features of one display with ``k`` distractors.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        k : int
-            Distractors.
-        search : str
-            The search condition (one of :attr:`conditions`).
-        margin : float
-            The target's least distance in px from the cell borders.
-        options : dict
-            The session's options.
-
-        Returns
-        -------
-        dict
-            ``x`` and ``y`` (lists of px, the target first),
-            ``target_radius`` and the task's features; optionally ``fill``
-            for :meth:`question`.
-
-        Raises
-        ------
-        NotImplementedError
-            Here: every search task implements it.
-        """
+        """Item positions and features of one display with ``k`` distractors."""
         raise NotImplementedError
 
     def tap_area(self, stim: Stimulus) -> tuple[int, int]:
-        """The 400 x 400 image is tapped: a person answers a cell or a point by tapping the target.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        tuple of (int, int)
-            ``(400, 400)``.
-        """
+        """The 400 x 400 image is tapped: a person answers a cell or a point by tapping the target."""
         return (SIZE, SIZE)
 
     def person_target(self, stim: Stimulus) -> str:
-        """The question a person reads: what the target is and that it is tapped.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        str
-            What the target is, in a person's words.
-
-        Raises
-        ------
-        NotImplementedError
-            Here: every search task implements it.
-        """
+        """The question a person reads: what the target is and that it is tapped."""
         raise NotImplementedError
 
     def human_question(self, stim: Stimulus) -> str:
-        """What the target is, and how it is answered (a tap; a cell answer is the quarter tapped).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        str
-            :meth:`person_target` followed by how to tap.
-        """
+        """What the target is, and how it is answered (a tap; a cell answer is the quarter tapped)."""
         how = "Tap it."
         if stim.params["answer"] == "cell":
             how = "Tap it: the quarter of the picture you tap in is your answer."
         return f"{self.person_target(stim)} {how}"
 
     def human_answer(self, stim: Stimulus) -> str:
-        """The target's quarter of the picture (cell answers) or the ringed target (points).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        str
-            In cell mode the target's quarter of the picture (e.g.
-            ``"the top-left quarter ..."``), else the centre of the ringed
-            item.
-        """
+        """The target's quarter of the picture (cell answers) or the ringed target (points)."""
         if stim.params["answer"] == "cell":
             row, col = stim.params["target_cell"].split(",")
             where = ("top" if row == "1" else "bottom") + "-" + ("left" if col == "1" else "right")
@@ -554,65 +268,18 @@ class SearchTask(Task):
         return "the centre of the item ringed in green"
 
     def tap_reply(self, stim: Stimulus, x: float, y: float) -> str:
-        """The reply a tap at image pixel ``(x, y)`` gives: its cell, or the point itself.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-        x, y : float
-            The tap in image pixels.
-
-        Returns
-        -------
-        str
-            ``"Cell (i,j)"`` in cell mode, else ``"(x, y)"``.
-        """
+        """The reply a tap at image pixel ``(x, y)`` gives: its cell, or the point itself."""
         if stim.params["answer"] == "cell":
             return f"Cell ({cell_of(x, y)})"
         return f"({x:g}, {y:g})"
 
     def human_replies(self, stim: Stimulus, text: str) -> tuple[str, ...]:
-        """As typed, then ``Cell (text)`` (a cell answer) or ``(text)`` (a point).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-        text : str
-            What the person typed.
-
-        Returns
-        -------
-        tuple of str
-            ``text``, then the text stripped of round brackets and wrapped
-            as the answer mode asks.
-        """
+        """As typed, then ``Cell (text)`` (a cell answer) or ``(text)`` (a point)."""
         bare = text.strip().strip("()")
         return (text, f"Cell ({bare})" if stim.params["answer"] == "cell" else f"({bare})")
 
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict:
-        """Score a reply: the named cell or point against the target, ``correct`` 1/0.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-        reply : str or None
-            The subject's reply.
-        truncated : bool
-            Not used: the answer leads the reply.
-
-        Returns
-        -------
-        dict
-            ``response`` (``correct`` as a float), ``valid`` (a cell in the
-            grid, or a point, was read), ``set_size``,
-            ``search_condition``, ``answer``, ``target_x``, ``target_y``,
-            ``target_cell``, ``response_cell``, ``response_x``,
-            ``response_y``, ``error_px`` (coords mode; the image diagonal
-            when no point was read) and ``correct``.
-        """
+        """Score a reply: the named cell or point against the target, ``correct`` 1/0."""
         # the answer leads the reply ('Cell (i,j)' or '(x, y)'), so a truncated note does not matter
         p = stim.params
         tx, ty = p["x"][0], p["y"][0]
@@ -675,27 +342,7 @@ class CircleSizes(SearchTask):
     default_condition = "large"
 
     def layout(self, rng, k, search, margin, options):
-        """One larger circle among ``k`` same-coloured circles of radius 20 px.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        k : int
-            Distractors.
-        search : str
-            The search condition (one of :attr:`conditions`).
-        margin : float
-            The target's least distance in px from the cell borders.
-        options : dict
-            The session's options (not read here).
-
-        Returns
-        -------
-        dict
-            ``x``, ``y``, ``r`` (radii; the target's 22.5, 25 or 30 px by
-            ``search``), ``colour`` (one for all) and ``target_radius``.
-        """
+        """One larger circle among ``k`` same-coloured circles of radius 20 px."""
         r_t = TARGET_RADIUS[search]
         radii = np.array([r_t] + [DISTRACTOR_RADIUS] * k)
         xy = place(rng, radii, CIRCLE_GAP, border_margin=margin)
@@ -709,55 +356,18 @@ class CircleSizes(SearchTask):
         }
 
     def question(self, answer, **fill):
-        """Which cell holds (or where is) the larger circle.
-
-        Parameters
-        ----------
-        answer : {"cell", "coords"}
-            The answer mode.
-        **fill
-            Not used.
-
-        Returns
-        -------
-        str
-            The paper's question: for ``"cell"`` it asks for the reply
-            ``Cell (i,j)``, else for the ``(x, y)`` pixel coordinates of the
-            target's centre in round brackets.
-        """
+        """Which cell holds (or where is) the larger circle."""
         items = "In the presented image there are a number of circles. One of the circles is larger than the rest."
         if answer == "cell":
             return _cell_question("the larger circle", items)
         return _coords_question("the larger circle", items)
 
     def person_target(self, stim):
-        """One circle is larger than the others.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        str
-            What the target is, in a person's words.
-        """
+        """One circle is larger than the others."""
         return "One of the circles is larger than all the others. Find the larger circle."
 
     def draw(self, stim):
-        """The circles drawn on a white field.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        ndarray of float, shape (400, 400, 3)
-            RGB values in [0, 255].
-        """
+        """The circles drawn on a white field."""
         img = canvas(SIZE, SIZE)
         p = stim.params
         for x, y, r in zip(p["x"], p["y"], p["r"], strict=True):
@@ -776,34 +386,7 @@ class TwoAmongFive(SearchTask):
     option_keys = ("search", "answer", "border_margin", "target")
 
     def layout(self, rng, k, search, margin, options):
-        """One target digit among ``k`` distractor digits, rotated at random.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        k : int
-            Distractors.
-        search : str
-            The search condition (one of :attr:`conditions`).
-        margin : float
-            The target's least distance in px from the cell borders.
-        options : dict
-            The session's options: ``target`` (``"2"``, ``"5"`` or
-            ``"either"``, the default, drawn per display).
-
-        Returns
-        -------
-        dict
-            ``x``, ``y``, ``digit``, ``colour`` and ``angle`` per item,
-            ``target_radius`` and ``fill`` (``target``, ``other``,
-            ``colour``, ``named``).
-
-        Raises
-        ------
-        BayesobsInputError
-            For a ``target`` other than ``"2"``, ``"5"`` or ``"either"``.
-        """
+        """One target digit among ``k`` distractor digits, rotated at random."""
         which = str(options.get("target", "either"))
         if which not in ("2", "5", "either"):
             raise BayesobsInputError(f"{self.name}: target must be '2', '5' or 'either'")
@@ -838,27 +421,7 @@ class TwoAmongFive(SearchTask):
         }
 
     def question(self, answer, target="2", other="5", colour="red", named=False):
-        """Which cell holds (or where is) the target digit.
-
-        Parameters
-        ----------
-        answer : {"cell", "coords"}
-            The answer mode.
-        target, other : str
-            The target digit and the distractors' digit.
-        colour : str
-            The target's colour.
-        named : bool
-            Name the target by colour and digit (the shape-colour
-            conjunction).
-
-        Returns
-        -------
-        str
-            The paper's question: for ``"cell"`` it asks for the reply
-            ``Cell (i,j)``, else for the ``(x, y)`` pixel coordinates of the
-            target's centre in round brackets.
-        """
+        """Which cell holds (or where is) the target digit."""
         if named:  # shape-colour conjunction: the target must be named by colour and shape
             what = f"the {colour} '{target}'"
             items = "In the presented image there are a number of objects. There are '2's and '5's written as numerals."
@@ -874,18 +437,7 @@ class TwoAmongFive(SearchTask):
         return _coords_question(what, items)
 
     def person_target(self, stim):
-        """The odd digit: named by colour and shape in the conjunction condition.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        str
-            What the target is, in a person's words.
-        """
+        """The odd digit: named by colour and shape in the conjunction condition."""
         target, colour = stim.params["digit"][0], stim.params["colour"][0]
         other = "5" if target == "2" else "2"
         if stim.params["search"] == "shape_colour_conjunctive":
@@ -896,18 +448,7 @@ class TwoAmongFive(SearchTask):
         return f"All the digits are {other}s except one, which is a {target}. Find that {target}."
 
     def draw(self, stim):
-        """The digits drawn in their colours and rotations.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        ndarray of float, shape (400, 400, 3)
-            RGB values in [0, 255].
-        """
+        """The digits drawn in their colours and rotations."""
         img = canvas(SIZE, SIZE)
         p = stim.params
         for x, y, d, c, a in zip(p["x"], p["y"], p["digit"], p["colour"], p["angle"], strict=True):
@@ -927,27 +468,7 @@ class LightPriors(SearchTask):
     default_condition = "top"
 
     def layout(self, rng, k, search, margin, options):
-        """One sphere lit from ``search`` among ``k`` lit from the opposite side, in a round field.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream.
-        k : int
-            Distractors.
-        search : str
-            The search condition (one of :attr:`conditions`).
-        margin : float
-            The target's least distance in px from the cell borders.
-        options : dict
-            The session's options (not read here).
-
-        Returns
-        -------
-        dict
-            ``x``, ``y``, ``light`` (the side each sphere is lit from) and
-            ``target_radius``.
-        """
+        """One sphere lit from ``search`` among ``k`` lit from the opposite side, in a round field."""
         radii = np.full(k + 1, SPHERE_RADIUS)
         xy = place(rng, radii, SPHERE_GAP, field_radius=FIELD_RADIUS - 12, border_margin=margin)
         light = [search] + [OPPOSITE[search]] * k
@@ -959,22 +480,7 @@ class LightPriors(SearchTask):
         }
 
     def question(self, answer, **fill):
-        """Which cell holds (or where is) the oddly lit sphere.
-
-        Parameters
-        ----------
-        answer : {"cell", "coords"}
-            The answer mode.
-        **fill
-            Not used.
-
-        Returns
-        -------
-        str
-            The paper's question: for ``"cell"`` it asks for the reply
-            ``Cell (i,j)``, else for the ``(x, y)`` pixel coordinates of the
-            target's centre in round brackets.
-        """
+        """Which cell holds (or where is) the oddly lit sphere."""
         items = (
             "In the presented image there are a number of spheres lit from different directions. "
             "Almost all of the spheres are lit from the same direction, but one sphere is lit from "
@@ -987,36 +493,14 @@ class LightPriors(SearchTask):
         return _coords_question("the oppositely lit sphere", items)
 
     def person_target(self, stim):
-        """One sphere is lit from the opposite side.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        str
-            What the target is, in a person's words.
-        """
+        """One sphere is lit from the opposite side."""
         return (
             "The balls are all lit from the same side, except one, which is lit from the opposite "
             "side. Find that ball."
         )
 
     def draw(self, stim):
-        """The shaded spheres drawn on their grey disc on black.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        ndarray of float, shape (400, 400, 3)
-            RGB values in [0, 255].
-        """
+        """The shaded spheres drawn on their grey disc on black."""
         img = np.zeros((SIZE, SIZE, 3))
         disc(img, HALF, HALF, FIELD_RADIUS, (FIELD_GREY,) * 3)
         yy, xx = np.ogrid[0:SIZE, 0:SIZE]  # open grids: the same values, broadcast

@@ -1,21 +1,4 @@
-"""Stimulus distributions of a session: the prior the observer can learn.
-
-A session entry of a task spec may set ``distribution`` (default
-``"uniform"``) with its parameters; every value stays inside the session's
-range ``[low, high]`` (the logged ``range_low``/``range_high`` remain those
-bounds).  With ``w = high - low``:
-
-* ``uniform``: uniform on the range (the paper's design);
-* ``gaussian``: normal with ``mean`` (default the midpoint) and ``sd``
-  (default ``w / 6``), truncated to the range;
-* ``skewed``: ``low + w * Beta(alpha, beta)``, default ``alpha = 2``,
-  ``beta = 5`` (most values near ``low``; swap them for the mirror image);
-* ``bimodal``: an equal mixture of two normals at ``modes`` (default
-  ``[low + w/4, low + 3w/4]``) with ``sd`` (default ``w / 12``), truncated.
-
-A uniform session draws exactly as before this module existed (one
-``rng.uniform(low, high)`` per value), so existing specs give identical stimuli.
-"""
+"""Stimulus distributions of a session: the prior the observer can learn."""
 
 from __future__ import annotations
 
@@ -53,26 +36,7 @@ def _params(low: float, high: float, options: dict) -> tuple[str, dict]:
 
 
 def check_distribution(low: float, high: float, options: dict, where: str) -> None:
-    """Refuse an unknown distribution or impossible parameters, in one line naming ``where``.
-
-    Parameters
-    ----------
-    low, high : float
-        The session's range.
-    options : dict
-        The session entry: ``distribution`` (default ``"uniform"``) and its
-        parameters (see the module docstring).
-    where : str
-        What to name in the message (e.g. ``"sessions[0] (low)"``).
-
-    Raises
-    ------
-    BayesobsInputError
-        For an unknown distribution, a parameter it does not take, a
-        parameter that is not a number, ``sd`` <= 0, a ``gaussian`` mean or
-        ``bimodal`` modes outside the range (or not two modes), or
-        ``skewed`` ``alpha``/``beta`` <= 0.
-    """
+    """Refuse an unknown distribution or impossible parameters, in one line naming ``where``."""
     name = options.get("distribution", "uniform")
     if name not in DISTRIBUTIONS:
         raise BayesobsInputError(
@@ -103,25 +67,7 @@ def check_distribution(low: float, high: float, options: dict, where: str) -> No
 def draw_values(
     rng: np.random.Generator, low: float, high: float, n: int, options: dict
 ) -> np.ndarray:
-    """``n`` values of the session's distribution, inside ``[low, high]``.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The session's random stream.
-    low, high : float
-        The session's range.
-    n : int
-        Values to draw.
-    options : dict
-        The session entry: ``distribution`` (default ``"uniform"``) and its
-        parameters (see the module docstring).
-
-    Returns
-    -------
-    ndarray of float, shape (n,)
-        The values; truncated distributions are drawn by rejection.
-    """
+    """``n`` values of the session's distribution, inside ``[low, high]``."""
     name, p = _params(low, high, options)
     if name == "uniform":
         return np.array([rng.uniform(low, high) for _ in range(n)])
@@ -140,47 +86,14 @@ def draw_values(
 
 
 def draw_value(rng: np.random.Generator, low: float, high: float, options: dict) -> float:
-    """One value of the session's distribution (uniform: exactly ``rng.uniform(low, high)``).
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The session's random stream.
-    low, high : float
-        The session's range.
-    options : dict
-        The session entry: ``distribution`` (default ``"uniform"``) and its
-        parameters (see the module docstring).
-
-    Returns
-    -------
-    float
-        A value in ``[low, high]``.
-    """
+    """One value of the session's distribution (uniform: exactly ``rng.uniform(low, high)``)."""
     if options.get("distribution", "uniform") == "uniform":
         return float(rng.uniform(low, high))
     return float(draw_values(rng, low, high, 1, options)[0])
 
 
 def density(x: np.ndarray, low: float, high: float, options: dict) -> np.ndarray:
-    """Unnormalised density of the (truncated) distribution at ``x``.
-
-    Parameters
-    ----------
-    x : array_like of float
-        Points at which to evaluate it.
-    low, high : float
-        The session's range.
-    options : dict
-        The session entry: ``distribution`` (default ``"uniform"``) and its
-        parameters (see the module docstring).
-
-    Returns
-    -------
-    ndarray of float
-        The density up to a constant, shaped like ``x``; 0 outside
-        ``[low, high]``.
-    """
+    """Unnormalised density of the (truncated) distribution at ``x``."""
     name, p = _params(low, high, options)
     x = np.asarray(x, dtype=float)
     inside = (x >= low) & (x <= high)
@@ -197,22 +110,7 @@ def density(x: np.ndarray, low: float, high: float, options: dict) -> np.ndarray
 
 
 def prior_mean(low: float, high: float, options: dict) -> float:
-    """Mean of the session's stimulus distribution (numerically, on a fine grid).
-
-    Parameters
-    ----------
-    low, high : float
-        The session's range.
-    options : dict
-        The session entry: ``distribution`` (default ``"uniform"``) and its
-        parameters (see the module docstring).
-
-    Returns
-    -------
-    float
-        The midpoint for ``uniform``; otherwise the trapezoid-rule mean of
-        :func:`density` on 4001 points of the range.
-    """
+    """Mean of the session's stimulus distribution (numerically, on a fine grid)."""
     if options.get("distribution", "uniform") == "uniform":
         return (low + high) / 2
     x = np.linspace(low, high, _GRID)
@@ -221,22 +119,7 @@ def prior_mean(low: float, high: float, options: dict) -> float:
 
 
 def label(low: float, high: float, options: dict) -> str:
-    """The distribution as logged in the trial rows, e.g. ``gaussian(mean=0.3, sd=0.05)``.
-
-    Parameters
-    ----------
-    low, high : float
-        The session's range (defaults of the parameters depend on it).
-    options : dict
-        The session entry: ``distribution`` (default ``"uniform"``) and its
-        parameters (see the module docstring).
-
-    Returns
-    -------
-    str
-        The name, with every parameter (defaults filled in) in brackets;
-        ``"uniform"`` alone.
-    """
+    """The distribution as logged in the trial rows, e.g. ``gaussian(mean=0.3, sd=0.05)``."""
     name, p = _params(low, high, options)
     if not p:
         return name

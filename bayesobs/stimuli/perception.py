@@ -1,32 +1,4 @@
-"""The ``perception`` paradigm: tasks with a right answer (a word, a label, a list), not a magnitude.
-
-A perception task generates *trials* from integer seeds with a library
-generator (e.g. :mod:`bayesobs.tunnel`); one generated trial gives one
-stimulus, or several when it asks several questions (the decomposed
-scavenger hunt asks three).  It may show several images per question and
-few-shot demonstrations with their correct answers before it, lets the
-model reason (no "Do not explain or reason" sentence; its own
-``max_tokens``) and reads the answer with a named parser.
-
-Each trial row carries ``paradigm = "perception"``, ``variant``,
-``problem_size`` (the :class:`~bayesobs.stimuli.Stimulus` value),
-``correct`` (1/0; empty for an invalid reply, which scores as wrong),
-``gold``, ``response_value``, ``answer_format``, ``chance`` (the chance
-accuracy of that trial), ``trial_seed`` (regenerates the trial) and the
-task's own analysis columns; :mod:`bayesobs.tunnel.scores` scores them.
-
-Session options (``[options]`` or a ``[[sessions]]`` entry):
-
-``variant``
-    the task variant (each task lists its own).
-``stratified``
-    ``true``: exactly ``trials / k`` trials of each of the ``k`` problem
-    sizes in the session range (trials are drawn until every size has its
-    share); the trial count must be a multiple of ``k``.
-
-The session range bounds the problem sizes: trials whose size falls
-outside it are drawn again.
-"""
+"""The ``perception`` paradigm: tasks with a right answer (a word, a label, a list), not a magnitude."""
 
 from __future__ import annotations
 
@@ -47,29 +19,14 @@ MAX_DRAWS = (
 
 
 def png_bytes(img: Image.Image) -> bytes:
-    """PNG of a PIL image (fast compression; the same bytes for the same image).
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        The image; it is converted to RGB.
-
-    Returns
-    -------
-    bytes
-        The PNG file (compression level 1).
-    """
+    """PNG of a PIL image (fast compression; the same bytes for the same image)."""
     buf = io.BytesIO()
     img.convert("RGB").save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
 
 
 class Question(NamedTuple):
-    """One question of a generated trial: its stimulus, images (PNG) and demonstrations.
-
-    ``demos`` holds ``(prompt, images, answer, text)`` tuples: the prompt, the
-    PNG images, the correct answer and a text rendering of the images (or None).
-    """
+    """One question of a generated trial: its stimulus, images (PNG) and demonstrations."""
 
     stim: Stimulus
     images: tuple[bytes, ...]
@@ -109,115 +66,24 @@ class PerceptionTask(Task):
 
     # ---- what a subclass provides
     def sizes(self, variant: str) -> tuple[int, ...]:
-        """The problem sizes the generator can produce for ``variant``.
-
-        Parameters
-        ----------
-        variant : str
-            One of the task's ``variants``.
-
-        Returns
-        -------
-        tuple of int
-            The sizes, ascending.
-
-        Raises
-        ------
-        NotImplementedError
-            Here: every perception task implements it.
-        """
+        """The problem sizes the generator can produce for ``variant``."""
         raise NotImplementedError
 
     def seed_size(self, variant: str, seed: int) -> int | None:
-        """The problem size the trial of ``seed`` will have, when known without generating it.
-
-        :meth:`generate` skips a seed whose size is out of range or full
-        without rendering its trial (the same stimuli, fewer images made).
-
-        Parameters
-        ----------
-        variant : str
-            One of the task's ``variants``.
-        seed : int
-            A trial seed.
-
-        Returns
-        -------
-        int or None
-            Here None (unknown: the trial is generated to learn it).
-        """
+        """The problem size the trial of ``seed`` will have, when known without generating it."""
         return None
 
     def questions(self, variant: str, seed: int) -> list[Question]:
-        """The question(s) of the trial generated from ``seed`` (library call).
-
-        Parameters
-        ----------
-        variant : str
-            One of the task's ``variants``.
-        seed : int
-            The trial's seed (it regenerates the trial).
-
-        Returns
-        -------
-        list of Question
-            One per question the trial asks; the first one's stimulus value
-            is the trial's problem size.
-
-        Raises
-        ------
-        NotImplementedError
-            Here: every perception task implements it.
-        """
+        """The question(s) of the trial generated from ``seed`` (library call)."""
         raise NotImplementedError
 
     def parse(self, answer_format: str, reply: str | None) -> tuple[Any, str | None]:
-        """``(value, reason)`` of a reply in the named answer format.
-
-        Parameters
-        ----------
-        answer_format : str
-            The question's answer format (its stimulus's ``format``).
-        reply : str or None
-            The subject's reply.
-
-        Returns
-        -------
-        value : Any
-            The parsed answer (``None`` when invalid).
-        reason : str or None
-            ``None`` when valid, else why not.
-
-        Raises
-        ------
-        NotImplementedError
-            Here: every perception task implements it.
-        """
+        """``(value, reason)`` of a reply in the named answer format."""
         raise NotImplementedError
 
     # ---- options and generation
     def check_options(self, options: dict) -> tuple[str, bool]:
-        """The session's variant and stratification; unknown keys or values are refused.
-
-        Parameters
-        ----------
-        options : dict
-            The session's options: ``variant`` (default the task's
-            ``default_variant``) and ``stratified`` (bool, default false).
-
-        Returns
-        -------
-        variant : str
-            The session's variant.
-        stratified : bool
-            Whether every problem size gets an equal share of trials.
-
-        Raises
-        ------
-        BayesobsInputError
-            For an unknown option or variant, or a ``stratified`` that is
-            not true or false.
-        """
+        """The session's variant and stratification; unknown keys or values are refused."""
         unknown = set(options) - set(self.option_keys)
         if unknown:
             raise BayesobsInputError(
@@ -237,36 +103,7 @@ class PerceptionTask(Task):
         return variant, stratified
 
     def generate(self, rng, low, high, n, options):
-        """``n`` trials (more stimuli when a trial asks several questions) with sizes in ``[low, high]``.
-
-        Trials are generated from seeds drawn from ``rng`` until ``n`` have
-        a size in range (and, stratified, a size whose share is not yet
-        full); their images and demonstrations are kept for rendering.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-            The session's random stream (it draws the trial seeds).
-        low, high : float
-            The session's range of problem sizes.
-        n : int
-            Trials to make.
-        options : dict
-            ``variant`` and ``stratified`` (:meth:`check_options`).
-
-        Returns
-        -------
-        list of Stimulus
-            The questions of the ``n`` trials, in order.
-
-        Raises
-        ------
-        BayesobsInputError
-            For bad options (:meth:`check_options`), a range holding no
-            problem size, a stratified ``n`` that is not a multiple of the
-            sizes in range, or ``200 * n`` draws that do not give ``n``
-            trials.
-        """
+        """``n`` trials (more stimuli when a trial asks several questions) with sizes in ``[low, high]``."""
         variant, stratified = self.check_options(options)
         sizes = [s for s in self.sizes(variant) if low <= s <= high]
         if not sizes:
@@ -314,23 +151,7 @@ class PerceptionTask(Task):
         return out
 
     def made_trials(self, stimuli: list[Stimulus]) -> dict[str, tuple]:
-        """The images and demonstrations :meth:`generate` kept for ``stimuli``, to hand on.
-
-        A worker process that made a session run's stimuli returns them with
-        this, and the planning process's task takes them with
-        :meth:`keep_trials` (``bayesobs.run.parallel``), so the trials are
-        not regenerated to render them.
-
-        Parameters
-        ----------
-        stimuli : list of Stimulus
-            Stimuli this instance made.
-
-        Returns
-        -------
-        dict
-            Stimulus key -> ``(images, demonstrations)``.
-        """
+        """The images and demonstrations :meth:`generate` kept for ``stimuli``, to hand on."""
         return {
             s.key(): (self._images[s.key()], self._demos[s.key()])
             for s in stimuli
@@ -338,38 +159,13 @@ class PerceptionTask(Task):
         }
 
     def keep_trials(self, trials: dict[str, tuple]) -> None:
-        """Keep the images and demonstrations :meth:`made_trials` gave (another instance's).
-
-        Parameters
-        ----------
-        trials : dict
-            Stimulus key -> ``(images, demonstrations)``.
-        """
+        """Keep the images and demonstrations :meth:`made_trials` gave (another instance's)."""
         for key, (images, demos) in trials.items():
             self._images[key] = images
             self._demos[key] = demos
 
     def stimulus(self, value: float, text: str, prompt: str, **params) -> Stimulus:
-        """A question's stimulus (``params``: variant, seed, gold, format, chance, columns, ...).
-
-        Parameters
-        ----------
-        value : float
-            The problem size.
-        text : str
-            The text rendering (empty for image-only tasks).
-        prompt : str
-            The question shown with the images.
-        **params
-            The stimulus's parameters; :meth:`record` reads ``variant``,
-            ``seed``, ``gold``, ``format``, ``chance`` and optionally
-            ``columns`` (extra trial columns).
-
-        Returns
-        -------
-        Stimulus
-            The stimulus of task :attr:`name`.
-        """
+        """A question's stimulus (``params``: variant, seed, gold, format, chance, columns, ...)."""
         return Stimulus(self.name, float(value), text, params, prompt=prompt)
 
     # ---- rendering and demonstrations
@@ -383,61 +179,18 @@ class PerceptionTask(Task):
         return self._images[key], self._demos[key]
 
     def render_pngs(self, stim: Stimulus, blur_sigma: float = 0.0) -> tuple[bytes, ...]:
-        """The trial's PNG images, in order (blurred by ``blur_sigma`` px if > 0).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-        blur_sigma : float
-            Gaussian blur in pixels (0: none).
-
-        Returns
-        -------
-        tuple of bytes
-            The question's PNG images; a stimulus not made by this
-            instance's :meth:`generate` has its trial regenerated from its
-            ``variant`` and ``seed``.
-        """
+        """The trial's PNG images, in order (blurred by ``blur_sigma`` px if > 0)."""
         images = self._question(stim)[0]
         if blur_sigma > 0:
             return tuple(to_png(blur(from_png(p), blur_sigma)) for p in images)
         return images
 
     def render_png(self, stim: Stimulus, blur_sigma: float = 0.0) -> bytes:
-        """The first image (the one-image interface of :class:`Task`).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-        blur_sigma : float
-            Gaussian blur in pixels (0: none).
-
-        Returns
-        -------
-        bytes
-            The first PNG of :meth:`render_pngs`.
-        """
+        """The first image (the one-image interface of :class:`Task`)."""
         return self.render_pngs(stim, blur_sigma)[0]
 
     def demos(self, stim: Stimulus, modality: str) -> tuple[Demo, ...]:
-        """The trial's demonstrations in the session's modality (text table, images or both).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-        modality : {"text", "image", "multimodal"}
-            The session's modality: ``"image"`` shows the demo's images
-            with its prompt, ``"text"`` its text rendering (when it has one)
-            before the prompt, ``"multimodal"`` both.
-
-        Returns
-        -------
-        tuple of Demo
-            The question's demonstrations, in order.
-        """
+        """The trial's demonstrations in the session's modality (text table, images or both)."""
         out = []
         for prompt, images, answer, text in self._question(stim)[1]:
             words = prompt if modality == "image" or text is None else f"{text}\n\n{prompt}"
@@ -445,44 +198,13 @@ class PerceptionTask(Task):
         return tuple(out)
 
     def human_answer(self, stim: Stimulus) -> str:
-        """The trial's gold answer as a person types it (a list joined by commas).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        str
-            ``gold`` as text; a list or tuple joined by ``", "``.
-        """
+        """The trial's gold answer as a person types it (a list joined by commas)."""
         gold = stim.params["gold"]
         return ", ".join(map(str, gold)) if isinstance(gold, (list, tuple)) else str(gold)
 
     # ---- scoring
     def record(self, stim: Stimulus, reply: str | None, truncated: bool = False) -> dict[str, Any]:
-        """Score a reply: ``correct`` (1/0, None if invalid), the parsed value and the task's columns.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-        reply : str or None
-            The subject's reply.
-        truncated : bool
-            The reply was cut off by ``max_tokens`` (noted in the invalid
-            reason).
-
-        Returns
-        -------
-        dict
-            ``response`` (``correct`` as a float; None when invalid),
-            ``valid``, ``variant``, ``problem_size``, ``correct``, ``gold``,
-            ``response_value``, ``answer_format``, ``chance``,
-            ``trial_seed``, the stimulus's ``columns`` and, when invalid,
-            ``invalid_reason``.
-        """
+        """Score a reply: ``correct`` (1/0, None if invalid), the parsed value and the task's columns."""
         p = stim.params
         value, why = self.parse(p["format"], reply)
         valid = why is None
@@ -504,20 +226,7 @@ class PerceptionTask(Task):
 
 
 def jsonable(v):
-    """A metadata value as plain JSON (numpy scalars to Python, tuples to lists).
-
-    Parameters
-    ----------
-    v : Any
-        A value: a bool, number, list or tuple (nested at any depth); other
-        values (strings, dicts) pass through untouched.
-
-    Returns
-    -------
-    Any
-        Python ``bool``, ``int`` or ``float`` for numpy or Python scalars
-        (``None`` for a non-finite float), lists for lists and tuples.
-    """
+    """A metadata value as plain JSON (numpy scalars to Python, tuples to lists)."""
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, (int, np.integer)):

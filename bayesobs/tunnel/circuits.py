@@ -1,38 +1,4 @@
-"""Circuit Connections (Tunnel Vision, Sec. 3.3 and appendix A.3).
-
-Which component does a wire reach?
-
-An 800 x 600 white image: a 200 x 320 breadboard (#e0e0e0, black outline)
-in the centre with 10 ports (two columns at 25% / 75% of its width, five
-rows spaced 320 / 6 px; white circles of radius 10 with a black outline;
-numbered 1-5 down the left column and 6-10 down the right, the number to
-the right of each port).  4-10 components (paper; the code draws 5-10),
-100 x 60 px boxes against a random image edge (margin 20), pastel fill,
-labelled C1..Cn, with 1-3 ports on the side facing the centre.
-
-Wires (width 4): 7-15 breadboard-to-component wires (capped at the 10
-breadboard ports and the free component ports) and 0-6 component-to-
-component clutter wires.  A wire is two straight segments at +-45 degrees
-meeting at a right-angle bend (as in the authors' code).  Our router
-keeps the picture unambiguous, which the authors' does not: a candidate
-route is rejected (the next component or port is tried) when its bend
-lies within 10 px of another wire (the prompt promises that wires never
-turn where they cross), when it runs along an existing wire (parallel
-and closer than 12 px: the authors add a third segment instead), when it
-passes within 14 px of a port other than its own ends, or when it enters
-a component box, or when a segment is shorter than 24 px.
-
-Colour modes: ``standard`` (each wire one of red orange yellow green blue
-purple at random), ``single`` (all wires one colour), ``unique`` (all
-wires distinct, from those 6 and 18 more).
-
-The gold answer is the component at the far end of the wire from a random
-connected breadboard port.  Metadata carries the port-to-component
-distance (px between the two port centres), the wire's path length, and
-its crossings counted against ALL other wires (the authors' code counts
-only wires drawn before it; that count is kept as
-``crossings_earlier`` for comparison).
-"""
+"""Circuit Connections (Tunnel Vision, Sec. 3.3 and appendix A.3)."""
 
 from __future__ import annotations
 
@@ -112,48 +78,19 @@ Point = tuple[float, float]
 
 
 def breadboard_ports() -> list[tuple[int, int]]:
-    """Centres of breadboard ports 1..10 (index 0 is port 1).
-
-    Returns
-    -------
-    list of tuple of int
-        Ten ``(x, y)`` pixel centres: ports 1-5 down the left column (25% of
-        the breadboard's width), 6-10 down the right column (75%).
-    """
+    """Centres of breadboard ports 1..10 (index 0 is port 1)."""
     xs = (BB_LEFT + BB_W * 0.25, BB_LEFT + BB_W * 0.75)
     step = BB_H / 6
     return [(int(x), int(BB_TOP + step * (i + 1))) for x in xs for i in range(5)]
 
 
 def prompt(port: int) -> str:
-    """The test prompt (appendix A.3) for breadboard port ``port``.
-
-    Parameters
-    ----------
-    port : int
-        The breadboard port number, 1..10.
-
-    Returns
-    -------
-    str
-        The paper's question about the wire from that port.
-    """
+    """The test prompt (appendix A.3) for breadboard port ``port``."""
     return PROMPT.format(port=port)
 
 
 def segments(path: list[Point]) -> list[tuple[Point, Point]]:
-    """Consecutive segments of a polyline.
-
-    Parameters
-    ----------
-    path : list of tuple of float
-        The polyline's points ``(x, y)``, in order.
-
-    Returns
-    -------
-    list of tuple
-        ``(start, end)`` point pairs, ``len(path) - 1`` of them.
-    """
+    """Consecutive segments of a polyline."""
     return list(itertools.pairwise(path))
 
 
@@ -162,77 +99,25 @@ def _orient(a: Point, b: Point, c: Point) -> float:
 
 
 def segments_cross(s: tuple[Point, Point], t: tuple[Point, Point]) -> bool:
-    """Whether two segments properly intersect (cross at one interior point of both).
-
-    Touching at an end, or overlapping collinear segments, do not count.
-
-    Parameters
-    ----------
-    s, t : tuple of two points
-        The segments, each ``((x0, y0), (x1, y1))``.
-
-    Returns
-    -------
-    bool
-        ``True`` if each segment's ends lie strictly on opposite sides of the
-        other's line.
-    """
+    """Whether two segments properly intersect (cross at one interior point of both)."""
     (p, q), (r, u) = s, t
     return _orient(p, q, r) * _orient(p, q, u) < 0 and _orient(r, u, p) * _orient(r, u, q) < 0
 
 
 def count_crossings(path: list[Point], others: list[list[Point]]) -> int:
-    """Proper intersections between the segments of ``path`` and of every path in ``others``.
-
-    Parameters
-    ----------
-    path : list of tuple of float
-        The wire's polyline.
-    others : list of list of tuple of float
-        The other wires' polylines.
-
-    Returns
-    -------
-    int
-        Number of (segment of ``path``, segment of another wire) pairs that
-        cross (:func:`segments_cross`).
-    """
+    """Proper intersections between the segments of ``path`` and of every path in ``others``."""
     return sum(
         segments_cross(s, t) for other in others for s in segments(path) for t in segments(other)
     )
 
 
 def path_length(path: list[Point]) -> float:
-    """Euclidean length of a polyline.
-
-    Parameters
-    ----------
-    path : list of tuple of float
-        The polyline's points ``(x, y)``.
-
-    Returns
-    -------
-    float
-        Sum of its segments' lengths (pixels); 0 for fewer than two points.
-    """
+    """Euclidean length of a polyline."""
     return float(sum(math.dist(a, b) for a, b in segments(path)))
 
 
 def point_segment_distance(p: Point, s: tuple[Point, Point]) -> float:
-    """Distance from point ``p`` to segment ``s``.
-
-    Parameters
-    ----------
-    p : tuple of float
-        The point ``(x, y)``.
-    s : tuple of two points
-        The segment ``((x0, y0), (x1, y1))``; a zero-length segment is a point.
-
-    Returns
-    -------
-    float
-        Euclidean distance to the nearest point of the segment.
-    """
+    """Distance from point ``p`` to segment ``s``."""
     (ax, ay), (bx, by) = s
     dx, dy = bx - ax, by - ay
     n2 = dx * dx + dy * dy
@@ -241,20 +126,7 @@ def point_segment_distance(p: Point, s: tuple[Point, Point]) -> float:
 
 
 def diagonal_routes(p0: Point, p1: Point) -> list[list[Point]]:
-    """The two-segment +-45 degree routes from ``p0`` to ``p1`` (one segment if already diagonal).
-
-    Parameters
-    ----------
-    p0, p1 : tuple of float
-        The wire's two ends ``(x, y)``.
-
-    Returns
-    -------
-    list of list of tuple of float
-        Two routes ``[p0, bend, p1]``, one per bend (slope +1 then -1, and
-        -1 then +1; the bend rounded to 0.01 px); a route whose bend falls within
-        1 px of an end is the straight ``[p0, p1]`` instead.
-    """
+    """The two-segment +-45 degree routes from ``p0`` to ``p1`` (one segment if already diagonal)."""
     routes = []
     for s in (1.0, -1.0):
         x = (p0[0] + p1[0]) / 2 + (p1[1] - p0[1]) / (2 * s)
@@ -282,28 +154,7 @@ def route_ok(
     ports: list[Point],
     boxes: list[tuple[int, int, int, int]],
 ) -> bool:
-    """Whether a candidate route keeps the diagram unambiguous (see the module docstring).
-
-    Parameters
-    ----------
-    path : list of tuple of float
-        The candidate route.
-    wires : list of list of tuple of float
-        The routes already placed.
-    ports : list of tuple of float
-        Every port centre (breadboard and components).
-    boxes : list of tuple of int
-        Component boxes ``(left, top, right, bottom)``.
-
-    Returns
-    -------
-    bool
-        ``False`` if a bend leaves the image (8 px margin), a segment of a bent
-        route is shorter than ``MIN_SEGMENT``, the route passes within
-        ``PORT_CLEAR`` of a port other than its ends, enters a box, has a
-        bend within ``BEND_CLEAR`` of a placed wire (or a placed wire's bend
-        within that of it), or runs along a placed wire; ``True`` otherwise.
-    """
+    """Whether a candidate route keeps the diagram unambiguous (see the module docstring)."""
     for x, y in path[1:-1]:
         if not (8 <= x <= W - 8 and 8 <= y <= H - 8):
             return False
@@ -408,24 +259,7 @@ def _place_components(rng: np.random.Generator, n: int) -> list[dict]:
 
 
 def render(bb_ports: list[tuple[int, int]], comps: list[dict], wires: list[dict]) -> Image.Image:
-    """Draw breadboard, components, wires (in order) and the port numbers on top.
-
-    Parameters
-    ----------
-    bb_ports : list of tuple of int
-        Breadboard port centres (:func:`breadboard_ports`).
-    comps : list of dict
-        Components, each with ``label``, ``bbox`` (left, top, right, bottom),
-        ``ports`` (centres) and ``fill``.
-    wires : list of dict
-        Wires, each with ``path`` (polyline) and ``colour``; later wires are
-        drawn over earlier ones.
-
-    Returns
-    -------
-    PIL.Image.Image
-        The 800 x 600 RGB image.
-    """
+    """Draw breadboard, components, wires (in order) and the port numbers on top."""
     img = Image.new("RGB", (W, H), "white")
     draw = ImageDraw.Draw(img)
     draw.rectangle(
@@ -452,28 +286,7 @@ def render(bb_ports: list[tuple[int, int]], comps: list[dict], wires: list[dict]
 def make_trial(
     variant: str, rng_or_seed: int | np.random.Generator, with_demos: bool = True
 ) -> Trial:
-    """Generate one Circuit Connections trial.
-
-    Parameters
-    ----------
-    variant : str
-        Colour mode: ``"standard"``, ``"single"`` or ``"unique"``.
-    rng_or_seed : int or numpy.random.Generator
-        Seed, or a generator to draw one from.
-    with_demos : bool
-        Attach the two fixed demonstrations (same colour mode).
-
-    Returns
-    -------
-    Trial
-        One image; ``answer`` the component label (``"C3"``); ``meta``:
-        ``query_port``, ``component``, ``distance_px``, ``path_length``,
-        ``crossings`` (against all other wires), ``crossings_earlier`` (the
-        authors' count), ``colour_mode``, ``wire_colour``,
-        ``n_components``, ``n_wires``, ``n_clutter``, ``wires`` (every wire:
-        kind, port, component, ends, path, colour), ``components`` (label,
-        bbox, ports, fill), ``bb_ports``.
-    """
+    """Generate one Circuit Connections trial."""
     if variant not in COLOUR_MODES:
         raise ValueError(
             f"unknown circuits colour mode {variant!r}; expected one of {COLOUR_MODES}"
@@ -600,22 +413,7 @@ def _route_wires(
 
 @lru_cache(maxsize=4)
 def demos(variant: str) -> tuple[Demo, Demo]:
-    """The two fixed demonstrations of a colour mode, each with its worked answer.
-
-    Each answer reads ``After following the wire, it connects to C2. {C2}``
-    (with the demonstration's own label).
-
-    Parameters
-    ----------
-    variant : str
-        The colour mode; the demonstrations are trials of it from the fixed
-        seeds ``DEMO_SEEDS``.
-
-    Returns
-    -------
-    tuple of Demo
-        The two demonstrations (cached per variant).
-    """
+    """The two fixed demonstrations of a colour mode, each with its worked answer."""
     out = []
     for seed in DEMO_SEEDS:
         t = make_trial(variant, seed, with_demos=False)

@@ -1,8 +1,4 @@
-"""Shared pieces of the Tunnel Vision generators: the trial record, demonstrations, palette labels.
-
-Seed streams, the font and crisp text are every paradigm's
-(:mod:`bayesobs.stimuli.drawing`).
-"""
+"""Shared pieces of the Tunnel Vision generators: the trial record, demonstrations, palette labels."""
 
 from __future__ import annotations
 
@@ -24,31 +20,7 @@ class Demo(NamedTuple):
 
 @dataclass(frozen=True)
 class Trial:
-    """One generated trial: what is shown, what is asked, the gold answer and analysis metadata.
-
-    Attributes
-    ----------
-    task : str
-        ``"object_reid"``, ``"scavenger_hunt"`` or ``"circuits"``.
-    variant : str
-        The task variant (see each generator).
-    images : tuple of PIL.Image.Image
-        The images of the test turn, in order.
-    prompt : str
-        The test turn's text (the paper's wording, appendix A).
-    demos : tuple of Demo
-        Few-shot demonstrations shown before the trial, in order.
-    answer : str
-        The gold answer value (``"yes"``/``"no"``, a colour name, a component label).
-    answer_format : str
-        Name of the parser in :mod:`bayesobs.tunnel.parse` that reads replies.
-    max_tokens : int
-        The reply budget the paper's code uses for this task.
-    meta : dict
-        Per-trial metadata for the analyses (JSON-friendly values).
-    text : str or None
-        A text rendering of the image (scavenger hunt only; an extension).
-    """
+    """One generated trial: what is shown, what is asked, the gold answer and analysis metadata."""
 
     task: str
     variant: str
@@ -63,22 +35,7 @@ class Trial:
 
 
 def palette_labels(arr: np.ndarray, palette: dict[str, tuple[int, int, int]]) -> np.ndarray:
-    """Index map of an RGB array: ``k + 1`` where a pixel equals palette colour ``k``, else 0.
-
-    Parameters
-    ----------
-    arr : numpy.ndarray
-        RGB image, shape ``(height, width, 3)`` (or more channels; the first
-        three are used), integer values 0..255.
-    palette : dict of str to tuple of int
-        Colour name -> ``(r, g, b)``; ``k`` counts the entries in order.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``int16`` array of shape ``(height, width)``: ``k + 1`` where the pixel
-        is exactly palette colour ``k``, 0 elsewhere.
-    """
+    """Index map of an RGB array: ``k + 1`` where a pixel equals palette colour ``k``, else 0."""
     packed = (
         (arr[..., 0].astype(np.int64) << 16) | (arr[..., 1].astype(np.int64) << 8) | arr[..., 2]
     )

@@ -1,23 +1,4 @@
-"""Answer extraction for the Tunnel Vision tasks (the rules of the authors' ``utils/utils.py``).
-
-Every parser returns ``(value, reason)``: the normalised answer and
-``None``, or ``None`` and a short reason why the reply is invalid (an
-invalid reply counts as wrong).
-
-* :func:`parse_reid` -- the first ``{...}`` if it holds ``yes`` or ``no``;
-  without braces, the first standalone word ``yes`` or ``no``.  (The
-  authors' code prefers ``yes`` anywhere in the reply over an earlier
-  ``no``; we take the first one.)
-* :func:`parse_colour` -- the first ``{...}``, stripped and lowercased, must
-  be exactly one of the 11 hunt colours; without braces the whole reply,
-  stripped and lowercased, is compared the same way (the authors compare
-  ``extract_braced(reply).lower()`` with the colour exactly).
-* :func:`parse_cell` -- the decomposed hunt's intermediate steps:
-  ``{colour shape}`` naming one of the 33 pairs.
-* :func:`parse_component` -- the first ``{...}``, stripped and upper-cased,
-  must look like ``C<number>`` (``{c3}`` -> ``C3``); without braces the whole
-  reply likewise.
-"""
+"""Answer extraction for the Tunnel Vision tasks (the rules of the authors' ``utils/utils.py``)."""
 
 from __future__ import annotations
 
@@ -34,24 +15,7 @@ Parsed = tuple[str | None, str | None]
 
 
 def parse_reid(reply: str | None) -> Parsed:
-    """``"yes"`` / ``"no"`` from a re-identification reply.
-
-    The first ``{...}`` must hold ``yes`` or ``no`` (any case); without braces,
-    the first standalone word ``yes`` or ``no`` in the reply is taken.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        ``"yes"`` or ``"no"``; ``None`` when the reply is invalid.
-    reason : str or None
-        ``None``, or why the reply is invalid (empty; braces hold something
-        else; no yes/no word).
-    """
+    """``"yes"`` / ``"no"`` from a re-identification reply."""
     if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
@@ -67,21 +31,7 @@ def parse_reid(reply: str | None) -> Parsed:
 
 
 def parse_colour(reply: str | None) -> Parsed:
-    """A hunt colour name (lowercase) from the first ``{...}`` (else the whole reply).
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        One of the 11 colours of :data:`bayesobs.tunnel.hunt.COLOURS`,
-        lowercase; ``None`` when the reply is invalid.
-    reason : str or None
-        ``None``, or why the reply is invalid (empty, or not exactly a colour).
-    """
+    """A hunt colour name (lowercase) from the first ``{...}`` (else the whole reply)."""
     if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
@@ -93,23 +43,7 @@ def parse_colour(reply: str | None) -> Parsed:
 
 
 def parse_cell(reply: str | None) -> Parsed:
-    """A hunt cell ``"colour shape"`` from the first ``{...}`` (else the whole reply).
-
-    The text is lowercased and its whitespace collapsed; it must be two words,
-    a hunt colour then a hunt shape.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        ``"<colour> <shape>"``; ``None`` when the reply is invalid.
-    reason : str or None
-        ``None``, or why the reply is invalid.
-    """
+    """A hunt cell ``"colour shape"`` from the first ``{...}`` (else the whole reply)."""
     if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
@@ -121,23 +55,7 @@ def parse_cell(reply: str | None) -> Parsed:
 
 
 def parse_component(reply: str | None) -> Parsed:
-    """A component label ``C<n>`` from the first ``{...}`` (else the whole reply).
-
-    The text is upper-cased and its spaces removed; ``{c 03}`` reads as ``C3``.
-
-    Parameters
-    ----------
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        ``"C<n>"`` with ``n`` without leading zeros; ``None`` when the reply is
-        invalid.
-    reason : str or None
-        ``None``, or why the reply is invalid.
-    """
+    """A component label ``C<n>`` from the first ``{...}`` (else the whole reply)."""
     if empty(reply):
         return None, "empty reply"
     braced = first_braced(reply)
@@ -158,26 +76,5 @@ PARSERS: dict[str, Callable[[str | None], Parsed]] = {
 
 
 def parse(answer_format: str, reply: str | None) -> Parsed:
-    """Parse ``reply`` with the parser named by a trial's ``answer_format``.
-
-    Parameters
-    ----------
-    answer_format : str
-        A key of :data:`PARSERS`: ``"reid"``, ``"hunt_colour"``, ``"hunt_cell"``
-        or ``"circuit"``.
-    reply : str or None
-        The subject's reply.
-
-    Returns
-    -------
-    value : str or None
-        The normalised answer, ``None`` when the reply is invalid.
-    reason : str or None
-        ``None``, or why the reply is invalid.
-
-    Raises
-    ------
-    ValueError
-        If ``answer_format`` names no parser.
-    """
+    """Parse ``reply`` with the parser named by a trial's ``answer_format``."""
     return dispatch(PARSERS, answer_format, reply)

@@ -1,11 +1,4 @@
-"""Published reference numbers of the Tunnel Vision paper, each with its source, for report lines.
-
-Values are percentages (accuracy) unless ``metric`` says otherwise; they are
-copied from the paper's text and tables (``seeds/tunnel_vision_paper.txt``)
-and ``shared/specs/perception_benchmarks.md`` section 1.  Figures 2, 4 and 6
-are bar charts whose other bars the text does not print; only numbers the
-text or a table states are listed.
-"""
+"""Published reference numbers of the Tunnel Vision paper, each with its source, for report lines."""
 
 from __future__ import annotations
 
@@ -165,27 +158,7 @@ TABLE2: tuple[Reference, ...] = tuple(
 def references(
     task: str | None = None, variant: str | None = None, metric: str | None = None
 ) -> list[Reference]:
-    """Published numbers (accuracies and Table 2 coefficients), filtered by task, variant, metric.
-
-    Parameters
-    ----------
-    task : str, optional
-        ``"object_reid"``, ``"scavenger_hunt"`` or ``"circuits"``; all when not
-        given.
-    variant : str, optional
-        Keep this variant's numbers and those for ``"all"`` variants; all when
-        not given.
-    metric : str, optional
-        Keep only this metric (``"accuracy"``, ``"final_step_error"``,
-        ``"log_odds_distance"``, ``"log_odds_crossings"``, ``"f1_one_class"``);
-        all when not given.
-
-    Returns
-    -------
-    list of Reference
-        The matching entries of :data:`REFERENCES` then :data:`TABLE2`, in that
-        order.
-    """
+    """Published numbers (accuracies and Table 2 coefficients), filtered by task, variant, metric."""
     return [
         r
         for r in REFERENCES + TABLE2
@@ -196,26 +169,7 @@ def references(
 
 
 def chance(task: str, variant: str) -> float:
-    """The paper's chance accuracy (%) for a task variant (decomposed hunt: 1/11 like the others).
-
-    Parameters
-    ----------
-    task : str
-        ``"object_reid"``, ``"scavenger_hunt"`` or ``"circuits"``.
-    variant : str
-        The task variant.
-
-    Returns
-    -------
-    float
-        Chance accuracy in percent: 50 (re-identification), 100/11 (every
-        scavenger hunt variant), 100/7 (circuits).
-
-    Raises
-    ------
-    ValueError
-        If no chance level is listed for ``task``/``variant``.
-    """
+    """The paper's chance accuracy (%) for a task variant (decomposed hunt: 1/11 like the others)."""
     if task == "scavenger_hunt":
         return 100 / 11
     hits = [r.value for r in references(task, variant, "accuracy") if r.who == "chance"]

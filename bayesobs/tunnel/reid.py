@@ -1,45 +1,4 @@
-"""Object Re-Identification (Tunnel Vision, Sec. 3.1 and appendix A.1).
-
-Two images: the same object?
-
-Image 1 (512 x 512, white) shows an object of 2-5 shapes (the authors' code
-draws ``randint(2, 5)``; the paper says 2-6) of circle / oval / square /
-rectangle / triangle / polygon (5-8 sides) / line, in red green blue orange
-purple teal magenta gold, sizes ``U(0.07, 0.2) * 512`` px, random angles.
-Each shape after the first attaches to a random earlier one at centre
-distance ``r_i + r_j - U(0, 0.1 min(r_i, r_j))`` (bounding radii), not closer
-than ``0.75 (r_i + r_k)`` to the others; the object is centred.  Image 2
-shows the object after a whole-object rotation ``U(-pi, pi)`` and scale
-``U(0.3, 2.0)`` about the image centre (no translation, as in the code),
-plus 1-3 single distractor shapes at least 10 px from the object (and 5 px
-from each other).
-
-Variants: ``standard`` (the object is one pixel-connected blob in both
-images), ``unconnected`` (no connectivity requirement) and ``pixel_perfect``
-(no whole-object transform: a positive image 2 is image 1 plus distractors).
-Negatives (half the trials): 1-2 shapes change after the whole-object
-transform: each gets one of translate 15-30 px / rotate 6-36 deg (not
-circles) / scale by ``1 +- U(0.10, 0.33)``, each further one with p = .15,
-and a change of shape type with p = .05.
-
-Two bugs of the authors' code are NOT copied:
-
-1. Their positives are bicubic-resampled rasters of image 1 while negatives
-   are redrawn crisp, so resampling blur alone gives the answer away.  Here
-   the shape *parameters* are transformed and both images (and both
-   classes) are drawn crisp by one rasteriser (:func:`render`): every pixel
-   is white or one of the eight palette colours.
-2. Their negatives transform only the shape offsets, not each shape's angle
-   and size, so every component differs.  Here the whole-object transform
-   is applied to every parameter first and only the 1-2 altered shapes
-   differ between a negative and its positive counterpart (the same seed
-   with ``positive=True``: same object, transform and distractors).
-
-A change must be visible: the object's pixels must differ between the
-positive and the negative in at least ``MIN_CHANGE_PX`` pixels that survive
-a 3 x 3 morphological opening (no one-pixel slivers; the paper "avoid[s]
-nearly imperceptible transformations").
-"""
+"""Object Re-Identification (Tunnel Vision, Sec. 3.1 and appendix A.1)."""
 
 from __future__ import annotations
 
@@ -109,49 +68,13 @@ Shape = dict[str, Any]
 
 
 def base_prompt(variant: str) -> str:
-    """The variant's prompt (appendix A.1) with the distractor sentence, without prefixes.
-
-    Parameters
-    ----------
-    variant : str
-        ``"standard"``, ``"unconnected"`` or ``"pixel_perfect"``.
-
-    Returns
-    -------
-    str
-        ``PROMPTS[variant]`` followed by ``DISTRACTOR_NOTE``.
-
-    Raises
-    ------
-    ValueError
-        If ``variant`` is not one of the three.
-    """
+    """The variant's prompt (appendix A.1) with the distractor sentence, without prefixes."""
     _check_variant(variant)
     return PROMPTS[variant] + DISTRACTOR_NOTE
 
 
 def bounding_radius(shape: Shape) -> float:
-    """Radius of a circle about the shape's centre that contains it.
-
-    Parameters
-    ----------
-    shape : dict
-        A shape dict: ``type``, ``colour``, centre ``x``, ``y`` (px), ``angle``
-        (rad) and its size keys (``w``, ``h`` for square, rectangle and oval;
-        ``size`` otherwise; ``n`` sides for a polygon).
-
-    Returns
-    -------
-    float
-        Half the diameter (circle, polygon), half the longer axis (oval), half
-        the diagonal (square, rectangle, line with its stroke width) or the
-        circumradius (triangle), in pixels.
-
-    Raises
-    ------
-    ValueError
-        If the shape's type is unknown.
-    """
+    """Radius of a circle about the shape's centre that contains it."""
     t = shape["type"]
     if t in ("circle", "polygon"):
         return shape["size"] / 2
@@ -167,43 +90,12 @@ def bounding_radius(shape: Shape) -> float:
 
 
 def line_width(shape: Shape) -> float:
-    """Stroke width of a line shape: a tenth of its length, at least 2 px.
-
-    Parameters
-    ----------
-    shape : dict
-        A ``line`` shape (its ``size`` is the length in pixels).
-
-    Returns
-    -------
-    float
-        The width in pixels.
-    """
+    """Stroke width of a line shape: a tenth of its length, at least 2 px."""
     return max(2.0, shape["size"] / 10)
 
 
 def outline(shape: Shape) -> list[tuple[float, float]]:
-    """The polygon (image coordinates) that :func:`render` fills for ``shape``.
-
-    Parameters
-    ----------
-    shape : dict
-        A shape dict: ``type``, ``colour``, centre ``x``, ``y`` (px), ``angle``
-        (rad) and its size keys (``w``, ``h`` for square, rectangle and oval;
-        ``size`` otherwise; ``n`` sides for a polygon).
-
-    Returns
-    -------
-    list of tuple of float
-        The vertices ``(x, y)``: 96 for a circle or oval, 4 for a square,
-        rectangle or line, 3 for a triangle (apex up before rotation), ``n``
-        for a polygon; rotated by ``angle`` about the centre.
-
-    Raises
-    ------
-    ValueError
-        If the shape's type is unknown.
-    """
+    """The polygon (image coordinates) that :func:`render` fills for ``shape``."""
     t, x, y, a = shape["type"], shape["x"], shape["y"], shape["angle"]
     if t in ("circle", "oval"):
         rx, ry = (shape["size"] / 2,) * 2 if t == "circle" else (shape["w"] / 2, shape["h"] / 2)
@@ -227,23 +119,7 @@ def outline(shape: Shape) -> list[tuple[float, float]]:
 
 
 def render(shapes: list[Shape], size: int = SIZE) -> Image.Image:
-    """Draw ``shapes`` (in list order, later on top) crisp on a white square image.
-
-    Every shape is a filled polygon drawn by Pillow without antialiasing, so
-    each pixel is white or exactly one palette colour.
-
-    Parameters
-    ----------
-    shapes : list of dict
-        The shapes (see :func:`outline`), each ``colour`` one of ``COLOURS``.
-    size : int, default SIZE
-        Image side in pixels (512).
-
-    Returns
-    -------
-    PIL.Image.Image
-        The RGB image.
-    """
+    """Draw ``shapes`` (in list order, later on top) crisp on a white square image."""
     img = Image.new("RGB", (size, size), "white")
     draw = ImageDraw.Draw(img)
     for shape in shapes:
@@ -252,21 +128,7 @@ def render(shapes: list[Shape], size: int = SIZE) -> Image.Image:
 
 
 def render_labels(shapes: list[Shape], size: int = SIZE) -> np.ndarray:
-    """The palette index map of :func:`render` drawn directly (same polygons, one byte a pixel).
-
-    Parameters
-    ----------
-    shapes : list of dict
-        The shapes, drawn in list order.
-    size : int, default SIZE
-        Image side in pixels (512).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``uint8`` array ``(size, size)``: 0 white, ``k + 1`` for colour
-        ``COLOURS[k]``.
-    """
+    """The palette index map of :func:`render` drawn directly (same polygons, one byte a pixel)."""
     img = Image.new("L", (size, size), 0)
     draw = ImageDraw.Draw(img)
     for shape in shapes:
@@ -275,43 +137,14 @@ def render_labels(shapes: list[Shape], size: int = SIZE) -> np.ndarray:
 
 
 def labels(img: Image.Image) -> np.ndarray:
-    """Palette index map of a re-identification image (0 white, k + 1 for colour ``COLOURS[k]``).
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        An RGB image drawn by :func:`render`.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``int16`` array of the image's shape (height, width); pixels of no
-        palette colour are 0.
-    """
+    """Palette index map of a re-identification image (0 white, k + 1 for colour ``COLOURS[k]``)."""
     return palette_labels(np.asarray(img), PALETTE)
 
 
 def random_shape(
     rng: np.random.Generator, kind: str | None = None, colour: str | None = None
 ) -> Shape:
-    """One random shape at the origin (type, colour, size, angle as the paper's generator).
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The random stream.
-    kind : str, optional
-        The shape type (one of ``SHAPES``); drawn uniformly when not given.
-    colour : str, optional
-        The colour (one of ``COLOURS``); drawn uniformly when not given.
-
-    Returns
-    -------
-    dict
-        The shape at ``x = y = 0``: angle 0 for a circle, else ``U(0, 2 pi)``;
-        base size ``U(0.07, 0.2) * 512`` px (a rectangle's or oval's height is
-        the base times ``U(0.6, 1.4)``); a polygon has 5-8 sides.
-    """
+    """One random shape at the origin (type, colour, size, angle as the paper's generator)."""
     t = kind or str(rng.choice(SHAPES))
     shape: Shape = {
         "type": t,
@@ -334,25 +167,7 @@ def random_shape(
 def transform(
     shapes: list[Shape], angle: float, scale: float, centre: float = SIZE / 2
 ) -> list[Shape]:
-    """Rotate by ``angle`` (rad) and scale about ``(centre, centre)``: positions, angles and sizes.
-
-    Parameters
-    ----------
-    shapes : list of dict
-        The shapes; not changed.
-    angle : float
-        Rotation in radians.
-    scale : float
-        Scale factor applied to the positions about the centre and to every
-        size key (``w``, ``h``, ``size``).
-    centre : float, default SIZE / 2
-        Both coordinates of the centre, in pixels.
-
-    Returns
-    -------
-    list of dict
-        New shape dicts, transformed.
-    """
+    """Rotate by ``angle`` (rad) and scale about ``(centre, centre)``: positions, angles and sizes."""
     c, s = math.cos(angle), math.sin(angle)
     out = []
     for sh in shapes:
@@ -369,21 +184,7 @@ def transform(
 
 
 def fits(shapes: list[Shape], size: int = SIZE) -> bool:
-    """Whether every shape's bounding circle lies inside the image (with a 2 px margin).
-
-    Parameters
-    ----------
-    shapes : list of dict
-        The shapes.
-    size : int, default SIZE
-        Image side in pixels (512).
-
-    Returns
-    -------
-    bool
-        ``True`` if every shape's centre is at least its
-        :func:`bounding_radius` plus ``MARGIN`` from each edge.
-    """
+    """Whether every shape's bounding circle lies inside the image (with a 2 px margin)."""
     for sh in shapes:
         r = bounding_radius(sh) + MARGIN
         if not (r <= sh["x"] <= size - r and r <= sh["y"] <= size - r):
@@ -392,18 +193,7 @@ def fits(shapes: list[Shape], size: int = SIZE) -> bool:
 
 
 def n_blobs(mask: np.ndarray) -> int:
-    """Number of 8-connected components of a boolean mask.
-
-    Parameters
-    ----------
-    mask : numpy.ndarray
-        A 2-D boolean mask.
-
-    Returns
-    -------
-    int
-        The number of components.
-    """
+    """Number of 8-connected components of a boolean mask."""
     return int(ndimage.label(mask, structure=np.ones((3, 3)))[1])
 
 
@@ -528,32 +318,7 @@ def make_trial(
     positive: bool | None = None,
     with_demos: bool = True,
 ) -> Trial:
-    """Generate one Object Re-Identification trial.
-
-    Parameters
-    ----------
-    variant : str
-        ``"standard"``, ``"unconnected"`` or ``"pixel_perfect"``.
-    rng_or_seed : int or numpy.random.Generator
-        Seed (or a generator to draw one from).  The object, the whole-object
-        transform, the alteration of a negative and the distractors come from
-        separate streams, so the same seed with ``positive=True`` and
-        ``positive=False`` gives a positive/negative pair that differs only in
-        the altered shapes.
-    positive : bool, optional
-        Force the class; by default drawn with p = 0.5.
-    with_demos : bool
-        Attach the two few-shot demonstrations (fixed per variant).
-
-    Returns
-    -------
-    Trial
-        ``images`` = (image 1, image 2); ``answer`` ``"yes"``/``"no"``;
-        ``meta``: ``n_shapes``, ``positive``, ``changed`` (index, type,
-        colour, ops of each altered shape), ``n_changed``, ``rotation_deg``,
-        ``scale``, ``n_distractors``, ``change_px``, ``shapes1``,
-        ``shapes2`` (as drawn), ``distractors``.
-    """
+    """Generate one Object Re-Identification trial."""
     _check_variant(variant)
     r_obj, r_tf, r_jit, r_dis, r_cls = streams(rng_or_seed, 5)
     if positive is None:
@@ -621,24 +386,7 @@ def make_trial(
 
 @lru_cache(maxsize=8)
 def demos(variant: str) -> tuple[Demo, Demo]:
-    """The two fixed demonstrations: a positive answered ``{yes}``, then a negative ``{no}``.
-
-    The second is prompted ``"That is correct. " + prompt`` and the test
-    prompt then starts ``"Yes, that is correct. "``, as in the authors' code
-    (whose demo answers are literally ``{{yes}}``/``{{no}}`` because of a
-    missing f-string; here they are ``{yes}``/``{no}``).
-
-    Parameters
-    ----------
-    variant : str
-        ``"standard"``, ``"unconnected"`` or ``"pixel_perfect"``; the
-        demonstrations are trials of it from seeds ``DEMO_SEEDS``.
-
-    Returns
-    -------
-    tuple of Demo
-        The positive and the negative demonstration (cached per variant).
-    """
+    """The two fixed demonstrations: a positive answered ``{yes}``, then a negative ``{no}``."""
     prompt = base_prompt(variant)
     yes = make_trial(variant, DEMO_SEEDS[0], positive=True, with_demos=False)
     no = make_trial(variant, DEMO_SEEDS[1], positive=False, with_demos=False)

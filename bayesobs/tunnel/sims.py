@@ -1,40 +1,4 @@
-"""Simulated subjects for the Tunnel Vision tasks: pure functions ``(trial, rng) -> reply``.
-
-Every subject looks at the trial's pixels (and reads the question's words);
-none reads the generator's metadata.  Text in the images is read by
-matching glyph masks rendered with the generators' font
-(:func:`bayesobs.stimuli.drawing.render_text`) -- template matching, no
-OCR.  Replies are in the task's answer format (``{yes}``, ``{red}``,
-``{C3}``, ``{red circle}``).
-
-Object re-identification
-    ``matcher``: segments both images by colour, picks the set of image-2
-    blobs whose colour make-up matches image 1 (distractors left out),
-    estimates the whole-object transform (scale from areas, translation
-    from centroids, rotation by search), warps image 1 onto image 2 and
-    answers no if the colour maps disagree in more than ``REID_MISMATCH_PX``
-    pixels that survive a 3 x 3 opening (rasterisation slivers do not).
-    ``gist``: compares the two images' colour histograms only (yes if their
-    normalised L1 distance is below 0.5).  ``yes``: always yes (F1 = 0 on
-    negatives).  ``random``.
-Visual scavenger hunt
-    ``chainer``: finds the start cell by colour and shape, reads its label,
-    moves to the named cell, ``L`` times; each step goes astray with
-    probability ``error`` (to a random other cell), so its accuracy is
-    about ``(1 - error)^L`` plus lucky guesses.  Handles the decomposed
-    variant's single-step prompts.  ``frequent``: the colour of the most
-    cells (ties at random; about 12%).  ``random``.
-Circuit connections
-    ``tracer``: follows the wire's colour from the port pixel by pixel,
-    jumping gaps where other wires are drawn on top; at a crossing with a
-    wire of the same colour it is confused with probability ``confusion``
-    and then takes a random branch (straight, left or right), so its
-    accuracy falls with the number of same-coloured crossings.
-    ``colourcue``: answers a component whose port carries the query
-    wire's colour (near 100% with unique colours, near chance with one
-    colour).  ``nearest``: the component box nearest the port (a distance
-    effect, no tracing).  ``random``.
-"""
+"""Simulated subjects for the Tunnel Vision tasks: pure functions ``(trial, rng) -> reply``."""
 
 from __future__ import annotations
 
@@ -89,10 +53,7 @@ def _object_candidates(lab1: np.ndarray, lab2: np.ndarray, keep: int = 3) -> lis
 
 
 def _agreement(lab1, pts1, l1, lab2m, pts2, l2, c1, th, s, c2) -> np.ndarray:
-    """Mean colour-label agreement of the two objects, both ways, for N transforms at once.
-
-    ``th``, ``s``: arrays (N,); ``c2``: (N, 2) image-2 centres.
-    """
+    """Mean colour-label agreement of the two objects, both ways, for N transforms at once."""
     h, w = lab1.shape
     c, sn = np.cos(th)[:, None], np.sin(th)[:, None]
     s = np.asarray(s)[:, None]
@@ -121,11 +82,7 @@ def _points(mask: np.ndarray, cap: int) -> np.ndarray:
 
 
 def _fit(lab1: np.ndarray, m1: np.ndarray, lab2m: np.ndarray, mask2: np.ndarray):
-    """Whole-object transform (rotation, scale, image-2 centre) that best aligns the two objects.
-
-    Start: centroids and the ratio of RMS radii; rotation by a 2-degree
-    search; then coordinate descent on rotation, scale and translation.
-    """
+    """Whole-object transform (rotation, scale, image-2 centre) that best aligns the two objects."""
     c1 = np.argwhere(m1)[:, ::-1].mean(0)
     c2 = np.argwhere(mask2)[:, ::-1].mean(0)
     s = _rms_radius(mask2, c2) / _rms_radius(m1, c1)
@@ -161,22 +118,7 @@ def _fit(lab1: np.ndarray, m1: np.ndarray, lab2m: np.ndarray, mask2: np.ndarray)
 
 
 def reid_mismatch(img1, img2) -> int:
-    """Pixels (after a 3 x 3 opening) where image 1 warped onto image 2's object disagrees in colour.
-
-    The smallest such count over the candidate object blob sets; 0 for an
-    exact match, large when a component shape differs.
-
-    Parameters
-    ----------
-    img1, img2 : PIL.Image.Image
-        The trial's two re-identification images.
-
-    Returns
-    -------
-    int
-        The mismatch in pixels; ``10**9`` when image 1 is blank or image 2
-        holds no candidate object.
-    """
+    """Pixels (after a 3 x 3 opening) where image 1 warped onto image 2's object disagrees in colour."""
     lab1 = reid.labels(img1)
     lab2 = reid.labels(img2)
     m1 = lab1 > 0
@@ -212,62 +154,20 @@ def reid_mismatch(img1, img2) -> int:
 
 
 def matcher(trial: Trial, rng: np.random.Generator) -> str:
-    """Re-identification by segmentation and whole-object alignment (about 100% correct).
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images and prompt are read; its metadata is not).
-    rng : numpy.random.Generator
-        Unused (the answer is deterministic); part of the subject signature.
-
-    Returns
-    -------
-    str
-        ``{yes}`` when :func:`reid_mismatch` is below ``REID_MISMATCH_PX``,
-        else ``{no}``.
-    """
+    """Re-identification by segmentation and whole-object alignment (about 100% correct)."""
     same = reid_mismatch(*trial.images) < REID_MISMATCH_PX
     return "{yes}" if same else "{no}"
 
 
 def gist(trial: Trial, rng: np.random.Generator) -> str:
-    """Re-identification from colour histograms only (blind to shape and arrangement).
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images and prompt are read; its metadata is not).
-    rng : numpy.random.Generator
-        Unused (the answer is deterministic); part of the subject signature.
-
-    Returns
-    -------
-    str
-        ``{yes}`` when the L1 distance of the two images' normalised
-        palette-colour histograms is below ``GIST_THRESHOLD`` (0.5), else
-        ``{no}``.
-    """
+    """Re-identification from colour histograms only (blind to shape and arrangement)."""
     h1, h2 = (_colour_hist(reid.labels(im)) for im in trial.images)
     d = np.abs(h1 / max(h1.sum(), 1) - h2 / max(h2.sum(), 1)).sum()
     return "{yes}" if d < GIST_THRESHOLD else "{no}"
 
 
 def always_yes(trial: Trial, rng: np.random.Generator) -> str:
-    """Always answers yes.
-
-    Parameters
-    ----------
-    trial : Trial
-        Unused.
-    rng : numpy.random.Generator
-        Unused.
-
-    Returns
-    -------
-    str
-        ``{yes}``.
-    """
+    """Always answers yes."""
     return "{yes}"
 
 
@@ -289,22 +189,7 @@ def _label_templates() -> tuple[list[str], np.ndarray]:
 
 
 def read_hunt_cells(img) -> list[dict]:
-    """Every cell's ``row``, ``col``, ``colour`` (modal palette colour) and ``shape``.
-
-    Shape from the colour blob: a bounding box wider than tall is a
-    triangle; filled box corners mean a square, else a circle.
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        A scavenger hunt image.
-
-    Returns
-    -------
-    list of dict
-        The 25 cells in reading order, each with ``row``, ``col`` (from 0),
-        ``colour`` and ``shape``.
-    """
+    """Every cell's ``row``, ``col``, ``colour`` (modal palette colour) and ``shape``."""
     lab = palette_labels(np.asarray(img), hunt.PALETTE)
     out = []
     for r in range(hunt.GRID):
@@ -328,21 +213,7 @@ def read_hunt_cells(img) -> list[dict]:
 
 
 def read_hunt_label(img, row: int, col: int) -> str:
-    """The label of cell ``(row, col)``: the best of the 33 label templates on its text band.
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        A scavenger hunt image.
-    row, col : int
-        The cell, from 0.
-
-    Returns
-    -------
-    str
-        The label read, ``"colour shape"`` (always one of the 33; the best
-        match by intersection over union of ink, within 1 px of shift).
-    """
+    """The label of cell ``(row, col)``: the best of the 33 label templates on its text band."""
     names, masks = _label_templates()
     cy, x0, r = row * hunt.CELL + hunt.CELL // 2, col * hunt.CELL, 1
     arr = np.asarray(img)
@@ -353,18 +224,7 @@ def read_hunt_label(img, row: int, col: int) -> str:
 
 
 def read_hunt_grid(img) -> list[dict]:
-    """Every cell with its ``label`` too (see :func:`read_hunt_cells`, :func:`read_hunt_label`).
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        A scavenger hunt image.
-
-    Returns
-    -------
-    list of dict
-        The 25 cells with ``row``, ``col``, ``colour``, ``shape`` and ``label``.
-    """
+    """Every cell with its ``label`` too (see :func:`read_hunt_cells`, :func:`read_hunt_label`)."""
     cells = read_hunt_cells(img)
     for c in cells:
         c["label"] = read_hunt_label(img, c["row"], c["col"])
@@ -372,29 +232,7 @@ def read_hunt_grid(img) -> list[dict]:
 
 
 def chainer(trial: Trial, rng: np.random.Generator, error: float = CHAIN_ERROR) -> str:
-    """Follow the labels read from the image; each step goes astray with probability ``error``.
-
-    The start cell and the number of steps are read from the prompt; a
-    decomposed intermediate step (``What shape are you on``) is answered with
-    the cell reached, otherwise its colour is given.
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images and prompt are read; its metadata is not).
-    rng : numpy.random.Generator
-        The subject's random stream.
-    error : float, default CHAIN_ERROR
-        Probability, per step, of moving to a random other cell instead (0..1;
-        0.2 by default).
-
-    Returns
-    -------
-    str
-        The colour reached, ``{red}``, or for an intermediate step the cell,
-        ``{red circle}``; a random colour when the prompt names no start, a
-        random guess when the start or a label is not on the grid.
-    """
+    """Follow the labels read from the image; each step goes astray with probability ``error``."""
     m = _START.search(trial.prompt)
     if not m:
         return "{" + _choice(rng, hunt.COLOURS) + "}"
@@ -419,20 +257,7 @@ def chainer(trial: Trial, rng: np.random.Generator, error: float = CHAIN_ERROR) 
 
 
 def frequent(trial: Trial, rng: np.random.Generator) -> str:
-    """The colour held by the most cells (ties broken at random).
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images and prompt are read; its metadata is not).
-    rng : numpy.random.Generator
-        The subject's random stream.
-
-    Returns
-    -------
-    str
-        The colour in braces, e.g. ``{red}``.
-    """
+    """The colour held by the most cells (ties broken at random)."""
     cells = read_hunt_cells(trial.images[0])
     counts = {c: 0 for c in hunt.COLOURS}
     for cell in cells:
@@ -449,19 +274,7 @@ _DIRS = [(1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1)]
 
 
 def read_components(img) -> list[tuple[str, tuple[int, int, int, int]]]:
-    """Component boxes (pastel blobs) and their labels read by template matching.
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        A circuit image.
-
-    Returns
-    -------
-    list of tuple
-        ``(label, (x0, y0, x1, y1))`` per component box found (label ``C1``
-        to ``C10``, the best template at the box centre; box in pixels).
-    """
+    """Component boxes (pastel blobs) and their labels read by template matching."""
     arr = np.asarray(img)
     lab = palette_labels(arr[::2, ::2], _FILLS) > 0  # boxes are large: half resolution finds them
     blobs, _ = ndimage.label(lab)
@@ -487,27 +300,7 @@ def _ink_template(text: str, size: int, box: tuple[int, int], anchor: str = "mm"
 
 
 def best_match(crop: np.ndarray, masks: np.ndarray, shift: int) -> tuple[int, float]:
-    """Index and score of the template best matching an ink ``crop`` within +-``shift`` px.
-
-    ``crop`` is ``2 * shift`` px larger than the templates in each
-    direction; the score is the intersection over union of ink pixels.
-
-    Parameters
-    ----------
-    crop : numpy.ndarray
-        Boolean ink mask, shape ``(th + 2 shift, tw + 2 shift)``.
-    masks : numpy.ndarray
-        Boolean template ink masks, shape ``(K, th, tw)``.
-    shift : int
-        The largest offset searched, in pixels.
-
-    Returns
-    -------
-    index : int
-        The best template (first one on ties).
-    score : float
-        Its intersection over union at its best offset, 0..1.
-    """
+    """Index and score of the template best matching an ink ``crop`` within +-``shift`` px."""
     th, tw = masks.shape[1:]
     win = np.lib.stride_tricks.sliding_window_view(crop, (th, tw))  # (2s+1, 2s+1, th, tw)
     inter = np.einsum("abij,kij->kab", win.astype(np.int32), masks.astype(np.int32))
@@ -518,19 +311,7 @@ def best_match(crop: np.ndarray, masks: np.ndarray, shift: int) -> tuple[int, fl
 
 
 def read_ports(img) -> dict[int, tuple[int, int]]:
-    """Breadboard port centres keyed by the number read beside each (layout from the grey board).
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        A circuit image.
-
-    Returns
-    -------
-    dict of int to tuple of int
-        Port number -> centre ``(x, y)``; where two ports read as the same
-        number the better match keeps it; empty when no board is found.
-    """
+    """Breadboard port centres keyed by the number read beside each (layout from the grey board)."""
     arr = np.asarray(img)
     small = arr[::2, ::2]
     ys, xs = np.nonzero((small[..., 0] == 224) & (small[..., 1] == 224) & (small[..., 2] == 224))
@@ -562,20 +343,7 @@ def read_ports(img) -> dict[int, tuple[int, int]]:
 
 
 def port_centre(img, port: int) -> tuple[int, int] | None:
-    """Centre of breadboard port ``port`` (see :func:`read_ports`); ``None`` if no port reads so.
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        A circuit image.
-    port : int
-        The port number, 1..10.
-
-    Returns
-    -------
-    tuple of int or None
-        ``(x, y)`` in pixels, or ``None``.
-    """
+    """Centre of breadboard port ``port`` (see :func:`read_ports`); ``None`` if no port reads so."""
     return read_circuit(img)[1].get(port)
 
 
@@ -592,22 +360,7 @@ _SCENES: dict[int, tuple[weakref.ref, tuple]] = {}  # id(image) -> (weak referen
 def read_circuit(
     img,
 ) -> tuple[list[tuple[str, tuple[int, int, int, int]]], dict[int, tuple[int, int]]]:
-    """Components (label, box) and breadboard port centres by the number read beside each port.
-
-    Memoised per image object (the reading is a deterministic function of the pixels).
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        A circuit image.
-
-    Returns
-    -------
-    components : list of tuple
-        As :func:`read_components`.
-    ports : dict of int to tuple of int
-        As :func:`read_ports`.
-    """
+    """Components (label, box) and breadboard port centres by the number read beside each port."""
     entry = _SCENES.get(id(img))
     if entry is not None and entry[0]() is img:
         return entry[1]
@@ -627,21 +380,7 @@ def _circuit_scene(trial: Trial):
 
 
 def nearest(trial: Trial, rng: np.random.Generator) -> str:
-    """The component box nearest the query port.
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images and prompt are read; its metadata is not).
-    rng : numpy.random.Generator
-        Unused (the answer is deterministic); part of the subject signature.
-
-    Returns
-    -------
-    str
-        The component's label in braces, e.g. ``{C3}``; ``{C1}`` when no
-        component or no query port is read.
-    """
+    """The component box nearest the query port."""
     _, comps, start = _circuit_scene(trial)
     if not comps or start is None:
         return "{C1}"
@@ -649,25 +388,7 @@ def nearest(trial: Trial, rng: np.random.Generator) -> str:
 
 
 def colourcue(trial: Trial, rng: np.random.Generator) -> str:
-    """A component with a port carrying the query wire's colour (at random among them).
-
-    A component qualifies when a pixel of the exact colour under the query
-    port's centre lies within 6 px of its box.
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images and prompt are read; its metadata is not).
-    rng : numpy.random.Generator
-        The subject's random stream.
-
-    Returns
-    -------
-    str
-        The component's label in braces, e.g. ``{C3}``; a random component
-        when none qualifies, ``{C1}`` when no component or no query port is
-        read.
-    """
+    """A component with a port carrying the query wire's colour (at random among them)."""
     arr, comps, start = _circuit_scene(trial)
     if not comps or start is None:
         return "{C1}"
@@ -684,25 +405,7 @@ def colourcue(trial: Trial, rng: np.random.Generator) -> str:
 def trace(
     arr: np.ndarray, start: tuple[int, int], rng: np.random.Generator, confusion: float
 ) -> tuple[float, float]:
-    """Follow the wire of the start pixel's colour; returns where the trace ends.
-
-    Parameters
-    ----------
-    arr : numpy.ndarray
-        The RGB image, shape ``(height, width, 3)``.
-    start : tuple of int
-        The start pixel ``(x, y)`` (the query port's centre).
-    rng : numpy.random.Generator
-        Stream for the confusions.
-    confusion : float
-        Probability, at each crossing with a wire of the same colour, of going
-        on straight, left or right at random (0..1).
-
-    Returns
-    -------
-    tuple of float
-        ``(x, y)`` where the wire ends (``start`` when no wire leaves it).
-    """
+    """Follow the wire of the start pixel's colour; returns where the trace ends."""
     h, w = arr.shape[:2]
     mask = np.all(arr == arr[start[1], start[0]], axis=-1)
 
@@ -763,24 +466,7 @@ def trace(
 
 
 def tracer(trial: Trial, rng: np.random.Generator, confusion: float = TRACE_CONFUSION) -> str:
-    """Trace the wire; at a crossing with a same-coloured wire, confused with p = ``confusion``.
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images and prompt are read; its metadata is not).
-    rng : numpy.random.Generator
-        The subject's random stream.
-    confusion : float, default TRACE_CONFUSION
-        See :func:`trace` (0.6 by default).
-
-    Returns
-    -------
-    str
-        The label of the component box nearest the trace's end, e.g.
-        ``{C3}``; a random component when the end is more than 20 px from
-        every box, ``{C1}`` when no component or no query port is read.
-    """
+    """Trace the wire; at a crossing with a same-coloured wire, confused with p = ``confusion``."""
     arr, comps, start = _circuit_scene(trial)
     if not comps or start is None:
         return "{C1}"
@@ -795,22 +481,7 @@ def tracer(trial: Trial, rng: np.random.Generator, confusion: float = TRACE_CONF
 
 
 def random_reply(trial: Trial, rng: np.random.Generator) -> str:
-    """A uniformly random valid answer (yes/no, one of 11 colours or 33 cells, a component seen).
-
-    Parameters
-    ----------
-    trial : Trial
-        The trial (its images and prompt are read; its metadata is not).
-    rng : numpy.random.Generator
-        The subject's random stream.
-
-    Returns
-    -------
-    str
-        ``{yes}``/``{no}``, a colour such as ``{red}``, a cell such as
-        ``{red circle}`` (a decomposed intermediate step) or a component read
-        from the image (``{C1}`` if none is read).
-    """
+    """A uniformly random valid answer (yes/no, one of 11 colours or 33 cells, a component seen)."""
     if trial.task == "object_reid":
         return _choice(rng, ["{yes}", "{no}"])
     if trial.task == "scavenger_hunt":
@@ -835,28 +506,7 @@ SIMS: dict[str, dict[str, Callable[[Trial, np.random.Generator], str]]] = {
 
 
 def answer(sim: str, trial: Trial, rng: np.random.Generator) -> str:
-    """The reply of simulated subject ``sim`` to ``trial``.
-
-    Parameters
-    ----------
-    sim : str
-        The subject's name in :data:`SIMS` for the trial's task (e.g.
-        ``"matcher"``, ``"chainer"``, ``"tracer"``, ``"random"``).
-    trial : Trial
-        The trial.
-    rng : numpy.random.Generator
-        The subject's random stream.
-
-    Returns
-    -------
-    str
-        The reply.
-
-    Raises
-    ------
-    ValueError
-        If the task has no subject ``sim``.
-    """
+    """The reply of simulated subject ``sim`` to ``trial``."""
     try:
         fn = SIMS[trial.task][sim]
     except KeyError:

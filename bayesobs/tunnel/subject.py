@@ -1,18 +1,4 @@
-"""Simulated subjects of the Tunnel Vision tasks, as runner subjects (``sim:matcher`` ...).
-
-Each wraps a pure function of :mod:`bayesobs.tunnel.sims`: it decodes the
-trial turn's PNG images and reads its question text, exactly what a model
-is shown (never the trial's metadata or gold answer).  In the scavenger
-hunt's text modality the grid is read from the text table and drawn, so
-the same pixel reader answers.
-
-A specialist asked about another Tunnel Vision task (``sim:matcher`` on a
-circuit) answers like ``sim:random`` -- a uniformly random valid answer --
-so one sweep of ``tasks/tunnel_vision.toml`` runs every subject on every
-task; asked about a magnitude or search task it stops the run.
-``sim:random`` answers these tasks through :func:`random_reply` (the
-paradigm's ``random`` hook, :mod:`bayesobs.paradigms`).
-"""
+"""Simulated subjects of the Tunnel Vision tasks, as runner subjects (``sim:matcher`` ...)."""
 
 from __future__ import annotations
 
@@ -58,21 +44,7 @@ def _rng(seed: int, kind: str, meta: dict) -> np.random.Generator:
 
 
 def grid_from_text(text: str) -> list[dict] | None:
-    """The scavenger-hunt cells of a text table (:func:`bayesobs.tunnel.hunt.grid_text`), or None.
-
-    Parameters
-    ----------
-    text : str
-        A turn's text; rows ``row | col | shape | colour | label`` (1-based
-        row and column) are read from it.
-
-    Returns
-    -------
-    list of dict or None
-        One dict per cell (``row``, ``col`` 0-based, ``shape``, ``colour``,
-        ``label``), or None unless the table holds a full
-        ``hunt.GRID`` x ``hunt.GRID`` grid.
-    """
+    """The scavenger-hunt cells of a text table (:func:`bayesobs.tunnel.hunt.grid_text`), or None."""
     cells = [
         {"row": int(r) - 1, "col": int(c) - 1, "shape": s, "colour": col, "label": lab}
         for r, c, s, col, lab in _ROW.findall(text)
@@ -81,22 +53,7 @@ def grid_from_text(text: str) -> list[dict] | None:
 
 
 def trial_of(request: Request) -> Trial:
-    """The trial as the subject sees it: the last turn's images and text (no gold answer).
-
-    In the scavenger hunt's text modality (no image) the grid is read from
-    the table in the text and drawn with :func:`bayesobs.tunnel.hunt.render`.
-
-    Parameters
-    ----------
-    request : Request
-        The trial's request; only its last turn and ``meta["task"]`` are read.
-
-    Returns
-    -------
-    Trial
-        The task, the turn's images (RGB) and its text as the prompt; the
-        variant, demos, answer and answer format are empty.
-    """
+    """The trial as the subject sees it: the last turn's images and text (no gold answer)."""
     meta = request.meta
     turn = request.turns[-1]
     text = turn.text or ""
@@ -127,26 +84,7 @@ class TunnelSubject:
         self.name = f"sim:{kind}"
 
     def answer(self, request: Request) -> str:
-        """The reply to one trial (its own task; a random valid answer on another).
-
-        A subject given no image answers randomly (``{C1}`` on a circuit).
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        str
-            The specialist's reply on its own task, else a uniformly random valid
-            answer (:func:`bayesobs.tunnel.sims.random_reply`).
-
-        Raises
-        ------
-        FatalSubjectError
-            When the task is not a Tunnel Vision task.
-        """
+        """The reply to one trial (its own task; a random valid answer on another)."""
         task = request.meta["task"]
         if task not in TUNNEL_TASKS:
             raise FatalSubjectError(
@@ -163,45 +101,10 @@ class TunnelSubject:
         return sims.SIMS[task][own[1]](trial, rng)
 
     async def complete(self, request: Request) -> Reply:
-        """The subject interface: :meth:`answer` as a :class:`Reply`.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        Reply
-            :meth:`answer` as the reply text.
-
-        Raises
-        ------
-        FatalSubjectError
-            When the task is not a Tunnel Vision task.
-        """
+        """The subject interface: :meth:`answer` as a :class:`Reply`."""
         return Reply(text=self.answer(request))
 
 
 def random_reply(request: Request, seed: int = 0) -> str:
-    """``sim:random``'s reply to a Tunnel Vision trial (the paradigm's ``random`` hook).
-
-    Parameters
-    ----------
-    request : Request
-        A Tunnel Vision trial's request.
-    seed : int
-        The subject seed.
-
-    Returns
-    -------
-    str
-        A uniformly random valid answer of the task (:class:`TunnelSubject` of
-        kind ``"random"``).
-
-    Raises
-    ------
-    FatalSubjectError
-        When the task is not a Tunnel Vision task.
-    """
+    """``sim:random``'s reply to a Tunnel Vision trial (the paradigm's ``random`` hook)."""
     return TunnelSubject("random", seed=seed).answer(request)

@@ -1,19 +1,4 @@
-"""The three Tunnel Vision tasks (Berman et al. 2025) as runner tasks over :mod:`bayesobs.tunnel`.
-
-* ``object_reid`` -- variants ``standard`` / ``unconnected`` /
-  ``pixel_perfect``; two images per trial and two demonstrations
-  (``{yes}``, ``{no}``); problem size: the object's number of shapes.
-* ``scavenger_hunt`` -- chain lengths ``L2`` / ``L3`` / ``L4`` and the
-  ``decomposed`` single-step variant (three questions, one stimulus each;
-  as in the paper's Sec. 4.2 each step after the first starts from the
-  subject's own previous answer, :meth:`ScavengerHunt.follow_up`); problem size: ``L``.  Text and multimodal renderings
-  (the grid as a text table) extend the paper.
-* ``circuits`` -- wire colours ``standard`` / ``single`` / ``unique``; two
-  demonstrations; problem size: the number of components (chance 1/n).
-
-Prompts, demonstrations, answer formats and ``max_tokens`` (30 / 100 / 150)
-are the library's (the paper's appendix A and the authors' code).
-"""
+"""The three Tunnel Vision tasks (Berman et al. 2025) as runner tasks over :mod:`bayesobs.tunnel`."""
 
 from __future__ import annotations
 
@@ -32,20 +17,7 @@ _BRACED = re.compile(r"Answer with (.+?) in curly braces, e\.?g\.? \{(.+?)\}\.")
 
 
 def person_question(prompt: str) -> str:
-    """A Tunnel Vision question with its answer format in a person's words (no braces).
-
-    Parameters
-    ----------
-    prompt : str
-        The model's question.
-
-    Returns
-    -------
-    str
-        The question with "Respond with {yes} or {no} ..." as "Type yes or
-        no." and "Answer with X in curly braces, e.g. {Y}." as "Type X,
-        e.g. Y."; other text unchanged.
-    """
+    """A Tunnel Vision question with its answer format in a person's words (no braces)."""
     return _BRACED.sub(r"Type \1, e.g. \2.", _YES_NO.sub("Type yes or no.", prompt))
 
 
@@ -73,27 +45,7 @@ class TunnelTask(PerceptionTask):
     columns: ClassVar[tuple[str, ...]]  # metadata logged per trial (the analyses' covariates)
 
     def parse(self, answer_format, reply):
-        """The paper's extraction rule for ``answer_format`` (:mod:`bayesobs.tunnel.parse`).
-
-        Parameters
-        ----------
-        answer_format : str
-            The question's answer format.
-        reply : str or None
-            The subject's reply.
-
-        Returns
-        -------
-        value : str or None
-            The parsed answer (``None`` when invalid).
-        reason : str or None
-            ``None`` when valid, else why not.
-
-        Raises
-        ------
-        ValueError
-            For an answer format the library does not know.
-        """
+        """The paper's extraction rule for ``answer_format`` (:mod:`bayesobs.tunnel.parse`)."""
         return tparse.parse(answer_format, reply)
 
     def _columns(self, meta: dict) -> dict:
@@ -106,24 +58,7 @@ class TunnelTask(PerceptionTask):
         return trial.variant
 
     def questions(self, variant, seed):
-        """The one question of the library trial generated from ``seed``.
-
-        Parameters
-        ----------
-        variant : str
-            One of the task's ``variants``.
-        seed : int
-            The trial seed.
-
-        Returns
-        -------
-        list of Question
-            One question: the stimulus (value: the problem size; params:
-            ``variant``, ``seed``, ``gold``, ``format``, ``chance``,
-            ``columns`` (the task's :attr:`columns` from the trial's
-            metadata), ``n_images``, ``n_demos``), its PNG images and the
-            library's demonstrations.
-        """
+        """The one question of the library trial generated from ``seed``."""
         trial = tunnel.make_trial(self.name, variant, seed, with_demos=False)
         images = tuple(png_bytes(i) for i in trial.images)
         stim = self.stimulus(
@@ -145,18 +80,7 @@ class TunnelTask(PerceptionTask):
         return trial.prompt
 
     def human_question(self, stim):
-        """The question with its answer format in a person's words (:func:`person_question`).
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        str or None
-            The question, or ``None`` when the stimulus has no prompt.
-        """
+        """The question with its answer format in a person's words (:func:`person_question`)."""
         return person_question(stim.prompt) if stim.prompt else None
 
 
@@ -181,18 +105,7 @@ class ObjectReid(TunnelTask):
     covariates = ("n_distractors", "scale")
 
     def sizes(self, variant):
-        """The problem sizes ``variant`` can produce.
-
-        Parameters
-        ----------
-        variant : str
-            One of the task's ``variants`` (all have the same sizes).
-
-        Returns
-        -------
-        tuple of int
-            The object's number of shapes, 2 to 5.
-        """
+        """The problem sizes ``variant`` can produce."""
         return tuple(range(reid.N_SHAPES[0], reid.N_SHAPES[1] + 1))
 
     def _size(self, trial):
@@ -206,19 +119,7 @@ class ObjectReid(TunnelTask):
         return reid.TEST_PREFIX + reid.base_prompt(trial.variant)
 
     def human_question(self, stim):
-        """The question without the reply to the demonstrations a person is not shown.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A stimulus of this task.
-
-        Returns
-        -------
-        str or None
-            :func:`person_question` of the prompt without its leading "Yes,
-            that is correct. "; ``None`` when the stimulus has no prompt.
-        """
+        """The question without the reply to the demonstrations a person is not shown."""
         return person_question(stim.prompt.removeprefix(reid.TEST_PREFIX)) if stim.prompt else None
 
 
@@ -235,19 +136,7 @@ class ScavengerHunt(TunnelTask):
     columns = ("L", "start", "colour", "n_offgrid_labels")
 
     def sizes(self, variant):
-        """The problem sizes ``variant`` can produce.
-
-        Parameters
-        ----------
-        variant : str
-            One of the task's ``variants``.
-
-        Returns
-        -------
-        tuple of int
-            The one chain length of the variant (``L2``: 2, ``L3``: 3, ``L4``: 4,
-            ``decomposed``: 3).
-        """
+        """The problem sizes ``variant`` can produce."""
         return (hunt.CHAIN_LENGTH[variant],)
 
     def _size(self, trial):
@@ -260,25 +149,7 @@ class ScavengerHunt(TunnelTask):
         return 1 if trial.variant == "decomposed" else trial.meta["L"]
 
     def questions(self, variant, seed):
-        """One question, or the decomposed variant's three single-step questions.
-
-        Parameters
-        ----------
-        variant : str
-            ``L2``, ``L3``, ``L4`` or ``decomposed``.
-        seed : int
-            The trial seed.
-
-        Returns
-        -------
-        list of Question
-            The question(s), each with the grid image, its text rendering
-            and the library's demonstrations; value: the chain length.
-            Columns: the trial's ``L``, ``start``, ``colour`` and
-            ``n_offgrid_labels``, with ``step`` and ``n_steps``; a
-            decomposed step adds ``step_start``, ``step_start_from``
-            (``"gold"``) and ``path_answer``.
-        """
+        """One question, or the decomposed variant's three single-step questions."""
         trial = hunt.make_trial(variant, seed, with_demos=False)
         images = (png_bytes(trial.images[0]),)
         demos = _demos(self.name, self._demo_key(trial))
@@ -326,49 +197,12 @@ class ScavengerHunt(TunnelTask):
         return out
 
     def follows(self, stim):
-        """A decomposed step after the first: asked from the subject's answer to the step before.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            A planned stimulus of this task.
-
-        Returns
-        -------
-        bool
-            True for a ``decomposed`` step numbered 2 or more.
-        """
+        """A decomposed step after the first: asked from the subject's answer to the step before."""
         cols = stim.params.get("columns") or {}
         return stim.params.get("variant") == "decomposed" and (cols.get("step") or 1) > 1
 
     def follow_up(self, stim, previous, record):
-        """The step as the paper asks it: starting where the subject's previous answer said.
-
-        The prompt names the cell of the previous answer (``step_start``,
-        ``step_start_from = "answer"``) and ``gold`` becomes the right answer
-        from there (:func:`bayesobs.tunnel.hunt.step_answer`; None when that
-        cell, or the one its label names, is not on the grid: no answer is
-        right, and ``chance`` is 0).  ``path_answer`` keeps the gold path's answer.
-        A previous answer that is unreadable (or itself not asked) leaves
-        nothing to start from: the step is logged ``not_asked`` (chance 0)
-        and scores as wrong.
-
-        Parameters
-        ----------
-        stim : Stimulus
-            The planned step.
-        previous : Stimulus
-            The step before, as asked (not read here).
-        record : dict
-            That step's logged row; its ``valid`` and ``response_value``
-            (``"colour shape"``) are read.
-
-        Returns
-        -------
-        Stimulus
-            The step to ask, its ``question_of`` the planned stimulus's key
-            (so it shows the planned images).
-        """
+        """The step as the paper asks it: starting where the subject's previous answer said."""
         cols = dict(stim.params["columns"])
         said = record.get("response_value") if record.get("valid") else None
         params = {**stim.params, "question_of": stim.key()}
@@ -422,18 +256,7 @@ class Circuits(TunnelTask):
     joint_covariates = ("distance_px", "crossings")  # which one explains the errors
 
     def sizes(self, variant):
-        """The problem sizes ``variant`` can produce.
-
-        Parameters
-        ----------
-        variant : str
-            One of the task's ``variants`` (all have the same sizes).
-
-        Returns
-        -------
-        tuple of int
-            The number of components, 4 to 10.
-        """
+        """The problem sizes ``variant`` can produce."""
         return tuple(range(circuits.N_COMPONENTS[0], circuits.N_COMPONENTS[1] + 1))
 
     def _size(self, trial):

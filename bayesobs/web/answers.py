@@ -1,8 +1,4 @@
-"""The answer checks of ``bayesobs serve``: a typed number, a worded answer, a tap, a catch trial.
-
-Each check gives the answer's log columns, or a 400 JSON response saying why
-it was refused (nothing is logged then).
-"""
+"""The answer checks of ``bayesobs serve``: a typed number, a worded answer, a tap, a catch trial."""
 
 from __future__ import annotations
 
@@ -40,19 +36,7 @@ def _finite(v) -> bool:
 
 
 def parse_answer(text: str) -> float | None:
-    """A plain number typed by a person (``0.42``, ``.42``, ``0,42``, ``12``); else None.
-
-    Parameters
-    ----------
-    text : str
-        What was typed (a comma is read as the decimal point).
-
-    Returns
-    -------
-    float or None
-        The number; None for anything else, longer than
-        :data:`MAX_ANSWER` characters, or not finite.
-    """
+    """A plain number typed by a person (``0.42``, ``.42``, ``0,42``, ``12``); else None."""
     t = (text or "").strip().replace(",", ".")
     if len(t) > MAX_ANSWER:
         return None
@@ -63,26 +47,7 @@ def parse_answer(text: str) -> float | None:
 
 
 def check_tap(body: dict, area: tuple[int, int]) -> dict | Response:
-    """A tap's image-pixel point and the displayed size, as log columns, or a 400 response.
-
-    ``x``, ``y``: the tap in the image's own pixels (the page scales the
-    displayed point by ``naturalWidth / displayed width``); ``display_w``,
-    ``display_h``: the size the image was shown at, in CSS pixels.
-
-    Parameters
-    ----------
-    body : dict
-        The request's JSON.
-    area : tuple of int
-        The image's width and height, in its own pixels.
-
-    Returns
-    -------
-    dict or Response
-        ``tap_x``, ``tap_y``, ``display_w``, ``display_h`` (rounded to 0.01),
-        or a 400 JSON response: a value not a finite number, a tap outside the
-        picture, or a display size not in (0, :data:`MAX_DISPLAY_PX`].
-    """
+    """A tap's image-pixel point and the displayed size, as log columns, or a 400 response."""
     vals = [body.get(k) for k in ("x", "y", "display_w", "display_h")]
     if not all(_finite(v) for v in vals):
         return _refuse("tap (or click) the picture to answer; positions are not typed")
@@ -100,34 +65,7 @@ def check_tap(body: dict, area: tuple[int, int]) -> dict | Response:
 
 
 def check_answer(body, task, stim) -> dict | Response:
-    """The typed answer as the log's answer columns, or a 400 response saying why.
-
-    Tasks with numeric answers take a plain number in the task's range
-    (``response``, ``valid``); tasks with worded answers (search cells,
-    perception words, labels and lists) read the text with the task's own
-    parser, the one the runner uses on a model's reply, in each of the
-    task's readings of a typed answer (``Task.human_replies``: a person
-    need not type the braces or keys a model is asked for).
-
-    A tapped task takes the tap (:func:`check_tap`) and records the task's
-    reply to it.
-
-    Parameters
-    ----------
-    body : dict or None
-        The request's JSON (``response``, or the tap's ``x``, ``y``,
-        ``display_w``, ``display_h``).
-    task : Task
-        The trial's task.
-    stim : Stimulus
-        The stimulus as asked.
-
-    Returns
-    -------
-    dict or Response
-        The answer columns (with ``raw_response``), or a 400 JSON response
-        with the error.
-    """
+    """The typed answer as the log's answer columns, or a 400 response saying why."""
     if body is None:
         return _refuse("send JSON")
     area = task.tap_area(stim)
@@ -159,22 +97,7 @@ def check_answer(body, task, stim) -> dict | Response:
 
 
 def answer_kind(task, stim) -> dict:
-    """How the page takes the answer: ``tap`` (with the image's size), ``text`` or ``number``.
-
-    Parameters
-    ----------
-    task : Task
-        The task.
-    stim : Stimulus
-        The stimulus as asked (a tapped task has a tap area).
-
-    Returns
-    -------
-    dict
-        ``answer`` (``tap``, ``text`` or ``number``), ``unit``, ``min`` and
-        ``max`` (the answer range, None where none) and, for a tap,
-        ``tap_w`` and ``tap_h``.
-    """
+    """How the page takes the answer: ``tap`` (with the image's size), ``text`` or ``number``."""
     area = task.tap_area(stim)
     if area is not None:
         return {
@@ -191,51 +114,12 @@ def answer_kind(task, stim) -> dict:
 
 
 def catch_word(seed, k: int) -> str:
-    """The word catch trial ``k`` of a worded task asks for.
-
-    Parameters
-    ----------
-    seed : int
-        The spec's seed.
-    k : int
-        The catch trial's number.
-
-    Returns
-    -------
-    str
-        One of :data:`.study.CATCH_WORDS`.
-    """
+    """The word catch trial ``k`` of a worded task asks for."""
     return CATCH_WORDS[(int(seed) + k) % len(CATCH_WORDS)]
 
 
 def check_catch(body: dict, task, seed, k: int, stim=None, shown=None) -> dict | Response:
-    """Catch trial ``k``'s answer as log columns (``correct`` True/False), or a 400 response.
-
-    A tap is right within :data:`.study.CATCH_TAP_RADII` item radii of the
-    item; a typed word when it is the word asked for; a typed number within
-    the tolerance of :func:`.study.catch_value`.
-
-    Parameters
-    ----------
-    body : dict
-        The request's JSON.
-    task : Task
-        The study's task.
-    seed : int
-        The spec's seed.
-    k : int
-        The catch trial's number.
-    stim : Stimulus or None
-        A tapped task's catch stimulus (None for a typed answer).
-    shown : dict or None
-        Its logged image(s) (``image`` and, when several, ``images``).
-
-    Returns
-    -------
-    dict or Response
-        The answer columns (``stimulus``, ``response``, ``raw_response``,
-        ``valid``, ``correct`` ...), or a 400 JSON response.
-    """
+    """Catch trial ``k``'s answer as log columns (``correct`` True/False), or a 400 response."""
     if stim is not None:
         tap = check_tap(body, task.tap_area(stim))
         if isinstance(tap, Response):

@@ -1,16 +1,4 @@
-"""The routes of ``bayesobs serve``: the BayesBench tasks for human participants in a browser.
-
-The same stimulus generators and seeds as the LLM runner, the same trial
-table: each answer is appended to ``DIR/trials.jsonl`` the moment it arrives
-(``subject`` = participant id), so ``bayesobs score`` works on it unchanged.
-
-This module is the Starlette app: its routes take the requests and shape the
-responses; the participants' state is :mod:`.participants`, the answer
-checks :mod:`.answers`, the limits and headers :mod:`.security`.  Trials are
-answered strictly in order: replays, skips, non-numbers and out-of-range
-answers are refused without writing anything.  Stimulus files are served
-only by content-hash name from the experiment's own folder.
-"""
+"""The routes of ``bayesobs serve``: the BayesBench tasks for human participants in a browser."""
 
 from __future__ import annotations
 
@@ -348,14 +336,7 @@ class ParticipantServer(Participants):
         )
 
     def app(self) -> Starlette:
-        """The Starlette application with every route, wrapped in :class:`.security.SecurityHeaders`.
-
-        Returns
-        -------
-        SecurityHeaders
-            The ASGI application; an ``OSError`` or :class:`LogWriteError` in a
-            handler is answered 503 (``retry: true``): nothing was counted.
-        """
+        """The Starlette application with every route, wrapped in :class:`.security.SecurityHeaders`."""
         routes = [
             Route("/", self._index),
             Route("/assets/{name}", self._asset),
@@ -399,26 +380,7 @@ def _not_found() -> JSONResponse:
 
 @contextmanager
 def running(server: ParticipantServer, host: str = "127.0.0.1"):
-    """Serve ``server`` on a free port in a background thread; yields the base URL.
-
-    Uvicorn (imported here, an optional dependency of the web app) serves
-    ``server.app()`` as ``serve`` does (:func:`.security.uvicorn_config`) on a
-    socket bound to port 0 of ``host``; the context waits
-    up to 10 s for it to start and, on exit, asks it to stop and joins the
-    thread (up to 10 s).
-
-    Parameters
-    ----------
-    server : ParticipantServer
-        The study server to serve.
-    host : str
-        The interface to bind (default ``"127.0.0.1"``, this machine only).
-
-    Yields
-    ------
-    str
-        The base URL, ``http://HOST:PORT``.
-    """
+    """Serve ``server`` on a free port in a background thread; yields the base URL."""
     import uvicorn  # start-up time: the ASGI server loads only for serve
 
     sock = listen(host, 0)

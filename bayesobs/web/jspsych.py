@@ -1,36 +1,4 @@
-"""Export a task as a self-contained jsPsych 8 experiment, and read its data back.
-
-``bayesobs export jspsych SPEC --out DIR --platform P`` writes
-
-```
-DIR/package.json     jsPsych 8 and its plugins from the npm registry; `npm run build`
-DIR/build.mjs        copies the libraries and the experiment into DIR/dist/
-DIR/index.html       loads lib/ and experiment.js (and, on JATOS, JATOS's own jatos.js)
-DIR/experiment.js    consent, instructions, one practice trial, every trial (progress
-                     bar, optional breaks), the platform's saving call, a final page
-                     with the completion code (optionally a Prolific redirect)
-DIR/stimuli/*.png    the same images, by content hash, as `bayesobs run`
-```
-
-How the data are saved, per platform (``PLATFORMS``): ``jatos`` calls
-``jatos.submitResultData`` then ``jatos.endStudy`` (or
-``jatos.endStudyAndRedirect`` to Prolific) on the ``jatos`` object of the
-``jatos.js`` that JATOS serves; ``pavlovia`` runs Pavlovia's jsPsych plugin
-(``jsPsychPavlovia``, commands ``init`` and ``finish``; Pavlovia distributes
-it as a file, not on the npm registry, so the build asks for it); ``prolific``
-saves to the OSF through DataPipe (``@jspsych-contrib/plugin-pipe``) and sends
-the participant back to Prolific; ``cognition`` leaves saving to Cognition.run,
-which records jsPsych's data itself; ``local`` downloads the data file in the
-participant's browser (for piloting).
-A failed ``jatos`` or ``prolific`` save is retried, and the completion code
-waits until one succeeded (the participant is asked to keep the page open and
-press Try again).
-
-Every trial's jsPsych data carries the trial-table fields
-(``bayesobs_trial = true``, with ``block_position`` and ``counterbalance``),
-so :func:`bayesobs.read_trials` imports the platform's JSON or CSV export
-directly.
-"""
+"""Export a task as a self-contained jsPsych 8 experiment, and read its data back."""
 
 from __future__ import annotations
 
@@ -306,23 +274,7 @@ if (CONFIG.platform === "prolific" && ORDERS.length > 1 && !params.has("cb")) {
 
 
 def dependent_sessions(sessions) -> list[str]:
-    """Names of the sessions with a trial asked from the answer before it (``Task.follows``).
-
-    Such a trial (a decomposed scavenger hunt's later steps) is built on the
-    server from the participant's logged answer (``Task.follow_up``); the
-    static export has no server, so it refuses them (docs/tunnel.md).
-
-    Parameters
-    ----------
-    sessions : list of Session
-        The planned session runs.
-
-    Returns
-    -------
-    list of str
-        The session types (``Session.session``) with such a trial, each once,
-        in plan order.
-    """
+    """Names of the sessions with a trial asked from the answer before it (``Task.follows``)."""
     out: list[str] = []
     for sess in sessions:
         if sess.session not in out and any(sess.task.follows(s) for s in sess.stimuli):
@@ -346,56 +298,7 @@ def export_jspsych(
     minutes: float | None = None,
     catch_every: int | None = None,
 ) -> Path:
-    """Write the experiment folder for ``platform``; returns it.
-
-    Parameters
-    ----------
-    spec_path : str or Path
-        The task spec (TOML).
-    out : str or Path
-        The folder to write (created if needed).
-    modalities, conditions : list of str, optional
-        Override the spec's modalities and conditions.
-    trials : int, optional
-        Override the spec's trials per session.
-    ami : str, optional
-        The AMI annotations folder (the duration task).
-    platform : {"jatos", "pavlovia", "cognition", "prolific", "local"}
-        Where ``dist/`` is hosted, which decides how the data are saved (see the module doc).
-    order : {"counterbalanced", "fixed"}
-        Block order: a Latin square over modalities and session types (row from ``?cb=K``,
-        JATOS's study-result counter or a hash of the participant id), or the spec's order.
-    break_every : int, optional
-        A break page after every ``break_every`` trials.
-    completion_code : str, optional
-        Shown on the final page (default: ``prolific_code``, else a random code, kept in
-        ``bayesobs_manifest.json``).
-    prolific_code : str, optional
-        Prolific completion code: the final page sends the participant back to Prolific.
-    datapipe_id : str, optional
-        DataPipe experiment id (``platform="prolific"``: where the data are saved).
-    minutes : float, optional
-        Duration stated on the consent page (default: estimated from the number of trials).
-    catch_every : int, optional
-        An attention-check trial after every ``catch_every`` trials (never after the last):
-        "please type X", X drawn by :func:`.study.catch_value`; its jsPsych data carry
-        ``catch = true``, ``stimulus = X`` and ``correct`` (within ``catch_tolerance``).
-
-    Returns
-    -------
-    Path
-        ``out``, holding ``package.json``, ``build.mjs``, ``index.html``,
-        ``experiment.js``, ``bayesobs_manifest.json`` and ``stimuli/``.
-
-    Raises
-    ------
-    BayesobsInputError
-        For an unknown platform or order, a bad ``minutes``, ``catch_every``
-        or ``break_every``, ``prolific`` without ``datapipe_id``, a completion
-        code with other characters than letters, digits, ``-`` and ``_``, a
-        task with worded answers, or a task whose trials follow the
-        participant's previous answer.
-    """
+    """Write the experiment folder for ``platform``; returns it."""
     if platform not in PLATFORMS:
         raise BayesobsInputError(
             f"--platform must be one of {', '.join(PLATFORMS)}, not {platform!r}"

@@ -1,12 +1,4 @@
-"""A study's participants: who they are, where each stands, what each is asked next.
-
-A participant is a random (or given) id plus a secret key held in an
-HttpOnly cookie; every request is checked against the key's hash in
-``participants.jsonl``.  Trials are answered strictly in order: the state
-knows each participant's next answer, logs it to ``trials.jsonl`` the moment
-it arrives (``subject`` = participant id) and reads both logs back when the
-server restarts, so a participant resumes where they stopped.
-"""
+"""A study's participants: who they are, where each stands, what each is asked next."""
 
 from __future__ import annotations
 
@@ -65,19 +57,7 @@ class Study:
     )
 
     def ordered(self, row: int) -> Study:
-        """The same study with its blocks in Latin-square row ``row`` (see :mod:`.study`).
-
-        Parameters
-        ----------
-        row : int
-            The Latin-square row.
-
-        Returns
-        -------
-        Study
-            A new study with the reordered sessions and the row's record as
-            ``order``.
-        """
+        """The same study with its blocks in Latin-square row ``row`` (see :mod:`.study`)."""
         sessions, record = block_order(self.sessions, row)
         return Study(self.spec, sessions, self.practice, record, self.catch_every)
 
@@ -92,51 +72,18 @@ class Study:
         return len(self.sequence())
 
     def sequence(self) -> list[tuple[str, int]]:
-        """The participant's answers in order: ``("trial", i)`` and ``("catch", k)``.
-
-        Returns
-        -------
-        list of tuple
-            :func:`.study.catch_plan` of the study's trials and ``catch_every``.
-        """
+        """The participant's answers in order: ``("trial", i)`` and ``("catch", k)``."""
         return catch_plan(self.trials, self.catch_every)
 
     def where(self, index: int) -> tuple[Session, int, int]:
-        """Session, trial and block of answer ``index`` (a catch trial: those of the trial before it).
-
-        Parameters
-        ----------
-        index : int
-            The answer's position in :meth:`sequence`.
-
-        Returns
-        -------
-        tuple
-            ``(Session, trial within the session, block position)``.
-        """
+        """Session, trial and block of answer ``index`` (a catch trial: those of the trial before it)."""
         kind, i = self.sequence()[index]
         if kind == "catch":
             i = [j for k, j in self.sequence()[:index] if k == "trial"][-1]
         return self.trial(i)
 
     def trial(self, index: int) -> tuple[Session, int, int]:
-        """Session, trial within it and block position of the participant's trial ``index``.
-
-        Parameters
-        ----------
-        index : int
-            The trial's position among the participant's task trials.
-
-        Returns
-        -------
-        tuple
-            ``(Session, trial within the session, block position)``.
-
-        Raises
-        ------
-        IndexError
-            When ``index`` is past the last trial.
-        """
+        """Session, trial within it and block position of the participant's trial ``index``."""
         for b, s in enumerate(self.sessions):
             if index < len(s.stimuli):
                 return s, index, b
@@ -227,38 +174,14 @@ class Participants:
         self._catch: dict[int, object] = {}
 
     def study_of(self, pid: str) -> Study:
-        """The participant's study: the blocks in their counterbalancing row.
-
-        Parameters
-        ----------
-        pid : str
-            The participant id (an unknown one gets row 0).
-
-        Returns
-        -------
-        Study
-            The study in that row's order (cached per row).
-        """
+        """The participant's study: the blocks in their counterbalancing row."""
         row = self.rows_of.get(pid, 0)
         if row not in self._studies:
             self._studies[row] = self.study.ordered(row)
         return self._studies[row]
 
     def expected_minutes(self) -> tuple[int, str]:
-        """Duration announced on the consent page, and where the number comes from.
-
-        ``--minutes`` when given; else, once :data:`FINISHED_FOR_ESTIMATE`
-        participants have finished (not counting those who joined in the
-        experimenter's browser: a pilot never sets it), the median answer
-        time of their answers; else the task's ``seconds_per_answer``.
-
-        Returns
-        -------
-        minutes : int
-            The duration.
-        basis : str
-            Where it comes from, as the consent page says it.
-        """
+        """Duration announced on the consent page, and where the number comes from."""
         if self.minutes is not None:
             return math.ceil(self.minutes), "stated by the experimenter"
         done = {p for p, n in self.progress.items() if n >= self.study.total} - self.pilots
@@ -280,38 +203,11 @@ class Participants:
         )
 
     def completion_code(self, pid: str) -> str:
-        """The participant's completion code (an HMAC of the pid: checkable, not guessable).
-
-        Parameters
-        ----------
-        pid : str
-            The participant id.
-
-        Returns
-        -------
-        str
-            10 upper-case hex digits of the HMAC-SHA256 of ``pid`` under the
-            server's secret.
-        """
+        """The participant's completion code (an HMAC of the pid: checkable, not guessable)."""
         return hmac.new(self.secret.encode(), pid.encode(), hashlib.sha256).hexdigest()[:10].upper()
 
     def catch_stimulus(self, k: int):
-        """Catch trial ``k`` of a tapped task: the task's own display with one item alone.
-
-        Drawn by the task's generator with no distractors, asking for a point
-        (the tap is scored by its distance to the item), seeded by the spec's
-        seed and ``k`` (every participant sees the same catch trials).
-
-        Parameters
-        ----------
-        k : int
-            The catch trial's number.
-
-        Returns
-        -------
-        Stimulus
-            The task's stimulus (cached per ``k``).
-        """
+        """Catch trial ``k`` of a tapped task: the task's own display with one item alone."""
         if k not in self._catch:
             rng = np.random.default_rng([int(self.spec["seed"]) + CATCH_SEED, int(k)])
             self._catch[k] = self.task.generate(rng, 0.0, 0.0, 1, {"answer": "coords"})[0]
@@ -361,28 +257,7 @@ class Participants:
             self.practiced.add(pid)
 
     def images(self, sess: Session, stim, blur: float) -> dict:
-        """A trial's ``image`` (the first stored image) and ``images`` (all, when several).
-
-        Stored paths (``stimuli/<hash>.png``), rendered once per stimulus and
-        blur.  ``images`` is every rendered image in order when the task shows
-        several (object re-identification's two), else the stored images a
-        stimulus names (``params["images"]``), else None.  The log keeps these
-        paths; the page gets them as URLs (:meth:`_image_urls`).
-
-        Parameters
-        ----------
-        sess : Session
-            The trial's session run.
-        stim : Stimulus
-            The stimulus as asked.
-        blur : float
-            The trial's blur SD, in pixels.
-
-        Returns
-        -------
-        dict
-            ``image`` (a stored path or None) and ``images`` (a list, or None).
-        """
+        """A trial's ``image`` (the first stored image) and ``images`` (all, when several)."""
         k = (sess.task.name, stim.key(), blur, sess.modality)
         if k not in self._png:
             self._png[k] = [self.store.save_png(p) for p in stimulus_images(sess, stim, blur)]

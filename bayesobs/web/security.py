@@ -1,20 +1,4 @@
-"""The defences of ``bayesobs serve``: connection and join limits, host names, headers, bodies, CSV.
-
-* :func:`listen` binds the socket before any link is printed: a busy port or
-  an address that is not one is one line (:class:`~bayesobs.errors.BayesobsInputError`).
-* :func:`uvicorn_config` serves through :class:`Guard`, which closes a
-  connection that has not sent a whole request (header and body) within
-  :data:`HEADER_TIMEOUT` s of opening or of the request's first byte (a
-  slowloris), refuses connections beyond
-  :data:`PER_ADDRESS` per client address and beyond :data:`MAX_CONNECTIONS`
-  in all (kept below the descriptor limit, raised soft -> hard by
-  :func:`raise_fd_limit`), and logs each condition once.
-* :class:`JoinLimit` rate-limits new participants per address (429).
-* :class:`SecurityHeaders` answers only the server's own host names (DNS
-  rebinding) and adds CSP, no framing, no sniffing, no referrer.
-* :func:`read_json` takes a small same-origin JSON body, or refuses it.
-* :func:`spreadsheet_safe` neutralises CSV formula injection (OWASP).
-"""
+"""The defences of ``bayesobs serve``: connection and join limits, host names, headers, bodies, CSV."""
 
 from __future__ import annotations
 
@@ -66,25 +50,7 @@ SECURITY_HEADERS = [
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` (not yet listening), or one clear error.
-
-    Parameters
-    ----------
-    host : str
-        The address (an IP literal or a name that resolves).
-    port : int
-        The port.
-
-    Returns
-    -------
-    socket.socket
-        The bound socket, for ``uvicorn.Server.run(sockets=[...])``.
-
-    Raises
-    ------
-    BayesobsInputError
-        An address that is not one, one not on this machine, or a port in use.
-    """
+    """A TCP socket bound to ``host:port`` (not yet listening), or one clear error."""
     try:
         family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except (OSError, UnicodeError) as exc:
@@ -103,13 +69,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def raise_fd_limit() -> int:
-    """Raise this process's open-file limit from its soft to its hard value where allowed.
-
-    Returns
-    -------
-    int
-        The soft limit now in force (unknown on a platform without ``resource``: 1024).
-    """
+    """Raise this process's open-file limit from its soft to its hard value where allowed."""
     try:
         import resource  # POSIX only
     except ImportError:
@@ -162,12 +122,7 @@ def warn_once(key: str, msg: str, *args) -> None:
 
 
 class Guard(asyncio.Protocol):
-    """An HTTP protocol wrapper: per-address and total connection caps, a request time-out.
-
-    Wraps the protocol uvicorn would use (``inner``); everything else is
-    passed through.  Class attributes hold the counts of the one server a
-    process runs.
-    """
+    """An HTTP protocol wrapper: per-address and total connection caps, a request time-out."""
 
     inner: type | None = None
     open_by: ClassVar[dict[str, int]] = {}
@@ -291,24 +246,7 @@ class Guard(asyncio.Protocol):
 
 
 def uvicorn_config(app, **kwargs):
-    """A ``uvicorn.Config`` serving ``app`` through :class:`Guard`, with time-outs and size limits.
-
-    Raises the descriptor limit (:func:`raise_fd_limit`) and fits
-    :data:`MAX_CONNECTIONS`, and :data:`BACKLOG` connections accepted at a
-    time, under it.
-
-    Parameters
-    ----------
-    app : ASGI application
-        The app (:meth:`ParticipantServer.app`).
-    **kwargs
-        Further ``uvicorn.Config`` options (``log_level``, ``lifespan`` ...).
-
-    Returns
-    -------
-    uvicorn.Config
-        The configuration.
-    """
+    """A ``uvicorn.Config`` serving ``app`` through :class:`Guard`, with time-outs and size limits."""
     import uvicorn  # start-up time: the ASGI server loads only for serve
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -342,18 +280,7 @@ class JoinLimit:
         self.buckets: dict[str, tuple[float, float]] = {}  # address -> (tokens, when)
 
     def wait(self, address: str) -> float:
-        """Seconds until ``address`` may add a participant; 0 when it may now (and it is counted).
-
-        Parameters
-        ----------
-        address : str
-            The client address.
-
-        Returns
-        -------
-        float
-            0, or the seconds to wait.
-        """
+        """Seconds until ``address`` may add a participant; 0 when it may now (and it is counted)."""
         now = time.monotonic()
         if len(self.buckets) > 10000:  # forget the addresses whose buckets are full again
             full = [
@@ -371,23 +298,7 @@ class JoinLimit:
 
 
 def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with every text cell a spreadsheet would read as a formula prefixed with ``'``.
-
-    OWASP's advice for CSV injection: a cell starting with ``=``, ``+``,
-    ``-``, ``@``, a tab or a carriage return gets a leading apostrophe.
-    Number columns, and text cells that are plain numbers (``-0.5``), are
-    left as they are.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        The table to be written as CSV.
-
-    Returns
-    -------
-    pandas.DataFrame
-        A copy, neutralised.
-    """
+    """``df`` with every text cell a spreadsheet would read as a formula prefixed with ``'``."""
     out = df.copy()
     for col in out.columns:
         if out[col].dtype == object or pd.api.types.is_string_dtype(out[col]):
@@ -403,13 +314,7 @@ def _safe_cell(v):
 
 
 class SecurityHeaders:
-    """ASGI wrapper: only the served host names; CSP, no framing, no sniffing, no referrer.
-
-    A request whose ``Host`` is neither an IP address nor one of ``hosts``
-    (``localhost`` and the names given with ``--allow-host``) is answered
-    421 without reaching the app: a DNS-rebinding page, which reaches the
-    server under the attacker's own name, cannot start participants.
-    """
+    """ASGI wrapper: only the served host names; CSP, no framing, no sniffing, no referrer."""
 
     def __init__(self, app, hosts=None):
         self.app = app
@@ -439,11 +344,7 @@ class SecurityHeaders:
 
 
 def host_allowed(host: str, names: set[str]) -> bool:
-    """Whether a ``Host`` header (port, trailing dot ignored) is an IP literal or one of ``names``.
-
-    An IP address cannot come from a DNS-rebinding page, which reaches the
-    server under a name it controls.
-    """
+    """Whether a ``Host`` header (port, trailing dot ignored) is an IP literal or one of ``names``."""
     host = host.strip().lower()
     if host.startswith("["):  # [v6] or [v6]:port
         name = host[1 : host.find("]")] if "]" in host else host
@@ -467,12 +368,7 @@ def _no_constant(name: str):
 
 
 async def read_json(request: Request):
-    """The request's JSON object; None if it is not one; a Response to send back if refused.
-
-    Refused: a body over ``MAX_BODY`` bytes (413, read no further), a content
-    type other than JSON (415: a cross-site form cannot send JSON without a
-    CORS preflight), and an ``Origin`` other than this server's (403).
-    """
+    """The request's JSON object; None if it is not one; a Response to send back if refused."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json":
         return JSONResponse({"error": "send JSON (content-type application/json)"}, status_code=415)

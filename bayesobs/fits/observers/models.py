@@ -151,12 +151,7 @@ def kalman_means(z: np.ndarray, rho: np.ndarray | float) -> np.ndarray:
 
 
 def _kalman_scan(z, r, tangent: bool):
-    """The filter's ``lax.scan``: the means, and with ``tangent`` their derivatives in ``r``.
-
-    ``d mu_t / d r`` is carried forward beside ``mu_t`` (``r`` is one number
-    per run), so a gradient needs this one loop over time instead of a forward
-    and a backward one.  Returns ``(means, derivatives or None)``.
-    """
+    """The filter's ``lax.scan``: the means, and with ``tangent`` their derivatives in ``r``."""
     import jax  # optional weight: JAX loads only for posterior/calibration work
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
 
@@ -212,11 +207,7 @@ def _kalman_filter_jax():
 
 
 def _kalman_jax(z, rho):
-    """:func:`kalman_means` for JAX arrays (``lax.scan`` over time; finite ``rho``).
-
-    Differentiated in forward mode through ``rho`` (:func:`_kalman_scan`), so
-    reverse mode (NUTS's gradients) runs one loop over time, not two.
-    """
+    """:func:`kalman_means` for JAX arrays (``lax.scan`` over time; finite ``rho``)."""
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
 
     r = jnp.broadcast_to(rho, z.shape[:-1])

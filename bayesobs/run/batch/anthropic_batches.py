@@ -1,16 +1,4 @@
-"""Anthropic's Message Batches: one ``client.messages.batches.create`` per batch, results as JSONL.
-
-A batch's requests are ``{"custom_id", "params"}``, each ``params`` exactly the
-body the subject sends live
-(:meth:`~bayesobs.run.subjects.anthropic_messages.AnthropicSubject.payload`);
-``processing_status`` goes ``in_progress`` (or ``canceling``) -> ``ended``,
-when ``request_counts`` (``processing``, ``succeeded``, ``errored``,
-``canceled``, ``expired``) are final and the JSONL at ``results_url`` holds one
-``{custom_id, result}`` per request, read by the subject's own reply reader.
-Message Batches keep no metadata: a batch's ``custom_id`` carry its nonce
-(:func:`tagged`), and one whose id a kill kept from the log is found by its
-time and size.
-"""
+"""Anthropic's Message Batches: one ``client.messages.batches.create`` per batch, results as JSONL."""
 
 from __future__ import annotations
 
@@ -34,13 +22,7 @@ TRANSIENT_TYPES = ("api_error", "overloaded_error", "rate_limit_error", "timeout
 
 
 def tagged(cid: str, nonce: str) -> str:
-    """The ``custom_id`` sent in a Message Batch: ``<cid>_<tag>``, the tag the nonce's first :data:`TAG_CHARS`.
-
-    Message Batches keep no metadata, so the tag is what shows that a result
-    belongs to the batch this run created (a batch found again by its size
-    after a kill).  A ``ValueError`` when the result does not match the API's
-    ``^[a-zA-Z0-9_-]{1,64}$``.
-    """
+    """The ``custom_id`` sent in a Message Batch: ``<cid>_<tag>``, the tag the nonce's first :data:`TAG_CHARS`."""
     wire = f"{cid}_{nonce[:TAG_CHARS]}"
     if not CUSTOM_ID.fullmatch(wire):
         raise ValueError(f"custom_id {wire!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
@@ -48,15 +30,7 @@ def tagged(cid: str, nonce: str) -> str:
 
 
 def message_outcome(result: Any, batch_id: str | None = None) -> Outcome:
-    """The :class:`~bayesobs.run.batch.provider.Outcome` of one Message Batch result's ``result``.
-
-    ``succeeded`` with a message that holds an answer is ``ok`` (read by the
-    ``anthropic:`` subject's own :func:`~bayesobs.run.subjects.anthropic_messages.reply_of`);
-    a message without one, ``errored`` with a transient error type
-    (:data:`TRANSIENT_TYPES`), ``canceled`` and ``expired`` are ``retry``;
-    another error type (``invalid_request_error``: the request cannot
-    succeed) is ``fatal``.  Anything but a dict reads as no result.
-    """
+    """The :class:`~bayesobs.run.batch.provider.Outcome` of one Message Batch result's ``result``."""
     result = result if isinstance(result, dict) else {}
     kind = result.get("type")
     if kind == "succeeded":
@@ -164,14 +138,7 @@ class AnthropicBatches(SdkBatches):
         return read_message_results(resp.content, state.id, nonce)
 
     async def find(self, nonce: str, intent: dict | None = None) -> str | None:
-        """The batch of a ``submitting`` record (``intent``) whose id never reached the log, if any.
-
-        Message Batches keep no metadata: the batch is the oldest one created
-        since the record's ``time_utc`` (less :data:`FIND_SKEW_S`), with as
-        many requests (``requests``), whose id is not already in the log
-        (``known_ids``).  Its results are read only under the nonce's tag, so a
-        wrong guess asks its trials again but logs nothing wrong.
-        """
+        """The batch of a ``submitting`` record (``intent``) whose id never reached the log, if any."""
         intent = intent or {}
         since = parse_time(intent.get("time_utc"))
         size = intent.get("requests")

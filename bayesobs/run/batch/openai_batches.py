@@ -1,12 +1,4 @@
-"""OpenAI's Batch API: JSONL input files, ``/v1/batches``, output and error files.
-
-A round's requests are one ``{"custom_id", "method": "POST", "url":
-"/v1/chat/completions", "body"}`` line each, the body exactly what the live run
-would send (:meth:`~bayesobs.run.subjects.openai_chat.OpenAIChatSubject.payload`),
-uploaded to ``/v1/files`` (``purpose=batch``) and submitted to ``/v1/batches``
-(``completion_window: "24h"``); a batch's ``metadata`` carries its nonce, so
-one whose id a kill kept from the log is found again.
-"""
+"""OpenAI's Batch API: JSONL input files, ``/v1/batches``, output and error files."""
 
 from __future__ import annotations
 
@@ -25,14 +17,7 @@ NONCE_KEY = "bayesobs_nonce"  # batch metadata: finds a batch whose id a kill ke
 
 
 def outcome(line: dict, batch_id: str | None = None) -> Outcome:
-    """The :class:`~bayesobs.run.batch.provider.Outcome` of one line of an output or error file.
-
-    ``response.status_code`` 200 with a chat completion that holds an answer
-    is ``ok``; 200 without an answer (:func:`~bayesobs.run.subjects.openai_chat.reply_of`),
-    408, 409, 429 and 5xx, and an ``error`` without a response
-    (``batch_expired``, ``batch_cancelled``) are ``retry``; other statuses
-    ``fatal``.
-    """
+    """The :class:`~bayesobs.run.batch.provider.Outcome` of one line of an output or error file."""
     resp = line.get("response")
     if not isinstance(resp, dict):
         err = line.get("error") if isinstance(line.get("error"), dict) else {}

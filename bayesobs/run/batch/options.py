@@ -15,23 +15,7 @@ MAX_BATCH_BYTES = 190 * 2**20  # under OpenAI's 200 MB per input file
 
 
 def check_poll_max(value: Any) -> float:
-    """``--poll-max``: a finite number of seconds > 0, else one clear error.
-
-    Parameters
-    ----------
-    value : object
-        The option's value.
-
-    Returns
-    -------
-    float
-        ``value`` as seconds.
-
-    Raises
-    ------
-    BayesobsInputError
-        When ``value`` is not a finite number > 0 (a bool is not a number).
-    """
+    """``--poll-max``: a finite number of seconds > 0, else one clear error."""
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -43,19 +27,7 @@ def check_poll_max(value: Any) -> float:
 
 
 def check_batch_subjects(subjects: list[str]) -> None:
-    """Every subject of a ``--batch`` run has a batch API (``openai:``, ``anthropic:``); else one clear error.
-
-    Parameters
-    ----------
-    subjects : list of str
-        The run's subject specs.
-
-    Raises
-    ------
-    BayesobsInputError
-        Naming the first subject that is neither ``openai:`` nor
-        ``anthropic:``.
-    """
+    """Every subject of a ``--batch`` run has a batch API (``openai:``, ``anthropic:``); else one clear error."""
     for s in subjects:
         if not str(s).startswith(("openai:", "anthropic:")):
             raise BayesobsInputError(

@@ -1,13 +1,4 @@
-"""What both batch providers share: outcomes, batch states, result files and the SDK's calls.
-
-A provider (:class:`~bayesobs.run.batch.openai_batches.OpenAIBatches`,
-:class:`~bayesobs.run.batch.anthropic_batches.AnthropicBatches`) has
-``line(custom_id, body) -> bytes`` (one request as sent),
-``submit(lines, nonce) -> batch id``, ``status(batch id) ->`` :class:`BatchState`,
-``results(state, nonce) -> {custom_id: Outcome}`` and ``find(nonce, intent)``
-(a batch whose id a kill kept from the log), with its ``max_requests`` and
-``max_bytes``.
-"""
+"""What both batch providers share: outcomes, batch states, result files and the SDK's calls."""
 
 from __future__ import annotations
 
@@ -75,11 +66,7 @@ class BatchGone(Exception):
 
 
 class SdkBatches:
-    """A provider's SDK client, its calls' errors and its listings.
-
-    Subclasses set ``api_name`` (for messages) and ``api_errors`` (the SDK's
-    status and connection errors).
-    """
+    """A provider's SDK client, its calls' errors and its listings."""
 
     api_name: str
     api_errors: tuple[type[Exception], ...]

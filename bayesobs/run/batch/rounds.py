@@ -1,10 +1,4 @@
-"""The round engine: log what is known, submit what waits, poll until the round's batches end.
-
-The trials are logged by the live runner's own code
-(:meth:`bayesobs.run.engine.Runner.run_session`) through a :class:`BatchSubject`
-that answers from batch results or the response cache, and otherwise marks
-its session as waiting (:class:`Pending`).  See :mod:`bayesobs.run.batch`.
-"""
+"""The round engine: log what is known, submit what waits, poll until the round's batches end."""
 
 from __future__ import annotations
 
@@ -43,33 +37,12 @@ def custom_id(key: tuple) -> str:
 
 
 def independent(sess) -> bool:
-    """Whether a session's requests do not depend on its answers (all in the first round).
-
-    True without a context window (``context_none``) when no trial is asked
-    from the answer before it (the decomposed scavenger hunt's steps are).
-    """
+    """Whether a session's requests do not depend on its answers (all in the first round)."""
     return sess.cond.context == 0 and not any(sess.task.follows(s) for s in sess.stimuli)
 
 
 def rounds_needed(sessions: list, done: dict) -> int:
-    """Rounds a batch run takes when every request succeeds.
-
-    A session with a rolling context takes one round per trial from its
-    first trial not logged; the others all fit in the first round.
-
-    Parameters
-    ----------
-    sessions : list of Session
-        The planned sessions.
-    done : dict
-        The trials already logged, by trial key.
-
-    Returns
-    -------
-    int
-        The largest number of rounds any session needs (0 when all is
-        logged).
-    """
+    """Rounds a batch run takes when every request succeeds."""
     n = 0
     for s in sessions:
         todo = [t for t in range(len(s.stimuli)) if (*s.key, t) not in done]
@@ -127,13 +100,7 @@ class Submitted:
 
 
 class BatchSubject:
-    """What the runner asks during a batch run: replies from batches, or the request noted.
-
-    A trial whose reply is known (a batch result or the response cache)
-    gets it; otherwise :class:`Pending` is raised (the session waits for the
-    next round) or, with ``collect``, the request is noted and a placeholder
-    returned (a session whose requests do not depend on its answers).
-    """
+    """What the runner asks during a batch run: replies from batches, or the request noted."""
 
     def __init__(self, engine: BatchRun, subject, collect: list | None = None):
         self.engine = engine
@@ -159,19 +126,7 @@ class BatchSubject:
 
 
 class BatchRun:
-    """Runs sessions through batch APIs in rounds into a store (see :mod:`bayesobs.run.batch`).
-
-    Parameters
-    ----------
-    store : ExperimentStore
-        The experiment folder, held with its lock.
-    subjects : dict
-        API subject objects (``openai:``, ``anthropic:``) by name.
-    options : BatchOptions
-        Polling and splitting.
-    progress : bool
-        A progress bar (else one line per poll on stderr).
-    """
+    """Runs sessions through batch APIs in rounds into a store (see :mod:`bayesobs.run.batch`)."""
 
     def __init__(self, store: ExperimentStore, subjects: dict, options: BatchOptions, progress):
         self.store = store
@@ -252,12 +207,7 @@ class BatchRun:
                 self.inflight[bid] = sub
 
     async def advance(self, sessions: list) -> dict:
-        """Log every trial whose reply is known; session key -> (session, :class:`Pending`) of each that waits.
-
-        A session that fails (other than fatally: a subject's
-        :class:`FatalSubjectError` or :class:`LogWriteError` stop the run) is
-        stopped and reported, as in a live run.
-        """
+        """Log every trial whose reply is known; session key -> (session, :class:`Pending`) of each that waits."""
         pending = {}
         for sess in sessions:
             if sess.key in self.finished or sess.key in self.stopped:
@@ -278,11 +228,7 @@ class BatchRun:
         return pending
 
     async def requests(self, sess, first: Pending) -> list[tuple[tuple, dict]]:
-        """(trial key, body) of the requests a waiting session puts in this round.
-
-        One, or for an independent session every trial without a known reply,
-        collected by running it against a :class:`ShadowStore`.
-        """
+        """(trial key, body) of the requests a waiting session puts in this round."""
         if not independent(sess):
             return [(first.key, first.body)]
         noted: list[tuple[tuple, dict]] = []
@@ -300,11 +246,7 @@ class BatchRun:
         return noted
 
     async def submit(self, pending: dict) -> None:
-        """Submit the waiting requests not already in a batch: one batch per subject (split if large).
-
-        Each batch is noted in ``batches.jsonl`` as ``submitting`` before it is
-        created and as ``submitted`` with its id after.
-        """
+        """Submit the waiting requests not already in a batch: one batch per subject (split if large)."""
         flying = {k for sub in self.inflight.values() for k in sub.ids.values()}
         by_subject: dict[str, dict[str, tuple[tuple, dict]]] = {}
         for sess, first in pending.values():
@@ -341,12 +283,7 @@ class BatchRun:
     def absorb(
         self, sub: Submitted, state: BatchState, outs: dict[str, Outcome], errors: bool = True
     ) -> tuple[int, int]:
-        """Take an ended batch's replies; the numbers of requests to retry and of those that cannot succeed.
-
-        A request without an outcome is a ``retry``; one whose
-        ``max_attempts`` batches ran out cannot succeed.  Without ``errors``
-        (a batch of an earlier run collected again) only replies are taken.
-        """
+        """Take an ended batch's replies; the numbers of requests to retry and of those that cannot succeed."""
         retry = fatal = 0
         why = f"batch {state.id} {state.status}" + (f" ({state.errors})" if state.errors else "")
         for cid, key in sub.ids.items():
@@ -429,15 +366,7 @@ class BatchRun:
             show(list(states.values()), self.round, self.planned, self.bar)
 
     async def run(self, sessions: list, chat: dict | None = None) -> None:
-        """Rounds until every session is logged or stopped, the batches of earlier runs taken up first.
-
-        Parameters
-        ----------
-        sessions : list of Session
-            The planned sessions.
-        chat : dict, optional
-            The chat options, for the cost estimate said on stderr.
-        """
+        """Rounds until every session is logged or stopped, the batches of earlier runs taken up first."""
         t0 = time.perf_counter()
         await self.recover()
         done0 = dict(self.store.done)
@@ -476,31 +405,7 @@ def execute_batch(
     chat: dict | None = None,
     progress: bool = False,
 ):
-    """Run sessions through batch APIs into ``store``; logs the invocation in ``runs.jsonl``.
-
-    The subjects' clients are closed at the end; a run that stops is logged
-    as ``stopped`` and its error raised again.
-
-    Parameters
-    ----------
-    sessions : list of Session
-        The planned sessions.
-    store : ExperimentStore
-        The experiment folder, held with its lock.
-    subjects : dict
-        API subjects (``openai:``, ``anthropic:``) by name.
-    options : BatchOptions
-        Polling and splitting.
-    chat : dict, optional
-        The chat options, for the cost estimate.
-    progress : bool
-        A progress bar (else one line per poll on stderr).
-
-    Returns
-    -------
-    RunReport
-        The run's :class:`~bayesobs.run.engine.RunReport`.
-    """
+    """Run sessions through batch APIs into ``store``; logs the invocation in ``runs.jsonl``."""
     store.log_run(event="start", sessions=len(sessions), batch=True)
     engine = BatchRun(store, subjects, options, progress)
 

@@ -1,54 +1,4 @@
-"""``anthropic:<model>``: Claude through Anthropic's Messages API and its official SDK.
-
-The same contract as :mod:`bayesobs.run.subjects.openai_chat` (a
-:class:`~bayesobs.chat.Request` in, a
-:class:`~bayesobs.chat.Reply` out, the same
-:class:`~bayesobs.run.subjects.cache.ResponseCache`), in the Messages API's
-terms:
-
-* the system prompt goes as the top-level ``system``; images as base64
-  ``image`` content blocks (``{"type": "image", "source": {"type":
-  "base64", "media_type": "image/png", "data": ...}}``), after the turn's
-  text as in the OpenAI form; an earlier answer that was empty goes as
-  :data:`EMPTY_ANSWER` (the API refuses empty assistant turns);
-* ``max_tokens`` is required: the reply budget (the task's, else
-  ``--max-tokens``), plus with ``--reasoning-effort`` (other than ``none``)
-  the ``--reasoning-budget``, which is sent as extended thinking,
-  ``thinking: {"type": "enabled", "budget_tokens": N}`` (``N`` >= 1024,
-  and so below ``max_tokens``).  Thinking is incompatible with a modified
-  temperature: then no ``temperature`` is sent and replies are logged
-  with ``temperature_effective`` 1;
-* the reply's text blocks, joined, are the answer; ``stop_reason``
-  ``"max_tokens"`` is logged as ``finish_reason`` ``"length"`` (so a
-  truncated or budget-exhausted reply is recognised as for OpenAI),
-  ``"end_turn"``/``"stop_sequence"`` as ``"stop"``, ``"refusal"`` as
-  ``"content_filter"``;
-* usage: ``prompt_tokens`` is all input (``input_tokens`` plus the cache's
-  ``cache_creation_input_tokens`` and ``cache_read_input_tokens``, so that,
-  as for OpenAI, ``cached_tokens`` is a part of it), ``completion_tokens``
-  the ``output_tokens`` (thinking included), ``cached_tokens`` the
-  ``cache_read_input_tokens``.  The API does not report thinking tokens
-  apart: ``reasoning_tokens`` is logged only for a reply that is all
-  thinking (every output token), which is what ``budget_exhausted`` needs.
-
-Retries: 429 ``rate_limit_error`` (honouring ``retry-after`` as
-:func:`~bayesobs.run.subjects.openai_chat.retry_after` does), 529
-``overloaded_error`` and other 5xx, time-outs, connection errors and 200
-replies without a message are retried with the same capped, jittered
-backoff and the same ``--max-wait`` bound.  401, 403, 404, 402 (billing)
-and a 429 whose ``error_code`` is ``enforced_spend_limit_reached`` (no
-retry can succeed before the month ends) stop the run; any other 4xx
-(``invalid_request_error``) fails the trial, which is logged in
-``runs.jsonl`` and redone on resume.
-
-The key is ``--api-key-file``/``--api-key`` or ``ANTHROPIC_API_KEY``; it is
-never written anywhere, and replaced by ``[redacted]`` wherever a server
-echoes it.  The endpoint is ``--base-url`` or ``ANTHROPIC_BASE_URL``
-(default ``https://api.anthropic.com``, *without* ``/v1``).  The Messages
-API has no image ``detail`` setting: ``image_detail`` is logged as None
-(``--image-detail`` applies to ``openai:`` subjects), and it has no
-logprobs (``--logprobs`` is refused for ``anthropic:`` subjects).
-"""
+"""``anthropic:<model>``: Claude through Anthropic's Messages API and its official SDK."""
 
 from __future__ import annotations
 
@@ -89,35 +39,12 @@ FATAL_CODES = ("enforced_spend_limit_reached",)  # a 429 that no wait can cure
 
 @lru_cache(maxsize=8192)
 def b64(png: bytes) -> str:
-    """Base64 of a PNG (cached: history images recur in every request).
-
-    Parameters
-    ----------
-    png : bytes
-        A PNG file's bytes.
-
-    Returns
-    -------
-    str
-        Its base64 text.
-    """
+    """Base64 of a PNG (cached: history images recur in every request)."""
     return base64.b64encode(png).decode()
 
 
 def image_block(png: bytes) -> dict:
-    """An image content block of a PNG, base64-encoded.
-
-    Parameters
-    ----------
-    png : bytes
-        A PNG file's bytes.
-
-    Returns
-    -------
-    dict
-        ``{"type": "image", "source": {"type": "base64", "media_type":
-        "image/png", "data": ...}}``.
-    """
+    """An image content block of a PNG, base64-encoded."""
     return {
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": b64(png)},
@@ -125,20 +52,7 @@ def image_block(png: bytes) -> dict:
 
 
 def to_messages(request: Request) -> list[dict]:
-    """Messages API turns of a request (the system prompt goes apart, as ``system``).
-
-    Parameters
-    ----------
-    request : Request
-        The trial's request.
-
-    Returns
-    -------
-    list of dict
-        One message per turn: an assistant turn's text (:data:`EMPTY_ANSWER`
-        when empty), a user turn's text, or, for a user turn with images, a
-        list of blocks (its text, then one :func:`image_block` per image).
-    """
+    """Messages API turns of a request (the system prompt goes apart, as ``system``)."""
     msgs: list[dict] = []
     for t in request.turns:
         if t.role == "assistant":
@@ -157,34 +71,7 @@ def to_messages(request: Request) -> list[dict]:
 
 
 def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
-    """Text, ``finish_reason``, usage and token details of a Messages API body.
-
-    Parameters
-    ----------
-    raw : bytes
-        The HTTP body of a 200 reply.
-
-    Returns
-    -------
-    text : str
-        The reply's text blocks, joined.
-    finish_reason : str or None
-        ``stop_reason`` mapped by :data:`FINISH_REASONS` (an unknown one kept
-        as it is).
-    usage : dict or None
-        In the OpenAI form the trial table keeps: ``prompt_tokens`` (all
-        input, cache reads and writes included) and ``completion_tokens``
-        (``output_tokens``); None without usage.
-    details : dict
-        ``cached_tokens`` (``cache_read_input_tokens``) and, for a reply of
-        thinking only, ``reasoning_tokens``.
-
-    Raises
-    ------
-    EmptyReply
-        For a body that holds no message: not JSON, an ``error`` object, no
-        ``content`` list, a text block without text.
-    """
+    """Text, ``finish_reason``, usage and token details of a Messages API body."""
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -231,22 +118,7 @@ def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
 
 
 class AnthropicSubject(CachedReplies):
-    """A Claude model behind Anthropic's Messages API.
-
-    Parameters
-    ----------
-    options : ChatOptions
-        Model, endpoint and request parameters (``token_param`` does not
-        apply: the budget is always ``max_tokens``; ``logprobs`` must be None).
-    api_key : str, optional
-        The key (default ``ANTHROPIC_API_KEY``); never written anywhere.
-    cache : ResponseCache, optional
-        Where replies that hold an answer are kept.
-    cache_scope : str
-        ``"global"``, or the experiment folder that alone may replay a cached reply.
-    folder : str, optional
-        The experiment folder, recorded with each cached reply.
-    """
+    """A Claude model behind Anthropic's Messages API."""
 
     def __init__(
         self,
@@ -297,38 +169,13 @@ class AnthropicSubject(CachedReplies):
         return reasoning_budget(o.reasoning_effort, o.reasoning_budget)
 
     def budget(self, request: Request) -> int:
-        """``max_tokens``: the visible answer's budget plus the thinking budget.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request; its ``max_tokens`` (a task's own reply budget)
-            wins over the option's.
-
-        Returns
-        -------
-        int
-            Tokens.
-        """
+        """``max_tokens``: the visible answer's budget plus the thinking budget."""
         o = self.options
         visible = request.max_tokens if request.max_tokens is not None else o.max_tokens
         return visible + self.thinking_budget
 
     def payload(self, request: Request) -> dict:
-        """The Messages API request body of a request.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        dict
-            ``model``, ``max_tokens`` (:meth:`budget`), ``system``, ``messages``
-            (:func:`to_messages`) and either ``thinking`` (with a thinking
-            budget) or ``temperature``.
-        """
+        """The Messages API request body of a request."""
         o = self.options
         body: dict = {
             "model": o.model,
@@ -348,15 +195,7 @@ class AnthropicSubject(CachedReplies):
         return 1.0 if self.thinking_budget else self.options.temperature
 
     def summary(self) -> dict:
-        """The run's request choices, for the manifest.
-
-        Returns
-        -------
-        dict
-            ``api`` (``"anthropic-messages"``), ``token_param`` (``"max_tokens"``),
-            ``temperature_effective``, ``thinking_budget`` (None without
-            thinking) and ``image_detail`` (None).
-        """
+        """The run's request choices, for the manifest."""
         return {
             "api": "anthropic-messages",
             "token_param": "max_tokens",
@@ -366,22 +205,7 @@ class AnthropicSubject(CachedReplies):
         }
 
     def columns(self, body: dict, details: dict) -> dict:
-        """A reply's API columns of the trial row (the same for every body of a run).
-
-        Parameters
-        ----------
-        body : dict
-            The request body the reply answers (not read: the columns are the
-            same for every body).
-        details : dict
-            The reply's token details (:func:`reply_of`).
-
-        Returns
-        -------
-        dict
-            ``token_param`` (``"max_tokens"``), ``temperature_effective``,
-            ``image_detail`` (None) and the details.
-        """
+        """A reply's API columns of the trial row (the same for every body of a run)."""
         return {
             "token_param": "max_tokens",
             "temperature_effective": self.temperature_effective,
@@ -416,27 +240,7 @@ class AnthropicSubject(CachedReplies):
         return f"{type(exc).__name__} ({where}): {exc}"
 
     async def complete(self, request: Request) -> Reply:
-        """Ask the model (or replay the cache), retrying transient failures.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        Reply
-            The (redacted) text with latency, usage, attempts, finish reason and
-            the trial-row columns; a replayed reply is marked ``cached``.
-
-        Raises
-        ------
-        FatalSubjectError
-            On 401, 402, 403 or 404, or a 429 of a spend limit (the run stops).
-        SubjectError
-            When the attempts or ``max_wait_s`` run out, or the request cannot
-            succeed (another 4xx).
-        """
+        """Ask the model (or replay the cache), retrying transient failures."""
         body = self.payload(request)
         key, hit = self._replay(body, request)
         if hit is not None:

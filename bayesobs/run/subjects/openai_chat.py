@@ -1,58 +1,4 @@
-"""``openai:<model>``: any OpenAI-compatible chat API through the official SDK.
-
-Images go as base64 PNG data URLs.  The SDK's own retries are off; this
-module retries 429s, 5xx answers, time-outs and connection errors with
-capped exponential backoff and jitter (:func:`backoff`), generous enough for
-day-long sweeps.  A ``Retry-After`` of up to :data:`MAX_RETRY_AFTER_S`
-seconds is honoured; a larger, negative or unreadable one (a date in 2099,
-``1e20``, ``soon``) is ignored in favour of the backoff schedule
-(:func:`retry_after`).  The total wait of one request is bounded by
-``max_wait_s`` (``--max-wait``, default 600 s): a retry that would wait
-past it gives up, and the trial fails like one whose attempts ran out (it is
-logged in ``runs.jsonl`` and redone on resume, never logged as an answer).
-A 200 reply that holds no answer (an ``{"error": ...}`` body, no or empty
-``choices``, ``content: null``, truncated JSON, an HTML page) is retried the
-same way and never cached.  ``timeout_s`` bounds each whole request,
-however slowly the server trickles.  Requests that can never succeed (401,
-403, 404) stop the run at once.
-
-Reasoning models.  The reply budget goes as ``max_completion_tokens``
-(OpenAI's parameter, accepted by every current OpenAI model) or
-``max_tokens`` (what many other servers know): ``token_param``
-(``--token-param``) ``"auto"`` (the default) starts with
-``max_completion_tokens``.  A server that refuses the one sent with HTTP 400
-naming it gets the other on the retry, once; a server that silently ignores
-it (llama.cpp's answers ``max_completion_tokens: 5`` with thousands of tokens)
-is caught in ``"auto"`` by checking each reply's ``usage.completion_tokens``
-against the budget sent: that reply is discarded and the trial asked again
-with the other parameter.  A refused sampling parameter (``temperature``,
-``top_p``: HTTP 400 naming it) is dropped on the retry, once.  Each choice is
-remembered for the run (:attr:`OpenAIChatSubject.adaptations`, which the
-runner reports in the terminal, ``runs.jsonl`` and the manifest), and until
-the first request has come back the subject's requests go one at a time, so
-a run of 16 concurrent sessions pays one refusal, not 16 (a failing first
-request releases the others at once).  With
-``reasoning_effort`` (other than ``"none"``) the visible-answer budget is
-*added* to ``reasoning_budget`` (:data:`DEFAULT_REASONING_BUDGET`) instead of
-being all the model may spend.
-
-Images.  Every image part carries ``detail`` (``--image-detail``: ``auto``,
-OpenAI's own default, unless ``low`` or ``high`` is asked), sent explicitly
-so that cost and perception do not follow a provider's default; each trial
-row logs it as ``image_detail`` (None for a request without an image).
-
-Adaptive concurrency.  With ``--concurrency auto`` the runner sets
-:attr:`OpenAIChatSubject.pacer` (:class:`bayesobs.run.concurrency.AdaptiveGate`):
-each answered attempt is reported to it as a success, each 429 as a
-throttle, with the pacer's epoch read as the attempt was sent.
-
-The API key is read from the option (``--api-key-file`` or ``--api-key``)
-or ``OPENAI_API_KEY`` and never written anywhere: not to the manifest, the
-trial log, the cache or an error message.  A server that echoes the key in a
-reply or an error (a proxy's debug page) has it replaced by ``[redacted]``
-wherever the text is kept (:func:`redact`): ``raw_response``, the cache,
-``runs.jsonl`` and stderr.
-"""
+"""``openai:<model>``: any OpenAI-compatible chat API through the official SDK."""
 
 from __future__ import annotations
 
@@ -103,51 +49,18 @@ class ChatOptions:
     image_detail: str = DEFAULT_IMAGE_DETAIL  # --image-detail: OpenAI's ``detail`` of image parts
 
     def public(self) -> dict:
-        """Every option (the key is not an option, so nothing secret).
-
-        Returns
-        -------
-        dict
-            Each field's name and value.
-        """
+        """Every option (the key is not an option, so nothing secret)."""
         return {k: v for k, v in self.__dict__.items()}
 
 
 @lru_cache(maxsize=8192)
 def data_url(png: bytes) -> str:
-    """``data:image/png;base64,...`` (cached: history images recur in every request).
-
-    Parameters
-    ----------
-    png : bytes
-        A PNG file's bytes.
-
-    Returns
-    -------
-    str
-        The image as a base64 data URL.
-    """
+    """``data:image/png;base64,...`` (cached: history images recur in every request)."""
     return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
 def to_messages(request: Request, detail: str = DEFAULT_IMAGE_DETAIL) -> list[dict]:
-    """Chat messages of a request: system, then user/assistant turns (images with ``detail``).
-
-    Parameters
-    ----------
-    request : Request
-        The trial's request.
-    detail : str
-        The ``detail`` of every image part (one of ``IMAGE_DETAILS``).
-
-    Returns
-    -------
-    list of dict
-        OpenAI chat messages: the system prompt, then one message per turn;
-        an assistant turn or a user turn without images has text content, a
-        user turn with images a list of parts (its text, then one
-        ``image_url`` part per image, in order).
-    """
+    """Chat messages of a request: system, then user/assistant turns (images with ``detail``)."""
     msgs: list[dict] = [{"role": "system", "content": request.system}]
     for t in request.turns:
         pngs = t.pngs
@@ -166,18 +79,7 @@ def to_messages(request: Request, detail: str = DEFAULT_IMAGE_DETAIL) -> list[di
 
 
 def has_images(body: dict) -> bool:
-    """Whether a chat-completion body shows any image (its ``detail`` then applies).
-
-    Parameters
-    ----------
-    body : dict
-        A chat-completion request body.
-
-    Returns
-    -------
-    bool
-        True when a message has an ``image_url`` part.
-    """
+    """Whether a chat-completion body shows any image (its ``detail`` then applies)."""
     return any(
         isinstance(m.get("content"), list)
         and any(p.get("type") == "image_url" for p in m["content"])
@@ -191,22 +93,7 @@ MIN_SECRET_CHARS = 8  # shorter "keys" (a local server's placeholder) are not se
 
 
 def retry_after(exc: Exception) -> float | None:
-    """The wait a failed request's ``Retry-After`` header asks for, if it is to be believed.
-
-    Parameters
-    ----------
-    exc : Exception
-        The failure; its ``response`` (if any) carries the header, in seconds
-        or as an HTTP date.
-
-    Returns
-    -------
-    float or None
-        Seconds (a past HTTP date is 0); None when the header is absent,
-        unreadable (``soon``, ``nan``), negative or beyond
-        :data:`MAX_RETRY_AFTER_S` (``1e20``, a date in 2099): the caller then
-        follows its backoff schedule.
-    """
+    """The wait a failed request's ``Retry-After`` header asks for, if it is to be believed."""
     resp = getattr(exc, "response", None)
     if resp is None:
         return None
@@ -229,59 +116,14 @@ def retry_after(exc: Exception) -> float | None:
 
 
 def backoff(attempt: int, base_s: float, cap_s: float) -> float:
-    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``base * 2**(attempt-1)``, capped, jittered to 50-100 %.
-
-    Parameters
-    ----------
-    attempt : int
-        The retry's number, from 1.
-    base_s : float
-        The first wait, in seconds.
-    cap_s : float
-        The longest wait before jitter, in seconds.
-
-    Returns
-    -------
-    float
-        Seconds to wait: ``min(cap_s, base_s * 2**(attempt - 1))`` times a
-        uniform draw in 0.5..1.
-    """
+    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``base * 2**(attempt-1)``, capped, jittered to 50-100 %."""
     return min(cap_s, base_s * 2 ** min(attempt - 1, 64)) * random.uniform(0.5, 1.0)
 
 
 def retry_delay(
     exc: Exception, what: str, attempt: int, waited: float, options: ChatOptions, redact_text
 ) -> float:
-    """The wait before the next attempt of a failed request, or the error that ends it.
-
-    ``Retry-After`` when the provider gave a believable one (:func:`retry_after`),
-    else the backoff schedule (:func:`backoff`), capped at ``backoff_cap_s``.
-
-    Parameters
-    ----------
-    exc : Exception
-        The failure of this attempt.
-    what : str
-        The failure as one line, for the error message.
-    attempt : int
-        The attempt that failed (1 for the first).
-    waited : float
-        Seconds waited before earlier attempts of this request.
-    options : ChatOptions
-        ``max_attempts``, ``backoff_s``, ``backoff_cap_s`` and ``max_wait_s``.
-    redact_text : callable
-        The subject's redaction of its API key from a message.
-
-    Returns
-    -------
-    float
-        Seconds to wait.
-
-    Raises
-    ------
-    SubjectError
-        When the attempts are used up, or the wait would pass ``max_wait_s``.
-    """
+    """The wait before the next attempt of a failed request, or the error that ends it."""
     if attempt >= options.max_attempts:
         raise SubjectError(redact_text(f"gave up after {attempt} attempts: {what}")) from None
     delay = retry_after(exc)
@@ -300,13 +142,7 @@ def retry_delay(
 
 
 async def pause(seconds: float) -> None:
-    """Wait between attempts (one place, so tests can count the waits instead of sleeping).
-
-    Parameters
-    ----------
-    seconds : float
-        How long to wait.
-    """
+    """Wait between attempts (one place, so tests can count the waits instead of sleeping)."""
     await asyncio.sleep(seconds)
 
 
@@ -318,21 +154,7 @@ _SECRET_PARAM = re.compile(
 
 
 def public_url(url: str | None) -> str | None:
-    """``url`` without a user or password (``http://user:KEY@host``) or key-like query parameters.
-
-    What is written (manifest, cache entries) names the endpoint this way; the
-    request itself still uses the URL as given.
-
-    Parameters
-    ----------
-    url : str or None
-        An endpoint URL.
-
-    Returns
-    -------
-    str or None
-        The URL without its credentials (``None`` for ``None``).
-    """
+    """``url`` without a user or password (``http://user:KEY@host``) or key-like query parameters."""
     if not url:
         return url
     parts = urllib.parse.urlsplit(url)
@@ -344,24 +166,7 @@ def public_url(url: str | None) -> str | None:
 
 
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``[redacted]``.
-
-    Keys shorter than :data:`MIN_SECRET_CHARS` are left alone: they are no
-    secrets (``not-needed`` for a local server is not passed here) and
-    replacing them would garble replies.
-
-    Parameters
-    ----------
-    text : str
-        The text to clean (anything else is returned as it is).
-    secret : str or None
-        The API key.
-
-    Returns
-    -------
-    str
-        ``text`` with the key replaced.
-    """
+    """``text`` with every occurrence of ``secret`` replaced by ``[redacted]``."""
     if not secret or len(secret) < MIN_SECRET_CHARS or not isinstance(text, str):
         return text
     return text.replace(secret, REDACTED)
@@ -376,20 +181,7 @@ class EmptyReply(Exception):
 
 
 def token_details(usage: dict) -> dict:
-    """``reasoning_tokens`` and ``cached_tokens`` of a reply's usage, where the API reports them.
-
-    Parameters
-    ----------
-    usage : dict
-        A reply's ``usage`` object.
-
-    Returns
-    -------
-    dict
-        ``reasoning_tokens`` (from ``completion_tokens_details``) and
-        ``cached_tokens`` (from ``prompt_tokens_details``), each only where it
-        is an integer.
-    """
+    """``reasoning_tokens`` and ``cached_tokens`` of a reply's usage, where the API reports them."""
     out = {}
     for outer, key in (
         ("completion_tokens_details", "reasoning_tokens"),
@@ -403,36 +195,7 @@ def token_details(usage: dict) -> dict:
 
 
 def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
-    """Text, ``finish_reason``, usage and token details of a chat completion body.
-
-    A ``content: null`` cut off by the budget (``finish_reason: "length"``)
-    is the empty reply it is.
-
-    Parameters
-    ----------
-    raw : bytes
-        The HTTP body of a 200 reply.
-
-    Returns
-    -------
-    text : str
-        The first choice's message content.
-    finish_reason : str or None
-        The first choice's ``finish_reason``.
-    usage : dict or None
-        ``prompt_tokens`` and ``completion_tokens``, when the body has usage.
-    details : dict
-        :func:`token_details` (empty where not reported) and, where the
-        reply has them, its tokens' ``logprobs`` in
-        :func:`bayesobs.logprobs.compact` form.
-
-    Raises
-    ------
-    EmptyReply
-        With the reason, for a body that holds no answer: not JSON, an
-        ``error`` object, no or empty ``choices``, no message or
-        ``content: null``.
-    """
+    """Text, ``finish_reason``, usage and token details of a chat completion body."""
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -469,26 +232,7 @@ def reply_of(raw: bytes) -> tuple[str, str | None, dict | None, dict]:
 
 
 def refused_param(exc: Exception, sent: dict) -> str | None:
-    """The request parameter an HTTP 400 refuses, if it names one that was sent.
-
-    OpenAI's errors name it in ``param`` (``unsupported_parameter``,
-    ``unsupported_value``); other servers only in the message
-    (``Unrecognized request argument supplied: max_completion_tokens``).
-
-    Parameters
-    ----------
-    exc : Exception
-        The HTTP 400 error.
-    sent : dict
-        The request body that was refused.
-
-    Returns
-    -------
-    str or None
-        The refused parameter (a token, sampling or logprobs parameter in
-        ``sent``; the first named in the message when ``param`` does not name
-        one), or None.
-    """
+    """The request parameter an HTTP 400 refuses, if it names one that was sent."""
     candidates = [k for k in (*TOKEN_PARAMS[1:], *SAMPLING_PARAMS, *LOGPROB_PARAMS) if k in sent]
     param = getattr(exc, "param", None)
     if param in candidates:
@@ -500,18 +244,7 @@ def refused_param(exc: Exception, sent: dict) -> str | None:
 
 
 def server_default(exc: Exception) -> float | None:
-    """The default value a refusal names (``Only the default (1) value is supported``), if any.
-
-    Parameters
-    ----------
-    exc : Exception
-        The HTTP 400 error.
-
-    Returns
-    -------
-    float or None
-        The number in ``default (N)`` of its message, or None.
-    """
+    """The default value a refusal names (``Only the default (1) value is supported``), if any."""
     m = re.search(r"default \((-?\d+(?:\.\d+)?)\)", str(getattr(exc, "message", "") or exc))
     return float(m.group(1)) if m else None
 
@@ -520,12 +253,7 @@ CACHED_DETAILS = ("reasoning_tokens", "cached_tokens", "logprobs")  # kept with 
 
 
 class CachedReplies:
-    """The response cache of an API subject: its keys and replays (``openai:``, ``anthropic:``).
-
-    A subject sets ``cache`` (a :class:`ResponseCache` or None), ``endpoint``,
-    ``cache_scope`` and a ``columns(body, details)`` method giving the
-    trial-row columns of a reply.
-    """
+    """The response cache of an API subject: its keys and replays (``openai:``, ``anthropic:``)."""
 
     cache: ResponseCache | None
     endpoint: str
@@ -567,22 +295,7 @@ class CachedReplies:
         return Reply(text=text, usage=usage, finish_reason=finish, extra=extra, **reply)
 
     def cache_key(self, body: dict, request: Request) -> str:
-        """Everything that determines the reply: endpoint, request body, trial identity, scope.
-
-        Parameters
-        ----------
-        body : dict
-            The request body.
-        request : Request
-            The trial's request; its meta gives the identity (subject, task,
-            modality, condition, session, run, trial, seed).
-
-        Returns
-        -------
-        str
-            :func:`~bayesobs.run.subjects.cache.request_key` of the body and the
-            identity with the endpoint and cache scope.
-        """
+        """Everything that determines the reply: endpoint, request body, trial identity, scope."""
         identity = {
             k: request.meta.get(k)
             for k in ("subject", "task", "modality", "condition", "session", "run", "trial", "seed")
@@ -593,21 +306,7 @@ class CachedReplies:
 
 
 class OpenAIChatSubject(CachedReplies):
-    """A chat model behind an OpenAI-compatible endpoint.
-
-    Parameters
-    ----------
-    options : ChatOptions
-        Model, endpoint and request parameters.
-    api_key : str, optional
-        The key (default ``OPENAI_API_KEY``); never written anywhere.
-    cache : ResponseCache, optional
-        Where replies that hold an answer are kept.
-    cache_scope : str
-        ``"global"``, or the experiment folder that alone may replay a cached reply.
-    folder : str, optional
-        The experiment folder, recorded with each cached reply.
-    """
+    """A chat model behind an OpenAI-compatible endpoint."""
 
     def __init__(
         self,
@@ -667,44 +366,14 @@ class OpenAIChatSubject(CachedReplies):
         return redact(text, self._secret)
 
     def budget(self, request: Request) -> int:
-        """The reply budget: the visible answer's, plus the reasoning budget with an effort.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request; its ``max_tokens`` (a task's own reply budget)
-            wins over the option's.
-
-        Returns
-        -------
-        int
-            Tokens: the visible budget plus
-            :func:`bayesobs.run.reasoning.reasoning_budget` of the effort.
-        """
+        """The reply budget: the visible answer's, plus the reasoning budget with an effort."""
         o = self.options
         # a task that lets the model reason sets its own reply budget (Request.max_tokens)
         visible = request.max_tokens if request.max_tokens is not None else o.max_tokens
         return visible + reasoning_budget(o.reasoning_effort, o.reasoning_budget)
 
     def payload(self, request: Request) -> dict:
-        """The chat-completion request body of a request, as the server takes it now.
-
-        The budget (:meth:`budget`) goes as the run's token parameter; a
-        sampling parameter the server refused is left out.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        dict
-            ``model``, ``messages`` (:func:`to_messages`), ``temperature``
-            (unless refused), the budget under the current token parameter,
-            ``reasoning_effort`` when set, and ``logprobs``/``top_logprobs`` with
-            ``--logprobs`` (unless refused).
-        """
+        """The chat-completion request body of a request, as the server takes it now."""
         o = self.options
         body: dict = {"model": o.model, "messages": to_messages(request, o.image_detail)}
         if "temperature" not in self.dropped:
@@ -725,17 +394,7 @@ class OpenAIChatSubject(CachedReplies):
         return self.options.temperature
 
     def summary(self) -> dict:
-        """The run's request choices, for the manifest.
-
-        Returns
-        -------
-        dict
-            ``token_param_option``, ``token_param`` (the one used now),
-            ``dropped`` (refused parameters), ``temperature_effective``,
-            ``reasoning_budget`` (None without an effort), ``logprobs``,
-            ``image_detail`` and ``logprobs_effective`` (None when the server
-            refused or did not return them).
-        """
+        """The run's request choices, for the manifest."""
         o = self.options
         return {
             "token_param_option": o.token_param,
@@ -755,21 +414,7 @@ class OpenAIChatSubject(CachedReplies):
         }
 
     def columns(self, body: dict, details: dict) -> dict:
-        """A reply's API columns of the trial row (``token_param``, ``image_detail``, token details).
-
-        Parameters
-        ----------
-        body : dict
-            The request body the reply answers.
-        details : dict
-            The reply's token details (:func:`reply_of`).
-
-        Returns
-        -------
-        dict
-            ``token_param``, ``temperature_effective``, ``image_detail`` (None
-            without an image) and the details.
-        """
+        """A reply's API columns of the trial row (``token_param``, ``image_detail``, token details)."""
         param = next((k for k in TOKEN_PARAMS[1:] if k in body), None)
         temperature = body.get("temperature", self.temperature_effective)
         return {
@@ -830,11 +475,7 @@ class OpenAIChatSubject(CachedReplies):
         )
 
     def _overrun(self, param: str, used: int, budget: int) -> bool:
-        """A reply overran the budget sent: switch to the other token parameter (once a run).
-
-        Returns whether the trial is asked again: after the switch, or when
-        a concurrent request switched already.
-        """
+        """A reply overran the budget sent: switch to the other token parameter (once a run)."""
         other = _other(param)
         if self.token_param != param:
             return True
@@ -856,31 +497,7 @@ class OpenAIChatSubject(CachedReplies):
         return True
 
     async def complete(self, request: Request) -> Reply:
-        """Ask the model (or replay the cache), retrying transient failures.
-
-        Until a first request has come back from the server (settling the
-        run's request choices: token parameter, refused sampling parameters)
-        requests go one at a time.
-
-        Parameters
-        ----------
-        request : Request
-            The trial's request.
-
-        Returns
-        -------
-        Reply
-            The (redacted) text with latency, usage, attempts, finish reason and
-            the trial-row columns; a replayed reply is marked ``cached``.
-
-        Raises
-        ------
-        FatalSubjectError
-            On 401, 403 or 404 (the run stops).
-        SubjectError
-            When the attempts or ``max_wait_s`` run out, or a request cannot
-            succeed (another 4xx, a 400 that names no parameter to drop).
-        """
+        """Ask the model (or replay the cache), retrying transient failures."""
         if not self.settled:
             if self._probe is None:
                 self._probe = asyncio.Lock()
