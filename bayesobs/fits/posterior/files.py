@@ -96,7 +96,7 @@ def read_fit(path: Path, cell: str):
             ds = ds.dropna("y_dim_0", how="all")
         if "subject" in ds.dims:
             labels = ds["subject_label"].values
-            keep = np.array([isinstance(v, str) for v in labels])
+            keep = np.array([isinstance(v, str) and v != "" for v in labels])  # NaN pads: ""
             ds = ds.isel(subject=keep).drop_vars("subject_label")
             ds = ds.assign_coords(subject=labels[keep].astype(str))
         groups[g] = ds
