@@ -79,7 +79,7 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scal
     # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer.util import constrain_fn, log_likelihood, potential_energy
 
-    from ..nuts import make_sampler  # optional weight: JAX loads only for posterior/calibration work
+    from ..nuts import make_sampler  # optional weight: JAX loads only here
 
     variant = get_variant(name)
 
