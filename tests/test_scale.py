@@ -148,10 +148,12 @@ def test_batched_inference_data_is_built_like_from_dict():
         assert set(a.attrs) == set(b.attrs) - {"inference_library"}
 
 
-# the tolerances of the vectorised summaries (mcmcstats) and PSIS-LOO (psis) against ArviZ's own,
-# on tables rounded as arviz.summary rounds them: a rounded last digit, ESS to 5% (both
-# estimate the same autocorrelation sums, truncated by Geyer's rule), R-hat to 0.01
-SUMMARY_TOLERANCE = {"atol": {"r_hat": 0.011}, "rtol": {"ess_bulk": 0.05, "ess_tail": 0.05}}
+# the tolerances of the vectorised summaries (mcmcstats) against ArviZ's own, on tables rounded
+# as arviz.summary rounds them: a rounded last digit; R-hat to 0.01 (its rounding); ESS to 15%
+# here, where the chains are 2 x 40 draws (NumPyro's ESS leaves out the last autocorrelation
+# pair's tail term that ArviZ adds, a larger share of a short chain's sum; 5% at 4 x 500 draws,
+# tests/fits/test_mcmcstats.py); PSIS-LOO to rtol 1e-6
+SUMMARY_TOLERANCE = {"atol": {"r_hat": 0.011}, "rtol": {"ess_bulk": 0.15, "ess_tail": 0.15}}
 
 
 def assert_summary_rows_close(got: pd.DataFrame, ref: pd.DataFrame) -> None:
