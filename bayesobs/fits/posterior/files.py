@@ -22,7 +22,7 @@ import numpy as np
 KEPT_VARIANTS = ("static",)
 
 
-def cell_label(key: tuple) -> str:
+def _cell_label(key: tuple) -> str:
     """A fit's key (less its variant) joined by ``/``: its ``cell`` coordinate."""
     return "/".join(map(str, key))
 
@@ -35,7 +35,13 @@ class FitFile:
     cell: str
 
     def read(self):
-        """The fit as an InferenceData (:func:`read_fit`)."""
+        """The fit read back.
+
+        Returns
+        -------
+        arviz.InferenceData
+            :func:`read_fit` of ``path`` and ``cell``.
+        """
         return read_fit(self.path, self.cell)
 
 
@@ -51,7 +57,7 @@ def _stacked(fits: list, group: str):
             labels = ds["subject"].values.astype(object)
             ds = ds.assign_coords(subject=np.arange(len(labels)), subject_label=("subject", labels))
         parts.append(ds)
-    cells = pd.Index([cell_label(key[:-1]) for key, _ in fits], name="cell")
+    cells = pd.Index([_cell_label(key[:-1]) for key, _ in fits], name="cell")
     return xr.concat(parts, dim=cells, join="outer", coords="different", compat="equals")
 
 
@@ -152,7 +158,7 @@ class PosteriorFiles:
         name = "__".join(map(str, (first[-1], *first[:-1]))).replace("/", "_") + ".nc"
         write_fits(self.folder / name, fits)
         if self.keep is not None and first[-1] not in self.keep:
-            return [FitFile(self.folder / name, cell_label(key[:-1])) for key, _ in fits]
+            return [FitFile(self.folder / name, _cell_label(key[:-1])) for key, _ in fits]
         return [az.InferenceData(posterior=idata.posterior) for _, idata in fits]
 
 

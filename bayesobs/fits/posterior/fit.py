@@ -13,7 +13,7 @@ from .batching import (
     batch_jobs,
 )
 from .files import _sunk
-from .pools import _run_batch_jobs, _run_fit_jobs, default_processes
+from .pools import _default_processes, _run_batch_jobs, _run_fit_jobs
 
 
 def fit_posterior(
@@ -112,7 +112,7 @@ def fit_posterior(
         jobs, skipped, order = batch_jobs(trials, names, chains, warmup, draws, seed)
         results = [(k, n, None, [], None, note) for k, n, note in skipped]
         fits = sum(len(job[1]) for job in jobs)
-        results += _run_batch_jobs(jobs, scheduler, sink, workers or default_processes(fits))
+        results += _run_batch_jobs(jobs, scheduler, sink, workers or _default_processes(fits))
         rank = {n: i for i, n in enumerate(names)}
         results.sort(key=lambda r: (order[r[0]], rank[r[1]]))  # as the per-cell path orders them
     else:

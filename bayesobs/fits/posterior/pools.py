@@ -54,7 +54,7 @@ def _run_batch_jobs(jobs, scheduler=None, sink=None, processes: int = 1) -> list
 PROCESS_MIN_FITS = 200
 
 
-def default_processes(fits: int) -> int:
+def _default_processes(fits: int) -> int:
     """Processes for ``fits`` batched fits: two on two or more cores from :data:`PROCESS_MIN_FITS` on."""
     # a daemonic process (a pool's worker) may not start processes of its own
     spawn = fits >= PROCESS_MIN_FITS and not mp.current_process().daemon
