@@ -7,7 +7,7 @@ Run by ``make lint`` (beside import-linter's layer contracts in pyproject.toml):
 Every ``import`` and ``from ... import`` inside the package counts, at module
 level or inside a function, so a circle hidden in a function-level import is
 still a circle.  A *private cross-module import* is ``from X import _name``
-where ``X`` is another module of the package (dunder names such as
+where ``X`` is a module of another subpackage (dunder names such as
 ``__version__`` are not private).  An import inside a function must say why
 in a comment on its line or the line above (an optional dependency, start-up
 time), or follow such an import directly; the modules in ``LAZY_EXEMPT``
@@ -94,6 +94,7 @@ def read_graph(root: Path):
                 and imported.startswith("_")
                 and not (imported.startswith("__") and imported.endswith("__"))
                 and target != name
+                and target.rpartition(".")[0] != name.rpartition(".")[0]  # one subpackage shares
             ):
                 private.append((name, target, imported))
     return dict(edges), private, total, inner

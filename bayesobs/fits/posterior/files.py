@@ -47,8 +47,8 @@ class FitFile:
 
 def _stacked(fits: list, group: str):
     """One group of ``fits`` (``(key, idata)`` pairs) stacked along ``cell``."""
-    import pandas as pd
-    import xarray as xr
+    import pandas as pd  # start-up time: loaded with xarray, only to write a posterior
+    import xarray as xr  # start-up time: xarray loads only to write a posterior
 
     parts = []
     for _, idata in fits:

@@ -27,7 +27,7 @@ def _split(a: np.ndarray) -> np.ndarray:
 
 def _z_scale(a: np.ndarray) -> np.ndarray:
     """Rank-normalised draws of each ``(C, D)`` block (average ranks for ties)."""
-    from scipy.special import ndtri
+    from scipy.special import ndtri  # start-up time: SciPy's part loads where used
     from scipy.stats import rankdata
 
     flat = a.reshape(len(a), -1)
@@ -37,6 +37,7 @@ def _z_scale(a: np.ndarray) -> np.ndarray:
 
 def _ess(a: np.ndarray) -> np.ndarray:
     """Effective sample size of each ``(C, D)`` block; its size where it is constant."""
+    # optional weight: NumPyro (and JAX) load only here
     from numpyro.diagnostics import effective_sample_size
 
     a = np.asarray(a, dtype=float)
@@ -51,6 +52,7 @@ def _ess(a: np.ndarray) -> np.ndarray:
 
 def _rhat(a: np.ndarray) -> np.ndarray:
     """Split R-hat of each ``(C, D)`` block."""
+    # optional weight: NumPyro (and JAX) load only here
     from numpyro.diagnostics import split_gelman_rubin
 
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -59,7 +61,7 @@ def _rhat(a: np.ndarray) -> np.ndarray:
 
 def _finite_stats(a: np.ndarray, hdi_prob: float) -> dict[str, np.ndarray]:
     """Every column for blocks of finite draws."""
-    from numpyro.diagnostics import hpdi
+    from numpyro.diagnostics import hpdi  # optional weight: NumPyro (and JAX) load only here
 
     n, C = a.shape[:2]
     flat = a.reshape(n, -1)

@@ -23,7 +23,7 @@ _CUTOFF_MIN = np.log(np.finfo(float).tiny)
 
 def _logsumexp_rows(a: np.ndarray, b_inv: float | None = None) -> np.ndarray:
     """log(sum(exp(row)) / b_inv) of each row of ``a``."""
-    from scipy.special import logsumexp
+    from scipy.special import logsumexp  # start-up time: SciPy's part loads where used
 
     out = logsumexp(a, axis=-1)
     return out if b_inv is None else out - np.log(b_inv)
