@@ -70,6 +70,12 @@ def _imports(name: str, path: Path, mods: dict[str, Path]):
                     yield id(node), alias.name, None, id(node) in inner
 
 
+def _one_subpackage(a: str, b: str) -> bool:
+    """Whether modules ``a`` and ``b`` lie in one subpackage (below the top package)."""
+    parent = a.rpartition(".")[0]
+    return "." in parent and parent == b.rpartition(".")[0]
+
+
 def read_graph(root: Path):
     """Module graph, private cross-module imports and import counts of a package folder.
 
@@ -94,7 +100,7 @@ def read_graph(root: Path):
                 and imported.startswith("_")
                 and not (imported.startswith("__") and imported.endswith("__"))
                 and target != name
-                and target.rpartition(".")[0] != name.rpartition(".")[0]  # one subpackage shares
+                and not _one_subpackage(name, target)
             ):
                 private.append((name, target, imported))
     return dict(edges), private, total, inner
