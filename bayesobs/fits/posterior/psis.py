@@ -23,9 +23,8 @@ _CUTOFF_MIN = np.log(np.finfo(float).tiny)
 
 def _logsumexp_rows(a: np.ndarray, b_inv: float | None = None) -> np.ndarray:
     """log(sum(exp(row)) / b_inv) of each row of ``a``."""
-    from scipy.special import logsumexp  # start-up time: SciPy's part loads where used
-
-    out = logsumexp(a, axis=-1)
+    amax = a.max(axis=-1, keepdims=True)
+    out = np.log(np.exp(a - amax).sum(axis=-1)) + amax[..., 0]
     return out if b_inv is None else out - np.log(b_inv)
 
 
@@ -95,22 +94,28 @@ def psislw_rows(log_weights: np.ndarray, reff) -> tuple[np.ndarray, np.ndarray]:
     M = np.array([tail_length(S, float(r)) for r in np.broadcast_to(reff, (rows,))])
     k = np.full(rows, np.inf)
     x -= x.max(axis=1, keepdims=True)
-    order = np.argsort(x, axis=1)
-    xs = np.take_along_axis(x, order, axis=1)
-    cutoff = np.maximum(xs[np.arange(rows), S - M - 1], _CUTOFF_MIN)
-    n_tail = (xs > cutoff[:, None]).sum(axis=1)  # draws tied with the cut-off stay out
-    for n in np.unique(n_tail[n_tail > 4]):  # tails of one length together
-        idx = np.flatnonzero(n_tail == n)
-        expcut = np.exp(cutoff[idx])
-        kk, sigma = _gpdfit_rows(np.exp(xs[idx, S - n :]) - expcut[:, None])
-        k[idx] = kk
-        fin = np.isfinite(kk)
-        idx, kk, sigma, expcut = idx[fin], kk[fin], sigma[fin], expcut[fin]
-        with np.errstate(divide="ignore"):
-            smooth = np.log(_gpinv_rows(np.arange(0.5, n) / n, kk, sigma) + expcut[:, None])
-        part = x[idx]
-        np.put_along_axis(part, order[idx, S - n :], np.minimum(smooth, 0.0), axis=1)
-        x[idx] = part
+    for m in np.unique(M[M > 4]):  # a tail of M draws fits; shorter, k = inf and no smoothing
+        rows_m = np.flatnonzero(M == m)
+        xm = x[rows_m]
+        # the M + 1 largest draws in order: the cut-off, then the tail
+        top = np.argpartition(xm, S - m - 1, axis=1)[:, S - m - 1 :]
+        order = np.take_along_axis(top, np.argsort(np.take_along_axis(xm, top, 1), 1), 1)
+        xs = np.take_along_axis(xm, order, axis=1)
+        cutoff = np.maximum(xs[:, 0], _CUTOFF_MIN)
+        n_tail = (xs > cutoff[:, None]).sum(axis=1)  # draws tied with the cut-off stay out
+        for n in np.unique(n_tail[n_tail > 4]):  # tails of one length together
+            sel = np.flatnonzero(n_tail == n)
+            expcut = np.exp(cutoff[sel])
+            kk, sigma = _gpdfit_rows(np.exp(xs[sel, -n:]) - expcut[:, None])
+            k[rows_m[sel]] = kk
+            fin = np.isfinite(kk)
+            sel, kk, sigma, expcut = sel[fin], kk[fin], sigma[fin], expcut[fin]
+            with np.errstate(divide="ignore"):
+                smooth = np.log(_gpinv_rows(np.arange(0.5, n) / n, kk, sigma) + expcut[:, None])
+            part = xm[sel]
+            np.put_along_axis(part, order[sel, -n:], np.minimum(smooth, 0.0), axis=1)
+            xm[sel] = part
+        x[rows_m] = xm
     x -= _logsumexp_rows(x)[:, None]
     return x, k
 
