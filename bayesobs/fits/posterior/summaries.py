@@ -169,12 +169,12 @@ def _cell_results(group_keys, key, name, idata, chains):
 def slice_results(variant, items: list, raw, chains: int, sink=None) -> list:
     """Summary rows, LOO rows, notes and InferenceData of a sampled slice of cells, all at once.
 
-    The numbers are those :func:`_cell_results` gives for each cell's own
-    InferenceData (``arviz.summary`` and ``arviz.loo``), computed for the
-    whole slice at once: the summaries through
-    :func:`bayesobs.fits.mcmcstats.summary_stats` and PSIS-LOO through
-    :func:`bayesobs.fits.psis.loo_many` (ArviZ's arithmetic vectorised, the
-    same values), rounded as ``arviz.summary`` rounds them.
+    The numbers :func:`_cell_results` gives for each cell's own InferenceData
+    (``arviz.summary`` and ``arviz.loo``), within the tolerances
+    ``tests/test_scale.py`` states, computed for the whole slice at once: the
+    summaries through :func:`bayesobs.fits.posterior.mcmcstats.summary_stats` and
+    PSIS-LOO through :func:`bayesobs.fits.posterior.psis.loo_many`, rounded as
+    ``arviz.summary`` rounds them.
 
     Parameters
     ----------
