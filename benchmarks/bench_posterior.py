@@ -15,7 +15,7 @@ Usage::
    seeded sample of ``--cells`` cells, extrapolated linearly to 783:
    an upper bound, as the compile time does not grow with the cells),
    batched, 4 chains x (500 + 500), keeping what ``fit --method posterior``
-   keeps (the tables, each fit's ``.nc`` file written to a temporary folder,
+   keeps (the tables, its ``.nc`` files written to a temporary folder,
    the static observer's draws in memory); then per-cell fits (NumPyro
    ``MCMC``) of ``--check-cells`` sampled cells, all ten variants, and the
    share of posterior means within 2 Monte Carlo standard errors (combined,
@@ -78,9 +78,8 @@ def scale(args) -> dict:
     import arviz as az
     import jax
 
-    from bayesobs.fits.posterior import fit_posterior
+    from bayesobs.fits.posterior import fit_posterior, kept_fit
     from bayesobs.fits.synthetic import simulated_trials
-    from bayesobs.report.posterior import kept_fit
     from bayesobs.trials import CELL_KEYS, normalize_trials
 
     keys = list(CELL_KEYS)
@@ -215,12 +214,11 @@ def timed(sub, kw, keep_files=False, **options):
     The ``.nc`` files go to a temporary folder, removed at once or, with
     ``keep_files`` (the check reads fits back), when the script exits.
     """
-    from bayesobs.fits.posterior import fit_posterior
-    from bayesobs.report.posterior import KEPT_VARIANTS, PosteriorFiles
+    from bayesobs.fits.posterior import KEPT_VARIANTS, PosteriorFiles, fit_posterior
 
     folder = Path(tempfile.mkdtemp(prefix="bench-posterior-"))
     t, cpu, kids = time.perf_counter(), time.process_time(), os.times()
-    # what `fit --method posterior` keeps: each fit's .nc file written, the static draws in memory
+    # what `fit --method posterior` keeps: the .nc files written, the static draws in memory
     sink = PosteriorFiles(folder, keep=KEPT_VARIANTS)
     with MemoryPeak() as peak:  # this process and its workers together, sampled
         summ, loo, idatas, notes = fit_posterior(sub, sink=sink, **kw, **options)

@@ -37,6 +37,32 @@ PARADIGM_NAMES = PARADIGM_FOLDERS - {"stimuli"} | {"perception"}
 COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
     # the package's front: re-exports of the public functions, used by most tests
     "bayesobs": ("the public facade, re-exports only", ("test_one_path.py",)),
+    "bayesobs.fits.posterior.batching": (
+        "batched sampling: the same draws alone or batched, beside per-cell fits",
+        ("test_scale.py",),
+    ),
+    "bayesobs.fits.posterior.summaries": (
+        "a slice's summaries and PSIS-LOO against each cell's arviz.summary and arviz.loo",
+        ("test_scale.py",),
+    ),
+    "bayesobs.fits.posterior.jobs": (
+        "the tasks of fit_posterior; tested through it",
+        ("test_scale.py",),
+    ),
+    "bayesobs.fits.posterior.pools": (
+        "worker processes and the Dask path of fit_posterior; tested through it",
+        ("test_scale.py", "test_dask.py"),
+    ),
+    "bayesobs.fits.posterior.fit": ("fit_posterior", ("test_posterior.py", "test_scale.py")),
+    "bayesobs.fits.posterior.model": ("the model and its data", ("test_posterior.py",)),
+    "bayesobs.fits.posterior.checks": (
+        "predictive checks",
+        ("test_posterior.py", "test_calibration.py"),
+    ),
+    "bayesobs.fits.posterior.bcs": (
+        "the posterior BCS of fit --method posterior",
+        ("test_posterior.py",),
+    ),
     # ground modules
     "bayesobs.api": (
         "the library path that the CLI shares; tested as one path with the CLI",
