@@ -1,6 +1,7 @@
 """The architecture is enforced (issue 29): no import circles, no private cross-module imports,
 no upward imports (import-linter's contracts in pyproject.toml), lazy imports only with a reason."""
 
+import ast
 import importlib.util
 import shutil
 import subprocess
@@ -95,3 +96,62 @@ def test_the_wings_do_not_shadow_the_library_api():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# issue 50's house measures: a package a newcomer can read
+BUDGET_LINES, MODULE_LINES = 42_000, 1_000
+
+
+def _package_files() -> list[Path]:
+    return [p for p in sorted((ROOT / "bayesobs").rglob("*.py")) if "testing" not in p.parts]
+
+
+def _docstring_lines(tree: ast.Module) -> int:
+    kinds = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return sum(
+        node.body[0].end_lineno - node.body[0].lineno + 1
+        for node in ast.walk(tree)
+        if isinstance(node, kinds)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+        and isinstance(node.body[0].value.value, str)
+    )
+
+
+def test_the_package_keeps_its_line_budget_and_docstrings_are_at_most_a_quarter():
+    lines = docs = 0
+    for path in _package_files():
+        text = path.read_text()
+        lines += text.count("\n")
+        docs += _docstring_lines(ast.parse(text))
+    assert lines <= BUDGET_LINES, f"bayesobs/ (less testing/) is {lines} lines"
+    assert docs <= lines / 4, f"{docs} of {lines} lines are docstrings"
+
+
+def test_no_module_is_over_a_thousand_lines():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in _package_files()
+        if (n := p.read_text().count("\n")) > MODULE_LINES
+    }
+    assert not long, long
+
+
+def test_no_private_module_of_another_library_is_imported():
+    found = []
+    for path in _package_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] != "bayesobs" and any(
+                    p.startswith("_") and not p.startswith("__") for p in parts
+                ):
+                    found.append(f"{path.relative_to(ROOT)}: {name}")
+    assert not found, found

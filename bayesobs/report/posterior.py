@@ -1,9 +1,4 @@
-"""What ``bayesobs fit --method posterior`` writes: tables, InferenceData files and figures.
-
-:func:`write_outputs` runs :func:`bayesobs.fits.posterior.fit_posterior` with the
-posterior files' sink (:mod:`bayesobs.fits.posterior.files`) and writes the tables
-and the posterior predictive check figures.
-"""
+"""What ``bayesobs fit --method posterior`` writes: tables, InferenceData files and figures."""
 
 from __future__ import annotations
 
@@ -39,34 +34,7 @@ def write_outputs(
     progress=False,
     workers: int | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Posterior fits written to a folder: what ``bayesobs fit --method posterior`` does.
-
-    Writes ``posterior.csv`` (summaries and diagnostics), ``loo.csv`` (PSIS-LOO
-    beside the MLE's AIC and ``delta_aic``), ``bcs_posterior.csv`` (P(w_prior
-    rose) per BCS ablation), ``posterior/*.nc`` (ArviZ InferenceData, several
-    fits per file: :mod:`bayesobs.fits.posterior.files`) and
-    posterior predictive check figures of the best variant by LOO
-    (``figures/ppc_*.png``, at most 12).
-
-    Parameters
-    ----------
-    trials : DataFrame
-        Normalised trials.
-    fits : DataFrame
-        The maximum-likelihood ``fits.csv`` rows (for ``delta_aic``).
-    out : path
-        Output folder (created).
-    variants, hierarchical, chains, warmup, draws, seed, progress, workers
-        As :func:`fit_posterior` (``workers``: its processes; by default two
-        on two cores for a whole benchmark).
-
-    Returns
-    -------
-    loo : DataFrame
-        The rows of ``loo.csv``.
-    notes : list of str
-        Failed diagnostics and high Pareto k, each with its threshold.
-    """
+    """Posterior fits written to a folder: what ``bayesobs fit --method posterior`` does."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "posterior").mkdir(exist_ok=True)

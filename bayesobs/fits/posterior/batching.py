@@ -18,23 +18,7 @@ BATCH_CELLS = 128  # cells sampled together in one compiled call (memory: draws 
 
 
 def canonical_shape(data: Data) -> tuple[int, int]:
-    """The padded ``(runs, trials)`` shape a cell is sampled at, a function of the cell alone.
-
-    Runs are kept exactly; trials per run are padded to a multiple of
-    :data:`T_BUCKET`.  Because the shape depends on nothing but the cell, a
-    cell's draws do not depend on which other cells share its batch.
-
-    Parameters
-    ----------
-    data : Data
-        One cell's arrays.
-
-    Returns
-    -------
-    tuple of int
-        ``(runs, trials)``, trials rounded up to a multiple of
-        :data:`T_BUCKET`.
-    """
+    """The padded ``(runs, trials)`` shape a cell is sampled at, a function of the cell alone."""
     R, T = data.z.shape
     return R, -(-T // T_BUCKET) * T_BUCKET
 
@@ -59,16 +43,7 @@ def _traced_data(z, u, obs, zbar) -> Data:
 
 @lru_cache(maxsize=64)
 def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scale: float = 1.0):
-    """One compiled function: NUTS chains of ``name`` for a batch of same-shape cells.
-
-    Each cell and chain starts from NumPyro's ``NUTS.init`` (chain keys
-    ``split(PRNGKey(seed), chains)``, as ``MCMC`` makes them, from one seed
-    for every cell or one seed per cell) and runs NumPyro's NUTS transition with its own step-size and
-    diagonal mass-matrix adaptation.  Every chain of every cell advances one
-    leapfrog step per iteration of one loop (:mod:`bayesobs.fits.nuts`), so
-    no chain waits for the longest trajectory of the others.
-    ``prior_scale`` is :func:`model`'s (1: the variant's priors).
-    """
+    """One compiled function: NUTS chains of ``name`` for a batch of same-shape cells."""
     import jax  # optional weight: JAX loads only for posterior/calibration work
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
     from jax import random  # optional weight: JAX loads only for posterior/calibration work
@@ -120,39 +95,7 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scal
 def sample_padded(
     variant, z, u, obs, zbar, chains=2, warmup=300, draws=200, seed=0, prior_scale=1.0
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """NUTS draws for many single-subject data sets of one padded shape, in one compiled call.
-
-    The arrays are standardised as :func:`prepare` leaves them, stacked on a
-    leading axis (``z``, ``u``, ``obs``: ``(n, runs, T)``; ``zbar``:
-    ``(n, runs, 1)``).  Returns the draws of every site of :func:`model`
-    on its own (standardised) scale, each ``(n, chains, draws, 1)``, and the
-    divergent transitions ``(n, chains, draws)``.
-
-    Parameters
-    ----------
-    variant : Variant or str
-        The variant, or its name.
-    z, u : array_like
-        ``(n, runs, T)`` standardised stimuli and responses.
-    obs : array_like of bool
-        ``(n, runs, T)``: which trials are observed.
-    zbar : array_like
-        ``(n, runs, 1)`` mean standardised stimulus of each run.
-    chains, warmup, draws : int, default 2, 300, 200
-        NUTS chains, warm-up and kept draws per chain.
-    seed : int or array_like of int, default 0
-        Seed of the chains' keys: one for every data set, or ``(n,)``, one per
-        data set (independent fits, as simulation-based calibration needs).
-    prior_scale : float, default 1.0
-        :func:`model`'s factor on the prior scales.
-
-    Returns
-    -------
-    draws : dict of str to ndarray
-        Every site's draws, ``(n, chains, draws, 1)``.
-    divergent : ndarray of bool
-        ``(n, chains, draws)``.
-    """
+    """NUTS draws for many single-subject data sets of one padded shape, in one compiled call."""
     variant = get_variant(variant) if isinstance(variant, str) else variant
     fn = _batched_sampler(variant.name, chains, warmup, draws, float(prior_scale))
     arrays = (
@@ -175,33 +118,7 @@ def _slice_size(n: int) -> int:
 def sample_batch(
     variant, datas: list[Data], chains=4, warmup=500, draws=500, seed=0, pad_to: int | None = None
 ) -> list:
-    """NUTS draws of one variant for many single-subject cells, sampled together.
-
-    Cells are grouped by :func:`canonical_shape` and each group is sampled by
-    one compiled, vectorised call (in equal slices of at most
-    :data:`BATCH_CELLS`, or ``pad_to`` cells).  Every
-    cell keeps its own adaptation per chain, and its draws are the same
-    whether it is sampled alone or with others (same seed, same shape).
-
-    Parameters
-    ----------
-    variant : Variant or str
-        The variant, or its name.
-    datas : list of Data
-        Single-subject cells (from :func:`prepare_cells`).
-    chains, warmup, draws : int, default 4, 500, 500
-        NUTS chains, warm-up and kept draws per chain.
-    seed : int, default 0
-        Seed of every cell's chain keys.
-    pad_to : int, optional
-        Cells per compiled call (a short slice is padded); default equal
-        slices of at most :data:`BATCH_CELLS`.
-
-    Returns
-    -------
-    list of arviz.InferenceData
-        One per cell, in the order of ``datas``, as :func:`sample` builds it.
-    """
+    """NUTS draws of one variant for many single-subject cells, sampled together."""
     variant = get_variant(variant) if isinstance(variant, str) else variant
     out = [None] * len(datas)
     shapes = [canonical_shape(d) for d in datas]
@@ -247,11 +164,7 @@ def _observed_ll(ll: np.ndarray, data: Data) -> np.ndarray:
 
 
 def _inference_data(nat: dict, ll: np.ndarray, div: np.ndarray, subjects: list):
-    """The InferenceData :func:`sample` builds with ``az.from_dict``, built directly (10x faster).
-
-    Same groups, variables, dimensions, coordinates and attributes
-    (``created_at``, ``arviz_version``); ``tests/test_scale.py`` compares them.
-    """
+    """The InferenceData :func:`sample` builds with ``az.from_dict``, built directly (10x faster)."""
     import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
     import xarray as xr  # start-up time: xarray loads only when posteriors are summarised
 
@@ -277,33 +190,7 @@ def _inference_data(nat: dict, ll: np.ndarray, div: np.ndarray, subjects: list):
 
 
 def batch_jobs(trials: pd.DataFrame, names, chains=4, warmup=500, draws=500, seed=0):
-    """The batched tasks of a non-hierarchical fit, the skipped (cell, variant)s and the cell order.
-
-    One task per variant and slice of :data:`BATCH_CELLS` cells of the same
-    :func:`canonical_shape`; tasks are independent, so they run in any order
-    and on any worker with the same result.
-
-    Parameters
-    ----------
-    trials : pandas.DataFrame
-        Normalised trial table.
-    names : iterable of str
-        Variant names.
-    chains, warmup, draws : int, default 4, 500, 500
-        NUTS chains, warm-up and kept draws per chain.
-    seed : int, default 0
-        Seed of every cell's chain keys.
-
-    Returns
-    -------
-    jobs : list of tuple
-        ``(variant name, [(key, Data), ...], chains, warmup, draws, seed,
-        slice size)`` per task.
-    skipped : list of tuple
-        ``(key, variant name, note)`` of the cells a variant does not apply to.
-    order : dict
-        Cell key to its position in the run table (the order of results).
-    """
+    """The batched tasks of a non-hierarchical fit, the skipped (cell, variant)s and the cell order."""
     jobs, skipped, order = [], [], {}
     for name in names:
         prepared = prepare_cells(trials, get_variant(name))

@@ -44,11 +44,7 @@ def _finish_job(job, raw, sink=None) -> list:
 
 
 def _fit_batch_job(job, sink=None) -> list:
-    """Fit one variant for a slice of same-shape cells (one task: here, or on a worker).
-
-    With ``sink``, each fit goes through it here (in the worker that sampled it),
-    as soon as it is made.
-    """
+    """Fit one variant for a slice of same-shape cells (one task: here, or on a worker)."""
     out = _finish_job(job, _dispatch_job(job), sink)
     trim_memory()  # the slice's arrays are freed: their pages go back to the system
     return out

@@ -22,14 +22,7 @@ from .jobs import _dispatch_job, _finish_job, _fit_batch_job, _fit_one
 
 
 def _run_batch_jobs(jobs, scheduler=None, sink=None, processes: int = 1) -> list:
-    """Every batched task, on the Dask cluster at ``scheduler``, in ``processes`` processes, or here.
-
-    Here, the next slice is dispatched (JAX computes asynchronously) before
-    the summaries of the current one are made, so that the two overlap, and
-    each slice's results go through ``sink`` as soon as they are made.  With
-    ``processes > 1`` the tasks run in that many spawned processes
-    (:func:`_process_tasks`), each on one core.
-    """
+    """Every batched task, on the Dask cluster at ``scheduler``, in ``processes`` processes, or here."""
     if scheduler_address(scheduler) is not None:
         # each slice goes through the sink as it arrives: the draws of all never pile up here
         return [
@@ -62,24 +55,7 @@ def _default_processes(fits: int) -> int:
 
 
 def interleaved(jobs: list, parts: int) -> list:
-    """``jobs`` cut into ``parts`` runs of consecutive tasks and dealt out in turn.
-
-    Tasks come variant by variant; dealt out so, ``parts`` workers taking
-    tasks in this order start on different variants and tend to stay on
-    theirs, so that few samplers are compiled in more than one of them.
-
-    Parameters
-    ----------
-    jobs : list
-        Tasks in :func:`batch_jobs` order.
-    parts : int
-        Workers.
-
-    Returns
-    -------
-    list
-        The same tasks: the first of each run, then the second of each, ...
-    """
+    """``jobs`` cut into ``parts`` runs of consecutive tasks and dealt out in turn."""
     size = -(-len(jobs) // parts)
     runs = [jobs[i : i + size] for i in range(0, len(jobs), size)]
     return [r[i] for i in range(size) for r in runs if i < len(r)]
@@ -100,18 +76,7 @@ def _process_init(counter, cache: str | None) -> None:
 
 
 def _process_tasks(jobs: list, processes: int, sink=None):
-    """Each batched task's results, in ``processes`` spawned processes, as each finishes.
-
-    With ``sink``, each result has been through it in the worker
-    (:func:`sink_in_workers`).
-
-    Every task is a pure function of its inputs, so the results are those of
-    this process; the caller sorts them.  The processes share JAX's
-    persistent compilation cache: this process's when it has one configured,
-    else a temporary folder removed afterwards, so that a sampler one of them
-    has compiled is loaded, not compiled again, by the other (about 20 s of
-    CPU time per variant).
-    """
+    """Each batched task's results, in ``processes`` spawned processes, as each finishes."""
     cache = None
     if "jax" in sys.modules:
         cache = sys.modules["jax"].config.jax_compilation_cache_dir or None

@@ -39,19 +39,7 @@ LOO_CELLS = 16  # cells whose PSIS-LOO is computed together (memory: cells x obs
 
 
 def diagnostics(idata) -> dict:
-    """Worst R-hat, smallest bulk ESS and the number of divergent transitions.
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-        A fit with a ``posterior`` and ``sample_stats.diverging``.
-
-    Returns
-    -------
-    dict
-        ``r_hat_max`` (float), ``ess_bulk_min`` (float) and ``divergences``
-        (int) over every parameter.
-    """
+    """Worst R-hat, smallest bulk ESS and the number of divergent transitions."""
     import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
 
     summ = az.summary(idata, kind="diagnostics")
@@ -63,21 +51,7 @@ def diagnostics(idata) -> dict:
 
 
 def diagnostics_failures(d: dict, chains: int) -> str:
-    """Each failed check with its value and threshold, e.g. ``R-hat 1.052 > 1.01``.
-
-    Parameters
-    ----------
-    d : dict
-        :func:`diagnostics` of a fit.
-    chains : int
-        Chains of the fit (the bulk-ESS threshold is
-        :data:`ESS_PER_CHAIN` per chain).
-
-    Returns
-    -------
-    str
-        The failures joined by ``", "``; empty when every check passes.
-    """
+    """Each failed check with its value and threshold, e.g. ``R-hat 1.052 > 1.01``."""
     out = []
     if not d["r_hat_max"] <= RHAT_MAX:
         out.append(f"R-hat {d['r_hat_max']:.3f} > {RHAT_MAX}")
@@ -92,20 +66,7 @@ def diagnostics_failures(d: dict, chains: int) -> str:
 
 
 def diagnostics_ok(d: dict, chains: int) -> bool:
-    """R-hat at most 1.01, bulk ESS above 100 per chain, no divergences.
-
-    Parameters
-    ----------
-    d : dict
-        :func:`diagnostics` of a fit.
-    chains : int
-        Chains of the fit.
-
-    Returns
-    -------
-    bool
-        Whether all three checks pass.
-    """
+    """R-hat at most 1.01, bulk ESS above 100 per chain, no divergences."""
     return (
         d["r_hat_max"] <= RHAT_MAX
         and d["ess_bulk_min"] >= ESS_PER_CHAIN * chains
@@ -167,37 +128,7 @@ def _cell_results(group_keys, key, name, idata, chains):
 
 
 def slice_results(variant, items: list, raw, chains: int, sink=None) -> list:
-    """Summary rows, LOO rows, notes and InferenceData of a sampled slice of cells, all at once.
-
-    The numbers :func:`_cell_results` gives for each cell's own InferenceData
-    (``arviz.summary`` and ``arviz.loo``), within the tolerances
-    ``tests/test_scale.py`` states, computed for the whole slice at once: the
-    summaries through :func:`bayesobs.fits.posterior.mcmcstats.summary_stats` and
-    PSIS-LOO through :func:`bayesobs.fits.posterior.psis.loo_many`, rounded as
-    ``arviz.summary`` rounds them.
-
-    Parameters
-    ----------
-    variant : Variant
-        The variant the slice was sampled with.
-    items : list of (key, Data)
-        The slice's cells, in the order they were sampled.
-    raw : tuple
-        The sampler's ``(draws, divergences, log-likelihood)`` of the slice
-        (a short slice may carry padding cells after ``items``).
-    chains : int
-        Chains per cell.
-    sink : callable, optional
-        ``fit_posterior``'s sink: the fits of every :data:`LOO_CELLS` cells go
-        through it together as soon as they are built, and what it returns
-        takes the place of their InferenceData (so that a slice's
-        InferenceData never all exist at once).
-
-    Returns
-    -------
-    list
-        ``(key, variant name, idata, summary rows, LOO row, note)`` per cell.
-    """
+    """Summary rows, LOO rows, notes and InferenceData of a sampled slice of cells, all at once."""
     post, div, ll = raw
     n = len(items)
     datas = [d for _, d in items]
