@@ -13,9 +13,6 @@ import bayesobs.cli
 CLI = Path(bayesobs.cli.__file__).parent
 ROOT = CLI.parents[1]
 MAX_BODY = 40  # lines of a cmd_* body after its docstring
-# pending: cmd_fit and cmd_score (with their helpers) are being rewritten onto the one execution
-# layer of issue 50; they leave this set when that lands
-PENDING = {"cmd_fit", "cmd_score"}
 
 
 def command_lengths() -> dict[str, int]:
@@ -43,10 +40,9 @@ def parser_commands() -> set[str]:
 
 def test_no_command_body_is_over_40_lines():
     lengths = command_lengths()
-    # the scan sees every command the parser runs, and the pending ones still exist
+    # the scan sees every command the parser runs
     assert set(lengths) == parser_commands()
-    assert PENDING <= set(lengths)
-    long = {name: n for name, n in lengths.items() if n > MAX_BODY and name not in PENDING}
+    long = {name: n for name, n in lengths.items() if n > MAX_BODY}
     assert not long, f"cmd_* bodies over {MAX_BODY} lines (move the work into the library): {long}"
 
 
