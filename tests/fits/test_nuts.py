@@ -59,6 +59,7 @@ def _moments_and_mcse(x: np.ndarray):
     return float(x.mean()), float(x.std(ddof=1)), mcse_mean, mcse_sd
 
 
+@pytest.mark.slow  # 2 x 4 x 1,300 draws of ours and of NumPyro's, each compiled
 @pytest.mark.parametrize("model", [known_sigma_model, normal_model])
 def test_the_draws_follow_numpyros_nuts_posterior_within_monte_carlo_error(model):
     """By distribution, not key by key: 4 chains x (300 + 1000) of this sampler and of
@@ -204,6 +205,7 @@ def test_packing_round_trips_and_a_packed_select_is_the_leafwise_select():
         assert np.array_equal(got, want)
 
 
+@pytest.mark.slow  # two samplers compiled in float64
 def test_the_loop_draws_what_its_steps_draw():
     """``run`` (packed state, one select per dtype) against ``step`` looped chain by chain
     (a select per field), same keys, through a warm-up window: the same draws and trajectory
