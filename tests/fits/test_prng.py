@@ -42,8 +42,8 @@ def draws(draw, keys=KEYS):
     return np.asarray(jax.jit(jax.vmap(lambda k: draw(typed(k))))(keys))
 
 
-# Random123 tests/kat_vectors, "threefry2x32 20": counter (x1, x2), key (k1, k2), expected
-# (zero, all ones, and the hex digits of pi)
+# Random123's tests/kat_vectors (github.com/DEShawResearch/random123, commit 9545ff6), lines
+# "threefry2x32 20": counter (x1, x2), key (k1, k2), expected (zeros, all ones, digits of pi)
 RANDOM123_KAT = [
     ((0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6B200159, 0x99BA4EFE)),
     ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
@@ -146,6 +146,9 @@ def test_the_compiled_split_has_no_loop():
 
 
 def test_without_partitionable_keys_jaxs_own_are_kept():
+    # defining ours registers a second implementation; JAX's default stays its own threefry
+    assert unrolled_impl() is not None
+    assert str(random.key_impl(random.key(0))) == jax.config.jax_default_prng_impl == "threefry2x32"
     old = jax.config.jax_threefry_partitionable
     try:
         jax.config.update("jax_threefry_partitionable", False)
