@@ -1,10 +1,13 @@
 """The faster code of issue 32 gives exactly what the straightforward code gives.
 
-Each rewrite is compared, bit for bit, with the straightforward version it
-replaced (kept here as the reference): the simulated searchers' segmentation
+Each rewrite is compared with the straightforward version it replaced (kept
+here as the reference): the simulated searchers' segmentation
 (:func:`segment_items`, :func:`fill_holes`, :func:`contrast`), the digit
 drawing, the PNG encoding, the channel mean and the simulated observers'
-percepts (kept per run instead of re-perceived on every trial).
+percepts (kept per run instead of re-perceived on every trial). Masks, labels,
+counts and pixels exactly; a float computed by another numpy or scipy routine
+than ours to a stated tolerance (issue 50), so that a numpy release summing in
+another order fails nothing.
 """
 
 from __future__ import annotations
@@ -68,6 +71,9 @@ def straightforward_segment_items(img: np.ndarray, shading: bool = False) -> dic
     ly = per_item(L * yy) - cy * sl
     norm = np.hypot(lx, ly)
     light = np.column_stack([lx, ly]) / np.where(norm > 0, norm, 1.0)[:, None]
+    # an evenly lit item's offset is the rounding error of two equal sums (~1e-16 of them): its
+    # direction is noise that any other summing order changes; a shaded item's is 5e-3 and up
+    lit = norm > 1e-6 * np.hypot(per_item(L * xx), per_item(L * yy))
     return {
         "x": cx[keep],
         "y": cy[keep],
@@ -75,6 +81,7 @@ def straightforward_segment_items(img: np.ndarray, shading: bool = False) -> dic
         "colour": colour[keep],
         "light": light[keep],
         "ink": ink,
+        "lit": lit[keep],
     }
 
 
@@ -93,9 +100,16 @@ def search_images(n: int = 4, seed: int = 0, blur: float = 0.0) -> list[tuple[by
 
 
 def assert_same(a: dict, b: dict) -> None:
-    for key in a:
-        assert b[key].dtype == a[key].dtype, key
-        np.testing.assert_array_equal(b[key], a[key], err_msg=key, strict=True)
+    """``b`` (the rewrite's) is ``a`` (the straightforward code's), the light of lit items only."""
+    for key in a.keys() - {"lit"}:
+        assert b[key].dtype == a[key].dtype and b[key].shape == a[key].shape, key
+        want, got, atol = a[key], b[key], 1e-9
+        if key == "light":  # a difference of sums: rounding / offset (<= 1e-6) reaches ~1e-8
+            want, got, atol = want[a["lit"]], got[a["lit"]], 1e-6
+        # features in pixels, levels 0-255 or unit vectors: these tolerances are far below what
+        # a searcher tells apart and above a reordered sum's rounding; areas are whole counts,
+        # so one pixel more or less in an item still fails
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=atol, err_msg=key)
 
 
 @pytest.mark.parametrize("blur", [0.0, 3.0])
@@ -114,8 +128,10 @@ def test_segment_items_float_path_on_fractional_values():
     img = from_png(png) + rng.uniform(-0.49, 0.49, (400, 400, 3))
     lum, ink = contrast(img)
     want = straightforward_segment_items(img)
-    np.testing.assert_array_equal(ink, want["ink"], strict=True)
-    np.testing.assert_array_equal(lum, img.mean(axis=2), strict=True)
+    np.testing.assert_allclose(ink, want["ink"], rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(
+        lum, img.mean(axis=2), rtol=1e-14
+    )  # another summing order: last bits
     assert_same(want, segment_items(img))
 
 
@@ -159,11 +175,15 @@ def test_to_png_equals_round_then_clip():
     np.testing.assert_array_equal(from_png(png, dtype=np.uint8), want)
 
 
-def test_channel_mean_equals_numpy_mean():
+def test_channel_mean_is_numpys_mean_to_rounding():
     rng = np.random.default_rng(5)
     for shape in ((400, 400, 3), (7, 5, 3), (1, 1, 3)):
         img = rng.uniform(0, 255, shape)
-        np.testing.assert_array_equal(channel_mean(img), img.mean(axis=2), strict=True)
+        got, want = channel_mean(img), img.mean(axis=2)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        # three terms summed in another order differ in the last bits only (1e-14 is ~45 ulp),
+        # far below the one-level luminance step the segmentation thresholds
+        np.testing.assert_allclose(got, want, rtol=1e-14)
 
 
 def run_requests(kind: str) -> list[Request]:
@@ -329,7 +349,7 @@ def test_distinct_rows_are_those_of_comparing_every_row_in_turn():
 @pytest.mark.parametrize(
     "shape, axis", [((300, 30), -1), ((50, 30, 4), 1), ((6, 2, 31), 0), ((9, 1), 1)]
 )
-def test_nan_percentiles_equal_numpy(shape, axis):
+def test_nan_percentiles_are_numpys_to_rounding(shape, axis):
     import warnings
 
     from bayesobs.bootstrap import nan_percentiles
@@ -342,7 +362,10 @@ def test_nan_percentiles_equal_numpy(shape, axis):
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices
         want = np.nanpercentile(a, [16, 84], axis=axis)
         got = nan_percentiles(a, [16, 84], axis=axis)
-    np.testing.assert_array_equal(got, want, strict=True)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # numpy.percentile and numpy.nanpercentile may interpolate in another order: bounds are
+    # printed to 3-4 digits, 1e-12 relative is far below them; NaN (all-NaN slices) where numpy's
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
 
 
 def test_disc_on_open_grids_equals_full_grids():
