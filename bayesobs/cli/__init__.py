@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .fit import cmd_fit, fit_bootstrap_warnings
 from .humans import cmd_export, cmd_export_dataset, cmd_serve
-from .options import WORKER_INPUT_BYTES, _input_bytes  # noqa: F401 (tests/test_workers.py)
 from .parser import build_parser, main
 from .report import cmd_compare, cmd_report
 from .run import check_base_url, cmd_rescore, cmd_run, cmd_sweep

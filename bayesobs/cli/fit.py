@@ -8,9 +8,7 @@ from pathlib import Path
 
 from ..errors import BayesobsInputError
 from .options import (
-    WORKER_INPUT_BYTES,
     _fit_options,
-    _input_bytes,
     _progress,
     _read,
     _trial_options,
@@ -65,20 +63,11 @@ def cmd_fit(args) -> int:
     _check_fit_options(args)
     transfer = _transfer_spec(args)
     t0 = time.perf_counter()
-    from ..distributed import imports, release, submit
+    from ..api import fit_result, write_fit
 
-    # a large input: a worker for the log scale's Kalman fits starts now, its imports
-    # (pandas, SciPy: ~1 s) beside this one's imports and reading (fit_batch uses it)
-    big = not args.interleaved and _input_bytes(args.trials) >= WORKER_INPUT_BYTES
-    submit(imports, "bayesobs.fits.kernel", worth=big, workers=1)
-    try:
-        from ..api import fit_result, write_fit
-
-        trials, exclusions = _read(args)
-        trials = _fit_trials(trials, transfer)
-        result = fit_result(trials, _fit_options(args), response=args.response, normalized=True)
-    finally:
-        release()
+    trials, exclusions = _read(args)
+    trials = _fit_trials(trials, transfer)
+    result = fit_result(trials, _fit_options(args), response=args.response, normalized=True)
     if args.response == "expected":
         n = result.n_without_expected
         print(

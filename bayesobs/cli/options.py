@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from ..errors import BayesobsInputError
-from ..jsonl import trial_file
 
 
 def _add_trial_options(p: argparse.ArgumentParser) -> None:
@@ -126,22 +125,6 @@ def _probability(text: str) -> float:
     if not 0 < v < 1:
         raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, not {text!r}")
     return v
-
-
-# `score` and `fit` of inputs this large (bytes of trial files: about 70,000 trials in
-# Parquet, 7,000 in a run log) start a worker process before reading (cmd_score, cmd_fit)
-WORKER_INPUT_BYTES = 1_000_000
-
-
-def _input_bytes(paths) -> int:
-    """The size of the files ``read_trials`` reads for ``paths`` (0 for one that is missing)."""
-    total = 0
-    for path in map(Path, paths):
-        try:
-            total += trial_file(path).stat().st_size
-        except OSError:  # missing or unreadable: _read says so
-            continue
-    return total
 
 
 def _read(args):

@@ -401,8 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        from ..distributed import use_scheduler
+        from ..distributed import local_workers, use_scheduler
 
+        local_workers()  # a bad BAYESOBS_WORKERS is refused before any work, whatever the command
         with use_scheduler(getattr(args, "scheduler", None)):
             return args.func(args)
     except BayesobsInputError as exc:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import time
 
 from .options import (
-    WORKER_INPUT_BYTES,
     _fit_options,
-    _input_bytes,
     _read,
     _trial_options,
     _write_exclusions,
@@ -31,33 +29,18 @@ def cmd_score(args) -> int:
 
 def _score(args) -> int:
     """The work of :func:`cmd_score`, its ``--out`` folder held."""
-    from ..distributed import imports, release, submit
+    from ..scores import score
 
     t0 = time.perf_counter()
-    # a large input: a worker for the cue probe's forests starts now, its imports (pandas,
-    # scikit-learn: ~2.5 s) beside this one's imports and reading (score() uses it)
-    worth = not (args.no_probe and args.no_references)  # nothing to run there otherwise
-    submit(
-        imports,
-        "bayesobs.scores",
-        "sklearn.tree",
-        worth=worth and _input_bytes(args.trials) >= WORKER_INPUT_BYTES,
-        workers=1,
+    trials, exclusions = _read(args)
+    result = score(
+        trials,
+        non_oracle=args.non_oracle,
+        probe=not args.no_probe,
+        options=_fit_options(args),
+        references=not args.no_references,
+        humans=args.humans,
     )
-    try:
-        from ..scores import score
-
-        trials, exclusions = _read(args)
-        result = score(
-            trials,
-            non_oracle=args.non_oracle,
-            probe=not args.no_probe,
-            options=_fit_options(args),
-            references=not args.no_references,
-            humans=args.humans,
-        )
-    finally:
-        release()
     options = _trial_options(
         args,
         non_oracle=args.non_oracle,

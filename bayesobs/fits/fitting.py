@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..distributed import idle, map_tasks, scheduler_address, submit
+from ..distributed import map_tasks, scheduler_address
 from .fitoptions import FitOptions, fit_options
 from .fitresults import FitBatch, collapse_levels, decode_params, encode_params, fits_table
 from .kernel import (
@@ -208,15 +208,10 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
     ll = np.full((D, len(VARIANTS)), np.nan)
     n_out = np.zeros(D)
     par = {p: np.full((D, len(VARIANTS)), np.nan) for p in _PARAMS}
-    scales = {}
-    for log in (True, False):  # the log scale first: its Kalman fits may go to a worker
+    for log in (False, True):
         z, u, obs, jac_run, centre_run = transformed(runs, cells, log)
         Gd = np.asarray(W @ gram_stats(z, u, runs.present, obs))
-        kalman = (W, Gd, z.T.copy(), u.T.copy(), obs.T.copy())
-        there = submit(fit_kalman, *kalman, worth=log and idle(), workers=1)
-        scales[log] = (Gd, np.asarray(W @ jac_run), centre_run, there)
-    for log in (False, True):
-        Gd, jac, centre_run, there = scales[log]
+        jac = np.asarray(W @ jac_run)
         # cell centring constant, per dataset
         centre_cell = np.zeros(len(cells))
         centre_cell[runs.cell] = centre_run
@@ -225,7 +220,7 @@ def _fit_chunk(W, runs: RunTable, cells: pd.DataFrame, B: int):
         n_out = n
         floor = variance_floor(Gd, quantum_floor(cells, log)[cell_of])
         results = closed_forms(Gd)
-        results.update(there.result())
+        results.update(fit_kalman(W, Gd, z.T.copy(), u.T.copy(), obs.T.copy()))
         ok_cell = (cells["log_skipped"].to_numpy() == "") if log else np.ones(len(cells), bool)
         ok_cell = ok_cell & ~cells["constant"].to_numpy(bool)
         ok = ok_cell[cell_of]

@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 
 from .. import leaderboard as LB
-from ..distributed import submit
 from ..errors import BayesobsInputError
 from ..exclusions import summary
 from ..fits.controls import anchoring_lines
@@ -31,7 +30,6 @@ from ..scores import (
 from ..scores.cue import cue_predictions
 from ..scores.evidence import VERIDICAL_THRESHOLD, evidence_notes, text_column, veridical_lead
 from ..scores.references import subjects_only
-from ..scores.scoring import PROBE_WORKER_MIN_GROUPS
 from ..search.scores import prefer
 from ..trials import CELL_KEYS, natural_key, normalize_trials, parse_mapping, read_trials
 from . import figures as F
@@ -217,10 +215,8 @@ def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str =
         sections_q, tail_q = psychometric_sections(res, trials, out, save, _folded_table)
     if not found.all():
         magnitude = with_baseline(trials[~found].reset_index(drop=True))
-        # the cue probe's forests (for figure 4) in a worker process while the figures are drawn
-        groups = len(magnitude[["subject", "task"]].drop_duplicates())
-        probe = submit(cue_predictions, magnitude, seed, worth=groups >= PROBE_WORKER_MIN_GROUPS)
-        head, sections, notes = _magnitude_sections(magnitude, res, out, probe, scheme, save)
+        cue_pred = cue_predictions(magnitude, seed)  # the cue probe's forests, for figure 4
+        head, sections, notes = _magnitude_sections(magnitude, res, out, cue_pred, scheme, save)
     for paradigm, rows in plugged:
         mine = paradigm_tables_of(paradigm, tables)
         head_p, sections_p, tail_p = paradigm.report_parts(
@@ -362,7 +358,7 @@ def search_sections(tables: dict, trials: pd.DataFrame, out: Path, save, table_h
 
 
 def _magnitude_sections(
-    trials: pd.DataFrame, res: Scores, out: Path, probe, resample: str | None, save
+    trials: pd.DataFrame, res: Scores, out: Path, cue_pred, resample: str | None, save
 ):
     """The BayesBench part: leaderboard, BCS table and the paper's figures (``save(fig, path)``)."""
     colors = F.subject_colors(trials["subject"])
@@ -445,7 +441,6 @@ def _magnitude_sections(
             )
         )
     # 4. cue-combination fits
-    cue_pred = probe.result()
     if cue_pred.empty and not any(n.startswith("Cue combination") for n in notes):
         notes.append(
             "Cue combination: no base-condition trials pair text, image and multimodal answers "

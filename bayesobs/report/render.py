@@ -58,7 +58,8 @@ class FigureWriter:
             except (pickle.PicklingError, TypeError, AttributeError):
                 blob = None  # a figure that does not pickle (a lambda formatter) is drawn here
             if blob is not None:
-                task = submit(save_png, blob, path)
+                # absolute: a worker keeps the folder it started in, not the caller's
+                task = submit(save_png, blob, Path(path).absolute())
                 if task.elsewhere:
                     self._tasks.append(task)
                     self.there += cost

@@ -591,12 +591,6 @@ def hvs_missing(trials: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=MISSING_COLUMNS)
 
 
-def psychometric_fits(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP) -> int:
-    """How many fits :func:`psychometric_scores` makes: groups times ``1 + bootstrap``."""
-    levels = psychometric_levels(trials)
-    return len(levels.drop_duplicates(KEYS)) * (1 + max(bootstrap, 0)) if len(levels) else 0
-
-
 def psychometric_scores(
     trials: pd.DataFrame, bootstrap: int = BOOTSTRAP, seed: int = 0
 ) -> tuple[pd.DataFrame | None, pd.DataFrame]:

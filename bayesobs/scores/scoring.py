@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import add_interval
-from ..distributed import idle, submit
 from ..errors import BayesobsInputError
 from ..fits.controls import controls_table, fit_controls
 from ..fits.fitoptions import FitOptions, fit_options
@@ -35,12 +34,6 @@ from .references import (
 )
 from .results import Scores
 from .spread import answer_spread
-
-# a worker process (about 1 s of another core to start) takes the cue probe of this many
-# (subject, task) groups or more (about 0.02 s of forests each), and this many psychometric
-# fits or more (groups x (1 + bootstrap), about 0.5 ms a fit)
-PROBE_WORKER_MIN_GROUPS = 12
-PSYCHOMETRIC_WORKER_MIN_FITS = 2000
 
 
 def score(
@@ -85,25 +78,18 @@ def score(
         if rows.any():
             claimed.append((paradigm, rows))
             found = found | rows
-    magnitude = prepared = paired = probe_run = None
+    magnitude = prepared = paired = probed = None
     if not found.all():
         magnitude = trials[~found]
         prepared = with_baseline(magnitude.reset_index(drop=True))
         paired = paired_trials(prepared)  # once, for the cue combination and the probe
-        # the probe's forests first: in a worker process (issue 50) while the rest runs here
         if probe:
-            groups = paired[0].query("condition == 'base'")[["subject", "task"]].drop_duplicates()
-            worth = idle() or len(groups) >= PROBE_WORKER_MIN_GROUPS
-            probe_run = submit(
-                cue_probe, prepared, seed, ("base",), 5, paired, worth=worth, workers=1
-            )
+            probed = cue_probe(prepared, seed, ("base",), 5, paired)
     # start-up time: `import bayesobs` stays light (the search and perception scorers)
-    from .psychometric import psychometric_fits, psychometric_scores, with_psychometric
+    from .psychometric import psychometric_scores, with_psychometric
 
-    # search and perception levels (as many bootstrap data sets as the rest); missing rows;
-    # many groups are fitted in a worker process meanwhile
-    worth = psychometric_fits(trials, opts.bootstrap) >= PSYCHOMETRIC_WORKER_MIN_FITS
-    psych_run = submit(psychometric_scores, trials, opts.bootstrap, seed, worth=worth, workers=1)
+    # search and perception levels (as many bootstrap data sets as the rest); missing rows
+    psych = psychometric_scores(trials, opts.bootstrap, seed)
     cot_acc = cot_accuracy(trials, seed=seed)  # right/wrong paradigms: cot beside base
     plugins, extra = {}, {}
     for paradigm, rows in claimed:
@@ -116,20 +102,10 @@ def score(
             for name in Scores._fields
             if name not in (*table_names(), "cot_accuracy", "plugins")
         }
-        return with_psychometric(Scores(**{**empty, **extra}), *psych_run.result())._replace(
+        return with_psychometric(Scores(**{**empty, **extra}), *psych)._replace(
             cot_accuracy=cot_acc, plugins=plugins or None
         )
-    # the reference rows in a worker too, where the probe went to one
-    ref_run = None
-    if references or humans:
-        there = probe_run is not None and probe_run.elsewhere
-        ref_run = submit(
-            _reference_task,
-            (magnitude, humans, references, opts, non_oracle),
-            worth=there,
-            workers=1,
-        )
-    res = _magnitude_scores(prepared, opts, non_oracle, paired, probe_run)
+    res = _magnitude_scores(prepared, opts, non_oracle, paired, probed)
     if opts.resample == "pooled" and opts.bootstrap > 0 and few_runs_cells(magnitude).empty:
         # issue 28: every cell can be resampled within its session types, so the
         # stratified intervals go beside the paper's pooled ones (bayesbench.csv)
@@ -137,15 +113,15 @@ def score(
             prepared, replace(opts, resample="stratified"), non_oracle, paired, None
         )
         res = res._replace(bayesbench=with_stratified(res.bayesbench, strat.bayesbench))
-    if ref_run is not None:
-        ref_bb, human_ids = ref_run.result()
+    if references or humans:
+        ref_bb, human_ids = _reference_rows(magnitude, humans, references, opts, non_oracle)
         res = res._replace(bayesbench=with_references(res.bayesbench, ref_bb, human_ids))
         if references and not prompted(magnitude, human_ids).any():  # people: issue 47
             row = [(f"{PREFIX}ideal", "", "reference", IDEAL_WITHHELD)]
             missing = [*res.missing.itertuples(index=False, name=None), *row]
             res = res._replace(missing=pd.DataFrame(missing, columns=res.missing.columns))
     return with_psychometric(
-        res._replace(**extra, cot_accuracy=cot_acc, plugins=plugins or None), *psych_run.result()
+        res._replace(**extra, cot_accuracy=cot_acc, plugins=plugins or None), *psych
     )
 
 
@@ -161,9 +137,8 @@ def paradigm_tables(paradigm, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
-def _reference_task(args) -> tuple[pd.DataFrame | None, list]:
+def _reference_rows(magnitude, patterns, references, opts, non_oracle):
     """The reference rows' ``bayesbench`` (None if none) and the human subjects, for :func:`score`."""
-    magnitude, patterns, references, opts, non_oracle = args
     humans = human_subjects(magnitude["subject"].unique(), patterns)
     kinds = ("random", "ideal") if references else ()
     refs = reference_trials(magnitude, opts.seed, humans, kinds)
@@ -184,7 +159,7 @@ def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFr
     return out
 
 
-def _magnitude_scores(trials, opts: FitOptions, non_oracle, paired, probe_run) -> Scores:
+def _magnitude_scores(trials, opts: FitOptions, non_oracle, paired, probed) -> Scores:
     """Every table of the magnitude trials (``with_baseline``, index from 0)."""
     B, seed, resample, interleaved = opts.bootstrap, opts.seed, opts.resample, opts.interleaved
     level_batch = fit_batch(trials, options=opts)
@@ -240,9 +215,7 @@ def _magnitude_scores(trials, opts: FitOptions, non_oracle, paired, probe_run) -
                 "own w_prior (see fits.csv), the paper's score needs one per cell",
             )
         )
-    probe_table, probe_skipped = (
-        probe_run.result() if probe_run is not None else (pd.DataFrame(), None)
-    )
+    probe_table, probe_skipped = probed if probed is not None else (pd.DataFrame(), None)
     if probe_skipped is not None:
         missing += [tuple(r) for r in probe_skipped.itertuples(index=False)]
     subjects = sorted(trials["subject"].unique())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -72,3 +73,23 @@ def test_a_figure_that_does_not_pickle_is_drawn_here(tmp_path):
     writer.close()
     save_png(unpicklable_grid(), tmp_path / "again.png")
     assert (tmp_path / "lambda.png").read_bytes() == (tmp_path / "again.png").read_bytes()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="worker processes need two cores")
+def test_a_relative_path_is_written_where_the_caller_is_after_a_change_of_folder(
+    tmp_path, monkeypatch
+):
+    """Workers started in one folder write a caller's relative path in the caller's folder."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        (folder / "figures").mkdir(parents=True)
+    monkeypatch.chdir(first)
+    writer = FigureWriter()
+    writer.save(FigureTask(grid, (30, 3), 31), first / "figures" / "a.png")  # workers start here
+    writer.close()
+    monkeypatch.chdir(second)  # as a notebook or a script that moves on
+    writer = FigureWriter()
+    writer.save(FigureTask(grid, (30, 4), 31), Path("figures") / "b.png")
+    writer.close()
+    assert (second / "figures" / "b.png").exists()
+    assert not (first / "figures" / "b.png").exists()
