@@ -372,10 +372,18 @@ def imports(*modules: str) -> None:
         importlib.import_module(name)
 
 
-def release() -> None:
-    """End this process's worker processes (without waiting; the next task starts new ones)."""
-    while _POOLS:  # a task still running is abandoned: its result is not needed
-        _POOLS.popitem()[1][0].shutdown(wait=False, kill_workers=True)
+def release(wait: bool = False) -> None:
+    """End this process's worker processes (the next task starts new ones).
+
+    Parameters
+    ----------
+    wait : bool
+        Let the workers finish their tasks and wait until they have exited
+        (their CPU time and memory then count in this process's
+        ``RUSAGE_CHILDREN``); without it a task still running is abandoned.
+    """
+    while _POOLS:  # without wait, a task still running is abandoned: its result is not needed
+        _POOLS.popitem()[1][0].shutdown(wait=wait, kill_workers=not wait)
 
 
 def trim_memory() -> bool:

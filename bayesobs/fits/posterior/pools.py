@@ -44,9 +44,12 @@ def _run_batch_jobs(jobs, scheduler=None, sink=None, workers: int = 1) -> list:
         tasks = [(job, None if here else sink, cache, os.getpid()) for job in jobs]
         try:
             parts = iter_tasks(_batch_task, interleaved(tasks, workers), workers=workers)
-            return [r for _, part in parts for r in (_sunk(part, sink) if here else part)]
-        finally:
-            release()  # the workers end with the fit (and their compile cache folder)
+            out = [r for _, part in parts for r in (_sunk(part, sink) if here else part)]
+        except BaseException:
+            release()
+            raise
+        release(wait=True)  # the workers end with the fit (and their compile cache folder)
+        return out
 
 
 def interleaved(jobs: list, parts: int) -> list:
@@ -87,6 +90,8 @@ def _run_fit_jobs(jobs: list, workers: int) -> list:
     """Every unbatched (group, variant) fit, in ``workers`` processes or here, in order."""
     try:
         done = dict(iter_tasks(_fit_one_task, jobs, workers=workers))
-    finally:
+    except BaseException:
         release()
+        raise
+    release(wait=True)
     return [done[i] for i in range(len(jobs))]
