@@ -32,7 +32,7 @@ import shlex
 import signal
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -146,12 +146,14 @@ def map_tasks(fn: Callable, items: Iterable, scheduler=None) -> list:
         return client.gather(client.map(fn, items, pure=False))
 
 
-def iter_tasks(fn: Callable, items: Iterable, scheduler=None) -> Iterator[tuple[int, object]]:
-    """``(i, fn(items[i]))`` for every task, as each finishes, here or on the Dask cluster.
+def iter_tasks(
+    fn: Callable, items: Iterable, scheduler=None, workers: int = 1
+) -> Iterator[tuple[int, object]]:
+    """``(i, fn(items[i]))`` for every task, as each finishes: here, in local workers, or on Dask.
 
     Like :func:`map_tasks`, but each result is handed over as soon as it is
-    done (in the order they finish on a cluster) and then dropped by the
-    cluster, so the caller can write it out and keep only what it needs.
+    done (in the order they finish on a cluster or in local workers) and then
+    dropped there, so the caller can write it out and keep only what it needs.
 
     Parameters
     ----------
@@ -161,7 +163,11 @@ def iter_tasks(fn: Callable, items: Iterable, scheduler=None) -> Iterator[tuple[
         The tasks.
     scheduler : str or distributed.Client, optional
         As in :func:`map_tasks`; None (after :func:`scheduler_address`)
-        runs each task here, in order.
+        runs each task here, in order, or in local workers.
+    workers : int
+        Without a scheduler, local worker processes (:func:`submit`, at
+        most two tasks each in flight; a killed worker's tasks run again
+        here); 1 runs each task here, in order.
 
     Yields
     ------
@@ -170,6 +176,9 @@ def iter_tasks(fn: Callable, items: Iterable, scheduler=None) -> Iterator[tuple[
     """
     items = list(items)
     address = scheduler_address(scheduler)
+    if address is None and workers > 1 and len(items) > 1:
+        yield from _iter_local(fn, items, workers)
+        return
     if address is None or not items:
         for i, x in enumerate(items):
             yield i, fn(x)
@@ -342,16 +351,39 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
     return Task(fn, args)
 
 
+def _iter_local(fn: Callable, items: list, workers: int) -> Iterator[tuple[int, object]]:
+    """``(i, fn(items[i]))`` from ``workers`` local workers as each finishes, two per worker in flight."""
+    todo, running = iter(enumerate(items)), {}
+    while True:
+        while len(running) < 2 * workers and (job := next(todo, None)) is not None:
+            running[submit(fn, job[1], workers=workers)] = job[0]
+        if not running:
+            return
+        there = {t._future: t for t in running if t.elsewhere}
+        task = next((t for t in running if not t.elsewhere), None)  # fell back: computed here
+        if task is None:
+            task = there[next(iter(wait(there, return_when=FIRST_COMPLETED)[0]))]
+        yield running.pop(task), task.result()
+
+
 def imports(*modules: str) -> None:
     """Import ``modules`` (a worker's first task, so its imports overlap the caller's work)."""
     for name in modules:
         importlib.import_module(name)
 
 
-def release() -> None:
-    """End this process's worker processes (without waiting; the next task starts new ones)."""
-    while _POOLS:  # a task still running is abandoned: its result is not needed
-        _POOLS.popitem()[1][0].shutdown(wait=False, kill_workers=True)
+def release(wait: bool = False) -> None:
+    """End this process's worker processes (the next task starts new ones).
+
+    Parameters
+    ----------
+    wait : bool
+        Let the workers finish their tasks and wait until they have exited
+        (their CPU time and memory then count in this process's
+        ``RUSAGE_CHILDREN``); without it a task still running is abandoned.
+    """
+    while _POOLS:  # without wait, a task still running is abandoned: its result is not needed
+        _POOLS.popitem()[1][0].shutdown(wait=wait, kill_workers=not wait)
 
 
 def trim_memory() -> bool:

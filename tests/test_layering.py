@@ -3,6 +3,7 @@ no upward imports (import-linter's contracts in pyproject.toml), lazy imports on
 
 import ast
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -155,3 +156,14 @@ def test_no_private_module_of_another_library_is_imported():
                 ):
                     found.append(f"{path.relative_to(ROOT)}: {name}")
     assert not found, found
+
+
+def test_one_module_runs_work_elsewhere():
+    """Issue 50: only bayesobs/distributed.py starts processes (grep -rln of the three names)."""
+    pattern = re.compile(r"ProcessPoolExecutor|multiprocessing|subprocess\.Popen")
+    found = {
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "bayesobs").rglob("*.py")
+        if pattern.search(p.read_text())
+    }
+    assert found == {"bayesobs/distributed.py"}

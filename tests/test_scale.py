@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import warnings
 
 import numpy as np
@@ -310,3 +311,37 @@ def test_two_worker_processes_give_the_tables_of_one_process(tmp_path):
         for g in ("posterior", "log_likelihood", "sample_stats"):
             for var in i1[k][g].data_vars:
                 np.testing.assert_array_equal(back[g][var], i1[k][g][var])
+
+
+class _KillsItsFirstWorker:
+    """A sink called in the workers that kills the first one it runs in (as the OOM killer would)."""
+
+    runs_in_workers = True
+
+    def __init__(self, marker, caller):
+        self.marker, self.caller = str(marker), caller
+
+    def __call__(self, fits):
+        if os.getpid() != self.caller and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return [idata for _, idata in fits]
+
+
+@pytest.mark.slow  # worker processes, each loading JAX and compiling its sampler
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="workers start only with two cores")
+def test_a_worker_killed_in_a_posterior_fit_loses_nothing(tmp_path):
+    """Issue 50: a worker killed mid-fit: its slices run again here, with one warning; same tables."""
+    df = _cells(3, n_per=20)
+    kw = {"variants": ["static", "kalman"], "chains": 2, "warmup": 40, "draws": 30}
+    sink = _KillsItsFirstWorker(tmp_path / "killed", os.getpid())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s1, l1, _, n1 = posterior.fit_posterior(df, workers=1, **kw)
+        s2, l2, _, n2 = posterior.fit_posterior(df, workers=2, sink=sink, **kw)
+    assert (tmp_path / "killed").exists()  # a worker was killed
+    ended = [str(w.message) for w in caught if "worker process ended" in str(w.message)]
+    assert ended and all("runs again in this process" in m for m in ended)
+    pd.testing.assert_frame_equal(s1, s2, check_exact=True)
+    pd.testing.assert_frame_equal(l1, l2, check_exact=True)
+    assert n1 == n2

@@ -247,3 +247,13 @@ def test_trim_memory_hands_freed_pages_back_to_the_system():
     after = resident()
     assert before - after > 100 * 2**20, (before, after)
     assert len(blocks) == 2_500
+
+
+@two_cores
+def test_iter_tasks_streams_every_result_from_local_workers_with_its_index():
+    got = dict(distributed.iter_tasks(pid_and_square, range(7), workers=2))
+    assert sorted(got) == list(range(7)) and [got[i][1] for i in range(7)] == [
+        i * i for i in range(7)
+    ]
+    assert os.getpid() not in {pid for pid, _ in got.values()}  # all ran in the workers
+    assert dict(distributed.iter_tasks(pid_and_square, [3], workers=1)) == {0: (os.getpid(), 9)}

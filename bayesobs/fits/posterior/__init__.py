@@ -18,8 +18,8 @@ each subject's ``logit w_prior``, ``log rho`` or ``w`` from a population
 
 Single-cell fits are batched (:func:`sample_batch`): one compiled sampler per
 variant and cell shape, vectorised over cells and chains, each cell with its
-own adaptation and diagnostics; the batches run here, in worker processes
-(:mod:`.pools`) or on a Dask cluster (:mod:`bayesobs.distributed`).
+own adaptation and diagnostics; the batches run here, in local worker processes
+or on a Dask cluster (:mod:`.pools`, through :mod:`bayesobs.distributed`).
 
 The rooms: :mod:`.model` (data and model), :mod:`.batching` (batched sampling),
 :mod:`.summaries` (summaries, diagnostics, PSIS-LOO; :mod:`.mcmcstats`,

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import pandas as pd
 
+from ...distributed import local_workers
 from ...trials import CELL_KEYS, normalize_trials
 from ..observers.variants import VARIANTS
 from .batching import (
     batch_jobs,
 )
 from .files import _sunk
-from .pools import _default_processes, _run_batch_jobs, _run_fit_jobs
+from .pools import _run_batch_jobs, _run_fit_jobs, processes
 
 
 def fit_posterior(
@@ -42,7 +42,7 @@ def fit_posterior(
         jobs, skipped, order = batch_jobs(trials, names, chains, warmup, draws, seed)
         results = [(k, n, None, [], None, note) for k, n, note in skipped]
         fits = sum(len(job[1]) for job in jobs)
-        results += _run_batch_jobs(jobs, scheduler, sink, workers or _default_processes(fits))
+        results += _run_batch_jobs(jobs, scheduler, sink, processes(fits, workers))
         rank = {n: i for i, n in enumerate(names)}
         results.sort(key=lambda r: (order[r[0]], rank[r[1]]))  # as the per-cell path orders them
     else:
@@ -53,7 +53,7 @@ def fit_posterior(
                 (g, group_keys, key, n, hierarchical, chains, warmup, draws, seed, progress)
                 for n in names
             ]
-        workers = min(len(jobs), workers or min(2, os.cpu_count() or 1))
+        workers = min(len(jobs), workers or local_workers())
         results = _sunk(_run_fit_jobs(jobs, workers), sink)
     rows, loo_rows, idatas, notes = [], [], {}, []
     for key, name, idata, r, loo_row, note in results:

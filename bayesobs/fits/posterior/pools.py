@@ -1,57 +1,55 @@
-"""Where a posterior fit's tasks run: here, in spawned worker processes, or on a Dask cluster."""
+"""Where a posterior fit's tasks run: here, in local worker processes, or on a Dask cluster."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import sys
 import tempfile
 import warnings
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import nullcontext
 
 from ...compile_cache import ENV, enable
-from ...distributed import (
-    available_cores,
-    iter_tasks,
-    scheduler_address,
-    thread_env,
-    worker_cores,
-)
+from ...distributed import iter_tasks, local_workers, release, scheduler_address
 from .files import _sunk, sink_in_workers
 from .jobs import _dispatch_job, _finish_job, _fit_batch_job, _fit_one
 
+# Batched fits of at least this many (cell, variant)s go to worker processes unless
+# ``workers`` says otherwise: below it, starting them and compiling the samplers in each
+# costs more than the second core gives back.
+MIN_FITS = 200
 
-def _run_batch_jobs(jobs, scheduler=None, sink=None, processes: int = 1) -> list:
-    """Every batched task, on the Dask cluster at ``scheduler``, in ``processes`` processes, or here."""
+
+def processes(fits: int, workers: int | None) -> int:
+    """Worker processes for ``fits`` batched fits: ``workers``, else the local workers from MIN_FITS on."""
+    return workers or (local_workers() if fits >= MIN_FITS else 1)
+
+
+def _run_batch_jobs(jobs, scheduler=None, sink=None, workers: int = 1) -> list:
+    """Every batched task, on the Dask cluster at ``scheduler``, in ``workers`` processes, or here."""
+    if scheduler_address(scheduler) is None and (workers <= 1 or len(jobs) <= 1):
+        out, pending = [], None
+        for job in [*jobs, None]:  # the next slice dispatched before this one is summarised
+            nxt = None if job is None else (job, _dispatch_job(job))
+            if pending is not None:
+                out += _finish_job(*pending, sink)
+            pending = nxt
+        return out
     if scheduler_address(scheduler) is not None:
         # each slice goes through the sink as it arrives: the draws of all never pile up here
         return [
             r for _, part in iter_tasks(_fit_batch_job, jobs, scheduler) for r in _sunk(part, sink)
         ]
-    if processes > 1 and len(jobs) > 1:
-        if sink_in_workers(sink):  # the workers write: the log-likelihoods stay there
-            return [r for part in _process_tasks(jobs, processes, sink) for r in part]
-        return [r for part in _process_tasks(jobs, processes) for r in _sunk(part, sink)]
-    out, pending = [], None
-    for job in [*jobs, None]:
-        nxt = None if job is None else (job, _dispatch_job(job))
-        if pending is not None:
-            out += _finish_job(*pending, sink)
-        pending = nxt
-    return out
-
-
-# Batched fits of at least this many (cell, variant)s run in worker processes by default
-# (fit_posterior's ``workers``): below it, starting the processes and compiling the
-# samplers in each costs more than the second core gives back.
-PROCESS_MIN_FITS = 200
-
-
-def _default_processes(fits: int) -> int:
-    """Processes for ``fits`` batched fits: two on two or more cores from :data:`PROCESS_MIN_FITS` on."""
-    # a daemonic process (a pool's worker) may not start processes of its own
-    spawn = fits >= PROCESS_MIN_FITS and not mp.current_process().daemon
-    return min(2, available_cores()) if spawn else 1
+    here = not sink_in_workers(sink)  # else the workers write: the log-likelihoods stay there
+    with _compile_cache() as cache:
+        tasks = [(job, None if here else sink, cache, os.getpid()) for job in jobs]
+        try:
+            parts = iter_tasks(_batch_task, interleaved(tasks, workers), workers=workers)
+            out = [r for _, part in parts for r in (_sunk(part, sink) if here else part)]
+        except BaseException:
+            release()
+            raise
+        release(wait=True)  # the workers end with the fit (and their compile cache folder)
+        return out
 
 
 def interleaved(jobs: list, parts: int) -> list:
@@ -61,51 +59,39 @@ def interleaved(jobs: list, parts: int) -> list:
     return [r[i] for i in range(size) for r in runs if i < len(r)]
 
 
-def _process_init(counter, cache: str | None) -> None:
-    """Start of a worker process: one compute thread, its own core, the parent's compile cache."""
-    os.environ.update(thread_env(1))  # before JAX loads: XLA keeps to the calling thread
-    with counter.get_lock():
-        index, counter.value = counter.value, counter.value + 1
-    if hasattr(os, "sched_setaffinity"):
-        cores = worker_cores(index, 1, sorted(os.sched_getaffinity(0)))
-        if cores is not None:
-            os.sched_setaffinity(0, cores)
-    _worker_init()
-    if cache:
-        enable({ENV: cache})
+def _compile_cache():
+    """The caller's JAX compile cache folder, else a scratch one the workers share (a context)."""
+    jax = sys.modules.get("jax")
+    folder = jax.config.jax_compilation_cache_dir if jax is not None else None
+    return nullcontext(folder) if folder else tempfile.TemporaryDirectory(prefix="bayesobs-jax-")
 
 
-def _process_tasks(jobs: list, processes: int, sink=None):
-    """Each batched task's results, in ``processes`` spawned processes, as each finishes."""
-    cache = None
-    if "jax" in sys.modules:
-        cache = sys.modules["jax"].config.jax_compilation_cache_dir or None
-    ctx = mp.get_context("spawn")
-    counter = ctx.Value("i", 0)
-    order = interleaved(list(jobs), processes)
-    with tempfile.TemporaryDirectory(prefix="bayesobs-jax-") as scratch:
-        with ProcessPoolExecutor(
-            processes,
-            mp_context=ctx,
-            initializer=_process_init,
-            initargs=(counter, cache or scratch),
-        ) as pool:
-            pending = {pool.submit(_fit_batch_job, job, sink) for job in order}
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    yield fut.result()  # handed over and dropped: the draws never pile up
+_CACHE = {"folder": None}  # the compile cache folder this worker uses
 
 
-def _worker_init() -> None:
-    warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
+def _batch_task(task: tuple):
+    """One slice in a worker: the compile cache the workers share, arviz's announcement ignored."""
+    job, sink, cache, caller = task
+    if os.getpid() != caller and _CACHE["folder"] != cache:  # the caller keeps its own cache
+        _CACHE["folder"] = enable({ENV: cache}) and cache
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
+        return _fit_batch_job(job, sink)
+
+
+def _fit_one_task(job):
+    """One unbatched fit in a worker, arviz's import-time announcement ignored."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return _fit_one(job)
 
 
 def _run_fit_jobs(jobs: list, workers: int) -> list:
-    """Every unbatched (group, variant) fit, in ``workers`` spawned processes or here."""
-    if workers <= 1:
-        return [_fit_one(j) for j in jobs]
-    with ProcessPoolExecutor(
-        workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
-    ) as pool:
-        return list(pool.map(_fit_one, jobs))
+    """Every unbatched (group, variant) fit, in ``workers`` processes or here, in order."""
+    try:
+        done = dict(iter_tasks(_fit_one_task, jobs, workers=workers))
+    except BaseException:
+        release()
+        raise
+    release(wait=True)
+    return [done[i] for i in range(len(jobs))]
