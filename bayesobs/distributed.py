@@ -25,7 +25,6 @@ it from the process's CPU affinity).  :func:`local_cluster` and
 from __future__ import annotations
 
 import ctypes
-import importlib
 import os
 import re
 import shlex
@@ -295,11 +294,6 @@ class Task:
         return self._fn(*self._args)
 
 
-def idle() -> bool:
-    """Whether a worker process is started and free (a task sent there starts at once)."""
-    return any(all(f.done() for f in futures) for _, futures in _POOLS.values())
-
-
 def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) -> Task:
     """Start ``fn(*args)`` in a local worker process while this one goes on.
 
@@ -364,12 +358,6 @@ def _iter_local(fn: Callable, items: list, workers: int) -> Iterator[tuple[int, 
         if task is None:
             task = there[next(iter(wait(there, return_when=FIRST_COMPLETED)[0]))]
         yield running.pop(task), task.result()
-
-
-def imports(*modules: str) -> None:
-    """Import ``modules`` (a worker's first task, so its imports overlap the caller's work)."""
-    for name in modules:
-        importlib.import_module(name)
 
 
 def release(wait: bool = False) -> None:
