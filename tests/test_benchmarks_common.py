@@ -23,6 +23,7 @@ HOLD = (
 )
 
 
+@pytest.mark.slow  # two children holding 160 MB each
 def test_the_sampled_peak_counts_children_together_and_shared_pages_once():
     """Two children holding 160 MB each: the peak together is about 320 MB more than before.
 

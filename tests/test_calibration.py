@@ -77,6 +77,7 @@ def test_each_simulation_is_fitted_with_its_own_sampler_seed(monkeypatch):
     assert seen["seed"].shape == (50,) and len(np.unique(seen["seed"])) == 50
 
 
+@pytest.mark.slow  # one calibration fitted twice: alone and beside others
 def test_per_cell_seeds_fit_each_cell_as_if_alone():
     """sample_padded with one seed per data set: each set's draws are its own fit with its seed."""
     from bayesobs.fits.posterior import sample_padded

@@ -106,6 +106,7 @@ def test_the_draws_follow_numpyros_nuts_posterior_within_monte_carlo_error(model
             assert abs(m - mean) < 4 * em and abs(s - sd) < 4 * es, (m, mean, em, s, sd, es)
 
 
+@pytest.mark.slow  # the sampler compiled for one chain and for several
 def test_a_chain_gets_the_same_draws_alone_or_beside_others():
     keys = random.split(random.PRNGKey(1), 5)
     run = jax.jit(our_draws, static_argnums=(1, 2))

@@ -128,7 +128,19 @@ def test_posterior_recovers_known_parameters(name, truth):
     assert abs(est["sigma"] / truth["sigma"] - 1) < 0.15
 
 
-@pytest.mark.parametrize("name", ["static", "static_gain", "kalman_gain", "linear_log"])
+# one variant in the fast suite; every variant in the slow tier (each samples its own model)
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("static", marks=SLOW),
+        pytest.param("static_gain", marks=SLOW),
+        "kalman_gain",
+        pytest.param("linear_log", marks=SLOW),
+    ],
+)
 def test_posterior_mode_agrees_with_mle(name):
     truth = {
         "static": {"w_prior": 0.4, "sigma": 0.03},
