@@ -42,12 +42,15 @@ def test_a_signal_stops_a_simulated_sweep_at_once_and_is_noted(tmp_path, monkeyp
 
     monkeypatch.setattr(SimSubject, "complete", complete)
     before = signal.signal(signal.SIGTERM, unhandled)
+    # Python's own Ctrl-C handler, as a terminal's process starts with (not one an earlier test left)
+    before_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     out = tmp_path / "o"
     args = ["sweep", "tasks/bayesbench.toml", "--subject", "sim:bayesian", "--trials", "8"]
     try:
         code = main([*args, "--out", str(out), "--no-progress"])
     finally:
         signal.signal(signal.SIGTERM, before)
+        signal.signal(signal.SIGINT, before_int)
     err = capsys.readouterr().err
     assert code == 130 and "interrupted; everything logged so far is kept" in err
     assert "Traceback" not in err
