@@ -24,11 +24,14 @@ it from the process's CPU affinity).  :func:`local_cluster` and
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import os
 import re
 import shlex
 import signal
+import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -207,7 +210,7 @@ def available_cores() -> int:
 
 
 WORKERS = "BAYESOBS_WORKERS"  # local worker processes (1: everything in this process)
-_POOLS: dict = {}  # this process's workers by their number: (loky ProcessPoolExecutor, futures)
+_POOLS: dict = {}  # this process's workers by their number: (loky pool, futures, core-claims file)
 _IN_WORKER = False  # set in a worker: its tasks run there, never in workers of their own
 
 
@@ -241,11 +244,21 @@ def local_workers(workers: int | None = None) -> int:
     return workers
 
 
-def _start_worker() -> None:
-    """A worker's first step: Ctrl-C left to the caller, no nested workers."""
+def _start_worker(claims: str) -> None:
+    """A worker's first step: Ctrl-C left to the caller, no nested workers, a core of its own."""
     global _IN_WORKER
     _IN_WORKER = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller handles it and ends the workers
+    # one core each (the next of the caller's, in start order): jaxlib sizes its thread pool
+    # from the affinity, so an unpinned worker runs as many XLA threads as there are cores
+    cores = sorted(os.sched_getaffinity(0))
+    with open(claims, "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        i = int(f.read() or 0)
+        f.seek(0)
+        f.write(str(i + 1))
+    if len(cores) > 1:
+        os.sched_setaffinity(0, {cores[i % len(cores)]})
 
 
 def _run(fn: Callable, args: tuple) -> tuple:
@@ -334,9 +347,13 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
             # library's spawn, it never runs the caller's script again in a worker
             from joblib.externals.loky import ProcessPoolExecutor
 
-            pool = ProcessPoolExecutor(n, initializer=_start_worker, env=thread_env(1))
-            _POOLS[n] = (pool, [])
-        pool, futures = _POOLS[n]
+            claims = tempfile.NamedTemporaryFile("w", prefix="bayesobs-cores-", delete=False)
+            claims.close()
+            pool = ProcessPoolExecutor(
+                n, initializer=_start_worker, initargs=(claims.name,), env=thread_env(1)
+            )
+            _POOLS[n] = (pool, [], claims.name)
+        pool, futures, _ = _POOLS[n]
         try:
             futures[:] = [f for f in futures if not f.done()] + [pool.submit(_run, fn, args)]
             return Task(fn, args, futures[-1])
@@ -371,7 +388,10 @@ def release(wait: bool = False) -> None:
         ``RUSAGE_CHILDREN``); without it a task still running is abandoned.
     """
     while _POOLS:  # without wait, a task still running is abandoned: its result is not needed
-        _POOLS.popitem()[1][0].shutdown(wait=wait, kill_workers=not wait)
+        pool, _, claims = _POOLS.popitem()[1]
+        pool.shutdown(wait=wait, kill_workers=not wait)
+        with contextlib.suppress(OSError):
+            os.unlink(claims)
 
 
 def trim_memory() -> bool:

@@ -224,6 +224,19 @@ def test_a_worker_runs_one_compute_thread():
     assert submit(thread_caps).result() == dict.fromkeys(distributed.THREAD_VARS, "1")
 
 
+def affinity_after(seconds):
+    time.sleep(seconds)  # both workers hold a task at once
+    return sorted(os.sched_getaffinity(0))
+
+
+@two_cores
+def test_each_worker_runs_on_a_core_of_its_own():
+    """jaxlib sizes its thread pool from the affinity: an unpinned worker would run two."""
+    cores = sorted(os.sched_getaffinity(0))
+    got = [t.result() for t in [submit(affinity_after, 0.5, workers=2) for _ in range(2)]]
+    assert all(len(c) == 1 and c[0] in cores for c in got) and got[0] != got[1], got
+
+
 def test_trim_memory_hands_freed_pages_back_to_the_system():
     """issue 32: after a large array is freed, trimming lowers the resident size (glibc)."""
     import ctypes
