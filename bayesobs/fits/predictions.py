@@ -15,7 +15,30 @@ from .runtable import interleaved_levels
 def predictions(
     trials: pd.DataFrame, fits: pd.DataFrame, variants=("static", "kalman")
 ) -> pd.DataFrame:
-    """Trials with each variant's fitted central prediction (``pred_<variant>``)."""
+    """Trials with each variant's fitted central prediction (``pred_<variant>``).
+
+    Parameters come from ``fits`` (full-data fits); predictions are on the
+    response scale (:func:`bayesobs.fits.observers.predict_response`), run by run.
+    Fits of an interleaved column (a ``level`` column, one row per cell,
+    variant and level; METHOD §10) predict each trial with its own level's
+    parameters over the whole run, and the result gains ``level``
+    (``COL=value``) for drawing the levels apart.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trial table (normalised here).
+    fits : DataFrame
+        ``fits.csv`` of the same trials (:func:`fit` or ``bayesobs fit``).
+    variants : sequence of str
+        The variants whose predictions to add.
+
+    Returns
+    -------
+    DataFrame
+        The normalised trials with a ``pred_<variant>`` column per variant
+        (NaN where the variant has no fit in the trial's cell).
+    """
     trials = normalize_trials(trials)
     out = trials.copy()
     for v in variants:
@@ -57,7 +80,31 @@ def predictions(
 
 
 def level_predictions(variant, params: dict, x, run, level) -> np.ndarray:
-    """Central predictions of an interleaved fit: each trial under its own level's parameters."""
+    """Central predictions of an interleaved fit: each trial under its own level's parameters.
+
+    Parameters
+    ----------
+    variant : str
+        Observer variant.
+    params : dict
+        Decoded parameters of each level, by level label.
+    x, run, level : arrays
+        Stimuli in presentation order, their session-run labels and level labels.
+
+    Returns
+    -------
+    ndarray
+        The central predicted response of each trial, on the response scale.
+
+    Notes
+    -----
+    Run means and the Kalman recursion go over all trials of a run whatever
+    their level (METHOD §10): static and linear predictions are per trial, so
+    each level's own prediction is exact; the Kalman filter takes each
+    trial's ``rho_c`` (``P-_t = P_{t-1} + 1``, ``K_t = rho_c P-_t /
+    (rho_c P-_t + 1)``, ``K_1 = 1``, ``P_1 = 1 / rho_c(1)``), the limits 0 and
+    infinity standing in as 1e-12 and 1e12.
+    """
     var = get_variant(variant)
     x = np.asarray(x, dtype=float)
     level = np.asarray(level)

@@ -10,7 +10,22 @@ from ..trials import CELL_KEYS, RUN_KEYS
 
 
 def with_baseline(trials: pd.DataFrame) -> pd.DataFrame:
-    """Add ``baseline``: the constant range-midpoint predictor of each trial."""
+    """Add ``baseline``: the constant range-midpoint predictor of each trial.
+
+    ``(range_low + range_high) / 2`` where logged; otherwise the midpoint of the
+    smallest and largest stimulus of that session type in the cell.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (the cell keys, ``session``,
+        ``stimulus``; optional ``range_low``, ``range_high``).
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``trials`` with the ``baseline`` column (stimulus units).
+    """
     out = trials.copy()
     g = out.groupby([*CELL_KEYS, "session"], sort=False)["stimulus"]
     fallback = (g.transform("min") + g.transform("max")) / 2
@@ -33,7 +48,38 @@ def replicated(df: pd.DataFrame, name: str, values: np.ndarray) -> pd.DataFrame:
 def accuracy_batch(
     trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0, resample: str = "pooled"
 ):
-    """NRMSE of every cell and replicate: ``(cells, 1 + B)``."""
+    """NRMSE of every cell and replicate: ``(cells, 1 + B)``.
+
+    Over the trials with an observed response: ``RMSE(y, x) / RMSE(c, x)``.
+    ``resample`` is the bootstrap scheme (:func:`bayesobs.bootstrap.run_draws`).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (``baseline`` is added by
+        :func:`with_baseline` when absent).
+    bootstrap : int
+        Session-run bootstrap replicates ``B`` (0: full data only).
+    seed : int
+        Bootstrap seed.
+    resample : {"pooled", "stratified"}
+        The bootstrap scheme.
+
+    Returns
+    -------
+    cells : DataFrame
+        ``subject, task, modality, condition`` of every cell, sorted.
+    nrmse : numpy.ndarray
+        ``(len(cells), 1 + B)``: column 0 the full data, then each replicate;
+        NaN where no response was observed, infinite where the baseline has
+        no error but the responses have some.
+
+    Raises
+    ------
+    BayesobsInputError
+        With ``bootstrap > 0``: an unknown ``resample``, or ``stratified``
+        with fewer than 2 runs of a session type in some group.
+    """
     t = trials if "baseline" in trials.columns else with_baseline(trials)
     obs = t["response"].notna().to_numpy()
     x = t["stimulus"].to_numpy()
@@ -53,13 +99,46 @@ def accuracy_batch(
 
 
 def accuracy_table(trials: pd.DataFrame, bootstrap: int = 0, seed: int = 0) -> pd.DataFrame:
-    """``accuracy.csv``: ``subject, task, modality, condition, nrmse`` (+ interval)."""
+    """``accuracy.csv``: ``subject, task, modality, condition, nrmse`` (+ interval).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials.
+    bootstrap : int
+        Pooled session-run bootstrap replicates (0: no interval).
+    seed : int
+        Bootstrap seed.
+
+    Returns
+    -------
+    DataFrame
+        One row per cell: the cell keys and ``nrmse`` (full data), with
+        ``bootstrap > 0`` also ``nrmse_mean``, ``nrmse_lo``, ``nrmse_hi``
+        (the replicates' mean and 68% percentile interval).
+    """
     cells, nrmse = accuracy_batch(trials, bootstrap, seed)
     return replicated(cells, "nrmse", nrmse)
 
 
 def bias_variance(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: mean squared error of the responses and its split into bias² and variance."""
+    """Per cell: mean squared error of the responses and its split into bias² and variance.
+
+    ``mse = bias2 + variance`` with ``bias2 = mean(y - x)^2`` and
+    ``variance = mean((y - x - mean(y - x))^2)``, over observed responses.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Normalised magnitude trials (the cell keys, ``stimulus``,
+        ``response``).
+
+    Returns
+    -------
+    DataFrame
+        ``subject, task, modality, condition, bias2, variance, mse`` (squared
+        stimulus units), one row per cell with an observed response.
+    """
     t = trials.dropna(subset=["response"]).assign(_e=lambda d: d["response"] - d["stimulus"])
     g = t.groupby(list(CELL_KEYS), sort=True)["_e"]
     out = pd.DataFrame({"bias2": g.mean() ** 2, "variance": g.var(ddof=0)})

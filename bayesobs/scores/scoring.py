@@ -50,7 +50,60 @@ def score(
     references: bool = False,
     humans=(),
 ) -> Scores:
-    """Every BayesBench number for a trial table."""
+    """Every BayesBench number for a trial table.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Any trial table (validated here).
+    bootstrap : int
+        Session-run bootstrap replicates (METHOD §7), 30 by default.
+    seed : int
+        Bootstrap seed: the same seed gives identical output.
+    non_oracle : {"response", "error"}
+        Variances for the non-oracle Bayes weights.
+    probe : bool
+        Also run the random-forest cue-combination probe (base condition).
+    progress : bool
+        Show a progress bar while fitting.
+    resample : {"pooled", "stratified"}
+        Bootstrap scheme: the paper's ``"pooled"`` draws runs from all session
+        types; ``"stratified"`` draws runs within each session type and needs
+        at least 2 runs of every type (:func:`bayesobs.bootstrap.run_draws`).
+    interleaved : str, optional
+        A column whose levels alternate trial by trial inside a run (METHOD
+        §10): ``fits`` and ``evidence`` get one row per level.  The paper's
+        BCS needs one ``w_prior`` per cell, so with two or more levels it is
+        not computed (``missing`` says so; ``fits`` holds each level's
+        ``w_prior``).
+    lapse : bool
+        Fit every variant with a lapse rate (METHOD §11); the BCS then uses
+        the lapse-robust ``w_prior`` of ``static``.
+    options : FitOptions, optional
+        ``bootstrap``, ``seed``, ``progress``, ``resample``, ``interleaved``
+        and ``lapse`` at once (checked once); when given, those keywords are
+        not read.
+    references : bool
+        Add the reference rows ``reference:random`` and ``reference:ideal``
+        to ``bayesbench`` (:mod:`bayesobs.scores.references`), scored by this same
+        function on the same cells; a ``reference`` column marks them.
+    humans : sequence of str
+        Glob patterns of subject ids that are human participants: their rows
+        in ``bayesbench`` are marked ``reference = human`` (never ranked)
+        and their trials pooled give the row ``reference:humans``.
+
+    Returns
+    -------
+    Scores
+        DataFrames; ``missing`` lists what could not be computed and why.
+        Visual-search trials (with ``set_size`` and ``correct``) are scored
+        by :func:`bayesobs.search.scores.search_scores` into ``search``,
+        ``search_accuracy`` and ``search_bias``; HVSBench-style trials (paradigm
+        ``hvs``) by :func:`bayesobs.hvs.logged.hvs_scores` into ``hvs``; the
+        other tables come from the magnitude trials.  Search and perception
+        trials with 3+ levels also get ``psychometric``
+        (:func:`bayesobs.scores.psychometric.psychometric_scores`).
+    """
     opts = fit_options(
         options,
         bootstrap=bootstrap,
@@ -126,7 +179,25 @@ def score(
 
 
 def paradigm_tables(paradigm, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """A registered paradigm's score tables from its rows, checked against the names it declares."""
+    """A registered paradigm's score tables from its rows, checked against the names it declares.
+
+    Parameters
+    ----------
+    paradigm : bayesobs.paradigms.Paradigm
+        The paradigm.
+    trials : DataFrame
+        Its rows of the (normalised) trial table.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        ``paradigm.analysis(trials)``.
+
+    Raises
+    ------
+    ValueError
+        A table the paradigm does not declare in ``tables``, or not a DataFrame.
+    """
     out = paradigm.analysis(trials)
     for name, table in out.items():
         if name not in paradigm.tables or not isinstance(table, pd.DataFrame):
@@ -149,7 +220,25 @@ def _reference_rows(magnitude, patterns, references, opts, non_oracle):
 
 
 def with_stratified(pooled: pd.DataFrame, stratified: pd.DataFrame) -> pd.DataFrame:
-    """``pooled`` with ``NAME_strat_lo``/``NAME_strat_hi`` from a stratified bootstrap's table."""
+    """``pooled`` with ``NAME_strat_lo``/``NAME_strat_hi`` from a stratified bootstrap's table.
+
+    For each BayesBench number with an interval (``NAME_lo`` in both), after
+    every other column; rows are matched by ``subject``.
+
+    Parameters
+    ----------
+    pooled : DataFrame
+        A ``bayesbench`` table from the pooled bootstrap (not changed).
+    stratified : DataFrame
+        The ``bayesbench`` table of the same trials from the stratified
+        bootstrap.
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``pooled`` with the ``_strat_lo``/``_strat_hi`` columns
+        (NaN for a subject the stratified table lacks).
+    """
     out = pooled.copy()
     other = stratified.set_index("subject")
     for name in (*SUMMARY, *ROBUST):

@@ -18,7 +18,23 @@ BATCH_CELLS = 128  # cells sampled together in one compiled call (memory: draws 
 
 
 def canonical_shape(data: Data) -> tuple[int, int]:
-    """The padded ``(runs, trials)`` shape a cell is sampled at, a function of the cell alone."""
+    """The padded ``(runs, trials)`` shape a cell is sampled at, a function of the cell alone.
+
+    Runs are kept exactly; trials per run are padded to a multiple of
+    :data:`T_BUCKET`.  Because the shape depends on nothing but the cell, a
+    cell's draws do not depend on which other cells share its batch.
+
+    Parameters
+    ----------
+    data : Data
+        One cell's arrays.
+
+    Returns
+    -------
+    tuple of int
+        ``(runs, trials)``, trials rounded up to a multiple of
+        :data:`T_BUCKET`.
+    """
     R, T = data.z.shape
     return R, -(-T // T_BUCKET) * T_BUCKET
 
@@ -95,7 +111,39 @@ def _batched_sampler(name: str, chains: int, warmup: int, draws: int, prior_scal
 def sample_padded(
     variant, z, u, obs, zbar, chains=2, warmup=300, draws=200, seed=0, prior_scale=1.0
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """NUTS draws for many single-subject data sets of one padded shape, in one compiled call."""
+    """NUTS draws for many single-subject data sets of one padded shape, in one compiled call.
+
+    The arrays are standardised as :func:`prepare` leaves them, stacked on a
+    leading axis (``z``, ``u``, ``obs``: ``(n, runs, T)``; ``zbar``:
+    ``(n, runs, 1)``).  Returns the draws of every site of :func:`model`
+    on its own (standardised) scale, each ``(n, chains, draws, 1)``, and the
+    divergent transitions ``(n, chains, draws)``.
+
+    Parameters
+    ----------
+    variant : Variant or str
+        The variant, or its name.
+    z, u : array_like
+        ``(n, runs, T)`` standardised stimuli and responses.
+    obs : array_like of bool
+        ``(n, runs, T)``: which trials are observed.
+    zbar : array_like
+        ``(n, runs, 1)`` mean standardised stimulus of each run.
+    chains, warmup, draws : int, default 2, 300, 200
+        NUTS chains, warm-up and kept draws per chain.
+    seed : int or array_like of int, default 0
+        Seed of the chains' keys: one for every data set, or ``(n,)``, one per
+        data set (independent fits, as simulation-based calibration needs).
+    prior_scale : float, default 1.0
+        :func:`model`'s factor on the prior scales.
+
+    Returns
+    -------
+    draws : dict of str to ndarray
+        Every site's draws, ``(n, chains, draws, 1)``.
+    divergent : ndarray of bool
+        ``(n, chains, draws)``.
+    """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     fn = _batched_sampler(variant.name, chains, warmup, draws, float(prior_scale))
     arrays = (
@@ -118,7 +166,33 @@ def _slice_size(n: int) -> int:
 def sample_batch(
     variant, datas: list[Data], chains=4, warmup=500, draws=500, seed=0, pad_to: int | None = None
 ) -> list:
-    """NUTS draws of one variant for many single-subject cells, sampled together."""
+    """NUTS draws of one variant for many single-subject cells, sampled together.
+
+    Cells are grouped by :func:`canonical_shape` and each group is sampled by
+    one compiled, vectorised call (in equal slices of at most
+    :data:`BATCH_CELLS`, or ``pad_to`` cells).  Every
+    cell keeps its own adaptation per chain, and its draws are the same
+    whether it is sampled alone or with others (same seed, same shape).
+
+    Parameters
+    ----------
+    variant : Variant or str
+        The variant, or its name.
+    datas : list of Data
+        Single-subject cells (from :func:`prepare_cells`).
+    chains, warmup, draws : int, default 4, 500, 500
+        NUTS chains, warm-up and kept draws per chain.
+    seed : int, default 0
+        Seed of every cell's chain keys.
+    pad_to : int, optional
+        Cells per compiled call (a short slice is padded); default equal
+        slices of at most :data:`BATCH_CELLS`.
+
+    Returns
+    -------
+    list of arviz.InferenceData
+        One per cell, in the order of ``datas``, as :func:`sample` builds it.
+    """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     out = [None] * len(datas)
     shapes = [canonical_shape(d) for d in datas]

@@ -23,7 +23,33 @@ from .model import _rng_key, model, prepare, prepare_cells
 def ppc_table(
     trials_cell: pd.DataFrame, variant, idata, draws: int = 200, seed: int = 0
 ) -> pd.DataFrame:
-    """Posterior predictive check of one cell: observed responses beside the model's predictive band."""
+    """Posterior predictive check of one cell: observed responses beside the model's predictive band.
+
+    Simulates ``draws`` response sequences from posterior draws (through
+    :func:`bayesobs.fits.observers.simulate`'s model, :func:`mean_padded`) and
+    returns per trial the observed ``response`` and the predictive median,
+    5% and 95% quantiles on the response scale.
+
+    Parameters
+    ----------
+    trials_cell : pandas.DataFrame
+        The trials of one cell.
+    variant : Variant or str
+        The fitted variant, or its name.
+    idata : arviz.InferenceData
+        The cell's fit (its ``posterior`` in natural units).
+    draws : int, default 200
+        Posterior draws simulated (at most the fit's number of draws).
+    seed : int, default 0
+        Seed of the draw choice and the response noise.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per observed trial: ``variant``, ``session``, ``run``,
+        ``trial``, ``stimulus``, ``response``, ``pred_q05``,
+        ``pred_median``, ``pred_q95``.
+    """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     data = prepare(trials_cell, variant)
     post = idata.posterior
@@ -88,7 +114,40 @@ def _prior_sampler(name: str, draws: int):
 def prior_predictive(
     trials: pd.DataFrame, variants=None, draws: int = 500, seed: int = 0
 ) -> pd.DataFrame:
-    """Prior predictive check: whether responses drawn from the priors cover the observed range."""
+    """Prior predictive check: whether responses drawn from the priors cover the observed range.
+
+    For each cell and variant, ``draws`` response sequences are drawn from
+    :func:`model` with every parameter from its prior (the cell's own
+    stimuli, standardised as the fit standardises them) and mapped back to
+    the response scale.  One row per (cell, variant): the pooled prior
+    predictive quantiles ``q01, q05, q50, q95, q99`` of the responses at the
+    observed trials; ``sim_min_q01``, the 1% quantile of each simulated data
+    set's smallest response, and ``sim_max_q99``, the 99% quantile of its
+    largest; the observed ``observed_min`` and ``observed_max``; and
+    ``covers``: ``sim_min_q01 <= observed_min`` and ``sim_max_q99 >=
+    observed_max`` (the priors make a range as wide as the observed one
+    plausible; pooled quantiles would be too strict, as the extremes of
+    many trials lie beyond them).  Cells where a log variant does not apply
+    are left out.
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        Trial table (normalised here).
+    variants : list of str, optional
+        Variant names; default all ten.
+    draws : int, default 500
+        Response sequences drawn per cell and variant.
+    seed : int, default 0
+        Seed of the prior draws.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (cell, variant): the cell keys, ``variant``, ``draws``,
+        ``q01``, ``q05``, ``q50``, ``q95``, ``q99``, ``sim_min_q01``,
+        ``sim_max_q99``, ``observed_min``, ``observed_max``, ``covers``.
+    """
     trials = normalize_trials(trials)
     cells, _ = build_runs(trials)
     eps = {tuple(r[list(CELL_KEYS)]): float(r["eps"]) for _, r in cells.iterrows()}

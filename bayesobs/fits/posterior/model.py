@@ -33,7 +33,30 @@ class Data:
 
 
 def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
-    """Standardised padded arrays; one subject per cell of ``trials``."""
+    """Standardised padded arrays; one subject per cell of ``trials``.
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        Normalised trial table; every cell (``subject, task, modality,
+        condition``) becomes one subject of the returned data.
+    variant : Variant
+        The observer variant; a log variant takes logs of stimuli and
+        responses (with the cell's ``eps``).
+
+    Returns
+    -------
+    Data
+        Runs padded to the longest run, ``z`` and ``u`` standardised per
+        subject by the mean and SD of its stimuli (``c``, ``s``), and the
+        per-trial offset ``const`` back to the response scale.
+
+    Raises
+    ------
+    ValueError
+        When ``variant`` is a log variant and a cell cannot take logs
+        (its ``log_skipped`` reason).
+    """
     cells, runs = build_runs(trials)
     present = runs.present
     eps = cells["eps"].to_numpy()[runs.cell][:, None]
@@ -53,7 +76,34 @@ def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
 
 
 def model(variant: Variant, data: Data, hierarchical: bool = False, prior_scale: float = 1.0):
-    """The NumPyro model of ``variant`` for ``data`` (several subjects if hierarchical)."""
+    """The NumPyro model of ``variant`` for ``data`` (several subjects if hierarchical).
+
+    With ``data.u`` set to ``None`` the responses are drawn rather than
+    observed (prior predictive draws, simulation-based calibration).
+    ``prior_scale`` multiplies the scale of every Normal and half-Normal
+    prior (not the Beta prior of ``w_prior``); anything but 1 is a
+    deliberately wrong prior, used to show that the calibration check
+    (:mod:`bayesobs.calibration`) detects one.
+
+    Parameters
+    ----------
+    variant : Variant
+        The observer variant (its family sets the core parameter; ``gain``
+        adds ``g`` and ``delta``).
+    data : Data
+        Standardised arrays from :func:`prepare` or :func:`prepare_cells`.
+    hierarchical : bool, default False
+        Draw each subject's core parameter (on its unconstrained scale) from
+        a population ``Normal(mu_pop, tau_pop)``; needs more than one subject.
+    prior_scale : float, default 1.0
+        Factor on the scale of every Normal and half-Normal prior.
+
+    Returns
+    -------
+    None
+        A NumPyro model: it records sample sites (the parameters, the
+        responses ``u``) when run under a NumPyro handler.
+    """
     import jax.numpy as jnp  # optional weight: JAX loads only for posterior/calibration work
     import numpyro  # optional weight: NumPyro loads only for posterior/calibration work
     import numpyro.distributions as dist  # optional weight: NumPyro loads only for posterior/calibration work
@@ -119,7 +169,31 @@ def _rng_key(seed: int):
 def sample(
     variant, data: Data, hierarchical=False, chains=4, warmup=500, draws=500, seed=0, progress=False
 ):
-    """NUTS draws of one variant; returns an ArviZ InferenceData with pointwise log-likelihood."""
+    """NUTS draws of one variant; returns an ArviZ InferenceData with pointwise log-likelihood.
+
+    Parameters
+    ----------
+    variant : Variant or str
+        The variant, or its name.
+    data : Data
+        Standardised arrays from :func:`prepare`.
+    hierarchical : bool, default False
+        Fit the subjects jointly with a population distribution
+        (:func:`model`).
+    chains, warmup, draws : int, default 4, 500, 500
+        NUTS chains (run vectorised), warm-up and kept draws per chain.
+    seed : int, default 0
+        Seed of the sampler's PRNG key.
+    progress : bool, default False
+        Show NumPyro's progress bar.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior`` in natural units (:func:`natural_params`, one
+        ``subject`` dimension), ``log_likelihood`` ``y`` on the response
+        scale (observed trials only) and ``sample_stats`` ``diverging``.
+    """
     import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
 
     # optional weight: NumPyro loads only for posterior/calibration work
@@ -175,7 +249,27 @@ def _map_start(info):
 def posterior_mode(
     variant, data: Data, hierarchical=False, starts=4, seed=0
 ) -> dict[str, np.ndarray]:
-    """Maximum a posteriori parameters (natural units), multi-start L-BFGS on the unconstrained scale."""
+    """Maximum a posteriori parameters (natural units), multi-start L-BFGS on the unconstrained scale.
+
+    Parameters
+    ----------
+    variant : Variant or str
+        The variant, or its name.
+    data : Data
+        Standardised arrays from :func:`prepare`.
+    hierarchical : bool, default False
+        Use the hierarchical :func:`model`.
+    starts : int, default 4
+        NumPyro initialisations (seeds ``seed``, ``seed + 1``, ...); the
+        lowest minimum wins.
+    seed : int, default 0
+        Seed of the first start.
+
+    Returns
+    -------
+    dict of str to ndarray
+        :func:`natural_params` of the mode.
+    """
     # optional weight: NumPyro loads only for posterior/calibration work
     from numpyro.infer.util import constrain_fn, initialize_model
 
@@ -193,7 +287,24 @@ def posterior_mode(
 
 
 def prepare_cells(trials: pd.DataFrame, variant: Variant) -> list[tuple[tuple, Data | str]]:
-    """:func:`prepare` of every cell of ``trials`` at once: ``(cell key, Data or skip reason)``."""
+    """:func:`prepare` of every cell of ``trials`` at once: ``(cell key, Data or skip reason)``.
+
+    The arrays are exactly those :func:`prepare` gives for the cell alone
+    (one run table for all cells, each cell trimmed to its own longest run).
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        Normalised trial table.
+    variant : Variant
+        The variant (a log variant skips cells that cannot take logs).
+
+    Returns
+    -------
+    list of (tuple, Data or str)
+        Per cell, in run-table order: its key ``(subject, task, modality,
+        condition)`` and its :class:`Data`, or the reason it was skipped.
+    """
     cells, runs = build_runs(trials)
     x, y, present = runs.x, runs.y, runs.present
     obs_all = present & ~np.isnan(y)

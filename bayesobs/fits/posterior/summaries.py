@@ -39,7 +39,19 @@ LOO_CELLS = 16  # cells whose PSIS-LOO is computed together (memory: cells x obs
 
 
 def diagnostics(idata) -> dict:
-    """Worst R-hat, smallest bulk ESS and the number of divergent transitions."""
+    """Worst R-hat, smallest bulk ESS and the number of divergent transitions.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A fit with a ``posterior`` and ``sample_stats.diverging``.
+
+    Returns
+    -------
+    dict
+        ``r_hat_max`` (float), ``ess_bulk_min`` (float) and ``divergences``
+        (int) over every parameter.
+    """
     import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
 
     summ = az.summary(idata, kind="diagnostics")
