@@ -26,6 +26,7 @@ EXTRAS = {
     "web": ("starlette", "uvicorn"),
     "llm": ("openai", "anthropic", "httpx2", "httpx"),
     "distributed": ("dask", "distributed", "dask_jobqueue"),
+    "inspect": ("inspect_ai",),
 }
 
 
