@@ -212,6 +212,7 @@ def _take_part(browser, url: str, pid: str, attentive: bool, rng) -> None:
     page.close()
 
 
+@pytest.mark.slow
 def test_the_readme_study_pair_runs_on_a_study_served_to_two_people_in_chromium(
     tmp_path, monkeypatch
 ):

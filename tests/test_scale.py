@@ -172,6 +172,7 @@ def assert_summary_rows_close(got: pd.DataFrame, ref: pd.DataFrame) -> None:
     np.testing.assert_allclose(got["r_hat_max"], ref["r_hat_max"], atol=0.011)
 
 
+@pytest.mark.slow
 def test_slice_results_agree_with_the_per_cell_arviz_summaries_and_loo():
     """Vectorised summaries (mcmcstats) and PSIS-LOO per slice: each cell's own arviz.summary
     and arviz.loo within SUMMARY_TOLERANCE (LOO to rtol 1e-6), the same draws and LL."""

@@ -100,6 +100,7 @@ def test_em_reaches_a_direct_maximisation_of_the_mixture(name):
     assert row["k"] == {"static": 3, "linear": 4, "kalman": 3, "static_log": 3}[name]
 
 
+@pytest.mark.slow
 def test_no_lapses_leave_the_fit_unchanged_up_to_k():
     rng = np.random.default_rng(3)
     x = rng.uniform(0.1, 0.9, 120)

@@ -132,6 +132,7 @@ def check_cells(df, L, per_axis):
             assert got == pytest.approx(at, abs=1e-7), (subject, variant)
 
 
+@pytest.mark.slow
 def test_a_level_that_copies_the_stimulus_is_reported_at_the_limit():
     """Known truth (issue 49.6): level 0 has rho = inf (K = 1: the estimate is the stimulus).
 

@@ -119,6 +119,7 @@ def test_a_chain_gets_the_same_draws_alone_or_beside_others():
     assert not np.array_equal(together["mu"][0], together["mu"][1])  # chains differ
 
 
+@pytest.mark.slow
 def test_a_gaussian_posterior_is_recovered_within_monte_carlo_error():
     """mu ~ N(0, 10^2), y_i ~ N(mu, s^2): with s fixed the posterior of mu is normal in closed
     form; here a 3-dimensional Gaussian with scales 0.1, 1 and 10 (the mass matrix must adapt)."""

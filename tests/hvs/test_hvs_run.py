@@ -82,6 +82,7 @@ def _row(table, model, condition="base") -> pd.Series:
     return table[sel].iloc[0]
 
 
+@pytest.mark.slow  # the swept fixture: ~18 s of sweep, score and report
 def test_every_question_is_asked_and_logged_with_what_scoring_needs(swept, questions):
     rows = swept["rows"]
     assert len(rows) == len(questions) * 2 * len(SUBJECTS)
@@ -108,6 +109,7 @@ def test_every_question_is_asked_and_logged_with_what_scoring_needs(swept, quest
     np.testing.assert_allclose(lib["m_pos"].astype(float), one["m_pos"].astype(float), atol=1e-6)
 
 
+@pytest.mark.slow  # the swept fixture: ~18 s of sweep, score and report
 def test_hvs_csv_has_the_table3_layout_and_the_fixture_label(swept, capsys):
     t = swept["table"]
     assert list(t.columns) == [
@@ -131,6 +133,7 @@ def test_hvs_csv_has_the_table3_layout_and_the_fixture_label(swept, capsys):
     assert not (swept["root"] / "sc" / "fits.csv").exists()  # no magnitude fits of hvs trials
 
 
+@pytest.mark.slow  # the swept fixture: ~18 s of sweep, score and report
 def test_baseline_row_is_the_librarys_random_baseline(swept, questions):
     lib = hvs.hvs_table(hvs.random_baseline_scores(questions, seed=0), BASELINE).iloc[0]
     for cond in ("base", "hint"):
@@ -139,6 +142,7 @@ def test_baseline_row_is_the_librarys_random_baseline(swept, questions):
             assert got[col] == pytest.approx(lib[col], abs=1e-5), col
 
 
+@pytest.mark.slow  # the swept fixture: ~18 s of sweep, score and report
 def test_sim_random_reproduces_the_random_baseline_within_sampling_error(swept):
     rows = swept["rows"]
     r = rows[(rows["subject"] == "sim:random") & rows["qtype"].isin(ACC)]
@@ -162,6 +166,7 @@ def test_sim_random_reproduces_the_random_baseline_within_sampling_error(swept):
         assert abs(diff.mean()) < 4 * diff.std(ddof=1) / math.sqrt(len(diff)), col
 
 
+@pytest.mark.slow  # the swept fixture: ~18 s of sweep, score and report
 def test_saliency_beats_random_on_prominence_and_free_viewing(swept):
     """Above the expected baseline by 1.5 SE, and above sim:random's own scores (both conditions)."""
     t = swept["table"]
@@ -184,6 +189,7 @@ def test_saliency_beats_random_on_prominence_and_free_viewing(swept):
             assert sal[col] > base[col] and sal[col] > random[col].mean(), (col, cond)
 
 
+@pytest.mark.slow  # the swept fixture: ~18 s of sweep, score and report
 def test_a_resumed_run_logs_the_same_trials(swept, fixture_dir, tmp_path):
     out = tmp_path / "o"
     args = [

@@ -244,6 +244,7 @@ def test_table1_tag_counts():
 # ----------------------------------------------------------------------------- plots
 
 
+@pytest.mark.slow
 def test_plots_return_figures():
     import matplotlib.pyplot as plt
 

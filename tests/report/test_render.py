@@ -30,6 +30,7 @@ def test_panels_count_the_visible_axes_and_the_figure():
     assert panels(FigureTask(grid, (30, 0), 31)) == 31
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="worker processes need two cores")
 def test_figures_drawn_by_workers_are_byte_for_byte_the_ones_drawn_here(tmp_path):
     here, there = tmp_path / "here", tmp_path / "there"

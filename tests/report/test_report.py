@@ -215,6 +215,7 @@ def _mapped_human_csv(path: Path) -> int:
     return int(t["valid"].sum())
 
 
+@pytest.mark.slow
 def test_report_rebuilds_mapped_trials_from_the_score_folder_anywhere(tmp_path, monkeypatch):
     lab, elsewhere = tmp_path / "lab", tmp_path / "elsewhere"
     lab.mkdir()

@@ -17,6 +17,8 @@ from bayesobs.report.html import bcs_not_available, constant_subjects
 from bayesobs.scores import Scores
 
 ROOT = Path(__file__).resolve().parents[2]
+# the slow tier: a whole demo sweep, score and report (~11 s) and Chromium page loads
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -410,6 +410,7 @@ def constant_and_good(runs=1):
     return pd.concat([good, const], ignore_index=True)
 
 
+@pytest.mark.slow
 def test_constant_responder_is_flagged_without_numpy_warnings(tmp_path, capfd):
     """An LLM that always answers 0.5: no raw numpy warnings, rows in missing.csv, flags."""
     import warnings

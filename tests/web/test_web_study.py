@@ -352,7 +352,15 @@ def _serve_dir(folder: Path):
     return httpd
 
 
-@pytest.mark.parametrize("platform", ["jatos", "pavlovia", "prolific", "local", "cognition"])
+# the fast suite keeps one platform (the local server's endpoint); the others run in the slow tier
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "platform",
+    [pytest.param(p, marks=SLOW) for p in ("jatos", "pavlovia", "prolific")]
+    + ["local", pytest.param("cognition", marks=SLOW)],
+)
 def test_platform_export_saves_the_data_where_fit_and_score_read_it(
     platform, node_modules, browser, tmp_path
 ):
@@ -648,6 +656,7 @@ def test_export_catch_trials_reach_the_data_with_catch_and_correct(node_modules,
     assert check["response_value"] == check["stimulus"] and 0 < check["stimulus"] < 1
 
 
+@pytest.mark.slow  # ~9 s each in Chromium
 @pytest.mark.parametrize("platform", ["jatos", "prolific"])
 def test_a_failed_save_is_retried_and_the_code_waits_for_it(
     platform, node_modules, browser, tmp_path

@@ -128,7 +128,7 @@ def test_posterior_recovers_known_parameters(name, truth):
     assert abs(est["sigma"] / truth["sigma"] - 1) < 0.15
 
 
-# one variant in the fast suite; every variant in the slow tier (each samples its own model)
+# every variant in the slow tier (each samples its own model: ~10 s)
 SLOW = pytest.mark.slow
 
 
@@ -137,7 +137,7 @@ SLOW = pytest.mark.slow
     [
         pytest.param("static", marks=SLOW),
         pytest.param("static_gain", marks=SLOW),
-        "kalman_gain",
+        pytest.param("kalman_gain", marks=SLOW),
         pytest.param("linear_log", marks=SLOW),
     ],
 )
