@@ -24,6 +24,7 @@ it from the process's CPU affinity).  :func:`local_cluster` and
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import fcntl
@@ -349,6 +350,7 @@ def submit(fn: Callable, *args, worth: bool = True, workers: int | None = None) 
 
             claims = tempfile.NamedTemporaryFile("w", prefix="bayesobs-cores-", delete=False)
             claims.close()
+            atexit.register(_forget, claims.name)  # also when the caller never calls release()
             pool = ProcessPoolExecutor(
                 n, initializer=_start_worker, initargs=(claims.name,), env=thread_env(1)
             )
@@ -390,8 +392,12 @@ def release(wait: bool = False) -> None:
     while _POOLS:  # without wait, a task still running is abandoned: its result is not needed
         pool, _, claims = _POOLS.popitem()[1]
         pool.shutdown(wait=wait, kill_workers=not wait)
-        with contextlib.suppress(OSError):
-            os.unlink(claims)
+        _forget(claims)
+
+
+def _forget(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def trim_memory() -> bool:

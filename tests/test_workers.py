@@ -177,7 +177,7 @@ def test_a_tasks_warnings_reach_the_caller_as_if_run_here():
 
 
 @two_cores
-def test_a_script_without_a_main_guard_is_not_run_again(tmp_path):
+def test_a_script_without_a_main_guard_is_not_run_again_nor_leaves_a_file(tmp_path):
     script = tmp_path / "user_script.py"
     script.write_text(
         textwrap.dedent(
@@ -190,9 +190,13 @@ def test_a_script_without_a_main_guard_is_not_run_again(tmp_path):
             """
         )
     )
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}  # the workers' core claims go there
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["script body ran", "result c.txt True"]
+    assert list(temp.iterdir()) == []  # the script never called release()
 
 
 def module_file(name):
