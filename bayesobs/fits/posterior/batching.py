@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..observers.variants import get_variant
 from .model import Data, model, natural_params, prepare_cells
+from .predictive import predictive_groups
 
 # ------------------------------------------------------------ batched fits
 T_BUCKET = 8  # trials per run are padded up to a multiple of this (a cell's own canonical shape)
@@ -202,7 +203,8 @@ def sample_batch(
         for lo in range(0, len(idx), size):
             part = [datas[i] for i in idx[lo : lo + size]]
             raw = _dispatch(variant, part, chains, warmup, draws, seed, size)
-            for i, idata in zip(idx[lo : lo + size], _collect(variant, part, raw), strict=True):
+            collected = _collect(variant, part, raw, seed)
+            for i, idata in zip(idx[lo : lo + size], collected, strict=True):
                 out[i] = idata
     return out
 
@@ -219,15 +221,19 @@ def _dispatch(variant, part: list[Data], chains, warmup, draws, seed, size):
         return fn(seed, *arrays)
 
 
-def _collect(variant, part: list[Data], raw) -> list:
+def _collect(variant, part: list[Data], raw, seed: int) -> list:
     """One ArviZ InferenceData per cell of a dispatched slice (waits for its draws)."""
     post, div, ll = raw
     post = {k: np.asarray(v) for k, v in post.items()}
     div, ll = np.asarray(div), np.asarray(ll)
     out = []
     for j, d in enumerate(part):
-        nat = natural_params(variant, {k: v[j] for k, v in post.items()}, d)
-        out.append(_inference_data(nat, _observed_ll(ll[j], d), div[j], d.subjects))
+        draws = {k: v[j] for k, v in post.items()}
+        idata = _inference_data(
+            natural_params(variant, draws, d), _observed_ll(ll[j], d), div[j], d.subjects
+        )
+        idata.add_groups(predictive_groups(variant, draws, d, seed))
+        out.append(idata)
     return out
 
 

@@ -100,6 +100,8 @@ def read_fit(path: Path, cell: str):
         ds = whole[g].sel(cell=cell, drop=True).load()
         if "y_dim_0" in ds.dims:
             ds = ds.dropna("y_dim_0", how="all")
+        if g == "constant_data":  # the NaN padding made the indices floats
+            ds = ds.assign({k: ds[k].astype(np.int64) for k in ds.data_vars if k != "x"})
         if "subject" in ds.dims:
             labels = ds["subject_label"].values
             keep = np.array([isinstance(v, str) and v != "" for v in labels])  # NaN pads: ""

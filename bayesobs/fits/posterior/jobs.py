@@ -37,10 +37,10 @@ def _dispatch_job(job):
 
 
 def _finish_job(job, raw, sink=None) -> list:
-    name, items, chains, *_ = job
+    name, items, chains, _, _, seed, _ = job
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz's import-time announcement
-        return slice_results(get_variant(name), items, raw, chains, sink)
+        return slice_results(get_variant(name), items, raw, chains, sink, seed)
 
 
 def _fit_batch_job(job, sink=None) -> list:

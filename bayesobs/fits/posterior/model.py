@@ -13,6 +13,7 @@ from ..observers.models import mean_padded
 from ..observers.scale import cell_moments, model_scale
 from ..observers.variants import Variant, get_variant
 from ..runtable import build_runs
+from .predictive import predictive_groups
 
 CORE = {"linear": "w", "static": "w_prior", "kalman": "rho"}
 
@@ -30,6 +31,9 @@ class Data:
     c: np.ndarray  # (S,) centre per subject
     s: np.ndarray  # (S,) scale per subject
     subjects: list
+    eps: np.ndarray | None = (
+        None  # (S,) log offset per subject (the response scale of a log variant)
+    )
 
 
 def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
@@ -59,10 +63,10 @@ def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
     """
     cells, runs = build_runs(trials)
     present = runs.present
-    eps = cells["eps"].to_numpy()[runs.cell][:, None]
+    eps_run = cells["eps"].to_numpy()[runs.cell][:, None]
     if variant.log and (cells["log_skipped"] != "").any():
         raise ValueError(f"{variant.name}: not applicable ({cells['log_skipped'].iloc[0]})")
-    z, u, obs, jac = model_scale(runs.x, runs.y, present, eps, variant.log)
+    z, u, obs, jac = model_scale(runs.x, runs.y, present, eps_run, variant.log)
     S = len(cells)
     c, s = cell_moments(z, present, runs.cell, S)
     s = np.where(s > 0, s, 1.0)
@@ -72,7 +76,8 @@ def prepare(trials: pd.DataFrame, variant: Variant) -> Data:
     zbar = (zs.sum(1) / present.sum(1))[:, None]
     const = np.where(obs, -np.log(sr) - jac, 0.0)
     subjects = [tuple(cells.loc[k, list(CELL_KEYS)]) for k in range(S)]
-    return Data(zs, us, obs, zbar, runs.cell, const, c, s, subjects)
+    eps = cells["eps"].to_numpy(dtype=float)
+    return Data(zs, us, obs, zbar, runs.cell, const, c, s, subjects, eps)
 
 
 def model(variant: Variant, data: Data, hierarchical: bool = False, prior_scale: float = 1.0):
@@ -224,6 +229,7 @@ def sample(
         coords={"subject": ["/".join(map(str, s)) for s in data.subjects]},
         dims={k: ["subject"] for k in nat},
     )
+    idata.add_groups(predictive_groups(variant, post, data, seed))
     return idata
 
 
@@ -340,6 +346,7 @@ def prepare_cells(trials: pd.DataFrame, variant: Variant) -> list[tuple[tuple, D
             np.array([c]),
             np.array([sd]),
             [key],
+            np.array([eps], dtype=float),
         )
         out.append((key, data))
     return out

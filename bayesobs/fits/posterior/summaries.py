@@ -16,6 +16,7 @@ from .batching import (
 from .files import _sunk
 from .mcmcstats import summary_stats
 from .model import natural_params
+from .predictive import predictive_groups
 from .psis import loo_many
 
 RHAT_MAX = 1.01
@@ -139,7 +140,7 @@ def _cell_results(group_keys, key, name, idata, chains):
     return rows, loo_row, "; ".join(notes) or None
 
 
-def slice_results(variant, items: list, raw, chains: int, sink=None) -> list:
+def slice_results(variant, items: list, raw, chains: int, sink=None, seed: int = 0) -> list:
     """Summary rows, LOO rows, notes and InferenceData of a sampled slice of cells, all at once."""
     post, div, ll = raw
     n = len(items)
@@ -220,6 +221,7 @@ def slice_results(variant, items: list, raw, chains: int, sink=None) -> list:
         idata = _inference_data(
             {name: v[j] for name, v in nat.items()}, _observed_ll(ll[j], d), div[j], d.subjects
         )
+        idata.add_groups(predictive_groups(variant, {k: v[j] for k, v in post.items()}, d, seed))
         out.append((key, variant.name, idata, rows, loo_row, "; ".join(notes) or None))
         if (j + 1) % LOO_CELLS == 0 or j + 1 == n:  # a few cells' fits to the sink (one file)
             start = j // LOO_CELLS * LOO_CELLS
