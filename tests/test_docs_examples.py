@@ -35,6 +35,8 @@ ELSEWHERE = {
     "bayesobs compare SCOREDIR... --features models.csv --out DIR [--feature COLUMN]... [--report]": "test_compare.py::test_cli_writes_tables_summary_and_page",
     "bayesobs export dataset DIR --out OUT [--scores SCOREDIR] [--images paths|copy|omit] [--license ID]": "test_export_dataset.py::test_export_loads_with_datasets",
     "bayesobs report DIR_OR_TRIALS... --out DIR [--bootstrap 30] [--seed 0]": "test_report.py::test_report_from_a_run_folder_is_offline_and_complete",
+    # a table of the user's: the command on psignifit's demo counts
+    "bayesobs psychometric counts.csv --guess 0.5 --out psy": "test_psychometric_bayes.py::test_the_command_writes_the_table_and_figure_of_a_users_counts",
     # batch APIs: against the local batch server (bayesobs.testing.fakebatch)
     "bayesobs sweep tasks/bayesbench.toml --subject openai:MODEL --out DIR --batch [--poll-max 60]": "test_batch.py::test_batch_sweep_logs_exactly_the_trials_of_a_live_run",
     "bayesobs sweep tasks/bayesbench.toml --subject anthropic:MODEL --out DIR --batch": "test_batch_anthropic.py::test_anthropic_batch_run_logs_exactly_the_trials_of_a_live_run",

@@ -14,7 +14,7 @@ from .humans import _add_stimulus_options, cmd_export, cmd_export_dataset, cmd_s
 from .options import _add_scheduler_option, _add_trial_options, _positive_int, _probability
 from .report import cmd_compare, cmd_report
 from .run import _add_run_options, cmd_rescore, cmd_run, cmd_sweep
-from .score import cmd_score
+from .score import cmd_psychometric, cmd_score
 from .simulation import cmd_calibrate, cmd_design, cmd_simulate
 
 
@@ -194,6 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_scheduler_option(p)
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser(
+        "psychometric",
+        help="Bayesian psychometric functions (psignifit 4's model) of a level,correct,total table",
+    )
+    p.add_argument("table", type=Path, metavar="TABLE", help="CSV: level, correct[, total] per row")
+    p.add_argument("--guess", type=float, required=True, help="the guess rate (chance), in [0, 1)")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    p.add_argument("--by", action="append", default=[], metavar="COLUMN", help="fit groups apart")
+    p.add_argument("--direction", choices=("increasing", "decreasing"), default="increasing")
+    p.add_argument("--sigmoid", choices=("norm", "logistic"), default="norm")
+    p.add_argument("--bootstrap", type=_positive_int, default=200, help="the ML fit's intervals")
+    p.set_defaults(func=cmd_psychometric)
 
     p = sub.add_parser(
         "rescore", help="re-read every logged reply of an experiment folder with today's parsers"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
+from ..errors import BayesobsInputError
 from .options import (
     _fit_options,
     _read,
@@ -116,3 +118,37 @@ def _print_scores(args, trials, result, written: list[str]) -> None:
         print(cot_accuracy_summary(result.cot_accuracy))
     print()
     print(wrap(f"tables -> {args.out}/ ({', '.join(written)})"))
+
+
+def cmd_psychometric(args) -> int:
+    """``bayesobs psychometric``: Bayesian (and ML) psychometric functions of a user's table."""
+    import pandas as pd
+
+    from ..report.psychometric import psychometric_grid
+    from ..run.store import lock_folder
+    from ..scores.psychometric_bayes import bayes_table, counts_levels
+    from ..trials import write_csv
+
+    try:
+        table = pd.read_csv(args.table)
+    except (OSError, ValueError, UnicodeDecodeError) as e:  # pandas' parse errors are ValueErrors
+        raise BayesobsInputError(f"cannot read {args.table}: {e}") from e
+    levels = counts_levels(table, args.guess, tuple(args.by))
+    fits, missing = bayes_table(levels, args.sigmoid, args.direction, args.bootstrap)
+    if fits.empty:
+        raise BayesobsInputError(f"nothing to fit in {args.table}: {'; '.join(missing['reason'])}")
+    with lock_folder(args.out, "psychometric"):
+        (args.out / "figures").mkdir(parents=True, exist_ok=True)
+        write_csv(fits, args.out / "psychometric.csv")
+        write_csv(levels, args.out / "psychometric_levels.csv")
+        psychometric_grid(fits, levels).savefig(args.out / "figures" / "psychometric.png")
+    for why in missing["reason"]:
+        print(f"skipped: {why}", file=sys.stderr)
+    for r in fits.to_dict("records"):
+        edge = f" (prior binds: {r['mass_at_edge']})" if r["mass_at_edge"] else ""
+        print(
+            f"threshold {r['threshold']:.4g} [{r['threshold_lo']:.4g}, {r['threshold_hi']:.4g}], "
+            f"width {r['width']:.4g}, lapse {r['lapse']:.3f}, eta {r['eta']:.3f}{edge}"
+        )
+    print(f"wrote {args.out / 'psychometric.csv'}")
+    return 0

@@ -1,0 +1,173 @@
+"""Bayesian psychometric functions at psignifit 4's standard, checked against psignifit itself (issue 54)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesobs.cli import main
+from bayesobs.scores.psychometric_bayes import fit_bayes
+
+# psignifit's demo_001: a 2AFC signal-detection experiment, 90 trials per level
+DEMO_2AFC = np.array(
+    [
+        [0.0010, 45, 90],
+        [0.0015, 50, 90],
+        [0.0020, 44, 90],
+        [0.0025, 44, 90],
+        [0.0030, 52, 90],
+        [0.0035, 53, 90],
+        [0.0040, 62, 90],
+        [0.0045, 64, 90],
+        [0.0050, 76, 90],
+        [0.0060, 79, 90],
+        [0.0070, 88, 90],
+        [0.0080, 90, 90],
+        [0.0100, 90, 90],
+    ]
+)
+PSIGNIFIT = {"threshold": "threshold", "width": "width", "lapse": "lambda", "eta": "eta"}
+
+
+def _overdispersed(rng, eta=0.25, n=40):
+    """4AFC counts whose per-level probabilities vary (beta) around a known psychometric function."""
+    from bayesobs.scores.psychometric import psi
+
+    x = np.linspace(1.0, 9.0, 9)
+    p = psi(x, 5.0, 4.0, 0.02, 0.25, "norm", "increasing")
+    nu = 1 / eta**2 - 1
+    k = rng.binomial(n, rng.beta(p * nu, (1 - p) * nu))
+    return np.column_stack([x, k, np.full(len(x), n)])
+
+
+def _psignifit(data, guess, sigmoid="norm"):
+    psignifit = pytest.importorskip("psignifit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # psignifit's own notes (bounds, pooling)
+        return psignifit.psignifit(
+            data, experiment_type=f"{round(1 / guess)}AFC", sigmoid=sigmoid, verbose=False
+        )
+
+
+def _step(ref, name: str) -> float:
+    """One step of psignifit's fine grid for ``name`` (``Result.parameter_values``)."""
+    return 1.01 * float(np.diff(ref.parameter_values[name]).max())
+
+
+@pytest.mark.slow  # psignifit and our grid: ~10 s
+@pytest.mark.parametrize("case", ["demo_2afc", "overdispersed_4afc"])
+def test_estimates_and_credible_intervals_agree_with_psignifit(case):
+    """Tolerances: MAP threshold and width within 1% of psignifit's; each 95% interval's ends
+    within one step of psignifit's own grid for the parameter (the discretisation: both read
+    the percentiles at grid points, and the grids' bounds differ a little)."""
+    data, guess = (
+        (DEMO_2AFC, 0.5)
+        if case == "demo_2afc"
+        else (_overdispersed(np.random.default_rng(4)), 0.25)
+    )
+    ours = fit_bayes(data[:, 0], data[:, 1], data[:, 2], guess, direction="increasing")
+    ref = _psignifit(data, guess)
+    for name, theirs in PSIGNIFIT.items():
+        lo, hi = ref.confidence_intervals[theirs]["0.95"]
+        tol = _step(ref, theirs)
+        assert ours[f"{name}_lo"] == pytest.approx(lo, abs=tol), name
+        assert ours[f"{name}_hi"] == pytest.approx(hi, abs=tol), name
+    for name in ("threshold", "width"):
+        assert ours[name] == pytest.approx(ref.parameter_estimate[name], rel=0.01), name
+    if case == "overdispersed_4afc":  # both see the overdispersion the data were made with
+        assert ours["eta_lo"] > 0.05 and ref.confidence_intervals["eta"]["0.95"][0] > 0.05
+
+
+@pytest.mark.slow  # a decreasing function, as the perception paradigms' are: ~10 s
+def test_a_decreasing_function_is_psignifits_fit_of_the_mirrored_levels_and_covers_the_truth():
+    """Accuracy falling with the level is psignifit's rising fit of the levels mirrored (x -> -x)."""
+    from bayesobs.scores.psychometric import psi
+
+    rng = np.random.default_rng(7)
+    x = np.arange(2.0, 26.0, 3.0)  # e.g. set sizes
+    k = rng.binomial(60, psi(x, 12.0, 10.0, 0.03, 0.5, "norm", "decreasing"))
+    ours = fit_bayes(x, k, np.full(len(x), 60), 0.5, direction="decreasing")
+    ref = _psignifit(np.column_stack([-x, k, np.full(len(x), 60)])[::-1], 0.5)
+    assert ours["threshold"] == pytest.approx(-ref.parameter_estimate["threshold"], rel=0.01)
+    assert ours["width"] == pytest.approx(ref.parameter_estimate["width"], rel=0.02)
+    # reading percentiles at grid points moves both ends down by up to a step; mirrored, the
+    # move goes the other way: the ends agree within two steps
+    lo, hi = ref.confidence_intervals["threshold"]["0.95"]
+    assert ours["threshold_lo"] == pytest.approx(-hi, abs=2 * _step(ref, "threshold"))
+    assert ours["threshold_hi"] == pytest.approx(-lo, abs=2 * _step(ref, "threshold"))
+    assert ours["threshold_lo"] < 12.0 < ours["threshold_hi"]
+    assert ours["width_lo"] < 10.0 < ours["width_hi"]
+
+
+@pytest.mark.slow  # the whole command: ~8 s
+def test_the_command_writes_the_table_and_figure_of_a_users_counts(tmp_path, capsys):
+    pd.DataFrame(DEMO_2AFC, columns=["level", "correct", "total"]).to_csv(
+        tmp_path / "counts.csv", index=False
+    )
+    out = tmp_path / "psy"
+    assert (
+        main(["psychometric", str(tmp_path / "counts.csv"), "--guess", "0.5", "--out", str(out)])
+        == 0
+    )
+    table = pd.read_csv(out / "psychometric.csv")
+    direct = fit_bayes(
+        DEMO_2AFC[:, 0], DEMO_2AFC[:, 1], DEMO_2AFC[:, 2], 0.5, direction="increasing"
+    )
+    for name in ("threshold", "width", "lapse", "eta"):
+        for s in ("", "_lo", "_hi"):
+            assert table[f"{name}{s}"].iloc[0] == pytest.approx(
+                direct[f"{name}{s}"], rel=1e-9, abs=1e-12
+            )
+    assert {"threshold_ml", "threshold_ml_lo", "lapse_ml"} <= set(table.columns)
+    assert (out / "figures" / "psychometric.png").stat().st_size > 1000
+    assert "threshold 0.004648 [0.004251, 0.004932]" in capsys.readouterr().out
+    # trial rows (one per trial, correct 0/1) give the same fit as their counts
+    rows = [(lv, int(i < k)) for lv, k, n in DEMO_2AFC for i in range(int(n))]
+    pd.DataFrame(rows, columns=["level", "correct"]).to_csv(tmp_path / "trials.csv", index=False)
+    assert (
+        main(
+            [
+                "psychometric",
+                str(tmp_path / "trials.csv"),
+                "--guess",
+                "0.5",
+                "--out",
+                str(tmp_path / "t"),
+            ]
+        )
+        == 0
+    )
+    again = pd.read_csv(tmp_path / "t" / "psychometric.csv")
+    assert again["threshold"].iloc[0] == pytest.approx(table["threshold"].iloc[0], rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "csv, args, message",
+    [
+        ("level,total\n1,10\n2,10\n3,10\n", [], "needs columns level, correct"),
+        (
+            "level,correct,total\n1,5,10\n2,x,10\n3,9,10\n",
+            [],
+            "column correct, line 3: not a number",
+        ),
+        ("level,correct,total\n1,5,10\n2,11,10\n3,9,10\n", [], "0 <= correct <= total"),
+        (
+            "level,correct,total\n1,5,10\n2,7,10\n3,9,10\n",
+            ["--guess", "1.5"],
+            "--guess must lie in [0, 1)",
+        ),
+        ("level,correct,total\n1,5,10\n2,7,10\n", [], "needs at least 3"),
+    ],
+)
+def test_a_bad_table_is_one_line_and_exit_2_and_writes_nothing(
+    tmp_path, capsys, csv, args, message
+):
+    (tmp_path / "t.csv").write_text(csv)
+    argv = ["psychometric", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o")]
+    assert main([*argv, *(args or ["--guess", "0.5"])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
