@@ -607,7 +607,7 @@ def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None) -> pd.Dat
             out[new] = df[old]
             continue
         try:
-            out[new] = evaluate(old, df)
+            out[new] = evaluate(old, df, lambda i: _where(df, i))
         except ExpressionError as exc:
             reason = exc.reason
             if reason.startswith("no column named"):
