@@ -645,6 +645,7 @@ def make_subjects(
     def response_cache():
         """The response cache, opened on first use (None with ``use_cache`` off)."""
         nonlocal cache
+        # the cache folder's module only for subjects with replies to keep (not sim:)
         from .subjects.cache import ResponseCache, default_cache_dir
 
         if cache is None and use_cache:
@@ -670,7 +671,7 @@ def make_subjects(
                 raise BayesobsInputError(f"unknown simulated subject {name!r}")
             out[name] = plugin.subject(rest, seed=sim_seed)
         elif kind not in ("openai", "anthropic"):  # python: and installed kinds (entry points)
-            from .subjects.python_subject import own_subject
+            from .subjects.python_subject import own_subject  # only for those subjects
 
             out[name] = own_subject(
                 name, sim_seed, chat, cache=response_cache(), cache_scope=scope, folder=where
