@@ -110,3 +110,18 @@ def test_a_missing_key_or_index_names_the_row_and_the_path(tmp_path, capsys, sti
 def test_paths_stay_inside_the_grammar(text, words):
     with pytest.raises(ExpressionError, match=words.replace("(", r"\(").replace(")", r"\)")):
         parse(text)
+
+
+def test_the_docs_lm_eval_command_runs_as_written(tmp_path, monkeypatch):
+    """docs/human-data.md "Nested logs": its command, on a samples file of that name."""
+    import shlex
+
+    from docs_pages import commands, fenced_blocks, page, section
+
+    text = section(page("human-data.md"), "Fitting someone else's export")
+    line = next(x for b in fenced_blocks(text) for x in commands(b) if "filtered_resps" in x)
+    monkeypatch.chdir(tmp_path)
+    argv = shlex.split(line)[1:]
+    _lm_eval(tmp_path / argv[1])
+    assert main([*argv, "--bootstrap", "2"]) == 0
+    assert (tmp_path / "fit" / "fits.csv").exists()

@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import importlib
 import inspect
+import os
 import random
 import sys
 import time
@@ -161,6 +162,8 @@ def load_callable(spec: str, seed: int = 0) -> tuple:
     module, sep, name = spec.partition(":")[2].partition(":")
     if not sep or not module or not name:
         raise BayesobsInputError(f"subject {spec!r}: {FORM}")
+    if os.getcwd() not in sys.path:  # a module beside the user, as ``python -m`` finds it
+        sys.path.insert(0, os.getcwd())
     try:
         obj = getattr(importlib.import_module(module), name)
     except AttributeError:

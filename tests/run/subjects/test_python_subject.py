@@ -153,3 +153,33 @@ def test_a_killed_run_resumes_with_nothing_lost_or_doubled_and_the_folder_is_loc
     rows = _rows(out)
     assert len(rows) == 6 and not rows.duplicated(KEY).any() and rows["valid"].all()
     assert len(calls.read_text().splitlines()) == 7  # the killed trial asked again, no other
+
+
+@pytest.mark.slow
+def test_the_docs_custom_subject_page_runs_as_written(tmp_path, monkeypatch):
+    """docs/custom-subjects.md: its module, written where the user runs bayesobs, and its commands."""
+    import shlex
+
+    from docs_pages import commands, fenced_blocks, page
+
+    text = page("custom-subjects.md")
+    code = fenced_blocks(text, "python")[0]
+    (tmp_path / "mylab").mkdir()
+    (tmp_path / "mylab" / "observers.py").write_text(code)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the folder the CLI adds: not kept after
+    lines = commands(fenced_blocks(text, "console")[0])
+    assert [x.split()[1] for x in lines] == ["run", "run", "score"]
+    speed = {"run": ["--trials", "2", "--no-progress", "--cache", str(tmp_path / "c")],
+             "score": ["--bootstrap", "2", "--no-probe", "--no-progress"]}  # fmt: skip
+    try:
+        for line in lines:
+            argv = shlex.split(line)[1:]
+            assert main([*argv, *speed[argv[0]]]) == 0, line
+    finally:
+        for name in [m for m in sys.modules if m.partition(".")[0] == "mylab"]:
+            del sys.modules[name]
+    for folder in ("runs/mine", "runs/class"):
+        rows = _rows(tmp_path / folder)
+        assert len(rows) == 6 and (rows["response"] - rows["stimulus"]).abs().max() < 1 / 30
+    assert (tmp_path / "runs" / "mine" / "scores").is_dir()
