@@ -654,7 +654,7 @@ def parse_mapping(items: Iterable[str] | None) -> dict[str, str]:
 def _filter(df: pd.DataFrame, expr: str, what: str) -> np.ndarray:
     """The rows where ``expr`` holds: a true/false value per row, or one clear error."""
     try:
-        mask = evaluate(expr, df)
+        mask = evaluate(expr, df, lambda i: _where(df, i))
     except ExpressionError as exc:
         reason = exc.reason
         if reason.startswith("no column named"):
