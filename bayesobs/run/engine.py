@@ -611,7 +611,8 @@ def make_subjects(
     Parameters
     ----------
     names : list of str
-        ``sim:<kind>``, ``openai:<model>`` or ``anthropic:<model>``.
+        ``sim:<kind>``, ``openai:<model>``, ``anthropic:<model>``,
+        ``python:<package.module>:<name>`` or an installed kind's ``KIND:NAME``.
     sim_seed : int
         Seed of the simulated subjects.
     chat : dict, optional

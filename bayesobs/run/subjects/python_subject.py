@@ -151,8 +151,9 @@ class CallableSubject:
             )
         if not self.noted:  # a bug in the callable shows at once, not after the last attempt
             self.noted = True
-            print(f"note: {self.name} raised {what}; retrying (--max-attempts "
-                  f"{self.max_attempts})", file=sys.stderr)  # fmt: skip
+            print(f"note: {self.name} raised {what}; retrying, up to {self.max_attempts} "
+                  f"attempts and {self.max_wait_s:g} s of waiting a trial (--max-attempts, "
+                  "--max-wait)", file=sys.stderr)  # fmt: skip
         await pause(delay)
         return delay
 
