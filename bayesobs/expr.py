@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import json
 import keyword
 import operator
 import re
@@ -72,14 +73,14 @@ class ExpressionError(BayesobsInputError):
 _TOKEN = re.compile(
     r"(?P<space>\s+)|(?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<str>'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\")"
-    r"|(?P<col>`[^`]*`)|(?P<op>\*\*|//|[=!<>]=|[-+*/%<>~&|()\[\],])",
+    r"|(?P<col>`[^`]*`)|(?P<op>\*\*|//|[=!<>]=|[-+*/%<>~&|()\[\],]|\.(?=[A-Za-z_]))",
     re.S,
 )
 _WORDS = {"and", "or", "not", "in", "True", "False"}
 _REFUSED_WORDS = set(keyword.kwlist) - _WORDS  # lambda, if, is, None, import, ...
 _ESCAPES = {"n": "\n", "t": "\t"}
 _CHAR_REASONS = {
-    ".": "'.' is not allowed (no attribute access)",
+    ".": "'.' is not allowed here (a field is read as column.field)",
     "=": "'=' is not a comparison (use '==')",
     "@": "'@' variables are not allowed (name columns only)",
     "'": "text without its closing quote",
@@ -168,8 +169,27 @@ _COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: "
 _UNARY = {ast.Not: "not", ast.Invert: "~", ast.USub: "-", ast.UAdd: "+"}
 # the syntax nodes an expression may hold (with the checks of _refusal on each)
 NODES = (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name,
-         ast.Constant, ast.List, ast.Tuple, ast.Load, ast.And, ast.Or, *_ARITH, *_COMPARE,
-         *_UNARY)  # fmt: skip
+         ast.Constant, ast.List, ast.Tuple, ast.Load, ast.And, ast.Or, ast.Attribute, ast.Subscript,
+         *_ARITH, *_COMPARE, *_UNARY)  # fmt: skip
+
+
+def _is_data(node: ast.AST) -> bool:
+    """A column, or a path into the nested JSON of one (``doc.ratio``, ``resps[0][0]``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _key(node: ast.AST) -> int | str | None:
+    """The constant of a subscript (a whole number, signed or not, or a text); None otherwise."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign, node = (-1 if isinstance(node.op, ast.USub) else 1), node.operand
+        if not (isinstance(node, ast.Constant) and type(node.value) is int):
+            return None
+    if isinstance(node, ast.Constant) and type(node.value) in (int, str):
+        return sign * node.value if type(node.value) is int else node.value
+    return None
 
 
 def _is_item(node: ast.AST) -> bool:
@@ -194,7 +214,7 @@ def _refusal(node: ast.AST, parent: ast.AST | None, source: str) -> tuple[int, s
         if isinstance(node, ast.Tuple) and node.elts:
             at = source.index(",", node.elts[0].end_col_offset)
             return at, "a tuple is allowed only after 'in'"
-        return at, "'[' is not allowed here (no subscripts; lists only after 'in')"
+        return at, "'[' is not allowed here (lists only after 'in')"
     if isinstance(node, ast.BinOp) and type(node.op) not in _ARITH:
         rest = source[node.left.end_col_offset :]
         at = len(source) - len(rest.lstrip(" )"))
@@ -228,8 +248,17 @@ def _refusal(node: ast.AST, parent: ast.AST | None, source: str) -> tuple[int, s
             return at, "only the functions " + ", ".join(FUNCTIONS) + " can be called"
     if isinstance(node, ast.Constant) and type(node.value) not in (int, float, str, bool):
         return at, f"{_shown(ast.unparse(node))} is not allowed"
-    if isinstance(node, ast.Subscript):
-        return source.index("[", node.value.end_col_offset), "'[' is not allowed (no subscripts)"
+    if isinstance(node, (ast.Attribute, ast.Subscript)):
+        at = source.index(
+            "." if isinstance(node, ast.Attribute) else "[", node.value.end_col_offset
+        )
+        key = node.attr if isinstance(node, ast.Attribute) else _key(node.slice)
+        if not _is_data(node.value):
+            return at, "subscripts and fields read data: a column or a path into one (doc.ratio)"
+        if key is None:
+            return at, "a subscript is a constant: a whole number or a quoted key (doc['ratio'])"
+        if isinstance(key, str) and key.startswith("__"):
+            return at, f"{key!r}: names starting with '__' are not allowed"
     if not isinstance(node, NODES):
         span = source[at : getattr(node, "end_col_offset", at + 1)]
         return at, f"{_shown(span)} is not allowed"
@@ -387,8 +416,49 @@ def _both(a, b, op: str):
 class _Evaluator:
     """Evaluates a checked tree over the columns of one frame."""
 
-    def __init__(self, expr: Expression, frame: pd.DataFrame):
+    def __init__(self, expr: Expression, frame: pd.DataFrame, where=None):
         self.expr, self.frame = expr, frame
+        self.where = where or (lambda i: f"row {i + 1}")
+
+    def path(self, node: ast.Attribute | ast.Subscript) -> pd.Series:
+        """The nested JSON field a path reads, per row (JSON text is parsed; null stays null)."""
+        keys: list[int | str] = []
+        shown = ""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            key = node.attr if isinstance(node, ast.Attribute) else _key(node.slice)
+            shown = (f".{key}" if isinstance(node, ast.Attribute) else f"[{key!r}]") + shown
+            keys.insert(0, key)
+            node = node.value
+        column = self(node)
+        shown = self.expr._column(node) + shown
+        out = []
+        for i, v in enumerate(column.astype(object)):
+            for key in keys:
+                if isinstance(v, str) and v.lstrip()[:1] in ("{", "["):
+                    try:
+                        v = json.loads(v)
+                    except ValueError:
+                        pass  # text, not JSON: refused below
+                if v is None or (isinstance(v, float) and np.isnan(v)):
+                    break
+                if isinstance(v, dict) and key in v:
+                    v = v[key]
+                elif isinstance(v, (list, tuple, np.ndarray)) and type(key) is int:
+                    if not -len(v) <= key < len(v):
+                        why = f"index {key} out of range (it holds {len(v)})"
+                        raise ExpressionError(
+                            self.expr.text, None, f"{self.where(i)}: {shown}: {why}"
+                        )
+                    v = v[key]
+                else:
+                    why = (
+                        f"no key {key!r}"
+                        if isinstance(v, dict)
+                        else f"{_shown(repr(v))[1:-1]} holds no fields"
+                    )
+                    raise ExpressionError(self.expr.text, None, f"{self.where(i)}: {shown}: {why}")
+            out.append(v)
+        return pd.Series(out, index=column.index)
 
     def number(self, node: ast.expr, what: str):
         """The value of ``node`` as a number (true/false as 1/0); text is an error."""
@@ -417,6 +487,8 @@ class _Evaluator:
     def __call__(self, node: ast.expr):
         if isinstance(node, ast.Constant):
             return _constant(node.value)
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            return self.path(node)
         if isinstance(node, ast.Name):
             name = self.expr._column(node)
             if name not in self.frame.columns:
@@ -464,12 +536,12 @@ class _Evaluator:
         raise self.expr._error(node.col_offset, "outside the grammar")  # pragma: no cover
 
 
-def evaluate(expr: Expression | str, frame: pd.DataFrame):
-    """Evaluate an expression over the rows of ``frame``."""
+def evaluate(expr: Expression | str, frame: pd.DataFrame, where=None):
+    """Evaluate an expression over the rows of ``frame`` (``where(i)`` names row ``i`` in errors)."""
     expr = parse(expr) if isinstance(expr, str) else expr
     try:
         with np.errstate(all="ignore"):
-            return _Evaluator(expr, frame)(expr.tree.body)
+            return _Evaluator(expr, frame, where)(expr.tree.body)
     except ExpressionError:
         raise
     except (TypeError, ValueError, OverflowError, ZeroDivisionError) as exc:

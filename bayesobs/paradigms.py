@@ -367,9 +367,9 @@ def subject_kinds() -> dict[str, EntryPoint]:
     dict of str to importlib.metadata.EntryPoint
         Kind (``KIND`` of ``KIND:NAME``) -> its entry point, which names a
         factory called as ``factory(NAME, seed=SEED)``; ``sim``, ``openai``
-        and ``anthropic`` are left out (the package's own).
+        ``anthropic`` and ``python`` are left out (the package's own).
     """
-    builtin = ("sim", "openai", "anthropic")
+    builtin = ("sim", "openai", "anthropic", "python")
     return {ep.name: ep for ep in entry_points(group=SUBJECTS_GROUP) if ep.name not in builtin}
 
 

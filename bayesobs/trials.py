@@ -607,7 +607,7 @@ def apply_mapping(df: pd.DataFrame, mapping: Mapping[str, str] | None) -> pd.Dat
             out[new] = df[old]
             continue
         try:
-            out[new] = evaluate(old, df)
+            out[new] = evaluate(old, df, lambda i: _where(df, i))
         except ExpressionError as exc:
             reason = exc.reason
             if reason.startswith("no column named"):
@@ -654,7 +654,7 @@ def parse_mapping(items: Iterable[str] | None) -> dict[str, str]:
 def _filter(df: pd.DataFrame, expr: str, what: str) -> np.ndarray:
     """The rows where ``expr`` holds: a true/false value per row, or one clear error."""
     try:
-        mask = evaluate(expr, df)
+        mask = evaluate(expr, df, lambda i: _where(df, i))
     except ExpressionError as exc:
         reason = exc.reason
         if reason.startswith("no column named"):

@@ -79,6 +79,13 @@ ELSEWHERE = {
     "python start_cluster.py &": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs fit study/ --out fits --method posterior --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs score study/ --out scores --bootstrap 200 --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
+    # an lm-eval-harness samples file, written by the test under the docs' name
+    'bayesobs fit samples_line_ratio.jsonl --out fit --map stimulus=doc.ratio --map "response=filtered_resps[0]"': "test_nested_map.py::test_the_docs_lm_eval_command_runs_as_written",
+    # a python: subject's module is written where the user runs bayesobs (docs/custom-subjects.md)
+    "# mylab/observers.py": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
+    "bayesobs run line_ratio --modality text --subject python:mylab.observers:ratio --out runs/mine": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
+    "bayesobs run line_ratio --modality text --subject python:mylab.observers:Observer --out runs/class": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
+    "bayesobs score runs/mine --out runs/mine/scores": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap

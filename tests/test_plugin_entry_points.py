@@ -47,6 +47,7 @@ def site(tmp_path_factory):
 def bayesobs(site, *args):
     """The CLI in a process that sees the installed example."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])}
+    env["BAYESOBS_CACHE"] = str(site / "cache")  # the kinds that opt in are cached: not in $HOME
     code = "import sys; from bayesobs.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
         [sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True
@@ -89,3 +90,18 @@ def test_an_unknown_subject_kind_names_the_installed_ones(site, tmp_path):
     done = bayesobs(site, "sweep", spec, "--subject", "nope:x", "--out", tmp_path / "run")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "unknown subject 'nope:x'" in done.stderr and "oracle:<name>" in done.stderr
+
+
+@pytest.mark.slow
+def test_an_installed_kind_that_opts_in_is_replayed_from_the_cache(site, tmp_path):
+    """Issue 51: ``cacheable = True`` on the factory's object: the second run calls nothing."""
+    spec = tmp_path / "parity.toml"
+    spec.write_text(SPEC)
+    run = tmp_path / "run"
+    for cached in (False, True):
+        done = bayesobs(site, "sweep", spec, "--subject", "oracle:y", "--out", run)
+        assert done.returncode == 0, done.stderr
+        trials = pd.read_json(run / "trials.jsonl", lines=True)
+        assert len(trials) == 20 and (trials["cached"] == cached).all()
+        assert (trials["parity_correct"] == 1).all()
+        (run / "trials.jsonl").unlink()  # the same folder again: every reply from the cache

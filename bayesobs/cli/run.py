@@ -34,7 +34,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         required=True,
         metavar="SUBJECT",
         help="sim:bayesian, sim:antibayes, sim:kalman, sim:linear, openai:MODEL (any "
-        "OpenAI-compatible API) or anthropic:MODEL (Claude's Messages API); repeatable",
+        "OpenAI-compatible API), anthropic:MODEL (Claude's Messages API) or "
+        "python:PACKAGE.MODULE:NAME (your own function or class); repeatable",
     )
     p.add_argument(
         "--concurrency",

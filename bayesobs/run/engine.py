@@ -48,7 +48,6 @@ from .subjects import (
     SubjectError,
     Turn,
     parse_subject,
-    plugin_subject,
 )
 
 TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
@@ -612,7 +611,8 @@ def make_subjects(
     Parameters
     ----------
     names : list of str
-        ``sim:<kind>``, ``openai:<model>`` or ``anthropic:<model>``.
+        ``sim:<kind>``, ``openai:<model>``, ``anthropic:<model>``,
+        ``python:<package.module>:<name>`` or an installed kind's ``KIND:NAME``.
     sim_seed : int
         Seed of the simulated subjects.
     chat : dict, optional
@@ -642,6 +642,24 @@ def make_subjects(
     where = str(Path(folder).resolve()) if folder is not None else None
     out = {}
     cache = None
+
+    def response_cache():
+        """The response cache, opened on first use (None with ``use_cache`` off)."""
+        nonlocal cache
+        # the cache folder's module only for subjects with replies to keep (not sim:)
+        from .subjects.cache import ResponseCache, default_cache_dir
+
+        if cache is None and use_cache:
+            cache = ResponseCache(cache_dir or default_cache_dir())
+            if cache.unreadable:
+                print(
+                    f"note: {cache.path}: skipped {cache.unreadable} unreadable line(s) "
+                    "(left by a writer killed mid-record); those replies are not replayed",
+                    file=sys.stderr,
+                )
+        return cache
+
+    scope = where if cache_scope == "folder" else "global"
     for name in names:
         kind, rest = parse_subject(name)
         if kind == "sim":
@@ -653,30 +671,25 @@ def make_subjects(
             if plugin is None:  # a paradigm unregistered since parse_subject's check
                 raise BayesobsInputError(f"unknown simulated subject {name!r}")
             out[name] = plugin.subject(rest, seed=sim_seed)
-        elif kind not in ("openai", "anthropic"):  # an installed package's kind (entry point)
-            out[name] = plugin_subject(name, seed=sim_seed)
+        elif kind not in ("openai", "anthropic"):  # python: and installed kinds (entry points)
+            from .subjects.python_subject import own_subject  # only for those subjects
+
+            out[name] = own_subject(
+                name, sim_seed, chat, cache=response_cache(), cache_scope=scope, folder=where
+            )
         else:
             # the API clients (openai, anthropic: ~1 s of start-up) only for an API subject
             from .subjects.anthropic_messages import AnthropicSubject
-            from .subjects.cache import ResponseCache, default_cache_dir
             from .subjects.openai_chat import ChatOptions, OpenAIChatSubject
 
-            if cache is None and use_cache:
-                cache = ResponseCache(cache_dir or default_cache_dir())
-                if cache.unreadable:
-                    print(
-                        f"note: {cache.path}: skipped {cache.unreadable} unreadable line(s) "
-                        "(left by a writer killed mid-record); those replies are not replayed",
-                        file=sys.stderr,
-                    )
             opts = ChatOptions(model=rest, **(chat or {}))
             api_cls = AnthropicSubject if kind == "anthropic" else OpenAIChatSubject
             out[name] = api_cls(
                 opts,
                 api_key=api_key,
-                cache=cache,
+                cache=response_cache(),
                 folder=where,
-                cache_scope=where if cache_scope == "folder" else "global",
+                cache_scope=scope,
             )
     return out
 
