@@ -125,11 +125,12 @@ def ask_trials(sessions: dict[str, Session]):
         )
         subject = InspectModel(model)
         store = SampleStore()
-        await Runner(store, {sess.subject: subject}, concurrency=1, progress=False).run_session(
-            sess, None
-        )
-        state.store.set(TRIALS_KEY, store.rows)
-        state.store.set(IMAGES_KEY, store.images)
+        try:
+            runner = Runner(store, {sess.subject: subject}, concurrency=1, progress=False)
+            await runner.run_session(sess, None)
+        finally:  # a failed trial ends the sample; the trials before it stay in the log
+            state.store.set(TRIALS_KEY, store.rows)
+            state.store.set(IMAGES_KEY, store.images)
         if subject.last is not None:
             state.output = subject.last
         return state

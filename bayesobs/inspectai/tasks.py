@@ -19,9 +19,18 @@ def spec_files() -> dict:
     return out
 
 
-def sample_id(sess: Session) -> str:
-    """A session run's sample id: task/modality/condition/session/run."""
-    return "/".join(map(str, sess.key[1:]))
+RUN_KEYS = ("task", "modality", "condition", "session", "run")  # a sample's run, as trial rows say
+
+
+def sample_id(run: tuple) -> str:
+    """A run's sample id: task/modality/condition/session/run."""
+    return "/".join(map(str, run))
+
+
+def sample_input(run: tuple, n: int) -> str:
+    """What a sample's input says of its run."""
+    task, modality, condition, session, number = run
+    return f"{task}, {modality}, {condition}: session {session} run {number}, {n} trials"
 
 
 def _names(value) -> list[str] | None:
@@ -77,14 +86,13 @@ def bayesobs_task(
             ami=ami,
             hvs=hvs,
         ):
-            sessions[sample_id(sess)] = sess
+            sessions[sample_id(sess.key[1:])] = sess
     dataset = MemoryDataset(
         [
             Sample(
                 id=key,
-                input=f"{s.task.name}, {s.modality}, {s.cond.name}: session {s.session} run {s.run}, "
-                f"{len(s.stimuli)} trials",
-                metadata=dict(zip(("task", "modality", "condition", "session", "run"), s.key[1:])),
+                input=sample_input(s.key[1:], len(s.stimuli)),
+                metadata=dict(zip(RUN_KEYS, s.key[1:], strict=True)),
             )
             for key, s in sessions.items()
         ],
