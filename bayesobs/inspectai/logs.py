@@ -15,6 +15,7 @@ from inspect_ai.log import (
     EvalSample,
     EvalScore,
     EvalSpec,
+    EvalStats,
     read_eval_log,
     write_eval_log,
 )
@@ -178,6 +179,7 @@ def export_logs(folder: str | Path, out: str | Path) -> list[Path]:
         model = name if kind == SUBJECT_KIND else subject.replace(":", "/", 1)
         samples = [_sample(folder, model, run, rows) for run, rows in by_run.items()]
         value = sum(s.scores[SCORER].value for s in samples) / len(samples)
+        times = [r.get("timestamp") or "" for rows in by_run.values() for r in rows]
         log = EvalLog(
             eval=EvalSpec(
                 created=utc_now(),
@@ -188,6 +190,7 @@ def export_logs(folder: str | Path, out: str | Path) -> list[Path]:
                 metadata={"bayesobs_folder": str(folder), "subject": subject},
             ),
             status="success",
+            stats=EvalStats(started_at=min(times), completed_at=max(times)),
             samples=samples,
             results=EvalResults(
                 total_samples=len(samples),

@@ -12,15 +12,12 @@ import re
 
 import pandas as pd
 import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-pytest.importorskip("inspect_ai")
-
-from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
-
-from bayesobs.cli import main  # noqa: E402
-from bayesobs.run.store import read_jsonl  # noqa: E402
-from bayesobs.testing.fakeserver import Answer, FakeChatServer  # noqa: E402
+from bayesobs.cli import main
+from bayesobs.run.store import read_jsonl
+from bayesobs.testing.fakeserver import Answer, FakeChatServer
 
 TRIALS = 3
 # inspect_ai's own warnings, not ours: its eval leaves anyio streams to the garbage collector,
