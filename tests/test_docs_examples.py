@@ -77,6 +77,12 @@ ELSEWHERE = {
     "python start_cluster.py &": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs fit study/ --out fits --method posterior --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs score study/ --out scores --bootstrap 200 --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
+    # docs/inspect.md: one sequence with inspect's own commands (inspect eval, eval-set, view)
+    "bayesobs run line_ratio --subject sim:bayesian --modality text --modality image --trials 3 --out runs/sim": "test_inspectai_logs.py::test_the_docs_commands_run_and_the_viewer_lists_the_samples",
+    "bayesobs export inspect runs/sim --out logs/sim": "test_inspectai_logs.py::test_the_docs_commands_run_and_the_viewer_lists_the_samples",
+    "bayesobs import inspect logs/*.eval logs/sim/*.eval --out runs/inspect": "test_inspectai_logs.py::test_the_docs_commands_run_and_the_viewer_lists_the_samples",
+    "bayesobs fit runs/inspect --out runs/inspect/fit": "test_inspectai_logs.py::test_the_docs_commands_run_and_the_viewer_lists_the_samples",
+    "bayesobs import inspect logs/smollm2/*.eval --out runs/smollm2-inspect": "test_inspect_real_model.py::test_the_docs_inspect_eval_on_the_local_model_is_fitted_scored_reported",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap
