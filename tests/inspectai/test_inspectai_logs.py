@@ -7,6 +7,7 @@ the web on first use; where it cannot (no network here), a whitespace count stan
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import subprocess
@@ -22,7 +23,8 @@ import tiktoken
 from conftest import chromium_browser
 from docs_pages import checkout, commands, fenced_blocks, page, section, shell_argv
 from inspect_ai.log import read_eval_log
-from test_registry_tasks_solver_scorer import INSPECT_WARNINGS
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from test_registry_tasks_solver_scorer import INSPECT_WARNINGS, run_eval
 
 from bayesobs.cli import main
 from bayesobs.run.store import read_jsonl
@@ -106,6 +108,7 @@ def test_the_docs_commands_run_and_the_viewer_lists_the_samples(tmp_path, monkey
             inspect_cli(argv[1:], monkeypatch)
         else:
             assert main(argv[1:]) == 0, line
+    gc.collect()  # inspect's leftovers, while its warnings are filtered
     (bench,) = (cwd / "logs" / "bayesbench").glob("*.eval")
     log = read_eval_log(str(bench))
     assert log.status == "success" and log.eval.task == "bayesobs/bayesbench"
@@ -121,3 +124,32 @@ def test_the_docs_commands_run_and_the_viewer_lists_the_samples(tmp_path, monkey
     fits = pd.read_csv(cwd / "runs" / "inspect" / "fit" / "fits.csv")
     assert "sim:bayesian" in set(fits["subject"])
     assert os.path.getsize(cwd / "runs" / "inspect" / "manifest.json") > 0
+
+
+def test_a_failed_model_call_keeps_the_trials_asked_before_it(tmp_path, capsys):
+    """The model fails on one run's third trial: that sample ends in an error, its first two
+    trials are in the log and imported; the other runs are whole."""
+    failed = []
+
+    def reply(messages, tools, tool_choice, config):
+        if len(messages) == 6 and not failed:  # system, two earlier trials, the third
+            failed.append(messages[-1].text)
+            raise RuntimeError("the provider is down")
+        out = ModelOutput.from_content(model="mockllm", content="0.5")
+        out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return out
+
+    (log,) = run_eval(
+        "bayesobs/line_ratio",
+        model=get_model("mockllm/model", custom_outputs=reply),
+        task_args={"trials": 3, "modality": "text"},
+        log_dir=str(tmp_path / "logs"),
+        fail_on_error=False,
+    )
+    assert failed and len(log.samples) == 3
+    (broken,) = [s for s in log.samples if s.error is not None]
+    assert "the provider is down" in broken.error.message
+    assert [r["trial"] for r in broken.store["bayesobs_trials"]] == [0, 1]
+    assert main(["import", "inspect", log.location, "--out", str(tmp_path / "f")]) == 0
+    assert "1 sample(s) ended in an error" in capsys.readouterr().out
+    assert len(read_jsonl(tmp_path / "f" / "trials.jsonl")[0]) == 3 + 3 + 2

@@ -8,6 +8,7 @@ OpenAI-compatible server (the local fake server) for the same plan and the same 
 
 from __future__ import annotations
 
+import gc
 import re
 
 import pandas as pd
@@ -26,8 +27,18 @@ INSPECT_WARNINGS = [
     pytest.mark.filterwarnings(
         "ignore:Exception ignored in. <function MemoryObject:pytest.PytestUnraisableExceptionWarning"
     ),
+    pytest.mark.filterwarnings("ignore:Unclosed <MemoryObject:ResourceWarning"),
     pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning"),
 ]
+
+
+def run_eval(*args, **kwargs):
+    """inspect's ``eval()``; its leftovers collected here, where the filters above apply."""
+    logs = inspect_eval(*args, display="none", **kwargs)
+    gc.collect()
+    return logs
+
+
 pytestmark = INSPECT_WARNINGS
 
 
@@ -54,12 +65,11 @@ def evaluated(tmp_path_factory):
     """``inspect eval bayesobs/line_ratio -T trials=3 -T modality=text``, through ``eval()``."""
     logs = tmp_path_factory.mktemp("logs")
     asked: list = []
-    (log,) = inspect_eval(
+    (log,) = run_eval(
         "bayesobs/line_ratio",
         model=mock_model(asked),
         task_args={"trials": TRIALS, "modality": "text"},
         log_dir=str(logs),
-        display="none",
     )
     return log, asked
 
