@@ -47,8 +47,10 @@ def read_log(path: str | Path) -> EvalLog:
         raise BayesobsInputError(
             f"{path}: not an inspect eval log ({type(exc).__name__})"
         ) from None
-    samples = log.samples or []
-    if not log.eval.task.startswith("bayesobs/") or any(TRIALS_KEY not in s.store for s in samples):
+    samples = log.samples or []  # a sample that failed before its first trial has no rows
+    if not log.eval.task.startswith("bayesobs/") or not all(
+        TRIALS_KEY in s.store or s.error for s in samples
+    ):
         raise BayesobsInputError(
             f"{path}: a log of inspect task {log.eval.task!r}, not of a bayesobs task "
             "(inspect eval bayesobs/TASK, or bayesobs export inspect)"
@@ -86,7 +88,7 @@ def import_logs(logs: list[str | Path], out: str | Path) -> dict[str, int]:
             for sample in log.samples or []:
                 for png in sample.store.get(IMAGES_KEY, {}).values():
                     store.save_png(base64.b64decode(png))
-                for row in sample.store[TRIALS_KEY]:
+                for row in sample.store.get(TRIALS_KEY, []):
                     new = tuple(row[k] for k in TRIAL_ID) not in store.done
                     if new:
                         store.append(row)

@@ -6,6 +6,7 @@ import pytest
 from inspect_ai.log import (
     EvalConfig,
     EvalDataset,
+    EvalError,
     EvalLog,
     EvalSample,
     EvalSpec,
@@ -88,3 +89,24 @@ def test_a_log_of_another_task_is_one_line_and_exit_2(tmp_path, capsys):
     assert "not an inspect eval log" in capsys.readouterr().err
     assert main(["export", "inspect", str(tmp_path), "--out", str(tmp_path / "logs")]) == 2
     assert "no trials.jsonl" in capsys.readouterr().err
+
+
+def test_a_sample_that_failed_before_its_first_trial_is_counted_not_refused(tmp_path, capsys):
+    spec = EvalSpec(
+        created="2026-01-01T00:00:00+00:00",
+        task="bayesobs/line_ratio",
+        dataset=EvalDataset(name="line_ratio"),
+        model="mockllm/model",
+        config=EvalConfig(),
+    )
+    error = EvalError(message="the provider is down", traceback="", traceback_ansi="")
+    sample = EvalSample(
+        id="line_ratio/text/base/short/0", epoch=1, input="", target="", error=error
+    )
+    write_eval_log(EvalLog(eval=spec, samples=[sample]), str(tmp_path / "failed.json"))
+    assert (
+        main(["import", "inspect", str(tmp_path / "failed.json"), "--out", str(tmp_path / "f")])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "imported 0 trial(s) of 1 sample(s)" in out and "1 sample(s) ended in an error" in out
