@@ -20,7 +20,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.solver import Generate, TaskState, solver
 
-from ..chat import Reply, Request, SubjectError
+from ..chat import Reply, Request
 from ..run.engine import Runner
 from ..run.plan import Session
 
@@ -60,12 +60,10 @@ class InspectModel:
     async def complete(self, request: Request) -> Reply:
         """The subject interface: one generate call."""
         t0 = time.perf_counter()
-        try:
-            out = await self.model.generate(
-                chat_messages(request), config=GenerateConfig(max_tokens=request.max_tokens)
-            )
-        except Exception as exc:  # the runner logs the failed trial; inspect records the error
-            raise SubjectError(f"{self.model}: {type(exc).__name__}: {exc}") from exc
+        # a failure (or one of inspect's limits) goes to inspect as it is: the sample's error
+        out = await self.model.generate(
+            chat_messages(request), config=GenerateConfig(max_tokens=request.max_tokens)
+        )
         self.last = out
         usage = out.usage.model_dump(exclude_none=True) if out.usage else None
         return Reply(
@@ -85,7 +83,6 @@ class SampleStore:
         self.requests: dict = {}
         self.rows: list[dict] = []
         self.images: dict[str, str] = {}
-        self.events: list[dict] = []
 
     def append(self, record: dict) -> None:
         """Keep a trial row."""
@@ -98,8 +95,7 @@ class SampleStore:
         return name
 
     def log_run(self, **event) -> None:
-        """Keep a run event."""
-        self.events.append(event)
+        """A run event: inspect's log records the sample's error and events itself."""
 
 
 @solver
@@ -109,7 +105,7 @@ def ask_trials(sessions: dict[str, Session]):
     Parameters
     ----------
     sessions : dict of str to Session
-        The planned session runs by sample id (:func:`bayesobs.inspectai.tasks.samples`).
+        The planned session runs by sample id (:func:`bayesobs.inspectai.tasks.bayesobs_task`).
 
     Returns
     -------
