@@ -86,6 +86,12 @@ ELSEWHERE = {
     "bayesobs run line_ratio --modality text --subject python:mylab.observers:ratio --out runs/mine": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
     "bayesobs run line_ratio --modality text --subject python:mylab.observers:Observer --out runs/class": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
     "bayesobs score runs/mine --out runs/mine/scores": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
+    # docs/inspect.md: one sequence with inspect's own commands (inspect eval, eval-set, view)
+    "bayesobs run line_ratio --subject sim:bayesian --modality text --modality image --trials 3 --out runs/sim": "test_inspectai_logs.py::test_the_docs_commands_run_and_the_viewer_lists_the_samples",
+    "bayesobs export inspect runs/sim --out logs/sim": "test_inspectai_logs.py::test_the_docs_commands_run_and_the_viewer_lists_the_samples",
+    "bayesobs import inspect logs/*.eval logs/sim/*.eval --out runs/inspect": "test_inspectai_logs.py::test_the_docs_commands_run_and_the_viewer_lists_the_samples",
+    "bayesobs fit runs/inspect --out runs/inspect/fit": "test_inspectai_logs.py::test_the_docs_commands_run_and_the_viewer_lists_the_samples",
+    "bayesobs import inspect logs/smollm2/*.eval --out runs/smollm2-inspect": "test_inspect_real_model.py::test_the_docs_inspect_eval_on_the_local_model_is_fitted_scored_reported",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .fit import cmd_fit, fit_bootstrap_warnings
 from .humans import cmd_export, cmd_export_dataset, cmd_serve
+from .inspectai import cmd_export_inspect, cmd_import_inspect
 from .parser import build_parser, main
 from .report import cmd_compare, cmd_report
 from .run import check_base_url, cmd_rescore, cmd_run, cmd_sweep
@@ -18,7 +19,9 @@ __all__ = [
     "cmd_design",
     "cmd_export",
     "cmd_export_dataset",
+    "cmd_export_inspect",
     "cmd_fit",
+    "cmd_import_inspect",
     "cmd_report",
     "cmd_rescore",
     "cmd_run",

@@ -11,6 +11,7 @@ from ..logprobs import RESPONSES
 from ..run.imagecost import IMAGE_MODES
 from .fit import cmd_fit
 from .humans import _add_stimulus_options, cmd_export, cmd_export_dataset, cmd_serve
+from .inspectai import cmd_export_inspect, cmd_import_inspect
 from .options import _add_scheduler_option, _add_trial_options, _positive_int, _probability
 from .report import cmd_compare, cmd_report
 from .run import _add_run_options, cmd_rescore, cmd_run, cmd_sweep
@@ -406,6 +407,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     _add_scheduler_option(p)
     p.set_defaults(func=cmd_design)
+
+    # inspect_ai logs both ways (issue 51)
+    p = formats.add_parser("inspect", help="an experiment folder as inspect_ai eval logs")
+    p.add_argument("folder", type=Path, metavar="DIR", help="experiment folder")
+    p.add_argument("--out", type=Path, required=True, metavar="LOGDIR", help="log folder")
+    p.set_defaults(func=cmd_export_inspect)
+    p = sub.add_parser("import", help="read another harness's logs into an experiment folder")
+    kinds = p.add_subparsers(dest="format", metavar="FORMAT", required=True)
+    p = kinds.add_parser("inspect", help="inspect_ai eval logs (.eval, .json) of bayesobs tasks")
+    p.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="inspect eval logs")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="experiment folder")
+    p.set_defaults(func=cmd_import_inspect)
     return parser
 
 
