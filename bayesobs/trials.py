@@ -38,6 +38,7 @@ from .limits import check
 from .order import melt_wide
 from .paradigms import marked_rows
 from .paradigms import markers as paradigm_markers
+from .platforms import jatos_records, looks_like_json_lines
 
 CELL_KEYS: tuple[str, ...] = ("subject", "task", "modality", "condition")
 RUN_KEYS: tuple[str, ...] = CELL_KEYS + ("session", "run")
@@ -396,7 +397,11 @@ def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.Data
         raise BayesobsInputError(f"{path}: empty file")
     suffix = "".join(path.suffixes[-2:]).lower() if path.suffix == ".gz" else path.suffix.lower()
     try:
-        if suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt"):
+        if suffix == ".jrzip" or (suffix == ".txt" and looks_like_json_lines(path)):
+            df = pd.DataFrame.from_records(jatos_records(path))  # JATOS's own exports
+            df[_ROW] = np.arange(1, len(df) + 1)
+            unit = "record"
+        elif suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt"):
             sep = "\t" if ".tsv" in suffix else ","
             df, lines = _read_csv_strict(path, sep, columns)
             df[_ROW] = lines
@@ -425,7 +430,8 @@ def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.Data
         else:
             raise BayesobsInputError(
                 f"{path}: unknown file type {path.suffix!r} "
-                "(expected .csv, .tsv, .parquet, .jsonl or an experiment folder)"
+                "(expected .csv, .tsv, .parquet, .jsonl, .json, JATOS's .jrzip or .txt, "
+                "or an experiment folder)"
             )
     except BayesobsInputError:
         raise
@@ -857,6 +863,11 @@ def read_trials(
     else:
         df = frames[0]
     del frames
+    if {"trial_index", "time_elapsed", "subject"} <= set(df.columns):
+        # jsPsych rows saved twice (per trial or block as they came, and whole at the end)
+        num = [pd.to_numeric(df[c], errors="coerce") for c in ("trial_index", "time_elapsed")]
+        key = pd.concat([df["subject"].astype(str), *num], axis=1)
+        df = df.loc[~(key.duplicated() & num[0].notna() & num[1].notna()).to_numpy()]
     if wide:  # one column per participant: melted before the mapping sees it
         df = melt_wide(df, wide)
     return normalize_trials(
