@@ -342,6 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="Prolific completion code: the final page returns the participant to Prolific",
     )
     p.add_argument("--datapipe", metavar="ID", help="DataPipe experiment id (--platform prolific)")
+    p.add_argument(
+        "--no-build",
+        action="store_true",
+        help="--platform jatos: write the project only (default: npm install && npm run build "
+        "where npm runs, and the JATOS study archive DIR/*.jzip)",
+    )
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(

@@ -203,11 +203,22 @@ function build(jsPsych, subject, counter) {
       const k = (i + 1) / CONFIG.catch_every - 1;
       timeline.push(question(catchTrial(CONFIG.catch[k], k, t), true));
     }
+    const blockEnd = i + 1 < trials.length && trials[i + 1].data.block_position !== t.data.block_position;
+    if (blockEnd && CONFIG.platform === "prolific") timeline.push({type: jsPsychCallFunction, func: savePart});
     if (CONFIG.break_every && (i + 1) % CONFIG.break_every === 0 && i + 1 < trials.length)
       timeline.push(button(`<p>Time for a short break: ${i + 1} of ${trials.length} answers done.</p><p>Continue when you are ready.</p>`, "Continue"));
   });
   const json = () => jsPsych.data.get().json();
-  const file = `${subject}_${Date.now()}.json`;  // one name: a retry replaces, never adds
+  const stamp = Date.now(), file = `${subject}_${stamp}.json`;  // one name: a retry replaces, never adds
+  // DataPipe, block by block: the block's answers in a file of their own (not awaited: a slow
+  // save never holds the participant; the final save holds every answer again)
+  let sent = 0, part = 0;
+  function savePart() {
+    const rows = jsPsych.data.get().filter({bayesobs_trial: true}).values().slice(sent);
+    sent += rows.length;
+    jsPsychPipe.saveData(CONFIG.datapipe_id, `${subject}_${stamp}_part${part++}.json`, JSON.stringify(rows))
+      .catch(() => {});
+  }
   if (CONFIG.platform === "jatos") {
     saving(timeline, () => jatos.submitResultData(json()));
   } else if (CONFIG.platform === "pavlovia") {
@@ -256,9 +267,16 @@ function saving(timeline, save) {
                  loop_function: () => !saved});
 }
 
+// JATOS, trial by trial: each answer appended to the result as it comes (one JSON object a
+// line); submitResultData at the end replaces them with the whole data.
+function appendTrial(d) {
+  if (CONFIG.platform === "jatos" && d.bayesobs_trial)
+    Promise.resolve(jatos.appendResultData(JSON.stringify(d) + "\n")).catch(() => {});
+}
+
 function start(counter) {
   const jsPsych = initJsPsych({show_progress_bar: true, auto_update_progress_bar: false,
-                               message_progress_bar: "Progress"});
+                               message_progress_bar: "Progress", on_data_update: appendTrial});
   window.jsPsych = jsPsych;
   jsPsych.run(build(jsPsych, participant(), counter));
 }

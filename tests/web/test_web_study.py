@@ -389,7 +389,7 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
     if platform == "prolific":
         args += ["--datapipe", "abcDEF123456", "--prolific-code", "C0DE99"]
     if platform == "jatos":
-        args += ["--prolific-code", "C0DE99"]
+        args += ["--prolific-code", "C0DE99", "--no-build"]  # built below, offline
     assert main(args) == 0
     (exp / "node_modules").symlink_to(node_modules)
     if platform == "pavlovia":
@@ -667,7 +667,7 @@ def test_a_failed_save_is_retried_and_the_code_waits_for_it(
     exp = tmp_path / platform
     args = ["export", "jspsych", str(SPEC), "--out", str(exp), "--trials", "1"]
     args += ["--modality", "multimodal", "--platform", platform, "--completion-code", "DONE42"]
-    args += ["--prolific-code", "C0DE99"] + (
+    args += ["--prolific-code", "C0DE99", "--no-build"] + (
         ["--datapipe", "abcDEF123456"] * (platform == "prolific")
     )
     assert main(args) == 0
