@@ -268,10 +268,11 @@ function saving(timeline, save) {
 }
 
 // JATOS, trial by trial: each answer appended to the result as it comes (one JSON object a
-// line); submitResultData at the end replaces them with the whole data.
+// line); submitResultData at the end replaces them with the whole data. A failed append never
+// stops the study: the final save (tried until it succeeds) holds every answer again.
 function appendTrial(d) {
-  if (CONFIG.platform === "jatos" && d.bayesobs_trial)
-    Promise.resolve(jatos.appendResultData(JSON.stringify(d) + "\n")).catch(() => {});
+  if (CONFIG.platform !== "jatos" || !d.bayesobs_trial) return;
+  try { Promise.resolve(jatos.appendResultData(JSON.stringify(d) + "\n")).catch(() => {}); } catch (e) { /* as above */ }
 }
 
 function start(counter) {

@@ -297,6 +297,7 @@ NPM = shutil.which("npm")
 JATOS_STUB = """window.__jatos = {saved: [], ended: false, redirect: null};
 window.jatos = {studyResultId: "7", workerId: "42", urlQueryParameters: {},
   onLoad(f) { setTimeout(f, 0); },
+  appendResultData(d) { return Promise.resolve(); },
   submitResultData(d) { window.__jatos.saved.push(d); return Promise.resolve(); },
   endStudy() { window.__jatos.ended = true; return Promise.resolve(); },
   endStudyAndRedirect(url) { window.__jatos.redirect = url; window.__jatos.ended = true; return Promise.resolve(); }};
@@ -466,9 +467,11 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
             pav = page.evaluate("window.__pavlovia")
             assert pav["commands"] == ["init", "finish"] and pav["participantId"] == "js1"
             (tmp_path / "data.csv").write_text(pav["csv"])
-        elif platform == "prolific":
-            assert len(posted) == 1
-            body = json.loads(posted[0])
+        elif platform == "prolific":  # a file per finished block as it comes, then the whole
+            bodies = [json.loads(b) for b in posted]
+            parts = [b for b in bodies if "_part" in b["filename"]]
+            assert [len(json.loads(b["data"])) for b in parts] == [2] * 5  # 6 blocks of 2
+            (body,) = [b for b in bodies if b not in parts]
             assert body["experimentID"] == "abcDEF123456" and body["filename"].startswith("js1_")
             (tmp_path / "data.json").write_text(body["data"])
             page.get_by_role("button", name="Return to Prolific").click()
