@@ -11,7 +11,13 @@ from ..logprobs import RESPONSES
 from ..run.imagecost import IMAGE_MODES
 from .fit import cmd_fit
 from .humans import _add_stimulus_options, cmd_export, cmd_export_dataset, cmd_serve
-from .options import _add_scheduler_option, _add_trial_options, _positive_int, _probability
+from .options import (
+    _add_participants_options,
+    _add_scheduler_option,
+    _add_trial_options,
+    _positive_int,
+    _probability,
+)
 from .report import cmd_compare, cmd_report
 from .run import _add_run_options, cmd_rescore, cmd_run, cmd_sweep
 from .score import cmd_score
@@ -230,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="pooled",
         help="bootstrap scheme when scores must be computed (default pooled)",
     )
+    _add_participants_options(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
@@ -242,7 +249,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--features",
         type=Path,
-        required=True,
         metavar="FILE",
         help="CSV (or .tsv): `subject` plus one column per model feature (numeric or categorical)",
     )
@@ -258,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also write the cross-model page DIR/report/index.html",
     )
+    _add_participants_options(p)  # instead of --features: the participants' columns
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("serve", help="run a task on human participants in the browser")
