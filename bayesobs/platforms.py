@@ -6,6 +6,8 @@ import json
 import zipfile
 from pathlib import Path
 
+import pandas as pd
+
 from .errors import BayesobsInputError
 
 
@@ -65,3 +67,12 @@ def jatos_records(path: Path) -> list[dict]:
         raise BayesobsInputError(
             f"{path}: not a zip archive (export it again from JATOS: Results > Export)"
         ) from None
+
+
+def drop_resaved(df: pd.DataFrame) -> pd.DataFrame:
+    """Keep once the jsPsych rows saved twice (as they came, and whole at the end)."""
+    if not {"trial_index", "time_elapsed", "subject"} <= set(df.columns):
+        return df
+    num = [pd.to_numeric(df[c], errors="coerce") for c in ("trial_index", "time_elapsed")]
+    key = pd.concat([df["subject"].astype(str), *num], axis=1)
+    return df.loc[~(key.duplicated() & num[0].notna() & num[1].notna()).to_numpy()]

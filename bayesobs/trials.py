@@ -38,7 +38,7 @@ from .limits import check
 from .order import melt_wide
 from .paradigms import marked_rows
 from .paradigms import markers as paradigm_markers
-from .platforms import jatos_records, looks_like_json_lines
+from .platforms import drop_resaved, jatos_records, looks_like_json_lines
 
 CELL_KEYS: tuple[str, ...] = ("subject", "task", "modality", "condition")
 RUN_KEYS: tuple[str, ...] = CELL_KEYS + ("session", "run")
@@ -863,11 +863,7 @@ def read_trials(
     else:
         df = frames[0]
     del frames
-    if {"trial_index", "time_elapsed", "subject"} <= set(df.columns):
-        # jsPsych rows saved twice (per trial or block as they came, and whole at the end)
-        num = [pd.to_numeric(df[c], errors="coerce") for c in ("trial_index", "time_elapsed")]
-        key = pd.concat([df["subject"].astype(str), *num], axis=1)
-        df = df.loc[~(key.duplicated() & num[0].notna() & num[1].notna()).to_numpy()]
+    df = drop_resaved(df)  # jsPsych rows saved as they came and again at the end
     if wide:  # one column per participant: melted before the mapping sees it
         df = melt_wide(df, wide)
     return normalize_trials(
