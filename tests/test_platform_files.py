@@ -106,3 +106,17 @@ def test_malformed_platform_files_are_one_line_exit_2(tmp_path, capsys, name, co
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and says in err and "Traceback" not in err
     assert not (tmp_path / "fit").exists()
+
+
+def test_pavlovia_csv_reads_as_it_comes_off_the_platform(tmp_path):
+    """jsPsych's CSV (Pavlovia's save, also of incomplete results): answers as JSON texts."""
+    import pandas as pd
+
+    rows = [_extra(), *(_trial(i) for i in range(4))]
+    for r in rows:
+        if "response" in r:
+            r["response"] = json.dumps(r["response"])
+    p = tmp_path / "line_ratio_p1_SESSION_2026-11-28_14h03.07.123.csv"
+    pd.DataFrame.from_records(rows).to_csv(p, index=False)
+    t = bayesobs.read_trials(p)
+    assert sorted(t["response"]) == pytest.approx([0.2, 0.21, 0.22, 0.23])
