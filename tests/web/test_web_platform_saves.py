@@ -27,6 +27,22 @@ JATOS = """window.jatos = {studyResultId: "3", workerId: "9", urlQueryParameters
 """
 
 
+def _answer_17_of_30(page, url: str) -> None:
+    """A participant agrees, practises and answers 17 of the 30 trials; trial 18 is on screen."""
+    page.goto(f"{url}/index.html?pid=quitter")
+    assert "30 answers" in page.locator("#jspsych-content").inner_text()
+    page.get_by_role("button", name="I agree").click()
+    page.get_by_role("button", name="Start the practice trial").click()
+    page.fill("input[name=response]", "0.5")
+    page.get_by_role("button", name="Continue").click()
+    page.get_by_role("button", name="Start the study").click()
+    for i in range(17):
+        page.wait_for_selector("input[name=response]")
+        page.fill("input[name=response]", f"0.{i + 10}")
+        page.get_by_role("button", name="Continue").click()
+    page.wait_for_selector("input[name=response]")
+
+
 @pytest.mark.slow  # a 30-trial study built with npm and answered 17 times in Chromium
 def test_jatos_keeps_every_answer_of_a_participant_who_quits_at_17_of_30(
     node_modules,  # noqa: F811
@@ -51,18 +67,7 @@ def test_jatos_keeps_every_answer_of_a_participant_who_quits_at_17_of_30(
             page.route(
                 "**/jatos.js", lambda r: r.fulfill(body=JATOS, content_type="text/javascript")
             )
-            page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/index.html?pid=quitter")
-            assert "30 answers" in page.locator("#jspsych-content").inner_text()
-            page.get_by_role("button", name="I agree").click()
-            page.get_by_role("button", name="Start the practice trial").click()
-            page.fill("input[name=response]", "0.5")
-            page.get_by_role("button", name="Continue").click()
-            page.get_by_role("button", name="Start the study").click()
-            for i in range(17):
-                page.wait_for_selector("input[name=response]")
-                page.fill("input[name=response]", f"0.{i + 10}")
-                page.get_by_role("button", name="Continue").click()
-            page.wait_for_selector("input[name=response]")  # trial 18 is on screen
+            _answer_17_of_30(page, f"http://127.0.0.1:{httpd.server_address[1]}")
             assert page.evaluate("jatos.data.split('\\n').length") == 18  # 17 lines and ''
             page.close()  # the participant closes the tab at trial 17 of 30
     finally:
@@ -83,6 +88,44 @@ def test_jatos_keeps_every_answer_of_a_participant_who_quits_at_17_of_30(
         got = sorted(zip(t["session"], t["trial"].astype(int), t["response"], strict=True))
         assert got == want
     assert sorted(x[2] for x in want) == pytest.approx([(i + 10) / 100 for i in range(17)])
+
+
+@pytest.mark.slow  # built with npm and answered 17 times in Chromium
+def test_datapipe_keeps_the_finished_blocks_of_a_participant_who_quits(
+    node_modules,  # noqa: F811
+    tmp_path,
+):
+    """DataPipe saves a file per finished block: quitting at 17 of 30 keeps block 1's 10."""
+    import subprocess
+
+    from test_web_study import NPM
+
+    exp = tmp_path / "pipe"
+    args = ["export", "jspsych", str(SPEC), "--out", str(exp), "--platform", "prolific"]
+    args += ["--datapipe", "abcDEF123456", "--trials", "10", "--modality", "text"]
+    assert main([*args, "--order", "fixed"]) == 0
+    (exp / "node_modules").symlink_to(node_modules)
+    subprocess.run([NPM, "run", "build"], cwd=exp, check=True, capture_output=True)
+    posted: list[dict] = []
+    httpd = _serve_dir(exp / "dist")
+    try:
+        with chromium_browser() as browser:
+            page = browser.new_page()
+            page.route(
+                "https://pipe.jspsych.org/api/data/",
+                lambda r: (posted.append(json.loads(r.request.post_data)), r.fulfill(json={})),
+            )
+            _answer_17_of_30(page, f"http://127.0.0.1:{httpd.server_address[1]}")
+            page.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert [b["filename"].rsplit("_", 1)[-1] for b in posted] == ["part0.json"]
+    for b in posted:  # the OSF folder as DataPipe fills it
+        (tmp_path / b["filename"]).write_text(b["data"])
+    t = bayesobs.read_trials(sorted(tmp_path.glob("quitter_*.json")))
+    assert sorted(t["trial"].astype(int)) == list(range(10)) and set(t["session"]) == {"short"}
+    assert sorted(t["response"]) == pytest.approx([(i + 10) / 100 for i in range(10)])
 
 
 def _fake_dist(out: Path) -> None:
