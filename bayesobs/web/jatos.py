@@ -35,7 +35,7 @@ def npm_build(out: Path) -> str | None:
 def write_jzip(out: Path, task: str) -> Path:
     """Zip ``out/dist`` as JATOS imports a study: one ``.jas`` file beside one assets folder."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", f"bayesobs_{task}_{out.resolve().name}")
-    key = f"bayesobs/{name}"  # the same export gets the same ids: a re-import updates the study
+    key = f"bayesobs/{out.resolve()}/{task}"  # the same folder, the same ids: re-import updates
     ids = {k: str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}/{k}")) for k in ("study", "comp", "batch")}
     study = {
         "version": "3",
