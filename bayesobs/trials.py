@@ -810,7 +810,7 @@ def read_trials(
     keep_catch: bool = False,
     wide: str | None = None,
 ) -> pd.DataFrame:
-    """Read one or many trial files (CSV, TSV, Parquet, JSONL, experiment folders).
+    """Read trial files (CSV, TSV, Parquet, JSONL, JSON, JATOS's .jrzip/.txt, experiment folders).
 
     Files are concatenated before mapping, filtering and validation, so the
     same ``mapping`` applies to every file.  See :func:`normalize_trials`.

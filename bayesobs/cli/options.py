@@ -14,7 +14,8 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         "trials",
         nargs="+",
         metavar="TRIALS",
-        help="CSV, TSV, Parquet, JSONL file(s) or experiment folder(s)",
+        help="CSV, TSV, Parquet, JSONL, JSON file(s), JATOS's .jrzip or .txt, or experiment "
+        "folder(s)",
     )
     p.add_argument(
         "--map",
