@@ -228,7 +228,10 @@ function build(jsPsych, subject, counter) {
       if (!r || r instanceof Error || r.error) throw new Error((r && (r.error || r.message)) || "no answer");
     }));
   } else if (CONFIG.platform === "local") {
-    timeline.push({type: jsPsychCallFunction, func: () => jsPsych.data.get().localSave("json", `bayesobs_${subject}.json`)});
+    timeline.push({type: jsPsychCallFunction, func: () => {
+      jsPsych.data.get().localSave("json", `bayesobs_${subject}.json`);
+      localStorage.removeItem(KEPT);
+    }});
   }
   const back = CONFIG.prolific_code ? CONFIG.prolific_return + encodeURIComponent(CONFIG.prolific_code) : null;
   const end = `<h2>Thank you!</h2><p>You have finished. Your completion code is</p><p class="bo-code" id="bo-code">${esc(CONFIG.completion_code)}</p>`;
@@ -270,9 +273,28 @@ function saving(timeline, save) {
 // JATOS, trial by trial: each answer appended to the result as it comes (one JSON object a
 // line); submitResultData at the end replaces them with the whole data. A failed append never
 // stops the study: the final save (tried until it succeeds) holds every answer again.
+// local (piloting): each answer kept in the browser as it comes; the page opened again after
+// a closed tab first downloads the answers kept from then.
+const KEPT = "bayesobs_unfinished";
 function appendTrial(d) {
-  if (CONFIG.platform !== "jatos" || !d.bayesobs_trial) return;
-  try { Promise.resolve(jatos.appendResultData(JSON.stringify(d) + "\n")).catch(() => {}); } catch (e) { /* as above */ }
+  if (!d.bayesobs_trial) return;
+  try {
+    if (CONFIG.platform === "jatos")
+      Promise.resolve(jatos.appendResultData(JSON.stringify(d) + "\n")).catch(() => {});
+    if (CONFIG.platform === "local")
+      localStorage.setItem(KEPT, JSON.stringify([...JSON.parse(localStorage.getItem(KEPT) || "[]"), d]));
+  } catch (e) { /* as above */ }
+}
+function downloadKept() {
+  const kept = JSON.parse(localStorage.getItem(KEPT) || "[]");
+  if (!kept.length) return;
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([JSON.stringify(kept)], {type: "application/json"}));
+  a.download = `bayesobs_${kept[0].subject}_unfinished.json`;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  localStorage.removeItem(KEPT);
 }
 
 function start(counter) {
@@ -287,6 +309,7 @@ if (CONFIG.platform === "prolific" && ORDERS.length > 1 && !params.has("cb")) {
 } else if (CONFIG.platform === "jatos") {
   jatos.onLoad(() => start(null));
 } else {
+  if (CONFIG.platform === "local") downloadKept();
   start(null);
 }
 """

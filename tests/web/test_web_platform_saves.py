@@ -128,6 +128,42 @@ def test_datapipe_keeps_the_finished_blocks_of_a_participant_who_quits(
     assert sorted(t["response"]) == pytest.approx([(i + 10) / 100 for i in range(10)])
 
 
+@pytest.mark.slow  # built with npm, answered in Chromium, opened again
+def test_a_local_pilot_closed_mid_way_gives_its_answers_when_opened_again(
+    node_modules,  # noqa: F811
+    tmp_path,
+):
+    import subprocess
+
+    from test_web_study import NPM
+
+    exp = tmp_path / "local"
+    args = ["export", "jspsych", str(SPEC), "--out", str(exp), "--trials", "10"]
+    assert main([*args, "--modality", "text", "--order", "fixed"]) == 0
+    (exp / "node_modules").symlink_to(node_modules)
+    subprocess.run([NPM, "run", "build"], cwd=exp, check=True, capture_output=True)
+    httpd = _serve_dir(exp / "dist")
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        with chromium_browser() as browser:
+            context = browser.new_context(accept_downloads=True)
+            page = context.new_page()
+            _answer_17_of_30(page, url)
+            page.close()  # closed at trial 17 of 30: nothing downloaded yet
+            page = context.new_page()
+            with page.expect_download() as dl:
+                page.goto(f"{url}/index.html")
+            dl.value.save_as(tmp_path / dl.value.suggested_filename)
+            page.reload()  # downloaded once: the kept answers are gone from the browser
+            assert page.evaluate("localStorage.getItem('bayesobs_unfinished')") is None
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    t = bayesobs.read_trials(tmp_path / "bayesobs_quitter_unfinished.json")
+    assert len(t) == 17 and set(t["subject"]) == {"quitter"}
+    assert sorted(t["response"]) == pytest.approx([(i + 10) / 100 for i in range(17)])
+
+
 def _fake_dist(out: Path) -> None:
     for name, text in (
         ("index.html", "<p>study</p>"),
