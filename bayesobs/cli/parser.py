@@ -332,10 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--platform",
         choices=("jatos", "pavlovia", "cognition", "prolific", "local"),
         default="local",
-        help="where dist/ runs, which decides how data are saved: jatos (jatos.submitResultData), "
-        "pavlovia (Pavlovia's jsPsych plugin), cognition (Cognition.run saves jsPsych data), "
-        "prolific (DataPipe to the OSF, then back to Prolific), local (the browser downloads the "
-        "data file; default, for piloting)",
+        help="where dist/ runs, which decides how data are saved as they come: jatos (each answer "
+        "appended to the result), pavlovia (Pavlovia's jsPsych plugin), cognition (Cognition.run "
+        "saves jsPsych data), prolific (DataPipe to the OSF a file per block, then back to "
+        "Prolific), local (kept in the browser, a download at the end; default, for piloting)",
     )
     p.add_argument("--break-every", type=int, metavar="N", help="a break page after every N trials")
     p.add_argument(
