@@ -429,7 +429,7 @@ def summary_text(table: pd.DataFrame, board: pd.DataFrame, width: int = 100) -> 
 def run_compare(folders, features, out, use=None, report: bool = False) -> dict:
     """Everything ``bayesobs compare`` does; returns the tables and the paths written."""
     loaded = load_folders(folders)
-    table = read_features(features)
+    table = features if isinstance(features, pd.DataFrame) else read_features(features)
     long = long_table(loaded)
     subjects = sorted(
         set(long["subject"]) | set().union(*(subjects_of(r) for r in loaded.values()))

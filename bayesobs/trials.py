@@ -38,6 +38,7 @@ from .limits import check
 from .order import melt_wide
 from .paradigms import marked_rows
 from .paradigms import markers as paradigm_markers
+from .platforms import drop_resaved, jatos_records, looks_like_json_lines
 
 CELL_KEYS: tuple[str, ...] = ("subject", "task", "modality", "condition")
 RUN_KEYS: tuple[str, ...] = CELL_KEYS + ("session", "run")
@@ -396,7 +397,11 @@ def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.Data
         raise BayesobsInputError(f"{path}: empty file")
     suffix = "".join(path.suffixes[-2:]).lower() if path.suffix == ".gz" else path.suffix.lower()
     try:
-        if suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt"):
+        if suffix == ".jrzip" or (suffix == ".txt" and looks_like_json_lines(path)):
+            df = pd.DataFrame.from_records(jatos_records(path))  # JATOS's own exports
+            df[_ROW] = np.arange(1, len(df) + 1)
+            unit = "record"
+        elif suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt"):
             sep = "\t" if ".tsv" in suffix else ","
             df, lines = _read_csv_strict(path, sep, columns)
             df[_ROW] = lines
@@ -425,7 +430,8 @@ def _read_one(path: Path, columns: Sequence[str] | None = None) -> tuple[pd.Data
         else:
             raise BayesobsInputError(
                 f"{path}: unknown file type {path.suffix!r} "
-                "(expected .csv, .tsv, .parquet, .jsonl or an experiment folder)"
+                "(expected .csv, .tsv, .parquet, .jsonl, .json, JATOS's .jrzip or .txt, "
+                "or an experiment folder)"
             )
     except BayesobsInputError:
         raise
@@ -804,7 +810,7 @@ def read_trials(
     keep_catch: bool = False,
     wide: str | None = None,
 ) -> pd.DataFrame:
-    """Read one or many trial files (CSV, TSV, Parquet, JSONL, experiment folders).
+    """Read trial files (CSV, TSV, Parquet, JSONL, JSON, JATOS's .jrzip/.txt, experiment folders).
 
     Files are concatenated before mapping, filtering and validation, so the
     same ``mapping`` applies to every file.  See :func:`normalize_trials`.
@@ -857,6 +863,7 @@ def read_trials(
     else:
         df = frames[0]
     del frames
+    df = drop_resaved(df)  # jsPsych rows saved as they came and again at the end
     if wide:  # one column per participant: melted before the mapping sees it
         df = melt_wide(df, wide)
     return normalize_trials(

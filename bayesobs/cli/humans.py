@@ -112,14 +112,17 @@ def cmd_export(args) -> int:
         catch_every=args.catch_every,
     )
     manifest = json.loads((out / "bayesobs_manifest.json").read_text())
-    print(
-        f"jsPsych experiment for {args.platform} -> {out}  (cd {out} && npm install && npm run build; "
-        f"then upload {out}/dist)"
-    )
+    build = args.platform == "jatos" and not args.no_build  # ready to upload: built and zipped
+    hint = "" if build else f"  (cd {out} && npm install && npm run build; then upload {out}/dist)"
+    print(f"jsPsych experiment for {args.platform} -> {out}{hint}")
     print(
         f"completion code {manifest['completion_code']}; block order {args.order} "
         f"({len(manifest['orders'])} Latin-square row(s)); about {manifest['minutes']} min"
     )
+    if build:
+        from ..web.jatos import ready_to_upload
+
+        print(ready_to_upload(out, manifest["spec"]["task"]))
     if args.platform == "pavlovia":
         print(
             "Pavlovia: save Pavlovia's jsPsych plugin as "

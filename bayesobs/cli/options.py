@@ -14,7 +14,8 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         "trials",
         nargs="+",
         metavar="TRIALS",
-        help="CSV, TSV, Parquet, JSONL file(s) or experiment folder(s)",
+        help="CSV, TSV, Parquet, JSONL, JSON file(s), JATOS's .jrzip or .txt, or experiment "
+        "folder(s)",
     )
     p.add_argument(
         "--map",
@@ -54,6 +55,7 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         help="one response column per participant (e.g. NC*,VN*): read as subject (the "
         "column's name) and response, one row per participant and row, in file order",
     )
+    _add_participants_options(p)
     p.add_argument(
         "--no-order",
         action="store_true",
@@ -88,6 +90,31 @@ def _add_trial_options(p: argparse.ArgumentParser) -> None:
         "stratified draws runs within each session type (needs 2+ runs of every type)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _add_participants_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--participants",
+        type=Path,
+        metavar="FILE",
+        help="a participant export (Prolific's, or any CSV/TSV) whose columns join every trial "
+        'of that participant, for --exclude (e.g. "Age < 18"), compare and the report',
+    )
+    p.add_argument(
+        "--participants-id",
+        default="PROLIFIC_PID",
+        metavar="COL",
+        help="its participant-id column, matched to subject (default PROLIFIC_PID)",
+    )
+
+
+def _with_participants(trials, args):
+    """The trials with ``--participants`` joined on, where given."""
+    if getattr(args, "participants", None) is None:
+        return trials
+    from ..demographics import join_participants
+
+    return join_participants(trials, args.participants, args.participants_id)
 
 
 def _add_scheduler_option(p) -> None:
@@ -146,6 +173,7 @@ def _read(args):
         keep_catch=True,
         wide=args.wide,
     )
+    trials = _with_participants(trials, args)
     if args.no_order:  # issue 47: every sequential output says so (bayesobs.order)
         trials["no_trial_order"] = True
     if not rules and not catch_rows(trials).any():
@@ -182,6 +210,7 @@ def _trial_options(args, **extra) -> dict:
         columns=args.columns,
         wide=args.wide,
         no_order=args.no_order,
+        **({"participants": str(args.participants)} if args.participants else {}),
         exclude=args.exclude,
         interleaved=args.interleaved,
         lapse=args.lapse,

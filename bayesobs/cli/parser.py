@@ -12,7 +12,13 @@ from ..run.imagecost import IMAGE_MODES
 from .fit import cmd_fit
 from .humans import _add_stimulus_options, cmd_export, cmd_export_dataset, cmd_serve
 from .inspectai import cmd_export_inspect, cmd_import_inspect
-from .options import _add_scheduler_option, _add_trial_options, _positive_int, _probability
+from .options import (
+    _add_participants_options,
+    _add_scheduler_option,
+    _add_trial_options,
+    _positive_int,
+    _probability,
+)
 from .report import cmd_compare, cmd_report
 from .run import _add_run_options, cmd_rescore, cmd_run, cmd_sweep
 from .score import cmd_psychometric, cmd_score
@@ -244,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="pooled",
         help="bootstrap scheme when scores must be computed (default pooled)",
     )
+    _add_participants_options(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
@@ -256,7 +263,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--features",
         type=Path,
-        required=True,
         metavar="FILE",
         help="CSV (or .tsv): `subject` plus one column per model feature (numeric or categorical)",
     )
@@ -272,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also write the cross-model page DIR/report/index.html",
     )
+    _add_participants_options(p)  # instead of --features: the participants' columns
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("serve", help="run a task on human participants in the browser")
@@ -339,10 +346,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--platform",
         choices=("jatos", "pavlovia", "cognition", "prolific", "local"),
         default="local",
-        help="where dist/ runs, which decides how data are saved: jatos (jatos.submitResultData), "
-        "pavlovia (Pavlovia's jsPsych plugin), cognition (Cognition.run saves jsPsych data), "
-        "prolific (DataPipe to the OSF, then back to Prolific), local (the browser downloads the "
-        "data file; default, for piloting)",
+        help="where dist/ runs, which decides how data are saved as they come: jatos (each answer "
+        "appended to the result), pavlovia (Pavlovia's jsPsych plugin), cognition (Cognition.run "
+        "saves jsPsych data), prolific (DataPipe to the OSF a file per block, then back to "
+        "Prolific), local (kept in the browser, a download at the end; default, for piloting)",
     )
     p.add_argument("--break-every", type=int, metavar="N", help="a break page after every N trials")
     p.add_argument(
@@ -356,6 +363,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="Prolific completion code: the final page returns the participant to Prolific",
     )
     p.add_argument("--datapipe", metavar="ID", help="DataPipe experiment id (--platform prolific)")
+    p.add_argument(
+        "--no-build",
+        action="store_true",
+        help="--platform jatos: write the project only (default: npm install && npm run build "
+        "where npm runs, and the JATOS study archive DIR/*.jzip)",
+    )
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import leaderboard as LB
+from ..demographics import join_participants
 from ..errors import BayesobsInputError
 from ..exclusions import summary
 from ..fits.controls import anchoring_lines
@@ -178,10 +179,14 @@ STYLE = (
 )
 
 
-def build_report(paths, out, bootstrap: int = 30, seed: int = 0, resample: str = "pooled") -> Path:
+def build_report(
+    paths, out, bootstrap: int = 30, seed: int = 0, resample: str = "pooled", participants=None
+) -> Path:
     """Write ``out/index.html`` with the paper's figures, the tables and provenance."""
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     trials, res, manifests = _inputs(paths)
+    if participants:  # (file, id column): the participant export's columns on every trial
+        trials = join_participants(trials, *participants)
     diagnostics = find_diagnostics(paths)  # SBC, prior predictive: read (and checked) first
     trials = normalize_trials(trials)
     scheme = resample

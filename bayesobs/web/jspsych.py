@@ -203,11 +203,22 @@ function build(jsPsych, subject, counter) {
       const k = (i + 1) / CONFIG.catch_every - 1;
       timeline.push(question(catchTrial(CONFIG.catch[k], k, t), true));
     }
+    const blockEnd = i + 1 < trials.length && trials[i + 1].data.block_position !== t.data.block_position;
+    if (blockEnd && CONFIG.platform === "prolific") timeline.push({type: jsPsychCallFunction, func: savePart});
     if (CONFIG.break_every && (i + 1) % CONFIG.break_every === 0 && i + 1 < trials.length)
       timeline.push(button(`<p>Time for a short break: ${i + 1} of ${trials.length} answers done.</p><p>Continue when you are ready.</p>`, "Continue"));
   });
   const json = () => jsPsych.data.get().json();
-  const file = `${subject}_${Date.now()}.json`;  // one name: a retry replaces, never adds
+  const stamp = Date.now(), file = `${subject}_${stamp}.json`;  // one name: a retry replaces, never adds
+  // DataPipe, block by block: the block's answers in a file of their own (not awaited: a slow
+  // save never holds the participant; the final save holds every answer again)
+  let sent = 0, part = 0;
+  function savePart() {
+    const rows = jsPsych.data.get().filter({bayesobs_trial: true}).values().slice(sent);
+    sent += rows.length;
+    jsPsychPipe.saveData(CONFIG.datapipe_id, `${subject}_${stamp}_part${part++}.json`, JSON.stringify(rows))
+      .catch(() => {});
+  }
   if (CONFIG.platform === "jatos") {
     saving(timeline, () => jatos.submitResultData(json()));
   } else if (CONFIG.platform === "pavlovia") {
@@ -217,7 +228,10 @@ function build(jsPsych, subject, counter) {
       if (!r || r instanceof Error || r.error) throw new Error((r && (r.error || r.message)) || "no answer");
     }));
   } else if (CONFIG.platform === "local") {
-    timeline.push({type: jsPsychCallFunction, func: () => jsPsych.data.get().localSave("json", `bayesobs_${subject}.json`)});
+    timeline.push({type: jsPsychCallFunction, func: () => {
+      jsPsych.data.get().localSave("json", `bayesobs_${subject}.json`);
+      localStorage.removeItem(KEPT);
+    }});
   }
   const back = CONFIG.prolific_code ? CONFIG.prolific_return + encodeURIComponent(CONFIG.prolific_code) : null;
   const end = `<h2>Thank you!</h2><p>You have finished. Your completion code is</p><p class="bo-code" id="bo-code">${esc(CONFIG.completion_code)}</p>`;
@@ -256,9 +270,36 @@ function saving(timeline, save) {
                  loop_function: () => !saved});
 }
 
+// JATOS, trial by trial: each answer appended to the result as it comes (one JSON object a
+// line); submitResultData at the end replaces them with the whole data. A failed append never
+// stops the study: the final save (tried until it succeeds) holds every answer again.
+// local (piloting): each answer kept in the browser as it comes; the page opened again after
+// a closed tab first downloads the answers kept from then.
+const KEPT = "bayesobs_unfinished";
+function appendTrial(d) {
+  if (!d.bayesobs_trial) return;
+  try {
+    if (CONFIG.platform === "jatos")
+      Promise.resolve(jatos.appendResultData(JSON.stringify(d) + "\n")).catch(() => {});
+    if (CONFIG.platform === "local")
+      localStorage.setItem(KEPT, JSON.stringify([...JSON.parse(localStorage.getItem(KEPT) || "[]"), d]));
+  } catch (e) { /* as above */ }
+}
+function downloadKept() {
+  const kept = JSON.parse(localStorage.getItem(KEPT) || "[]");
+  if (!kept.length) return;
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([JSON.stringify(kept)], {type: "application/json"}));
+  a.download = `bayesobs_${kept[0].subject}_unfinished.json`;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  localStorage.removeItem(KEPT);
+}
+
 function start(counter) {
   const jsPsych = initJsPsych({show_progress_bar: true, auto_update_progress_bar: false,
-                               message_progress_bar: "Progress"});
+                               message_progress_bar: "Progress", on_data_update: appendTrial});
   window.jsPsych = jsPsych;
   jsPsych.run(build(jsPsych, participant(), counter));
 }
@@ -268,6 +309,7 @@ if (CONFIG.platform === "prolific" && ORDERS.length > 1 && !params.has("cb")) {
 } else if (CONFIG.platform === "jatos") {
   jatos.onLoad(() => start(null));
 } else {
+  if (CONFIG.platform === "local") downloadKept();
   start(null);
 }
 """

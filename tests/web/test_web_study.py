@@ -297,6 +297,7 @@ NPM = shutil.which("npm")
 JATOS_STUB = """window.__jatos = {saved: [], ended: false, redirect: null};
 window.jatos = {studyResultId: "7", workerId: "42", urlQueryParameters: {},
   onLoad(f) { setTimeout(f, 0); },
+  appendResultData(d) { return Promise.resolve(); },
   submitResultData(d) { window.__jatos.saved.push(d); return Promise.resolve(); },
   endStudy() { window.__jatos.ended = true; return Promise.resolve(); },
   endStudyAndRedirect(url) { window.__jatos.redirect = url; window.__jatos.ended = true; return Promise.resolve(); }};
@@ -389,7 +390,7 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
     if platform == "prolific":
         args += ["--datapipe", "abcDEF123456", "--prolific-code", "C0DE99"]
     if platform == "jatos":
-        args += ["--prolific-code", "C0DE99"]
+        args += ["--prolific-code", "C0DE99", "--no-build"]  # built below, offline
     assert main(args) == 0
     (exp / "node_modules").symlink_to(node_modules)
     if platform == "pavlovia":
@@ -466,9 +467,11 @@ def test_platform_export_saves_the_data_where_fit_and_score_read_it(
             pav = page.evaluate("window.__pavlovia")
             assert pav["commands"] == ["init", "finish"] and pav["participantId"] == "js1"
             (tmp_path / "data.csv").write_text(pav["csv"])
-        elif platform == "prolific":
-            assert len(posted) == 1
-            body = json.loads(posted[0])
+        elif platform == "prolific":  # a file per finished block as it comes, then the whole
+            bodies = [json.loads(b) for b in posted]
+            parts = [b for b in bodies if "_part" in b["filename"]]
+            assert [len(json.loads(b["data"])) for b in parts] == [2] * 5  # 6 blocks of 2
+            (body,) = [b for b in bodies if b not in parts]
             assert body["experimentID"] == "abcDEF123456" and body["filename"].startswith("js1_")
             (tmp_path / "data.json").write_text(body["data"])
             page.get_by_role("button", name="Return to Prolific").click()
@@ -667,7 +670,7 @@ def test_a_failed_save_is_retried_and_the_code_waits_for_it(
     exp = tmp_path / platform
     args = ["export", "jspsych", str(SPEC), "--out", str(exp), "--trials", "1"]
     args += ["--modality", "multimodal", "--platform", platform, "--completion-code", "DONE42"]
-    args += ["--prolific-code", "C0DE99"] + (
+    args += ["--prolific-code", "C0DE99", "--no-build"] + (
         ["--datapipe", "abcDEF123456"] * (platform == "prolific")
     )
     assert main(args) == 0
