@@ -10,12 +10,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# the editable install leaves bayesobs.egg-info in the checkout: Python started here (the
+# folder on sys.path) would read that metadata instead of the installed one, which says the
+# install is editable (inspect_ai reads it to name bayesobs's tasks bayesobs/NAME)
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	rm -rf bayesobs.egg-info
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	rm -rf bayesobs.egg-info
 	touch $@ $(VENV)/.installed
 
 ## demo: the BayesBench protocol on the four simulated observers and the visual-search
