@@ -595,6 +595,7 @@ register(
             "maze_distance": "bayesobs.magnitude.maze:MazeDistance",
             "duration": "bayesobs.magnitude.duration:Duration",
             "numerosity": "bayesobs.magnitude.numerosity:Numerosity",
+            "table": "bayesobs.magnitude.table:TableTask",
         },
         subjects={
             kind: "bayesobs.magnitude.subject:SimSubject"

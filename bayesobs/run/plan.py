@@ -50,6 +50,7 @@ SPEC_KEYS = {
     "options",
     "ablations",
     "description",
+    "table",  # task table: its table (bayesobs.magnitude.table)
 }
 
 
@@ -331,14 +332,22 @@ def load_spec(name: str | Path) -> dict[str, Any]:
     unknown = set(spec) - SPEC_KEYS
     if unknown:
         raise BayesobsInputError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
-    for key in ("task", "seed", "trials", "sessions"):
-        if key not in spec:
-            raise BayesobsInputError(f"{path}: missing key {key!r}")
     tasks = task_classes()
-    if not isinstance(spec["task"], str) or spec["task"] not in tasks:
+    if "task" in spec and (not isinstance(spec["task"], str) or spec["task"] not in tasks):
         raise BayesobsInputError(
             f"{path}: unknown task {spec['task']!r}; choose from {', '.join(tasks)}"
         )
+    prepare = getattr(tasks.get(spec.get("task")), "prepare_spec", None)
+    if prepare is not None:  # a table task fills in what its table says (sessions, trials)
+        try:
+            prepare(spec, path)
+        except BayesobsInputError as exc:
+            raise BayesobsInputError(f"{path}: {exc}") from None
+    elif "table" in spec:
+        raise BayesobsInputError(f'{path}: [table] is for task = "table"')
+    for key in ("task", "seed", "trials", "sessions"):
+        if key not in spec:
+            raise BayesobsInputError(f"{path}: missing key {key!r}")
     check_spec_values(spec, str(path))
     check_task_values(spec, str(path))
     load_spec_checks(spec, str(path))
@@ -584,7 +593,7 @@ def plan(
         the task does not render, an unknown condition, a ``hint`` condition
         on a task without hints, or a subject specifier that does not parse.
     """
-    task = get_task(spec["task"], ami=ami, hvs=hvs)
+    task = get_task(spec["task"], ami=ami, hvs=hvs, table=spec.get("table"))
     mods = modalities or spec.get("modalities", [task.modalities[0]])
     conds = conditions or spec.get("conditions", ["base"])
     # 0 is a value, not "the spec's default": it is refused below
