@@ -257,9 +257,8 @@ class SimSubject:
         prior_prec, prior_sum = 0.0, 0.0
         k = len(context)
         if k >= 2:
-            var_p = float(np.var(context, ddof=1)) * (
-                1.0 + 10.0 / k
-            )  # less sure with a short window
+            # less sure with a short window; a table's rows recur, so equal percepts can fill it
+            var_p = max(float(np.var(context, ddof=1)), 1e-6 * scale**2) * (1.0 + 10.0 / k)
             if "Bayesian observer" in request.system:
                 var_p *= 0.5  # told the data are noisy: trust the prior more
             if COT_SENTENCE in request.system:
