@@ -77,6 +77,14 @@ ELSEWHERE = {
     "python start_cluster.py &": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs fit study/ --out fits --method posterior --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs score study/ --out scores --bootstrap 200 --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
+    # table tasks (docs/table-tasks.md): the example folder is made by tools/make_table_example.py
+    "python tools/make_table_example.py my_table": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs run my_table/discs.toml --subject sim:bayesian --subject sim:linear --condition base --condition noise_constant --condition steer_numeric --out runs/discs": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs score runs/discs --out runs/discs/scores": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs report runs/discs --out runs/discs/report": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs run my_table/discs.toml --subject openai:gpt-4o --out runs/discs-gpt --dry-run": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs export jspsych my_table/discs.toml --out discs-jspsych --platform jatos": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs serve my_table/discs.toml --out study/": "test_magnitude_table_web.py::test_a_person_on_a_phone_answers_a_table_of_images",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap

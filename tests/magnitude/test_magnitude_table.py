@@ -224,3 +224,30 @@ def test_forty_images_run_on_a_chat_model_and_score(discs, tmp_path):
     )
     fits = pd.read_csv(tmp_path / "score" / "fits.csv")
     assert set(fits["task"]) == {"table"}
+
+
+SERVE_DOCS = "bayesobs serve my_table/discs.toml --out study/"
+
+
+@pytest.mark.slow
+def test_the_docs_page_runs_from_a_folder_of_images_to_a_report(tmp_path, monkeypatch):
+    """Every command of docs/table-tasks.md, as a user copies it (``serve``: the web test)."""
+    from docs_pages import commands, fenced_blocks, page, shell_argv
+
+    monkeypatch.chdir(tmp_path)
+    lines = [c for b in fenced_blocks(page("table-tasks.md"), "console") for c in commands(b, "")]
+    assert lines[0].startswith("python tools/make_table_example.py") and SERVE_DOCS in lines
+    for line in lines:
+        argv = shell_argv(line, tmp_path)
+        if argv[0] == "python":
+            example.make(tmp_path / argv[2])
+        elif line != SERVE_DOCS:
+            extra = {
+                "score": ["--bootstrap", "2", "--no-probe", "--no-progress"],
+                "report": ["--bootstrap", "2"],
+            }.get(argv[1], [])
+            assert main([*argv[1:], *extra]) == 0, line
+    assert (tmp_path / "runs" / "discs" / "report" / "index.html").exists()
+    assert (tmp_path / "discs-jspsych" / "package.json").exists()
+    t = bayesobs.read_trials(tmp_path / "runs" / "discs")
+    assert set(t["condition"]) == {"base", "noise_constant", "steer_numeric"} and len(t) == 240
