@@ -8,12 +8,14 @@ import json
 import math
 from functools import lru_cache
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import BayesobsInputError
+from .base import Stimulus, Task
 
 MAX_ROWS = 100_000  # rows of one table: a stimulus set, not a data set
 
@@ -59,7 +61,7 @@ def _image_bytes(folder: Path, value, where: str) -> tuple[bytes | None, str | N
 
 
 @lru_cache(maxsize=16)
-def read_table(path: str, mtime: float) -> pd.DataFrame:
+def read_table(path: str, mtime: float, value: str = "magnitude") -> pd.DataFrame:
     """A table task's rows, checked (``mtime``: a changed file is read again).
 
     Parameters
@@ -69,11 +71,14 @@ def read_table(path: str, mtime: float) -> pd.DataFrame:
         ``save_to_disk``; image paths are relative to its folder.
     mtime : float
         The file's modification time (the cache key).
+    value : str, default "magnitude"
+        The column of each row's number: the true value, or a right/wrong
+        table's difficulty ``level``.
 
     Returns
     -------
     DataFrame
-        ``magnitude`` (float), ``text`` (str or None), ``image_path`` (the
+        ``value`` (float), ``text`` (str or None), ``image_path`` (the
         confined relative path, or None), ``image_bytes`` (inline bytes, or
         None), ``image_sha`` (the image's content hash) and the table's other
         columns (``session``, ``answer``, ``choices``, ``level``).
@@ -81,7 +86,7 @@ def read_table(path: str, mtime: float) -> pd.DataFrame:
     Raises
     ------
     BayesobsInputError
-        One line: an unreadable file, no ``magnitude`` column, a magnitude
+        One line: an unreadable file, no ``value`` column, a value
         that is not a finite number, no rows, no ``text`` or ``image``
         column, an image outside the table's folder or missing.
     """
@@ -92,9 +97,10 @@ def read_table(path: str, mtime: float) -> pd.DataFrame:
         raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BayesobsInputError(f"{p}: cannot read the table ({exc})") from None
-    if "magnitude" not in df.columns:
+    if value not in df.columns:
+        what = "true value" if value == "magnitude" else value
         raise BayesobsInputError(
-            f"{p}: no 'magnitude' column (each row's true value); it has {', '.join(map(str, df.columns)) or 'none'}"
+            f"{p}: no {value!r} column (each row's {what}); it has {', '.join(map(str, df.columns)) or 'none'}"
         )
     if df.empty:
         raise BayesobsInputError(f"{p}: the table has no rows")
@@ -102,16 +108,16 @@ def read_table(path: str, mtime: float) -> pd.DataFrame:
         raise BayesobsInputError(f"{p}: {len(df):,} rows; a table task takes at most {MAX_ROWS:,}")
     if not {"text", "image"} & set(df.columns):
         raise BayesobsInputError(f"{p}: a table task needs a 'text' or an 'image' column")
-    mags = pd.to_numeric(df["magnitude"], errors="coerce")
+    mags = pd.to_numeric(df[value], errors="coerce")
     bad = ~np.isfinite(mags.to_numpy(dtype=float))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise BayesobsInputError(
-            f"{p}: row {i + 1}: magnitude {df['magnitude'].iloc[i]!r} is not a finite number"
+            f"{p}: row {i + 1}: {value} {df[value].iloc[i]!r} is not a finite number"
         )
     folder = p if p.is_dir() else p.parent
     out = df.drop(columns=[c for c in ("image",) if c in df]).copy()
-    out["magnitude"] = mags.astype(float)
+    out[value] = mags.astype(float)
     if "text" in df:
         out["text"] = [None if pd.isna(t) else str(t) for t in df["text"]]
     cells = [
@@ -142,3 +148,134 @@ def load_image(folder: Path, row: pd.Series, max_side: int) -> np.ndarray:
         raise BayesobsInputError(
             f"{folder}: image {row['image_path'] or 'of row ' + str(row.name + 1)} cannot be read ({exc})"
         ) from None
+
+
+TABLE_KEYS = {"path", "order", "instruction", "role", "question", "max_side"}
+ORDERS = ("uniform", "table")
+
+
+def _where_table(table, spec_path: Path, keys: set) -> dict:
+    """The ``[table]`` section checked, its path made absolute."""
+    if not isinstance(table, dict) or not isinstance(table.get("path"), str):
+        raise BayesobsInputError(
+            '[table] needs path = "FILE.csv" (a CSV, Parquet or dataset folder)'
+        )
+    unknown = set(table) - keys - {"_file"}
+    if unknown:
+        raise BayesobsInputError(
+            f"unknown [table] key(s) {', '.join(sorted(unknown))}; choose from {', '.join(sorted(keys))}"
+        )
+    if table.get("order", "uniform") not in ORDERS:
+        raise BayesobsInputError(f"table.order must be one of {', '.join(ORDERS)}")
+    target = (spec_path.parent / table["path"]).resolve()
+    if not target.exists():
+        raise BayesobsInputError(f"table.path {table['path']!r}: no such file or folder {target}")
+    return {**table, "_file": str(target)}
+
+
+class TableRows(Task):
+    """What every table task shares: its rows, sessions drawn from them, their images."""
+
+    value: ClassVar[str] = "magnitude"  # the column of each row's number
+    keys: ClassVar[set] = TABLE_KEYS  # the [table] keys it takes
+
+    def __init__(self, table: dict | None = None):
+        if table is None or "_file" not in table:
+            raise BayesobsInputError(f"task {self.name} needs its [table] section (path = FILE)")
+        self.table = table
+        self.rows = self.rows_of(table)
+        f = Path(table["_file"])
+        self.folder = f if f.is_dir() else f.parent
+        self.instruction = table.get("instruction", type(self).instruction)
+        self.role = table.get("role", type(self).role)
+        self._images: dict[int, np.ndarray] = {}
+
+    @classmethod
+    def rows_of(cls, table: dict) -> pd.DataFrame:
+        """The checked rows of a ``[table]`` section (read once per file version)."""
+        p = Path(table["_file"])
+        return read_table(str(p), p.stat().st_mtime, cls.value)
+
+    @classmethod
+    def prepare_spec(cls, spec: dict, spec_path: Path) -> pd.DataFrame:
+        """Check a table spec, fill in what the table says (sessions, trials); its rows."""
+        table = spec["table"] = _where_table(spec.get("table"), spec_path, cls.keys)
+        rows = cls.rows_of(table)
+        vals = rows[cls.value]
+        if "sessions" not in spec:
+            groups = rows.groupby("session")[cls.value] if "session" in rows else None
+            named = groups.agg(["min", "max"]).itertuples() if groups is not None else []
+            spec["sessions"] = [
+                {"name": str(k), "range": _range(a, b), "table_session": str(k)}
+                for k, a, b in named
+            ] or [{"name": "table", "range": _range(vals.min(), vals.max())}]
+        spec.setdefault(
+            "trials",
+            int(len(rows) if "session" not in rows else rows["session"].value_counts().max()),
+        )
+        have = {"text": "text" in rows, "image": rows["image_sha"].notna().any()}
+        have["multimodal"] = have["text"] and have["image"]
+        spec.setdefault("modalities", ["image" if have["image"] else "text"])
+        for m in spec["modalities"] if isinstance(spec["modalities"], list) else ():
+            if m in have and not have[m]:
+                raise BayesobsInputError(
+                    f"modality {m} needs the table's {'text and image columns' if m == 'multimodal' else m + ' column'}"
+                )
+        for i, sess in enumerate(spec["sessions"]) if isinstance(spec["sessions"], list) else ():
+            r = sess.get("range") if isinstance(sess, dict) else None
+            if isinstance(r, list) and len(r) == 2 and all(isinstance(v, (int, float)) for v in r):
+                if not len(_candidates(rows, cls.value, *r, sess)):
+                    raise BayesobsInputError(
+                        f"sessions[{i}] ({sess.get('name')}): no row of the table has a {cls.value} in "
+                        f"{r}{' and session ' + repr(sess['table_session']) if 'table_session' in sess else ''}"
+                    )
+        return rows
+
+    def generate(self, rng, low, high, n, options):
+        """``n`` rows with values in ``[low, high]``: nearest to uniform draws, or in the table's order."""
+        cand = _candidates(self.rows, self.value, low, high, options)
+        if self.table.get("order", "uniform") == "table":
+            picks = [cand[i % len(cand)] for i in range(n)]
+        else:
+            vals = self.rows[self.value].to_numpy()[cand]
+            picks = []
+            for u in rng.uniform(low, high, n):
+                d = np.abs(vals - u)
+                near = np.flatnonzero(d == d.min())
+                picks.append(cand[int(near[rng.integers(len(near))])])
+        return [self.stimulus(int(i)) for i in picks]
+
+    def stimulus(self, i: int, **params) -> Stimulus:
+        """Row ``i`` as a stimulus (``params``: a task's own, beside the row and its image hash)."""
+        row = self.rows.iloc[i]
+        text = row["text"] if "text" in self.rows and row["text"] is not None else ""
+        question = self.table.get("question", "")
+        params = {"row": i, "image": row["image_sha"], **params}
+        return Stimulus(self.name, float(row[self.value]), text, params, question)
+
+    def draw(self, stim: Stimulus) -> np.ndarray:
+        """The row's image (its longer side at most ``max_side`` pixels, default 512)."""
+        i = stim.params["row"]
+        if i not in self._images:
+            if stim.params["image"] is None:
+                raise BayesobsInputError(f"row {i + 1} of the table has no image")
+            self._images[i] = load_image(
+                self.folder, self.rows.iloc[i], int(self.table.get("max_side", 512))
+            )
+        return self._images[i]
+
+
+def _range(a, b) -> list[float]:
+    """A session range over values ``a`` to ``b`` (widened when they are equal)."""
+    a, b = float(a), float(b)
+    return [a, b] if a < b else [a - 0.5, b + 0.5]
+
+
+def _candidates(rows, value, low, high, options) -> np.ndarray:
+    """Indices of the rows in ``[low, high]`` (and of the session ``table_session`` names)."""
+    ok = rows[value].between(float(low), float(high))
+    if "table_session" in options:
+        if "session" not in rows:
+            raise BayesobsInputError("table_session needs a 'session' column in the table")
+        ok &= rows["session"].astype(str) == str(options["table_session"])
+    return np.flatnonzero(ok.to_numpy())
