@@ -704,3 +704,14 @@ register(
         random="bayesobs.perceptv.subject:random_reply",
     )
 )
+register(
+    Paradigm(
+        name="choice",  # right/wrong tables: your own questions with a right answer and a level
+        level="level",
+        tasks={"table_choice": "bayesobs.choice.tasks:TableChoice"},
+        subjects={"chooser": "bayesobs.choice.subject:ChoiceSubject"},
+        tables=("choice",),
+        analyse="bayesobs.choice.scores:choice_scores",
+        random="bayesobs.choice.subject:random_reply",
+    )
+)

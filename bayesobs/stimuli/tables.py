@@ -245,11 +245,11 @@ class TableRows(Task):
                 picks.append(cand[int(near[rng.integers(len(near))])])
         return [self.stimulus(int(i)) for i in picks]
 
-    def stimulus(self, i: int, **params) -> Stimulus:
+    def stimulus(self, i: int, prompt: str | None = None, **params) -> Stimulus:
         """Row ``i`` as a stimulus (``params``: a task's own, beside the row and its image hash)."""
         row = self.rows.iloc[i]
         text = row["text"] if "text" in self.rows and row["text"] is not None else ""
-        question = self.table.get("question", "")
+        question = self.table.get("question", "") if prompt is None else prompt
         params = {"row": i, "image": row["image_sha"], **params}
         return Stimulus(self.name, float(row[self.value]), text, params, question)
 
