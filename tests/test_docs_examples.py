@@ -84,6 +84,8 @@ ELSEWHERE = {
     "bayesobs report runs/discs --out runs/discs/report": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
     "bayesobs run my_table/discs.toml --subject openai:gpt-4o --out runs/discs-gpt --dry-run": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
     "bayesobs export jspsych my_table/discs.toml --out discs-jspsych --platform jatos": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs run my_table/larger.toml --subject sim:chooser --subject sim:random --out runs/larger": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs score runs/larger --out runs/larger/scores": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
     "bayesobs serve my_table/discs.toml --out study/": "test_magnitude_table_web.py::test_a_person_on_a_phone_answers_a_table_of_images",
 }
 

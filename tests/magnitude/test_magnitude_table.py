@@ -249,5 +249,7 @@ def test_the_docs_page_runs_from_a_folder_of_images_to_a_report(tmp_path, monkey
             assert main([*argv[1:], *extra]) == 0, line
     assert (tmp_path / "runs" / "discs" / "report" / "index.html").exists()
     assert (tmp_path / "discs-jspsych" / "package.json").exists()
+    psy = pd.read_csv(tmp_path / "runs" / "larger" / "scores" / "psychometric.csv")
+    assert set(psy["paradigm"]) == {"choice"} and set(psy["guess"]) == {0.5}
     t = bayesobs.read_trials(tmp_path / "runs" / "discs")
     assert set(t["condition"]) == {"base", "noise_constant", "steer_numeric"} and len(t) == 240
