@@ -65,7 +65,7 @@ class TableChoice(TableRows):
         """Row ``i``: its level, right answer, choices and chance (one over the choices)."""
         row = self.rows.iloc[i]
         choices = choices_of(row.get("choices"), self.table.get("choices"))
-        asks = f"Answer with one of: {', '.join(choices)}."
+        asks = f"Answer one of: {', '.join(choices)}."
         question = self.table.get("question", "")
         return super().stimulus(
             i,

@@ -41,7 +41,7 @@ def _table(folder: Path, answer=None) -> Path:
 def test_replies_are_read_as_one_of_the_choices(tmp_path):
     s = plan(load_spec(_table(tmp_path)), ["sim:chooser"])[0]
     stim, task = s.stimuli[0], s.task
-    assert stim.prompt.endswith("Answer with one of: left, right.") and stim.value in range(1, 10)
+    assert stim.prompt.endswith("Answer one of: left, right.") and stim.value in range(1, 10)
     gold, other = stim.params["gold"], {"left": "right", "right": "left"}[stim.params["gold"]]
     for reply, correct in [
         (gold, 1),
@@ -90,3 +90,28 @@ def test_the_psychometric_fit_recovers_the_simulated_observer(tmp_path):
     assert (np.abs(chooser["accuracy"] - truth) < 3 * se).all()  # every level within 3 SE
     t = bayesobs.read_trials(out)
     assert set(t["paradigm"]) == {"choice"} and TableChoice.worded()
+
+
+def test_a_person_answers_a_right_wrong_table_in_serve(tmp_path):
+    """``serve``: the choices are asked, a word outside them is refused, right and wrong are logged."""
+    import json
+
+    import httpx
+
+    from bayesobs.web import ParticipantServer, running
+
+    server = ParticipantServer(_table(tmp_path), tmp_path / "e", ["text"], ["base"], 4)
+    with running(server) as url, httpx.Client(base_url=url) as c:
+        c.post("/api/start", json={"consent": True, "pid": "p1"})
+        t = c.get("/api/next").json()
+        assert t["answer"] == "text" and "Answer one of: left, right." in t["question"]
+        r = c.post("/api/answer", json={"id": t["id"], "response": "up"})
+        assert r.status_code == 400 and "left, right" in r.json()["error"]
+        said = []
+        while not t["finished"]:
+            said.append(("left", "Right")[len(said) % 2])
+            t = c.post("/api/answer", json={"id": t["id"], "response": said[-1]}).json()
+    rows = [json.loads(x) for x in (tmp_path / "e" / "trials.jsonl").read_text().splitlines()]
+    assert [r["response_value"] for r in rows] == [s.lower() for s in said] and len(rows) == 4
+    assert all(r["correct"] == int(r["response_value"] == r["gold"]) for r in rows)
+    assert {r["paradigm"] for r in rows} == {"choice"}
