@@ -57,6 +57,11 @@ def _image_bytes(folder: Path, value, where: str) -> tuple[bytes | None, str | N
         raise BayesobsInputError(f"{where}: image {value!r} is outside the table's folder {folder}")
     if not target.is_file():
         raise BayesobsInputError(f"{where}: image {value!r} does not exist in {folder}")
+    try:
+        with Image.open(target) as im:
+            im.verify()
+    except (OSError, UnidentifiedImageError, SyntaxError) as exc:
+        raise BayesobsInputError(f"{where}: image {value!r} is not an image ({exc})") from None
     return None, str(value)
 
 

@@ -85,6 +85,7 @@ def _bad(tmp_path: Path, csv: str, files=()) -> Path:
             "row 2: magnitude 'big' is not a finite number",
         ),
         ("image,magnitude\n", [], "the table has no rows"),
+        ("image,magnitude\nt.toml,3\n", [], "image 't.toml' is not an image"),
     ],
 )
 def test_a_bad_table_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, csv, files, needle):
@@ -253,3 +254,25 @@ def test_the_docs_page_runs_from_a_folder_of_images_to_a_report(tmp_path, monkey
     assert set(psy["paradigm"]) == {"choice"} and set(psy["guess"]) == {0.5}
     t = bayesobs.read_trials(tmp_path / "runs" / "discs")
     assert set(t["condition"]) == {"base", "noise_constant", "steer_numeric"} and len(t) == 240
+
+
+def test_rescore_reads_a_table_task_again(discs, tmp_path):
+    out = tmp_path / "exp"
+    assert (
+        main(
+            [
+                "run",
+                str(discs / "discs.toml"),
+                "--subject",
+                "sim:bayesian",
+                "--out",
+                str(out),
+                "--trials",
+                "3",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert main(["rescore", str(out)]) == 0
+    assert len(bayesobs.read_trials(out)) == 6
