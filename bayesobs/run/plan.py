@@ -456,13 +456,14 @@ def load_spec_checks(spec: dict, where: str) -> None:
         raise BayesobsInputError(f"{where}: {exc}") from None
 
 
-def check_modalities(task: str, modalities) -> None:
+def check_modalities(task: str | Task, modalities) -> None:
     """Each modality exists and the task renders it (e.g. duration is text only, search image only).
 
     Parameters
     ----------
-    task : str
-        A task name (:func:`bayesobs.stimuli.task_classes`).
+    task : str or Task
+        A task name (:func:`bayesobs.stimuli.task_classes`), or a task (a table
+        task renders the modalities its table has columns for).
     modalities : iterable of str
         The modalities asked for.
 
@@ -471,7 +472,8 @@ def check_modalities(task: str, modalities) -> None:
     BayesobsInputError
         For an unknown modality or one the task does not render.
     """
-    allowed = task_classes()[task].modalities
+    allowed = task.modalities if isinstance(task, Task) else task_classes()[task].modalities
+    task = task if isinstance(task, str) else task.name
     for m in modalities:
         if m not in MODALITIES:
             raise BayesobsInputError(f"unknown modality {m!r}; choose from {', '.join(MODALITIES)}")
@@ -604,7 +606,7 @@ def plan(
     n_runs = whole_number(
         runs if runs is not None else spec.get("runs", 1), "--runs" if runs is not None else "runs"
     )
-    check_modalities(task.name, mods)
+    check_modalities(task, mods)
     n_planned = n_runs * len(conds) * len(mods) * len(subjects)
     n_planned *= sum(n if trials is not None else s.get("trials", n) for s in spec["sessions"])
     check(

@@ -194,6 +194,9 @@ class TableRows(Task):
         self.instruction = table.get("instruction", type(self).instruction)
         self.role = table.get("role", type(self).role)
         self._images: dict[int, np.ndarray] = {}
+        text, image = "text" in self.rows, self.rows["image_sha"].notna().any()
+        self.modalities = (("text",) if text else ()) + (("image",) if image else ())
+        self.modalities += ("multimodal",) if text and image else ()
 
     @classmethod
     def rows_of(cls, table: dict) -> pd.DataFrame:

@@ -276,3 +276,11 @@ def test_rescore_reads_a_table_task_again(discs, tmp_path):
     )
     assert main(["rescore", str(out)]) == 0
     assert len(bayesobs.read_trials(out)) == 6
+
+
+def test_a_modality_without_its_column_is_refused(discs, tmp_path, capsys):
+    out = tmp_path / "exp"
+    args = ["--subject", "sim:bayesian", "--modality", "text", "--out", str(out)]
+    assert main(["run", str(discs / "discs.toml"), *args]) == 2
+    _one_error(capsys, "task table takes modalities image; 'text' asked")
+    assert not out.exists()
