@@ -284,3 +284,18 @@ def test_a_modality_without_its_column_is_refused(discs, tmp_path, capsys):
     assert main(["run", str(discs / "discs.toml"), *args]) == 2
     _one_error(capsys, "task table takes modalities image; 'text' asked")
     assert not out.exists()
+
+
+def test_a_dataset_with_images_inside_shows_them(tmp_path):
+    """A Hugging Face dataset's Image column holds the PNG bytes themselves: shown as they are."""
+    datasets = pytest.importorskip("datasets")
+    images = [Image.new("RGB", (20, 10), (v, v, v)) for v in (0, 128, 255)]
+    ds = datasets.Dataset.from_dict({"magnitude": [0.0, 0.5, 1.0], "image": images})
+    ds.cast_column("image", datasets.Image()).save_to_disk(str(tmp_path / "ds"))
+    (tmp_path / "t.toml").write_text('task = "table"\nseed = 3\ntrials = 6\n[table]\npath = "ds"\n')
+    s = plan(load_spec(tmp_path / "t.toml"), ["sim:bayesian"])[0]
+    assert s.modality == "image"
+    for st in s.stimuli:
+        img = from_png(s.task.render_png(st))
+        assert img.shape == (10, 20, 3)
+        assert abs(img.mean() - {0.0: 0, 0.5: 128, 1.0: 255}[st.value]) < 1
