@@ -194,9 +194,7 @@ class TableRows(Task):
         self.instruction = table.get("instruction", type(self).instruction)
         self.role = table.get("role", type(self).role)
         self._images: dict[int, np.ndarray] = {}
-        text, image = "text" in self.rows, self.rows["image_sha"].notna().any()
-        self.modalities = (("text",) if text else ()) + (("image",) if image else ())
-        self.modalities += ("multimodal",) if text and image else ()
+        self.modalities = modalities_of(self.rows)
 
     @classmethod
     def rows_of(cls, table: dict) -> pd.DataFrame:
@@ -221,13 +219,13 @@ class TableRows(Task):
             "trials",
             int(len(rows) if "session" not in rows else rows["session"].value_counts().max()),
         )
-        have = {"text": "text" in rows, "image": rows["image_sha"].notna().any()}
-        have["multimodal"] = have["text"] and have["image"]
-        spec.setdefault("modalities", ["image" if have["image"] else "text"])
+        have = modalities_of(rows)
+        spec.setdefault("modalities", list(have[:1]))
         for m in spec["modalities"] if isinstance(spec["modalities"], list) else ():
-            if m in have and not have[m]:
+            if m in ("text", "image", "multimodal") and m not in have:
                 raise BayesobsInputError(
-                    f"modality {m} needs the table's {'text and image columns' if m == 'multimodal' else m + ' column'}"
+                    f"modality {m} needs a text column and an image in every row (multimodal: both); "
+                    f"the table has modalities {', '.join(have) or 'none'}"
                 )
         for i, sess in enumerate(spec["sessions"]) if isinstance(spec["sessions"], list) else ():
             r = sess.get("range") if isinstance(sess, dict) else None
@@ -271,6 +269,14 @@ class TableRows(Task):
                 self.folder, self.rows.iloc[i], int(self.table.get("max_side", 512))
             )
         return self._images[i]
+
+
+def modalities_of(rows: pd.DataFrame) -> tuple[str, ...]:
+    """The modalities a table renders: text with a text column (a blank is an empty text), image where every row has one."""
+    text = "text" in rows
+    image = bool(rows["image_sha"].notna().all())
+    out = (("image",) if image else ()) + (("text",) if text else ())
+    return out + (("multimodal",) if text and image else ())
 
 
 def _range(a, b) -> list[float]:

@@ -299,3 +299,19 @@ def test_a_dataset_with_images_inside_shows_them(tmp_path):
         img = from_png(s.task.render_png(st))
         assert img.shape == (10, 20, 3)
         assert abs(img.mean() - {0.0: 0, 0.5: 128, 1.0: 255}[st.value]) < 1
+
+
+def test_rows_without_an_image_leave_the_image_modality_out(tmp_path, capsys):
+    Image.new("RGB", (8, 8), "white").save(tmp_path / "a.png")
+    pd.DataFrame({"magnitude": [1, 2], "image": ["a.png", None], "text": ["x", "y"]}).to_csv(
+        tmp_path / "t.csv", index=False
+    )
+    (tmp_path / "t.toml").write_text(
+        'task = "table"\nseed = 1\nmodalities = ["image"]\n[table]\npath = "t.csv"\n'
+    )
+    out = tmp_path / "exp"
+    assert (
+        main(["run", str(tmp_path / "t.toml"), "--subject", "sim:bayesian", "--out", str(out)]) == 2
+    )
+    _one_error(capsys, "modality image needs a text column and an image in every row")
+    assert not out.exists()
