@@ -595,6 +595,7 @@ register(
             "maze_distance": "bayesobs.magnitude.maze:MazeDistance",
             "duration": "bayesobs.magnitude.duration:Duration",
             "numerosity": "bayesobs.magnitude.numerosity:Numerosity",
+            "table": "bayesobs.magnitude.table:TableTask",
         },
         subjects={
             kind: "bayesobs.magnitude.subject:SimSubject"
@@ -701,5 +702,16 @@ register(
         analyse="bayesobs.perceptv.score:perceptv_scores",
         report_sections="bayesobs.report.perception:perceptv_report",
         random="bayesobs.perceptv.subject:random_reply",
+    )
+)
+register(
+    Paradigm(
+        name="choice",  # right/wrong tables: your own questions with a right answer and a level
+        level="level",
+        tasks={"table_choice": "bayesobs.choice.tasks:TableChoice"},
+        subjects={"chooser": "bayesobs.choice.subject:ChoiceSubject"},
+        tables=("choice",),
+        analyse="bayesobs.choice.scores:choice_scores",
+        random="bayesobs.choice.subject:random_reply",
     )
 )

@@ -96,6 +96,16 @@ ELSEWHERE = {
     "bayesobs import inspect logs/*.eval logs/sim/*.eval --out runs/inspect": "test_inspectai_logs.py::test_the_docs_commands_run_and_the_viewer_lists_the_samples",
     "bayesobs fit runs/inspect --out runs/inspect/fit": "test_inspectai_logs.py::test_the_docs_commands_run_and_the_viewer_lists_the_samples",
     "bayesobs import inspect logs/smollm2/*.eval --out runs/smollm2-inspect": "test_inspect_real_model.py::test_the_docs_inspect_eval_on_the_local_model_is_fitted_scored_reported",
+    # table tasks (docs/table-tasks.md): the example folder is made by tools/make_table_example.py
+    "python tools/make_table_example.py my_table": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs run my_table/discs.toml --subject sim:bayesian --subject sim:linear --condition base --condition noise_constant --condition steer_numeric --out runs/discs": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs score runs/discs --out runs/discs/scores": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs report runs/discs --out runs/discs/report": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs run my_table/discs.toml --subject openai:gpt-4o --out runs/discs-gpt --dry-run": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs export jspsych my_table/discs.toml --out discs-jspsych --platform jatos": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs run my_table/larger.toml --subject sim:chooser --subject sim:random --out runs/larger": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs score runs/larger --out runs/larger/scores": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
+    "bayesobs serve my_table/discs.toml --out study/": "test_magnitude_table_web.py::test_a_person_on_a_phone_answers_a_table_of_images",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap

@@ -202,7 +202,7 @@ def test_the_derived_names_match_the_paradigms_own_modules():
     assert set(TASKS) == {t for p in registered(default=True) for t in p.tasks}
     assert all(isinstance(TASKS[t], type) for t in TASKS)
     assert DEFAULT_PARADIGM == "magnitude" and "magnitude" not in [p.name for p in registered()]
-    assert LEVELS == {"search": "set_size", "perception": "problem_size"}
+    assert LEVELS == {"search": "set_size", "perception": "problem_size", "choice": "level"}
     assert PARADIGM_MARKERS == {
         "search": ("set_size", "correct"),
         "perception": ("problem_size", "gold"),

@@ -30,7 +30,7 @@ TESTS = ROOT / "tests"
 
 # Paradigm folders and the paradigm names that own a module in a shared folder: tested per
 # paradigm (tests/<paradigm>/ or tests/test_<paradigm>*.py), not per module.
-PARADIGM_FOLDERS = {"stimuli", "tunnel", "perceptv", "hvs", "search", "magnitude"}
+PARADIGM_FOLDERS = {"stimuli", "tunnel", "perceptv", "hvs", "search", "magnitude", "choice"}
 PARADIGM_NAMES = PARADIGM_FOLDERS - {"stimuli"} | {"perception"}
 
 # module -> (why it has no test file of its own, the test files that cover it)

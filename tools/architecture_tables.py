@@ -5,7 +5,7 @@ top-level import-linter contract in ``pyproject.toml`` (ground first), a Markdow
 every module of that layer, the first line of its docstring, the package modules it
 imports at module level and those it imports inside functions.  A subpackage of the
 wings, scores, tasks, report or web gets one row per module; a paradigm library
-(``magnitude``, ``search``, ``tunnel``, ``perceptv``, ``hvs``) one row, with only what it imports from outside
+(``magnitude``, ``search``, ``tunnel``, ``perceptv``, ``hvs``, ``choice``) one row, with only what it imports from outside
 itself.  ``--check FILE`` exits 1 when FILE does not contain every table as printed.
 """
 
@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 # subpackages shown as one row: self-contained libraries whose inner layout is their own
-ONE_ROW = ("magnitude", "search", "tunnel", "perceptv", "hvs")
+ONE_ROW = ("magnitude", "search", "tunnel", "perceptv", "hvs", "choice")
 
 
 def contract_layers(pyproject: Path) -> list[list[str]]:

@@ -1,1 +1,1 @@
-"""Magnitude estimation (paradigm ``magnitude``, BayesBench): its four task families and simulated observers."""
+"""Magnitude estimation (paradigm ``magnitude``, BayesBench): its four task families, table tasks (your own stimuli) and simulated observers."""

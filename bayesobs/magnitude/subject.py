@@ -143,6 +143,12 @@ def _image_percept(task: str, png: bytes) -> tuple[float, float]:
     return measure_image(task, img), estimate_blur(img)
 
 
+@lru_cache(maxsize=4096)
+def _blur(png: bytes) -> float:
+    """The blur sigma an observer reads off an image (:func:`estimate_blur`)."""
+    return estimate_blur(from_png(png))
+
+
 def _previous_answer(turns) -> float | None:
     """The number in the last assistant turn of the history, or None (no history, no number)."""
     for t in reversed(turns):
@@ -169,30 +175,33 @@ class SimSubject:
         # so the percepts of the turns of the runs in flight are kept (least recently used out)
         self._percepts: OrderedDict[tuple, tuple[float, float]] = OrderedDict()
 
-    def perceive(self, task: str, turn: Turn, salt) -> tuple[float, float]:
-        """Percept and its noise variance for one user turn."""
-        key = (self.seed, task, turn.text, turn.png, salt)
+    def perceive(self, task: str, turn: Turn, salt, truth=None) -> tuple[float, float]:
+        """Percept and its noise variance for one user turn (``truth``: a table's (value, scale))."""
+        key = (self.seed, task, turn.text, turn.png, salt, truth)
         hit = self._percepts.get(key)
         if hit is not None:
             self._percepts.move_to_end(key)
             return hit
-        hit = self._percepts[key] = self._perceive(task, turn, salt)
+        hit = self._percepts[key] = self._perceive(task, turn, salt, truth)
         if len(self._percepts) > PERCEPT_CACHE:
             self._percepts.popitem(last=False)
         return hit
 
-    def _perceive(self, task: str, turn: Turn, salt) -> tuple[float, float]:
-        scale = SCALE[task]
+    def _perceive(self, task: str, turn: Turn, salt, truth=None) -> tuple[float, float]:
+        scale = SCALE[task] if truth is None else truth[1]
         est, var = [], []
         if turn.text is not None:
-            v = read_text(task, turn.text)
+            v = read_text(task, turn.text) if truth is None else truth[0]
             sd = TEXT_SD * (v if task in WEBER else scale)
-            # noise_text: two jittered lengths (or several moves) of relative SD ~ s
-            sd = math.hypot(sd, math.sqrt(2.0) * text_noise_level(turn.text) * abs(v))
+            if truth is None:  # noise_text: two jittered lengths (or moves) of relative SD ~ s
+                sd = math.hypot(sd, math.sqrt(2.0) * text_noise_level(turn.text) * abs(v))
             est.append(v + sd * stable_rng((self.seed, "text", turn.text, salt)).standard_normal())
             var.append(sd * sd)
         if turn.png is not None:
-            v, sigma = _image_percept(task, turn.png)
+            # a table's image: its true value, seen through the blur the image shows
+            v, sigma = (
+                _image_percept(task, turn.png) if truth is None else (truth[0], _blur(turn.png))
+            )
             # estimate_blur reads about 2-4x the true sigma off thin lines: sd grows ~1.3x at
             # sigma 3 px and ~2-3x at sigma 6 px
             sd = IMAGE_SD * (v if task in WEBER else scale) * math.sqrt(1.0 + (sigma / 8.0) ** 2)
@@ -208,18 +217,27 @@ class SimSubject:
         task = meta["task"]
         users = [t for t in request.turns if t.role == "user"]
         ident = (meta["session"], meta["run"], meta["condition"], meta["modality"])
+        truths = [None] * len(users)
+        if "scale" in meta:  # a table task: the percept is the true value plus the usual noise
+            truths = [(v, meta["scale"]) for v in meta["magnitudes"][-len(users) :]]
         # context percepts: the same stimulus is always perceived the same way within a run
-        context = [self.perceive(task, t, ident)[0] for t in users[:-1]]
-        m, v_m = self.perceive(task, users[-1], ident)
+        context = [
+            self.perceive(task, t, ident, x)[0] for t, x in zip(users[:-1], truths, strict=False)
+        ]
+        m, v_m = self.perceive(task, users[-1], ident, truths[-1])
+        scale = meta.get("scale") or SCALE[task]
         rng = stable_rng((self.seed, "decision", ident, meta["trial"]))
         if self.kind == "linear":
-            anchor = {
-                "line_ratio": 0.5,
-                "marker_location": 0.5,
-                "maze_distance": 10.0,
-                "duration": 10.0,
-                "numerosity": 30.0,
-            }[task]
+            anchor = (
+                meta.get("anchor")
+                or {
+                    "line_ratio": 0.5,
+                    "marker_location": 0.5,
+                    "maze_distance": 10.0,
+                    "duration": 10.0,
+                    "numerosity": 30.0,
+                }[task]
+            )
             y = 0.8 * m + 0.2 * anchor
             return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
         if self.kind == "anchor":
@@ -228,7 +246,7 @@ class SimSubject:
             return y + 0.2 * math.sqrt(v_m) * rng.standard_normal()
         if self.kind == "kalman":
             mu, p = (context[0], v_m) if context else (m, math.inf)
-            q = 0.05 * SCALE[task] ** 2
+            q = 0.05 * scale**2
             for c in [*context[1:], m] if context else []:
                 p += q
                 k = p / (p + v_m)
@@ -239,9 +257,8 @@ class SimSubject:
         prior_prec, prior_sum = 0.0, 0.0
         k = len(context)
         if k >= 2:
-            var_p = float(np.var(context, ddof=1)) * (
-                1.0 + 10.0 / k
-            )  # less sure with a short window
+            # less sure with a short window; a table's rows recur, so equal percepts can fill it
+            var_p = max(float(np.var(context, ddof=1)), 1e-6 * scale**2) * (1.0 + 10.0 / k)
             if "Bayesian observer" in request.system:
                 var_p *= 0.5  # told the data are noisy: trust the prior more
             if COT_SENTENCE in request.system:
@@ -255,7 +272,7 @@ class SimSubject:
         rng_match = re.search(rf"range of {num} to {num}", request.system)
         if rng_match:
             lo, hi = float(rng_match.group(1)), float(rng_match.group(2))
-            var_r = max((hi - lo) ** 2 / 12, 1e-6 * SCALE[task] ** 2)
+            var_r = max((hi - lo) ** 2 / 12, 1e-6 * scale**2)
             prior_prec += 1 / var_r
             prior_sum += (lo + hi) / 2 / var_r
         if prior_prec == 0:
@@ -269,7 +286,7 @@ class SimSubject:
 
     async def complete(self, request: Request) -> Reply:
         """Answer one trial (refused for tasks that are not magnitude estimation)."""
-        if request.meta["task"] not in SCALE:
+        if request.meta["task"] not in SCALE and "scale" not in request.meta:
             raise FatalSubjectError(
                 f"{self.name} is a magnitude observer ({', '.join(SCALE)}); task "
                 f"{request.meta['task']} needs a searcher such as sim:parallel"
@@ -278,7 +295,12 @@ class SimSubject:
         if COT_SENTENCE in request.system:  # cot: reasoning, then the labelled answer
             users = [t for t in request.turns if t.role == "user"]
             ident = (request.meta["session"], request.meta["run"], request.meta["condition"])
-            seen, _ = self.perceive(request.meta["task"], users[-1], (*ident, "cot"))
+            truth = (
+                (request.meta["magnitudes"][-1], request.meta["scale"])
+                if "scale" in request.meta
+                else None
+            )
+            seen, _ = self.perceive(request.meta["task"], users[-1], (*ident, "cot"), truth)
             return Reply(
                 text=(
                     f"Step 1: the stimulus looks like about {seen:.3g}.\n"

@@ -262,6 +262,8 @@ class Runner:
                     meta["prior_mean"] = sess.prior_mean
                 # a task's extra fields for simulated subjects (hvs: the question); not logged
                 ask = {**meta, **sess.task.request_meta(stim)}
+                # the true values of the context's trials and this one (sim observers of tables)
+                ask["magnitudes"] = [sess.stimuli[i].value for *_, i in window] + [stim.value]
                 try:
                     if not_asked:  # nothing to start from: logged unasked, no call
                         reply = Reply(text="")

@@ -50,6 +50,7 @@ SPEC_KEYS = {
     "options",
     "ablations",
     "description",
+    "table",  # task table: its table (bayesobs.magnitude.table)
 }
 
 
@@ -331,14 +332,22 @@ def load_spec(name: str | Path) -> dict[str, Any]:
     unknown = set(spec) - SPEC_KEYS
     if unknown:
         raise BayesobsInputError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
-    for key in ("task", "seed", "trials", "sessions"):
-        if key not in spec:
-            raise BayesobsInputError(f"{path}: missing key {key!r}")
     tasks = task_classes()
-    if not isinstance(spec["task"], str) or spec["task"] not in tasks:
+    if "task" in spec and (not isinstance(spec["task"], str) or spec["task"] not in tasks):
         raise BayesobsInputError(
             f"{path}: unknown task {spec['task']!r}; choose from {', '.join(tasks)}"
         )
+    prepare = getattr(tasks.get(spec.get("task")), "prepare_spec", None)
+    if prepare is not None:  # a table task fills in what its table says (sessions, trials)
+        try:
+            prepare(spec, path)
+        except BayesobsInputError as exc:
+            raise BayesobsInputError(f"{path}: {exc}") from None
+    elif "table" in spec:
+        raise BayesobsInputError(f'{path}: [table] is for task = "table"')
+    for key in ("task", "seed", "trials", "sessions"):
+        if key not in spec:
+            raise BayesobsInputError(f"{path}: missing key {key!r}")
     check_spec_values(spec, str(path))
     check_task_values(spec, str(path))
     load_spec_checks(spec, str(path))
@@ -447,13 +456,14 @@ def load_spec_checks(spec: dict, where: str) -> None:
         raise BayesobsInputError(f"{where}: {exc}") from None
 
 
-def check_modalities(task: str, modalities) -> None:
+def check_modalities(task: str | Task, modalities) -> None:
     """Each modality exists and the task renders it (e.g. duration is text only, search image only).
 
     Parameters
     ----------
-    task : str
-        A task name (:func:`bayesobs.stimuli.task_classes`).
+    task : str or Task
+        A task name (:func:`bayesobs.stimuli.task_classes`), or a task (a table
+        task renders the modalities its table has columns for).
     modalities : iterable of str
         The modalities asked for.
 
@@ -462,7 +472,8 @@ def check_modalities(task: str, modalities) -> None:
     BayesobsInputError
         For an unknown modality or one the task does not render.
     """
-    allowed = task_classes()[task].modalities
+    allowed = task.modalities if isinstance(task, Task) else task_classes()[task].modalities
+    task = task if isinstance(task, str) else task.name
     for m in modalities:
         if m not in MODALITIES:
             raise BayesobsInputError(f"unknown modality {m!r}; choose from {', '.join(MODALITIES)}")
@@ -584,7 +595,7 @@ def plan(
         the task does not render, an unknown condition, a ``hint`` condition
         on a task without hints, or a subject specifier that does not parse.
     """
-    task = get_task(spec["task"], ami=ami, hvs=hvs)
+    task = get_task(spec["task"], ami=ami, hvs=hvs, table=spec.get("table"))
     mods = modalities or spec.get("modalities", [task.modalities[0]])
     conds = conditions or spec.get("conditions", ["base"])
     # 0 is a value, not "the spec's default": it is refused below
@@ -595,7 +606,7 @@ def plan(
     n_runs = whole_number(
         runs if runs is not None else spec.get("runs", 1), "--runs" if runs is not None else "runs"
     )
-    check_modalities(task.name, mods)
+    check_modalities(task, mods)
     n_planned = n_runs * len(conds) * len(mods) * len(subjects)
     n_planned *= sum(n if trials is not None else s.get("trials", n) for s in spec["sessions"])
     check(

@@ -161,7 +161,12 @@ def rescore_folder(folder: str | Path, out: str | Path | None = None) -> pd.Data
         exp = _experiment(folder)
         # only a log of an older version (rows without parse_params) is re-planned
         old = any(rec.get("parse_params") is None for rec in records)
-        tasks = cache(lambda name: get_task(name, ami=exp.get("ami"), hvs=exp.get("hvs")))
+        tables = {s.get("task"): s.get("table") for s in exp.get("specs", [])}  # table tasks
+        tasks = cache(
+            lambda name: get_task(
+                name, ami=exp.get("ami"), hvs=exp.get("hvs"), table=tables.get(name)
+            )
+        )
         table = rescore_records(records, _sessions(exp) if old else {}, tasks)
         trials.write_trials(table, target)
     return table

@@ -471,6 +471,26 @@ def _perception_levels(trials: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _choice_levels(trials: pd.DataFrame) -> pd.DataFrame:
+    """The rows of right/wrong tables (paradigm ``choice``): an invalid reply is wrong."""
+    t = trials[paradigm_rows(trials, "choice")]
+    return pd.DataFrame(
+        {
+            "paradigm": "choice",
+            "subject": t["subject"].astype(str).to_numpy(),
+            "task": t["task"].astype(str).to_numpy(),
+            "variant": "",
+            "modality": t["modality"].astype(str).to_numpy(),
+            "condition": t["condition"].astype(str).to_numpy(),
+            "answer": "",
+            "level": LEVELS["choice"],
+            "x": pd.to_numeric(t["level"], errors="coerce").to_numpy(float),
+            "k": pd.to_numeric(t["correct"], errors="coerce").fillna(0.0).to_numpy(float),
+            "guess": pd.to_numeric(t["chance"], errors="coerce").to_numpy(float),
+        }
+    )
+
+
 def right_wrong_trials(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per trial of every right/wrong paradigm: its group keys, level and ``k`` (1/0)."""
     parts = []
@@ -478,6 +498,8 @@ def right_wrong_trials(trials: pd.DataFrame) -> pd.DataFrame:
         parts.append(_search_levels(trials))
     if paradigm_rows(trials, "perception").any():
         parts.append(_perception_levels(trials))
+    if paradigm_rows(trials, "choice").any():
+        parts.append(_choice_levels(trials))
     from ..hvs.logged import is_hvs  # start-up time: the HVS scorers load only here
 
     hvs = trials[is_hvs(trials)]
@@ -514,6 +536,8 @@ def psychometric_levels(trials: pd.DataFrame) -> pd.DataFrame:
         parts.append(_search_levels(trials))
     if paradigm_rows(trials, "perception").any():
         parts.append(_perception_levels(trials))
+    if paradigm_rows(trials, "choice").any():
+        parts.append(_choice_levels(trials))
     if not parts:
         return pd.DataFrame(columns=LEVEL_COLUMNS)
     t = pd.concat(parts, ignore_index=True)

@@ -106,7 +106,7 @@ class Scores(NamedTuple):
             for t in tables.values():
                 if t is not None and name in t:
                     t[name] = t[name].astype(str)
-        plugins = {n: tables.pop(n) for n in own if tables[n] is not None}
+        plugins = {n: t for n in own if (t := tables.pop(n)) is not None}
         return cls(**tables, plugins=plugins or None)
 
 

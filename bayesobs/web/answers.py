@@ -7,7 +7,6 @@ import re
 
 from starlette.responses import JSONResponse, Response
 
-from ..stimuli import TASKS
 from .study import CATCH_RANGE, CATCH_TAP_RADII, CATCH_WORDS, catch_value
 
 MAX_DISPLAY_PX = 20000  # a displayed image size above this is not one
@@ -19,10 +18,6 @@ WRAP_TEXT = ("maze_distance", "duration")  # prose may wrap; ASCII line stimuli 
 MAX_ANSWER = 32  # characters of a typed answer ("0.4275", "12,5" ...)
 MAX_TEXT_ANSWER = 200  # characters of a typed worded answer (a label, a cell, a list of colours)
 ASKS_RE = re.compile(r"\b(?:Type|Answer|Reply) (.*?)\.(?:\s+[A-Z]|\s*$)")  # a question's "Type ..."
-# plausible answers per task (the runner's parser uses the same ranges): anything else is refused
-ANSWER_RANGE = {
-    name: cls.answer_range for name, cls in TASKS.items() if cls.answer_range is not None
-}
 
 
 def _refuse(error: str) -> JSONResponse:
@@ -79,7 +74,7 @@ def check_answer(body, task, stim) -> dict | Response:
         value = parse_answer(str(body.get("response", "")))
         if value is None:
             return _refuse("please enter a number")
-        lo, hi = ANSWER_RANGE[task.name]
+        lo, hi = task.answer_range
         if not lo <= value <= hi:
             return _refuse(f"please enter a number between {lo:g} and {hi:g}")
         return {"response": value, "valid": True, "raw_response": str(body.get("response"))}
@@ -108,7 +103,7 @@ def answer_kind(task, stim) -> dict:
             "min": None,
             "max": None,
         }
-    lo, hi = ANSWER_RANGE.get(task.name, (None, None))
+    lo, hi = task.answer_range or (None, None)
     kind = "text" if task.worded() else "number"
     return {"answer": kind, "unit": task.unit, "min": lo, "max": hi}
 
@@ -145,8 +140,8 @@ def check_catch(body: dict, task, seed, k: int, stim=None, shown=None) -> dict |
         good = text.lower() == word
         row = {"stimulus": 0.0, "response": float(good), "raw_response": text, "valid": True}
         return {**row, "correct": good, "catch_word": word}
-    value, tolerance = catch_value(seed, k, ANSWER_RANGE.get(task.name))
-    lo, hi = ANSWER_RANGE.get(task.name, CATCH_RANGE)
+    value, tolerance = catch_value(seed, k, task.answer_range)
+    lo, hi = task.answer_range or CATCH_RANGE
     typed = parse_answer(str(body.get("response", "")))
     if typed is None or not lo <= typed <= hi:
         return _refuse(f"please enter a number between {lo:g} and {hi:g}")

@@ -20,7 +20,7 @@ from ..run.presentation import (
 )
 from ..run.store import save_png
 from ..stimuli import TASKS
-from .answers import ANSWER_RANGE, CATCH_INSTRUCTION, WRAP_TEXT
+from .answers import CATCH_INSTRUCTION, WRAP_TEXT
 from .study import (
     block_order,
     catch_plan,
@@ -383,7 +383,7 @@ def export_jspsych(
     checks = []
     for kind, k in catch_plan(n_trials, catch_every):
         if kind == "catch":
-            value, tolerance = catch_value(spec["seed"], k, ANSWER_RANGE[task.name])
+            value, tolerance = catch_value(spec["seed"], k, task.answer_range)
             question = f"Please type {value:g} as your answer to this one (it is not an estimate)."
             checks.append({"value": value, "tolerance": tolerance, "question": question})
     stated = minutes is not None
@@ -410,7 +410,7 @@ def export_jspsych(
         shown = stimulus_images(sess, stim, blur)  # callers ask only where images are shown
         return save_png(out, shown[0])
 
-    lo, hi = ANSWER_RANGE[task.name]
+    lo, hi = task.answer_range
     blocks = []
     for sess in sessions:
         items = []

@@ -27,7 +27,7 @@ from ..run.presentation import (
     trial_blur,
 )
 from ..run.store import TRIAL_ID, AppendLog, ExperimentStore
-from .answers import ANSWER_RANGE, CATCH_INSTRUCTION, WRAP_TEXT, answer_kind, catch_word
+from .answers import CATCH_INSTRUCTION, WRAP_TEXT, answer_kind, catch_word
 from .study import (
     CATCH_RANGE,
     CATCH_SEED,
@@ -370,8 +370,8 @@ class Participants:
             word = catch_word(self.spec["seed"], k)
             question = f"Please type the word {word} as your answer to this one."
             return {**out, "question": question, "image": None, "images": None, "answer": "text"}
-        value, _ = catch_value(self.spec["seed"], k, ANSWER_RANGE.get(self.task.name))
-        lo, hi = ANSWER_RANGE.get(self.task.name, CATCH_RANGE)
+        value, _ = catch_value(self.spec["seed"], k, self.task.answer_range)
+        lo, hi = self.task.answer_range or CATCH_RANGE
         question = f"Please type {value:g} as your answer to this one (it is not an estimate)."
         return {
             **out,
