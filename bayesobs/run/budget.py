@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import BayesobsInputError
-from .prices import Prices, money, row_cost, row_usage
+from .prices import Prices, load_prices, money, row_cost, row_usage
+from .store import logged_trials
 
 
 class BudgetReached(Exception):
@@ -187,3 +189,32 @@ class Budget:
             f"{tokens:,.0f} tokens: the {how}) would pass the budget of {self.limits()}; "
             "what is logged is kept: the same command with a larger budget resumes"
         )
+
+
+def folder_budget(
+    folder, max_cost: float | None = None, max_total_tokens: int | None = None, prices=None
+) -> Budget:
+    """A :class:`Budget` over the calls already logged in ``folder``: ask its ``may_spend(n)`` between rounds.
+
+    Parameters
+    ----------
+    folder : str or Path
+        An experiment folder (its ``trials.jsonl``; none yet: nothing spent).
+    max_cost : float, optional
+        Dollars the folder's calls may cost in all.
+    max_total_tokens : int, optional
+        Input plus output tokens they may take in all.
+    prices : Prices, optional
+        The price table (default: the shipped one).
+
+    Returns
+    -------
+    Budget
+        Its ``spend`` holds the folder's logged calls; with none billed yet
+        its per-call estimate is 0 (give ``first_call`` to :class:`Budget`
+        for a rough one).
+    """
+    budget = Budget(prices or load_prices(), max_cost, max_total_tokens)
+    for row in logged_trials(Path(folder) / "trials.jsonl")[0].values():
+        budget.spend.add(row, budget.prices)
+    return budget
