@@ -696,7 +696,8 @@ def design_costs(
     spec_or_protocol : str or Path
         A task spec or a protocol, as :func:`design` takes it.
     subject : str
-        The model asked, e.g. ``openai:gpt-4o``.
+        The model asked, e.g. ``openai:gpt-4o`` (a bare ``gpt-4o`` or
+        ``claude-...`` is taken as its provider's).
     trials : list of int, optional
         Trials per session run (default: each spec's own, one row).
     runs : int, optional
@@ -718,6 +719,8 @@ def design_costs(
         For a spec that does not load or plan.
     """
     prices = prices or load_prices()
+    if ":" not in subject:  # a bare model name: its provider's subject (image tokens differ)
+        subject = f"{'anthropic' if subject.startswith('claude') else 'openai'}:{subject}"
     exps = load_protocol(spec_or_protocol)
     rows = []
     for t in trials or [None]:

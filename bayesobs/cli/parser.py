@@ -393,9 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     p.add_argument(
         "--cost-for",
-        metavar="SUBJECT",
+        metavar="MODEL",
         help="print power against cost: each trial count's calls, tokens and dollars on this "
-        "model, e.g. openai:gpt-4o (costs.csv)",
+        "model, e.g. gpt-4o or openai:gpt-4o (costs.csv)",
     )
     p.add_argument(
         "--price",

@@ -184,7 +184,9 @@ def row_cost(row: dict, prices: Prices) -> float | None:
 
 
 def money(usd: float | None) -> str:
-    """Dollars as a user reads them: ``$0.0123``, ``$12.35``; None as ``$?``."""
+    """Dollars as a user reads them: ``$12.35``, ``$0.0123``, ``$0.000123``; None as ``$?``."""
     if usd is None:
         return "$?"
-    return f"${usd:,.2f}" if usd >= 10 else f"${usd:.4f}"
+    return (
+        f"${usd:,.2f}" if usd >= 10 else f"${usd:.4f}" if usd >= 0.01 or not usd else f"${usd:.6f}"
+    )

@@ -15,7 +15,7 @@ import pytest
 
 from bayesobs.cli import main
 from bayesobs.run.budget import Budget
-from bayesobs.run.prices import TABLE, load_prices, row_cost
+from bayesobs.run.prices import TABLE, load_prices, money, row_cost
 from bayesobs.testing import Answer, FakeChatServer
 from bayesobs.testing.fakebatch import FakeBatchServer, hashed
 
@@ -87,7 +87,9 @@ def test_running_total_is_the_usage_priced_by_the_shipped_table(tmp_path, capsys
     assert end["event"] == "end" and end["cost_usd"] == pytest.approx(want, abs=1e-6)
     assert end["tokens"] == 6 * 1020 and end["billed_calls"] == 6
     out = capsys.readouterr().out
-    assert f"spent ${want:.4f} on 6 billed call(s) (6,000 input tokens, 1,200 of them cached" in out
+    assert (
+        f"spent {money(want)} on 6 billed call(s) (6,000 input tokens, 1,200 of them cached" in out
+    )
 
 
 def test_price_flags_and_files_override_the_table_and_unknown_models_say_so(tmp_path, capsys):
@@ -209,7 +211,7 @@ def test_dry_run_prints_money_low_and_high_by_the_closed_form(tmp_path, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert f"money: ${d['cost_low'] / 2:.4f} to ${d['cost_high'] / 2:.4f}" in out
+    assert f"money: {money(d['cost_low'] / 2)} to {money(d['cost_high'] / 2)}" in out
     assert "batch prices" in out
 
 
