@@ -378,6 +378,13 @@ def _print_report(args, report) -> int:
             )
         for why in d["unpriced"]:
             print(f"money: {why}")
+        if (limit := args.max_cost) is not None and report.budget.spend.usd + d[
+            "cost_high"
+        ] > limit:
+            print(
+                f"money: with --max-cost {money(limit)} the run may stop before the end (at the "
+                "high estimate it would pass it); the same command with a larger budget resumes"
+            )
         if report.budget.spend.billed:
             print(f"already in {args.out}: {report.budget.spend.line()}")
         if "batch_rounds" in d:

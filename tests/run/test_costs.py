@@ -212,7 +212,18 @@ def test_dry_run_prints_money_low_and_high_by_the_closed_form(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert f"money: {money(d['cost_low'] / 2)} to {money(d['cost_high'] / 2)}" in out
-    assert "batch prices" in out
+    assert "batch prices" in out and "--max-cost" not in out
+    argv = ["run", "line_ratio", "--subject", "openai:gpt-4o", "--modality", "text"]
+    cheap = str(d["cost_high"] / 2)
+    assert (
+        main(
+            [*argv, "--trials", "6", "--out", str(tmp_path / "d"), "--dry-run", "--max-cost", cheap]
+        )
+        == 0
+    )
+    assert (
+        f"with --max-cost {money(d['cost_high'] / 2)} the run may stop" in capsys.readouterr().out
+    )
 
 
 @pytest.mark.parametrize(
@@ -272,3 +283,25 @@ def test_may_spend_counts_calls_in_flight_at_the_running_mean():
     )
     # one billed call of $0.10: the running mean now; one call still in flight
     assert budget.fits(20) == 8  # 0.1 + (1 + 8) * 0.1 <= 1
+
+
+def test_sweep_takes_the_budget_and_shows_the_money_beside_its_progress(tmp_path, capsys):
+    root = Path(__file__).resolve().parents[2]
+    proto = tmp_path / "proto.toml"
+    proto.write_text(
+        f'[[experiment]]\nspec = "{root / "tasks" / "line_ratio.toml"}"\n'
+        'modalities = ["text"]\nconditions = ["base", "context_none"]\n'
+    )
+    argv = ["sweep", str(proto), "--subject", "openai:m", "--trials", "2", "--no-cache"]
+    argv += ["--api-key", "k", "--price", "m=1,10,0.5", "--progress"]
+    per_call = (800 * 1 + 200 * 0.5 + 20 * 10) / 1e6
+    with FakeChatServer(lambda b, n: Answer("0.5", usage=USAGE)) as srv:
+        argv += ["--base-url", srv.url]
+        out = tmp_path / "s"
+        assert main([*argv, "--out", str(out), "--max-cost", str(6.5 * per_call)]) == 2
+        assert 1 <= len(_rows(out)) <= 6
+        err = capsys.readouterr().err
+        assert "budget reached" in err and "spent" in err.split("budget reached")[0]
+        assert main([*argv, "--out", str(out), "--max-cost", "1"]) == 0
+        assert srv.count == 12 == len(_rows(out))
+    assert _events(out)[-1]["cost_usd"] == pytest.approx(12 * per_call)
