@@ -369,7 +369,7 @@ def _print_report(args, report) -> int:
                 else ""
             )
         )
-        if d["calls"] and (d["cost_high"] or not d["unpriced"]):
+        if d["cost_high"]:  # API subjects with a price (sim: costs nothing)
             print(
                 f"money: {money(d['cost_low'])} to {money(d['cost_high'])} for these calls "
                 f"(about the input tokens with one output token a reply, to every reply its whole "
