@@ -173,6 +173,17 @@ class Budget:
         if row is not None:
             self.spend.add(row, self.prices)
 
+    def event(self) -> dict:
+        """The ``budget_reached`` event of ``runs.jsonl``: the spend, the limits and the estimate that stopped it."""
+        usd, tokens = self.per_call()
+        return {
+            **self.spend.summary(),
+            "max_cost": self.max_cost,
+            "max_total_tokens": self.max_total_tokens,
+            "next_call_usd": round(usd, 6),
+            "next_call_tokens": round(tokens),
+        }
+
     def limits(self) -> str:
         """The limits as given: ``$5.00`` and/or ``200,000 tokens``."""
         parts = [money(self.max_cost)] if self.max_cost is not None else []

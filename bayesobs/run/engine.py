@@ -447,7 +447,7 @@ class Runner:
                     self.budget.stopped += 1
                     if self.report.budget_reached is None:
                         self.report.budget_reached = str(exc)
-                        self.store.log_run(event="budget_reached", **self.budget.spend.summary())
+                        self.store.log_run(event="budget_reached", **self.budget.event())
                 except Exception as exc:
                     label = "/".join(map(str, sess.key))
                     msg = (

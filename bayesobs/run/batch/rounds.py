@@ -268,7 +268,7 @@ class BatchRun:
             room = self.budget.fits(n)
             if room < n and self.report.budget_reached is None:
                 self.report.budget_reached = self.budget.stop_line()
-                self.store.log_run(event="budget_reached", **self.budget.spend.summary())
+                self.store.log_run(event="budget_reached", **self.budget.event())
             for name in list(by_subject):
                 keep = dict(list(by_subject[name].items())[:room])
                 room -= len(keep)
