@@ -305,3 +305,19 @@ def test_sweep_takes_the_budget_and_shows_the_money_beside_its_progress(tmp_path
         assert main([*argv, "--out", str(out), "--max-cost", "1"]) == 0
         assert srv.count == 12 == len(_rows(out))
     assert _events(out)[-1]["cost_usd"] == pytest.approx(12 * per_call)
+
+
+def test_anthropic_usage_is_priced_with_its_cache_reads(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-local-test-key")
+    usage = {"input_tokens": 900, "output_tokens": 30, "cache_read_input_tokens": 100}
+    with FakeChatServer(lambda b, n: Answer("0.5", usage=usage)) as srv:
+        argv = ["run", "line_ratio", "--subject", "anthropic:claude-haiku-4-5", "--trials", "1"]
+        argv += ["--modality", "text", "--out", str(tmp_path / "a"), "--base-url", srv.root]
+        assert main([*argv, "--no-cache", "--no-progress"]) == 0
+    rows = _rows(tmp_path / "a")
+    assert len(rows) == 3 and all(r["usage"]["prompt_tokens"] == 1000 for r in rows)
+    # claude-haiku-4-5: $1 in, $0.10 cache reads, $5 out per million
+    want = 3 * (900 * 1 + 100 * 0.10 + 30 * 5) / 1e6
+    assert _hand(rows, 1, 0.10, 5) == pytest.approx(want)
+    assert _events(tmp_path / "a")[-1]["cost_usd"] == pytest.approx(want, abs=1e-6)
+    assert f"spent {money(want)} on 3 billed call(s)" in capsys.readouterr().out
