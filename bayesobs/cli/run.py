@@ -430,11 +430,8 @@ def _print_report(args, report) -> int:
             f"max {c['max_concurrency']}); {c['throttled']} rate-limited (429) call(s), "
             f"halved {c['cuts']} time(s)"
         )
-    if report.budget_reached:  # after the calls in flight ended: the folder's final spend
-        print(f"bayesobs: {report.budget.stop_line()}", file=sys.stderr)
-        return 2
     spend = report.budget.spend if report.budget is not None else None
-    if spend is not None and (spend.billed or spend.unpriced):
+    if spend is not None and (spend.billed or spend.unpriced) and not report.budget_reached:
         print(f"money: {args.out}: {spend.line()}")
     if report.failed_sessions:
         print(
@@ -443,8 +440,10 @@ def _print_report(args, report) -> int:
         )
         for line in report.failed_sessions[:10]:
             print(f"  {line}", file=sys.stderr)
-        return 1
-    return 0
+    if report.budget_reached:  # after the calls in flight ended: the folder's final spend
+        print(f"bayesobs: {report.budget.stop_line()}", file=sys.stderr)
+        return 2
+    return 1 if report.failed_sessions else 0
 
 
 def cmd_run(args) -> int:
