@@ -46,7 +46,30 @@ def _batch():
 def costs(
     sessions: list[Session], done: dict, chat: dict | None, prices: Prices, batch: bool = False
 ) -> dict:
-    """Dollars of the calls still to make: low (about the input, one output token a reply), high (every reply its whole budget)."""
+    """Dollars of the calls still to make, as a range (``--dry-run``, ``design --cost-for``).
+
+    Parameters
+    ----------
+    sessions : list of Session
+        The planned session runs (``sim:`` subjects cost nothing).
+    done : dict
+        The trials already logged, keyed as :func:`estimate` takes them.
+    chat : dict or None
+        Chat options (the reply budget).
+    prices : Prices
+        The price table (:func:`bayesobs.run.prices.load_prices`).
+    batch : bool, default False
+        At the Batch API's discount.
+
+    Returns
+    -------
+    dict
+        ``cost_low`` (the :func:`estimate` input tokens with one output
+        token a reply), ``cost_high`` (every reply its whole budget),
+        ``unpriced`` (a line for each model without a price, left out of
+        both) and ``per_call`` (dollars and tokens of one call at the high
+        end: the budget's estimate before a reply is billed).
+    """
     by_subject: dict[str, list[Session]] = {}
     for s in sessions:
         if not s.subject.startswith("sim:"):  # simulated observers cost nothing
