@@ -56,6 +56,8 @@ from .fits.runtable import build_runs, dataset_matrix
 from .limits import check
 from .plotting import figure_axes
 from .run.plan import load_protocol, whole_number
+from .run.prices import Prices, load_prices
+from .run.runner import costs, estimate, plan_all
 from .scores.bcs import BCS_ABLATIONS, TIE, sign_probability, sign_score
 from .scores.evidence import factor_evidence_array
 from .stimuli.distributions import draw_values
@@ -678,3 +680,62 @@ def write_design(res: dict, out) -> list[str]:
         fig.savefig(out / "figures" / f"{name}.png", dpi=110)
         written.append(f"figures/{name}.png")
     return written
+
+
+def design_costs(
+    spec_or_protocol: str | Path,
+    subject: str,
+    trials: list[int] | None = None,
+    runs: int | None = None,
+    prices: Prices | None = None,
+) -> pd.DataFrame:
+    """What a design costs on a model: its calls, tokens and dollars per trial count (``design --cost-for``).
+
+    Parameters
+    ----------
+    spec_or_protocol : str or Path
+        A task spec or a protocol, as :func:`design` takes it.
+    subject : str
+        The model asked, e.g. ``openai:gpt-4o`` (a bare ``gpt-4o`` or
+        ``claude-...`` is taken as its provider's).
+    trials : list of int, optional
+        Trials per session run (default: each spec's own, one row).
+    runs : int, optional
+        Runs of each session type (default: each spec's).
+    prices : Prices, optional
+        The price table (default: the shipped one).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per trial count: ``trials`` (0: each spec's own), ``calls``,
+        ``input_tokens`` (the ``--dry-run`` estimate), ``output_tokens``
+        (every reply's whole budget), ``cost_low`` and ``cost_high`` in
+        dollars (:func:`bayesobs.run.runner.costs`; NaN without a price).
+
+    Raises
+    ------
+    BayesobsInputError
+        For a spec that does not load or plan.
+    """
+    prices = prices or load_prices()
+    if ":" not in subject:  # a bare model name: its provider's subject (image tokens differ)
+        subject = f"{'anthropic' if subject.startswith('claude') else 'openai'}:{subject}"
+    exps = load_protocol(spec_or_protocol)
+    rows = []
+    for t in trials or [None]:
+        kw = dict(subjects=[subject], trials=t, runs=runs, ami=None, hvs=None)
+        sessions = plan_all([(e["spec"], kw) for e in exps])
+        est, money = estimate(sessions, {}), costs(sessions, {}, None, prices)
+        priced = not money["unpriced"]
+        rows.append(
+            {
+                "trials": t or 0,
+                "calls": est["calls"],
+                "input_tokens": est["input_tokens"],
+                "output_tokens": est["output_tokens"],
+                "cost_low": money["cost_low"] if priced else np.nan,
+                "cost_high": money["cost_high"] if priced else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -43,7 +43,7 @@ def small(tmp_path_factory):
     """The same command at two replicates and no study-sized bootstrap: the fast tier's run."""
     d = tmp_path_factory.mktemp("design-small") / "d"
     argv = ["design", "tasks/bayesbench.toml", "--reps", "2", "--trials", "20,40"]
-    assert main([*argv, "--bootstrap", "2", "--out", str(d)]) == 0
+    assert main([*argv, "--bootstrap", "2", "--out", str(d), "--cost-for", "openai:gpt-4o"]) == 0
     return d
 
 
@@ -82,6 +82,17 @@ def test_a_small_design_writes_every_table_and_figure(small):
     assert set(conf["true"]) == set(TRUE_MODELS) and set(conf["best"]) <= set(CANDIDATES)
     assert set(conf["trials"]) == {20, 40}
     assert list(_read(small, "summary")["trials"]) == [20, 40]
+
+
+def test_design_prices_each_trial_count_by_the_closed_form(small):
+    """``--cost-for``: the calls of the protocol (11,760 at 40 trials, issue 53) at gpt-4o's price."""
+    cost = _read(small, "costs")
+    assert list(cost["trials"]) == [20, 40] and list(cost["calls"]) == [5880, 11760]
+    assert list(cost["output_tokens"]) == list(cost["calls"] * 64)  # --max-tokens 64 a reply
+    # gpt-4o: $2.50 in, $10 out per million tokens; low: one output token a reply
+    low = (cost["input_tokens"] * 2.5 + cost["calls"] * 10) / 1e6
+    high = (cost["input_tokens"] * 2.5 + cost["output_tokens"] * 10) / 1e6
+    assert np.allclose(cost["cost_low"], low) and np.allclose(cost["cost_high"], high)
 
 
 @pytest.mark.slow  # the recovery study (20 replicates x 3 trial counts)

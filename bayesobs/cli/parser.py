@@ -418,6 +418,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--bootstrap", type=int, default=30, help="replicates behind s_p (default 30)")
     p.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    p.add_argument(
+        "--cost-for",
+        metavar="MODEL",
+        help="print power against cost: each trial count's calls, tokens and dollars on this "
+        "model, e.g. gpt-4o or openai:gpt-4o (costs.csv)",
+    )
+    p.add_argument(
+        "--price",
+        action="append",
+        metavar="MODEL=IN,OUT",
+        help="with --cost-for: dollars per million input and output tokens (over the shipped table)",
+    )
     _add_scheduler_option(p)
     p.set_defaults(func=cmd_design)
 

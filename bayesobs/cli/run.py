@@ -11,6 +11,7 @@ from ..errors import BayesobsInputError
 from ..logprobs import MAX_TOP_LOGPROBS
 from ..run import DEFAULT_MAX_CONCURRENCY  # not .run.concurrency: no asyncio at start-up
 from ..run.imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
+from ..run.prices import money
 from ..run.reasoning import DEFAULT_REASONING_BUDGET, MAX_REASONING_BUDGET, TOKEN_PARAMS
 from .options import _progress
 
@@ -177,6 +178,34 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "(sessions without a rolling context all in the first); resumable (batches.jsonl)",
     )
     p.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="DOLLARS",
+        help="stop cleanly before the folder's calls (earlier runs' included) would cost more: "
+        "the next calls are estimated at the running mean of the billed ones; exit 2, nothing "
+        "lost, the same command with a larger budget resumes (docs/llm-runs.md#costs-and-budgets)",
+    )
+    p.add_argument(
+        "--max-total-tokens",
+        type=int,
+        metavar="N",
+        help="likewise for input plus output tokens of all calls (not the reply length: "
+        "that is --max-tokens)",
+    )
+    p.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="a TOML price table over the shipped one (bayesobs/run/prices.toml's shape)",
+    )
+    p.add_argument(
+        "--price",
+        action="append",
+        metavar="MODEL=IN,OUT",
+        help="dollars per million input and output tokens of a model (a third number: cached "
+        "input); repeatable; over --prices and the shipped table",
+    )
+    p.add_argument(
         "--poll-max",
         type=float,
         default=60.0,  # bayesobs.run.batch.POLL_MAX_S (not imported here: it loads the SDK)
@@ -224,6 +253,12 @@ def _check_run_options(args) -> None:
         raise BayesobsInputError(
             f"--temperature must be a finite number >= 0, not {args.temperature}"
         )
+    from ..run.budget import check_limits
+    from ..run.prices import parse_price
+
+    check_limits(args.max_cost, args.max_total_tokens)
+    for text in args.price or ():
+        parse_price(text)
     if args.progress and args.no_progress:
         raise BayesobsInputError("give --progress or --no-progress, not both")
     if args.batch:
@@ -312,6 +347,12 @@ def _run_options(args) -> dict:
         "progress": _progress(args) or ("lines" if args.progress else False),
         "dry_run": args.dry_run,
         "batch": {"poll_max": args.poll_max} if args.batch else None,
+        "budget": {
+            "max_cost": args.max_cost,
+            "max_total_tokens": args.max_total_tokens,
+            "prices": args.prices,
+            "price": args.price,
+        },
     }, chat
 
 
@@ -329,6 +370,24 @@ def _print_report(args, report) -> int:
                 else ""
             )
         )
+        if d["cost_high"]:  # API subjects with a price (sim: costs nothing)
+            print(
+                f"money: {money(d['cost_low'])} to {money(d['cost_high'])} for these calls "
+                f"(about the input tokens with one output token a reply, to every reply its whole "
+                f"budget{'; batch prices' if 'batch_rounds' in d else ''}; prices of "
+                f"{report.budget.prices.date or 'your table'})"
+            )
+        for why in d["unpriced"]:
+            print(f"money: {why}")
+        if (limit := args.max_cost) is not None and report.budget.spend.usd + d[
+            "cost_high"
+        ] > limit:
+            print(
+                f"money: with --max-cost {money(limit)} the run may stop before the end (at the "
+                "high estimate it would pass it); the same command with a larger budget resumes"
+            )
+        if report.budget.spend.billed:
+            print(f"already in {args.out}: {report.budget.spend.line()}")
         if "batch_rounds" in d:
             print(
                 f"with --batch: {d['batch_rounds']} round(s); batch prices are half the live "
@@ -372,6 +431,9 @@ def _print_report(args, report) -> int:
             f"max {c['max_concurrency']}); {c['throttled']} rate-limited (429) call(s), "
             f"halved {c['cuts']} time(s)"
         )
+    spend = report.budget.spend if report.budget is not None else None
+    if spend is not None and (spend.billed or spend.unpriced) and not report.budget_reached:
+        print(f"money: {args.out}: {spend.line()}")
     if report.failed_sessions:
         print(
             f"{len(report.failed_sessions)} session(s) stopped early; run the same command again to resume:",
@@ -379,8 +441,10 @@ def _print_report(args, report) -> int:
         )
         for line in report.failed_sessions[:10]:
             print(f"  {line}", file=sys.stderr)
-        return 1
-    return 0
+    if report.budget_reached:  # after the calls in flight ended: the folder's final spend
+        print(f"bayesobs: {report.budget.stop_line()}", file=sys.stderr)
+        return 2
+    return 1 if report.failed_sessions else 0
 
 
 def cmd_run(args) -> int:

@@ -57,12 +57,45 @@ def cmd_design(args) -> int:
     )
     write_design(res, args.out)
     print(design_summary(res["summary"]))
+    if args.cost_for:
+        print(power_against_cost(args, trials, res["summary"]))
     total = float(res["timing"]["seconds"].iloc[-1])
     print(
         f"\n{args.reps} replicate(s) per model in {total:.1f} s -> {args.out}/ "
         f"({', '.join(res)}; figures/confusion.png)"
     )
     return 0
+
+
+def power_against_cost(args, trials, summary) -> str:
+    """``design --cost-for``: calls, tokens and dollars per trial count beside the power (``costs.csv``)."""
+    from ..design import design_costs
+    from ..run.prices import load_prices, money
+
+    prices = load_prices(None, args.price or ())
+    cost = design_costs(args.spec, args.cost_for, trials, args.runs, prices)
+    cost.to_csv(args.out / "costs.csv", index=False)
+    power = [
+        c for c in summary.columns if c == "diagonal_mean" or c.startswith(("right_", "power_s_"))
+    ]
+    lines = [
+        f"\npower against cost on {args.cost_for} (prices of {prices.date or 'your table'}; "
+        "input tokens estimated as --dry-run does, dollars from one output token a reply "
+        "to every reply's whole budget):",
+        "trials     calls  input tokens  dollars          " + "".join(f"  {c:>14}" for c in power),
+    ]
+    for r in cost.itertuples(index=False):
+        row = summary[summary["trials"] == r.trials] if r.trials else summary.iloc[:1]
+        dollars = (
+            f"{money(r.cost_low)}-{money(r.cost_high)}"
+            if r.cost_low == r.cost_low  # NaN: no price
+            else prices.why_unknown(args.cost_for)
+        )
+        lines.append(
+            f"{r.trials or 'spec':>6}  {r.calls:>8,}  {r.input_tokens:>12,}  {dollars:<17}"
+            + "".join(f"  {row[c].iloc[0]:>14.3f}" for c in power if len(row))
+        )
+    return "\n".join(lines)
 
 
 def design_summary(summary) -> str:

@@ -33,10 +33,12 @@ from .ablations import (
     reply_budget,
     system_prompt,
 )
+from .budget import Budget, BudgetReached
 from .concurrency import AIMD, DEFAULT_MAX_CONCURRENCY, AdaptiveGate
 from .imagecost import DEFAULT_IMAGE_DETAIL, image_tokens, png_size
 from .plan import Session
 from .presentation import stimulus_images, stimulus_text, trial_blur
+from .prices import money
 from .progress import bar as progress_bar
 from .reasoning import BUDGET_EXHAUSTED, budget_exhausted, reasoning_budget
 from .store import ExperimentStore, LogWriteError
@@ -111,6 +113,8 @@ class RunReport:
     unreadable_lines: list[int] = field(default_factory=list)
     dry_run: dict | None = None  # with dry_run=True: calls to make, tokens, trials already logged
     concurrency: dict | None = None  # --concurrency auto: the controller's figures (AIMD.summary)
+    budget: Budget | None = None  # the money and tokens of the folder's calls, and the limits
+    budget_reached: str | None = None  # the stop line when the budget stopped the run
 
 
 class Runner:
@@ -123,15 +127,17 @@ class Runner:
         concurrency: int | str = 16,
         progress: bool | str = True,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        budget: Budget | None = None,
     ):
         check_concurrency(concurrency, max_concurrency)
         self.store = store
+        self.budget = budget
         self.subjects = subjects
         self.concurrency = concurrency
         # --concurrency auto: sessions in flight follow the API's 429s (bayesobs.run.concurrency)
         self.gate = AdaptiveGate(AIMD(max_concurrency)) if concurrency == AUTO else None
         self.progress = progress
-        self.report = RunReport()
+        self.report = RunReport(budget=budget)
         self._png: OrderedDict[tuple, bytes] = OrderedDict()  # (task, stimulus, blur) -> PNG
         self._reported: dict[str, int] = {}  # subject -> request changes reported
 
@@ -264,12 +270,16 @@ class Runner:
                 ask = {**meta, **sess.task.request_meta(stim)}
                 # the true values of the context's trials and this one (sim observers of tables)
                 ask["magnitudes"] = [sess.stimuli[i].value for *_, i in window] + [stim.value]
+                reserved = False
                 try:
                     if not_asked:  # nothing to start from: logged unasked, no call
                         reply = Reply(text="")
                     else:
                         if self.gate is not None:  # --concurrency auto: pause while over the level
                             await self.gate.checkpoint()
+                        if self.budget is not None:  # raises BudgetReached past the budget
+                            self.budget.reserve()
+                            reserved = True
                         reply = await subject.complete(
                             Request(
                                 system,
@@ -288,6 +298,8 @@ class Runner:
                         )
                     self._adaptations(sess.subject, subject)
                 except SubjectError as exc:
+                    if reserved:
+                        self.budget.settle(None)
                     self._adaptations(sess.subject, subject)
                     if not isinstance(exc, FatalSubjectError):  # logged so; redone on resume
                         self.store.log_run(
@@ -360,14 +372,16 @@ class Runner:
                     **answer,  # task-specific columns (e.g. a search trial's cells and error)
                 }
                 self.store.append(rec)
+                if reserved:
+                    self.budget.settle(rec)
                 self.report.done += 1
                 self.report.cached += reply.cached
                 if reply.cached:
                     self.report.cached_from[reply.cached_from or "an earlier run"] += 1
                 self.report.unparsed += not rec["valid"] and not not_asked
                 if bar is not None:
-                    if self.gate is not None:  # the current level beside the count
-                        bar.set_postfix_str(f"concurrency {self.gate.level}", refresh=False)
+                    if post := self._postfix():
+                        bar.set_postfix_str(post, refresh=False)
                     bar.update(1)
                 await asyncio.sleep(0)  # a subject that never waits (sim:) still lets Ctrl-C in
             else:
@@ -378,6 +392,13 @@ class Runner:
                 history.append((later, Turn("assistant", text=reasoned(sess, said)), t))
             previous.append(stim.value)
             asked, last = stim, rec
+
+    def _postfix(self) -> str:
+        """Beside the progress count: the concurrency level (auto) and the money spent so far."""
+        parts = [f"concurrency {self.gate.level}"] if self.gate is not None else []
+        if self.budget is not None and self.budget.spend.billed:
+            parts.append(f"{money(self.budget.spend.usd)} spent")
+        return ", ".join(parts)
 
     async def run(self, sessions: list[Session]) -> RunReport:
         """Run sessions concurrently (up to ``concurrency``) and return the report.
@@ -423,6 +444,11 @@ class Runner:
                     await self.run_session(sess, bar)
                 except (FatalSubjectError, LogWriteError):
                     raise
+                except BudgetReached as exc:  # a clean stop: no failed session, resumable
+                    self.budget.stopped += 1
+                    if self.report.budget_reached is None:
+                        self.report.budget_reached = str(exc)
+                        self.store.log_run(event="budget_reached", **self.budget.event())
                 except Exception as exc:
                     label = "/".join(map(str, sess.key))
                     msg = (
@@ -795,6 +821,7 @@ def execute(
     concurrency: int | str = 16,
     progress: bool | str = True,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    budget: Budget | None = None,
 ) -> RunReport:
     """Run sessions into ``store``; logs the invocation in ``runs.jsonl``.
 
@@ -815,6 +842,9 @@ def execute(
         Show a progress bar (``"lines"``: plain lines, for a log file).
     max_concurrency : int, default DEFAULT_MAX_CONCURRENCY
         Ceiling of ``"auto"``.
+    budget : Budget, optional
+        Counts the money and tokens of each call and stops sessions cleanly
+        before a call would pass its limits (:mod:`bayesobs.run.budget`).
 
     Returns
     -------
@@ -833,7 +863,12 @@ def execute(
     """
     store.log_run(event="start", sessions=len(sessions))
     runner = Runner(
-        store, subjects, concurrency=concurrency, progress=progress, max_concurrency=max_concurrency
+        store,
+        subjects,
+        concurrency=concurrency,
+        progress=progress,
+        max_concurrency=max_concurrency,
+        budget=budget,
     )
 
     async def go():
@@ -864,5 +899,6 @@ def execute(
         failed_sessions=report.failed_sessions,
         seconds=round(report.seconds, 3),
         **({"concurrency": report.concurrency} if report.concurrency else {}),
+        **(budget.spend.summary() if budget is not None else {}),
     )
     return report

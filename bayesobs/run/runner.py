@@ -16,6 +16,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..errors import BayesobsInputError
+from .budget import Budget
 from .concurrency import DEFAULT_MAX_CONCURRENCY
 from .engine import RunReport as RunReport  # re-exported: the engine's names' old home
 from .engine import estimate as estimate
@@ -28,6 +30,7 @@ from .plan import load_spec as load_spec
 from .plan import plan as plan
 from .plan import plan_all
 from .plan import reverse_trials as reverse_trials
+from .prices import Prices, load_prices
 from .progress import total_line
 from .store import ExperimentStore, logged_trials
 
@@ -38,6 +41,66 @@ def _batch():
     from . import batch
 
     return batch
+
+
+def costs(
+    sessions: list[Session], done: dict, chat: dict | None, prices: Prices, batch: bool = False
+) -> dict:
+    """Dollars of the calls still to make, as a range (``--dry-run``, ``design --cost-for``).
+
+    Parameters
+    ----------
+    sessions : list of Session
+        The planned session runs (``sim:`` subjects cost nothing).
+    done : dict
+        The trials already logged, keyed as :func:`estimate` takes them.
+    chat : dict or None
+        Chat options (the reply budget).
+    prices : Prices
+        The price table (:func:`bayesobs.run.prices.load_prices`).
+    batch : bool, default False
+        At the Batch API's discount.
+
+    Returns
+    -------
+    dict
+        ``cost_low`` (the :func:`estimate` input tokens with one output
+        token a reply), ``cost_high`` (every reply its whole budget),
+        ``unpriced`` (a line for each model without a price, left out of
+        both) and ``per_call`` (dollars and tokens of one call at the high
+        end: the budget's estimate before a reply is billed).
+    """
+    by_subject: dict[str, list[Session]] = {}
+    for s in sessions:
+        if not s.subject.startswith("sim:"):  # simulated observers cost nothing
+            by_subject.setdefault(s.subject, []).append(s)
+    low = high = 0.0
+    calls = tokens = 0
+    unpriced = []
+    for subject, group in by_subject.items():
+        est = estimate(group, done, chat)
+        price = prices.price(subject)
+        if not est["calls"]:
+            continue
+        if price is None:
+            unpriced.append(prices.why_unknown(subject))
+            continue
+        calls += est["calls"]
+        tokens += est["input_tokens"] + est["output_tokens"]
+        low += price.cost(est["input_tokens"], 0, est["calls"], batch)
+        high += price.cost(est["input_tokens"], 0, est["output_tokens"], batch)
+    per_call = (high / calls, tokens // calls) if calls else (0.0, 0)
+    return {"cost_low": low, "cost_high": high, "unpriced": unpriced, "per_call": per_call}
+
+
+def _budget(options: dict | None, sessions, done, chat, batch: bool) -> tuple[Budget, dict]:
+    """The run's :class:`Budget` (limits of ``options``, prices of ``--prices``/``--price``) and its cost estimate."""
+    options = dict(options or {})
+    prices = load_prices(options.pop("prices", None), options.pop("price", None) or ())
+    est = costs(sessions, done, chat, prices, batch)
+    if options.get("max_cost") is not None and est["unpriced"]:
+        raise BayesobsInputError(f"--max-cost needs a price for every model: {est['unpriced'][0]}")
+    return Budget(prices, first_call=est["per_call"], **options), est
 
 
 @contextmanager
@@ -80,6 +143,7 @@ def start(
     hvs: str | None = None,
     batch: dict | None = None,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    budget: dict | None = None,
 ) -> RunReport:
     """Run planned sessions into experiment folder ``out``: the one path of ``run`` and ``sweep``.
 
@@ -130,6 +194,13 @@ def start(
         :class:`bayesobs.run.batch.BatchOptions` fields; run through the Batch API.
     max_concurrency : int, default DEFAULT_MAX_CONCURRENCY
         Ceiling of ``concurrency="auto"``.
+    budget : dict, optional
+        ``max_cost`` (dollars), ``max_total_tokens``, ``prices`` (a price
+        file) and ``price`` (``MODEL=IN,OUT`` overrides):
+        :class:`bayesobs.run.budget.Budget`.  The folder's calls, earlier
+        runs' included, are counted against the limits; a session stops
+        cleanly before a call would pass them (the report's
+        ``budget_reached``), and the same call with larger limits resumes.
 
     Returns
     -------
@@ -152,18 +223,24 @@ def start(
     record = experiment_record(specs, subjects, **settings, chat=chat, sim_seed=sim_seed, ami=ami)
     if hvs:  # only then: folders without hvs keep their manifest
         record["hvs"] = hvs
+    logged = logged_trials(Path(out) / "trials.jsonl")[0] if dry_run else {}
+    money, est = _budget(budget, sessions, logged, chat, batch is not None)
     if dry_run:
-        done = set(logged_trials(Path(out) / "trials.jsonl")[0])
+        done = set(logged)
         extra = (
             {"batch_rounds": _batch().rounds_needed(sessions, done)} if batch is not None else {}
         )
+        for row in logged.values():
+            money.spend.add(row, money.prices)
         return RunReport(
             dry_run={
                 **estimate(sessions, done, chat),
                 "logged": len(done),
                 "sessions": len(sessions),
+                **{k: est[k] for k in ("cost_low", "cost_high", "unpriced")},
                 **extra,
-            }
+            },
+            budget=money,
         )
     objs = make_subjects(
         subjects,
@@ -177,10 +254,12 @@ def start(
     )
     with ExperimentStore(out, record, lock=True) as store, _sigterm_as_ctrl_c():
         torn, unreadable = list(store.torn_logs), list(store.unreadable_lines)
+        for row in store.done.values():  # the folder's earlier calls count against the budget
+            money.spend.add(row, money.prices)
         if batch is not None:
             # the batch path's bar, else its own line per poll
             report = _batch().execute_batch(
-                sessions, store, objs, batch_options, chat, progress is True
+                sessions, store, objs, batch_options, chat, progress is True, money
             )
         else:
             report = execute(
@@ -190,6 +269,7 @@ def start(
                 concurrency=concurrency,
                 progress=progress,
                 max_concurrency=max_concurrency,
+                budget=money,
             )
     report.torn_logs = torn
     report.unreadable_lines = unreadable
@@ -292,6 +372,7 @@ def sweep(
     hvs: str | Path | None = None,
     batch: dict | None = None,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    budget: dict | None = None,
     **chat,
 ) -> RunReport:
     """Run a protocol (e.g. ``tasks/bayesbench.toml``) on subjects into folder ``out``.
@@ -343,6 +424,8 @@ def sweep(
         :class:`bayesobs.run.batch.BatchOptions` fields.
     max_concurrency : int, default DEFAULT_MAX_CONCURRENCY
         Ceiling of ``concurrency="auto"``.
+    budget : dict, optional
+        Limits and prices, as in :func:`start` (``--max-cost`` ...).
     **chat
         Chat options of API subjects.
 
@@ -385,6 +468,7 @@ def sweep(
         hvs=hvs,
         batch=batch,
         max_concurrency=max_concurrency,
+        budget=budget,
     )
     if progress and not dry_run:
         print(total_line(report, time.perf_counter() - t0, planning), file=sys.stderr, flush=True)

@@ -128,8 +128,12 @@ class BatchSubject:
 class BatchRun:
     """Runs sessions through batch APIs in rounds into a store (see :mod:`bayesobs.run.batch`)."""
 
-    def __init__(self, store: ExperimentStore, subjects: dict, options: BatchOptions, progress):
+    def __init__(
+        self, store: ExperimentStore, subjects: dict, options: BatchOptions, progress, budget=None
+    ):
         self.store = store
+        self.budget = budget  # bayesobs.run.budget.Budget: money counted, batches held to it
+        self.counted = set(store.done)  # rows already in the budget's spend
         self.subjects = subjects
         self.options = options
         self.progress = progress
@@ -144,6 +148,7 @@ class BatchRun:
             store, {n: BatchSubject(self, s) for n, s in subjects.items()}, progress=False
         )
         self.report = self.runner.report
+        self.report.budget = budget
         self.finished: set[tuple] = set()
         self.stopped: set[tuple] = set()
         self.bar = None
@@ -225,6 +230,10 @@ class BatchRun:
                 self.report.failed_sessions.append(f"{label}: {msg}")
                 self.store.log_run(event="session_failed", session=label, error=msg)
                 self.stopped.add(sess.key)
+        if self.budget is not None:  # count the replies logged this round (batch prices)
+            for key in set(self.store.done) - self.counted:
+                self.budget.spend.add(self.store.done[key], self.budget.prices)
+            self.counted = set(self.store.done)
         return pending
 
     async def requests(self, sess, first: Pending) -> list[tuple[tuple, dict]]:
@@ -254,6 +263,18 @@ class BatchRun:
                 if key in flying or key in self.results:
                     continue
                 by_subject.setdefault(sess.subject, {})[custom_id(key)] = (key, body)
+        if self.budget is not None:  # no more requests than the budget holds
+            n = sum(map(len, by_subject.values()))
+            room = self.budget.fits(n)
+            if room < n and self.report.budget_reached is None:
+                self.report.budget_reached = self.budget.stop_line()
+                self.store.log_run(event="budget_reached", **self.budget.event())
+            for name in list(by_subject):
+                keep = dict(list(by_subject[name].items())[:room])
+                room -= len(keep)
+                by_subject[name] = keep
+                if not keep:
+                    del by_subject[name]
         if not by_subject:
             return
         self.round += 1
@@ -386,6 +407,8 @@ class BatchRun:
                 if not pending and not self.inflight:
                     break
                 await self.submit(pending)
+                if not self.inflight and self.report.budget_reached:
+                    break  # the budget holds no more: what is logged is kept
                 if not self.inflight:  # nothing could be submitted: should not happen
                     raise RuntimeError("batch run: trials wait but no batch is in flight")
                 self.planned = max(self.planned, self.round)
@@ -404,10 +427,11 @@ def execute_batch(
     options: BatchOptions,
     chat: dict | None = None,
     progress: bool = False,
+    budget=None,
 ):
     """Run sessions through batch APIs into ``store``; logs the invocation in ``runs.jsonl``."""
     store.log_run(event="start", sessions=len(sessions), batch=True)
-    engine = BatchRun(store, subjects, options, progress)
+    engine = BatchRun(store, subjects, options, progress, budget)
 
     async def go():
         try:
@@ -438,5 +462,6 @@ def execute_batch(
         seconds=round(report.seconds, 3),
         batch_rounds=engine.round,
         batches=engine.submitted,
+        **(budget.spend.summary() if budget is not None else {}),
     )
     return report
