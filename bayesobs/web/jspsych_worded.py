@@ -1,0 +1,140 @@
+"""The worded tasks in the jsPsych export: words, lists, cells and points tapped, as ``serve`` asks them.
+
+A trial carries the stimulus asked (``bayesobs_stimulus``): the reader
+(:mod:`bayesobs.worded`) reads the answer with the task's own parser, as
+``serve`` does.  A step asked from the answer before it (the decomposed hunt)
+carries its question for every answer the step before may take (the task's
+``answer_choices``); the page asks the one the participant's answer picks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ..errors import BayesobsInputError
+from ..stimuli.base import choice_key
+from .answers import ASKS_RE, MAX_TEXT_ANSWER, answer_kind, catch_word
+
+WORDED_JS = r"""
+// Worded answers (a word, a list, a cell or a point tapped on the picture), as `serve` asks them.
+let boLast = null;  // the last worded answer (as matched against choices): a dependent step starts there
+function boKey(s) { return String(s).replace(/[{}]/g, " ").toLowerCase().split(/\s+/).filter(Boolean).join(" "); }
+function worded(t, progress) {
+  let asked = t;  // the question asked: t, or (a dependent step) the one the previous answer picks
+  const tapped = t.answer === "tap";
+  return {
+    type: jsPsychSurveyHtmlForm,
+    preamble: () => {
+      const f = t.follow && t.follow[boLast];  // its stimulus: the planned one's text, its own question
+      asked = f ? {...t, ...f, data: {...t.data, ...f.data,
+                   bayesobs_stimulus: {...t.data.bayesobs_stimulus, ...f.data.bayesobs_stimulus}}} : t;
+      return stimulusHtml(asked) + (asked.question ? `<p class="bo-question">${esc(asked.question)}</p>` : "");
+    },
+    html: tapped ? '<p id="bo-tap-hint">Tap (or click) the picture where your answer is; tap again to move it.</p>' +
+      ["x", "y", "display_w", "display_h"].map((n) => `<input type="hidden" name="${n}">`).join("")
+      : `<p><label>Your answer <input name="response" type="text" maxlength="${t.maxlength}" ` +
+        'required autofocus autocomplete="off"></label></p>',
+    button_label: "Continue",
+    data: t.data,
+    on_load: () => { fitText(); tapped ? boTap() : boCheck(asked); },
+    on_finish: (d) => {
+      Object.assign(d, asked.data);
+      const text = (d.response || {}).response;
+      if (d.catch) {
+        d.correct = String(text).trim().toLowerCase() === asked.word;
+      } else if (!tapped && !d.bayesobs_practice) boLast = boKey(text);
+      progress();
+    },
+  };
+}
+// A typed answer outside the trial's few choices is refused in the page, as `serve` refuses it.
+function boCheck(t) {
+  const input = document.querySelector("#jspsych-content input[name=response]");
+  const check = () => input.setCustomValidity(
+    !t.choices || !input.value.trim() || t.choices.includes(boKey(input.value)) ? "" : t.hint);
+  input.addEventListener("input", check);
+}
+// A tap: the point in the image's own pixels (scaled from the size it is shown at), with that size.
+function boTap() {
+  const img = document.querySelector("#jspsych-content .bo-stim img");
+  const button = document.querySelector("#jspsych-survey-html-form-next");
+  const ring = document.createElement("div");
+  ring.id = "bo-tap";
+  ring.hidden = true;
+  ring.style.cssText = "position:absolute;width:18px;height:18px;margin:-12px 0 0 -12px;" +
+    "border:3px solid #dc2626;border-radius:50%;pointer-events:none";
+  img.parentElement.style.position = "relative";
+  img.parentElement.append(ring);
+  img.style.cursor = "crosshair";
+  button.disabled = true;
+  img.addEventListener("click", (ev) => {
+    if (!img.complete || !img.naturalWidth) return;
+    const box = img.getBoundingClientRect(), w = img.clientWidth, h = img.clientHeight;
+    const clamp = (v, hi) => Math.min(Math.max(v, 0), hi);
+    const x = clamp((ev.clientX - box.left - img.clientLeft) * img.naturalWidth / w, img.naturalWidth);
+    const y = clamp((ev.clientY - box.top - img.clientTop) * img.naturalHeight / h, img.naturalHeight);
+    const set = {x: Math.round(x * 10) / 10, y: Math.round(y * 10) / 10, display_w: w, display_h: h};
+    for (const [n, v] of Object.entries(set)) document.querySelector(`#jspsych-content input[name=${n}]`).value = v;
+    ring.style.left = `${img.offsetLeft + img.clientLeft + set.x * w / img.naturalWidth}px`;
+    ring.style.top = `${img.offsetTop + img.clientTop + set.y * h / img.naturalHeight}px`;
+    ring.hidden = false;
+    button.disabled = false;
+  });
+}
+"""
+
+
+def check_worded(task, stim, catch_every) -> None:
+    """Refuse, in one line, what the export cannot ask of ``task`` (serve can)."""
+    if task.paradigm == "hvs":
+        raise BayesobsInputError(
+            "task hvs reads its questions from a --hvs folder, which the jsPsych export does "
+            "not carry: run it with `bayesobs serve`"
+        )
+    if catch_every and task.tap_area(stim) is not None:
+        raise BayesobsInputError(
+            f"task {task.name} is answered by a tap: its attention checks (--catch-every) run "
+            "in `bayesobs serve` only; export it without --catch-every"
+        )
+
+
+def asked(task, stim) -> dict:
+    """What a trial shows and logs for ``stim``: question, choices, the stimulus asked."""
+    choices = task.answer_choices(stim)
+    asks = ASKS_RE.search(task.human_question(stim) or "")
+    return {
+        "question": task.human_question(stim),
+        "choices": [choice_key(c) for c in choices] if choices is not None else None,
+        "hint": f"Please type {asks.group(1)}." if asks else "Please answer as the question asks.",
+        "data": {"stimulus_id": stim.key(), "bayesobs_stimulus": asdict(stim)},
+    }
+
+
+def worded_fields(task, stim, previous=None) -> dict:
+    """A worded trial's fields (``previous``: the planned step before a dependent one)."""
+    out = {**answer_kind(task, stim), **asked(task, stim), "maxlength": MAX_TEXT_ANSWER}
+    if previous is not None:  # each answer the step before may take picks this step's question
+        choices = task.answer_choices(previous)
+        if choices is None:
+            raise BayesobsInputError(
+                f"task {task.name} asks a step from the participant's previous answer, which "
+                "may be any text: the export cannot build it; run it with `bayesobs serve`"
+            )
+        follow = {}
+        for c in choices:
+            step = asked(
+                task, task.follow_up(stim, previous, task.person_row(previous, {"response": c}))
+            )
+            if (
+                step["data"]["bayesobs_stimulus"]["text"] == stim.text
+            ):  # the page keeps the planned text
+                del step["data"]["bayesobs_stimulus"]["text"]
+            follow[choice_key(c)] = {k: v for k, v in step.items() if v != out.get(k)}
+        out["follow"] = follow
+    return out
+
+
+def word_catch(seed, k: int) -> dict:
+    """Attention check ``k`` of a worded task: a word to type, as ``serve`` asks it."""
+    word = catch_word(seed, k)
+    return {"word": word, "question": f"Please type the word {word} as your answer to this one."}

@@ -1,0 +1,57 @@
+"""Worded answers in a jsPsych export's data, read by their task's own parser as ``serve`` reads them."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from .errors import BayesobsInputError
+from .paradigms import find_task
+
+STIMULUS = "bayesobs_stimulus"  # the data column of the stimulus asked (a worded task's trial)
+
+
+def _loaded(v):
+    """A JSON object as it came: a dict (JSON data) or its text (CSV data)."""
+    return json.loads(v) if isinstance(v, str) else v
+
+
+def read_worded(rows: pd.DataFrame, answers: pd.Series) -> pd.DataFrame:
+    """``rows`` with each worded trial's ``answers`` (the form's fields) read into the task's columns.
+
+    Parameters
+    ----------
+    rows : DataFrame
+        A jsPsych export's trial rows; those with a :data:`STIMULUS` are read.
+    answers : Series
+        Each row's form fields (``{"response": text}`` or a tap's ``x``, ``y``,
+        ``display_w``, ``display_h``), as a dict or its JSON text.
+
+    Returns
+    -------
+    DataFrame
+        The rows, the worded ones with the columns ``Task.person_row`` gives
+        (``response``, ``valid``, ``correct``, ...), :data:`STIMULUS` dropped.
+    """
+    if STIMULUS not in rows.columns:
+        return rows
+    out = rows.copy()
+    tasks: dict = {}
+    graded = {}
+    for i, stim in out[STIMULUS].items():
+        if not isinstance(stim, (dict, str)):
+            continue
+        stim = _loaded(stim)
+        name = stim.get("task")
+        if name not in tasks:
+            cls = find_task(str(name))
+            if cls is None:
+                raise BayesobsInputError(f"task {name} of the jsPsych data is not installed")
+            tasks[name] = cls()
+        graded[i] = tasks[name].person_row(stim, _loaded(answers[i]) or {})
+    table = pd.DataFrame.from_dict(graded, orient="index")
+    for col in table.columns:
+        out[col] = out[col].astype(object) if col in out.columns else None
+        out.loc[table.index, col] = table[col].astype(object)
+    return out.drop(columns=[STIMULUS])
