@@ -32,11 +32,16 @@ def read_worded(rows: pd.DataFrame, answers: pd.Series) -> pd.DataFrame:
     -------
     DataFrame
         The rows, the worded ones with the columns ``Task.person_row`` gives
-        (``response``, ``valid``, ``correct``, ...), :data:`STIMULUS` dropped.
+        (``response``, ``valid``, ``correct``, ...), a word check's ``response``
+        1 or 0, :data:`STIMULUS` dropped.
     """
-    if STIMULUS not in rows.columns:
-        return rows
     out = rows.copy()
+    if "catch_word" in out.columns:  # a word typed as asked: response 1 or 0, as serve logs it
+        said = out["catch_word"].notna()
+        right = out.loc[said, "correct"].map(lambda v: str(v).lower() in ("true", "1", "1.0"))
+        out.loc[said, "response"] = right.astype(float)
+    if STIMULUS not in out.columns:
+        return out
     tasks: dict = {}
     graded = {}
     for i, stim in out[STIMULUS].items():

@@ -168,9 +168,10 @@ function build(jsPsych, subject, counter) {
   const answers = trials.length + CONFIG.catch.length;  // the catch trials count as answers
   // catch trial k, after trial t: a number to type as stated, logged in t's block with catch = true
   function catchTrial(c, k, t) {
-    if (c.word) return {...t, follow: null, question: c.question, word: c.word, choices: null, text: null, image: null,
+    if (c.word) return {...t, instruction: CONFIG.catch_instruction, follow: null, question: c.question, word: c.word, choices: null, text: null, image: null,
                         images: null, data: {...t.data, trial: -(k + 1), catch: true, catch_index: k, stimulus: 0,
-                                             blur_sigma: 0, stimulus_id: null, catch_word: c.word}};
+                                             blur_sigma: 0, stimulus_id: null, catch_word: c.word,
+                                             bayesobs_stimulus: null}};
     return {instruction: `${CONFIG.catch_instruction} ${c.question}`, unit: "", min: t.min, max: t.max,
             wrap: false, text: null, image: null,
             data: {...t.data, trial: -(k + 1), catch: true, catch_index: k, stimulus: c.value,

@@ -34,7 +34,7 @@ function worded(t, progress) {
       ["x", "y", "display_w", "display_h"].map((n) => `<input type="hidden" name="${n}">`).join("")
       : `<p><label>Your answer <input name="response" type="text" maxlength="${t.maxlength}" ` +
         'required autofocus autocomplete="off"></label></p>',
-    button_label: "Continue",
+    button_label: "Submit",  // as the tasks' instructions for people say
     data: t.data,
     on_load: () => { fitText(); tapped ? boTap() : boCheck(asked); },
     on_finish: (d) => {

@@ -202,3 +202,205 @@ def test_a_tapped_task_with_attention_checks_is_refused_in_one_line(tmp_path, ca
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--catch-every" in err
     assert not (tmp_path / "a" / "experiment.js").exists()
+
+
+# ---------------------------------------------------------------- in Chromium (slow)
+@pytest.fixture(scope="module")
+def node_modules(tmp_path_factory):
+    """One npm install of jsPsych (each export links to it)."""
+    if NPM is None:
+        pytest.skip("npm is not installed")
+    from bayesobs.web.jspsych import JSPSYCH
+
+    d = tmp_path_factory.mktemp("npm")
+    (d / "package.json").write_text(json.dumps({"name": "bo-worded", "dependencies": JSPSYCH}))
+    npm = [NPM, "install", "--no-audit", "--no-fund", "--prefer-offline"]
+    subprocess.run(npm, cwd=d, check=True, capture_output=True)
+    return d / "node_modules"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium_browser() as b:
+        yield b
+
+
+def _built(spec: Path, out: Path, node_modules: Path, *args: str):
+    """The exported bundle, built and served from dist/ on 127.0.0.1; yields its page URL."""
+    import functools
+    import http.server
+    import threading
+
+    assert (
+        main(["export", "jspsych", str(spec), "--out", str(out), "--order", "fixed"] + list(args))
+        == 0
+    )
+    (out / "node_modules").symlink_to(node_modules)
+    subprocess.run([NPM, "run", "build"], cwd=out, check=True, capture_output=True)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out / "dist"))
+    handler.log_message = lambda *a: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/index.html?pid=js1"
+
+
+TRIAL_DATA = "window.jsPsych.getCurrentTrial().data"
+PROGRESS = "window.jsPsych.getProgress().current_trial_global"
+STEP_START = re.compile(r"Starting at the (\w+ \w+), follow the label for 1 step\.")
+
+
+def _tap(page, x: float, y: float) -> None:
+    """Tap the trial's picture at image pixel ``(x, y)`` (scaled to the size it is shown at)."""
+    img = page.locator("#jspsych-content .bo-stim img")
+    img.evaluate("i => i.complete || new Promise(r => i.onload = r)")
+    w, nat = img.evaluate("i => [i.clientWidth, i.naturalWidth]")
+    img.click(position={"x": x * w / nat, "y": y * w / nat})
+    assert page.locator("#bo-tap").is_visible()
+
+
+def _say(page, answer: str | tuple) -> None:
+    """Answer the trial on the page (a tap at a point, else typed) and press Continue."""
+    if isinstance(answer, tuple):
+        _tap(page, *answer)
+    else:
+        page.fill("#jspsych-content input[name=response]", answer)
+    page.get_by_role("button", name="Submit").click()
+
+
+def _take_part(page, url: str, answers) -> pd.DataFrame:
+    """Consent, the practice, then ``answers(i, data, question)`` for each trial; the data read."""
+    page.set_default_timeout(15000)
+    page.goto(url)
+    page.get_by_role("button", name="I agree").click()
+    page.get_by_role("button", name="Start the practice trial").click()
+    i = 0
+    for _ in range(40):  # never more screens than this
+        page.wait_for_selector("#jspsych-survey-html-form-next, #bo-code")
+        if page.locator("#bo-code").count():
+            break
+        data = page.evaluate(TRIAL_DATA)
+        at = page.evaluate(PROGRESS)
+        question = page.locator("#jspsych-content").inner_text()
+        said = answers(i, data, question)
+        _say(page, said)
+        page.wait_for_function(f"{PROGRESS} > {at}")  # the next screen, not this one again
+        if data.get("bayesobs_practice"):
+            page.get_by_role("button", name="Start the study").click()
+        else:
+            i += 1
+    rows = json.loads(page.evaluate("window.jsPsych.data.get().json()"))
+    return [r for r in rows if r.get("bayesobs_trial")]
+
+
+def _serve_same(spec: Path, folder: Path, rows: list[dict], args: dict) -> Path:
+    """The same answers, as the page recorded them, given to ``serve`` by participant js1."""
+    server = ParticipantServer(spec, folder, order="fixed", **args)
+    with running(server) as url, httpx.Client(base_url=url) as c:
+        assert c.post("/api/start", json={"consent": True, "pid": "js1"}).status_code == 200
+        t = c.get("/api/next").json()
+        for r in rows:
+            said = {k: float(v) if k != "response" else v for k, v in r["response"].items()}
+            r = c.post("/api/answer", json={"id": t["id"], **said})
+            assert r.status_code == 200, r.text
+            t = r.json()
+    return folder
+
+
+def _scores(data: Path, out: Path, table: str) -> pd.DataFrame:
+    assert main(["score", str(data), "--out", str(out), "--bootstrap", "2", "--no-probe"]) == 0
+    return pd.read_csv(out / f"{table}.csv")
+
+
+@pytest.mark.slow
+def test_a_search_task_is_tapped_at_phone_width_and_scores_as_served(
+    node_modules, browser, tmp_path
+):
+    """Cells and points tapped on a 390-px screen: the read data score as serve scores the taps."""
+    spec = ROOT / "tasks" / "two_among_five.toml"
+    httpd, url = _built(
+        spec, tmp_path / "x", node_modules, "--trials", "1", "--platform", "cognition"
+    )
+    try:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+
+        def answer(i, data, question):
+            assert "Tap it" in question
+            if data.get("bayesobs_practice"):
+                return (200, 200)
+            p = data["bayesobs_stimulus"]["params"]
+            return (p["x"][0], p["y"][0]) if i % 2 == 0 else (400 - p["x"][0], 400 - p["y"][0])
+
+        rows = _take_part(page, url, answer)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert len(rows) == 6 and all(float(r["response"]["display_w"]) < 390 for r in rows)
+    (tmp_path / "data.json").write_text(json.dumps(rows))
+    got = bayesobs.read_trials(tmp_path / "data.json")
+    served = _serve_same(spec, tmp_path / "e", rows, {"trials": 1})
+    want = bayesobs.read_trials(served)
+    for col in ("correct", "response", "response_cell", "tap_x", "tap_y", "error_px"):
+        assert _values(got[col]) == _values(want[col]), col
+    assert sorted(got["correct"].astype(int)) == [0, 0, 0, 1, 1, 1]  # on the target, or opposite
+    a = _scores(tmp_path / "data.json", tmp_path / "s1", "search_accuracy")
+    b = _scores(served, tmp_path / "s2", "search_accuracy")
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.slow
+def test_the_decomposed_hunt_in_chromium_follows_the_typed_answer(node_modules, browser, tmp_path):
+    """Step 2 starts where the participant said; typos are refused in the page; a word check."""
+    spec = tmp_path / "hunt.toml"
+    spec.write_text(HUNT)
+    args = ("--platform", "cognition", "--catch-every", "4")
+    httpd, url = _built(spec, tmp_path / "x", node_modules, *args)
+    said = []
+    try:
+        page = browser.new_page()
+
+        def answer(i, data, question):
+            if data.get("catch"):
+                return re.search(r"type the word (\w+)", question).group(1)
+            text = (data.get("bayesobs_stimulus") or {}).get("text")
+            cells = {f"{c['colour']} {c['shape']}": c for c in grid_from_text(text or "") or ()}
+            m = STEP_START.search(question)
+            final = "what color are you on" in question.lower()
+            if data.get("bayesobs_practice"):
+                return "red" if final else "red circle"
+            if i == 0:  # a wrong cell on the grid, whose label is on the grid; a typo first
+                right = cells[m.group(1)]["label"]
+                pick = next(k for k, c in cells.items() if k != right and c["label"] in cells)
+                page.fill("#jspsych-content input[name=response]", "purple circel")
+                page.get_by_role("button", name="Submit").click()
+                assert page.evaluate(
+                    "document.querySelector('input[name=response]').validationMessage"
+                )
+                said.append(pick)
+                return "{" + pick.upper() + "}"
+            if i == 1:
+                assert m.group(1) == said[0]  # asked from the participant's own answer
+            there = cells.get(cells[m.group(1)]["label"]) if m.group(1) in cells else None
+            if there is None:
+                return "red" if final else "red circle"
+            return there["colour"] if final else f"{there['colour']} {there['shape']}"
+
+        rows = _take_part(page, url, answer)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert len(rows) == 7 and [bool(r.get("catch")) for r in rows].count(True) == 1
+    (tmp_path / "data.json").write_text(json.dumps(rows))
+    got = bayesobs.read_trials(tmp_path / "data.json")
+    served = _serve_same(spec, tmp_path / "e", rows, {"catch_every": 4})
+    want = bayesobs.read_trials(served)
+    for col in ("correct", "valid", "step_start", "gold", "stimulus_id", "response"):
+        assert _values(got[col]) == _values(want[col]), col
+    assert got["step_start"].iloc[1] == said[0]
+    checks = [bayesobs.read_trials(f, keep_catch=True) for f in (tmp_path / "data.json", served)]
+    got, want = (t.loc[t["catch"].astype(str).str.lower() == "true"] for t in checks)
+    for col in ("response", "raw_response", "correct", "catch_word", "trial"):
+        assert _values(got[col]) == _values(want[col]), col
+    assert got["response"].tolist() == [1.0]
+    a = _scores(tmp_path / "data.json", tmp_path / "s1", "perception")
+    b = _scores(served, tmp_path / "s2", "perception")
+    pd.testing.assert_frame_equal(a, b)
