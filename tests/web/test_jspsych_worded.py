@@ -404,3 +404,47 @@ def test_the_decomposed_hunt_in_chromium_follows_the_typed_answer(node_modules, 
     a = _scores(tmp_path / "data.json", tmp_path / "s1", "perception")
     b = _scores(served, tmp_path / "s2", "perception")
     pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "table"), [("object_reid", "perception"), ("percept_v_small", "perceptv_domains")]
+)
+def test_typed_answers_in_chromium_score_as_served(name, table, node_modules, browser, tmp_path):
+    """Right and wrong answers typed in the page (two images for re-identification): the read
+    data, and their scores, equal serve's for the same answers."""
+    spec = ROOT / "tasks" / f"{name}.toml"
+    trials = "1" if name == "object_reid" else "4"
+    httpd, url = _built(spec, tmp_path / "x", node_modules, "--trials", trials)
+    try:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        task = TASKS[name.removesuffix("_small")]()
+
+        def answer(i, data, question):
+            shown = page.locator("#jspsych-content .bo-stim img").count()
+            if data.get("bayesobs_practice"):
+                return "yes" if name == "object_reid" else "1"
+            stim = Stimulus(**data["bayesobs_stimulus"])
+            assert shown == stim.params["n_images"] >= 1  # every image, in order
+            assert task.human_question(stim) in question
+            right = task.human_answer(stim)
+            if i % 2 == 0:  # right; else wrong where a wrong answer is readable (serve asks again)
+                return right
+            return {"yes": "no", "no": "yes"}.get(
+                right, str(int(right) + 1) if right.isdigit() else right
+            )
+
+        rows = _take_part(page, url, answer)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    (tmp_path / "data.json").write_text(json.dumps(rows))
+    got = bayesobs.read_trials(tmp_path / "data.json")
+    served = _serve_same(spec, tmp_path / "e", rows, {"trials": int(trials)})
+    want = bayesobs.read_trials(served)
+    assert len(got) == len(want) == len(rows) >= 3
+    for col in ("correct", "valid", "response", "gold", "raw_response", "stimulus_id"):
+        assert _values(got[col]) == _values(want[col]), col
+    a = _scores(tmp_path / "data.json", tmp_path / "s1", table)
+    b = _scores(served, tmp_path / "s2", table)
+    pd.testing.assert_frame_equal(a, b)
