@@ -54,7 +54,13 @@ def read_worded(rows: pd.DataFrame, answers: pd.Series) -> pd.DataFrame:
             if cls is None:
                 raise BayesobsInputError(f"task {name} of the jsPsych data is not installed")
             tasks[name] = cls()
-        graded[i] = tasks[name].person_row(stim, _loaded(answers[i]) or {})
+        try:
+            graded[i] = tasks[name].person_row(stim, _loaded(answers[i]) or {})
+        except (KeyError, TypeError, ValueError) as exc:  # a tap without its point, a bad stimulus
+            raise BayesobsInputError(
+                f"row {i + 1} of the jsPsych data: its answer or stimulus cannot be read "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
     table = pd.DataFrame.from_dict(graded, orient="index")
     for col in table.columns:
         out[col] = out[col].astype(object) if col in out.columns else None

@@ -31,7 +31,7 @@ function worded(t, progress) {
       return stimulusHtml(asked) + (asked.question ? `<p class="bo-question">${esc(asked.question)}</p>` : "");
     },
     html: tapped ? '<p id="bo-tap-hint">Tap (or click) the picture where your answer is; tap again to move it.</p>' +
-      ["x", "y", "display_w", "display_h"].map((n) => `<input type="hidden" name="${n}">`).join("")
+      ["x", "y", "display_w", "display_h"].map((n) => `<input name="${n}" required style="display:none">`).join("")
       : `<p><label>Your answer <input name="response" type="text" maxlength="${t.maxlength}" ` +
         'required autofocus autocomplete="off"></label></p>',
     button_label: "Submit",  // as the tasks' instructions for people say

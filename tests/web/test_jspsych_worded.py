@@ -179,6 +179,15 @@ def test_the_export_asks_as_serve_asks_and_reads_as_serve_reads(name, tmp_path):
     extra = [c for c in want.columns if c.startswith(("tap_", "response_", "step", "error_px"))]
     for col in cols + extra:
         assert _values(got[col]) == _values(want[col]), col
+    # the same data as a CSV export (Pavlovia's): objects as JSON text, read alike
+    rows = _page_rows(blocks, answers)
+    table = pd.DataFrame(
+        [{k: json.dumps(v) if isinstance(v, dict) else v for k, v in r.items()} for r in rows]
+    )
+    table.to_csv(tmp_path / "data.csv", index=False)
+    csv = bayesobs.read_trials(tmp_path / "data.csv")
+    for col in ("correct", "valid", "response"):
+        assert _values(csv[col].astype(float)) == _values(got[col].astype(float)), col
 
 
 def test_the_decomposed_hunt_asks_each_step_from_the_previous_answer(tmp_path):
@@ -211,13 +220,25 @@ def test_the_decomposed_hunt_asks_each_step_from_the_previous_answer(tmp_path):
     assert got["step_start"].iloc[1] == said
 
 
-def test_a_tapped_task_with_attention_checks_is_refused_in_one_line(tmp_path, capsys):
+def test_a_tapped_task_with_attention_checks_or_a_tap_without_its_point_is_one_line(
+    tmp_path, capsys
+):
     """What the export cannot carry: one line on stderr, exit 2, nothing written."""
     argv = ["export", "jspsych", str(ROOT / "tasks" / "two_among_five.toml"), "--trials", "1"]
     assert main([*argv, "--out", str(tmp_path / "a"), "--catch-every", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--catch-every" in err
     assert not (tmp_path / "a" / "experiment.js").exists()
+    # data whose tap lost its point (an edited file): one line, exit 2, no score written
+    blocks = _export(ROOT / "tasks" / "two_among_five.toml", tmp_path / "b", "--trials", "1")
+    rows = _page_rows(blocks, [{"x": 1, "y": 2, "display_w": 3, "display_h": 3}] * 6)
+    del rows[0]["response"]["x"]
+    (tmp_path / "data.json").write_text(json.dumps(rows))
+    capsys.readouterr()
+    assert main(["score", str(tmp_path / "data.json"), "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "row 1 of the jsPsych data" in err, err
+    assert not list((tmp_path / "s").glob("*.csv"))  # no score table
 
 
 # ---------------------------------------------------------------- in Chromium (slow)
