@@ -32,12 +32,13 @@ def read_worded(rows: pd.DataFrame, answers: pd.Series) -> pd.DataFrame:
     -------
     DataFrame
         The rows, the worded ones with the columns ``Task.person_row`` gives
-        (``response``, ``valid``, ``correct``, ...), a word check's ``response``
-        1 or 0, :data:`STIMULUS` dropped.
+        (``response``, ``valid``, ``correct``, ...), an attention check's
+        ``response`` 1 or 0 (a word typed, a tap within ``catch_radius_px``),
+        :data:`STIMULUS` dropped.
     """
     out = rows.copy()
-    if "catch_word" in out.columns:  # a word typed as asked: response 1 or 0, as serve logs it
-        said = out["catch_word"].notna()
+    said = out["catch_word"].notna() if "catch_word" in out.columns else []
+    if any(said):  # a word typed as asked: response 1 or 0, as serve logs it
         right = out.loc[said, "correct"].map(lambda v: str(v).lower() in ("true", "1", "1.0"))
         out.loc[said, "response"] = right.astype(float)
     if STIMULUS not in out.columns:
@@ -54,8 +55,12 @@ def read_worded(rows: pd.DataFrame, answers: pd.Series) -> pd.DataFrame:
             if cls is None:
                 raise BayesobsInputError(f"task {name} of the jsPsych data is not installed")
             tasks[name] = cls()
+        radius = out.at[i, "catch_radius_px"] if "catch_radius_px" in out.columns else None
         try:
-            graded[i] = tasks[name].person_row(stim, _loaded(answers[i]) or {})
+            graded[i] = row = tasks[name].person_row(stim, _loaded(answers[i]) or {})
+            if pd.notna(radius):  # a tapped attention check: right within its radius
+                right = bool(row["error_px"] <= float(radius))
+                graded[i] = {**row, "response": float(right), "valid": True, "correct": right}
         except (KeyError, TypeError, ValueError) as exc:  # a tap without its point, a bad stimulus
             raise BayesobsInputError(
                 f"row {i + 1} of the jsPsych data: its answer or stimulus cannot be read "

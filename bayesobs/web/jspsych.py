@@ -22,7 +22,7 @@ from ..run.presentation import (
 from ..run.store import save_png
 from ..stimuli import TASKS
 from .answers import ANSWER_RANGE, CATCH_INSTRUCTION, WRAP_TEXT
-from .jspsych_worded import WORDED_JS, check_worded, word_catch, worded_fields
+from .jspsych_worded import WORDED_JS, worded_catch, worded_fields
 from .study import (
     block_order,
     catch_plan,
@@ -168,10 +168,11 @@ function build(jsPsych, subject, counter) {
   const answers = trials.length + CONFIG.catch.length;  // the catch trials count as answers
   // catch trial k, after trial t: a number to type as stated, logged in t's block with catch = true
   function catchTrial(c, k, t) {
-    if (c.word) return {...t, instruction: CONFIG.catch_instruction, follow: null, question: c.question, word: c.word, choices: null, text: null, image: null,
-                        images: null, data: {...t.data, trial: -(k + 1), catch: true, catch_index: k, stimulus: 0,
-                                             blur_sigma: 0, stimulus_id: null, catch_word: c.word,
-                                             bayesobs_stimulus: null}};
+    if (t.answer && t.answer !== "number")  // a worded task's check: a word, or the one item to tap
+      return {...t, instruction: CONFIG.catch_instruction, follow: null, question: c.question, word: c.word,
+              choices: null, text: null, image: c.image || null, images: null,
+              data: {...t.data, trial: -(k + 1), catch: true, catch_index: k, stimulus: 0, blur_sigma: 0,
+                     stimulus_id: null, catch_word: c.word || null, bayesobs_stimulus: null, ...c.data}};
     return {instruction: `${CONFIG.catch_instruction} ${c.question}`, unit: "", min: t.min, max: t.max,
             wrap: false, text: null, image: null,
             data: {...t.data, trial: -(k + 1), catch: true, catch_index: k, stimulus: c.value,
@@ -330,9 +331,7 @@ def export_jspsych(
     spec = load_spec(spec_path)
     sessions = human_plan(spec, modalities, conditions, trials, ami)
     worded = TASKS[spec["task"]].worded()
-    if worded:
-        check_worded(sessions[0].task, sessions[0].stimuli[0], catch_every)
-    elif dependent := dependent_sessions(sessions):
+    if not worded and (dependent := dependent_sessions(sessions)):
         raise BayesobsInputError(
             f"task {spec['task']} asks trials of session(s) {', '.join(dependent)} from the "
             "participant's own previous answer, which this static export cannot build in the "
@@ -344,10 +343,21 @@ def export_jspsych(
     (out / "stimuli").mkdir(exist_ok=True)  # the build copies it, even when no image is shown
     n_trials = sum(len(s.stimuli) for s in sessions)
     task = sessions[0].task
+
+    def images(sess, stim, blur):
+        shown = [save_png(out, p) for p in stimulus_images(sess, stim, blur)]
+        return {"image": shown[0] if shown else None, "images": shown if len(shown) > 1 else None}
+
+    def image(sess, stim, blur):
+        shown = stimulus_images(sess, stim, blur)  # callers ask only where images are shown
+        return save_png(out, shown[0])
+
     checks = []
+    tapped = task.tap_area(sessions[0].stimuli[0]) is not None
     for kind, k in catch_plan(n_trials, catch_every):
         if kind == "catch" and worded:
-            checks.append(word_catch(spec["seed"], k))
+            shown = lambda stim: images(sessions[0], stim, 0.0)  # noqa: E731 - its display
+            checks.append(worded_catch(task, tapped, spec["seed"], k, shown))
         elif kind == "catch":
             value, tolerance = catch_value(spec["seed"], k, ANSWER_RANGE[task.name])
             question = f"Please type {value:g} as your answer to this one (it is not an estimate)."
@@ -371,14 +381,6 @@ def export_jspsych(
         minutes_stated=stated,
         **({"catch_every": catch_every} if catch_every else {}),
     )
-
-    def images(sess, stim, blur):
-        shown = [save_png(out, p) for p in stimulus_images(sess, stim, blur)]
-        return {"image": shown[0] if shown else None, "images": shown if len(shown) > 1 else None}
-
-    def image(sess, stim, blur):
-        shown = stimulus_images(sess, stim, blur)  # callers ask only where images are shown
-        return save_png(out, shown[0])
 
     lo, hi = ANSWER_RANGE.get(task.name, (None, None))
     blocks = []

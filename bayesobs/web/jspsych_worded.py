@@ -14,6 +14,7 @@ from dataclasses import asdict
 from ..errors import BayesobsInputError
 from ..stimuli.base import choice_key
 from .answers import ASKS_RE, MAX_TEXT_ANSWER, answer_kind, catch_word
+from .study import CATCH_TAP_RADII, tap_catch
 
 WORDED_JS = r"""
 // Worded answers (a word, a list, a cell or a point tapped on the picture), as `serve` asks them.
@@ -40,8 +41,8 @@ function worded(t, progress) {
     on_finish: (d) => {
       Object.assign(d, asked.data);
       const text = (d.response || {}).response;
-      if (d.catch) {
-        d.correct = String(text).trim().toLowerCase() === asked.word;
+      if (d.catch) {  // a word typed as asked (a tapped check is read with its display)
+        if (asked.word) d.correct = String(text).trim().toLowerCase() === asked.word;
       } else if (!tapped && !d.bayesobs_practice) boLast = boKey(text);
       progress();
     },
@@ -84,20 +85,6 @@ function boTap() {
 """
 
 
-def check_worded(task, stim, catch_every) -> None:
-    """Refuse, in one line, what the export cannot ask of ``task`` (serve can)."""
-    if task.paradigm == "hvs":
-        raise BayesobsInputError(
-            "task hvs reads its questions from a --hvs folder, which the jsPsych export does "
-            "not carry: run it with `bayesobs serve`"
-        )
-    if catch_every and task.tap_area(stim) is not None:
-        raise BayesobsInputError(
-            f"task {task.name} is answered by a tap: its attention checks (--catch-every) run "
-            "in `bayesobs serve` only; export it without --catch-every"
-        )
-
-
 def asked(task, stim) -> dict:
     """What a trial shows and logs for ``stim``: question, choices, the stimulus asked."""
     choices = task.answer_choices(stim)
@@ -134,7 +121,22 @@ def worded_fields(task, stim, previous=None) -> dict:
     return out
 
 
-def word_catch(seed, k: int) -> dict:
-    """Attention check ``k`` of a worded task: a word to type, as ``serve`` asks it."""
+def worded_catch(task, tapped: bool, seed, k: int, images) -> dict:
+    """Attention check ``k`` as ``serve`` asks it: the one item of a display to tap, else a word.
+
+    ``images(stim)`` stores a check's display; a tap within ``catch_radius_px`` of the item is right.
+    """
+    if tapped:
+        stim = tap_catch(task, seed, k)
+        return {
+            "question": "There is only one item in this picture. Tap it.",
+            **images(stim),
+            "data": {
+                "stimulus": stim.value,
+                "stimulus_id": stim.key(),
+                "bayesobs_stimulus": asdict(stim),
+                "catch_radius_px": CATCH_TAP_RADII * stim.params["target_radius"],
+            },
+        }
     word = catch_word(seed, k)
     return {"word": word, "question": f"Please type the word {word} as your answer to this one."}

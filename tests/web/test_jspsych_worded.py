@@ -220,16 +220,8 @@ def test_the_decomposed_hunt_asks_each_step_from_the_previous_answer(tmp_path):
     assert got["step_start"].iloc[1] == said
 
 
-def test_a_tapped_task_with_attention_checks_or_a_tap_without_its_point_is_one_line(
-    tmp_path, capsys
-):
-    """What the export cannot carry: one line on stderr, exit 2, nothing written."""
-    argv = ["export", "jspsych", str(ROOT / "tasks" / "two_among_five.toml"), "--trials", "1"]
-    assert main([*argv, "--out", str(tmp_path / "a"), "--catch-every", "2"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "--catch-every" in err
-    assert not (tmp_path / "a" / "experiment.js").exists()
-    # data whose tap lost its point (an edited file): one line, exit 2, no score written
+def test_a_tap_without_its_point_is_one_line(tmp_path, capsys):
+    """Data whose tap lost its point (an edited file): one line, exit 2, no score written."""
     blocks = _export(ROOT / "tasks" / "two_among_five.toml", tmp_path / "b", "--trials", "1")
     rows = _page_rows(blocks, [{"x": 1, "y": 2, "display_w": 3, "display_h": 3}] * 6)
     del rows[0]["response"]["x"]
@@ -352,36 +344,46 @@ def _scores(data: Path, out: Path, table: str) -> pd.DataFrame:
 def test_a_search_task_is_tapped_at_phone_width_and_scores_as_served(
     node_modules, browser, tmp_path
 ):
-    """Cells and points tapped on a 390-px screen: the read data score as serve scores the taps."""
+    """Cells and points tapped on a 390-px screen, and a check (tap the one item): the read data
+    score as serve scores the same taps."""
     spec = ROOT / "tasks" / "two_among_five.toml"
-    httpd, url = _built(
-        spec, tmp_path / "x", node_modules, "--trials", "1", "--platform", "cognition"
-    )
+    args = ("--trials", "1", "--platform", "cognition", "--catch-every", "3")
+    httpd, url = _built(spec, tmp_path / "x", node_modules, *args)
+    taps = []
     try:
         page = browser.new_page(viewport={"width": 390, "height": 844})
 
         def answer(i, data, question):
-            assert "Tap it" in question
             if data.get("bayesobs_practice"):
                 return (200, 200)
             p = data["bayesobs_stimulus"]["params"]
-            return (p["x"][0], p["y"][0]) if i % 2 == 0 else (400 - p["x"][0], 400 - p["y"][0])
+            if data.get("catch"):
+                assert "only one item in this picture" in question and len(p["x"]) == 1
+                return (p["x"][0], p["y"][0])
+            assert "Tap it" in question
+            taps.append(len(taps) % 2 == 0)  # on the target, else opposite it
+            return (p["x"][0], p["y"][0]) if taps[-1] else (400 - p["x"][0], 400 - p["y"][0])
 
         rows = _take_part(page, url, answer)
     finally:
         httpd.shutdown()
         httpd.server_close()
-    assert len(rows) == 6 and all(float(r["response"]["display_w"]) < 390 for r in rows)
+    assert len(rows) == 7 and all(float(r["response"]["display_w"]) < 390 for r in rows)
     (tmp_path / "data.json").write_text(json.dumps(rows))
     got = bayesobs.read_trials(tmp_path / "data.json")
-    served = _serve_same(spec, tmp_path / "e", rows, {"trials": 1})
+    served = _serve_same(spec, tmp_path / "e", rows, {"trials": 1, "catch_every": 3})
     want = bayesobs.read_trials(served)
     for col in ("correct", "response", "response_cell", "tap_x", "tap_y", "error_px"):
         assert _values(got[col]) == _values(want[col]), col
-    assert sorted(got["correct"].astype(int)) == [0, 0, 0, 1, 1, 1]  # on the target, or opposite
+    assert sorted(got["correct"].astype(int)) == [0, 0, 0, 1, 1, 1]
     a = _scores(tmp_path / "data.json", tmp_path / "s1", "search_accuracy")
     b = _scores(served, tmp_path / "s2", "search_accuracy")
     pd.testing.assert_frame_equal(a, b)
+    checks = [bayesobs.read_trials(f, keep_catch=True) for f in (tmp_path / "data.json", served)]
+    got, want = (t.loc[t["catch"].astype(str).str.lower() == "true"] for t in checks)
+    for col in ("response", "correct", "error_px", "stimulus", "stimulus_id", "trial", "valid"):
+        assert _values(got[col]) == _values(want[col]), col
+    assert got["response"].tolist() == [1.0]
 
 
 @pytest.mark.slow
