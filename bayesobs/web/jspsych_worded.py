@@ -19,6 +19,11 @@ from .study import CATCH_TAP_RADII, tap_catch
 WORDED_JS = r"""
 // Worded answers (a word, a list, a cell or a point tapped on the picture), as `serve` asks them.
 let boLast = null;  // the last worded answer (as matched against choices): a dependent step starts there
+function boMerge(a, d) {  // a with d's entries, nested objects entry by entry
+  const o = {...a}, obj = (v) => v && typeof v === "object" && !Array.isArray(v);
+  for (const [k, v] of Object.entries(d)) o[k] = obj(v) && obj(a[k]) ? boMerge(a[k], v) : v;
+  return o;
+}
 function boKey(s) { return String(s).replace(/[{}]/g, " ").toLowerCase().split(/\s+/).filter(Boolean).join(" "); }
 function worded(t, progress) {
   let asked = t;  // the question asked: t, or (a dependent step) the one the previous answer picks
@@ -26,9 +31,8 @@ function worded(t, progress) {
   return {
     type: jsPsychSurveyHtmlForm,
     preamble: () => {
-      const f = t.follow && t.follow[boLast];  // its stimulus: the planned one's text, its own question
-      asked = f ? {...t, ...f, data: {...t.data, ...f.data,
-                   bayesobs_stimulus: {...t.data.bayesobs_stimulus, ...f.data.bayesobs_stimulus}}} : t;
+      const f = t.follow && t.follow[boLast];  // what differs from the planned step
+      asked = f ? boMerge(t, f) : t;
       return stimulusHtml(asked) + (asked.question ? `<p class="bo-question">${esc(asked.question)}</p>` : "");
     },
     html: tapped ? '<p id="bo-tap-hint">Tap (or click) the picture where your answer is; tap again to move it.</p>' +
@@ -109,15 +113,25 @@ def worded_fields(task, stim, previous=None) -> dict:
             )
         follow = {}
         for c in choices:
-            step = asked(
-                task, task.follow_up(stim, previous, task.person_row(previous, {"response": c}))
-            )
-            if (
-                step["data"]["bayesobs_stimulus"]["text"] == stim.text
-            ):  # the page keeps the planned text
-                del step["data"]["bayesobs_stimulus"]["text"]
-            follow[choice_key(c)] = {k: v for k, v in step.items() if v != out.get(k)}
+            step = task.follow_up(stim, previous, task.person_row(previous, {"response": c}))
+            follow[choice_key(c)] = changed(asked(task, step), out)
         out["follow"] = follow
+    return out
+
+
+def changed(new: dict, old: dict) -> dict:
+    """The entries of ``new`` that differ from ``old``, nested dicts entry by entry."""
+    # worded.js's boMerge puts them back; it cannot take an entry out: a follow-up keeps them
+    out = {}
+    for k, v in new.items():
+        if isinstance(v, dict) and isinstance(old.get(k), dict):
+            if set(old[k]) - set(v):
+                raise ValueError(f"a follow-up leaves out {sorted(set(old[k]) - set(v))} of {k}")
+            v = changed(v, old[k])
+            if v:
+                out[k] = v
+        elif k not in old or v != old[k]:
+            out[k] = v
     return out
 
 

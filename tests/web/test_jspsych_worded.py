@@ -100,15 +100,22 @@ def _answer(task, stim: Stimulus, others=(), wrong: bool = False) -> dict:
     return {"response": right}
 
 
+def _merged(a: dict, d: dict) -> dict:
+    """``a`` with ``d``'s entries, nested dicts entry by entry (worded.js's boMerge)."""
+    out = dict(a)
+    for k, v in d.items():
+        both = isinstance(v, dict) and isinstance(a.get(k), dict)
+        out[k] = _merged(a[k], v) if both else v
+    return out
+
+
 def _page_rows(blocks, answers, pid="p1") -> list[dict]:
     """The data rows the page writes: each trial's data, the asked step's, the form's answer."""
     rows, last = [], None
     for t, said in zip([t for b in blocks for t in b], answers, strict=False):
         data = dict(t["data"])
-        if t.get("follow"):  # the step the previous answer picks (worded.js: preamble)
-            f = t["follow"][last]
-            stim = {**data["bayesobs_stimulus"], **f["data"]["bayesobs_stimulus"]}
-            data.update(f["data"], bayesobs_stimulus=stim)
+        if t.get("follow"):  # the step the previous answer picks (worded.js: preamble, boMerge)
+            data = _merged(data, t["follow"][last]["data"])
         if "response" in said:
             last = choice_key(said["response"])
         form = {k: str(v) for k, v in said.items()}  # a form's fields are text
