@@ -39,6 +39,7 @@ from .order import melt_wide
 from .paradigms import marked_rows
 from .paradigms import markers as paradigm_markers
 from .platforms import drop_resaved, jatos_records, looks_like_json_lines
+from .worded import read_worded
 
 CELL_KEYS: tuple[str, ...] = ("subject", "task", "modality", "condition")
 RUN_KEYS: tuple[str, ...] = CELL_KEYS + ("session", "run")
@@ -486,11 +487,12 @@ def from_jspsych(df: pd.DataFrame) -> pd.DataFrame:
                 return v
         return v.get("response") if isinstance(v, dict) else v
 
-    out["raw_response"] = out["response"].map(answer).astype(object)
+    form = out["response"]
+    out["raw_response"] = form.map(answer).astype(object)
     out["response"] = out["raw_response"]
     if "rt" in out.columns:
         out["latency_s"] = pd.to_numeric(out["rt"], errors="coerce") / 1000
-    return out.drop(columns=["bayesobs_trial"])
+    return read_worded(out, form).drop(columns=["bayesobs_trial"])
 
 
 def _plain(v):

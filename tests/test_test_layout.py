@@ -248,9 +248,9 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
         "serve's participant state (sign-in, order, resume, logging); tested through its routes",
         ("test_web_app.py", "test_web_study.py", "test_web_security.py", "test_web_decomposed.py"),
     ),
-    "bayesobs.web.jspsych": (
-        "the jsPsych export of a study; tested with the human study",
-        ("test_web_study.py",),
+    "bayesobs.worded": (
+        "the jsPsych export's worded answers read back; tested with the export",
+        ("test_jspsych_worded.py",),
     ),
 }
 

@@ -112,6 +112,23 @@ class Task:
         """Readings of a person's typed answer, tried in order by :meth:`record`."""
         return (text, "{" + text + "}")
 
+    def answer_choices(self, stim: Stimulus) -> tuple[str, ...] | None:
+        """The few answers a person may type, as :func:`choice_key` reads them; None: any text."""
+        return None
+
+    def person_row(self, stim: Stimulus | dict, answer: dict) -> dict[str, Any]:
+        """A person's answer (``{x, y, display_w, display_h}`` tapped, else ``{response}``) as log columns."""
+        stim = stim if isinstance(stim, Stimulus) else Stimulus(**stim)
+        if self.tap_area(stim) is not None:
+            names = ("tap_x", "x"), ("tap_y", "y"), ("display_w",) * 2, ("display_h",) * 2
+            tap = {k: round(float(answer[a]), 2) for k, a in names}
+            reply = self.tap_reply(stim, tap["tap_x"], tap["tap_y"])
+            return {**self.record(stim, reply), **tap, "raw_response": reply}
+        text = str(answer.get("response", "")).strip()
+        rows = [self.record(stim, reply) for reply in self.human_replies(stim, text)]
+        row = next((r for r in rows if r.get("valid")), rows[0])
+        return {**row, "raw_response": str(answer.get("response"))}
+
     def demos(self, stim: Stimulus, modality: str) -> tuple[Demo, ...]:
         """Few-shot demonstrations shown before the trial, with their correct answers."""
         return ()
@@ -146,6 +163,11 @@ class Task:
     def follow_up(self, stim: Stimulus, previous: Stimulus, record: dict[str, Any]) -> Stimulus:
         """The stimulus actually asked for planned ``stim``, given the trial before it."""
         return stim
+
+
+def choice_key(text: str) -> str:
+    """A typed answer as it is matched against :meth:`Task.answer_choices`: no braces, one case."""
+    return " ".join(str(text).replace("{", " ").replace("}", " ").lower().split())
 
 
 def blur(img: np.ndarray, sigma: float) -> np.ndarray:

@@ -21,6 +21,13 @@ def person_question(prompt: str) -> str:
     return _BRACED.sub(r"Type \1, e.g. \2.", _YES_NO.sub("Type yes or no.", prompt))
 
 
+CHOICES = {
+    "reid": ("yes", "no"),
+    "hunt_colour": hunt.COLOURS,
+    "hunt_cell": tuple(map(hunt.label_text, hunt.PAIRS)),
+}
+
+
 @lru_cache(maxsize=32)
 def _demos(task: str, key) -> tuple:
     """The library's demonstrations as ``(prompt, PNGs, answer, text)`` (encoded once)."""
@@ -82,6 +89,10 @@ class TunnelTask(PerceptionTask):
     def human_question(self, stim):
         """The question with its answer format in a person's words (:func:`person_question`)."""
         return person_question(stim.prompt) if stim.prompt else None
+
+    def answer_choices(self, stim):
+        """The words a person may type: yes or no, a colour, a colour and a shape (else None)."""
+        return CHOICES.get(stim.params["format"])
 
 
 class ObjectReid(TunnelTask):

@@ -66,10 +66,7 @@ def check_answer(body, task, stim) -> dict | Response:
     area = task.tap_area(stim)
     if area is not None:
         tap = check_tap(body, area)
-        if isinstance(tap, Response):
-            return tap
-        reply = task.tap_reply(stim, tap["tap_x"], tap["tap_y"])
-        return {**task.record(stim, reply), **tap, "raw_response": reply}
+        return tap if isinstance(tap, Response) else task.person_row(stim, body)
     if not task.worded():
         value = parse_answer(str(body.get("response", "")))
         if value is None:
@@ -83,10 +80,9 @@ def check_answer(body, task, stim) -> dict | Response:
         return _refuse("please type an answer")
     if len(text) > MAX_TEXT_ANSWER:
         return _refuse(f"answers are at most {MAX_TEXT_ANSWER} characters")
-    for reply in task.human_replies(stim, text):
-        answer = task.record(stim, reply)
-        if answer.get("valid"):
-            return {**answer, "raw_response": str(body.get("response"))}
+    answer = task.person_row(stim, body)  # the jsPsych export's data are read the same way
+    if answer.get("valid"):
+        return answer
     asks = ASKS_RE.search(task.human_question(stim) or "")  # "Type yes or no."
     return _refuse(f"please type {asks.group(1)}" if asks else "please answer as the question asks")
 

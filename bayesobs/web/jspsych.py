@@ -15,12 +15,14 @@ from ..run.presentation import (
     human_plan,
     practice_stimulus,
     stimulus_images,
+    stimulus_parts,
     stimulus_text,
     trial_blur,
 )
 from ..run.store import save_png
 from ..stimuli import TASKS
 from .answers import CATCH_INSTRUCTION, WRAP_TEXT
+from .jspsych_worded import WORDED_JS, worded_catch, worded_fields
 from .study import (
     block_order,
     catch_plan,
@@ -166,12 +168,19 @@ function build(jsPsych, subject, counter) {
   const answers = trials.length + CONFIG.catch.length;  // the catch trials count as answers
   // catch trial k, after trial t: a number to type as stated, logged in t's block with catch = true
   function catchTrial(c, k, t) {
+    if (t.answer && t.answer !== "number")  // a worded task's check: a word, or the one item to tap
+      return {...t, instruction: CONFIG.catch_instruction, follow: null, question: c.question, word: c.word,
+              choices: null, text: null, image: c.image || null, images: null,
+              data: {...t.data, trial: -(k + 1), catch: true, catch_index: k, stimulus: 0, blur_sigma: 0,
+                     stimulus_id: null, catch_word: c.word || null, bayesobs_stimulus: null, ...c.data}};
     return {instruction: `${CONFIG.catch_instruction} ${c.question}`, unit: "", min: t.min, max: t.max,
             wrap: false, text: null, image: null,
             data: {...t.data, trial: -(k + 1), catch: true, catch_index: k, stimulus: c.value,
                    blur_sigma: 0, stimulus_id: null, catch_tolerance: c.tolerance}};
   }
   function question(t, counted) {
+    if (t.answer && t.answer !== "number")
+      return worded(t, () => { if (counted) jsPsych.progressBar.progress = ++answered / answers; });
     return {
       type: jsPsychSurveyHtmlForm,
       preamble: stimulusHtml(t),
@@ -297,6 +306,7 @@ function downloadKept() {
   localStorage.removeItem(KEPT);
 }
 
+__WORDED__
 function start(counter) {
   const jsPsych = initJsPsych({show_progress_bar: true, auto_update_progress_bar: false,
                                message_progress_bar: "Progress", on_data_update: appendTrial});
@@ -361,14 +371,9 @@ def export_jspsych(
         ):
             raise BayesobsInputError(f"{name} takes letters, digits, - and _, not {code!r}")
     spec = load_spec(spec_path)
-    if TASKS[spec["task"]].worded():
-        raise BayesobsInputError(
-            f"task {spec['task']} takes worded answers (cells, words, lists); the jsPsych export "
-            "takes numbers only: run it with `bayesobs serve`, which reads such answers with "
-            "the task's own parser"
-        )
     sessions = human_plan(spec, modalities, conditions, trials, ami)
-    if dependent := dependent_sessions(sessions):
+    worded = TASKS[spec["task"]].worded()
+    if not worded and (dependent := dependent_sessions(sessions)):
         raise BayesobsInputError(
             f"task {spec['task']} asks trials of session(s) {', '.join(dependent)} from the "
             "participant's own previous answer, which this static export cannot build in the "
@@ -380,9 +385,22 @@ def export_jspsych(
     (out / "stimuli").mkdir(exist_ok=True)  # the build copies it, even when no image is shown
     n_trials = sum(len(s.stimuli) for s in sessions)
     task = sessions[0].task
+
+    def images(sess, stim, blur):
+        shown = [save_png(out, p) for p in stimulus_images(sess, stim, blur)]
+        return {"image": shown[0] if shown else None, "images": shown if len(shown) > 1 else None}
+
+    def image(sess, stim, blur):
+        shown = stimulus_images(sess, stim, blur)  # callers ask only where images are shown
+        return save_png(out, shown[0])
+
     checks = []
+    tapped = task.tap_area(sessions[0].stimuli[0]) is not None
     for kind, k in catch_plan(n_trials, catch_every):
-        if kind == "catch":
+        if kind == "catch" and worded:
+            shown = lambda stim: images(sessions[0], stim, 0.0)  # noqa: E731 - its display
+            checks.append(worded_catch(task, tapped, spec["seed"], k, shown))
+        elif kind == "catch":
             value, tolerance = catch_value(spec["seed"], k, task.answer_range)
             question = f"Please type {value:g} as your answer to this one (it is not an estimate)."
             checks.append({"value": value, "tolerance": tolerance, "question": question})
@@ -406,11 +424,7 @@ def export_jspsych(
         **({"catch_every": catch_every} if catch_every else {}),
     )
 
-    def image(sess, stim, blur):
-        shown = stimulus_images(sess, stim, blur)  # callers ask only where images are shown
-        return save_png(out, shown[0])
-
-    lo, hi = task.answer_range
+    lo, hi = task.answer_range or (None, None)
     blocks = []
     for sess in sessions:
         items = []
@@ -423,7 +437,9 @@ def export_jspsych(
                     "min": lo,
                     "max": hi,
                     "wrap": task.name in WRAP_TEXT,
-                    "text": stimulus_text(sess, stim, t),
+                    "text": (
+                        stimulus_parts(sess, stim, t)[0] if worded else stimulus_text(sess, stim, t)
+                    ),
                     "image": image(sess, stim, blur)
                     if sess.modality in ("image", "multimodal")
                     else None,
@@ -444,6 +460,11 @@ def export_jspsych(
                     },
                 }
             )
+            if worded:
+                before = sess.stimuli[t - 1] if t and task.follows(stim) else None
+                extra = worded_fields(task, stim, before)
+                items[-1]["data"].update(extra.pop("data"))
+                items[-1].update(extra, **images(sess, stim, blur))
         blocks.append(items)
     index = {id(s): i for i, s in enumerate(sessions)}
     orders = []
@@ -464,6 +485,10 @@ def export_jspsych(
         "image": image(first, pstim, 0.0) if first.modality != "text" else None,
         "data": {"bayesobs_practice": True},
     }
+    if worded:
+        extra = worded_fields(task, pstim)
+        extra.pop("data")
+        practice.update(extra, **images(first, pstim, 0.0))
     deps = {**JSPSYCH, **(DATAPIPE if platform == "prolific" else {})}
     libs = {**LIBS, **(PIPE_LIB if platform == "prolific" else {})}
     pkg = {
@@ -515,6 +540,7 @@ def export_jspsych(
         ("__BLOCKS__", json.dumps(blocks, indent=1)),
         ("__ORDERS__", json.dumps(orders)),
         ("__PRACTICE__", json.dumps(practice)),
+        ("__WORDED__", WORDED_JS if worded else ""),
     ):
         js = js.replace(key, value)
     (out / "experiment.js").write_text(js)

@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from starlette.requests import Request
 
 from ..errors import BayesobsInputError
@@ -30,7 +29,6 @@ from ..run.store import TRIAL_ID, AppendLog, ExperimentStore
 from .answers import CATCH_INSTRUCTION, WRAP_TEXT, answer_kind, catch_word
 from .study import (
     CATCH_RANGE,
-    CATCH_SEED,
     block_order,
     catch_plan,
     catch_value,
@@ -39,6 +37,7 @@ from .study import (
     check_order,
     estimate_minutes,
     latin_rows,
+    tap_catch,
 )
 
 FINISHED_FOR_ESTIMATE = 3  # finished participants before their times replace the spec's estimate
@@ -209,8 +208,7 @@ class Participants:
     def catch_stimulus(self, k: int):
         """Catch trial ``k`` of a tapped task: the task's own display with one item alone."""
         if k not in self._catch:
-            rng = np.random.default_rng([int(self.spec["seed"]) + CATCH_SEED, int(k)])
-            self._catch[k] = self.task.generate(rng, 0.0, 0.0, 1, {"answer": "coords"})[0]
+            self._catch[k] = tap_catch(self.task, self.spec["seed"], k)
         return self._catch[k]
 
     def _catch_shown(self, sess: Session, k: int) -> tuple:

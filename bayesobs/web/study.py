@@ -104,6 +104,12 @@ def catch_plan(n_trials: int, every: int | None) -> list[tuple[str, int]]:
     return out
 
 
+def tap_catch(task, seed: int, k: int):
+    """Catch trial ``k`` of a tapped task: the task's own display with one item alone."""
+    rng = np.random.default_rng([int(seed) + CATCH_SEED, int(k)])
+    return task.generate(rng, 0.0, 0.0, 1, {"answer": "coords"})[0]
+
+
 def catch_value(seed: int, k: int, answer_range) -> tuple[float, float]:
     """The number catch trial ``k`` asks a person to type, and the tolerance of a right answer."""
     lo, hi = map(float, answer_range or CATCH_RANGE)

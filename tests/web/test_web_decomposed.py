@@ -3,8 +3,9 @@
 As the runner does for models, ``bayesobs serve`` asks each step after the first
 from the participant's OWN previous answer (``Task.follow_up`` on the logged
 record), asks the same question after a restart of the server, and logs a step
-that has nothing to start from as ``not_asked`` without showing it.  The static
-jsPsych export cannot build such questions in the browser and refuses them.
+that has nothing to start from as ``not_asked`` without showing it.  The jsPsych
+export carries a step's question for every cell the step before may name
+(tests/web/test_jspsych_worded.py).
 """
 
 from __future__ import annotations
@@ -185,15 +186,11 @@ def test_a_restart_after_the_answer_that_leaves_nothing_to_ask_logs_the_skip_on_
     assert [r.get("not_asked", False) for r in _rows(folder)] == [False, True, True]
 
 
-def test_the_jspsych_export_refuses_questions_built_from_answers(tmp_path, monkeypatch, capsys):
-    """The static export cannot build a step from the participant's answer: one line, exit 2."""
-    hunt = tmp_path / "hunt.toml"
-    hunt.write_text(SPEC)
-    out = tmp_path / "x"
-    assert main(["export", "jspsych", str(hunt), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "bayesobs serve" in err
-    # any task whose questions follow the participant's answers (a numeric one here) is refused
+def test_the_jspsych_export_refuses_questions_built_from_any_number(tmp_path, monkeypatch, capsys):
+    """A step built from a typed number (no few answers to build it from): one line, exit 2.
+
+    The decomposed hunt exports (tests/web/test_jspsych_worded.py): its steps start from a
+    cell, one of a few answers, and the export carries the question for each."""
     from bayesobs.stimuli import TASKS
 
     line_ratio = TASKS["line_ratio"]

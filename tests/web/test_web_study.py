@@ -581,12 +581,6 @@ def test_a_person_answers_object_reidentification_with_two_images(tmp_path, brow
     assert set(acc["subject"]) == {"reid"} and acc["n"].sum() == 6
 
 
-def test_the_export_refuses_worded_answers_and_points_to_serve(tmp_path, capsys):
-    out = tmp_path / "x"
-    assert main(["export", "jspsych", "tasks/object_reid.toml", "--out", str(out)]) == 2
-    assert "bayesobs serve" in capsys.readouterr().err
-
-
 def _right_answer(task, stim) -> dict:
     """What a person who knows the answer sends (search: a tap on the target, on a 345-px image)."""
     p = stim.params
