@@ -12,6 +12,7 @@ them; ``context_reversed`` shows the base order reversed).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import sys
@@ -54,7 +55,7 @@ from .subjects import (
 TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
 
 
-API_KINDS = ("openai", "anthropic")  # subjects behind an API (chat options, key, cache)
+API_KINDS = ("openai", "anthropic", "inspect")  # subjects behind an API (chat options, key, cache)
 
 
 # ---------------------------------------------------------------- running
@@ -612,7 +613,8 @@ def make_subjects(
     Parameters
     ----------
     names : list of str
-        ``sim:<kind>``, ``openai:<model>`` or ``anthropic:<model>``.
+        ``sim:<kind>``, ``openai:<model>``, ``anthropic:<model>`` or
+        ``inspect:<provider>/<model>``.
     sim_seed : int
         Seed of the simulated subjects.
     chat : dict, optional
@@ -653,7 +655,7 @@ def make_subjects(
             if plugin is None:  # a paradigm unregistered since parse_subject's check
                 raise BayesobsInputError(f"unknown simulated subject {name!r}")
             out[name] = plugin.subject(rest, seed=sim_seed)
-        elif kind not in ("openai", "anthropic"):  # an installed package's kind (entry point)
+        elif kind not in API_KINDS:  # an installed package's kind (entry point)
             out[name] = plugin_subject(name, seed=sim_seed)
         else:
             # the API clients (openai, anthropic: ~1 s of start-up) only for an API subject
@@ -671,6 +673,10 @@ def make_subjects(
                     )
             opts = ChatOptions(model=rest, **(chat or {}))
             api_cls = AnthropicSubject if kind == "anthropic" else OpenAIChatSubject
+            if kind == "inspect":
+                from .subjects.inspect_model import InspectSubject  # inspect_ai: only when used
+
+                api_cls = functools.partial(InspectSubject, rest)
             out[name] = api_cls(
                 opts,
                 api_key=api_key,

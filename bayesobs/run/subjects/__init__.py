@@ -28,7 +28,7 @@ def parse_subject(spec: str) -> tuple[str, str]:
     spec : str
         ``KIND:NAME``: ``sim:<kind>`` with a kind of :data:`SIM_KINDS` or of a registered
         paradigm (:mod:`bayesobs.paradigms`),
-        ``openai:<model>`` or ``anthropic:<model>``.
+        ``openai:<model>``, ``anthropic:<model>`` or ``inspect:<provider>/<model>``.
 
     Returns
     -------
@@ -39,16 +39,16 @@ def parse_subject(spec: str) -> tuple[str, str]:
     ------
     BayesobsInputError
         When ``spec`` has no colon or no name, its kind is not ``sim``,
-        ``openai`` or ``anthropic``, or a ``sim`` name is not a simulated kind.
+        ``openai``, ``anthropic`` or ``inspect``, or a ``sim`` name is not a simulated kind.
     """
     kind, sep, name = spec.partition(":")
     known = (*sim_kinds(), "random")
     plugged = subject_kinds()  # installed packages' kinds (entry points bayesobs.subjects)
-    if not sep or not name or kind not in ("sim", "openai", "anthropic", *plugged):
+    if not sep or not name or kind not in ("sim", "openai", "anthropic", "inspect", *plugged):
         more = "".join(f", {k}:<name>" for k in plugged)
         raise BayesobsInputError(
-            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(known)}), openai:<model>{more} "
-            "or anthropic:<model>"
+            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(known)}), openai:<model>{more}, "
+            "anthropic:<model> or inspect:<provider>/<model>"
         )
     if kind == "sim" and name not in known:
         raise BayesobsInputError(
