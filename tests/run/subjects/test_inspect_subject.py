@@ -140,6 +140,8 @@ def test_inspect_openai_and_openai_on_one_server_log_identical_rows(tmp_path, mo
     assert (ins["response_expected"].notna() == (ins["finish_reason"] != "length")).all()
 
 
+# slow: a CLI process (inspect_ai's import) killed mid-run, then two runs in process (~15 s)
+@pytest.mark.slow
 def test_kill_resume_cache_and_lock_hold_for_an_inspect_subject(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     out, cache = tmp_path / "o", tmp_path / "cache"
@@ -177,6 +179,40 @@ def test_kill_resume_cache_and_lock_hold_for_an_inspect_subject(tmp_path, monkey
     replayed = pd.DataFrame(_rows(tmp_path / "again"))
     assert len(replayed) == 36 and replayed["cached"].all()
     assert set(replayed["model"]) == {"gpt-4o-mini"}  # the model kept with the cached reply
+
+
+def test_transient_failures_are_retried_by_the_runner_and_hard_ones_fail_the_trial(
+    tmp_path, monkeypatch, capsys
+):
+    """429s (inspect's own retry loop off; the SDK's two quick retries inside one attempt)."""
+    import bayesobs.run.subjects.inspect_model as im
+
+    waits: list[float] = []
+
+    async def pause(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(im, "pause", pause)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+    def script(body: dict, n: int) -> Answer:
+        if n < 3:  # the first attempt (the SDK's three requests) is rate limited
+            return Answer("slow down", status=429, headers={"retry-after": "0"})
+        if len(body["messages"]) == 6:  # the third trial of each run cannot be asked
+            return Answer("this model does not take that", status=400)
+        return Answer("0.3")
+
+    out = tmp_path / "o"
+    argv = _run(out, "inspect:openai/gpt-4o-mini", "--trials", "3", "--no-cache")
+    with FakeChatServer(script) as srv:
+        main([*argv, "--base-url", srv.url, "--concurrency", "1"])
+    rows = pd.DataFrame(_rows(out))
+    assert waits == [0.0]  # one wait, the Retry-After the server asked for
+    assert sorted(rows["attempts"]) == [1, 1, 1, 1, 1, 2]  # two trials of each run logged
+    assert set(rows["trial"]) == {0, 1}
+    failed = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines()]
+    failed = [e for e in failed if e["event"] == "trial_failed"]
+    assert len(failed) == 3 and "Error code: 400" in failed[0]["error"]  # redone on resume
 
 
 @pytest.mark.parametrize(
