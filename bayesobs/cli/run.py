@@ -34,7 +34,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         required=True,
         metavar="SUBJECT",
         help="sim:bayesian, sim:antibayes, sim:kalman, sim:linear, openai:MODEL (any "
-        "OpenAI-compatible API) or anthropic:MODEL (Claude's Messages API); repeatable",
+        "OpenAI-compatible API), anthropic:MODEL (Claude's Messages API) or "
+        "inspect:PROVIDER/MODEL (any model inspect_ai reaches; the [inspect] extra); repeatable",
     )
     p.add_argument(
         "--concurrency",
@@ -63,7 +64,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--dry-run", action="store_true", help="print the calls and estimated tokens, call nothing"
     )
     p.add_argument(
-        "--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)"
+        "--base-url",
+        help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI); for inspect: "
+        "subjects, the provider's base_url",
     )
     p.add_argument(
         "--api-key",
