@@ -77,6 +77,11 @@ ELSEWHERE = {
     "python start_cluster.py &": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs fit study/ --out fits --method posterior --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs score study/ --out scores --bootstrap 200 --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
+    # inspect: subjects (docs/inspect.md): mockllm offline, the servers at the local fake one
+    "bayesobs run line_ratio --modality text --subject inspect:mockllm/model --trials 4 --out runs/mock": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
+    "bayesobs run line_ratio --modality text --subject inspect:ollama/llama3.2 --out runs/llama": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
+    "bayesobs run line_ratio --modality text --subject inspect:openai-api/llamacpp/smollm2 --base-url http://127.0.0.1:8080/v1 --api-key local --out runs/smollm2": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
+    "bayesobs sweep tasks/bayesbench.toml --subject inspect:google/gemini-2.5-pro --out runs/gemini --dry-run": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap

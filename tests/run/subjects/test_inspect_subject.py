@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from docs_pages import checkout, commands, fenced_blocks, page, section, shell_argv
 
 pytest.importorskip("inspect_ai", reason="the [inspect] extra is not installed")
 # inspect_ai 0.3.285 builds its retry wait with tenacity's deprecated ``initial`` (its own code)
@@ -247,3 +248,24 @@ def test_dry_run_counts_the_calls_and_tokens_as_for_openai(tmp_path, capsys):
     ins = capsys.readouterr().out
     assert main(_run(tmp_path / "b", "openai:m", *argv)) == 0
     assert "12 call(s) to make" in ins and ins.replace("/a)", "/b)") == capsys.readouterr().out
+
+
+def test_the_docs_inspect_subject_commands_run(tmp_path, monkeypatch, offline_token_counts):
+    """docs/inspect.md "inspect_ai models as subjects": each command, servers at the fake one."""
+    (block,) = fenced_blocks(section(page("inspect.md"), "inspect_ai models as subjects"))
+    lines = commands(block)
+    assert len(lines) == 4
+    cwd = checkout(tmp_path)
+    monkeypatch.chdir(cwd)
+    with FakeChatServer(lambda b, n: Answer("0.42")) as srv:
+        for line in lines:
+            argv = shell_argv(line.replace("http://127.0.0.1:8080/v1", srv.url), cwd)[1:]
+            if "inspect:ollama/" in line:  # ollama's own port: the fake server instead
+                argv += ["--base-url", srv.url]
+            assert main([*argv, "--trials", "1", "--no-progress", "--no-cache"]) == 0, line
+        assert srv.count == 2 * 3  # ollama and llama.cpp: one trial of each session
+    mock = pd.DataFrame(_rows(cwd / "runs" / "mock"))
+    assert len(mock) == 3 and not mock["valid"].any()  # mockllm's reply holds no number
+    for folder in ("llama", "smollm2"):
+        rows = pd.DataFrame(_rows(cwd / "runs" / folder))
+        assert len(rows) == 3 and set(rows["response"]) == {0.42}
