@@ -113,6 +113,7 @@ def _script(body: dict, n: int) -> Answer:
 def test_inspect_openai_and_openai_on_one_server_log_identical_rows(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # inspect's openai provider wants one
     common = ["--trials", "3", "--logprobs", "3", "--token-param", "max_tokens", "--no-cache"]
+    common += ["--modality", "image"]  # and text: images go as data URLs with their detail
     with (
         FakeChatServer(_script, record=True) as a,
         FakeChatServer(_script, record=True) as b,
@@ -122,7 +123,8 @@ def test_inspect_openai_and_openai_on_one_server_log_identical_rows(tmp_path, mo
         assert main(_run(tmp_path / "o", "openai:gpt-4o-mini", *common, "--base-url", b.url)) == 0
     # the same conversations were sent: system, rolling context, the trial
     key = lambda r: json.dumps(r["messages"], sort_keys=True)  # noqa: E731
-    assert sorted(map(key, a.requests)) == sorted(map(key, b.requests)) and len(a.requests) == 9
+    assert sorted(map(key, a.requests)) == sorted(map(key, b.requests)) and len(a.requests) == 18
+    assert sum("image_url" in key(r) for r in a.requests) == 9
     assert {r["max_tokens"] for r in a.requests} == {64}
     assert {r["top_logprobs"] for r in a.requests} == {3}
     ins, oai = (pd.DataFrame(_rows(tmp_path / d)) for d in ("i", "o"))
@@ -136,7 +138,8 @@ def test_inspect_openai_and_openai_on_one_server_log_identical_rows(tmp_path, mo
     # what the comparison covered: usage, token details, a cut reply, the answer distributions
     assert ins["usage"][0] == {"prompt_tokens": 22, "completion_tokens": 4}
     assert set(ins["cached_tokens"]) == {5} and set(ins["reasoning_tokens"]) == {1}
-    assert (ins["finish_reason"] == "length").sum() == 3  # the third trial of each run
+    assert (ins["finish_reason"] == "length").sum() == 6  # the third trial of each run
+    assert set(ins["image_detail"].dropna()) == {"auto"} and ins["image"].notna().sum() == 9
     # a cut reply is invalid; every other trial has its answer distribution
     assert (ins["response_expected"].notna() == (ins["finish_reason"] != "length")).all()
 
