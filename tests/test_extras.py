@@ -84,7 +84,8 @@ def test_the_extras_named_are_the_extras_in_pyproject():
 
 
 def test_an_inspect_subject_without_the_inspect_extra(tmp_path, monkeypatch, capsys):
-    _without(monkeypatch, *EXTRAS["inspect"])
+    loaded = [m for m in sys.modules if m.startswith("inspect_ai.")]  # by an earlier test
+    _without(monkeypatch, *EXTRAS["inspect"], *loaded)
     for name in [m for m in sys.modules if m.startswith("bayesobs.run.subjects.")]:
         monkeypatch.delitem(sys.modules, name)  # imported afresh, as in a new process
     argv = ["run", "line_ratio", "--subject", "inspect:mockllm/model", "--trials", "1"]
