@@ -68,11 +68,13 @@ def offline_token_counts(monkeypatch):
 
 
 def test_a_mockllm_run_logs_its_fixed_reply_with_provider_model_and_usage(
-    tmp_path, offline_token_counts
+    tmp_path, offline_token_counts, capsys
 ):
     out = tmp_path / "o"
-    argv = _run(out, "inspect:mockllm/model", "--trials", "3", "--no-cache")
+    argv = _run(out, "inspect:mockllm/model", "--trials", "3", "--no-cache", "--logprobs", "3")
     assert main(argv) == 0
+    # mockllm returns no logprobs: one note, and the run goes on without distributions
+    assert capsys.readouterr().err.count("returned no logprobs for --logprobs 3") == 1
     rows = pd.DataFrame(_rows(out))
     assert len(rows) == 9 and not rows.duplicated(KEY).any()
     assert set(rows["subject"]) == {"inspect:mockllm/model"}
@@ -90,7 +92,8 @@ def test_a_mockllm_run_logs_its_fixed_reply_with_provider_model_and_usage(
     assert (last.to_numpy() > first.to_numpy()).all()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["experiment"]["chat"]["max_tokens"] == 64  # an API subject's chat options
-    assert manifest["requests"]["inspect:mockllm/model"]["provider"] == "mockllm"
+    requests = manifest["requests"]["inspect:mockllm/model"]
+    assert requests["provider"] == "mockllm" and requests["logprobs_effective"] is None
 
 
 def _script(body: dict, n: int) -> Answer:
