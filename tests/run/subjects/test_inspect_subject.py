@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -152,7 +153,12 @@ def test_inspect_openai_and_openai_on_one_server_log_identical_rows(tmp_path, mo
 def test_kill_resume_cache_and_lock_hold_for_an_inspect_subject(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     out, cache = tmp_path / "o", tmp_path / "cache"
-    with FakeChatServer(lambda b, n: Answer(f"0.{len(b['messages']) + 10}", delay_s=0.05)) as srv:
+    killed = threading.Event()  # slow replies until then, so the kill falls mid-run
+
+    def script(body: dict, n: int) -> Answer:
+        return Answer(f"0.{len(body['messages']) + 10}", delay_s=0 if killed.is_set() else 0.3)
+
+    with FakeChatServer(script) as srv:
         argv = _run(out, "inspect:openai/gpt-4o-mini", "--trials", "12")
         argv += ["--base-url", srv.url, "--concurrency", "1"]
         argv += ["--cache", str(cache), "--cache-scope", "global"]
@@ -171,6 +177,7 @@ def test_kill_resume_cache_and_lock_hold_for_an_inspect_subject(tmp_path, monkey
         assert f"is in use by pid {proc.pid} on {socket.gethostname()}" in capsys.readouterr().err
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+        killed.set()
         partial = len(_rows(out))
         assert 3 <= partial < 36
         assert main(argv) == 0  # resume
