@@ -249,7 +249,12 @@ def server_default(exc: Exception) -> float | None:
     return float(m.group(1)) if m else None
 
 
-CACHED_DETAILS = ("reasoning_tokens", "cached_tokens", "logprobs", "model")  # kept with a cached reply
+CACHED_DETAILS = (
+    "reasoning_tokens",
+    "cached_tokens",
+    "logprobs",
+    "model",
+)  # kept with a cached reply
 
 
 class CachedReplies:
