@@ -43,12 +43,13 @@ CONFIG_KEYS = (
 def one_line(exc: BaseException) -> str:
     """An exception's message as one plain line (inspect's rich markup and layout dropped)."""
     text = getattr(exc, "provider_message", None) or str(exc)
-    try:
-        from rich.text import Text  # inspect's console markup ([bold]...[/bold])
+    if "[/" in text:  # inspect's console markup ([bold]...[/bold]); other brackets kept
+        try:
+            from rich.text import Text  # inspect's console library (a dependency of it)
 
-        text = Text.from_markup(text).plain
-    except Exception:  # not markup after all: as it is
-        pass
+            text = Text.from_markup(text).plain
+        except Exception:  # not markup after all: as it is
+            pass
     return " ".join(text.split()) or type(exc).__name__
 
 
