@@ -106,6 +106,11 @@ ELSEWHERE = {
     "bayesobs run my_table/larger.toml --subject sim:chooser --subject sim:random --out runs/larger": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
     "bayesobs score runs/larger --out runs/larger/scores": "test_magnitude_table.py::test_the_docs_page_runs_from_a_folder_of_images_to_a_report",
     "bayesobs serve my_table/discs.toml --out study/": "test_magnitude_table_web.py::test_a_person_on_a_phone_answers_a_table_of_images",
+    # inspect: subjects (docs/inspect.md): mockllm offline, the servers at the local fake one
+    "bayesobs run line_ratio --modality text --subject inspect:mockllm/model --trials 4 --out runs/mock": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
+    "bayesobs run line_ratio --modality text --subject inspect:ollama/llama3.2 --out runs/llama": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
+    "bayesobs run line_ratio --modality text --subject inspect:openai-api/llamacpp/smollm2 --base-url http://127.0.0.1:8080/v1 --api-key local --out runs/smollm2": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
+    "bayesobs sweep tasks/bayesbench.toml --subject inspect:google/gemini-2.5-pro --out runs/gemini --dry-run": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap

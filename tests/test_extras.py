@@ -81,3 +81,13 @@ def test_the_extras_named_are_the_extras_in_pyproject():
         assert extra in declared, extra
         for module in modules:  # a module of an extra is not a base dependency
             assert module.lower().replace("_", "-") not in base, (extra, module)
+
+
+def test_an_inspect_subject_without_the_inspect_extra(tmp_path, monkeypatch, capsys):
+    loaded = [m for m in sys.modules if m.startswith("inspect_ai.")]  # by an earlier test
+    _without(monkeypatch, *EXTRAS["inspect"], *loaded)
+    for name in [m for m in sys.modules if m.startswith("bayesobs.run.subjects.")]:
+        monkeypatch.delitem(sys.modules, name)  # imported afresh, as in a new process
+    argv = ["run", "line_ratio", "--subject", "inspect:mockllm/model", "--trials", "1"]
+    _one_line(capsys, [*argv, "--out", str(tmp_path / "r"), "--no-progress"], "inspect")
+    assert not (tmp_path / "r" / "trials.jsonl").exists()

@@ -288,3 +288,35 @@ def test_answer_distributions_from_the_real_servers_logprobs(server, tmp_path):
             assert r["response_expected"] == pytest.approx(mean, rel=1e-5, abs=1e-6)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["requests"]["openai:smollm2-135m"]["logprobs_effective"] == 5
+
+
+# inspect_ai 0.3.285 builds its retry wait with tenacity's deprecated ``initial`` (its own code)
+@pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")
+def test_an_inspect_subject_on_the_server_logs_trials_that_fit_score_and_report_read(
+    server, tmp_path
+):
+    """issue 51: inspect's OpenAI-compatible provider (``inspect:openai-api/...``) on llama.cpp.
+
+    Greedy, the same trials through ``openai:`` on the same server get the same replies.
+    """
+    pytest.importorskip("inspect_ai", reason="the [inspect] extra is not installed")
+
+    def run(subject: str, out: Path) -> list[dict]:
+        argv = ["run", str(ROOT / "tasks" / "numerosity.toml"), "--modality", "text"]
+        argv += ["--subject", subject, "--base-url", server, "--api-key", "local"]
+        argv += ["--trials", "4", "--temperature", "0", "--token-param", "max_tokens"]
+        assert main([*argv, "--out", str(out), "--no-cache", "--no-progress"]) == 0
+        return _rows(out)
+
+    rows = run("inspect:openai-api/llamacpp/smollm2-135m", tmp_path / "inspect")
+    assert len(rows) == 12 and {r["provider"] for r in rows} == {"openai-api"}
+    assert all(r["model"] and r["usage"]["completion_tokens"] <= 64 for r in rows)
+    assert {r["finish_reason"] for r in rows} <= {"stop", "length"}
+    ref = {(r["session"], r["trial"]): r for r in run("openai:smollm2-135m", tmp_path / "openai")}
+    for r in rows:
+        assert r["raw_response"] == ref[(r["session"], r["trial"])]["raw_response"]
+    out = tmp_path / "inspect"
+    assert main(["fit", str(out), "--out", str(tmp_path / "f")]) == 0
+    assert main(["score", str(out), "--out", str(tmp_path / "s"), "--bootstrap", "5"]) == 0
+    assert main(["report", str(tmp_path / "s"), "--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "index.html").stat().st_size > 0

@@ -35,7 +35,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         required=True,
         metavar="SUBJECT",
         help="sim:bayesian, sim:antibayes, sim:kalman, sim:linear, openai:MODEL (any "
-        "OpenAI-compatible API), anthropic:MODEL (Claude's Messages API) or "
+        "OpenAI-compatible API), anthropic:MODEL (Claude's Messages API), "
+        "inspect:PROVIDER/MODEL (any model inspect_ai reaches; the [inspect] extra) or "
         "python:PACKAGE.MODULE:NAME (your own function or class); repeatable",
     )
     p.add_argument(
@@ -65,7 +66,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--dry-run", action="store_true", help="print the calls and estimated tokens, call nothing"
     )
     p.add_argument(
-        "--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI)"
+        "--base-url",
+        help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL or OpenAI); for inspect: "
+        "subjects, the provider's base_url",
     )
     p.add_argument(
         "--api-key",

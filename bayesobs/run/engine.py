@@ -12,6 +12,7 @@ them; ``context_reversed`` shows the base order reversed).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import sys
@@ -55,7 +56,7 @@ from .subjects import (
 TOKENS_PER_IMAGE = 765  # a 4-tile image at OpenAI's high detail: where no image can be measured
 
 
-API_KINDS = ("openai", "anthropic")  # subjects behind an API (chat options, key, cache)
+API_KINDS = ("openai", "anthropic", "inspect")  # subjects behind an API (chat options, key, cache)
 
 
 # ---------------------------------------------------------------- running
@@ -639,7 +640,7 @@ def make_subjects(
     Parameters
     ----------
     names : list of str
-        ``sim:<kind>``, ``openai:<model>``, ``anthropic:<model>``,
+        ``sim:<kind>``, ``openai:<model>``, ``anthropic:<model>``, ``inspect:<provider>/<model>``,
         ``python:<package.module>:<name>`` or an installed kind's ``KIND:NAME``.
     sim_seed : int
         Seed of the simulated subjects.
@@ -699,7 +700,7 @@ def make_subjects(
             if plugin is None:  # a paradigm unregistered since parse_subject's check
                 raise BayesobsInputError(f"unknown simulated subject {name!r}")
             out[name] = plugin.subject(rest, seed=sim_seed)
-        elif kind not in ("openai", "anthropic"):  # python: and installed kinds (entry points)
+        elif kind not in API_KINDS:  # python: and installed kinds (entry points)
             from .subjects.python_subject import own_subject  # only for those subjects
 
             out[name] = own_subject(
@@ -712,6 +713,10 @@ def make_subjects(
 
             opts = ChatOptions(model=rest, **(chat or {}))
             api_cls = AnthropicSubject if kind == "anthropic" else OpenAIChatSubject
+            if kind == "inspect":
+                from .subjects.inspect_model import InspectSubject  # inspect_ai: only when used
+
+                api_cls = functools.partial(InspectSubject, rest)
             out[name] = api_cls(
                 opts,
                 api_key=api_key,

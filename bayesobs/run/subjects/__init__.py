@@ -28,7 +28,8 @@ def parse_subject(spec: str) -> tuple[str, str]:
     spec : str
         ``KIND:NAME``: ``sim:<kind>`` with a kind of :data:`SIM_KINDS` or of a registered
         paradigm (:mod:`bayesobs.paradigms`),
-        ``openai:<model>``, ``anthropic:<model>`` or ``python:<package.module>:<name>``.
+        ``openai:<model>``, ``anthropic:<model>``, ``inspect:<provider>/<model>`` or
+        ``python:<package.module>:<name>``.
 
     Returns
     -------
@@ -39,17 +40,17 @@ def parse_subject(spec: str) -> tuple[str, str]:
     ------
     BayesobsInputError
         When ``spec`` has no colon or no name, its kind is not ``sim``,
-        ``openai``, ``anthropic``, ``python`` or an installed one, or a ``sim`` name is not a
-        simulated kind.
+        ``openai``, ``anthropic``, ``inspect``, ``python`` or an installed one, or a ``sim``
+        name is not a simulated kind.
     """
     kind, sep, name = spec.partition(":")
     known = (*sim_kinds(), "random")
     plugged = subject_kinds()  # installed packages' kinds (entry points bayesobs.subjects)
-    if not sep or not name or kind not in ("sim", "openai", "anthropic", "python", *plugged):
+    if not sep or not name or kind not in ("sim", "openai", "anthropic", "inspect", "python", *plugged):
         more = "".join(f", {k}:<name>" for k in plugged)
         raise BayesobsInputError(
-            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(known)}), openai:<model>{more} "
-            ", anthropic:<model> or python:<package.module>:<name>"
+            f"unknown subject {spec!r}: use sim:<kind> ({', '.join(known)}), openai:<model>{more}, "
+            "anthropic:<model>, inspect:<provider>/<model> or python:<package.module>:<name>"
         )
     if kind == "sim" and name not in known:
         raise BayesobsInputError(

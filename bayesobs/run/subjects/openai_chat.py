@@ -249,7 +249,8 @@ def server_default(exc: Exception) -> float | None:
     return float(m.group(1)) if m else None
 
 
-CACHED_DETAILS = ("reasoning_tokens", "cached_tokens", "logprobs")  # kept with a cached reply
+# kept with a cached reply (model: the one an inspect: subject's provider reported)
+CACHED_DETAILS = ("reasoning_tokens", "cached_tokens", "logprobs", "model")
 
 
 class CachedReplies:
