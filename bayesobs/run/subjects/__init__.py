@@ -46,7 +46,11 @@ def parse_subject(spec: str) -> tuple[str, str]:
     kind, sep, name = spec.partition(":")
     known = (*sim_kinds(), "random")
     plugged = subject_kinds()  # installed packages' kinds (entry points bayesobs.subjects)
-    if not sep or not name or kind not in ("sim", "openai", "anthropic", "inspect", "python", *plugged):
+    if (
+        not sep
+        or not name
+        or kind not in ("sim", "openai", "anthropic", "inspect", "python", *plugged)
+    ):
         more = "".join(f", {k}:<name>" for k in plugged)
         raise BayesobsInputError(
             f"unknown subject {spec!r}: use sim:<kind> ({', '.join(known)}), openai:<model>{more}, "
