@@ -43,11 +43,11 @@ SECTIONS = (
 
 
 def cli_recipes() -> list[str]:
-    """Each ``bayesobs fit`` command line of the recipe sections, as printed."""
+    """Each ``bayesobs fit`` command line on the shared data sets of the recipe sections, as printed."""
     out = []
     for name, heading in SECTIONS:
         for block in fenced_blocks(section(page(name), heading)):
-            out += commands(block, "bayesobs fit ")
+            out += commands(block, "bayesobs fit ../shared/data/")
     return out
 
 

@@ -37,6 +37,14 @@ PARADIGM_NAMES = PARADIGM_FOLDERS - {"stimuli"} | {"perception"}
 COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
     # the package's front: re-exports of the public functions, used by most tests
     "bayesobs": ("the public facade, re-exports only", ("test_one_path.py",)),
+    "bayesobs.platforms": (
+        "JATOS, DataPipe and Pavlovia files as they come",
+        ("test_platform_files.py",),
+    ),
+    "bayesobs.run.budget": ("budgets: stop and resume", ("test_costs.py",)),
+    "bayesobs.run.prices": ("the price table, priced usage", ("test_costs.py",)),
+    "bayesobs.run.subjects.inspect_model": ("inspect: subjects", ("test_inspect_subject.py",)),
+    "bayesobs.web.jatos": ("the JATOS archive and saves", ("test_web_platform_saves.py",)),
     "bayesobs.fits.posterior.batching": (
         "batched sampling: the same draws alone or batched, beside per-cell fits",
         ("test_scale.py",),

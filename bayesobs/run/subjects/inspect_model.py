@@ -10,6 +10,7 @@ one attempt (the OpenAI SDK's two) stay as the provider set them.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 from ...chat import FatalSubjectError, Reply, Request, SubjectError
@@ -41,15 +42,10 @@ CONFIG_KEYS = (
 
 
 def one_line(exc: BaseException) -> str:
-    """An exception's message as one plain line (inspect's rich markup and layout dropped)."""
+    """An exception's message as one plain line (inspect's console markup and layout dropped)."""
     text = getattr(exc, "provider_message", None) or str(exc)
-    if "[/" in text:  # inspect's console markup ([bold]...[/bold]); other brackets kept
-        try:
-            from rich.text import Text  # inspect's console library (a dependency of it)
-
-            text = Text.from_markup(text).plain
-        except Exception:  # not markup after all: as it is
-            pass
+    # inspect's console markup ([bold]...[/bold]); other brackets (pip extras) kept
+    text = re.sub(r"\[/?(bold|italic|dim|underline|red|green|blue|yellow)\]|\[/\]", "", text)
     return " ".join(text.split()) or type(exc).__name__
 
 

@@ -259,7 +259,9 @@ def test_dry_run_counts_the_calls_and_tokens_as_for_openai(tmp_path, capsys):
     argv = ["--trials", "4", "--dry-run"]
     assert main(_run(tmp_path / "a", "inspect:mockllm/model", *argv)) == 0
     ins = capsys.readouterr().out
-    assert main(_run(tmp_path / "b", "openai:m", *argv)) == 0
+    assert (
+        main(_run(tmp_path / "b", "openai:model", *argv)) == 0
+    )  # the same model name: priced alike
     assert "12 call(s) to make" in ins and ins.replace("/a)", "/b)") == capsys.readouterr().out
 
 
