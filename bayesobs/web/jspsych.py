@@ -394,6 +394,7 @@ def export_jspsych(
                         "session": sess.session,
                         "run": sess.run,
                         "trial": t,
+                        "seed": sess.seed,  # the run's seed, as a model's rows record it
                         "stimulus": stim.value,
                         "range_low": sess.range[0],
                         "range_high": sess.range[1],
