@@ -12,7 +12,7 @@ from ..run.imagecost import IMAGE_MODES
 from .fit import cmd_fit
 from .humans import _add_stimulus_options, cmd_export, cmd_export_dataset, cmd_serve
 from .options import _add_scheduler_option, _add_trial_options, _positive_int, _probability
-from .report import cmd_compare, cmd_report
+from .report import cmd_compare, cmd_compare_trials, cmd_report
 from .run import _add_run_options, cmd_rescore, cmd_run, cmd_sweep
 from .score import cmd_psychometric, cmd_score
 from .simulation import cmd_calibrate, cmd_design, cmd_simulate
@@ -272,6 +272,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the cross-model page DIR/report/index.html",
     )
     p.set_defaults(func=cmd_compare)
+    p = sub.add_parser(
+        "compare-trials",
+        help="trial-level agreement of two folders on the same trials (error consistency, "
+        "paired correlations, w_prior and Kalman gain differences)",
+    )
+    p.add_argument("a", type=Path, metavar="A", help="experiment folder or trial table")
+    p.add_argument("b", type=Path, metavar="B", help="experiment folder or trial table")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    p.add_argument(
+        "--bootstrap", type=_positive_int, default=200, help="bootstrap replicates (default 200)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(func=cmd_compare_trials)
 
     p = sub.add_parser("serve", help="run a task on human participants in the browser")
     p.add_argument(

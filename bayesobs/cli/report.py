@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 
 def cmd_report(args) -> int:
     """``bayesobs report``: the HTML report of trial files, an experiment or a score folder."""
@@ -26,4 +28,44 @@ def cmd_compare(args) -> int:
     print()
     names = ", ".join(str(p.relative_to(args.out)) for p in res["written"])
     print(wrap(f"tables -> {args.out}/ ({names})"))
+    return 0
+
+
+def cmd_compare_trials(args) -> int:
+    """``bayesobs compare-trials``: trial-level agreement of two folders on the same trials."""
+    import math
+
+    from ..agreement import agreement
+    from ..limits import check
+    from ..run.store import lock_folder
+    from ..trials import read_trials, write_csv
+
+    check("bootstrap", args.bootstrap, "--bootstrap asks for")  # before any reading
+    table = agreement(read_trials(args.a), read_trials(args.b), args.bootstrap, args.seed)
+    with lock_folder(args.out, "compare-trials"):
+        write_csv(table, args.out / "agreement.csv")
+    for r in table.to_dict("records"):
+        who = f"{r['subject_a']} vs {r['subject_b']}, {r['task']}/{r['modality']}/{r['condition']}"
+        if r["kind"] == "right/wrong":
+            print(
+                f"{who}: {r['n_pairs']} pairs, error consistency kappa {r['kappa']:.3f} "
+                f"[{r['kappa_lo']:.3f}, {r['kappa_hi']:.3f}]"
+            )
+            continue
+        print(
+            f"{who}: {r['n_pairs']} pairs in {r['n_runs']} runs, r_response {r['r_response']:.3f}, "
+            f"r_residual {r['r_residual']:.3f} ({r['best_a']} / {r['best_b']}), d_w_prior "
+            f"{r['d_w_prior']:.3f} [{r['d_w_prior_lo']:.3f}, {r['d_w_prior_hi']:.3f}], "
+            f"d_kalman_gain {r['d_kalman_gain']:.3f}"
+        )
+        if r["n_runs"] < 5 or math.isnan(r["r_residual"]):
+            print(
+                f"  note: magnitude intervals resample {r['n_runs']} paired run(s); under 5 "
+                "they are too few to trust",
+                file=sys.stderr,
+            )
+    print(
+        f"95% percentile bootstrap, {args.bootstrap} replicates, seed {args.seed}: kappa over "
+        f"paired trials, magnitude columns over paired runs -> {args.out / 'agreement.csv'}"
+    )
     return 0
