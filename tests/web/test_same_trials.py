@@ -12,7 +12,9 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pytest
 from starlette.testclient import TestClient
 
 import bayesobs
@@ -41,21 +43,19 @@ def _spec(tmp_path) -> Path:
     return path
 
 
-def _serve(spec: Path, folder: Path, answer, n: int) -> None:
-    """``n`` participants through the web app's own endpoints, answering ``answer(stimulus, k)``."""
+def _serve(spec: Path, folder: Path, strategies) -> None:
+    """One participant per strategy through the web app's own endpoints: ``f(stimulus, range)``."""
     server = ParticipantServer(spec, folder)
     with TestClient(server.app(), base_url="http://127.0.0.1") as c:
-        for k in range(n):
+        for k, answer in enumerate(strategies):
             c.cookies.clear()
             assert c.post("/api/start", json={"consent": True, "pid": f"p{k}"}).status_code == 200
             c.post("/api/practice", json={"response": "0.5"})
             t = c.get("/api/next").json()
             while not t["finished"]:
-                stim = server.study_of(f"p{k}").where(t["id"])
-                value = stim[0].stimuli[stim[2]].value
-                r = c.post(
-                    "/api/answer", json={"id": t["id"], "response": f"{answer(value, k):.4f}"}
-                )
+                sess, i, _ = server.study_of(f"p{k}").where(t["id"])
+                said = answer(sess.stimuli[i].value, sess.range)
+                r = c.post("/api/answer", json={"id": t["id"], "response": f"{said:.4f}"})
                 assert r.status_code == 200, r.text
                 t = r.json()
 
@@ -86,3 +86,60 @@ def test_jspsych_export_rows_carry_the_seed_of_the_model_run(tmp_path):
     assert len(both) == len(model) == 16
     assert (both["seed_person"] == both["seed_model"]).all()
     assert (both["stimulus_person"] == both["stimulus_model"]).all()
+
+
+def test_people_served_and_a_model_run_on_the_same_spec_are_paired(tmp_path, capsys):
+    """Three people with known strategies through ``serve``'s endpoints (each its own block
+    order), a simulated model through ``bayesobs run``: ``compare-trials`` pairs all 16 trials
+    of each person with the model's, the correlations are pandas' on the paired rows, and the
+    person who leans on the prior gets the larger w_prior."""
+    spec = _spec(tmp_path)
+    rng = np.random.default_rng(0)
+
+    def veridical(x, _range):
+        return x + rng.normal(0, 0.01)
+
+    def prior(x, range_):  # halfway to the session's mean
+        return 0.5 * x + 0.5 * sum(range_) / 2 + rng.normal(0, 0.01)
+
+    _serve(spec, tmp_path / "people", [veridical, prior, prior])
+    assert (
+        main(
+            [
+                "run",
+                str(spec),
+                "--subject",
+                "sim:bayesian",
+                "--out",
+                str(tmp_path / "m"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    out = tmp_path / "agree"
+    assert (
+        main(
+            [
+                "compare-trials",
+                str(tmp_path / "people"),
+                str(tmp_path / "m"),
+                "--out",
+                str(out),
+                "--bootstrap",
+                "10",
+            ]
+        )
+        == 0
+    )
+    table = pd.read_csv(out / "agreement.csv").set_index("subject_a")
+    assert sorted(table.index) == ["p0", "p1", "p2"] and (table["n_pairs"] == 16).all()
+    people = bayesobs.read_trials(tmp_path / "people")
+    model = bayesobs.read_trials(tmp_path / "m")
+    assert people.groupby("subject")["block_position"].first().nunique() == 2  # counterbalanced
+    for pid, g in people.groupby("subject"):
+        paired = g.merge(model, on=["session", "run", "trial", "seed"], suffixes=("_p", "_m"))
+        r = paired["response_p"].corr(paired["response_m"])
+        assert table.loc[pid, "r_response"] == pytest.approx(r, abs=1e-12)
+    assert table.loc["p1", "w_prior_a"] > table.loc["p0", "w_prior_a"] + 0.2
+    assert "too few to trust" in capsys.readouterr().err  # 2 runs behind each interval
