@@ -86,6 +86,10 @@ ELSEWHERE = {
     "bayesobs run line_ratio --modality text --subject python:mylab.observers:ratio --out runs/mine": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
     "bayesobs run line_ratio --modality text --subject python:mylab.observers:Observer --out runs/class": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
     "bayesobs score runs/mine --out runs/mine/scores": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
+    # people in the browser: served through the web app's endpoints, then paired
+    "bayesobs serve tasks/line_ratio.toml --out study/": "test_same_trials.py::test_people_served_and_a_model_run_on_the_same_spec_are_paired",
+    "bayesobs compare-trials study/ model/ --out agreement/": "test_same_trials.py::test_people_served_and_a_model_run_on_the_same_spec_are_paired",
+    "bayesobs compare-trials A B --out DIR [--bootstrap 200] [--seed 0]": "test_agreement.py::test_magnitude_correlations_equal_pandas_and_w_prior_difference_is_recovered",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap

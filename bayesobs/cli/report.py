@@ -1,4 +1,4 @@
-"""``bayesobs report`` and ``compare``: the HTML report of one study, and models compared across folders."""
+"""``bayesobs report``, ``compare`` and ``compare-trials``: one study's report, models across folders, two on the same trials."""
 
 from __future__ import annotations
 
