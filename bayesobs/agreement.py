@@ -11,8 +11,11 @@ and of the Kalman observer's steady-state gain.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
+from scipy.special import expit, logit, ndtr
 
 from .api import fit_result, predictions
 from .errors import BayesobsInputError
@@ -269,4 +272,65 @@ def agreement(
                 row.update(best_a=g["best_a"].iat[0], best_b=g["best_b"].iat[0])
                 row.update(_magnitude(g, bootstrap, rng))
             rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def human_range(
+    people: pd.DataFrame, models: pd.DataFrame, chains=2, warmup=500, draws=500, seed=0
+) -> pd.DataFrame:
+    """Whether each model's w_prior could be a new person's, under the people's hierarchical posterior.
+
+    The people's magnitude trials are fitted with the hierarchical static
+    observer (:func:`bayesobs.fits.posterior.fit_posterior`, ``hierarchical``:
+    ``logit w_prior ~ Normal(mu_pop, tau_pop)`` per task, modality and
+    condition); each model's w_prior is its maximum-likelihood static fit.
+
+    Parameters
+    ----------
+    people, models : DataFrame
+        Trial tables: the people (two or more per group) and the models.
+    chains, warmup, draws : int, default 2, 500, 500
+        NUTS chains, warm-up and kept draws per chain.
+    seed : int, default 0
+        Sampler seed.
+
+    Returns
+    -------
+    DataFrame
+        One row per model and group: ``w_prior``, ``n_people``, ``people``
+        (their ids, ``;``-separated), ``person_lo``, ``person_hi`` (the 95%
+        posterior predictive interval of a new person's w_prior), ``quantile``
+        (the predictive probability that a new person's w_prior is below the
+        model's), ``p_within`` (``2 min(quantile, 1 - quantile)``) and
+        ``within`` (``p_within >= 0.05``).
+    """
+    # optional weight: JAX and NumPyro load only for the posterior fit
+    from .fits.posterior import fit_posterior
+
+    group = ["task", "modality", "condition"]
+    people = normalize_trials(people).astype({"subject": str})
+    counts = people.groupby(group)["subject"].nunique()
+    if not (counts >= 2).any():
+        raise BayesobsInputError("the people's population needs two or more people in a task")
+    keep = people.set_index(group).index.isin(counts[counts >= 2].index)
+    _, _, idatas, _ = fit_posterior(people[keep], ["static"], True, chains, warmup, draws, seed)
+    fits = fit_result(models).fits
+    rows = []
+    for r in fits[fits["variant"] == "static"].to_dict("records"):
+        key = (r["task"], r["modality"], r["condition"], "static")
+        if key not in idatas:
+            continue
+        post = idatas[key].posterior
+        mu, tau = (np.asarray(post[k])[..., 0].ravel() for k in ("mu_pop", "tau_pop"))
+        w = json.loads(r["params"])["w_prior"]
+        with np.errstate(divide="ignore"):
+            q = float(np.mean(ndtr((logit(w) - mu) / tau)))
+        new = expit(mu + tau * np.random.default_rng(seed).standard_normal(mu.shape))
+        names = [str(s).split("/")[0] for s in post["subject"].values]
+        rows.append(
+            dict(zip([*group, "subject"], [*key[:3], r["subject"]], strict=True))
+            | dict(w_prior=w, n_people=len(names), people=";".join(names))
+            | dict(zip(("person_lo", "person_hi"), np.percentile(new, [2.5, 97.5]), strict=True))
+            | dict(quantile=q, p_within=2 * min(q, 1 - q), within=2 * min(q, 1 - q) >= 0.05)
+        )
     return pd.DataFrame(rows)

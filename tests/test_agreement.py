@@ -145,3 +145,27 @@ def test_nothing_pairs_is_one_line_naming_what_differs(tmp_path, capsys, change,
     err = capsys.readouterr().err
     assert named in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o" / "agreement.csv").exists()
+
+
+@pytest.mark.slow
+def test_a_member_of_the_population_is_within_the_human_range_and_a_linear_observer_is_not(
+    tmp_path, capsys
+):
+    pytest.importorskip("numpyro")
+    rng = np.random.default_rng(4)
+    ws = 1 / (1 + np.exp(-(0.0 + 0.3 * rng.standard_normal(6))))  # logit w ~ Normal(0, 0.3)
+    people = pd.concat([_magnitude(f"p{i}", w, i, runs=2) for i, w in enumerate(ws)])
+    member = _magnitude("member", 0.5, 10, runs=2)  # drawn as a person would be
+    copier = _magnitude("linear", 0.5, 11, runs=2)
+    copier["response"] = copier["stimulus"] + np.random.default_rng(1).normal(0, 0.03, len(copier))
+    people.to_csv(tmp_path / "people.csv", index=False)
+    pd.concat([member, copier]).to_csv(tmp_path / "models.csv", index=False)
+    argv = ["compare-trials", str(tmp_path / "people.csv"), str(tmp_path / "models.csv")]
+    assert main([*argv, "--out", str(tmp_path / "o"), "--bootstrap", "2", "--human-range"]) == 0
+    table = pd.read_csv(tmp_path / "o" / "human_range.csv").set_index("subject")
+    assert table.loc["member", "within"] and not table.loc["linear", "within"]
+    assert (table["n_people"] == 6).all() and table["people"].iat[0] == "p0;p1;p2;p3;p4;p5"
+    assert table.loc["member", "person_lo"] < 0.5 < table.loc["member", "person_hi"]
+    out = capsys.readouterr().out
+    assert "member on line_ratio/text/base" in out and "within the range" in out
+    assert "outside the range" in out and "p0, p1, p2, p3, p4, p5" in out

@@ -284,6 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--bootstrap", type=_positive_int, default=200, help="bootstrap replicates (default 200)"
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--human-range",
+        action="store_true",
+        help="A holds people: is each model's w_prior inside their hierarchical posterior's "
+        "population (human_range.csv; needs the [posterior] extra)",
+    )
     p.set_defaults(func=cmd_compare_trials)
 
     p = sub.add_parser("serve", help="run a task on human participants in the browser")

@@ -35,13 +35,14 @@ def cmd_compare_trials(args) -> int:
     """``bayesobs compare-trials``: trial-level agreement of two folders on the same trials."""
     import math
 
-    from ..agreement import agreement
+    from ..agreement import agreement, human_range
     from ..limits import check
     from ..run.store import lock_folder
     from ..trials import read_trials, write_csv
 
     check("bootstrap", args.bootstrap, "--bootstrap asks for")  # before any reading
-    table = agreement(read_trials(args.a), read_trials(args.b), args.bootstrap, args.seed)
+    a, b = read_trials(args.a), read_trials(args.b)
+    table = agreement(a, b, args.bootstrap, args.seed)
     with lock_folder(args.out, "compare-trials"):
         write_csv(table, args.out / "agreement.csv")
     for r in table.to_dict("records"):
@@ -64,8 +65,26 @@ def cmd_compare_trials(args) -> int:
                 "they are too few to trust",
                 file=sys.stderr,
             )
+    if args.human_range:
+        _print_range(human_range(a, b, seed=args.seed), args.out)
     print(
         f"95% percentile bootstrap, {args.bootstrap} replicates, seed {args.seed}: kappa over "
         f"paired trials, magnitude columns over paired runs -> {args.out / 'agreement.csv'}"
     )
     return 0
+
+
+def _print_range(table, out) -> None:
+    """Write ``human_range.csv`` and print each model's place in the people's population."""
+    from ..run.store import lock_folder
+    from ..trials import write_csv
+
+    with lock_folder(out, "compare-trials"):
+        write_csv(table, out / "human_range.csv")
+    for r in table.to_dict("records"):
+        print(
+            f"{r['subject']} on {r['task']}/{r['modality']}/{r['condition']}: w_prior "
+            f"{r['w_prior']:.3f}; a new person's 95% [{r['person_lo']:.3f}, {r['person_hi']:.3f}] "
+            f"from {r['n_people']} people ({r['people'].replace(';', ', ')}): p = "
+            f"{r['p_within']:.3f}, {'within' if r['within'] else 'outside'} the range (p >= 0.05)"
+        )
