@@ -213,7 +213,8 @@ def sample(
 
     variant = get_variant(variant) if isinstance(variant, str) else variant
     mcmc = MCMC(
-        NUTS(model),
+        # a population's funnel (small tau_pop) wants smaller steps than one subject alone
+        NUTS(model, target_accept_prob=0.95 if hierarchical else 0.8),
         num_warmup=warmup,
         num_samples=draws,
         num_chains=chains,
