@@ -89,7 +89,7 @@ ELSEWHERE = {
     # people in the browser: served through the web app's endpoints, then paired
     "bayesobs serve tasks/line_ratio.toml --out study/": "test_same_trials.py::test_people_served_and_a_model_run_on_the_same_spec_are_paired",
     "bayesobs compare-trials study/ model/ --out agreement/": "test_same_trials.py::test_people_served_and_a_model_run_on_the_same_spec_are_paired",
-    "bayesobs compare-trials A B --out DIR [--bootstrap 200] [--seed 0]": "test_agreement.py::test_magnitude_correlations_equal_pandas_and_w_prior_difference_is_recovered",
+    "bayesobs compare-trials A B --out DIR [--bootstrap 200] [--seed 0] [--human-range]": "test_agreement.py::test_a_member_of_the_population_is_within_the_human_range_and_a_linear_observer_is_not",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap
