@@ -20,9 +20,7 @@ def test_the_hierarchical_model_draws_one_population_for_all_subjects():
     from bayesobs.trials import normalize_trials
 
     rng = np.random.default_rng(0)
-    df = pd.concat(
-        [make_cell(rng, n_per=5, subject=f"s{i}", task="line_ratio") for i in range(4)]
-    )
+    df = pd.concat([make_cell(rng, n_per=5, subject=f"s{i}", task="line_ratio") for i in range(4)])
     static = get_variant("static")
     data = prepare(normalize_trials(df.assign(modality="text", condition="base")), static)
     trace = handlers.trace(handlers.seed(model, jax.random.PRNGKey(0))).get_trace(
