@@ -55,7 +55,7 @@ def pair_trials(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     for t in (normalize_trials(a), normalize_trials(b)):
         keep = pd.to_numeric(t["trial"], errors="coerce") >= 0
         if "catch" in t.columns:
-            keep &= t["catch"].fillna(False).astype(bool) == False  # noqa: E712 - object column
+            keep &= ~t["catch"].astype(str).str.lower().isin(_TRUE)
         t = t[keep].copy()
         for k in PAIR_KEYS:
             t[k] = t[k].astype(str)
