@@ -86,9 +86,9 @@ ELSEWHERE = {
     "bayesobs run line_ratio --modality text --subject python:mylab.observers:ratio --out runs/mine": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
     "bayesobs run line_ratio --modality text --subject python:mylab.observers:Observer --out runs/class": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
     "bayesobs score runs/mine --out runs/mine/scores": "test_python_subject.py::test_the_docs_custom_subject_page_runs_as_written",
-    # people in the browser: served through the web app's endpoints, then paired
-    "bayesobs serve tasks/line_ratio.toml --out study/": "test_same_trials.py::test_people_served_and_a_model_run_on_the_same_spec_are_paired",
-    "bayesobs compare-trials study/ model/ --out agreement/": "test_same_trials.py::test_people_served_and_a_model_run_on_the_same_spec_are_paired",
+    # people in the browser (Chromium), then paired with a model as printed
+    "bayesobs serve tasks/line_ratio.toml --out study/": "test_same_trials.py::test_the_docs_commands_pair_people_in_chromium_with_a_model",
+    "bayesobs compare-trials study/ model/ --out agreement/": "test_same_trials.py::test_the_docs_commands_pair_people_in_chromium_with_a_model",
     "bayesobs compare-trials A B --out DIR [--bootstrap 200] [--seed 0] [--human-range]": "test_agreement.py::test_a_member_of_the_population_is_within_the_human_range_and_a_linear_observer_is_not",
 }
 

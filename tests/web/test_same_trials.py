@@ -143,3 +143,51 @@ def test_people_served_and_a_model_run_on_the_same_spec_are_paired(tmp_path, cap
         assert table.loc[pid, "r_response"] == pytest.approx(r, abs=1e-12)
     assert table.loc["p1", "w_prior_a"] > table.loc["p0", "w_prior_a"] + 0.2
     assert "too few to trust" in capsys.readouterr().err  # 2 runs behind each interval
+
+
+@pytest.mark.slow
+def test_the_docs_commands_pair_people_in_chromium_with_a_model(tmp_path, monkeypatch):
+    """docs/human-studies.md "People and models on the same trials", as printed (one modality,
+    four trials a session): two people in Chromium, one copying each ratio, one pulled halfway
+    to the session's mean; a simulated model run; compare-trials pairs every trial."""
+    from conftest import chromium_browser
+    from docs_pages import checkout, commands, fenced_blocks, page, section, shell_argv
+
+    from bayesobs.web import running
+
+    block = fenced_blocks(section(page("human-studies.md"), "People and models on the same trials"))
+    serve, run, compare = commands(block[0])
+    cwd = checkout(tmp_path)
+    monkeypatch.chdir(cwd)
+    argv = shell_argv(serve, cwd)
+    assert argv[1:3] == ["serve", "tasks/line_ratio.toml"] and argv[3] == "--out"
+    server = ParticipantServer(cwd / argv[2], cwd / argv[4], ["text"], None, 4)
+    strategies = {"alice": lambda x, r: x, "bob": lambda x, r: 0.5 * x + 0.25 * sum(r)}
+    with running(server) as url, chromium_browser() as browser:
+        for pid, answer in strategies.items():
+            p = browser.new_page()
+            p.goto(f"{url}/?pid={pid}")
+            p.get_by_role("button", name="I agree").click()
+            p.get_by_role("button", name="Start the practice trial").click()
+            p.fill("input[name=response]", "0.5")
+            p.keyboard.press("Enter")
+            p.get_by_role("button", name="Start the study").click()
+            for i in range(12):
+                p.wait_for_selector(f"text=Trial {i + 1} of 12")
+                sess, t, _ = server.study_of(pid).where(i)
+                p.fill("input[name=response]", f"{answer(sess.stimuli[t].value, sess.range):.3f}")
+                p.keyboard.press("Enter")
+            p.wait_for_selector("#thanks:not([hidden])")
+            p.close()
+    small = ["--modality", "text", "--trials", "4", "--no-progress"]
+    assert main([*shell_argv(run, cwd)[1:], *small]) == 0
+    assert main([*shell_argv(compare, cwd)[1:], "--bootstrap", "5"]) == 0
+    table = pd.read_csv(cwd / "agreement" / "agreement.csv").set_index("subject_a")
+    assert sorted(table.index) == ["alice", "bob"] and (table["n_pairs"] == 12).all()
+    assert table.loc["bob", "w_prior_a"] > table.loc["alice", "w_prior_a"] + 0.3
+    people = bayesobs.read_trials(cwd / "study")
+    model = bayesobs.read_trials(cwd / "model")
+    paired = people[people["subject"] == "bob"].merge(model, on=["session", "run", "trial", "seed"])
+    assert table.loc["bob", "r_response"] == pytest.approx(
+        paired["response_x"].corr(paired["response_y"]), abs=1e-12
+    )
