@@ -111,6 +111,10 @@ ELSEWHERE = {
     "bayesobs run line_ratio --modality text --subject inspect:ollama/llama3.2 --out runs/llama": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
     "bayesobs run line_ratio --modality text --subject inspect:openai-api/llamacpp/smollm2 --base-url http://127.0.0.1:8080/v1 --api-key local --out runs/smollm2": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
     "bayesobs sweep tasks/bayesbench.toml --subject inspect:google/gemini-2.5-pro --out runs/gemini --dry-run": "test_inspect_subject.py::test_the_docs_inspect_subject_commands_run",
+    # people in the browser (Chromium), then paired with a model as printed
+    "bayesobs serve tasks/line_ratio.toml --out study/": "test_same_trials.py::test_the_docs_commands_pair_people_in_chromium_with_a_model",
+    "bayesobs compare-trials study/ model/ --out agreement/": "test_same_trials.py::test_the_docs_commands_pair_people_in_chromium_with_a_model",
+    "bayesobs compare-trials A B --out DIR [--bootstrap 200] [--seed 0] [--human-range]": "test_agreement.py::test_a_member_of_the_population_is_within_the_human_range_and_a_linear_observer_is_not",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap

@@ -19,7 +19,7 @@ from .options import (
     _positive_int,
     _probability,
 )
-from .report import cmd_compare, cmd_report
+from .report import cmd_compare, cmd_compare_trials, cmd_report
 from .run import _add_run_options, cmd_rescore, cmd_run, cmd_sweep
 from .score import cmd_psychometric, cmd_score
 from .simulation import cmd_calibrate, cmd_design, cmd_simulate
@@ -280,6 +280,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_participants_options(p)  # instead of --features: the participants' columns
     p.set_defaults(func=cmd_compare)
+    p = sub.add_parser(
+        "compare-trials",
+        help="trial-level agreement of two folders on the same trials (error consistency, "
+        "paired correlations, w_prior and Kalman gain differences)",
+    )
+    p.add_argument("a", type=Path, metavar="A", help="experiment folder or trial table")
+    p.add_argument("b", type=Path, metavar="B", help="experiment folder or trial table")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    p.add_argument(
+        "--bootstrap", type=_positive_int, default=200, help="bootstrap replicates (default 200)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--human-range",
+        action="store_true",
+        help="A holds people: is each model's w_prior inside their hierarchical posterior's "
+        "population (human_range.csv; needs the [posterior] extra)",
+    )
+    p.set_defaults(func=cmd_compare_trials)
 
     p = sub.add_parser("serve", help="run a task on human participants in the browser")
     p.add_argument(

@@ -452,6 +452,9 @@ def export_jspsych(
                         "session": sess.session,
                         "run": sess.run,
                         "trial": t,
+                        # the run's seed, as a model's rows record it; as text, which
+                        # JavaScript keeps whole (its numbers would round 64 bits)
+                        "seed": str(sess.seed),
                         "stimulus": stim.value,
                         "range_low": sess.range[0],
                         "range_high": sess.range[1],

@@ -115,12 +115,14 @@ def model(variant: Variant, data: Data, hierarchical: bool = False, prior_scale:
 
     S = len(data.subjects)
     fam = variant.family
+    pooled = hierarchical and S > 1
+    if pooled:  # one population for every subject: outside the subject plate
+        mu = numpyro.sample(
+            "mu_pop", dist.Normal(0.0 if fam != "linear" else 1.0, 1.5 * prior_scale)
+        )
+        tau = numpyro.sample("tau_pop", dist.HalfNormal(1.0 * prior_scale))
     with numpyro.plate("subject", S):
-        if hierarchical and S > 1:
-            mu = numpyro.sample(
-                "mu_pop", dist.Normal(0.0 if fam != "linear" else 1.0, 1.5 * prior_scale)
-            )
-            tau = numpyro.sample("tau_pop", dist.HalfNormal(1.0 * prior_scale))
+        if pooled:
             eta = numpyro.sample("eta", dist.Normal(0.0, 1.0))
             raw = mu + tau * eta
             core = {"linear": raw, "static": 1 / (1 + jnp.exp(-raw)), "kalman": jnp.exp(raw)}[fam]
@@ -162,6 +164,9 @@ def natural_params(variant: Variant, samples: dict, data: Data) -> dict[str, np.
         out["g"] = g
         out["delta"] = s * np.asarray(samples["delta_std"]) + c * (1 - g)
     out["sigma"] = s * np.asarray(samples["sigma_std"])
+    for k in ("mu_pop", "tau_pop"):  # the population (hierarchical), on every subject's row
+        if k in samples:
+            out[k] = np.broadcast_to(np.asarray(samples[k])[..., None], out["sigma"].shape)
     return out
 
 
@@ -196,7 +201,9 @@ def sample(
     -------
     arviz.InferenceData
         ``posterior`` in natural units (:func:`natural_params`, one
-        ``subject`` dimension), ``log_likelihood`` ``y`` on the response
+        ``subject`` dimension; a hierarchical fit adds the population's
+        ``mu_pop`` and ``tau_pop`` on the core parameter's unconstrained scale,
+        logit ``w_prior``, log ``rho`` or ``w``, the same on every subject), ``log_likelihood`` ``y`` on the response
         scale (observed trials only) and ``sample_stats`` ``diverging``.
     """
     import arviz as az  # start-up time: ArviZ loads only when posteriors are summarised
@@ -206,7 +213,8 @@ def sample(
 
     variant = get_variant(variant) if isinstance(variant, str) else variant
     mcmc = MCMC(
-        NUTS(model),
+        # a population's funnel (small tau_pop) wants smaller steps than one subject alone
+        NUTS(model, target_accept_prob=0.95 if hierarchical else 0.8),
         num_warmup=warmup,
         num_samples=draws,
         num_chains=chains,
