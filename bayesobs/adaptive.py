@@ -20,10 +20,10 @@ from .errors import BayesobsInputError
 from .provenance import read_manifest
 from .run.engine import estimate
 from .run.plan import load_protocol, plan_all
-from .run.runner import start
+from .run.runner import start, sweep
 from .run.store import lock_folder
 from .scores import score
-from .stopping import EVIDENCE_THRESHOLD, cell_name, open_questions
+from .stopping import EVIDENCE_THRESHOLD, cell_name, conclusions, open_questions
 from .trials import CELL_KEYS, read_trials
 
 RULE = (
@@ -62,7 +62,9 @@ class AdaptiveOptions:
         for name, low in (("first_runs", 2), ("step", 1), ("bootstrap", 10), ("seed", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise BayesobsInputError(f"adaptive {name} must be a whole number >= {low}, not {v!r}")
+                raise BayesobsInputError(
+                    f"adaptive {name} must be a whole number >= {low}, not {v!r}"
+                )
         if not 0.5 < self.sign_level <= 1:
             raise BayesobsInputError(
                 f"adaptive sign_level must be in (0.5, 1], not {self.sign_level!r}"
@@ -83,7 +85,9 @@ class AdaptiveResult:
     input_tokens: int = 0
     fixed_calls: int = 0
     fixed_input_tokens: int = 0
-    complete: bool = True  # False: a round was cut short (failed sessions); the same command resumes
+    complete: bool = (
+        True  # False: a round was cut short (failed sessions); the same command resumes
+    )
     reports: list = field(default_factory=list)
 
 
@@ -155,6 +159,7 @@ def adaptive_sweep(
     out = Path(out)
     exps = load_protocol(protocol)
     kw = dict(subjects=subjects, trials=trials, runs=runs)
+    kw.update(ami=start_options.get("ami"), hvs=start_options.get("hvs"))  # as start records them
     sessions = plan_all([(e["spec"], kw) for e in exps], progress=False)
     chat = start_options.get("chat")
     cap = {c: 0 for c in map(_cell, sessions)}
@@ -179,7 +184,9 @@ def adaptive_sweep(
             result.complete = report.dry_run is not None and not report.failed_sessions
             break
         keyed = {tuple(map(str, c)): n for c, n in asked.items()}
-        scored = score(_asked_rows(out, keyed), bootstrap=options.bootstrap, seed=options.seed, probe=False)
+        scored = score(
+            _asked_rows(out, keyed), bootstrap=options.bootstrap, seed=options.seed, probe=False
+        )
         questions = open_questions(scored.evidence, scored.bcs, options.sign_level)
         stopped = []
         for c in sorted(live, key=cell_name):
@@ -188,10 +195,95 @@ def adaptive_sweep(
                 continue
             reason = "cap reached: " + ", ".join(why) + " still open" if why else "answered"
             stopped.append(c)
-            result.stops.append({"round": rnd, "cell": cell_name(c), "runs": asked[c], "reason": reason})
+            result.stops.append(
+                {"round": rnd, "cell": cell_name(c), "runs": asked[c], "reason": reason}
+            )
         live -= set(stopped)
-        result.rounds.append({"round": rnd, "asked_session_runs": len(todo), "stopped": len(stopped), "open": len(live)})
+        result.rounds.append(
+            {"round": rnd, "session_runs": len(todo), "stopped": len(stopped), "open": len(live)}
+        )
         _write_stops(out, options, result)
     spent = estimate([s for s in sessions if s.run < asked[_cell(s)]], {}, chat)
     result.calls, result.input_tokens = spent["calls"], spent["input_tokens"]
     return result
+
+
+def compare_fixed(
+    protocol: str | Path,
+    subjects: list[str],
+    folder: str | Path,
+    options: AdaptiveOptions | None = None,
+    trials: int | None = None,
+    runs: int | None = None,
+    sim_seed: int = 0,
+) -> dict:
+    """The adaptive rule against the fixed protocol on (simulated) subjects (``design --adaptive``).
+
+    Parameters
+    ----------
+    protocol : str or Path
+        The protocol.
+    subjects : list of str
+        Subject specifiers (``sim:...`` to pay nothing).
+    folder : str or Path
+        Holds ``fixed/`` and ``adaptive/``, the two experiment folders.
+    options : AdaptiveOptions, optional
+        The rule's settings.
+    trials, runs : int, optional
+        Trials per run and runs per session type of the fixed protocol.
+    sim_seed : int, default 0
+        Seed of the simulated subjects.
+
+    Returns
+    -------
+    dict
+        ``calls, input_tokens`` of each (``fixed_...``), ``conclusions`` (the
+        fixed protocol's factor winners and BCS signs), ``agreement`` and its
+        parts ``factor_agreement``, ``sign_agreement``, and ``differ`` (the
+        conclusions the adaptive sweep reached otherwise).
+    """
+    options = options or AdaptiveOptions()
+    folder = Path(folder)
+    sweep(protocol, subjects, folder / "fixed", trials=trials, runs=runs, sim_seed=sim_seed)
+    res = adaptive_sweep(
+        protocol, subjects, folder / "adaptive", options, trials, runs, sim_seed=sim_seed
+    )
+    found = []
+    for name in ("fixed", "adaptive"):
+        rows = read_trials(folder / name / "trials.jsonl")
+        s = score(rows, bootstrap=options.bootstrap, seed=options.seed, probe=False)
+        found.append(conclusions(s.evidence, s.bcs))
+    fixed, adaptive = found
+    same = {k: adaptive.get(k) == v for k, v in fixed.items()}
+
+    def share(kind):
+        hits = [v for k, v in same.items() if k[0] == kind]
+        return sum(hits) / len(hits) if hits else float("nan")
+
+    return {
+        "calls": res.calls,
+        "fixed_calls": res.fixed_calls,
+        "input_tokens": res.input_tokens,
+        "fixed_input_tokens": res.fixed_input_tokens,
+        "rounds": len(res.rounds),
+        "conclusions": len(same),
+        "agreement": sum(same.values()) / len(same) if same else float("nan"),
+        "factor_agreement": share("factor"),
+        "sign_agreement": share("sign"),
+        "differ": ["/".join(map(str, k)) for k, v in same.items() if not v],
+    }
+
+
+def adaptive_subjects(paths) -> dict[str, dict]:
+    """Subject -> the adaptive rule and stops of the experiment folders among ``paths`` that ran one."""
+    out = {}
+    for path in map(Path, paths):
+        manifest = path / "manifest.json"
+        if path.is_dir() and manifest.exists():
+            record = read_manifest(manifest)
+            rule = record.get("experiment", {}).get("adaptive")
+            if rule:
+                stops = record.get("adaptive", {}).get("stops", [])
+                for subject in record["experiment"].get("subjects", []):
+                    out[subject] = {**rule, "stops": len(stops)}
+    return out

@@ -164,6 +164,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trials", type=int, help="trials per session run (default: each spec's)")
     p.add_argument("--runs", type=int, help="runs of each session type (default: each spec's)")
     _add_run_options(p)
+    p.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="ask runs in rounds, only for cells whose conclusion is still open (docs/protocol.md)",
+    )
+    p.add_argument(
+        "--first-runs", type=int, default=2, help="--adaptive: runs per session type in round 1"
+    )
+    p.add_argument(
+        "--sign-level", type=float, default=0.9, help="--adaptive: |s_p| that settles a BCS sign"
+    )
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser(
@@ -392,6 +403,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=30, help="replicates behind s_p (default 30)")
     p.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     _add_scheduler_option(p)
+    p.add_argument(
+        "--adaptive",
+        metavar="SUBJECT",
+        action="append",
+        help="simulate sweep --adaptive against the fixed protocol on this sim: subject (repeatable)",
+    )
     p.set_defaults(func=cmd_design)
     return parser
 

@@ -413,6 +413,8 @@ def cmd_sweep(args) -> int:
 
     _check_run_options(args)
     options, chat = _run_options(args)
+    if args.adaptive:
+        return _adaptive(args, options, chat)
     report = sweep(
         args.protocol,
         args.subject,
@@ -425,6 +427,34 @@ def cmd_sweep(args) -> int:
         **chat,
     )
     return _print_report(args, report)
+
+
+def _adaptive(args, options: dict, chat: dict) -> int:
+    """``sweep --adaptive``: rounds of runs, a line per round and per stop reason."""
+    from collections import Counter
+
+    from ..adaptive import AdaptiveOptions, adaptive_sweep
+
+    rule = AdaptiveOptions(first_runs=args.first_runs, sign_level=args.sign_level)
+    for k in ("ami", "hvs"):
+        options[k] = str(getattr(args, k)) if getattr(args, k) else None
+    res = adaptive_sweep(
+        args.protocol, args.subject, args.out, rule, args.trials, args.runs, chat=chat, **options
+    )
+    if res.reports and res.reports[-1].dry_run is not None:
+        return _print_report(args, res.reports[-1])  # round 1's calls; later rounds depend on them
+    for r in res.rounds:
+        print(
+            f"round {r['round']}: {r['session_runs']} session run(s) asked, {r['stopped']} cell(s) stopped, {r['open']} open"
+        )
+    for reason, n in Counter(s["reason"].split(":")[0] for s in res.stops).items():
+        print(f"{n} cell(s) stopped: {reason}")
+    print(
+        f"adaptive sweep: {res.calls} call(s) of the fixed protocol's {res.fixed_calls} "
+        f"({res.calls / max(res.fixed_calls, 1):.0%}), about {res.input_tokens:,} of "
+        f"{res.fixed_input_tokens:,} input tokens; rule and stops in {args.out / 'manifest.json'}"
+    )
+    return 0 if res.complete else _print_report(args, res.reports[-1])
 
 
 def cmd_rescore(args) -> int:

@@ -48,6 +48,12 @@ def _score(args) -> int:
         humans=args.humans,
         seconds=round(time.perf_counter() - t0, 3),
     )
+    from ..adaptive import adaptive_subjects
+
+    if adaptive := adaptive_subjects(args.trials):  # issue 53: say which numbers are adaptive
+        options["adaptive"] = adaptive
+        if len(result.bayesbench.columns):
+            result.bayesbench["adaptive"] = result.bayesbench["subject"].isin(list(adaptive))
     written = result.to_folder(args.out, trials=trials, manifest=options)
     written += _write_exclusions(exclusions, args.out)
     _print_scores(args, trials, result, written)

@@ -1,0 +1,146 @@
+"""Adaptive sweeps (issue 53): the runs asked are the fixed protocol's, a killed sweep resumes to
+the same decisions, the manifest holds the rule and every stop, bad options are one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesobs.adaptive import AdaptiveOptions, adaptive_sweep
+from bayesobs.cli import main
+from bayesobs.errors import BayesobsInputError
+from bayesobs.run.runner import sweep
+from bayesobs.stopping import open_questions
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYS = ["subject", "task", "modality", "condition", "session", "run", "trial"]
+SAME = [*KEYS, "seed", "stimulus", "response", "raw_response", "stimulus_id", "prompt_id"]
+RUNS, TRIALS = 4, 15
+
+
+def _protocol(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.toml"
+    spec = ROOT / "tasks" / "line_ratio.toml"
+    path.write_text(
+        f'[[experiment]]\nspec = "{spec}"\nmodalities = ["text"]\n'
+        'conditions = ["base", "context_short", "context_none"]\n'
+    )
+    return path
+
+
+def _rows(folder: Path) -> pd.DataFrame:
+    rows = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+    return pd.DataFrame(rows)[SAME].sort_values(KEYS).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def adaptive_folder(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("adaptive")
+    protocol = _protocol(tmp)
+    res = adaptive_sweep(protocol, ["sim:linear"], tmp / "a", trials=TRIALS, runs=RUNS)
+    return protocol, tmp, res
+
+
+@pytest.mark.slow  # three adaptive sweeps of three rounds (about 5 s CPU together)
+def test_adaptive_rows_are_the_fixed_protocols_rows(adaptive_folder):
+    protocol, tmp, res = adaptive_folder
+    sweep(protocol, ["sim:linear"], tmp / "fixed", trials=TRIALS, runs=RUNS)
+    fixed, adaptive = _rows(tmp / "fixed"), _rows(tmp / "a")
+    assert res.calls == len(adaptive) < res.fixed_calls == len(fixed)  # some cell stopped early
+    both = adaptive.merge(fixed, on=KEYS, suffixes=("", "_fixed"), validate="one_to_one")
+    assert len(both) == len(adaptive)  # every adaptive row is a fixed protocol's row ...
+    for col in SAME[len(KEYS) :]:  # ... with the same stimulus, seed and answer
+        assert both[col].astype(str).tolist() == both[f"{col}_fixed"].astype(str).tolist(), col
+    # each cell asks whole rounds: runs 0..n-1 of every session type, n >= 2
+    runs = adaptive.groupby(["condition", "session"])["run"].agg(["min", "max", "nunique"])
+    assert (runs["min"] == 0).all() and (runs["nunique"] == runs["max"] + 1).all()
+    assert (runs["nunique"] >= 2).all()
+
+
+@pytest.mark.slow  # three adaptive sweeps of three rounds (about 5 s CPU together)
+def test_manifest_records_the_rule_and_every_stop(adaptive_folder):
+    _, tmp, res = adaptive_folder
+    manifest = json.loads((tmp / "a" / "manifest.json").read_text())
+    rule = manifest["adaptive"]
+    assert manifest["experiment"]["adaptive"]["sign_level"] == 0.9  # compared on resume
+    assert rule["first_runs"] == 2 and rule["evidence_threshold"] == 0.5 and "68%" in rule["rule"]
+    cells = {s["cell"] for s in rule["stops"]}
+    assert len(cells) == len(rule["stops"]) == 3  # every cell stops once, with its round and reason
+    assert rule["stops"] == res.stops
+    for s in rule["stops"]:
+        assert s["reason"] == "answered" or (
+            s["reason"].startswith("cap reached") and s["runs"] == RUNS
+        )
+
+
+@pytest.mark.slow  # three adaptive sweeps of three rounds (about 5 s CPU together)
+def test_killed_adaptive_sweep_resumes_to_the_same_decisions(adaptive_folder, tmp_path):
+    protocol, tmp, res = adaptive_folder
+    assert len(res.rounds) >= 2, "the fixture needs a sweep of two rounds or more"
+    lines = (tmp / "a" / "trials.jsonl").read_bytes().splitlines(keepends=True)
+    first = sum(1 for line in lines if json.loads(line)["run"] < 2)  # round 1's rows
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    (killed / "manifest.json").write_bytes((tmp / "a" / "manifest.json").read_bytes())
+    # killed during round 2: its first rows logged and a torn line after them
+    (killed / "trials.jsonl").write_bytes(b"".join(lines[: first + 3]) + lines[first + 3][:40])
+    again = adaptive_sweep(protocol, ["sim:linear"], killed, trials=TRIALS, runs=RUNS)
+    assert again.stops == res.stops and again.rounds == res.rounds
+    pd.testing.assert_frame_equal(_rows(killed), _rows(tmp / "a"))
+
+
+def test_open_questions_follow_the_interval_and_the_sign_level():
+    cell = {"subject": "s", "task": "t", "modality": "multimodal"}
+    evidence = pd.DataFrame(
+        [
+            {**cell, "condition": "base", "factor": "bayesian", "p_lo": 0.6, "p_hi": 0.9},
+            {**cell, "condition": "base", "factor": "gain", "p_lo": 0.1, "p_hi": 0.4},
+            {**cell, "condition": "steer_verbal", "factor": "gain", "p_lo": 0.4, "p_hi": 0.6},
+            {**cell, "condition": "context_long", "factor": "gain", "p_lo": np.nan, "p_hi": np.nan},
+        ]
+    )
+    bcs = pd.DataFrame(
+        [
+            {"subject": "s", "task": "t", "ablation": "steer_verbal", "s_p": 0.93},
+            {"subject": "s", "task": "t", "ablation": "context_long", "s_p": -0.8},
+        ]
+    )
+    out = open_questions(evidence, bcs, sign_level=0.9)
+    assert out[("s", "t", "multimodal", "steer_verbal")] == ["factor gain"]  # sign settled
+    assert out[("s", "t", "multimodal", "base")] == ["sign of delta_w_prior (context_long)"]
+    assert out[("s", "t", "multimodal", "context_long")] == [
+        "factor gain",  # one run: no interval, so open
+        "sign of delta_w_prior (context_long)",
+    ]
+    assert open_questions(evidence, bcs, sign_level=0.75)[("s", "t", "multimodal", "base")] == []
+
+
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        (["--first-runs", "1"], "adaptive first_runs must be a whole number >= 2"),
+        (["--sign-level", "0.4"], "adaptive sign_level must be in (0.5, 1]"),
+    ],
+)
+def test_bad_adaptive_options_are_one_line(tmp_path, capsys, flags, words):
+    code = main(
+        [
+            "sweep",
+            str(_protocol(tmp_path)),
+            "--subject",
+            "sim:linear",
+            "--out",
+            str(tmp_path / "x"),
+            "--adaptive",
+            *flags,
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x" / "trials.jsonl").exists()
+    with pytest.raises(BayesobsInputError):
+        AdaptiveOptions(step=0)
