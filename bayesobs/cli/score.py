@@ -52,8 +52,13 @@ def _score(args) -> int:
 
     if adaptive := adaptive_subjects(args.trials):  # issue 53: say which numbers are adaptive
         options["adaptive"] = adaptive
-        if len(result.bayesbench.columns):
-            result.bayesbench["adaptive"] = result.bayesbench["subject"].isin(list(adaptive))
+        for table in (result.bayesbench, result.evidence, result.bcs):
+            if "subject" in table:
+                table["adaptive"] = table["subject"].isin(list(adaptive))
+        if "subject" not in result.bayesbench:  # else the leaderboard's note says it
+            print(
+                f"note: {', '.join(adaptive)}: from an adaptive sweep (manifest.json holds the stops)"
+            )
     written = result.to_folder(args.out, trials=trials, manifest=options)
     written += _write_exclusions(exclusions, args.out)
     _print_scores(args, trials, result, written)

@@ -144,3 +144,26 @@ def test_bad_adaptive_options_are_one_line(tmp_path, capsys, flags, words):
     assert not (tmp_path / "x" / "trials.jsonl").exists()
     with pytest.raises(BayesobsInputError):
         AdaptiveOptions(step=0)
+
+
+@pytest.mark.slow  # scores the fixture's folder
+def test_score_says_which_numbers_are_adaptive(adaptive_folder, tmp_path, capsys):
+    _, tmp, _ = adaptive_folder
+    assert (
+        main(["score", str(tmp / "a"), "--out", str(tmp_path), "--bootstrap", "10", "--no-probe"])
+        == 0
+    )
+    assert "sim:linear: from an adaptive sweep" in capsys.readouterr().out
+    evidence = pd.read_csv(tmp_path / "evidence.csv")
+    assert evidence["adaptive"].all()
+    manifest = json.loads((tmp_path / "score_manifest.json").read_text())
+    assert manifest["adaptive"]["sim:linear"]["stops"] == 3
+
+
+def test_leaderboard_names_adaptive_subjects():
+    from bayesobs.leaderboard import adaptive_note
+
+    board = pd.DataFrame({"subject": ["a", "b"], "adaptive": [True, False]})
+    (line,) = adaptive_note(board)
+    assert line.startswith("a: from an adaptive sweep") and "manifest.json" in line
+    assert adaptive_note(board.assign(adaptive=False)) == []
