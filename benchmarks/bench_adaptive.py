@@ -4,8 +4,8 @@ Usage::
 
     .venv/bin/python benchmarks/bench_adaptive.py [--out bench-output/adaptive] [--trials 20] [--runs 6]
 
-For each observer (the four shipped ``sim:`` kinds, and noise variants: another
-subject seed, and half the trials per run), the BayesBench protocol is run
+For each observer (the four shipped ``sim:`` kinds; noise variants through
+``--trials``, fewer trials per run being noisier, and ``--sim-seed``), the BayesBench protocol is run
 fixed (``--runs`` runs of every session type) and adaptively
 (``sweep --adaptive``, the default rule) with the same seeds
 (:func:`bayesobs.adaptive.compare_fixed`), both are scored the same way, and
@@ -39,12 +39,9 @@ def main() -> int:
         "--runs", type=int, default=6, help="runs per session type, the cap (default 6)"
     )
     ap.add_argument("--kinds", default=",".join(KINDS))
-    ap.add_argument("--variants", action="store_true", help="also the noise variants")
+    ap.add_argument("--sim-seed", type=int, default=0, help="subject seed (noise variants)")
     args = ap.parse_args()
-    observers = [(k, args.trials, 0) for k in args.kinds.split(",")]
-    if args.variants:
-        observers += [(k, args.trials, 1) for k in args.kinds.split(",")]
-        observers += [(k, max(args.trials // 2, 4), 0) for k in args.kinds.split(",")]
+    observers = [(k, args.trials, args.sim_seed) for k in args.kinds.split(",")]
     totals = {"calls": 0, "fixed_calls": 0, "agree": 0, "conclusions": 0}
     rows = []
     for kind, trials, seed in observers:

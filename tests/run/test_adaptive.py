@@ -167,3 +167,26 @@ def test_leaderboard_names_adaptive_subjects():
     (line,) = adaptive_note(board)
     assert line.startswith("a: from an adaptive sweep") and "manifest.json" in line
     assert adaptive_note(board.assign(adaptive=False)) == []
+
+
+@pytest.mark.slow  # a fixed and an adaptive sweep, each scored
+def test_design_simulates_the_adaptive_rule_before_paying(tmp_path, capsys):
+    protocol = _protocol(tmp_path)
+    args = ["design", str(protocol), "--out", str(tmp_path / "d"), "--runs", "3"]
+    assert main([*args, "--trials", "10", "--bootstrap", "10", "--adaptive", "sim:linear"]) == 0
+    out = capsys.readouterr().out
+    calls = len(
+        (tmp_path / "d" / "sim-linear" / "adaptive" / "trials.jsonl").read_text().splitlines()
+    )
+    fixed = len((tmp_path / "d" / "sim-linear" / "fixed" / "trials.jsonl").read_text().splitlines())
+    assert fixed == 3 * 3 * 3 * 10  # conditions x session types x runs x trials
+    assert f"sim:linear: adaptive {calls} of {fixed} calls" in out
+    assert "the fixed protocol's conclusions reached: " in out and "of 12 (factor winners" in out
+
+
+def test_design_adaptive_refuses_a_paying_subject(tmp_path, capsys):
+    args = ["design", str(_protocol(tmp_path)), "--out", str(tmp_path / "d")]
+    assert main([*args, "--adaptive", "openai:gpt-4o"]) == 2
+    err = capsys.readouterr().err
+    assert "design --adaptive simulates sim: subjects" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists()
