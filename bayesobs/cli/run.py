@@ -441,8 +441,12 @@ def _adaptive(args, options: dict, chat: dict) -> int:
     res = adaptive_sweep(
         args.protocol, args.subject, args.out, rule, args.trials, args.runs, chat=chat, **options
     )
-    if res.reports and res.reports[-1].dry_run is not None:
-        return _print_report(args, res.reports[-1])  # round 1's calls; later rounds depend on them
+    if res.reports and res.reports[-1].dry_run is not None:  # later rounds depend on round 1
+        _print_report(args, res.reports[-1])
+        print(
+            f"--adaptive: that is round 1; at most the fixed protocol's {res.fixed_calls} call(s)"
+        )
+        return 0
     for r in res.rounds:
         print(
             f"round {r['round']}: {r['session_runs']} session run(s) asked, {r['stopped']} cell(s) stopped, {r['open']} open"

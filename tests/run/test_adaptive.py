@@ -190,3 +190,19 @@ def test_design_adaptive_refuses_a_paying_subject(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "design --adaptive simulates sim: subjects" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "d").exists()
+
+
+def test_adaptive_dry_run_counts_round_one_and_the_cap(tmp_path, capsys):
+    args = [
+        "sweep",
+        str(_protocol(tmp_path)),
+        "--subject",
+        "sim:linear",
+        "--out",
+        str(tmp_path / "x"),
+    ]
+    assert main([*args, "--trials", "5", "--runs", "4", "--adaptive", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "90 call(s) to make" in out  # 3 conditions x 3 session types x 2 first runs x 5 trials
+    assert "at most the fixed protocol's 180 call(s)" in out
+    assert not (tmp_path / "x" / "trials.jsonl").exists()
