@@ -77,6 +77,9 @@ ELSEWHERE = {
     "python start_cluster.py &": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs fit study/ --out fits --method posterior --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
     "bayesobs score study/ --out scores --bootstrap 200 --scheduler tcp://10.0.0.5:8786": "test_dask.py::test_cli_scheduler_option_writes_the_same_fits",
+    # adaptive sweeps (issue 53): a whole BayesBench sweep each; the same commands on a tiny protocol
+    "bayesobs sweep tasks/bayesbench.toml --subject SUBJECT --out DIR --runs 6 --adaptive [--first-runs 2] [--sign-level 0.9]": "test_adaptive.py::test_killed_adaptive_sweep_resumes_to_the_same_decisions",
+    "bayesobs design tasks/bayesbench.toml --out design-adaptive --runs 6 --trials 20 --adaptive sim:bayesian": "test_adaptive.py::test_design_simulates_the_adaptive_rule_before_paying",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap

@@ -78,18 +78,22 @@ def test_manifest_records_the_rule_and_every_stop(adaptive_folder):
 
 
 @pytest.mark.slow  # three adaptive sweeps of three rounds (about 5 s CPU together)
-def test_killed_adaptive_sweep_resumes_to_the_same_decisions(adaptive_folder, tmp_path):
+def test_killed_adaptive_sweep_resumes_to_the_same_decisions(adaptive_folder, tmp_path, capsys):
     protocol, tmp, res = adaptive_folder
-    assert len(res.rounds) >= 2, "the fixture needs a sweep of two rounds or more"
+    assert len(res.rounds) >= 3, "the fixture needs a sweep of three rounds or more"
     lines = (tmp / "a" / "trials.jsonl").read_bytes().splitlines(keepends=True)
-    first = sum(1 for line in lines if json.loads(line)["run"] < 2)  # round 1's rows
+    first = sum(1 for line in lines if json.loads(line)["run"] < 3)  # rounds 1 and 2
     killed = tmp_path / "killed"
     killed.mkdir()
     (killed / "manifest.json").write_bytes((tmp / "a" / "manifest.json").read_bytes())
-    # killed during round 2: its first rows logged and a torn line after them
+    # killed during round 3: its first rows logged and a torn line after them; the decisions
+    # of rounds 1 and 2 must not read the later rows
     (killed / "trials.jsonl").write_bytes(b"".join(lines[: first + 3]) + lines[first + 3][:40])
-    again = adaptive_sweep(protocol, ["sim:linear"], killed, trials=TRIALS, runs=RUNS)
-    assert again.stops == res.stops and again.rounds == res.rounds
+    args = ["sweep", str(protocol), "--subject", "sim:linear", "--out", str(killed), "--adaptive"]
+    assert main([*args, "--trials", str(TRIALS), "--runs", str(RUNS), "--no-progress"]) == 0
+    assert f"round {len(res.rounds)}: " in capsys.readouterr().out
+    again = json.loads((killed / "manifest.json").read_text())["adaptive"]
+    assert again["stops"] == res.stops and again["rounds"] == res.rounds
     pd.testing.assert_frame_equal(_rows(killed), _rows(tmp / "a"))
 
 
