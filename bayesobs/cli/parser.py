@@ -170,10 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="ask runs in rounds, only for cells whose conclusion is still open (docs/protocol.md)",
     )
     p.add_argument(
-        "--first-runs", type=int, default=2, help="--adaptive: runs per session type in round 1"
+        "--first-runs", type=int, help="--adaptive: runs per session type in round 1 (default 2)"
     )
     p.add_argument(
-        "--sign-level", type=float, default=0.9, help="--adaptive: |s_p| that settles a BCS sign"
+        "--sign-level", type=float, help="--adaptive: |s_p| that settles a BCS sign (default 0.9)"
     )
     p.set_defaults(func=cmd_sweep)
 

@@ -128,9 +128,12 @@ def test_open_questions_follow_the_interval_and_the_sign_level():
     [
         (["--first-runs", "1"], "adaptive first_runs must be a whole number >= 2"),
         (["--sign-level", "0.4"], "adaptive sign_level must be in (0.5, 1]"),
+        (["--first-runs", "3", "--no-adaptive"], "--first-runs and --sign-level set the rule of"),
     ],
 )
 def test_bad_adaptive_options_are_one_line(tmp_path, capsys, flags, words):
+    adaptive = [] if "--no-adaptive" in flags else ["--adaptive"]
+    flags = [f for f in flags if f != "--no-adaptive"]
     code = main(
         [
             "sweep",
@@ -139,7 +142,7 @@ def test_bad_adaptive_options_are_one_line(tmp_path, capsys, flags, words):
             "sim:linear",
             "--out",
             str(tmp_path / "x"),
-            "--adaptive",
+            *adaptive,
             *flags,
         ]
     )
