@@ -175,9 +175,11 @@ def adaptive_sweep(
     rnd = 0
     while live:
         rnd += 1
+        before = dict(asked)
         for c in live:
             asked[c] = min(cap[c], options.first_runs if rnd == 1 else asked[c] + options.step)
         todo = [s for s in sessions if _cell(s) in live and s.run < asked[_cell(s)]]
+        new = sum(s.run >= before[_cell(s)] for s in todo)  # this round's own session runs
         report = start(specs, todo, subjects, out, settings, **start_options)
         result.reports.append(report)
         if report.failed_sessions or report.dry_run is not None:
@@ -200,7 +202,7 @@ def adaptive_sweep(
             )
         live -= set(stopped)
         result.rounds.append(
-            {"round": rnd, "session_runs": len(todo), "stopped": len(stopped), "open": len(live)}
+            {"round": rnd, "session_runs": new, "stopped": len(stopped), "open": len(live)}
         )
         _write_stops(out, options, result)
     spent = estimate([s for s in sessions if s.run < asked[_cell(s)]], {}, chat)
