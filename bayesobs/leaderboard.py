@@ -336,6 +336,20 @@ def text_table(table: pd.DataFrame, width: int = WIDTH, indent: int = 2) -> str:
     return "\n".join(out)
 
 
+def adaptive_note(bayesbench: pd.DataFrame) -> list[str]:
+    """A line naming the subjects whose numbers come from an adaptive sweep (issue 53)."""
+    if "adaptive" not in bayesbench or not bayesbench["adaptive"].fillna(False).astype(bool).any():
+        return []
+    who = ", ".join(
+        map(str, bayesbench.loc[bayesbench["adaptive"].fillna(False).astype(bool), "subject"])
+    )
+    return [
+        f"{who}: from an adaptive sweep (sweep --adaptive): cells whose conclusion was answered "
+        "early have fewer runs than the fixed protocol, so their intervals are wider; the rule, "
+        "its thresholds and every stop are in the experiment folder's manifest.json"
+    ]
+
+
 def leaderboard_text(
     bayesbench: pd.DataFrame,
     missing: pd.DataFrame | None = None,
@@ -357,6 +371,7 @@ def leaderboard_text(
         out.append(wrap(f"note: {UNRANKED_NOTE}", width))
     out += [wrap(f"note: {line}", width) for line in left_out(bayesbench, missing)]
     out += [wrap(f"note: {line}", width) for line in reference_note(bayesbench, missing)]
+    out += [wrap(f"note: {line}", width) for line in adaptive_note(bayesbench)]
     if len(header) > 2:
         strat = any(c.endswith("_strat_lo") for c in bayesbench.columns)
         note = interval_note(resample, strat) if "S_mean" in bayesbench else NO_BOOTSTRAP_NOTE

@@ -171,6 +171,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trials", type=int, help="trials per session run (default: each spec's)")
     p.add_argument("--runs", type=int, help="runs of each session type (default: each spec's)")
     _add_run_options(p)
+    p.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="ask runs in rounds, only for cells whose conclusion is still open (docs/protocol.md)",
+    )
+    p.add_argument(
+        "--first-runs", type=int, help="--adaptive: runs per session type in round 1 (default 2)"
+    )
+    p.add_argument(
+        "--sign-level", type=float, help="--adaptive: |s_p| that settles a BCS sign (default 0.9)"
+    )
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser(
@@ -450,6 +461,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --cost-for: dollars per million input and output tokens (over the shipped table)",
     )
     _add_scheduler_option(p)
+    p.add_argument(
+        "--adaptive",
+        metavar="SUBJECT",
+        action="append",
+        help="simulate sweep --adaptive against the fixed protocol on this sim: subject (repeatable)",
+    )
     p.set_defaults(func=cmd_design)
 
     # inspect_ai logs both ways (issue 51)

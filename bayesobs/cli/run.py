@@ -481,6 +481,8 @@ def cmd_sweep(args) -> int:
 
     _check_run_options(args)
     options, chat = _run_options(args)
+    if args.adaptive or args.first_runs is not None or args.sign_level is not None:
+        return _adaptive(args, options, chat)
     report = sweep(
         args.protocol,
         args.subject,
@@ -493,6 +495,41 @@ def cmd_sweep(args) -> int:
         **chat,
     )
     return _print_report(args, report)
+
+
+def _adaptive(args, options: dict, chat: dict) -> int:
+    """``sweep --adaptive``: rounds of runs, a line per round and per stop reason."""
+    from collections import Counter
+
+    from ..adaptive import AdaptiveOptions, adaptive_sweep
+
+    if not args.adaptive:
+        raise BayesobsInputError("--first-runs and --sign-level set the rule of --adaptive; add it")
+    given = {"first_runs": args.first_runs, "sign_level": args.sign_level}
+    rule = AdaptiveOptions(**{k: v for k, v in given.items() if v is not None})
+    for k in ("ami", "hvs"):
+        options[k] = str(getattr(args, k)) if getattr(args, k) else None
+    res = adaptive_sweep(
+        args.protocol, args.subject, args.out, rule, args.trials, args.runs, chat=chat, **options
+    )
+    if res.reports and res.reports[-1].dry_run is not None:  # later rounds depend on round 1
+        _print_report(args, res.reports[-1])
+        print(
+            f"--adaptive: that is round 1; at most the fixed protocol's {res.fixed_calls} call(s)"
+        )
+        return 0
+    for r in res.rounds:
+        print(
+            f"round {r['round']}: {r['session_runs']} session run(s) asked, {r['stopped']} cell(s) stopped, {r['open']} open"
+        )
+    for reason, n in Counter(s["reason"].split(":")[0] for s in res.stops).items():
+        print(f"{n} cell(s) stopped: {reason}")
+    print(
+        f"adaptive sweep: {res.calls} call(s) of the fixed protocol's {res.fixed_calls} "
+        f"({res.calls / max(res.fixed_calls, 1):.0%}), about {res.input_tokens:,} of "
+        f"{res.fixed_input_tokens:,} input tokens; rule and stops in {args.out / 'manifest.json'}"
+    )
+    return 0 if res.complete else _print_report(args, res.reports[-1])
 
 
 def cmd_rescore(args) -> int:

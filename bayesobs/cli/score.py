@@ -50,6 +50,17 @@ def _score(args) -> int:
         humans=args.humans,
         seconds=round(time.perf_counter() - t0, 3),
     )
+    from ..adaptive import adaptive_subjects
+
+    if adaptive := adaptive_subjects(args.trials):  # issue 53: say which numbers are adaptive
+        options["adaptive"] = adaptive
+        for table in (result.bayesbench, result.evidence, result.bcs):
+            if "subject" in table:
+                table["adaptive"] = table["subject"].isin(list(adaptive))
+        if "subject" not in result.bayesbench:  # else the leaderboard's note says it
+            print(
+                f"note: {', '.join(adaptive)}: from an adaptive sweep (manifest.json holds the stops)"
+            )
     written = result.to_folder(args.out, trials=trials, manifest=options)
     written += _write_exclusions(exclusions, args.out)
     _print_scores(args, trials, result, written)

@@ -44,6 +44,8 @@ def cmd_design(args) -> int:
     if trials is not None and any(t < 2 for t in trials):
         raise BayesobsInputError(f"--trials must be whole numbers >= 2, not {args.trials!r}")
     shifts = _number_list(args.shifts, "--shifts")
+    if args.adaptive:
+        return _design_adaptive(args, trials)
     res = design(
         args.spec,
         reps=args.reps,
@@ -96,6 +98,26 @@ def power_against_cost(args, trials, summary) -> str:
             + "".join(f"  {row[c].iloc[0]:>14.3f}" for c in power if len(row))
         )
     return "\n".join(lines)
+
+
+def _design_adaptive(args, trials) -> int:
+    """``design --adaptive SUBJECT``: the adaptive rule against the fixed protocol, before paying."""
+    from ..adaptive import AdaptiveOptions, compare_fixed
+
+    rule = AdaptiveOptions(bootstrap=args.bootstrap, seed=args.seed)
+    for subject in args.adaptive:
+        if not subject.startswith("sim:"):
+            raise BayesobsInputError(f"design --adaptive simulates sim: subjects, not {subject!r}")
+        folder = args.out / subject.replace(":", "-")
+        r = compare_fixed(args.spec, [subject], folder, rule, trials and trials[0], args.runs)
+        print(
+            f"{subject}: adaptive {r['calls']} of {r['fixed_calls']} calls "
+            f"({r['calls'] / r['fixed_calls']:.0%}), about {r['input_tokens']:,} of "
+            f"{r['fixed_input_tokens']:,} input tokens, {r['rounds']} round(s); the fixed protocol's "
+            f"conclusions reached: {r['agreement']:.0%} of {r['conclusions']} (factor winners "
+            f"{r['factor_agreement']:.0%}, BCS signs {r['sign_agreement']:.0%}) -> {folder}/"
+        )
+    return 0
 
 
 def design_summary(summary) -> str:

@@ -834,7 +834,10 @@ def _leaderboard_html(
     legend = "".join(
         f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in LB.LEGEND.items()
     )
-    gone = "".join(f"<p class=m>{html.escape(x)}</p>" for x in LB.left_out(bayesbench, missing))
+    gone = "".join(
+        f"<p class=m>{html.escape(x)}</p>"
+        for x in LB.left_out(bayesbench, missing) + LB.adaptive_note(bayesbench)
+    )
     if len(header) > 2:  # issue 47: no table of ids without a number
         body = table.to_html(index=False, border=0, classes="t", escape=True)
         unranked = (table["rank"] == LB.UNRANKED).any()

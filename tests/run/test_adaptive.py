@@ -1,0 +1,215 @@
+"""Adaptive sweeps (issue 53): the runs asked are the fixed protocol's, a killed sweep resumes to
+the same decisions, the manifest holds the rule and every stop, bad options are one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesobs.adaptive import AdaptiveOptions, adaptive_sweep
+from bayesobs.cli import main
+from bayesobs.errors import BayesobsInputError
+from bayesobs.run.runner import sweep
+from bayesobs.stopping import open_questions
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYS = ["subject", "task", "modality", "condition", "session", "run", "trial"]
+SAME = [*KEYS, "seed", "stimulus", "response", "raw_response", "stimulus_id", "prompt_id"]
+RUNS, TRIALS = 4, 15
+
+
+def _protocol(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.toml"
+    spec = ROOT / "tasks" / "line_ratio.toml"
+    path.write_text(
+        f'[[experiment]]\nspec = "{spec}"\nmodalities = ["text"]\n'
+        'conditions = ["base", "context_short", "context_none"]\n'
+    )
+    return path
+
+
+def _rows(folder: Path) -> pd.DataFrame:
+    rows = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+    return pd.DataFrame(rows)[SAME].sort_values(KEYS).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def adaptive_folder(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("adaptive")
+    protocol = _protocol(tmp)
+    res = adaptive_sweep(protocol, ["sim:linear"], tmp / "a", trials=TRIALS, runs=RUNS)
+    return protocol, tmp, res
+
+
+@pytest.mark.slow  # three adaptive sweeps of three rounds (about 5 s CPU together)
+def test_adaptive_rows_are_the_fixed_protocols_rows(adaptive_folder):
+    protocol, tmp, res = adaptive_folder
+    sweep(protocol, ["sim:linear"], tmp / "fixed", trials=TRIALS, runs=RUNS)
+    fixed, adaptive = _rows(tmp / "fixed"), _rows(tmp / "a")
+    assert res.calls == len(adaptive) < res.fixed_calls == len(fixed)  # some cell stopped early
+    both = adaptive.merge(fixed, on=KEYS, suffixes=("", "_fixed"), validate="one_to_one")
+    assert len(both) == len(adaptive)  # every adaptive row is a fixed protocol's row ...
+    for col in SAME[len(KEYS) :]:  # ... with the same stimulus, seed and answer
+        assert both[col].astype(str).tolist() == both[f"{col}_fixed"].astype(str).tolist(), col
+    # each cell asks whole rounds: runs 0..n-1 of every session type, n >= 2
+    runs = adaptive.groupby(["condition", "session"])["run"].agg(["min", "max", "nunique"])
+    assert (runs["min"] == 0).all() and (runs["nunique"] == runs["max"] + 1).all()
+    assert (runs["nunique"] >= 2).all()
+
+
+@pytest.mark.slow  # three adaptive sweeps of three rounds (about 5 s CPU together)
+def test_manifest_records_the_rule_and_every_stop(adaptive_folder):
+    _, tmp, res = adaptive_folder
+    manifest = json.loads((tmp / "a" / "manifest.json").read_text())
+    rule = manifest["adaptive"]
+    assert manifest["experiment"]["adaptive"]["sign_level"] == 0.9  # compared on resume
+    assert rule["first_runs"] == 2 and rule["evidence_threshold"] == 0.5 and "68%" in rule["rule"]
+    cells = {s["cell"] for s in rule["stops"]}
+    assert len(cells) == len(rule["stops"]) == 3  # every cell stops once, with its round and reason
+    assert rule["stops"] == res.stops
+    for s in rule["stops"]:
+        assert s["reason"] == "answered" or (
+            s["reason"].startswith("cap reached") and s["runs"] == RUNS
+        )
+
+
+@pytest.mark.slow  # three adaptive sweeps of three rounds (about 5 s CPU together)
+def test_killed_adaptive_sweep_resumes_to_the_same_decisions(adaptive_folder, tmp_path, capsys):
+    protocol, tmp, res = adaptive_folder
+    assert len(res.rounds) >= 3, "the fixture needs a sweep of three rounds or more"
+    lines = (tmp / "a" / "trials.jsonl").read_bytes().splitlines(keepends=True)
+    first = sum(1 for line in lines if json.loads(line)["run"] < 3)  # rounds 1 and 2
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    (killed / "manifest.json").write_bytes((tmp / "a" / "manifest.json").read_bytes())
+    # killed during round 3: its first rows logged and a torn line after them; the decisions
+    # of rounds 1 and 2 must not read the later rows
+    (killed / "trials.jsonl").write_bytes(b"".join(lines[: first + 3]) + lines[first + 3][:40])
+    args = ["sweep", str(protocol), "--subject", "sim:linear", "--out", str(killed), "--adaptive"]
+    assert main([*args, "--trials", str(TRIALS), "--runs", str(RUNS), "--no-progress"]) == 0
+    assert f"round {len(res.rounds)}: " in capsys.readouterr().out
+    again = json.loads((killed / "manifest.json").read_text())["adaptive"]
+    assert again["stops"] == res.stops and again["rounds"] == res.rounds
+    pd.testing.assert_frame_equal(_rows(killed), _rows(tmp / "a"))
+
+
+def test_open_questions_follow_the_interval_and_the_sign_level():
+    cell = {"subject": "s", "task": "t", "modality": "multimodal"}
+    evidence = pd.DataFrame(
+        [
+            {**cell, "condition": "base", "factor": "bayesian", "p_lo": 0.6, "p_hi": 0.9},
+            {**cell, "condition": "base", "factor": "gain", "p_lo": 0.1, "p_hi": 0.4},
+            {**cell, "condition": "steer_verbal", "factor": "gain", "p_lo": 0.4, "p_hi": 0.6},
+            {**cell, "condition": "context_long", "factor": "gain", "p_lo": np.nan, "p_hi": np.nan},
+        ]
+    )
+    bcs = pd.DataFrame(
+        [
+            {"subject": "s", "task": "t", "ablation": "steer_verbal", "s_p": 0.93},
+            {"subject": "s", "task": "t", "ablation": "context_long", "s_p": -0.8},
+        ]
+    )
+    out = open_questions(evidence, bcs, sign_level=0.9)
+    assert out[("s", "t", "multimodal", "steer_verbal")] == ["factor gain"]  # sign settled
+    assert out[("s", "t", "multimodal", "base")] == ["sign of delta_w_prior (context_long)"]
+    assert out[("s", "t", "multimodal", "context_long")] == [
+        "factor gain",  # one run: no interval, so open
+        "sign of delta_w_prior (context_long)",
+    ]
+    assert open_questions(evidence, bcs, sign_level=0.75)[("s", "t", "multimodal", "base")] == []
+
+
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        (["--first-runs", "1"], "adaptive first_runs must be a whole number >= 2"),
+        (["--sign-level", "0.4"], "adaptive sign_level must be in (0.5, 1]"),
+        (["--first-runs", "3", "--no-adaptive"], "--first-runs and --sign-level set the rule of"),
+    ],
+)
+def test_bad_adaptive_options_are_one_line(tmp_path, capsys, flags, words):
+    adaptive = [] if "--no-adaptive" in flags else ["--adaptive"]
+    flags = [f for f in flags if f != "--no-adaptive"]
+    code = main(
+        [
+            "sweep",
+            str(_protocol(tmp_path)),
+            "--subject",
+            "sim:linear",
+            "--out",
+            str(tmp_path / "x"),
+            *adaptive,
+            *flags,
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x" / "trials.jsonl").exists()
+    with pytest.raises(BayesobsInputError):
+        AdaptiveOptions(step=0)
+
+
+@pytest.mark.slow  # scores the fixture's folder
+def test_score_says_which_numbers_are_adaptive(adaptive_folder, tmp_path, capsys):
+    _, tmp, _ = adaptive_folder
+    assert (
+        main(["score", str(tmp / "a"), "--out", str(tmp_path), "--bootstrap", "10", "--no-probe"])
+        == 0
+    )
+    assert "sim:linear: from an adaptive sweep" in capsys.readouterr().out
+    evidence = pd.read_csv(tmp_path / "evidence.csv")
+    assert evidence["adaptive"].all()
+    manifest = json.loads((tmp_path / "score_manifest.json").read_text())
+    assert manifest["adaptive"]["sim:linear"]["stops"] == 3
+
+
+def test_leaderboard_names_adaptive_subjects():
+    from bayesobs.leaderboard import adaptive_note
+
+    board = pd.DataFrame({"subject": ["a", "b"], "adaptive": [True, False]})
+    (line,) = adaptive_note(board)
+    assert line.startswith("a: from an adaptive sweep") and "manifest.json" in line
+    assert adaptive_note(board.assign(adaptive=False)) == []
+
+
+@pytest.mark.slow  # a fixed and an adaptive sweep, each scored
+def test_design_simulates_the_adaptive_rule_before_paying(tmp_path, capsys):
+    protocol = _protocol(tmp_path)
+    args = ["design", str(protocol), "--out", str(tmp_path / "d"), "--runs", "3"]
+    assert main([*args, "--trials", "10", "--bootstrap", "10", "--adaptive", "sim:linear"]) == 0
+    out = capsys.readouterr().out
+    calls = len(
+        (tmp_path / "d" / "sim-linear" / "adaptive" / "trials.jsonl").read_text().splitlines()
+    )
+    fixed = len((tmp_path / "d" / "sim-linear" / "fixed" / "trials.jsonl").read_text().splitlines())
+    assert fixed == 3 * 3 * 3 * 10  # conditions x session types x runs x trials
+    assert f"sim:linear: adaptive {calls} of {fixed} calls" in out
+    assert "the fixed protocol's conclusions reached: " in out and "of 12 (factor winners" in out
+
+
+def test_design_adaptive_refuses_a_paying_subject(tmp_path, capsys):
+    args = ["design", str(_protocol(tmp_path)), "--out", str(tmp_path / "d")]
+    assert main([*args, "--adaptive", "openai:gpt-4o"]) == 2
+    err = capsys.readouterr().err
+    assert "design --adaptive simulates sim: subjects" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists()
+
+
+def test_adaptive_dry_run_counts_round_one_and_the_cap(tmp_path, capsys):
+    args = [
+        "sweep",
+        str(_protocol(tmp_path)),
+        "--subject",
+        "sim:linear",
+        "--out",
+        str(tmp_path / "x"),
+    ]
+    assert main([*args, "--trials", "5", "--runs", "4", "--adaptive", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "90 call(s) to make" in out  # 3 conditions x 3 session types x 2 first runs x 5 trials
+    assert "at most the fixed protocol's 180 call(s)" in out
+    assert not (tmp_path / "x" / "trials.jsonl").exists()
