@@ -37,6 +37,8 @@ PARADIGM_NAMES = PARADIGM_FOLDERS - {"stimuli"} | {"perception"}
 COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
     # the package's front: re-exports of the public functions, used by most tests
     "bayesobs": ("the public facade, re-exports only", ("test_one_path.py",)),
+    "bayesobs.adaptive": ("adaptive sweeps through the runner", ("test_adaptive.py",)),
+    "bayesobs.stopping": ("the adaptive rule's open questions", ("test_adaptive.py",)),
     "bayesobs.platforms": (
         "JATOS, DataPipe and Pavlovia files as they come",
         ("test_platform_files.py",),
