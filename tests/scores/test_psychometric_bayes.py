@@ -171,3 +171,42 @@ def test_a_bad_table_is_one_line_and_exit_2_and_writes_nothing(
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow  # a right/wrong paradigm's own levels (the table example, sim:chooser): ~15 s
+def test_a_right_wrong_paradigms_levels_agree_with_psignifit(tmp_path):
+    """The choice paradigm's accuracy by level (as `score` tabulates it), fitted by us and by
+    psignifit (its rising fit of the mirrored levels): maxima within 2%, interval ends within
+    two steps of psignifit's grid."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bayesobs.scores.psychometric import psychometric_levels
+    from bayesobs.trials import read_trials
+
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        [sys.executable, str(root / "tools" / "make_table_example.py"), str(tmp_path / "ex")],
+        check=True,
+    )
+    argv = [
+        "run",
+        str(tmp_path / "ex" / "larger.toml"),
+        "--subject",
+        "sim:chooser",
+        "--trials",
+        "480",
+    ]
+    assert main([*argv, "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    lv = psychometric_levels(read_trials([tmp_path / "run"]))
+    x, k, n = (lv[c].to_numpy(float) for c in ("x", "k", "n"))
+    ours = fit_bayes(x, k, n, 0.5, direction="decreasing")
+    ref = _psignifit(np.column_stack([-x, k, n])[::-1], 0.5)
+    assert ours["threshold"] == pytest.approx(-ref.parameter_estimate["threshold"], rel=0.02)
+    assert ours["width"] == pytest.approx(ref.parameter_estimate["width"], rel=0.02)
+    for name, theirs in (("threshold", "threshold"), ("width", "width")):
+        lo, hi = ref.confidence_intervals[theirs]["0.95"]
+        ends = (-hi, -lo) if name == "threshold" else (lo, hi)
+        assert ours[f"{name}_lo"] == pytest.approx(ends[0], abs=2 * _step(ref, theirs)), name
+        assert ours[f"{name}_hi"] == pytest.approx(ends[1], abs=2 * _step(ref, theirs)), name
