@@ -182,9 +182,9 @@ def adaptive_sweep(
         new = sum(s.run >= before[_cell(s)] for s in todo)  # this round's own session runs
         report = start(specs, todo, subjects, out, settings, **start_options)
         result.reports.append(report)
-        if report.failed_sessions or report.dry_run is not None:
+        if report.failed_sessions or report.dry_run is not None or report.budget_reached:
             result.complete = report.dry_run is not None and not report.failed_sessions
-            break
+            break  # a budget stops the rounds too: the same command with a larger one resumes
         keyed = {tuple(map(str, c)): n for c, n in asked.items()}
         scored = score(
             _asked_rows(out, keyed), bootstrap=options.bootstrap, seed=options.seed, probe=False

@@ -213,3 +213,24 @@ def test_adaptive_dry_run_counts_round_one_and_the_cap(tmp_path, capsys):
     assert "90 call(s) to make" in out  # 3 conditions x 3 session types x 2 first runs x 5 trials
     assert "at most the fixed protocol's 180 call(s)" in out
     assert not (tmp_path / "x" / "trials.jsonl").exists()
+
+
+def test_a_budget_stops_the_rounds_and_a_larger_one_resumes(tmp_path):
+    """--max-total-tokens on an adaptive sweep: round 1 stops at the budget and no round follows;
+    the same sweep with a larger budget goes on from the rows logged."""
+    from bayesobs.testing.fakeserver import Answer, FakeChatServer
+
+    usage = {"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020}
+    protocol = _protocol(tmp_path)
+    with FakeChatServer(lambda b, n: Answer("0.5", usage=usage)) as srv:
+        kw = dict(trials=6, runs=3, chat={"base_url": srv.url}, api_key="k", use_cache=False)
+        res = adaptive_sweep(
+            protocol, ["openai:m"], tmp_path / "a", budget={"max_total_tokens": 20_000}, **kw
+        )
+        first = srv.count
+        assert not res.complete and len(res.reports) == 1 and res.reports[0].budget_reached
+        assert first * 1020 <= 20_000 and len(_rows(tmp_path / "a")) == first
+        more = adaptive_sweep(
+            protocol, ["openai:m"], tmp_path / "a", budget={"max_total_tokens": 10**7}, **kw
+        )
+    assert more.complete and len(_rows(tmp_path / "a")) == srv.count  # nothing asked twice
