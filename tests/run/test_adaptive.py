@@ -215,6 +215,7 @@ def test_adaptive_dry_run_counts_round_one_and_the_cap(tmp_path, capsys):
     assert not (tmp_path / "x" / "trials.jsonl").exists()
 
 
+@pytest.mark.slow  # rounds of a chat subject against the local server, each scored
 def test_a_budget_stops_the_rounds_and_a_larger_one_resumes(tmp_path):
     """--max-total-tokens on an adaptive sweep: round 1 stops at the budget and no round follows;
     the same sweep with a larger budget goes on from the rows logged."""
