@@ -221,7 +221,7 @@ def _dispatch(variant, part: list[Data], chains, warmup, draws, seed, size):
         return fn(seed, *arrays)
 
 
-def _collect(variant, part: list[Data], raw, seed: int) -> list:
+def _collect(variant, part: list[Data], raw, seed: int = 0) -> list:
     """One ArviZ InferenceData per cell of a dispatched slice (waits for its draws)."""
     post, div, ll = raw
     post = {k: np.asarray(v) for k, v in post.items()}
