@@ -89,3 +89,23 @@ def make_cell(
     y = simulate(variant, params, x, run, eps=eps, rng=rng)
     df = pd.DataFrame({"session": run, "stimulus": x, "response": y, **keys})
     return df
+
+
+# psignifit's demo_001: a 2AFC signal-detection experiment, 90 trials per level
+PSIGNIFIT_DEMO_2AFC = np.array(
+    [
+        [0.0010, 45, 90],
+        [0.0015, 50, 90],
+        [0.0020, 44, 90],
+        [0.0025, 44, 90],
+        [0.0030, 52, 90],
+        [0.0035, 53, 90],
+        [0.0040, 62, 90],
+        [0.0045, 64, 90],
+        [0.0050, 76, 90],
+        [0.0060, 79, 90],
+        [0.0070, 88, 90],
+        [0.0080, 90, 90],
+        [0.0100, 90, 90],
+    ]
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import PSIGNIFIT_DEMO_2AFC
 from scipy import stats
 
 from bayesobs.errors import BayesobsInputError
@@ -72,23 +73,7 @@ def test_log_likelihood_is_the_sum_of_binomial_logpmf():
 # test_psignifit_matlab_test1, test_psignifit_matlab_2afc_logistic).  psignifit reports the MAP
 # under its priors (flat inside the data range for threshold and width, Beta(1, 10) on the
 # lapse); where its lapse estimate is 0 the maximum-likelihood fit agrees.
-DEMO = np.array(
-    [
-        [0.0010, 45, 90],
-        [0.0015, 50, 90],
-        [0.0020, 44, 90],
-        [0.0025, 44, 90],
-        [0.0030, 52, 90],
-        [0.0035, 53, 90],
-        [0.0040, 62, 90],
-        [0.0045, 64, 90],
-        [0.0050, 76, 90],
-        [0.0060, 79, 90],
-        [0.0070, 88, 90],
-        [0.0080, 90, 90],
-        [0.0100, 90, 90],
-    ]
-)
+DEMO = PSIGNIFIT_DEMO_2AFC
 TEST_X = np.array([0.25, 5 / 12, 7 / 12, 0.75, 11 / 12, 13 / 12, 1.25, 17 / 12, 19 / 12, 1.75])
 
 
