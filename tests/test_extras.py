@@ -22,6 +22,22 @@ def _without(monkeypatch, *modules: str) -> None:
         monkeypatch.setitem(sys.modules, name, None)
 
 
+def _fresh_subjects(monkeypatch) -> None:
+    """``bayesobs.run.subjects``' modules imported afresh, as in a new process; all put back after.
+
+    The package's attributes are put back too: a module imported afresh replaces its
+    attribute, and a later test that patches ``subjects.openai_chat`` must patch the module
+    the runner uses (the one ``sys.modules`` holds again).
+    """
+    import bayesobs.run.subjects as package
+
+    for name in [m for m in sys.modules if m.startswith("bayesobs.run.subjects.")]:
+        monkeypatch.delitem(sys.modules, name)
+        child = name.rpartition(".")[2]
+        if hasattr(package, child):
+            monkeypatch.setattr(package, child, getattr(package, child))
+
+
 def _one_line(capsys, argv: list[str], extra: str) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -50,8 +66,7 @@ def test_serve_without_the_web_extra(tmp_path, monkeypatch, capsys):
 
 def test_an_api_subject_without_the_llm_extra(tmp_path, monkeypatch, capsys):
     _without(monkeypatch, *EXTRAS["llm"])
-    for name in [m for m in sys.modules if m.startswith("bayesobs.run.subjects.")]:
-        monkeypatch.delitem(sys.modules, name)  # imported afresh, as in a new process
+    _fresh_subjects(monkeypatch)
     argv = ["run", "line_ratio", "--subject", "openai:gpt-4o", "--trials", "1"]
     _one_line(capsys, [*argv, "--out", str(tmp_path / "r"), "--no-progress"], "llm")
 
@@ -86,8 +101,7 @@ def test_the_extras_named_are_the_extras_in_pyproject():
 def test_an_inspect_subject_without_the_inspect_extra(tmp_path, monkeypatch, capsys):
     loaded = [m for m in sys.modules if m.startswith("inspect_ai.")]  # by an earlier test
     _without(monkeypatch, *EXTRAS["inspect"], *loaded)
-    for name in [m for m in sys.modules if m.startswith("bayesobs.run.subjects.")]:
-        monkeypatch.delitem(sys.modules, name)  # imported afresh, as in a new process
+    _fresh_subjects(monkeypatch)
     argv = ["run", "line_ratio", "--subject", "inspect:mockllm/model", "--trials", "1"]
     _one_line(capsys, [*argv, "--out", str(tmp_path / "r"), "--no-progress"], "inspect")
     assert not (tmp_path / "r" / "trials.jsonl").exists()
