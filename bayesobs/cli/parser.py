@@ -217,11 +217,22 @@ def build_parser() -> argparse.ArgumentParser:
         "psychometric",
         help="Bayesian psychometric functions (psignifit 4's model) of a level,correct,total table",
     )
-    p.add_argument("table", type=Path, metavar="TABLE", help="CSV: level, correct[, total] per row")
-    p.add_argument("--guess", type=float, required=True, help="the guess rate (chance), in [0, 1)")
+    p.add_argument(
+        "table",
+        type=Path,
+        metavar="TABLE",
+        help="CSV of level, correct[, total] per row, or an experiment folder (its right/wrong trials)",
+    )
+    p.add_argument(
+        "--guess", type=float, help="the guess rate (chance), in [0, 1); a table needs it"
+    )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     p.add_argument("--by", action="append", default=[], metavar="COLUMN", help="fit groups apart")
-    p.add_argument("--direction", choices=("increasing", "decreasing"), default="increasing")
+    p.add_argument(
+        "--direction",
+        choices=("increasing", "decreasing"),
+        help="accuracy rises with the level (a table's default) or falls (a folder's default)",
+    )
     p.add_argument("--sigmoid", choices=("norm", "logistic"), default="norm")
     p.add_argument("--bootstrap", type=_positive_int, default=200, help="the ML fit's intervals")
     p.set_defaults(func=cmd_psychometric)

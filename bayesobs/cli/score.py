@@ -133,19 +133,13 @@ def _print_scores(args, trials, result, written: list[str]) -> None:
 
 def cmd_psychometric(args) -> int:
     """``bayesobs psychometric``: Bayesian (and ML) psychometric functions of a user's table."""
-    import pandas as pd
-
     from ..report.psychometric import psychometric_grid
     from ..run.store import lock_folder
-    from ..scores.psychometric_bayes import bayes_table, counts_levels
+    from ..scores.psychometric_bayes import bayes_table
     from ..trials import write_csv
 
-    try:
-        table = pd.read_csv(args.table)
-    except (OSError, ValueError, UnicodeDecodeError) as e:  # pandas' parse errors are ValueErrors
-        raise BayesobsInputError(f"cannot read {args.table}: {e}") from e
-    levels = counts_levels(table, args.guess, tuple(args.by))
-    fits, missing = bayes_table(levels, args.sigmoid, args.direction, args.bootstrap)
+    levels, direction = _psychometric_input(args)
+    fits, missing = bayes_table(levels, args.sigmoid, direction, args.bootstrap)
     if fits.empty:
         raise BayesobsInputError(f"nothing to fit in {args.table}: {'; '.join(missing['reason'])}")
     with lock_folder(args.out, "psychometric"):
@@ -163,3 +157,32 @@ def cmd_psychometric(args) -> int:
         )
     print(f"wrote {args.out / 'psychometric.csv'}")
     return 0
+
+
+def _psychometric_input(args):
+    """The levels of ``bayesobs psychometric``'s input, and the direction to fit.
+
+    A folder is an experiment (its right/wrong trials, at each paradigm's chance; falling
+    with the level unless ``--direction`` says otherwise); a file, a ``level, correct[, total]``
+    table (rising unless told).
+    """
+    import pandas as pd
+
+    from ..scores.psychometric import psychometric_levels
+    from ..scores.psychometric_bayes import counts_levels
+    from ..trials import read_trials
+
+    if args.table.is_dir():
+        levels = psychometric_levels(read_trials([args.table]))
+        if levels.empty:
+            raise BayesobsInputError(f"{args.table}: no right/wrong trials with levels to fit")
+        if args.guess is not None:
+            levels = levels.assign(guess=args.guess)
+        return levels, args.direction or "decreasing"
+    if args.guess is None:
+        raise BayesobsInputError("a table needs --guess (the chance rate, e.g. 0.5 for 2AFC)")
+    try:
+        table = pd.read_csv(args.table)
+    except (OSError, ValueError, UnicodeDecodeError) as e:  # pandas' parse errors are ValueErrors
+        raise BayesobsInputError(f"cannot read {args.table}: {e}") from e
+    return counts_levels(table, args.guess, tuple(args.by)), args.direction or "increasing"

@@ -144,6 +144,16 @@ def test_the_command_writes_the_table_and_figure_of_a_users_counts(tmp_path, cap
             "--guess must lie in [0, 1)",
         ),
         ("level,correct,total\n1,5,10\n2,7,10\n", [], "needs at least 3"),
+        (
+            "level,correct,total\n1,5,10\n2,7,10\n3,9,10\n",
+            ["--guess", "0.5", "--by", "x"],
+            "needs columns",
+        ),
+        (
+            "level,correct,total\n1,5,10\n2,7,10\n3,9,10\n",
+            ["--sigmoid", "norm"],
+            "a table needs --guess",
+        ),
     ],
 )
 def test_a_bad_table_is_one_line_and_exit_2_and_writes_nothing(
@@ -186,6 +196,11 @@ def test_a_right_wrong_paradigms_levels_agree_with_psignifit(tmp_path):
     lv = psychometric_levels(read_trials([tmp_path / "run"]))
     x, k, n = (lv[c].to_numpy(float) for c in ("x", "k", "n"))
     ours = fit_bayes(x, k, n, 0.5, direction="decreasing")
+    # the command on the experiment folder fits the same levels, at the paradigm's chance
+    assert main(["psychometric", str(tmp_path / "run"), "--out", str(tmp_path / "psy")]) == 0
+    table = pd.read_csv(tmp_path / "psy" / "psychometric.csv")
+    assert table["threshold"].iloc[0] == pytest.approx(ours["threshold"], rel=1e-9)
+    assert table["direction"].iloc[0] == "decreasing" and table["paradigm"].iloc[0] == "choice"
     ref = _psignifit(np.column_stack([-x, k, n])[::-1], 0.5)
     assert ours["threshold"] == pytest.approx(-ref.parameter_estimate["threshold"], rel=0.02)
     assert ours["width"] == pytest.approx(ref.parameter_estimate["width"], rel=0.02)
