@@ -45,6 +45,10 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "bayesobs.run.budget": ("budgets: stop and resume", ("test_costs.py",)),
     "bayesobs.run.prices": ("the price table, priced usage", ("test_costs.py",)),
+    "bayesobs.run.subjects.retries": (
+        "Retry-After, backoff and pauses of every subject that retries",
+        ("test_safety.py", "test_runner_integrity.py", "test_python_subject.py"),
+    ),
     "bayesobs.run.subjects.inspect_model": ("inspect: subjects", ("test_inspect_subject.py",)),
     "bayesobs.web.jatos": ("the JATOS archive and saves", ("test_web_platform_saves.py",)),
     "bayesobs.fits.posterior.batching": (

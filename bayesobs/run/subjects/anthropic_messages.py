@@ -20,11 +20,10 @@ from .openai_chat import (
     CachedReplies,
     ChatOptions,
     EmptyReply,
-    pause,
     public_url,
     redact,
-    retry_delay,
 )
+from .retries import pause, retry_delay
 
 MIN_THINKING_BUDGET = 1024  # the API's least budget_tokens
 EMPTY_ANSWER = "(no answer)"  # an earlier empty answer, as the API refuses empty assistant turns

@@ -23,12 +23,11 @@ from .openai_chat import (
     ChatOptions,
     EmptyReply,
     data_url,
-    pause,
     public_url,
     redact,
-    retry_delay,
     to_messages,
 )
+from .retries import pause, retry_delay
 
 FINISH_REASONS = {"max_tokens": "length", "model_length": "length"}  # inspect's StopReason
 CONFIG_KEYS = (

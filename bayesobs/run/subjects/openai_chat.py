@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import email.utils
 import json
-import math
 import os
-import random
 import re
 import time
 import urllib.parse
@@ -24,6 +21,7 @@ from ...logprobs import MAX_TOP_LOGPROBS, compact
 from ..imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
 from ..reasoning import DEFAULT_REASONING_BUDGET, TOKEN_PARAMS, reasoning_budget
 from .cache import ResponseCache, request_key
+from .retries import pause, retry_delay
 
 SAMPLING_PARAMS = ("temperature", "top_p")  # dropped, once, when a server refuses them
 LOGPROB_PARAMS = ("logprobs", "top_logprobs")  # --logprobs; dropped together when refused
@@ -87,63 +85,8 @@ def has_images(body: dict) -> bool:
     )
 
 
-MAX_RETRY_AFTER_S = 120.0  # a longer Retry-After is not believed: the backoff schedule is used
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 8  # shorter "keys" (a local server's placeholder) are not secrets
-
-
-def retry_after(exc: Exception) -> float | None:
-    """The wait a failed request's ``Retry-After`` header asks for, if it is to be believed."""
-    resp = getattr(exc, "response", None)
-    if resp is None:
-        return None
-    value = resp.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        delay = float(value)
-    except ValueError:
-        try:  # an HTTP date
-            when = email.utils.parsedate_to_datetime(value)
-        except (ValueError, TypeError, IndexError, OverflowError):
-            return None  # unreadable ("soon"): fall back to backoff
-        if when is None:
-            return None
-        delay = max(0.0, when.timestamp() - time.time())
-    if not math.isfinite(delay) or not 0 <= delay <= MAX_RETRY_AFTER_S:
-        return None
-    return delay
-
-
-def backoff(attempt: int, base_s: float, cap_s: float) -> float:
-    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``base * 2**(attempt-1)``, capped, jittered to 50-100 %."""
-    return min(cap_s, base_s * 2 ** min(attempt - 1, 64)) * random.uniform(0.5, 1.0)
-
-
-def retry_delay(
-    exc: Exception, what: str, attempt: int, waited: float, options: ChatOptions, redact_text
-) -> float:
-    """The wait before the next attempt of a failed request, or the error that ends it."""
-    if attempt >= options.max_attempts:
-        raise SubjectError(redact_text(f"gave up after {attempt} attempts: {what}")) from None
-    delay = retry_after(exc)
-    if delay is None:
-        delay = backoff(attempt, options.backoff_s, options.backoff_cap_s)
-    delay = min(delay, options.backoff_cap_s)
-    if waited + delay > options.max_wait_s:
-        raise SubjectError(
-            redact_text(
-                f"gave up after {attempt} attempts and {waited:.0f} s of waiting "
-                f"(the next wait of {delay:.0f} s would pass --max-wait "
-                f"{options.max_wait_s:g}): {what}"
-            )
-        ) from None
-    return delay
-
-
-async def pause(seconds: float) -> None:
-    """Wait between attempts (one place, so tests can count the waits instead of sleeping)."""
-    await asyncio.sleep(seconds)
 
 
 # query parameters that carry a credential (``?api-key=...``): never written anywhere

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import importlib
 import inspect
 import os
-import random
 import sys
 import time
 
@@ -16,17 +14,13 @@ from ...chat import FatalSubjectError, Reply, Request, SubjectError
 from ...errors import BayesobsInputError
 from . import plugin_subject
 from .cache import ResponseCache, request_key
+from .retries import backoff, pause
 
 FORM = "write python:package.module:name, e.g. python:mylab.models:answer"
 
 
 class ReplyTypeError(FatalSubjectError, BayesobsInputError):
     """A reply that is not text: no retry mends it, so the run stops (the CLI: one line, exit 2)."""
-
-
-async def pause(seconds: float) -> None:
-    """Wait between attempts (one place, so tests can count the waits instead of sleeping)."""
-    await asyncio.sleep(seconds)
 
 
 class CallableSubject:
@@ -142,8 +136,7 @@ class CallableSubject:
         """Wait before the next attempt (the seconds waited), or the error that ends the trial."""
         if attempt >= self.max_attempts:
             raise SubjectError(f"gave up after {attempt} attempts: {what}")
-        # the API subjects' schedule: 1 s doubling, capped at 300 s, jittered to 50-100 %
-        delay = min(300.0, 2.0 ** min(attempt - 1, 64)) * random.uniform(0.5, 1.0)
+        delay = backoff(attempt, 1.0, 300.0)  # the API subjects' schedule: 1 s doubling, to 300 s
         if waited + delay > self.max_wait_s:
             raise SubjectError(
                 f"gave up after {attempt} attempts and {waited:.0f} s of waiting "
