@@ -45,6 +45,10 @@ COVERED_ELSEWHERE: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "bayesobs.run.budget": ("budgets: stop and resume", ("test_costs.py",)),
     "bayesobs.run.prices": ("the price table, priced usage", ("test_costs.py",)),
+    "bayesobs.run.subjects.turns": (
+        "a request as data URLs and inspect_ai messages: the requests compared whole",
+        ("test_inspect_subject.py", "test_registry_tasks_solver_scorer.py"),
+    ),
     "bayesobs.run.subjects.retries": (
         "Retry-After, backoff and pauses of every subject that retries",
         ("test_safety.py", "test_runner_integrity.py", "test_python_subject.py"),

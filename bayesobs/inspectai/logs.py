@@ -31,10 +31,15 @@ from ..errors import BayesobsInputError
 from ..provenance import utc_now
 from ..run.store import TRIAL_ID, ExperimentStore, read_jsonl
 from .scorer import trial_score
-from .solver import IMAGES_KEY, SUBJECT_KIND, TRIALS_KEY, png_url
+from .solver import IMAGES_KEY, SUBJECT_KIND, TRIALS_KEY
 from .tasks import RUN_KEYS, sample_id, sample_input
 
 SCORER = "trial_scorer"  # the score of a sample, as inspect names the scorer's
+
+
+def _png_url(png: bytes) -> str:
+    """A PNG as a data URL (not cached: an export reads each image once)."""
+    return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
 def read_log(path: str | Path) -> EvalLog:
@@ -113,7 +118,7 @@ def _turns(folder: Path, row: dict, images: dict) -> list:
         path = folder / name
         if path.is_file():
             images[name] = base64.b64encode(png := path.read_bytes()).decode()
-            parts.append(ContentImage(image=png_url(png)))
+            parts.append(ContentImage(image=_png_url(png)))
     return [
         ChatMessageUser(content=parts or ""),
         ChatMessageAssistant(content=row.get("raw_response") or ""),

@@ -8,11 +8,6 @@ import hashlib
 import time
 
 from inspect_ai.model import (
-    ChatMessageAssistant,
-    ChatMessageSystem,
-    ChatMessageUser,
-    ContentImage,
-    ContentText,
     GenerateConfig,
     Model,
     ModelOutput,
@@ -23,31 +18,12 @@ from inspect_ai.solver import Generate, TaskState, solver
 from ..chat import Reply, Request
 from ..run.engine import Runner
 from ..run.plan import Session
+from ..run.subjects.turns import inspect_messages
 
 TRIALS_KEY = "bayesobs_trials"  # sample store: the run's trial rows, as trials.jsonl holds them
 IMAGES_KEY = "bayesobs_images"  # sample store: the rows' PNGs, base64, by their stimuli/ name
 SUBJECT_KIND = "inspect"  # trial rows name their subject inspect:PROVIDER/MODEL
 STOP_REASONS = {"max_tokens": "length", "model_length": "length", "stop": "stop"}
-
-
-def png_url(png: bytes) -> str:
-    """A PNG as a data URL."""
-    return "data:image/png;base64," + base64.b64encode(png).decode()
-
-
-def chat_messages(request: Request) -> list:
-    """A bayesobs request as inspect chat messages: system, then the turns (text, then images)."""
-    out: list = [ChatMessageSystem(content=request.system)]
-    for turn in request.turns:
-        if turn.role == "assistant":
-            out.append(ChatMessageAssistant(content=turn.text or ""))
-        elif not turn.pngs:
-            out.append(ChatMessageUser(content=turn.text or ""))
-        else:
-            parts = [ContentText(text=turn.text)] if turn.text is not None else []
-            parts += [ContentImage(image=png_url(p)) for p in turn.pngs]
-            out.append(ChatMessageUser(content=parts))
-    return out
 
 
 class InspectModel:
@@ -62,7 +38,7 @@ class InspectModel:
         t0 = time.perf_counter()
         # a failure (or one of inspect's limits) goes to inspect as it is: the sample's error
         out = await self.model.generate(
-            chat_messages(request), config=GenerateConfig(max_tokens=request.max_tokens)
+            inspect_messages(request), config=GenerateConfig(max_tokens=request.max_tokens)
         )
         self.last = out
         usage = out.usage.model_dump(exclude_none=True) if out.usage else None

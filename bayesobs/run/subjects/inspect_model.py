@@ -22,12 +22,12 @@ from .openai_chat import (
     CachedReplies,
     ChatOptions,
     EmptyReply,
-    data_url,
     public_url,
     redact,
     to_messages,
 )
 from .retries import pause, retry_delay
+from .turns import inspect_messages
 
 FINISH_REASONS = {"max_tokens": "length", "model_length": "length"}  # inspect's StopReason
 CONFIG_KEYS = (
@@ -46,27 +46,6 @@ def one_line(exc: BaseException) -> str:
     # inspect's console markup ([bold]...[/bold]); other brackets (pip extras) kept
     text = re.sub(r"\[/?(bold|italic|dim|underline|red|green|blue|yellow)\]|\[/\]", "", text)
     return " ".join(text.split()) or type(exc).__name__
-
-
-def inspect_messages(request: Request, detail: str) -> list:
-    """The inspect_ai messages of a request, as :func:`openai_chat.to_messages` builds OpenAI's."""
-    from inspect_ai.model import (  # inspect_ai (1.5 s) loads only for an inspect: subject
-        ChatMessageAssistant,
-        ChatMessageSystem,
-        ChatMessageUser,
-        ContentImage,
-        ContentText,
-    )
-
-    msgs: list = [ChatMessageSystem(content=request.system)]
-    for t in request.turns:
-        if t.role == "assistant":
-            msgs.append(ChatMessageAssistant(content=t.text or ""))
-            continue
-        parts = [ContentText(text=t.text)] if t.text is not None and t.pngs else []
-        parts += [ContentImage(image=data_url(p), detail=detail) for p in t.pngs]
-        msgs.append(ChatMessageUser(content=parts or t.text or ""))
-    return msgs
 
 
 class InspectSubject(CachedReplies):

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import re
 import time
 import urllib.parse
 from dataclasses import dataclass
-from functools import lru_cache
 
 import httpx
 import openai
@@ -22,6 +20,7 @@ from ..imagecost import DEFAULT_IMAGE_DETAIL, IMAGE_DETAILS
 from ..reasoning import DEFAULT_REASONING_BUDGET, TOKEN_PARAMS, reasoning_budget
 from .cache import ResponseCache, request_key
 from .retries import pause, retry_delay
+from .turns import data_url
 
 SAMPLING_PARAMS = ("temperature", "top_p")  # dropped, once, when a server refuses them
 LOGPROB_PARAMS = ("logprobs", "top_logprobs")  # --logprobs; dropped together when refused
@@ -49,12 +48,6 @@ class ChatOptions:
     def public(self) -> dict:
         """Every option (the key is not an option, so nothing secret)."""
         return {k: v for k, v in self.__dict__.items()}
-
-
-@lru_cache(maxsize=8192)
-def data_url(png: bytes) -> str:
-    """``data:image/png;base64,...`` (cached: history images recur in every request)."""
-    return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
 def to_messages(request: Request, detail: str = DEFAULT_IMAGE_DETAIL) -> list[dict]:
