@@ -27,6 +27,7 @@ from .psychometric import (
     LEVEL_COLUMNS,
     PARAMS,
     _check_counts,
+    borders,
     check_options,
     psychometric_table,
     sigmoid_value,
@@ -82,14 +83,9 @@ def log_likelihood(theta: dict, x, k, n, guess, sigmoid: str, direction: str) ->
 
 
 def _bounds(x) -> list[tuple[float, float]]:
-    u = np.unique(x)
-    spread = u[-1] - u[0]
-    return [
-        (u[0] - spread / 2, u[-1] + spread / 2),
-        (np.diff(u).min(), 3 * spread),
-        (0.0, 0.5),
-        (0.0, 1 - 1e-10),
-    ]
+    """The ML fit's borders (psignifit's) for threshold, width and lapse; eta in [0, 1)."""
+    b = borders(x)
+    return [b["threshold"], b["width"], b["lapse"], (0.0, 1 - 1e-10)]
 
 
 def _posterior(bounds, steps, data):
