@@ -4,8 +4,9 @@ The rule (docs/protocol.md, "Adaptive sweeps"): round 1 asks the first
 ``first_runs`` runs of every session type of every cell of the protocol;
 after each round the logged rows of the runs asked so far are scored with
 :func:`bayesobs.scores.score` and a cell is asked ``step`` more runs of every
-session type while one of its questions is open (:mod:`bayesobs.stopping`);
-it stops when all are answered or it has the protocol's runs (its cap).
+session type while one of its questions is open, that is while stopping now
+risks a different conclusion from the cap's (:mod:`bayesobs.stopping`); it
+stops when none is open or it has the protocol's runs (its cap).
 Stimuli are never chosen: the runs asked are the fixed protocol's runs with
 its seeds, so their rows equal the fixed sweep's rows.
 """
@@ -28,9 +29,10 @@ from .trials import CELL_KEYS, read_trials
 
 RULE = (
     "rounds of runs per session type; after each, score the rows of the runs asked; "
-    "a cell is asked again while a factor's 68% bootstrap interval of P(f) spans the "
-    "threshold or an ablation pair it belongs to has |s_p| below the sign level; "
-    "it stops when answered or at the protocol's runs"
+    "a cell is asked again while, for one of its factors (P(f) against 0.5, 68% bootstrap "
+    "interval) or an ablation pair it belongs to (s_p against the sign level), the "
+    "probability that the protocol's runs would conclude on the other side is at least "
+    "the risk; it stops when none is, or at the protocol's runs"
 )
 
 
@@ -45,7 +47,10 @@ class AdaptiveOptions:
     step : int
         Runs of every session type added to each open cell per round.
     sign_level : float
-        ``|s_p|`` (METHOD §9) at or above which an ablation pair's sign is answered.
+        ``|s_p|`` (METHOD §9) at or above which an ablation pair's sign is decided.
+    risk : float
+        A question stays open while the probability that the cap's runs conclude
+        otherwise is at least this (:mod:`bayesobs.stopping`).
     bootstrap : int
         Replicates of the refit after each round (METHOD §7).
     seed : int
@@ -55,6 +60,7 @@ class AdaptiveOptions:
     first_runs: int = 2
     step: int = 1
     sign_level: float = 0.9
+    risk: float = 0.1
     bootstrap: int = 30
     seed: int = 0
 
@@ -69,6 +75,8 @@ class AdaptiveOptions:
             raise BayesobsInputError(
                 f"adaptive sign_level must be in (0.5, 1], not {self.sign_level!r}"
             )
+        if not 0 < self.risk < 0.5:
+            raise BayesobsInputError(f"adaptive risk must be in (0, 0.5), not {self.risk!r}")
 
     def record(self) -> dict:
         """The rule and its thresholds, as the manifest holds them."""
@@ -189,7 +197,10 @@ def adaptive_sweep(
         scored = score(
             _asked_rows(out, keyed), bootstrap=options.bootstrap, seed=options.seed, probe=False
         )
-        questions = open_questions(scored.evidence, scored.bcs, options.sign_level)
+        runs_of = {tuple(map(str, c)): (asked[c], cap[c]) for c in cap}
+        questions = open_questions(
+            scored.evidence, scored.bcs, runs_of, options.risk, options.sign_level
+        )
         stopped = []
         for c in sorted(live, key=cell_name):
             why = questions.get(tuple(map(str, c)), ["no factor evidence"])
@@ -239,10 +250,15 @@ def compare_fixed(
     Returns
     -------
     dict
-        ``calls, input_tokens`` of each (``fixed_...``), ``conclusions`` (the
-        fixed protocol's factor winners and BCS signs), ``agreement`` and its
-        parts ``factor_agreement``, ``sign_agreement``, and ``differ`` (the
-        conclusions the adaptive sweep reached otherwise).
+        ``calls, input_tokens`` of each (``fixed_...``); ``conclusions``: the
+        fixed protocol's factor winners (P(f) > 0.5 per cell and factor) and
+        BCS signs (the paper's ``s`` per pair), ``decided`` of them (the factor's
+        68% interval excludes 0.5, ``|s_p|`` reaches the sign level);
+        ``agreement``, ``factor_agreement``, ``sign_agreement``: the share of
+        the decided ones the adaptive sweep reaches; ``agreement_all``: of all;
+        ``accuracy_covered``: the share of cells whose fixed NRMSE lies in the
+        adaptive sweep's 68% interval; ``differ``: the decided conclusions
+        reached otherwise.
     """
     options = options or AdaptiveOptions()
     folder = Path(folder)
@@ -250,18 +266,24 @@ def compare_fixed(
     res = adaptive_sweep(
         protocol, subjects, folder / "adaptive", options, trials, runs, sim_seed=sim_seed
     )
-    found = []
-    for name in ("fixed", "adaptive"):
-        rows = read_trials(folder / name / "trials.jsonl")
-        s = score(rows, bootstrap=options.bootstrap, seed=options.seed, probe=False)
-        found.append(conclusions(s.evidence, s.bcs))
-    fixed, adaptive = found
-    same = {k: adaptive.get(k) == v for k, v in fixed.items()}
+    scored = [
+        score(
+            read_trials(folder / name / "trials.jsonl"),
+            bootstrap=options.bootstrap,
+            seed=options.seed,
+            probe=False,
+        )
+        for name in ("fixed", "adaptive")
+    ]
+    fixed, adaptive = (conclusions(s.evidence, s.bcs, options.sign_level) for s in scored)
+    same = {k: adaptive.get(k, (None,))[0] == v[0] for k, v in fixed.items()}
+    decided = [k for k, v in fixed.items() if v[1]]
 
-    def share(kind):
-        hits = [v for k, v in same.items() if k[0] == kind]
-        return sum(hits) / len(hits) if hits else float("nan")
+    def share(keys):
+        return sum(same[k] for k in keys) / len(keys) if keys else float("nan")
 
+    acc = scored[0].accuracy.merge(scored[1].accuracy, on=list(CELL_KEYS), suffixes=("", "_a"))
+    covered = (acc["nrmse_lo_a"] <= acc["nrmse"]) & (acc["nrmse"] <= acc["nrmse_hi_a"])
     return {
         "calls": res.calls,
         "fixed_calls": res.fixed_calls,
@@ -269,10 +291,13 @@ def compare_fixed(
         "fixed_input_tokens": res.fixed_input_tokens,
         "rounds": len(res.rounds),
         "conclusions": len(same),
-        "agreement": sum(same.values()) / len(same) if same else float("nan"),
-        "factor_agreement": share("factor"),
-        "sign_agreement": share("sign"),
-        "differ": ["/".join(map(str, k)) for k, v in same.items() if not v],
+        "decided": len(decided),
+        "agreement": share(decided),
+        "factor_agreement": share([k for k in decided if k[0] == "factor"]),
+        "sign_agreement": share([k for k in decided if k[0] == "sign"]),
+        "agreement_all": share(list(same)),
+        "accuracy_covered": float(covered.mean()) if len(acc) else float("nan"),
+        "differ": ["/".join(map(str, k)) for k in decided if not same[k]],
     }
 
 

@@ -1,9 +1,29 @@
-"""The adaptive sweep's stopping rule: which cells' questions a round's scores leave open."""
+"""The adaptive sweep's stopping rule: which cells' questions a round's scores leave open.
+
+A question is open while the risk of stopping now is at least ``risk``: the
+probability, under a normal approximation, that the fixed protocol (the cap's
+runs) would reach a conclusion on the other side of the decision threshold
+from the one the runs asked so far point to.  With ``d`` the estimate's
+distance from the threshold in units of its standard error ``se_n`` at ``n``
+of ``N`` runs (``f = n / N``), the cap's estimate is about
+``Normal(d, 1 - f)`` in those units and its standard error ``sqrt(f)``, so
+
+    risk = Phi((-c * sqrt(f) - |d|) / sqrt(1 - f))
+
+where ``c`` is the cap's decision distance: 1 for a factor (its 68% interval
+excludes 0.5) and ``Phi^-1((1 + sign_level) / 2)`` for a BCS sign (the
+paper's ``s_p``, METHOD §9, reaching ``sign_level``).  ``se_n`` is the
+bootstrap's, times ``sqrt(n / (n - 1))``: a session-run bootstrap of few runs
+underestimates the spread.
+"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from .scores.bcs import BCS_ABLATIONS
 from .trials import CELL_KEYS
@@ -16,39 +36,68 @@ def cell_name(cell: tuple) -> str:
     return "/".join(map(str, cell))
 
 
-def open_questions(evidence: pd.DataFrame, bcs: pd.DataFrame, sign_level: float) -> dict:
-    """Open questions per cell: a factor whose interval spans 0.5, an ablation pair with ``|s_p| < sign_level``."""
+def stop_risk(distance: float, fraction: float, decide: float = 1.0) -> float:
+    """P(the cap decides on the other side), ``distance`` in current standard errors, at ``fraction`` of the cap."""
+    if fraction >= 1:
+        return 0.0
+    return float(
+        norm.cdf((-decide * math.sqrt(fraction) - abs(distance)) / math.sqrt(1 - fraction))
+    )
+
+
+def _small_sample(n: int) -> float:
+    """The bootstrap's standard error of ``n`` runs, scaled up by ``sqrt(n / (n - 1))``."""
+    return math.sqrt(n / (n - 1)) if n > 1 else math.inf
+
+
+def open_questions(
+    evidence: pd.DataFrame, bcs: pd.DataFrame, runs: dict, risk: float, sign_level: float
+) -> dict:
+    """Open questions per cell; ``runs`` maps a cell (strings) to (runs asked, cap)."""
     out: dict[tuple, list[str]] = {}
     for row in evidence.itertuples(index=False):
-        cell = tuple(getattr(row, k) for k in CELL_KEYS)
+        cell = tuple(str(getattr(row, k)) for k in CELL_KEYS)
+        n, cap = runs[cell]
+        questions = out.setdefault(cell, [])
         lo, hi = row.p_lo, row.p_hi
-        if not (np.isfinite(lo) and np.isfinite(hi)) or lo <= EVIDENCE_THRESHOLD <= hi:
-            out.setdefault(cell, []).append(f"factor {row.factor}")
-        else:
-            out.setdefault(cell, [])
+        if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(row.p)):
+            questions.append(f"factor {row.factor}")
+            continue
+        se = max((hi - lo) / 2, 1e-9) * _small_sample(n)
+        if stop_risk((row.p - EVIDENCE_THRESHOLD) / se, n / cap) >= risk:
+            questions.append(f"factor {row.factor}")
+    decide = float(norm.ppf((1 + sign_level) / 2))
     for row in bcs.itertuples(index=False) if len(bcs) else ():
         if row.ablation not in BCS_ABLATIONS:
             continue
-        if not (np.isfinite(row.s_p) and abs(row.s_p) >= sign_level):
-            mod = BCS_ABLATIONS[row.ablation]
-            for cond in ("base", row.ablation):  # both cells of the pair
-                out.setdefault((row.subject, row.task, mod, cond), []).append(
-                    f"sign of delta_w_prior ({row.ablation})"
-                )
+        mod = BCS_ABLATIONS[row.ablation]
+        pair = [(str(row.subject), str(row.task), mod, c) for c in ("base", row.ablation)]
+        if not all(c in runs for c in pair):
+            continue
+        n = min(runs[c][0] for c in pair)
+        if np.isfinite(row.s_p):  # s_p = 2 Phi(z) - 1: z in standard errors
+            z = norm.ppf((min(max(row.s_p, -0.999), 0.999) + 1) / 2) / _small_sample(n)
+            if stop_risk(z, n / runs[pair[0]][1], decide) < risk:
+                continue
+        for c in pair:
+            out.setdefault(c, []).append(f"sign of delta_w_prior ({row.ablation})")
     return out
 
 
-def conclusions(evidence: pd.DataFrame, bcs: pd.DataFrame) -> dict:
-    """The conclusions a sweep's scores reach: factor winner per cell, BCS sign per ablation pair."""
+def conclusions(evidence: pd.DataFrame, bcs: pd.DataFrame, sign_level: float) -> dict:
+    """Key -> (conclusion, decided): factor winners (P(f) > 0.5) per cell, the paper's BCS sign per pair.
+
+    ``decided``: the factor's 68% interval excludes 0.5; the pair's ``|s_p|`` reaches ``sign_level``.
+    """
     out = {}
     for row in evidence.itertuples(index=False):
         cell = tuple(getattr(row, k) for k in CELL_KEYS)
-        out[("factor", *cell, row.factor)] = (
-            None if not np.isfinite(row.p) else bool(row.p > EVIDENCE_THRESHOLD)
-        )
+        won = None if not np.isfinite(row.p) else bool(row.p > EVIDENCE_THRESHOLD)
+        decided = bool(row.p_lo > EVIDENCE_THRESHOLD or row.p_hi < EVIDENCE_THRESHOLD)
+        out[("factor", *cell, row.factor)] = (won, decided)
     for row in bcs.itertuples(index=False) if len(bcs) else ():
         if row.ablation in BCS_ABLATIONS:
-            out[("sign", row.subject, row.task, row.ablation)] = (
-                None if not np.isfinite(row.s) else int(row.s)
-            )
+            sign = None if not np.isfinite(row.s) else int(row.s)
+            decided = bool(np.isfinite(row.s_p) and abs(row.s_p) >= sign_level)
+            out[("sign", row.subject, row.task, row.ablation)] = (sign, decided)
     return out

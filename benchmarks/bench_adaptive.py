@@ -10,11 +10,15 @@ fixed (``--runs`` runs of every session type) and adaptively
 (``sweep --adaptive``, the default rule) with the same seeds
 (:func:`bayesobs.adaptive.compare_fixed`), both are scored the same way, and
 the conclusions are compared: the factor winner per cell (P(f) > 0.5) and the
-sign of Delta w_prior per ablation pair (the paper's s). One RESULT line per
-observer gives calls, input tokens, their share of the fixed protocol's and
-the agreement; the last lines give the totals against the targets (>= 95% of
-the conclusions, <= 50% of the calls). Money: tokens times a model's price
-(simulated observers pay nothing).
+sign of Delta w_prior per ablation pair (the paper's s), on the conclusions the
+fixed protocol decides (the factor's 68% interval excludes 0.5; |s_p| >= 0.9)
+and on all of them; and whether the fixed protocol's NRMSE of each cell lies in
+the adaptive sweep's interval. For reference, the fixed protocol with one run
+fewer is compared with itself the same way (how often its undecided
+conclusions flip with one more run). One RESULT line per observer gives calls,
+input tokens, dollars at a model's price, their share of the fixed protocol's
+and the agreement; the last lines give the totals against the targets (>= 95%
+of the conclusions, <= 50% of the calls).
 """
 
 from __future__ import annotations
@@ -24,7 +28,11 @@ import json
 import shutil
 from pathlib import Path
 
-from bayesobs.adaptive import compare_fixed
+from bayesobs.adaptive import AdaptiveOptions, compare_fixed
+from bayesobs.run.prices import load_prices
+from bayesobs.scores import score
+from bayesobs.stopping import conclusions
+from bayesobs.trials import read_trials
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("bayesian", "antibayes", "kalman", "linear")
@@ -40,42 +48,78 @@ def main() -> int:
     )
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--sim-seed", type=int, default=0, help="subject seed (noise variants)")
+    ap.add_argument("--risk", type=float, default=AdaptiveOptions.risk)
+    ap.add_argument("--price-of", default="gpt-4o", help="dollars at this model's price")
     args = ap.parse_args()
+    price = load_prices().price(args.price_of)
+    rule = AdaptiveOptions(risk=args.risk)
     observers = [(k, args.trials, args.sim_seed) for k in args.kinds.split(",")]
-    totals = {"calls": 0, "fixed_calls": 0, "agree": 0, "conclusions": 0}
+    totals = dict.fromkeys(("calls", "fixed_calls", "tokens", "fixed_tokens"), 0)
+    hits = dict.fromkeys(("decided", "agree", "all", "agree_all", "cells", "covered"), 0)
     rows = []
     for kind, trials, seed in observers:
         name = f"sim:{kind} trials={trials} sim_seed={seed}"
         folder = args.out / f"{kind}-{trials}-{seed}"
         shutil.rmtree(folder, ignore_errors=True)
         r = compare_fixed(
-            args.protocol, [f"sim:{kind}"], folder, trials=trials, runs=args.runs, sim_seed=seed
+            args.protocol, [f"sim:{kind}"], folder, rule, trials, args.runs, sim_seed=seed
         )
-        agree = round(r["agreement"] * r["conclusions"])
-        for k, v in (("calls", r["calls"]), ("fixed_calls", r["fixed_calls"]), ("agree", agree)):
+        for k, v in (
+            ("calls", r["calls"]),
+            ("fixed_calls", r["fixed_calls"]),
+            ("tokens", r["input_tokens"]),
+            ("fixed_tokens", r["fixed_input_tokens"]),
+        ):
             totals[k] += v
-        totals["conclusions"] += r["conclusions"]
+        hits["decided"] += r["decided"]
+        hits["agree"] += round(r["agreement"] * r["decided"])
+        hits["all"] += r["conclusions"]
+        hits["agree_all"] += round(r["agreement_all"] * r["conclusions"])
+        cells = r["conclusions"] - 15  # 4 factors a cell and 15 BCS pairs
+        hits["cells"] += cells // 4
+        hits["covered"] += round(r["accuracy_covered"] * (cells // 4))
+        self_all = _one_run_fewer(folder / "fixed", args.runs, rule)
+        usd = price.cost(r["input_tokens"], 0, 0), price.cost(r["fixed_input_tokens"], 0, 0)
         print(
             f"RESULT {name}: calls {r['calls']} of {r['fixed_calls']} "
             f"({r['calls'] / r['fixed_calls']:.0%}), input tokens {r['input_tokens']:,} of "
-            f"{r['fixed_input_tokens']:,}, rounds {r['rounds']}; agreement {r['agreement']:.1%} "
-            f"of {r['conclusions']} (factor winners {r['factor_agreement']:.1%}, "
-            f"BCS signs {r['sign_agreement']:.1%})",
+            f"{r['fixed_input_tokens']:,} (${usd[0]:,.2f} of ${usd[1]:,.2f} at {args.price_of}'s "
+            f"input price), rounds {r['rounds']}; decided conclusions reached "
+            f"{r['agreement']:.1%} of {r['decided']} (factor winners {r['factor_agreement']:.1%}, "
+            f"BCS signs {r['sign_agreement']:.1%}); all conclusions {r['agreement_all']:.1%} of "
+            f"{r['conclusions']} (the fixed protocol with one run fewer: {self_all:.1%}); fixed "
+            f"NRMSE in the adaptive 68% interval {r['accuracy_covered']:.1%}",
             flush=True,
         )
-        rows.append({"observer": name, **r})
+        rows.append({"observer": name, "fixed_one_run_fewer": self_all, **r})
     share = totals["calls"] / totals["fixed_calls"]
-    agreement = totals["agree"] / totals["conclusions"]
+    agreement = hits["agree"] / hits["decided"]
     print(
-        f"RESULT all: calls {share:.1%} of the fixed protocol's | target <= 50% "
+        f"RESULT all: calls {share:.1%} of the fixed protocol's, input tokens "
+        f"{totals['tokens'] / totals['fixed_tokens']:.1%} | target <= 50% "
         f"({'met' if share <= 0.5 else 'NOT met'})"
     )
     print(
-        f"RESULT all: agreement {agreement:.1%} of {totals['conclusions']} conclusions | "
-        f"target >= 95% ({'met' if agreement >= 0.95 else 'NOT met'})"
+        f"RESULT all: the fixed protocol's decided conclusions reached {agreement:.1%} of "
+        f"{hits['decided']} | target >= 95% ({'met' if agreement >= 0.95 else 'NOT met'})"
+    )
+    print(
+        f"RESULT all: all conclusions {hits['agree_all'] / hits['all']:.1%} of {hits['all']}; "
+        f"fixed NRMSE in the adaptive interval {hits['covered'] / hits['cells']:.1%} of "
+        f"{hits['cells']} cells"
     )
     (args.out / "results.json").write_text(json.dumps(rows, indent=2, default=str))
     return 0
+
+
+def _one_run_fewer(folder: Path, runs: int, rule: AdaptiveOptions) -> float:
+    """Share of the fixed protocol's conclusions its first ``runs - 1`` runs reach too."""
+    rows = read_trials(folder / "trials.jsonl")
+    found = []
+    for r in (rows, rows[rows["run"].astype(int) < runs - 1]):
+        s = score(r, bootstrap=rule.bootstrap, seed=rule.seed, probe=False)
+        found.append(conclusions(s.evidence, s.bcs, rule.sign_level))
+    return sum(found[1].get(k, (None,))[0] == v[0] for k, v in found[0].items()) / len(found[0])
 
 
 if __name__ == "__main__":

@@ -116,7 +116,7 @@ ELSEWHERE = {
     "bayesobs compare-trials study/ model/ --out agreement/": "test_same_trials.py::test_the_docs_commands_pair_people_in_chromium_with_a_model",
     "bayesobs compare-trials A B --out DIR [--bootstrap 200] [--seed 0] [--human-range]": "test_agreement.py::test_a_member_of_the_population_is_within_the_human_range_and_a_linear_observer_is_not",
     # adaptive sweeps (issue 53): a whole BayesBench sweep each; the same commands on a tiny protocol
-    "bayesobs sweep tasks/bayesbench.toml --subject SUBJECT --out DIR --runs 6 --adaptive [--first-runs 2] [--sign-level 0.9]": "test_adaptive.py::test_killed_adaptive_sweep_resumes_to_the_same_decisions",
+    "bayesobs sweep tasks/bayesbench.toml --subject SUBJECT --out DIR --runs 6 --adaptive [--first-runs 2] [--sign-level 0.9] [--risk 0.1]": "test_adaptive.py::test_killed_adaptive_sweep_resumes_to_the_same_decisions",
     "bayesobs design tasks/bayesbench.toml --out design-adaptive --runs 6 --trials 20 --adaptive sim:bayesian": "test_adaptive.py::test_design_simulates_the_adaptive_rule_before_paying",
 }
 

@@ -182,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sign-level", type=float, help="--adaptive: |s_p| that settles a BCS sign (default 0.9)"
     )
+    p.add_argument(
+        "--risk",
+        type=float,
+        help="--adaptive: a question stays open while the protocol's runs would conclude "
+        "otherwise with at least this probability (default 0.1)",
+    )
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser(

@@ -481,7 +481,9 @@ def cmd_sweep(args) -> int:
 
     _check_run_options(args)
     options, chat = _run_options(args)
-    if args.adaptive or args.first_runs is not None or args.sign_level is not None:
+    if args.adaptive or any(
+        getattr(args, k) is not None for k in ("first_runs", "sign_level", "risk")
+    ):
         return _adaptive(args, options, chat)
     report = sweep(
         args.protocol,
@@ -504,8 +506,10 @@ def _adaptive(args, options: dict, chat: dict) -> int:
     from ..adaptive import AdaptiveOptions, adaptive_sweep
 
     if not args.adaptive:
-        raise BayesobsInputError("--first-runs and --sign-level set the rule of --adaptive; add it")
-    given = {"first_runs": args.first_runs, "sign_level": args.sign_level}
+        raise BayesobsInputError(
+            "--first-runs, --sign-level and --risk set the rule of --adaptive; add it"
+        )
+    given = {"first_runs": args.first_runs, "sign_level": args.sign_level, "risk": args.risk}
     rule = AdaptiveOptions(**{k: v for k, v in given.items() if v is not None})
     for k in ("ami", "hvs"):
         options[k] = str(getattr(args, k)) if getattr(args, k) else None

@@ -114,8 +114,9 @@ def _design_adaptive(args, trials) -> int:
             f"{subject}: adaptive {r['calls']} of {r['fixed_calls']} calls "
             f"({r['calls'] / r['fixed_calls']:.0%}), about {r['input_tokens']:,} of "
             f"{r['fixed_input_tokens']:,} input tokens, {r['rounds']} round(s); the fixed protocol's "
-            f"conclusions reached: {r['agreement']:.0%} of {r['conclusions']} (factor winners "
-            f"{r['factor_agreement']:.0%}, BCS signs {r['sign_agreement']:.0%}) -> {folder}/"
+            f"decided conclusions reached: {r['agreement']:.0%} of {r['decided']} (factor winners "
+            f"{r['factor_agreement']:.0%}, BCS signs {r['sign_agreement']:.0%}); of all "
+            f"{r['conclusions']}: {r['agreement_all']:.0%} -> {folder}/"
         )
     return 0
 

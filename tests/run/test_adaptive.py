@@ -14,12 +14,12 @@ from bayesobs.adaptive import AdaptiveOptions, adaptive_sweep
 from bayesobs.cli import main
 from bayesobs.errors import BayesobsInputError
 from bayesobs.run.runner import sweep
-from bayesobs.stopping import open_questions
+from bayesobs.stopping import open_questions, stop_risk
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = ["subject", "task", "modality", "condition", "session", "run", "trial"]
 SAME = [*KEYS, "seed", "stimulus", "response", "raw_response", "stimulus_id", "prompt_id"]
-RUNS, TRIALS = 4, 15
+RUNS, TRIALS, RISK = 5, 15, 0.05
 
 
 def _protocol(tmp_path: Path) -> Path:
@@ -41,7 +41,8 @@ def _rows(folder: Path) -> pd.DataFrame:
 def adaptive_folder(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("adaptive")
     protocol = _protocol(tmp)
-    res = adaptive_sweep(protocol, ["sim:linear"], tmp / "a", trials=TRIALS, runs=RUNS)
+    rule = AdaptiveOptions(risk=RISK)  # a cautious rule: three rounds or more
+    res = adaptive_sweep(protocol, ["sim:linear"], tmp / "a", rule, trials=TRIALS, runs=RUNS)
     return protocol, tmp, res
 
 
@@ -67,6 +68,7 @@ def test_manifest_records_the_rule_and_every_stop(adaptive_folder):
     manifest = json.loads((tmp / "a" / "manifest.json").read_text())
     rule = manifest["adaptive"]
     assert manifest["experiment"]["adaptive"]["sign_level"] == 0.9  # compared on resume
+    assert manifest["experiment"]["adaptive"]["risk"] == RISK
     assert rule["first_runs"] == 2 and rule["evidence_threshold"] == 0.5 and "68%" in rule["rule"]
     cells = {s["cell"] for s in rule["stops"]}
     assert len(cells) == len(rule["stops"]) == 3  # every cell stops once, with its round and reason
@@ -90,6 +92,7 @@ def test_killed_adaptive_sweep_resumes_to_the_same_decisions(adaptive_folder, tm
     # of rounds 1 and 2 must not read the later rows
     (killed / "trials.jsonl").write_bytes(b"".join(lines[: first + 3]) + lines[first + 3][:40])
     args = ["sweep", str(protocol), "--subject", "sim:linear", "--out", str(killed), "--adaptive"]
+    args += ["--risk", str(RISK)]
     assert main([*args, "--trials", str(TRIALS), "--runs", str(RUNS), "--no-progress"]) == 0
     assert f"round {len(res.rounds)}: " in capsys.readouterr().out
     again = json.loads((killed / "manifest.json").read_text())["adaptive"]
@@ -97,30 +100,55 @@ def test_killed_adaptive_sweep_resumes_to_the_same_decisions(adaptive_folder, tm
     pd.testing.assert_frame_equal(_rows(killed), _rows(tmp / "a"))
 
 
-def test_open_questions_follow_the_interval_and_the_sign_level():
+@pytest.mark.parametrize(
+    "distance, fraction, decide", [(0.0, 1 / 3, 1.0), (0.8, 0.5, 1.0), (-0.4, 2 / 3, 1.645)]
+)
+def test_stop_risk_is_the_chance_the_cap_decides_otherwise(distance, fraction, decide):
+    """Brute force: the cap's estimate ~ Normal(d, 1 - f) in current standard errors, its own
+    standard error sqrt(f); the risk is that it lands past the cap's decision distance on the
+    other side of the threshold (tolerance: 4 Monte Carlo standard errors)."""
+    rng = np.random.default_rng(0)
+    cap = rng.normal(distance, np.sqrt(1 - fraction), 400_000)
+    side = 1 if distance >= 0 else -1
+    brute = np.mean(side * cap < -decide * np.sqrt(fraction))
+    assert stop_risk(distance, fraction, decide) == pytest.approx(
+        brute, abs=4 * np.sqrt(brute / 4e5) + 1e-4
+    )
+    assert stop_risk(distance, 1.0, decide) == 0.0  # at the cap nothing is left to ask
+
+
+def test_open_questions_follow_the_risk_and_the_sign_level():
     cell = {"subject": "s", "task": "t", "modality": "multimodal"}
+
+    def factor(condition, name, p, lo, hi):
+        return {**cell, "condition": condition, "factor": name, "p": p, "p_lo": lo, "p_hi": hi}
+
     evidence = pd.DataFrame(
         [
-            {**cell, "condition": "base", "factor": "bayesian", "p_lo": 0.6, "p_hi": 0.9},
-            {**cell, "condition": "base", "factor": "gain", "p_lo": 0.1, "p_hi": 0.4},
-            {**cell, "condition": "steer_verbal", "factor": "gain", "p_lo": 0.4, "p_hi": 0.6},
-            {**cell, "condition": "context_long", "factor": "gain", "p_lo": np.nan, "p_hi": np.nan},
+            factor("base", "bayesian", 0.75, 0.6, 0.9),  # 1.7 se (small-sample scaled) above
+            factor("base", "gain", 0.45, 0.35, 0.55),  # 0.35 se below 0.5: risky at 2 of 6
+            factor("steer_verbal", "gain", 0.5, 0.4, 0.6),  # on the threshold
+            factor("context_long", "gain", 0.3, np.nan, np.nan),  # no interval: open
         ]
     )
     bcs = pd.DataFrame(
         [
-            {"subject": "s", "task": "t", "ablation": "steer_verbal", "s_p": 0.93},
-            {"subject": "s", "task": "t", "ablation": "context_long", "s_p": -0.8},
+            {"subject": "s", "task": "t", "ablation": "steer_verbal", "s_p": 0.999},
+            {"subject": "s", "task": "t", "ablation": "context_long", "s_p": 0.0},
         ]
     )
-    out = open_questions(evidence, bcs, sign_level=0.9)
-    assert out[("s", "t", "multimodal", "steer_verbal")] == ["factor gain"]  # sign settled
-    assert out[("s", "t", "multimodal", "base")] == ["sign of delta_w_prior (context_long)"]
-    assert out[("s", "t", "multimodal", "context_long")] == [
-        "factor gain",  # one run: no interval, so open
-        "sign of delta_w_prior (context_long)",
-    ]
-    assert open_questions(evidence, bcs, sign_level=0.75)[("s", "t", "multimodal", "base")] == []
+    names = [("s", "t", "multimodal", c) for c in ("base", "steer_verbal", "context_long")]
+    out = open_questions(evidence, bcs, {c: (2, 6) for c in names}, risk=0.1, sign_level=0.9)
+    base, steer, context = (out[c] for c in names)
+    assert base == ["factor gain", "sign of delta_w_prior (context_long)"]
+    assert steer == ["factor gain"]  # its pair's sign is settled
+    assert context == ["factor gain", "sign of delta_w_prior (context_long)"]
+    # at 5 of 6 runs the last run cannot carry an estimate near the threshold past the cap's
+    # interval on the other side: closed, whatever its side; a cell with no interval stays open
+    late = open_questions(evidence, bcs, {c: (5, 6) for c in names}, risk=0.1, sign_level=0.9)
+    assert late[names[0]] == late[names[1]] == [] and late[names[2]] == ["factor gain"]
+    # the risk of the base gain question, by hand: d = -0.05 / (0.1 * sqrt(2)), f = 1/3
+    assert stop_risk(-0.05 / (0.1 * np.sqrt(2)), 1 / 3) > 0.1
 
 
 @pytest.mark.parametrize(
@@ -128,7 +156,11 @@ def test_open_questions_follow_the_interval_and_the_sign_level():
     [
         (["--first-runs", "1"], "adaptive first_runs must be a whole number >= 2"),
         (["--sign-level", "0.4"], "adaptive sign_level must be in (0.5, 1]"),
-        (["--first-runs", "3", "--no-adaptive"], "--first-runs and --sign-level set the rule of"),
+        (["--risk", "0.6"], "adaptive risk must be in (0, 0.5)"),
+        (
+            ["--first-runs", "3", "--no-adaptive"],
+            "--first-runs, --sign-level and --risk set the rule",
+        ),
     ],
 )
 def test_bad_adaptive_options_are_one_line(tmp_path, capsys, flags, words):
@@ -188,7 +220,7 @@ def test_design_simulates_the_adaptive_rule_before_paying(tmp_path, capsys):
     fixed = len((tmp_path / "d" / "sim-linear" / "fixed" / "trials.jsonl").read_text().splitlines())
     assert fixed == 3 * 3 * 3 * 10  # conditions x session types x runs x trials
     assert f"sim:linear: adaptive {calls} of {fixed} calls" in out
-    assert "the fixed protocol's conclusions reached: " in out and "of 12 (factor winners" in out
+    assert "the fixed protocol's decided conclusions reached: " in out and "of all 12: " in out
 
 
 def test_design_adaptive_refuses_a_paying_subject(tmp_path, capsys):
