@@ -1,0 +1,137 @@
+"""QUEST+ level placement for right/wrong trials (issue 53), on the posterior ``bayesobs psychometric`` reports.
+
+Watson (2017), "QUEST+: A general multidimensional Bayesian adaptive
+psychometric method", J Vis 17(3):10: the next trial goes to the level whose
+outcome is expected to leave the least entropy in the posterior.  The
+posterior here is :func:`bayesobs.scores.psychometric_bayes.grid_posterior`'s
+(psignifit 4's priors, its grid, the guess rate and the direction that
+``bayesobs psychometric`` fits), so the levels are chosen for the interval
+that is then reported.  The ``questplus`` package is not used: it keeps its own
+parameter grid and priors (and knows no overdispersion), so it would optimise
+a posterior other than the one the score reports.
+
+The entropy is the threshold marginal's (``of="threshold"``, the default) or
+the whole posterior's over threshold, width and lapse (``of="all"``; eta does
+not change one trial's chance of a right answer and is summed out); a round's
+batch is chosen greedily, each trial's level on the posterior updated with a
+seeded draw of the outcomes of the trials chosen before it (``batch="sample"``,
+the default: a batch spreads where the outcome is uncertain instead of
+repeating one level), or as the batch's best distinct levels (``batch="best"``).
+benchmarks/bench_placement.py measures the choices (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import BayesobsInputError
+from .scores.psychometric import sigmoid_value
+from .scores.psychometric_bayes import grid_posterior, percentiles
+
+OF = ("threshold", "all")
+BATCH = ("sample", "best")
+
+
+def _entropy(p: np.ndarray) -> float:
+    """Shannon entropy (nats) of a probability mass."""
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def posterior(x, correct, guess: float, sigmoid: str = "norm", direction: str = "decreasing"):
+    """The score's grid posterior of trial rows (levels ``x``, right 1 / wrong 0): mass and axes."""
+    u, inv = np.unique(np.asarray(x, float), return_inverse=True)
+    k = np.bincount(inv, weights=np.asarray(correct, float), minlength=len(u))
+    _, _, (mass, axes, _) = grid_posterior(u, k, np.bincount(inv), guess, sigmoid, direction)
+    return mass, axes
+
+
+def threshold_interval(mass: np.ndarray, axes: list) -> tuple[float, float]:
+    """The threshold's 95% interval from a grid posterior, as ``fit_bayes`` reports it."""
+    return percentiles(axes[0], mass.sum(axis=(1, 2, 3)))
+
+
+def right_chance(mass, axes, levels, guess, sigmoid="norm", direction="decreasing"):
+    """P(right | theta) at each level on the grid, eta summed out: ``(levels, T, W, L)``."""
+    T, W, L = np.meshgrid(*axes[:3], indexing="ij", sparse=True)
+    F = [sigmoid_value(c, T, W, sigmoid, direction) for c in np.asarray(levels, float)]
+    return guess + (1 - guess - L[None]) * np.array(F)
+
+
+def expected_entropy(m: np.ndarray, like: np.ndarray, of: str = "threshold") -> np.ndarray:
+    """Expected posterior entropy after one trial at each level (``m``: mass over T, W, L)."""
+    out = np.zeros(len(like))
+    for i, p in enumerate(like):
+        for joint in (m * p, m * (1 - p)):
+            total = joint.sum()
+            if total > 0:
+                post = joint / total
+                out[i] += total * _entropy(post.sum(axis=(1, 2)) if of == "threshold" else post)
+    return out
+
+
+def choose_levels(
+    x,
+    correct,
+    guess: float,
+    candidates,
+    n: int,
+    direction: str = "decreasing",
+    sigmoid: str = "norm",
+    seed: int = 0,
+    of: str = "threshold",
+    batch: str = "sample",
+) -> np.ndarray:
+    """The levels of the next ``n`` trials of one cell: QUEST+ on the score's posterior.
+
+    Parameters
+    ----------
+    x, correct : array_like
+        The cell's trials so far: their levels and right (1) or wrong (0);
+        at least three distinct levels (the fit's minimum).
+    guess : float
+        The guess rate (chance).
+    candidates : array_like
+        The levels a trial may be asked at (a session's set sizes).
+    n : int
+        Trials in the batch.
+    direction, sigmoid : str
+        As :func:`bayesobs.scores.psychometric_bayes.fit_bayes`.
+    seed : int
+        Seed of the sampled outcomes (``batch="sample"``); the same rows and
+        seed give the same levels.
+    of : {"threshold", "all"}
+        The entropy minimised: the threshold marginal's or the whole posterior's.
+    batch : {"sample", "best"}
+        Greedy with sampled outcomes, or the ``n`` best distinct levels.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n`` levels, in the order chosen.
+
+    Raises
+    ------
+    BayesobsInputError
+        Fewer than three distinct levels so far, no candidates, or an unknown ``of`` or ``batch``.
+    """
+    if of not in OF or batch not in BATCH:
+        raise BayesobsInputError(f"placement: of is one of {OF}, batch one of {BATCH}")
+    cand = np.unique(np.asarray(candidates, float))
+    if not len(cand) or n < 1:
+        raise BayesobsInputError("placement needs candidate levels and a batch of 1 or more")
+    mass, axes = posterior(x, correct, guess, sigmoid, direction)
+    m = mass.sum(axis=3)
+    like = right_chance(mass, axes, cand, guess, sigmoid, direction)
+    if batch == "best":
+        order = np.argsort(expected_entropy(m, like, of), kind="stable")
+        return cand[np.resize(order, n)]
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        i = int(np.argmin(expected_entropy(m, like, of)))  # ties: the lowest level
+        right = rng.random() < float((m * like[i]).sum())
+        m = m * (like[i] if right else 1 - like[i])
+        m = m / m.sum()
+        out.append(cand[i])
+    return np.array(out)
