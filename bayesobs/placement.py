@@ -38,11 +38,13 @@ def _entropy(p: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def posterior(x, correct, guess: float, sigmoid: str = "norm", direction: str = "decreasing"):
-    """The score's grid posterior of trial rows (levels ``x``, right 1 / wrong 0): mass and axes."""
+def posterior(x, k, guess: float, n=None, sigmoid: str = "norm", direction: str = "decreasing"):
+    """The score's grid posterior of ``k`` right of ``n`` trials (1 each: trial rows) at levels ``x``."""
     u, inv = np.unique(np.asarray(x, float), return_inverse=True)
-    k = np.bincount(inv, weights=np.asarray(correct, float), minlength=len(u))
-    _, _, (mass, axes, _) = grid_posterior(u, k, np.bincount(inv), guess, sigmoid, direction)
+    n = np.ones(len(inv)) if n is None else np.asarray(n, float)
+    right = np.bincount(inv, weights=np.asarray(k, float), minlength=len(u))
+    total = np.bincount(inv, weights=n, minlength=len(u))
+    _, _, (mass, axes, _) = grid_posterior(u, right, total, guess, sigmoid, direction)
     return mass, axes
 
 
@@ -72,29 +74,32 @@ def expected_entropy(m: np.ndarray, like: np.ndarray, of: str = "threshold") -> 
 
 def choose_levels(
     x,
-    correct,
+    k,
     guess: float,
     candidates,
-    n: int,
+    size: int,
+    n=None,
     direction: str = "decreasing",
     sigmoid: str = "norm",
     seed: int = 0,
     of: str = "threshold",
     batch: str = "sample",
 ) -> np.ndarray:
-    """The levels of the next ``n`` trials of one cell: QUEST+ on the score's posterior.
+    """The levels of the next ``size`` trials of one cell: QUEST+ on the score's posterior.
 
     Parameters
     ----------
-    x, correct : array_like
-        The cell's trials so far: their levels and right (1) or wrong (0);
-        at least three distinct levels (the fit's minimum).
+    x, k : array_like
+        The cell's trials so far: levels and right answers (1 or 0 per trial
+        row, or counts with ``n``); at least three distinct levels (the fit's minimum).
     guess : float
         The guess rate (chance).
     candidates : array_like
         The levels a trial may be asked at (a session's set sizes).
-    n : int
+    size : int
         Trials in the batch.
+    n : array_like, optional
+        Trials per entry of ``x`` (default 1: trial rows).
     direction, sigmoid : str
         As :func:`bayesobs.scores.psychometric_bayes.fit_bayes`.
     seed : int
@@ -103,12 +108,12 @@ def choose_levels(
     of : {"threshold", "all"}
         The entropy minimised: the threshold marginal's or the whole posterior's.
     batch : {"sample", "best"}
-        Greedy with sampled outcomes, or the ``n`` best distinct levels.
+        Greedy with sampled outcomes, or the ``size`` best distinct levels.
 
     Returns
     -------
     numpy.ndarray
-        ``n`` levels, in the order chosen.
+        ``size`` levels, in the order chosen.
 
     Raises
     ------
@@ -118,17 +123,17 @@ def choose_levels(
     if of not in OF or batch not in BATCH:
         raise BayesobsInputError(f"placement: of is one of {OF}, batch one of {BATCH}")
     cand = np.unique(np.asarray(candidates, float))
-    if not len(cand) or n < 1:
+    if not len(cand) or size < 1:
         raise BayesobsInputError("placement needs candidate levels and a batch of 1 or more")
-    mass, axes = posterior(x, correct, guess, sigmoid, direction)
+    mass, axes = posterior(x, k, guess, n, sigmoid, direction)
     m = mass.sum(axis=3)
     like = right_chance(mass, axes, cand, guess, sigmoid, direction)
     if batch == "best":
         order = np.argsort(expected_entropy(m, like, of), kind="stable")
-        return cand[np.resize(order, n)]
+        return cand[np.resize(order, size)]
     rng = np.random.default_rng(seed)
     out = []
-    for _ in range(n):
+    for _ in range(size):
         i = int(np.argmin(expected_entropy(m, like, of)))  # ties: the lowest level
         right = rng.random() < float((m * like[i]).sum())
         m = m * (like[i] if right else 1 - like[i])
