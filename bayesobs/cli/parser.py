@@ -182,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sign-level", type=float, help="--adaptive: |s_p| that settles a BCS sign (default 0.9)"
     )
+    p.add_argument(
+        "--place-width",
+        type=float,
+        help="--adaptive: a right/wrong threshold's 95%% interval, as a share of its level range, "
+        "that settles it (default 0.2)",
+    )
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser(

@@ -481,7 +481,8 @@ def cmd_sweep(args) -> int:
 
     _check_run_options(args)
     options, chat = _run_options(args)
-    if args.adaptive or args.first_runs is not None or args.sign_level is not None:
+    rule = (args.first_runs, args.sign_level, args.place_width)
+    if args.adaptive or any(v is not None for v in rule):
         return _adaptive(args, options, chat)
     report = sweep(
         args.protocol,
@@ -504,8 +505,11 @@ def _adaptive(args, options: dict, chat: dict) -> int:
     from ..adaptive import AdaptiveOptions, adaptive_sweep
 
     if not args.adaptive:
-        raise BayesobsInputError("--first-runs and --sign-level set the rule of --adaptive; add it")
+        raise BayesobsInputError(
+            "--first-runs, --sign-level and --place-width set the rule of --adaptive; add it"
+        )
     given = {"first_runs": args.first_runs, "sign_level": args.sign_level}
+    given["place_width"] = args.place_width
     rule = AdaptiveOptions(**{k: v for k, v in given.items() if v is not None})
     for k in ("ami", "hvs"):
         options[k] = str(getattr(args, k)) if getattr(args, k) else None

@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 
 from bayesobs.adaptive import AdaptiveOptions, adaptive_sweep
+from bayesobs.cli import main
+from bayesobs.errors import BayesobsInputError
 from bayesobs.run.runner import sweep
 from bayesobs.scores import psychometric_bayes
 
@@ -98,5 +100,20 @@ def test_killed_placed_sweep_resumes_to_the_same_levels(placed_folder, tmp_path,
 
 
 def test_place_width_is_checked():
-    with pytest.raises(Exception, match="place_width must be in"):
+    with pytest.raises(BayesobsInputError, match="place_width must be in"):
         AdaptiveOptions(place_width=0)
+
+
+def test_place_width_is_one_line_without_adaptive_or_out_of_range(tmp_path, capsys):
+    spec = tmp_path / "search.toml"
+    spec.write_text(SPEC)
+    args = ["sweep", str(spec), "--subject", "sim:serial", "--out", str(tmp_path / "x")]
+    assert main([*args, "--place-width", "0.3"]) == 2
+    assert main([*args, "--adaptive", "--place-width", "1.5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "bayesobs: error: --first-runs, --sign-level and --place-width set the rule of --adaptive; "
+        "add it",
+        "bayesobs: error: adaptive place_width must be in (0, 1], not 1.5",
+    ]
+    assert not (tmp_path / "x" / "trials.jsonl").exists()
