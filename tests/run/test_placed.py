@@ -83,18 +83,23 @@ def test_independent_cells_ask_placed_levels_context_cells_the_protocols(placed_
 
 
 @pytest.mark.slow  # a killed adaptive sweep resumed (one more round)
-def test_killed_placed_sweep_resumes_to_the_same_levels(placed_folder, tmp_path, monkeypatch):
+def test_killed_placed_sweep_resumes_to_the_same_levels(
+    placed_folder, tmp_path, monkeypatch, capsys
+):
     monkeypatch.setattr(psychometric_bayes, "COARSE", (16, 12, 4, 3))
     monkeypatch.setattr(psychometric_bayes, "FINE", (16, 12, 4, 3))
-    spec, tmp, res, options = placed_folder
+    spec, tmp, res, _ = placed_folder
     lines = (tmp / "a" / "trials.jsonl").read_bytes().splitlines(keepends=True)
     first = sum(1 for line in lines if json.loads(line)["run"] < 3)  # rounds 1 and 2
     killed = tmp_path / "killed"
     killed.mkdir()
     (killed / "manifest.json").write_bytes((tmp / "a" / "manifest.json").read_bytes())
     (killed / "trials.jsonl").write_bytes(b"".join(lines[: first + 2]))  # killed in round 3
-    again = adaptive_sweep(spec, ["sim:serial"], killed, options, trials=TRIALS, runs=RUNS)
-    assert again.stops == res.stops
+    args = ["sweep", str(spec), "--subject", "sim:serial", "--out", str(killed), "--adaptive"]
+    args += ["--place-width", "0.01", "--trials", str(TRIALS), "--runs", str(RUNS)]
+    assert main([*args, "--no-progress"]) == 0
+    assert "2 cell(s) stopped: cap reached" in capsys.readouterr().out
+    assert json.loads((killed / "manifest.json").read_text())["adaptive"]["stops"] == res.stops
     pd.testing.assert_frame_equal(_rows(killed), _rows(tmp / "a"))
     assert np.isin(_rows(killed)["distribution"], ["uniform", "placed"]).all()
 
