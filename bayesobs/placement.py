@@ -22,9 +22,12 @@ benchmarks/bench_placement.py measures the choices (docs/protocol.md).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .errors import BayesobsInputError
+from .scores import psychometric_bayes as bayes
 from .scores.psychometric import sigmoid_value
 from .scores.psychometric_bayes import grid_posterior, percentiles
 
@@ -44,7 +47,14 @@ def posterior(x, k, guess: float, n=None, sigmoid: str = "norm", direction: str 
     n = np.ones(len(inv)) if n is None else np.asarray(n, float)
     right = np.bincount(inv, weights=np.asarray(k, float), minlength=len(u))
     total = np.bincount(inv, weights=n, minlength=len(u))
-    _, _, (mass, axes, _) = grid_posterior(u, right, total, guess, sigmoid, direction)
+    data = (tuple(v.tolist()) for v in (u, right, total))
+    return _grid(*data, float(guess), sigmoid, direction, (bayes.COARSE, bayes.FINE))
+
+
+@functools.lru_cache(maxsize=16)
+def _grid(x, k, n, guess, sigmoid, direction, steps):
+    """:func:`grid_posterior`'s mass and axes, kept for the round's stop test and placement."""
+    _, _, (mass, axes, _) = grid_posterior(x, k, n, guess, sigmoid, direction)
     return mass, axes
 
 
