@@ -36,6 +36,7 @@ from bayesobs.scores.psychometric_bayes import fit_bayes
 from bayesobs.trials import read_trials
 
 ROOT = Path(__file__).resolve().parents[1]
+EDGE = " (the fixed fit's threshold marginal reaches the grid's edge: a prior that binds, not the data)"
 SPEC = """description = "placement benchmark: {task} {session}"
 task = "{task}"
 seed = {seed}
@@ -120,7 +121,7 @@ def main() -> int:
                 f"({p['trials'] / f['trials']:.0%}), threshold {p['threshold']:.3g} "
                 f"[{p['threshold_lo']:.3g}, {p['threshold_hi']:.3g}] (width {p['width95']:.3g}); "
                 f"precision {'reached' if ok else 'NOT reached'}; estimates "
-                f"{'agree' if same else 'DIFFER'}",
+                f"{'agree' if same else 'DIFFER'}{EDGE if 'threshold' in f['mass_at_edge'] else ''}",
                 flush=True,
             )
             rows.append({"observer": name, "seed": seed, **r})
