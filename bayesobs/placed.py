@@ -60,7 +60,7 @@ def _counts(rows, key: tuple, session: str):
     t = psychometric_levels(rows[mine]) if mine.any() else None
     if t is None or t["x"].nunique() < 3 or len(t) != t["x"].nunique():
         return None
-    return t["x"].to_numpy(), t["k"].to_numpy(), t["n"].to_numpy(), float(t["guess"].mean())
+    return t["x"].to_numpy(), t["k"].to_numpy(), t["n"].to_numpy(), t["guess"].to_numpy()
 
 
 def threshold_questions(rows, sessions, place_width: float) -> dict[tuple, list[str]]:

@@ -41,14 +41,20 @@ def _entropy(p: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def posterior(x, k, guess: float, n=None, sigmoid: str = "norm", direction: str = "decreasing"):
-    """The score's grid posterior of ``k`` right of ``n`` trials (1 each: trial rows) at levels ``x``."""
+def _levels(x, k, guess, n=None):
+    """Distinct levels, their right answers, trials and mean guess rate."""
     u, inv = np.unique(np.asarray(x, float), return_inverse=True)
     n = np.ones(len(inv)) if n is None else np.asarray(n, float)
-    right = np.bincount(inv, weights=np.asarray(k, float), minlength=len(u))
+    g = np.broadcast_to(np.asarray(guess, float), inv.shape) * n
     total = np.bincount(inv, weights=n, minlength=len(u))
-    data = (tuple(v.tolist()) for v in (u, right, total))
-    return _grid(*data, float(guess), sigmoid, direction, (bayes.COARSE, bayes.FINE))
+    right, g = (np.bincount(inv, weights=w, minlength=len(u)) for w in (np.asarray(k, float), g))
+    return u, right, total, g / total
+
+
+def posterior(x, k, guess, n=None, sigmoid: str = "norm", direction: str = "decreasing"):
+    """The score's grid posterior of ``k`` right of ``n`` trials (1 each: trial rows) at levels ``x``."""
+    data = (tuple(v.tolist()) for v in _levels(x, k, guess, n))
+    return _grid(*data, sigmoid, direction, (bayes.COARSE, bayes.FINE))
 
 
 @functools.lru_cache(maxsize=16)
@@ -66,8 +72,9 @@ def threshold_interval(mass: np.ndarray, axes: list) -> tuple[float, float]:
 def right_chance(mass, axes, levels, guess, sigmoid="norm", direction="decreasing"):
     """P(right | theta) at each level on the grid, eta summed out: ``(levels, T, W, L)``."""
     T, W, L = np.meshgrid(*axes[:3], indexing="ij", sparse=True)
-    F = [sigmoid_value(c, T, W, sigmoid, direction) for c in np.asarray(levels, float)]
-    return guess + (1 - guess - L[None]) * np.array(F)
+    F = np.array([sigmoid_value(c, T, W, sigmoid, direction) for c in np.asarray(levels, float)])
+    g = np.broadcast_to(np.asarray(guess, float), (len(F),)).reshape(-1, 1, 1, 1)
+    return g + (1 - g - L[None]) * F
 
 
 def expected_entropy(m: np.ndarray, like: np.ndarray, of: str = "threshold") -> np.ndarray:
@@ -85,7 +92,7 @@ def expected_entropy(m: np.ndarray, like: np.ndarray, of: str = "threshold") -> 
 def choose_levels(
     x,
     k,
-    guess: float,
+    guess,
     candidates,
     size: int,
     n=None,
@@ -102,8 +109,9 @@ def choose_levels(
     x, k : array_like
         The cell's trials so far: levels and right answers (1 or 0 per trial
         row, or counts with ``n``); at least three distinct levels (the fit's minimum).
-    guess : float
-        The guess rate (chance).
+    guess : float or array_like
+        The guess rate (chance), one or per entry of ``x``; a candidate
+        level's is interpolated between the levels so far.
     candidates : array_like
         The levels a trial may be asked at (a session's set sizes).
     size : int
@@ -137,7 +145,8 @@ def choose_levels(
         raise BayesobsInputError("placement needs candidate levels and a batch of 1 or more")
     mass, axes = posterior(x, k, guess, n, sigmoid, direction)
     m = mass.sum(axis=3)
-    like = right_chance(mass, axes, cand, guess, sigmoid, direction)
+    u, _, _, g = _levels(x, k, guess, n)
+    like = right_chance(mass, axes, cand, np.interp(cand, u, g), sigmoid, direction)
     if batch == "best":
         order = np.argsort(expected_entropy(m, like, of), kind="stable")
         return cand[np.resize(order, size)]

@@ -22,21 +22,21 @@ def small_grid(monkeypatch):
     monkeypatch.setattr(psychometric_bayes, "FINE", (10, 8, 4, 3))
 
 
-def observer(levels, rng, threshold=20.0, width=8.0, lapse=0.02):
+def observer(levels, rng, threshold=20.0, width=8.0, lapse=0.02, guess=GUESS):
     """Right (1) or wrong (0) of a decreasing normal psychometric observer of known threshold."""
     z = -2 * stats.norm.ppf(0.95) * (np.asarray(levels, float) - threshold) / width
-    p = GUESS + (1 - GUESS - lapse) * stats.norm.cdf(z)
+    p = guess + (1 - guess - lapse) * stats.norm.cdf(z)
     return (rng.random(len(p)) < p).astype(int)
 
 
-def brute_force_entropy(mass, axes, level):
+def brute_force_entropy(mass, axes, level, guess=GUESS):
     """Expected entropy of the threshold marginal after one trial at ``level``: explicit loops."""
     scale = 2 * stats.norm.ppf(0.95)
     joint = {1: np.zeros(len(axes[0])), 0: np.zeros(len(axes[0]))}
     for i, t in enumerate(axes[0]):
         for j, w in enumerate(axes[1]):
             for a, lapse in enumerate(axes[2]):
-                p = GUESS + (1 - GUESS - lapse) * stats.norm.cdf(-scale * (level - t) / w)
+                p = guess + (1 - guess - lapse) * stats.norm.cdf(-scale * (level - t) / w)
                 for e in range(len(axes[3])):
                     joint[1][i] += mass[i, j, a, e] * p
                     joint[0][i] += mass[i, j, a, e] * (1 - p)
@@ -47,14 +47,16 @@ def brute_force_entropy(mass, axes, level):
     return h
 
 
-def test_chosen_level_is_the_brute_force_argmin(small_grid):
+@pytest.mark.parametrize("per_level", [False, True])
+def test_chosen_level_is_the_brute_force_argmin(small_grid, per_level):
     rng = np.random.default_rng(1)
-    x = rng.integers(0, 40, 30)
-    correct = observer(x, rng)
     candidates = np.arange(0, 40, 3)
-    mass, axes = posterior(x, correct, GUESS)
-    brute = [brute_force_entropy(mass, axes, c) for c in candidates]
-    chosen = choose_levels(x, correct, GUESS, candidates, 1)
+    x = np.repeat(candidates, 2) if per_level else rng.integers(0, 40, 30)
+    chance = (lambda v: 1 / (2 + np.asarray(v) / 5)) if per_level else (lambda v: GUESS)
+    correct = observer(x, rng, guess=chance(x))
+    mass, axes = posterior(x, correct, chance(x) if per_level else GUESS)
+    brute = [brute_force_entropy(mass, axes, c, chance(c)) for c in candidates]
+    chosen = choose_levels(x, correct, chance(x) if per_level else GUESS, candidates, 1)
     assert chosen[0] == candidates[int(np.argmin(brute))]
 
 
