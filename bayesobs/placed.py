@@ -31,7 +31,7 @@ from .trials import CELL_KEYS
 RULE = (
     "right/wrong cells: asked again while a session's threshold 95% interval (bayesobs "
     "psychometric) is wider than place_width of its level range; independent trials ask "
-    "QUEST+ levels (the threshold's expected entropy, a batch greedy with sampled outcomes)"
+    "QUEST+ levels (the posterior's expected entropy, a batch greedy with sampled outcomes)"
 )
 
 

@@ -10,9 +10,10 @@ that is then reported.  The ``questplus`` package is not used: it keeps its own
 parameter grid and priors (and knows no overdispersion), so it would optimise
 a posterior other than the one the score reports.
 
-The entropy is the threshold marginal's (``of="threshold"``, the default) or
-the whole posterior's over threshold, width and lapse (``of="all"``; eta does
-not change one trial's chance of a right answer and is summed out); a round's
+The entropy is the whole posterior's over threshold, width and lapse
+(``of="all"``, the default: it gave the narrower threshold intervals in
+benchmarks/bench_placement.py; eta does not change one trial's chance of a
+right answer and is summed out) or the threshold marginal's (``of="threshold"``); a round's
 batch is chosen greedily, each trial's level on the posterior updated with a
 seeded draw of the outcomes of the trials chosen before it (``batch="sample"``,
 the default: a batch spreads where the outcome is uncertain instead of
@@ -99,7 +100,7 @@ def choose_levels(
     direction: str = "decreasing",
     sigmoid: str = "norm",
     seed: int = 0,
-    of: str = "threshold",
+    of: str = "all",
     batch: str = "sample",
 ) -> np.ndarray:
     """The levels of the next ``size`` trials of one cell: QUEST+ on the score's posterior.
@@ -123,8 +124,8 @@ def choose_levels(
     seed : int
         Seed of the sampled outcomes (``batch="sample"``); the same rows and
         seed give the same levels.
-    of : {"threshold", "all"}
-        The entropy minimised: the threshold marginal's or the whole posterior's.
+    of : {"all", "threshold"}
+        The entropy minimised: the whole posterior's or the threshold marginal's.
     batch : {"sample", "best"}
         Greedy with sampled outcomes, or the ``size`` best distinct levels.
 

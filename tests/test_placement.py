@@ -29,34 +29,36 @@ def observer(levels, rng, threshold=20.0, width=8.0, lapse=0.02, guess=GUESS):
     return (rng.random(len(p)) < p).astype(int)
 
 
-def brute_force_entropy(mass, axes, level, guess=GUESS):
-    """Expected entropy of the threshold marginal after one trial at ``level``: explicit loops."""
+def brute_force_entropy(mass, axes, level, guess=GUESS, of="all"):
+    """Expected entropy of the posterior (``all``: threshold, width, lapse) after one trial at ``level``."""
     scale = 2 * stats.norm.ppf(0.95)
-    joint = {1: np.zeros(len(axes[0])), 0: np.zeros(len(axes[0]))}
+    shape = mass.shape[:3] if of == "all" else mass.shape[:1]
+    joint = {1: np.zeros(shape), 0: np.zeros(shape)}
     for i, t in enumerate(axes[0]):
         for j, w in enumerate(axes[1]):
             for a, lapse in enumerate(axes[2]):
                 p = guess + (1 - guess - lapse) * stats.norm.cdf(-scale * (level - t) / w)
+                where = (i, j, a) if of == "all" else (i,)
                 for e in range(len(axes[3])):
-                    joint[1][i] += mass[i, j, a, e] * p
-                    joint[0][i] += mass[i, j, a, e] * (1 - p)
+                    joint[1][where] += mass[i, j, a, e] * p
+                    joint[0][where] += mass[i, j, a, e] * (1 - p)
     h = 0.0
     for marg in joint.values():
         total = marg.sum()
-        h -= sum(v * math.log(v / total) for v in marg if v > 0)
+        h -= sum(v * math.log(v / total) for v in marg.ravel() if v > 0)
     return h
 
 
-@pytest.mark.parametrize("per_level", [False, True])
-def test_chosen_level_is_the_brute_force_argmin(small_grid, per_level):
+@pytest.mark.parametrize(("per_level", "of"), [(False, "all"), (True, "all"), (False, "threshold")])
+def test_chosen_level_is_the_brute_force_argmin(small_grid, per_level, of):
     rng = np.random.default_rng(1)
     candidates = np.arange(0, 40, 3)
     x = np.repeat(candidates, 2) if per_level else rng.integers(0, 40, 30)
     chance = (lambda v: 1 / (2 + np.asarray(v) / 5)) if per_level else (lambda v: GUESS)
     correct = observer(x, rng, guess=chance(x))
     mass, axes = posterior(x, correct, chance(x) if per_level else GUESS)
-    brute = [brute_force_entropy(mass, axes, c, chance(c)) for c in candidates]
-    chosen = choose_levels(x, correct, chance(x) if per_level else GUESS, candidates, 1)
+    brute = [brute_force_entropy(mass, axes, c, chance(c), of) for c in candidates]
+    chosen = choose_levels(x, correct, chance(x) if per_level else GUESS, candidates, 1, of=of)
     assert chosen[0] == candidates[int(np.argmin(brute))]
 
 
