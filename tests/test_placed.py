@@ -117,8 +117,8 @@ def test_place_width_is_one_line_without_adaptive_or_out_of_range(tmp_path, caps
     assert main([*args, "--adaptive", "--place-width", "1.5"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        "bayesobs: error: --first-runs, --sign-level and --place-width set the rule of --adaptive; "
-        "add it",
+        "bayesobs: error: --first-runs and --sign-level set the rule of --adaptive, and so does "
+        "--place-width; add it",
         "bayesobs: error: adaptive place_width must be in (0, 1], not 1.5",
     ]
     assert not (tmp_path / "x" / "trials.jsonl").exists()

@@ -506,7 +506,8 @@ def _adaptive(args, options: dict, chat: dict) -> int:
 
     if not args.adaptive:
         raise BayesobsInputError(
-            "--first-runs, --sign-level and --place-width set the rule of --adaptive; add it"
+            "--first-runs and --sign-level set the rule of --adaptive, and so does "
+            "--place-width; add it"
         )
     given = {"first_runs": args.first_runs, "sign_level": args.sign_level}
     given["place_width"] = args.place_width
