@@ -88,6 +88,11 @@ def candidates(sess, options: dict) -> np.ndarray:
     return np.arange(math.ceil(low), math.floor(high) + 1, dtype=float)
 
 
+def _rng(sess, key: tuple, trial: int) -> np.random.Generator:
+    """The generator of a placed trial: from the run's seed, the cell, the run and the trial."""
+    return np.random.default_rng(stable_seed((sess.seed, *key, sess.run, trial)))
+
+
 def place_runs(todo, before: dict, rows, specs: list[dict]) -> list:
     """``todo`` with the new runs (``run >= before[cell]``) of placeable cells asking placed levels."""
     spec_of = {spec["task"]: spec for spec in specs}
@@ -97,23 +102,23 @@ def place_runs(todo, before: dict, rows, specs: list[dict]) -> list:
             new.setdefault((cell(s), s.session), []).append(s)
     placed = {}
     for (key, session), runs in new.items():
-        data = _counts(rows, key, session)
-        if data is None:
-            continue  # fewer than 3 levels so far: the protocol's stimuli
         spec = spec_of[key[1]]
         options = session_options(spec, next(e for e in spec["sessions"] if e["name"] == session))
+        data, cand = _counts(rows, key, session), candidates(runs[0], options)
+        if data is None or len(cand) < 2:
+            continue  # fewer than 3 levels so far, or one level to ask: the protocol's stimuli
         sizes = [sum(not s.task.follows(x) for x in s.stimuli) for s in runs]
         seed = stable_seed((runs[0].seed, *key, "placement"))
-        cand = candidates(runs[0], options)
-        try:
-            chosen = choose_levels(data[0], data[1], data[3], cand, sum(sizes), data[2], seed=seed)
-        except BayesobsInputError:
-            continue
+        chosen = choose_levels(data[0], data[1], data[3], cand, sum(sizes), data[2], seed=seed)
         for s, part in zip(runs, np.split(chosen, np.cumsum(sizes)[:-1]), strict=True):
-            stimuli = []
-            for j, level in enumerate(part):
-                rng = np.random.default_rng(stable_seed((s.seed, *key, s.run, j)))
-                stimuli += s.task.generate(rng, level, level, 1, options)
+            try:
+                stimuli = [
+                    x
+                    for j, level in enumerate(part)
+                    for x in s.task.generate(_rng(s, key, j), level, level, 1, options)
+                ]
+            except BayesobsInputError:  # a level its generator did not reach: the protocol's run
+                continue
             blur = blur_schedule(s.cond, len(stimuli), s.options)
             placed[id(s)] = dataclasses.replace(
                 s, stimuli=stimuli, blur=blur, distribution="placed"
