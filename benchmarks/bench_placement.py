@@ -2,14 +2,15 @@
 
 Usage::
 
-    nice .venv/bin/python benchmarks/bench_placement.py [--out bench-output/placement] [--trials 10] [--runs 10]
+    nice .venv/bin/python benchmarks/bench_placement.py [--out bench-output/placement] [--trials 5] [--runs 20]
 
 For each right/wrong observer (visual search ``sim:serial`` and ``sim:parallel``,
 Tunnel Vision circuits ``sim:colourcue`` and ``sim:tracer``, Percept-V
 ``sim:sloppy``; several subject seeds), one session is run fixed (``--runs`` runs of ``--trials``
-trials at the protocol's uniform levels: N trials) and adaptively
+trials at the protocol's uniform levels: N = 100 trials) and adaptively
 (:func:`bayesobs.adaptive.adaptive_sweep` with the same seeds: two uniform
-runs, then one run of placed levels per round) with ``place_width`` set to the
+runs, then one run of placed levels per round; a session that stops after
+round 1 asked no placed level: its line says so) with ``place_width`` set to the
 fixed protocol's threshold interval width, so that the adaptive sweep stops
 when it has the fixed protocol's precision (or at N).  Both are fitted with
 :func:`bayesobs.scores.psychometric_bayes.fit_bayes` (what ``bayesobs
@@ -67,14 +68,13 @@ def inside(r: dict, rng) -> bool:
 
 
 def fitted(folder: Path) -> dict:
-    """Trials and the Bayesian threshold fit of the one right/wrong group of an experiment folder."""
-    t = psychometric_levels(read_trials(folder / "trials.jsonl"))
+    """Trials, those at placed levels and the Bayesian threshold fit of an experiment folder's group."""
+    rows = read_trials(folder / "trials.jsonl")
+    t = psychometric_levels(rows)
     fit = fit_bayes(t["x"], t["k"], t["n"], t["guess"])
-    return {
-        "trials": int(t["n"].sum()),
-        **fit,
-        "width95": fit["threshold_hi"] - fit["threshold_lo"],
-    }
+    placed = int((rows["distribution"] == "placed").sum())
+    width = fit["threshold_hi"] - fit["threshold_lo"]
+    return {"trials": int(t["n"].sum()), "placed": placed, **fit, "width95": width}
 
 
 def one(args, name, task, option, rng, subject, seed) -> dict:
@@ -97,9 +97,9 @@ def one(args, name, task, option, rng, subject, seed) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench-output" / "placement")
-    ap.add_argument("--trials", type=int, default=10, help="trials per run (default 10)")
-    ap.add_argument("--runs", type=int, default=10, help="runs of the fixed protocol (default 10)")
-    ap.add_argument("--seeds", default="0,1", help="subject seeds (default 0,1)")
+    ap.add_argument("--trials", type=int, default=5, help="trials per run (default 5)")
+    ap.add_argument("--runs", type=int, default=20, help="runs of the fixed protocol (default 20)")
+    ap.add_argument("--seeds", default="0,1,2", help="subject seeds (default 0,1,2)")
     ap.add_argument("--of", default="all", choices=placement.OF)
     ap.add_argument("--batch", default="sample", choices=placement.BATCH)
     ap.add_argument("--observers", default="", help="names containing one of these (commas) only")
@@ -121,8 +121,9 @@ def main() -> int:
             print(
                 f"RESULT {name} seed {seed}: fixed {f['trials']} trials, threshold "
                 f"{f['threshold']:.3g} [{f['threshold_lo']:.3g}, {f['threshold_hi']:.3g}] "
-                f"(width {f['width95']:.3g}); placed {p['trials']} trials "
-                f"({p['trials'] / f['trials']:.0%}), threshold {p['threshold']:.3g} "
+                f"(width {f['width95']:.3g}); adaptive {p['trials']} trials "
+                f"({p['trials'] / f['trials']:.0%}, {p['placed']} at placed levels), "
+                f"threshold {p['threshold']:.3g} "
                 f"[{p['threshold_lo']:.3g}, {p['threshold_hi']:.3g}] (width {p['width95']:.3g}); "
                 f"precision {'reached' if ok else 'NOT reached'}; estimates "
                 f"{'agree' if same else 'DIFFER'}{'' if inside(r, rng) else EDGE}",
@@ -144,6 +145,8 @@ def main() -> int:
     print(
         f"RESULT all: estimates agree (each inside the other's interval) in {agree} of {len(rows)}"
     )
+    early = sum(r["placed"]["placed"] == 0 for r in rows)
+    print(f"RESULT all: {early} of {len(rows)} stopped after round 1, before any placed level")
     (args.out / "results.json").write_text(json.dumps(rows, indent=2, default=str))
     return 0
 
