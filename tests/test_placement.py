@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from bayesobs.errors import BayesobsInputError
-from bayesobs.placement import choose_levels, posterior
+from bayesobs.placement import choose_levels, posterior, threshold_interval
 from bayesobs.scores import psychometric_bayes
 
 GUESS = 0.25
@@ -93,3 +93,16 @@ def test_placement_refuses_too_few_levels():
         choose_levels([1, 1, 2], [1, 0, 1], GUESS, np.arange(5), 2)
     with pytest.raises(BayesobsInputError, match="of is one of"):
         choose_levels([1, 2, 3], [1, 0, 1], GUESS, np.arange(5), 2, of="width")
+
+
+def test_the_stop_rules_interval_is_the_one_the_score_reports(small_grid):
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 40, 60)
+    correct = observer(x, rng)
+    u = np.unique(x)
+    k = np.array([correct[x == v].sum() for v in u])
+    n = np.array([(x == v).sum() for v in u])
+    fit = psychometric_bayes.fit_bayes(u, k, n, GUESS)
+    lo, hi = threshold_interval(*posterior(x, correct, GUESS))
+    assert (lo, hi) == pytest.approx((fit["threshold_lo"], fit["threshold_hi"]), abs=1e-9)
+    assert hi - lo > 1  # a real interval, not a point
