@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .errors import BayesobsInputError
+from .placed import RULE as PLACE_RULE
+from .placed import place_runs, threshold_questions
 from .provenance import read_manifest
 from .run.engine import estimate
 from .run.plan import load_protocol, plan_all
@@ -55,6 +57,9 @@ class AdaptiveOptions:
         Replicates of the refit after each round (METHOD §7).
     seed : int
         Its bootstrap seed (the same rows give the same decisions).
+    place_width : float
+        A right/wrong session's question is answered when its threshold's 95%
+        interval is at most this share of its level range (:mod:`bayesobs.placed`).
     """
 
     first_runs: int = 2
@@ -63,6 +68,7 @@ class AdaptiveOptions:
     risk: float = 0.1
     bootstrap: int = 30
     seed: int = 0
+    place_width: float = 0.2
 
     def __post_init__(self):
         for name, low in (("first_runs", 2), ("step", 1), ("bootstrap", 10), ("seed", 0)):
@@ -71,6 +77,10 @@ class AdaptiveOptions:
                 raise BayesobsInputError(
                     f"adaptive {name} must be a whole number >= {low}, not {v!r}"
                 )
+        if not 0 < self.place_width <= 1:
+            raise BayesobsInputError(
+                f"adaptive place_width must be in (0, 1], not {self.place_width!r}"
+            )
         if not 0.5 < self.sign_level <= 1:
             raise BayesobsInputError(
                 f"adaptive sign_level must be in (0.5, 1], not {self.sign_level!r}"
@@ -80,7 +90,12 @@ class AdaptiveOptions:
 
     def record(self) -> dict:
         """The rule and its thresholds, as the manifest holds them."""
-        return {"rule": RULE, "evidence_threshold": EVIDENCE_THRESHOLD, **asdict(self)}
+        return {
+            "rule": RULE,
+            "placement": PLACE_RULE,
+            "evidence_threshold": EVIDENCE_THRESHOLD,
+            **asdict(self),
+        }
 
 
 @dataclass
@@ -110,6 +125,11 @@ def _asked_rows(out: Path, runs: dict) -> object:
     keys = list(zip(*(trials[k].astype(str) for k in CELL_KEYS), strict=True))
     cap = [runs.get(tuple(map(str, k)), 0) for k in keys]
     return trials[trials["run"].astype(int).to_numpy() < cap]
+
+
+def _keyed(runs: dict) -> dict:
+    """Runs per cell, keyed by the cell's values as text (as the trial table holds them)."""
+    return {tuple(map(str, c)): n for c, n in runs.items()}
 
 
 def _write_stops(out: Path, options: AdaptiveOptions, result: AdaptiveResult) -> None:
@@ -188,19 +208,20 @@ def adaptive_sweep(
             asked[c] = min(cap[c], options.first_runs if rnd == 1 else asked[c] + options.step)
         todo = [s for s in sessions if _cell(s) in live and s.run < asked[_cell(s)]]
         new = sum(s.run >= before[_cell(s)] for s in todo)  # this round's own session runs
+        if rnd > 1:  # right/wrong cells of independent trials: levels placed from the rows so far
+            todo = place_runs(todo, before, _asked_rows(out, _keyed(before)), specs)
         report = start(specs, todo, subjects, out, settings, **start_options)
         result.reports.append(report)
         if report.failed_sessions or report.dry_run is not None or report.budget_reached:
             result.complete = report.dry_run is not None and not report.failed_sessions
             break  # a budget stops the rounds too: the same command with a larger one resumes
-        keyed = {tuple(map(str, c)): n for c, n in asked.items()}
-        scored = score(
-            _asked_rows(out, keyed), bootstrap=options.bootstrap, seed=options.seed, probe=False
-        )
+        rows = _asked_rows(out, _keyed(asked))
+        scored = score(rows, bootstrap=options.bootstrap, seed=options.seed, probe=False)
         runs_of = {tuple(map(str, c)): (asked[c], cap[c]) for c in cap}
         questions = open_questions(
             scored.evidence, scored.bcs, runs_of, options.risk, options.sign_level
         )
+        questions.update(threshold_questions(rows, todo, options.place_width))
         stopped = []
         for c in sorted(live, key=cell_name):
             why = questions.get(tuple(map(str, c)), ["no factor evidence"])

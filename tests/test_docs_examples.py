@@ -118,6 +118,8 @@ ELSEWHERE = {
     # adaptive sweeps (issue 53): a whole BayesBench sweep each; the same commands on a tiny protocol
     "bayesobs sweep tasks/bayesbench.toml --subject SUBJECT --out DIR --runs 6 --adaptive [--first-runs 2] [--sign-level 0.9] [--risk 0.1]": "test_adaptive.py::test_killed_adaptive_sweep_resumes_to_the_same_decisions",
     "bayesobs design tasks/bayesbench.toml --out design-adaptive --runs 6 --trials 20 --adaptive sim:bayesian": "test_adaptive.py::test_design_simulates_the_adaptive_rule_before_paying",
+    # placed levels (issue 53): the same command on a tiny search spec, killed and resumed
+    "bayesobs sweep tasks/visual_search.toml --subject SUBJECT --out DIR --runs 10 --adaptive [--place-width 0.2]": "test_placed.py::test_killed_placed_sweep_resumes_to_the_same_levels",
 }
 
 # what each command gets appended when it runs here: a few trials, a small bootstrap

@@ -188,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="--adaptive: a question stays open while the protocol's runs would conclude "
         "otherwise with at least this probability (default 0.1)",
     )
+    p.add_argument(
+        "--place-width",
+        type=float,
+        help="--adaptive: a right/wrong threshold's 95%% interval, as a share of its level range, "
+        "that settles it (default 0.2)",
+    )
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser(

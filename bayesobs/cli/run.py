@@ -481,9 +481,8 @@ def cmd_sweep(args) -> int:
 
     _check_run_options(args)
     options, chat = _run_options(args)
-    if args.adaptive or any(
-        getattr(args, k) is not None for k in ("first_runs", "sign_level", "risk")
-    ):
+    rule = (args.first_runs, args.sign_level, args.risk, args.place_width)
+    if args.adaptive or any(v is not None for v in rule):
         return _adaptive(args, options, chat)
     report = sweep(
         args.protocol,
@@ -507,9 +506,11 @@ def _adaptive(args, options: dict, chat: dict) -> int:
 
     if not args.adaptive:
         raise BayesobsInputError(
-            "--first-runs, --sign-level and --risk set the rule of --adaptive; add it"
+            "--first-runs, --sign-level, --risk and --place-width set the rule of --adaptive; "
+            "add it"
         )
     given = {"first_runs": args.first_runs, "sign_level": args.sign_level, "risk": args.risk}
+    given["place_width"] = args.place_width
     rule = AdaptiveOptions(**{k: v for k, v in given.items() if v is not None})
     for k in ("ami", "hvs"):
         options[k] = str(getattr(args, k)) if getattr(args, k) else None

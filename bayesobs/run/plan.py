@@ -527,6 +527,12 @@ def _make_run(task: Task, seed: int, low, high, n: int, options: dict, made) -> 
     return stimuli
 
 
+def session_options(spec: dict, session: dict) -> dict:
+    """A session's stimulus options: the spec's ``options`` and the session entry's other keys."""
+    extra = {k: v for k, v in session.items() if k not in ("name", "range", "trials")}
+    return {**spec.get("options", {}), **extra}
+
+
 def plan(
     spec: dict,
     subjects: list[str],
@@ -625,10 +631,7 @@ def plan(
     for sess in spec["sessions"]:
         low, high = map(float, sess["range"])
         # a session entry's other keys are stimulus options for that session (e.g. search = "large")
-        options = {
-            **spec.get("options", {}),
-            **{k: v for k, v in sess.items() if k not in ("name", "range", "trials")},
-        }
+        options = session_options(spec, sess)
         # a session may set its own trial count (the paper's counts differ by variant);
         # --trials overrides every session
         n_sess = n if trials is not None else sess.get("trials", n)

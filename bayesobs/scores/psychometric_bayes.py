@@ -102,10 +102,26 @@ def _posterior(bounds, steps, data):
     return mass / mass.sum(), axes, logp
 
 
-def _percentiles(axis, marginal, level=LEVEL) -> tuple[float, float]:
+def percentiles(axis, marginal, level=LEVEL) -> tuple[float, float]:
     """Where the marginal's cumulative mass, read at the grid points as psignifit reads it, crosses (1 -+ level)/2."""
     cdf = np.cumsum(marginal)
     return tuple(float(np.interp(q, cdf, axis)) for q in ((1 - level) / 2, (1 + level) / 2))
+
+
+def grid_posterior(x, k, n, guess, sigmoid: str = "norm", direction: str = "decreasing"):
+    """The checked data, the borders and the fine pass's posterior (mass, axes, log density) :func:`fit_bayes` reads."""
+    check_options(sigmoid, direction)
+    x, k, n, g = _check_counts(x, k, n, guess)
+    data = (x, k, n, g, sigmoid, direction)
+    bounds = _bounds(x)
+    mass, axes, _ = _posterior(bounds, COARSE, data)
+    keep = mass >= MASS_MIN * mass.max()
+    tight = []
+    for i, ax in enumerate(axes):
+        idx = np.nonzero(keep.any(axis=tuple(j for j in range(len(axes)) if j != i)))[0]
+        lo, hi = max(idx[0] - 1, 0), min(idx[-1] + 1, len(ax) - 1)
+        tight.append((ax[lo], ax[hi]))
+    return data, bounds, _posterior(tight, FINE, data)
 
 
 def fit_bayes(x, k, n, guess, sigmoid: str = "norm", direction: str = "decreasing") -> dict:
@@ -131,18 +147,8 @@ def fit_bayes(x, k, n, guess, sigmoid: str = "norm", direction: str = "decreasin
         keeps more than 0.1% of its mass in the last point of the grid: a prior
         that binds, not the data).
     """
-    check_options(sigmoid, direction)
-    x, k, n, g = _check_counts(x, k, n, guess)
-    data = (x, k, n, g, sigmoid, direction)
-    bounds = _bounds(x)
-    mass, axes, _ = _posterior(bounds, COARSE, data)
-    keep = mass >= MASS_MIN * mass.max()
-    tight = []
-    for i, ax in enumerate(axes):
-        idx = np.nonzero(keep.any(axis=tuple(j for j in range(len(axes)) if j != i)))[0]
-        lo, hi = max(idx[0] - 1, 0), min(idx[-1] + 1, len(ax) - 1)
-        tight.append((ax[lo], ax[hi]))
-    mass, axes, logp = _posterior(tight, FINE, data)
+    data, bounds, (mass, axes, logp) = grid_posterior(x, k, n, guess, sigmoid, direction)
+    x = data[0]
     start = [
         ax[i] for ax, i in zip(axes, np.unravel_index(np.nanargmax(logp), logp.shape), strict=True)
     ]
@@ -161,7 +167,7 @@ def fit_bayes(x, k, n, guess, sigmoid: str = "norm", direction: str = "decreasin
     edge = []
     for i, (name, ax) in enumerate(zip(NAMES, axes, strict=True)):
         marginal = mass.sum(axis=tuple(j for j in range(len(axes)) if j != i))
-        out[f"{name}_lo"], out[f"{name}_hi"] = _percentiles(ax, marginal)
+        out[f"{name}_lo"], out[f"{name}_hi"] = percentiles(ax, marginal)
         if max(marginal[0], marginal[-1]) > 1e-3 and name in ("threshold", "width"):
             edge.append(name)
     return out | {"n_levels": len(x), "n_trials": int(n.sum()), "mass_at_edge": ";".join(edge)}

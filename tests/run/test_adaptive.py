@@ -159,7 +159,7 @@ def test_open_questions_follow_the_risk_and_the_sign_level():
         (["--risk", "0.6"], "adaptive risk must be in (0, 0.5)"),
         (
             ["--first-runs", "3", "--no-adaptive"],
-            "--first-runs, --sign-level and --risk set the rule",
+            "--first-runs, --sign-level, --risk and --place-width set",
         ),
     ],
 )
