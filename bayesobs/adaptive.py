@@ -320,18 +320,3 @@ def compare_fixed(
         "accuracy_covered": float(covered.mean()) if len(acc) else float("nan"),
         "differ": ["/".join(map(str, k)) for k in decided if not same[k]],
     }
-
-
-def adaptive_subjects(paths) -> dict[str, dict]:
-    """Subject -> the adaptive rule and stops of the experiment folders among ``paths`` that ran one."""
-    out = {}
-    for path in map(Path, paths):
-        manifest = path / "manifest.json"
-        if path.is_dir() and manifest.exists():
-            record = read_manifest(manifest)
-            rule = record.get("experiment", {}).get("adaptive")
-            if rule:
-                stops = record.get("adaptive", {}).get("stops", [])
-                for subject in record["experiment"].get("subjects", []):
-                    out[subject] = {**rule, "stops": len(stops)}
-    return out

@@ -20,15 +20,16 @@ underestimates the spread.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from .scores.bcs import BCS_ABLATIONS
 from .trials import CELL_KEYS
 
 EVIDENCE_THRESHOLD = 0.5  # METHOD §3: a factor wins a cell when P(f) > 0.5
+_NORMAL = NormalDist()  # the standard normal (stdlib: `score` does not load scipy.stats)
 
 
 def cell_name(cell: tuple) -> str:
@@ -41,7 +42,7 @@ def stop_risk(distance: float, fraction: float, decide: float = 1.0) -> float:
     if fraction >= 1:
         return 0.0
     return float(
-        norm.cdf((-decide * math.sqrt(fraction) - abs(distance)) / math.sqrt(1 - fraction))
+        _NORMAL.cdf((-decide * math.sqrt(fraction) - abs(distance)) / math.sqrt(1 - fraction))
     )
 
 
@@ -66,7 +67,7 @@ def open_questions(
         se = max((hi - lo) / 2, 1e-9) * _small_sample(n)
         if stop_risk((row.p - EVIDENCE_THRESHOLD) / se, n / cap) >= risk:
             questions.append(f"factor {row.factor}")
-    decide = float(norm.ppf((1 + sign_level) / 2))
+    decide = _NORMAL.inv_cdf((1 + sign_level) / 2) if sign_level < 1 else math.inf
     for row in bcs.itertuples(index=False) if len(bcs) else ():
         if row.ablation not in BCS_ABLATIONS:
             continue
@@ -76,7 +77,7 @@ def open_questions(
             continue
         n = min(runs[c][0] for c in pair)
         if np.isfinite(row.s_p):  # s_p = 2 Phi(z) - 1: z in standard errors
-            z = norm.ppf((min(max(row.s_p, -0.999), 0.999) + 1) / 2) / _small_sample(n)
+            z = _NORMAL.inv_cdf((min(max(row.s_p, -0.999), 0.999) + 1) / 2) / _small_sample(n)
             if stop_risk(z, n / runs[pair[0]][1], decide) < risk:
                 continue
         for c in pair:

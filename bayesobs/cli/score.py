@@ -50,7 +50,7 @@ def _score(args) -> int:
         humans=args.humans,
         seconds=round(time.perf_counter() - t0, 3),
     )
-    from ..adaptive import adaptive_subjects
+    from ..provenance import adaptive_subjects
 
     if adaptive := adaptive_subjects(args.trials):  # issue 53: say which numbers are adaptive
         options["adaptive"] = adaptive

@@ -528,7 +528,20 @@ def _make_run(task: Task, seed: int, low, high, n: int, options: dict, made) -> 
 
 
 def session_options(spec: dict, session: dict) -> dict:
-    """A session's stimulus options: the spec's ``options`` and the session entry's other keys."""
+    """A session's stimulus options: the spec's ``options`` and the session entry's other keys.
+
+    Parameters
+    ----------
+    spec : dict
+        A loaded task spec (:func:`load_spec`).
+    session : dict
+        One of its ``sessions`` entries.
+
+    Returns
+    -------
+    dict
+        The options its stimuli are made with (the entry's keys win).
+    """
     extra = {k: v for k, v in session.items() if k not in ("name", "range", "trials")}
     return {**spec.get("options", {}), **extra}
 

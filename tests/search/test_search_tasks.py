@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import json
 import math
 import re
@@ -381,11 +383,15 @@ def test_fit_refuses_search_trials_and_subjects_refuse_the_wrong_task(tmp_path, 
 def test_openai_subject_runs_a_search_task_over_http(tmp_path):
     """The same API subject: the question and the PNG go in the request, cells and points come back."""
 
+    asked = {"cell": itertools.count(), "coords": itertools.count()}  # sessions run at once
+
     def script(body, n):
         question = body["messages"][-1]["content"][0]["text"]
         if "Cell (i,j)" in question:
-            return Answer("Cell (2,1)\nI am fairly confident." if n % 3 else "Cell (2,3)")
-        return Answer("(210, 95) is my estimate" if n % 4 else "I cannot give coordinates.")
+            i = next(asked["cell"])
+            return Answer("Cell (2,1)\nI am fairly confident." if i % 3 else "Cell (2,3)")
+        i = next(asked["coords"])
+        return Answer("(210, 95) is my estimate" if i % 4 else "I cannot give coordinates.")
 
     with FakeChatServer(script) as srv:
         code = main(
