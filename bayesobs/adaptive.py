@@ -17,6 +17,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .errors import BayesobsInputError
 from .placed import RULE as PLACE_RULE
 from .placed import place_runs, threshold_questions
@@ -26,6 +28,9 @@ from .run.plan import load_protocol, plan_all
 from .run.runner import start, sweep
 from .run.store import lock_folder
 from .scores import score
+from .scores.psychometric import KEYS as GROUP_KEYS
+from .scores.psychometric import psychometric_levels
+from .scores.psychometric_bayes import fit_bayes
 from .stopping import EVIDENCE_THRESHOLD, cell_name, conclusions, open_questions
 from .trials import CELL_KEYS, read_trials
 
@@ -279,7 +284,8 @@ def compare_fixed(
         the decided ones the adaptive sweep reaches; ``agreement_all``: of all;
         ``accuracy_covered``: the share of cells whose fixed NRMSE lies in the
         adaptive sweep's 68% interval; ``differ``: the decided conclusions
-        reached otherwise.
+        reached otherwise; ``thresholds``: per right/wrong group, the trials
+        and threshold 95% interval of each (``bayesobs psychometric``'s fit).
     """
     options = options or AdaptiveOptions()
     folder = Path(folder)
@@ -303,8 +309,16 @@ def compare_fixed(
     def share(keys):
         return sum(same[k] for k in keys) / len(keys) if keys else float("nan")
 
-    acc = scored[0].accuracy.merge(scored[1].accuracy, on=list(CELL_KEYS), suffixes=("", "_a"))
-    covered = (acc["nrmse_lo_a"] <= acc["nrmse"]) & (acc["nrmse"] <= acc["nrmse_hi_a"])
+    found = [_thresholds(folder / name) for name in ("fixed", "adaptive")]
+    thresholds = [
+        {"group": g, "fixed": f, "adaptive": found[1][g]}
+        for g, f in found[0].items()
+        if g in found[1]
+    ]
+    covered = []
+    if all(len(s.accuracy) for s in scored):  # magnitude cells
+        acc = scored[0].accuracy.merge(scored[1].accuracy, on=list(CELL_KEYS), suffixes=("", "_a"))
+        covered = (acc["nrmse_lo_a"] <= acc["nrmse"]) & (acc["nrmse"] <= acc["nrmse_hi_a"])
     return {
         "calls": res.calls,
         "fixed_calls": res.fixed_calls,
@@ -317,6 +331,25 @@ def compare_fixed(
         "factor_agreement": share([k for k in decided if k[0] == "factor"]),
         "sign_agreement": share([k for k in decided if k[0] == "sign"]),
         "agreement_all": share(list(same)),
-        "accuracy_covered": float(covered.mean()) if len(acc) else float("nan"),
+        "accuracy_covered": float(np.mean(covered)) if len(covered) else float("nan"),
         "differ": ["/".join(map(str, k)) for k in decided if not same[k]],
+        "thresholds": thresholds,
     }
+
+
+def _thresholds(folder: Path) -> dict[str, dict]:
+    """Right/wrong group -> trials and threshold with its 95% interval (the Bayesian fit)."""
+    out = {}
+    table = psychometric_levels(read_trials(folder / "trials.jsonl"))
+    for key, g in table.fillna("").groupby(GROUP_KEYS, sort=True) if len(table) else ():
+        if g["x"].nunique() >= 3:
+            fit = fit_bayes(g["x"], g["k"], g["n"], g["guess"])
+            name = "/".join(str(v) for v in key if str(v))
+            lo, hi = fit["threshold_lo"], fit["threshold_hi"]
+            out[name] = {
+                "trials": int(g["n"].sum()),
+                "threshold": fit["threshold"],
+                "lo": lo,
+                "hi": hi,
+            }
+    return out

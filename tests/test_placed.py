@@ -122,3 +122,25 @@ def test_place_width_is_one_line_without_adaptive_or_out_of_range(tmp_path, caps
         "bayesobs: error: adaptive place_width must be in (0, 1], not 1.5",
     ]
     assert not (tmp_path / "x" / "trials.jsonl").exists()
+
+
+@pytest.mark.slow  # a fixed and an adaptive sweep of a search task, each fitted
+def test_design_prints_the_threshold_precision_of_both_designs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(psychometric_bayes, "COARSE", (16, 12, 4, 3))
+    monkeypatch.setattr(psychometric_bayes, "FINE", (16, 12, 4, 3))
+    spec = tmp_path / "search.toml"
+    spec.write_text(SPEC)
+    out = tmp_path / "d"
+    args = ["design", str(spec), "--out", str(out), "--runs", str(RUNS), "--trials", str(TRIALS)]
+    assert main([*args, "--adaptive", "sim:serial"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if "threshold 95% interval" in x]
+    assert len(lines) == 2  # base and context_short: one right/wrong group each
+    printed = sorted(float(x.split("interval ")[1].split(" wide")[0]) for x in lines)
+    # the widths `bayesobs psychometric` reports for the adaptive sweep's folder
+    assert (
+        main(["psychometric", str(out / "sim-serial" / "adaptive"), "--out", str(tmp_path / "p")])
+        == 0
+    )
+    table = pd.read_csv(tmp_path / "p" / "psychometric.csv")
+    widths = sorted(table["threshold_hi"] - table["threshold_lo"])
+    assert printed == pytest.approx(widths, rel=2e-3)  # printed to 3 significant digits

@@ -110,14 +110,23 @@ def _design_adaptive(args, trials) -> int:
             raise BayesobsInputError(f"design --adaptive simulates sim: subjects, not {subject!r}")
         folder = args.out / subject.replace(":", "-")
         r = compare_fixed(args.spec, [subject], folder, rule, trials and trials[0], args.runs)
+        reached = (
+            f"; the fixed protocol's decided conclusions reached: {r['agreement']:.0%} of "
+            f"{r['decided']} (factor winners {r['factor_agreement']:.0%}, BCS signs "
+            f"{r['sign_agreement']:.0%}); of all {r['conclusions']}: {r['agreement_all']:.0%}"
+        )
         print(
             f"{subject}: adaptive {r['calls']} of {r['fixed_calls']} calls "
             f"({r['calls'] / r['fixed_calls']:.0%}), about {r['input_tokens']:,} of "
-            f"{r['fixed_input_tokens']:,} input tokens, {r['rounds']} round(s); the fixed protocol's "
-            f"decided conclusions reached: {r['agreement']:.0%} of {r['decided']} (factor winners "
-            f"{r['factor_agreement']:.0%}, BCS signs {r['sign_agreement']:.0%}); of all "
-            f"{r['conclusions']}: {r['agreement_all']:.0%} -> {folder}/"
+            f"{r['fixed_input_tokens']:,} input tokens, {r['rounds']} round(s)"
+            f"{reached if r['conclusions'] else ''} -> {folder}/"
         )
+        for t in r["thresholds"]:  # right/wrong groups: the precision each design reaches
+            f, a = t["fixed"], t["adaptive"]
+            print(
+                f"  {t['group']}: threshold 95% interval {a['hi'] - a['lo']:.3g} wide after "
+                f"{a['trials']} trials (fixed: {f['hi'] - f['lo']:.3g} after {f['trials']})"
+            )
     return 0
 
 
