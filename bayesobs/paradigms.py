@@ -631,6 +631,7 @@ register(
         subjects={
             "parallel": "bayesobs.search.subject:SearchSubject",
             "serial": "bayesobs.search.subject:SearchSubject",
+            "graded": "bayesobs.search.subject:SearchSubject",
         },
         tables=("search", "search_accuracy", "search_bias"),
         analyse="bayesobs.search.scores:search_scores",

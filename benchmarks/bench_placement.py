@@ -4,7 +4,8 @@ Usage::
 
     nice .venv/bin/python benchmarks/bench_placement.py [--out bench-output/placement] [--trials 5] [--runs 20]
 
-For each right/wrong observer (visual search ``sim:serial`` and ``sim:parallel``,
+For each right/wrong observer (visual search ``sim:serial``, ``sim:parallel`` and
+``sim:graded``, whose psychometric function is known: a normal one of threshold 24,
 Tunnel Vision circuits ``sim:colourcue`` and ``sim:tracer``, Percept-V
 ``sim:sloppy``; several subject seeds), one session is run fixed (``--runs`` runs of ``--trials``
 trials at the protocol's uniform levels: N = 100 trials) and adaptively
@@ -34,9 +35,11 @@ from bayesobs.adaptive import AdaptiveOptions, adaptive_sweep
 from bayesobs.run.runner import sweep
 from bayesobs.scores.psychometric import psychometric_levels
 from bayesobs.scores.psychometric_bayes import fit_bayes
+from bayesobs.search.subject import GRADED_THRESHOLD
 from bayesobs.trials import read_trials
 
 ROOT = Path(__file__).resolve().parents[1]
+TRUTH = {"sim:graded": GRADED_THRESHOLD}  # observers of known threshold
 EDGE = " (the fixed fit's threshold lies outside the levels' range: its prior binds, not the data)"
 SPEC = """description = "placement benchmark: {task} {session}"
 task = "{task}"
@@ -55,6 +58,8 @@ range = [{low}, {high}]
 OBSERVERS = (
     ("search medium serial", "circle_sizes", 'search = "medium"\nanswer = "cell"', (0, 49), "sim:serial"),
     ("search two_among_five serial", "two_among_five", 'answer = "cell"', (0, 49), "sim:serial"),
+    ("search medium graded", "circle_sizes", 'search = "medium"\nanswer = "cell"', (0, 49), "sim:graded"),
+    ("search two_among_five graded", "two_among_five", 'answer = "cell"', (0, 49), "sim:graded"),
     ("search medium parallel", "circle_sizes", 'search = "medium"\nanswer = "cell"', (0, 49), "sim:parallel"),
     ("tunnel circuits colourcue", "circuits", 'variant = "standard"', (4, 10), "sim:colourcue"),
     ("tunnel circuits tracer", "circuits", 'variant = "standard"', (4, 10), "sim:tracer"),
@@ -94,6 +99,18 @@ def one(args, name, task, option, rng, subject, seed) -> dict:
     return {"fixed": fixed, "placed": fitted(folder / "adaptive"), "stops": res.stops}
 
 
+def _truth(subject: str, r: dict) -> str:
+    """Whether an observer's known threshold lies in each design's interval."""
+    if subject not in TRUTH:
+        return ""
+    t = TRUTH[subject]
+    says = [
+        f"{d} {'covers' if r[d]['threshold_lo'] <= t <= r[d]['threshold_hi'] else 'MISSES'}"
+        for d in ("fixed", "placed")
+    ]
+    return f"; the true threshold {t:g}: {', '.join(says)}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench-output" / "placement")
@@ -126,12 +143,17 @@ def main() -> int:
                 f"threshold {p['threshold']:.3g} "
                 f"[{p['threshold_lo']:.3g}, {p['threshold_hi']:.3g}] (width {p['width95']:.3g}); "
                 f"precision {'reached' if ok else 'NOT reached'}; estimates "
-                f"{'agree' if same else 'DIFFER'}{'' if inside(r, rng) else EDGE}",
+                f"{'agree' if same else 'DIFFER'}{'' if inside(r, rng) else EDGE}{_truth(subject, r)}",
                 flush=True,
             )
-            rows.append({"observer": name, "seed": seed, "ok": ok, "inside": inside(r, rng), **r})
+            rows.append(
+                {"observer": name, "seed": seed, "ok": ok, "inside": inside(r, rng), **r}
+                | {"known": subject in TRUTH}
+            )
     inside_rows = [r for r in rows if r["inside"]]
-    for label, part in (("all", rows), ("threshold inside the range", inside_rows)):
+    known = [r for r in rows if r["known"]]
+    parts = (("all", rows), ("threshold inside the range", inside_rows), ("known truth", known))
+    for label, part in parts:
         spent = sum(r["placed"]["trials"] for r in part)
         full = sum(r["fixed"]["trials"] for r in part)
         reached = sum(r["ok"] for r in part)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 from scipy import ndimage
@@ -14,10 +15,13 @@ from ..seeds import stable_rng
 from ..stimuli import from_png
 from ..stimuli.base import channel_mean
 
-SEARCH_KINDS = ("parallel", "serial", "random")
+SEARCH_KINDS = ("parallel", "serial", "graded", "random")
 SEARCH_TASKS = ("circle_sizes", "two_among_five", "light_priors")
 CAPACITY = 8
 LAPSE = 0.05
+# sim:graded finds the target with probability Phi((THRESHOLD - distractors) / SD): a searcher of
+# known psychometric function (a normal one, psignifit's threshold 24 and width 2 * 1.645 * 6)
+GRADED_THRESHOLD, GRADED_SD = 24.0, 6.0
 POINT_SD = 4.0  # px: localisation noise of a coordinate answer
 _PATCH = 13  # half-width of the digit templates (27 x 27 px)
 _COLOUR_NAMES = sorted(COLOURS)
@@ -198,7 +202,7 @@ def _colour_match(rgb: np.ndarray, name: str) -> np.ndarray:
 
 
 class SearchSubject:
-    """A simulated searcher (``sim:parallel``, ``sim:serial``, ``sim:random``)."""
+    """A simulated searcher (``sim:parallel``, ``sim:serial``, ``sim:graded``, ``sim:random``)."""
 
     def __init__(self, kind: str, seed: int = 0, capacity: int = CAPACITY, lapse: float = LAPSE):
         if kind not in SEARCH_KINDS:
@@ -232,10 +236,13 @@ class SearchSubject:
         if n == 0:
             return "I cannot find the target." if not cells else "Cell (1,1)"
         score = target_scores(task, question, items)
+        found = NormalDist().cdf((GRADED_THRESHOLD - (n - 1)) / GRADED_SD)  # n - 1 distractors
         if rng.random() < self.lapse:
             pick = int(rng.integers(n))
-        elif self.kind == "parallel":
+        elif self.kind == "parallel" or (self.kind == "graded" and rng.random() < found):
             pick = int(np.argmax(score))
+        elif self.kind == "graded":  # not found: a random item
+            pick = int(rng.integers(n))
         else:  # serial: inspect at most `capacity` items in a random order
             look = rng.permutation(n)[: self.capacity]
             pick = int(look[np.argmax(score[look])])
