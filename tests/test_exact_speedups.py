@@ -445,6 +445,7 @@ def _fits_table_by_rows(batch):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow  # about 5 s: a fits table built twice (the fast suite's 5-minute budget)
 def test_fits_table_equals_the_row_by_row_table_with_json_dumps(tmp_path):
     """The column-wise ``fits_table`` and ``encode_params``' direct floats (issue 32).
 

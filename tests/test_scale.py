@@ -203,6 +203,7 @@ def test_slice_results_agree_with_the_per_cell_arviz_summaries_and_loo():
                 np.testing.assert_array_equal(idata[g][var], idata0[g][var])
 
 
+@pytest.mark.slow  # about 12 s: fits of several cells at scale (the fast suite's 5-minute budget)
 def test_slice_results_hold_a_few_cells_log_likelihoods_at_once():
     """A worker's peak memory: the float64 log-likelihoods of a slice's cells are made a few
     cells at a time (PSIS-LOO's chunks, then each cell's InferenceData), never all at once,

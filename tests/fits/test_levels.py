@@ -241,6 +241,7 @@ def test_bad_interleaved_column_is_one_line(tmp_path, capsys):
     assert "--interleaved nope: no such column" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # about 4 s: a real data set fitted per level (the fast suite's 5-minute budget)
 def test_qu_shi_coherence_is_interleaved(shared_data, tmp_path):
     """README recipe: the per-coherence w_prior of Qu & Shi experiment 2."""
     files = sorted(

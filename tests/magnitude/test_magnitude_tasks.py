@@ -49,6 +49,7 @@ def test_values_within_session_range(name):
     assert np.std(vals) > (hi - lo) / 5  # spread over the range
 
 
+@pytest.mark.slow  # about 4 s: the release's XML tables parsed (the fast suite's 5-minute budget)
 def test_ami_words_xml_matches_the_release_tables(shared_data):
     folder = shared_data / "ami_meeting_corpus" / "raw_xml_sample_ES2002a"
     words = parse_words_xml(folder / "ES2002a.A.words.xml")
