@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import BayesobsInputError
 from .placed import RULE as PLACE_RULE
-from .placed import place_runs, threshold_questions
+from .placed import cell, place_runs, threshold_questions
 from .provenance import read_manifest
 from .run.engine import estimate
 from .run.plan import load_protocol, plan_all
@@ -119,11 +119,6 @@ class AdaptiveResult:
     reports: list = field(default_factory=list)
 
 
-def _cell(sess) -> tuple:
-    """A session run's cell key."""
-    return (sess.subject, sess.task.name, sess.modality, sess.cond.name)
-
-
 def _asked_rows(out: Path, runs: dict) -> object:
     """The logged rows of the runs asked so far (a killed later round's rows left out)."""
     trials = read_trials(out / "trials.jsonl")
@@ -195,9 +190,9 @@ def adaptive_sweep(
     kw.update(ami=start_options.get("ami"), hvs=start_options.get("hvs"))  # as start records them
     sessions = plan_all([(e["spec"], kw) for e in exps], progress=False)
     chat = start_options.get("chat")
-    cap = {c: 0 for c in map(_cell, sessions)}
+    cap = {c: 0 for c in map(cell, sessions)}
     for s in sessions:
-        cap[_cell(s)] = max(cap[_cell(s)], s.run + 1)
+        cap[cell(s)] = max(cap[cell(s)], s.run + 1)
     fixed = estimate(sessions, {}, chat)
     result = AdaptiveResult(fixed_calls=fixed["calls"], fixed_input_tokens=fixed["input_tokens"])
     settings = {"command": "sweep", "protocol": str(protocol), "trials": trials, "runs": runs}
@@ -211,8 +206,8 @@ def adaptive_sweep(
         before = dict(asked)
         for c in live:
             asked[c] = min(cap[c], options.first_runs if rnd == 1 else asked[c] + options.step)
-        todo = [s for s in sessions if _cell(s) in live and s.run < asked[_cell(s)]]
-        new = sum(s.run >= before[_cell(s)] for s in todo)  # this round's own session runs
+        todo = [s for s in sessions if cell(s) in live and s.run < asked[cell(s)]]
+        new = sum(s.run >= before[cell(s)] for s in todo)  # this round's own session runs
         if rnd > 1:  # right/wrong cells of independent trials: levels placed from the rows so far
             todo = place_runs(todo, before, _asked_rows(out, _keyed(before)), specs)
         report = start(specs, todo, subjects, out, settings, **start_options)
@@ -242,7 +237,7 @@ def adaptive_sweep(
             {"round": rnd, "session_runs": new, "stopped": len(stopped), "open": len(live)}
         )
         _write_stops(out, options, result)
-    spent = estimate([s for s in sessions if s.run < asked[_cell(s)]], {}, chat)
+    spent = estimate([s for s in sessions if s.run < asked[cell(s)]], {}, chat)
     result.calls, result.input_tokens = spent["calls"], spent["input_tokens"]
     return result
 

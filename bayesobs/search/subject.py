@@ -201,6 +201,11 @@ def _colour_match(rgb: np.ndarray, name: str) -> np.ndarray:
     return (v @ ref) / (np.linalg.norm(v, axis=1) * np.linalg.norm(ref) + 1e-9)
 
 
+def _graded(distractors: int) -> float:
+    """``sim:graded``'s chance of finding the target among ``distractors``."""
+    return NormalDist().cdf((GRADED_THRESHOLD - distractors) / GRADED_SD)
+
+
 class SearchSubject:
     """A simulated searcher (``sim:parallel``, ``sim:serial``, ``sim:graded``, ``sim:random``)."""
 
@@ -236,10 +241,9 @@ class SearchSubject:
         if n == 0:
             return "I cannot find the target." if not cells else "Cell (1,1)"
         score = target_scores(task, question, items)
-        found = NormalDist().cdf((GRADED_THRESHOLD - (n - 1)) / GRADED_SD)  # n - 1 distractors
         if rng.random() < self.lapse:
             pick = int(rng.integers(n))
-        elif self.kind == "parallel" or (self.kind == "graded" and rng.random() < found):
+        elif self.kind == "parallel" or (self.kind == "graded" and rng.random() < _graded(n - 1)):
             pick = int(np.argmax(score))
         elif self.kind == "graded":  # not found: a random item
             pick = int(rng.integers(n))
