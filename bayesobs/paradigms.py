@@ -632,6 +632,7 @@ register(
             "parallel": "bayesobs.search.subject:SearchSubject",
             "serial": "bayesobs.search.subject:SearchSubject",
             "graded": "bayesobs.search.subject:SearchSubject",
+            "steep": "bayesobs.search.subject:SearchSubject",
         },
         tables=("search", "search_accuracy", "search_bias"),
         analyse="bayesobs.search.scores:search_scores",

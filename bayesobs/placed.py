@@ -6,7 +6,8 @@ Percept-V, choice tables) asks one question per session: is its threshold's
 ``place_width`` of the session's level range?  Where its trials are
 independent (no rolling context, steering or reversal: ``base`` or a blur
 condition with ``context = 0``) and its task makes a trial at any level of the
-range (visual search, the perception tasks), a round's new runs ask the levels
+range (visual search, the perception tasks) or draws table rows by level (a
+choice table not kept in its order), a round's new runs ask the levels
 :func:`bayesobs.placement.choose_levels` places from the rows of the earlier
 rounds (logged with distribution ``placed``); the other right/wrong cells keep
 the protocol's stimuli and only their runs are adapted.
@@ -45,11 +46,18 @@ def right_wrong(sess) -> bool:
     return sess.task.paradigm in levels()
 
 
+def _makes_levels(task) -> bool:
+    """Whether a task makes a trial at a level it is asked: set or problem sizes, or table rows by level."""
+    if hasattr(task, "row_levels"):
+        return task.table.get("order", "uniform") != "table"
+    return hasattr(task, "sizes") or hasattr(task, "set_sizes")
+
+
 def placeable(sess) -> bool:
     """Whether its levels may be placed: independent trials of a task that makes any level."""
     c = sess.cond
-    makes = hasattr(sess.task, "sizes") or hasattr(sess.task, "set_sizes")
-    return right_wrong(sess) and makes and not c.context and c.steering is None and not c.reverse
+    independent = not c.context and c.steering is None and not c.reverse
+    return right_wrong(sess) and _makes_levels(sess.task) and independent
 
 
 def _counts(rows, key: tuple, session: str):
@@ -80,8 +88,10 @@ def threshold_questions(rows, sessions, place_width: float) -> dict[tuple, list[
 
 
 def candidates(sess, options: dict) -> np.ndarray:
-    """The levels a trial of the session may ask: its task's sizes, or the whole numbers, in its range."""
+    """The levels a trial of the session may ask: its table's or task's sizes, or the whole numbers, in its range."""
     low, high = sess.range
+    if hasattr(sess.task, "row_levels"):
+        return sess.task.row_levels(low, high, options)
     if hasattr(sess.task, "sizes"):
         sizes = sess.task.sizes(sess.task.check_options(options)[0])
         return np.array([s for s in sizes if low <= s <= high], float)

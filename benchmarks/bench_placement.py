@@ -4,8 +4,9 @@ Usage::
 
     nice .venv/bin/python benchmarks/bench_placement.py [--out bench-output/placement] [--trials 5] [--runs 20]
 
-For each right/wrong observer (visual search ``sim:serial``, ``sim:parallel`` and
-``sim:graded``, whose psychometric function is known: a normal one of threshold 24,
+For each right/wrong observer (visual search ``sim:serial``, ``sim:parallel``,
+``sim:graded`` and ``sim:steep``, whose psychometric functions are known: normal ones of
+threshold 24 and SD 6 (broad) and 2 (steep),
 Tunnel Vision circuits ``sim:colourcue`` and ``sim:tracer``, Percept-V
 ``sim:sloppy``; several subject seeds), one session is run fixed (``--runs`` runs of ``--trials``
 trials at the protocol's uniform levels: N = 100 trials) and adaptively
@@ -18,7 +19,9 @@ when it has the fixed protocol's precision (or at N).  Both are fitted with
 psychometric`` reports).  One RESULT line per observer gives the trials and the
 95% threshold intervals of both; the last lines give the total against the
 target (the same threshold precision with at most 50% of the trials) and how
-many estimates agree (each inside the other's interval).  ``--of`` and
+many estimates agree (each inside the other's interval).  Beside them, the
+peer that costs no placement: the fixed protocol's first half of the runs
+(N/2 trials at its uniform levels), fitted alike.  ``--of`` and
 ``--batch`` measure the other choices of :func:`bayesobs.placement.choose_levels`.
 """
 
@@ -28,6 +31,7 @@ import argparse
 import functools
 import json
 import shutil
+import statistics
 from pathlib import Path
 
 from bayesobs import placed, placement
@@ -39,7 +43,7 @@ from bayesobs.search.subject import GRADED_THRESHOLD
 from bayesobs.trials import read_trials
 
 ROOT = Path(__file__).resolve().parents[1]
-TRUTH = {"sim:graded": GRADED_THRESHOLD}  # observers of known threshold
+TRUTH = {"sim:graded": GRADED_THRESHOLD, "sim:steep": GRADED_THRESHOLD}  # known thresholds
 EDGE = " (the fixed fit's threshold lies outside the levels' range: its prior binds, not the data)"
 SPEC = """description = "placement benchmark: {task} {session}"
 task = "{task}"
@@ -60,6 +64,8 @@ OBSERVERS = (
     ("search two_among_five serial", "two_among_five", 'answer = "cell"', (0, 49), "sim:serial"),
     ("search medium graded", "circle_sizes", 'search = "medium"\nanswer = "cell"', (0, 49), "sim:graded"),
     ("search two_among_five graded", "two_among_five", 'answer = "cell"', (0, 49), "sim:graded"),
+    ("search medium steep", "circle_sizes", 'search = "medium"\nanswer = "cell"', (0, 49), "sim:steep"),
+    ("search two_among_five steep", "two_among_five", 'answer = "cell"', (0, 49), "sim:steep"),
     ("search medium parallel", "circle_sizes", 'search = "medium"\nanswer = "cell"', (0, 49), "sim:parallel"),
     ("tunnel circuits colourcue", "circuits", 'variant = "standard"', (4, 10), "sim:colourcue"),
     ("tunnel circuits tracer", "circuits", 'variant = "standard"', (4, 10), "sim:tracer"),
@@ -72,9 +78,10 @@ def inside(r: dict, rng) -> bool:
     return rng[0] <= r["fixed"]["threshold"] <= rng[1]
 
 
-def fitted(folder: Path) -> dict:
-    """Trials, those at placed levels and the Bayesian threshold fit of an experiment folder's group."""
+def fitted(folder: Path, runs: int | None = None) -> dict:
+    """Trials, those at placed levels and the Bayesian threshold fit of an experiment folder's group (its first ``runs``)."""
     rows = read_trials(folder / "trials.jsonl")
+    rows = rows if runs is None else rows[rows["run"] < runs]
     t = psychometric_levels(rows)
     fit = fit_bayes(t["x"], t["k"], t["n"], t["guess"])
     placed = int((rows["distribution"] == "placed").sum())
@@ -96,7 +103,8 @@ def one(args, name, task, option, rng, subject, seed) -> dict:
     fixed = fitted(folder / "fixed")
     options = AdaptiveOptions(place_width=min(1.0, fixed["width95"] / (rng[1] - rng[0])))
     res = adaptive_sweep(spec, [subject], folder / "adaptive", options, sim_seed=seed, **kw)
-    return {"fixed": fixed, "placed": fitted(folder / "adaptive"), "stops": res.stops}
+    half = fitted(folder / "fixed", args.runs // 2)
+    return {"fixed": fixed, "placed": fitted(folder / "adaptive"), "half": half, "stops": res.stops}
 
 
 def _truth(subject: str, r: dict) -> str:
@@ -128,7 +136,7 @@ def main() -> int:
             continue
         for seed in map(int, args.seeds.split(",")):
             r = one(args, name, task, option, rng, subject, seed)
-            f, p = r["fixed"], r["placed"]
+            f, p, h = r["fixed"], r["placed"], r["half"]
             ok = p["width95"] <= f["width95"] + 1e-9
             same = (
                 f["threshold_lo"] <= p["threshold"] <= f["threshold_hi"]
@@ -142,27 +150,41 @@ def main() -> int:
                 f"({p['trials'] / f['trials']:.0%}, {p['placed']} at placed levels), "
                 f"threshold {p['threshold']:.3g} "
                 f"[{p['threshold_lo']:.3g}, {p['threshold_hi']:.3g}] (width {p['width95']:.3g}); "
-                f"precision {'reached' if ok else 'NOT reached'}; estimates "
+                f"precision {'reached' if ok else 'NOT reached'}; the fixed protocol's first "
+                f"{h['trials']} trials: width {h['width95']:.3g}; estimates "
                 f"{'agree' if same else 'DIFFER'}{'' if inside(r, rng) else EDGE}{_truth(subject, r)}",
                 flush=True,
             )
             rows.append(
                 {"observer": name, "seed": seed, "ok": ok, "inside": inside(r, rng), **r}
+                | {"half_ok": h["width95"] <= f["width95"] + 1e-9}
                 | {"known": subject in TRUTH}
             )
     inside_rows = [r for r in rows if r["inside"]]
     known = [r for r in rows if r["known"]]
     parts = (("all", rows), ("threshold inside the range", inside_rows), ("known truth", known))
+    parts += tuple(
+        (f"sim:{kind} alone", [r for r in rows if r["observer"].endswith(kind)])
+        for kind in ("graded", "steep")
+    )
     for label, part in parts:
         spent = sum(r["placed"]["trials"] for r in part)
         full = sum(r["fixed"]["trials"] for r in part)
         reached = sum(r["ok"] for r in part)
         met = spent <= 0.5 * full and reached == len(part)
+        if not part:
+            continue
+        median, half = (
+            statistics.median(r[d]["width95"] / r["fixed"]["width95"] for r in part)
+            for d in ("placed", "half")
+        )
         print(
             f"RESULT {label} ({args.of}, {args.batch}): {spent} of {full} trials "
             f"({spent / max(full, 1):.1%}), the fixed precision reached by {reached} of "
             f"{len(part)} | target: the same precision with <= 50% of the trials "
-            f"({'met' if met else 'NOT met'})"
+            f"({'met' if met else 'NOT met'}); median width / the fixed width: adaptive "
+            f"{median:.2f}, the fixed protocol's first half {half:.2f} (reached by "
+            f"{sum(r['half_ok'] for r in part)})"
         )
     print(
         f"RESULT all: estimates agree (each inside the other's interval) in {agree} of {len(rows)}"

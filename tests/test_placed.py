@@ -13,6 +13,8 @@ import pytest
 from bayesobs.adaptive import AdaptiveOptions, adaptive_sweep
 from bayesobs.cli import main
 from bayesobs.errors import BayesobsInputError
+from bayesobs.placed import placeable
+from bayesobs.run.plan import load_spec, plan
 from bayesobs.run.runner import sweep
 from bayesobs.scores import psychometric_bayes
 
@@ -144,3 +146,55 @@ def test_design_prints_the_threshold_precision_of_both_designs(tmp_path, capsys,
     table = pd.read_csv(tmp_path / "p" / "psychometric.csv")
     widths = sorted(table["threshold_hi"] - table["threshold_lo"])
     assert printed == pytest.approx(widths, rel=2e-3)  # printed to 3 significant digits
+
+
+CHOICE = """task = "table_choice"
+seed = 5
+trials = 6
+[table]
+path = "tilt.csv"
+question = "Which way is the bar tilted?"
+{order}
+[ablations]
+context = {context}
+"""
+
+
+def _choice(folder: Path, order: str = "", context: int = 0) -> Path:
+    """A right/wrong table of levels 1 to 15, three rows each, and its spec (trials independent)."""
+    rows = [
+        {"level": lv, "text": f"bar {lv} {j}", "answer": "left", "choices": "left|right"}
+        for lv in range(1, 16)
+        for j in range(3)
+    ]
+    pd.DataFrame(rows).to_csv(folder / "tilt.csv", index=False)
+    (folder / "tilt.toml").write_text(CHOICE.format(order=order, context=context))
+    return folder / "tilt.toml"
+
+
+@pytest.mark.slow  # an adaptive sweep of a choice table, three rounds fitted
+def test_a_choice_table_asks_rows_at_placed_levels(tmp_path, monkeypatch):
+    monkeypatch.setattr(psychometric_bayes, "COARSE", (16, 12, 4, 3))
+    monkeypatch.setattr(psychometric_bayes, "FINE", (16, 12, 4, 3))
+    table = pd.read_csv(_choice(tmp_path).parent / "tilt.csv")
+    options = AdaptiveOptions(place_width=0.01)  # never answered: every round up to the cap
+    res = adaptive_sweep(_choice(tmp_path), ["sim:chooser"], tmp_path / "a", options, runs=RUNS)
+    rows = pd.DataFrame(
+        [json.loads(x) for x in (tmp_path / "a" / "trials.jsonl").read_text().splitlines()]
+    )
+    assert len(res.rounds) == RUNS - 1
+    later = rows[rows["run"] >= 2]
+    assert (later["distribution"] == "placed").all() and len(later) == 6 * (RUNS - 2)
+    assert (rows.loc[rows["run"] < 2, "distribution"] == "uniform").all()
+    # each placed trial is a row of the table at its level
+    row = later["parse_params"].map(lambda p: json.loads(p)["row"])
+    assert (table.loc[row, "level"].to_numpy() == later["level"].to_numpy()).all()
+
+
+def test_a_choice_table_in_its_own_order_or_in_a_rolling_context_is_not_placed(tmp_path):
+    def first(spec):
+        return plan(load_spec(spec), ["sim:chooser"])[0]
+
+    assert placeable(first(_choice(tmp_path)))
+    assert not placeable(first(_choice(tmp_path, 'order = "table"')))
+    assert not placeable(first(_choice(tmp_path, context=10)))  # earlier trials in the chat

@@ -15,13 +15,15 @@ from ..seeds import stable_rng
 from ..stimuli import from_png
 from ..stimuli.base import channel_mean
 
-SEARCH_KINDS = ("parallel", "serial", "graded", "random")
+SEARCH_KINDS = ("parallel", "serial", "graded", "steep", "random")
 SEARCH_TASKS = ("circle_sizes", "two_among_five", "light_priors")
 CAPACITY = 8
 LAPSE = 0.05
-# sim:graded finds the target with probability Phi((THRESHOLD - distractors) / SD): a searcher of
-# known psychometric function (a normal one, psignifit's threshold 24 and width 2 * 1.645 * 6)
-GRADED_THRESHOLD, GRADED_SD = 24.0, 6.0
+# sim:graded and sim:steep find the target with probability Phi((THRESHOLD - distractors) / SD):
+# searchers of known psychometric function (a normal one, psignifit's threshold 24 and width
+# 2 * 1.645 * SD), a broad one (SD 6: half the 0-49 range is its transition) and a steep one
+GRADED_THRESHOLD = 24.0
+GRADED_SD = {"graded": 6.0, "steep": 2.0}
 POINT_SD = 4.0  # px: localisation noise of a coordinate answer
 _PATCH = 13  # half-width of the digit templates (27 x 27 px)
 _COLOUR_NAMES = sorted(COLOURS)
@@ -201,13 +203,13 @@ def _colour_match(rgb: np.ndarray, name: str) -> np.ndarray:
     return (v @ ref) / (np.linalg.norm(v, axis=1) * np.linalg.norm(ref) + 1e-9)
 
 
-def _graded(distractors: int) -> float:
-    """``sim:graded``'s chance of finding the target among ``distractors``."""
-    return NormalDist().cdf((GRADED_THRESHOLD - distractors) / GRADED_SD)
+def _graded(kind: str, distractors: int) -> float:
+    """``sim:graded``'s or ``sim:steep``'s chance of finding the target among ``distractors``."""
+    return NormalDist().cdf((GRADED_THRESHOLD - distractors) / GRADED_SD[kind])
 
 
 class SearchSubject:
-    """A simulated searcher (``sim:parallel``, ``sim:serial``, ``sim:graded``, ``sim:random``)."""
+    """A simulated searcher (``sim:parallel``, ``sim:serial``, ``sim:graded``, ``sim:steep``, ``sim:random``)."""
 
     def __init__(self, kind: str, seed: int = 0, capacity: int = CAPACITY, lapse: float = LAPSE):
         if kind not in SEARCH_KINDS:
@@ -243,9 +245,11 @@ class SearchSubject:
         score = target_scores(task, question, items)
         if rng.random() < self.lapse:
             pick = int(rng.integers(n))
-        elif self.kind == "parallel" or (self.kind == "graded" and rng.random() < _graded(n - 1)):
+        elif self.kind == "parallel" or (
+            self.kind in GRADED_SD and rng.random() < _graded(self.kind, n - 1)
+        ):
             pick = int(np.argmax(score))
-        elif self.kind == "graded":  # not found: a random item
+        elif self.kind in GRADED_SD:  # not found: a random item
             pick = int(rng.integers(n))
         else:  # serial: inspect at most `capacity` items in a random order
             look = rng.permutation(n)[: self.capacity]

@@ -251,6 +251,11 @@ class TableRows(Task):
                 picks.append(cand[int(near[rng.integers(len(near))])])
         return [self.stimulus(int(i)) for i in picks]
 
+    def row_levels(self, low, high, options) -> np.ndarray:
+        """The distinct values of the rows :meth:`generate` draws from in ``[low, high]``."""
+        cand = _candidates(self.rows, self.value, low, high, options)
+        return np.unique(self.rows[self.value].to_numpy(float)[cand])
+
     def stimulus(self, i: int, prompt: str | None = None, **params) -> Stimulus:
         """Row ``i`` as a stimulus (``params``: a task's own, beside the row and its image hash)."""
         row = self.rows.iloc[i]

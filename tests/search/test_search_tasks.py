@@ -499,20 +499,21 @@ def test_bad_search_options_fail_before_any_call(tmp_path, options, message):
 
 
 @pytest.mark.slow  # 600 rendered search trials, fitted
-def test_graded_searcher_has_the_psychometric_function_it_states(tmp_path):
-    """``sim:graded`` finds the target with probability Phi((24 - distractors) / 6): the threshold
-    `bayesobs psychometric` fits to its answers is 24 (each search condition and answer mode,
-    100 trials over 0-49 distractors; 95% intervals)."""
-    from bayesobs.search.subject import GRADED_THRESHOLD
+@pytest.mark.parametrize("kind", ["graded", "steep"])
+def test_graded_searcher_has_the_psychometric_function_it_states(tmp_path, kind):
+    """``sim:graded`` and ``sim:steep`` find the target with probability Phi((24 - distractors) / SD),
+    SD 6 and 2: the threshold `bayesobs psychometric` fits to their answers is 24 and its width
+    2 * 1.645 * SD (each search condition and answer mode, 100 trials over 0-49 distractors; 95%
+    intervals)."""
+    from bayesobs.search.subject import GRADED_SD, GRADED_THRESHOLD
 
     out = tmp_path / "g"
-    args = ["run", "circle_sizes", "--subject", "sim:graded", "--trials", "100"]
+    args = ["run", "circle_sizes", "--subject", f"sim:{kind}", "--trials", "100"]
     assert main([*args, "--condition", "base", "--out", str(out), "--no-progress"]) == 0
     assert main(["psychometric", str(out), "--out", str(tmp_path / "p")]) == 0
     table = pd.read_csv(tmp_path / "p" / "psychometric.csv")
     assert len(table) == 6
-    covers = (table["threshold_lo"] <= GRADED_THRESHOLD) & (
-        GRADED_THRESHOLD <= table["threshold_hi"]
-    )
-    assert covers.sum() >= 5  # six 95% intervals: one may miss
+    for name, truth in (("threshold", GRADED_THRESHOLD), ("width", 2 * 1.645 * GRADED_SD[kind])):
+        covers = (table[f"{name}_lo"] <= truth) & (truth <= table[f"{name}_hi"])
+        assert covers.sum() >= 5, name  # six 95% intervals: one may miss
     assert abs(table["threshold"].median() - GRADED_THRESHOLD) < 3
