@@ -32,7 +32,8 @@ from .trials import CELL_KEYS
 RULE = (
     "right/wrong cells: asked again while a session's threshold 95% interval (bayesobs "
     "psychometric) is wider than place_width of its level range; independent trials ask "
-    "QUEST+ levels (the posterior's expected entropy, a batch greedy with sampled outcomes)"
+    "QUEST+ levels (the expected entropy of the posterior's threshold and width, the lapse a "
+    "nuisance: psi-marginal; a batch greedy with sampled outcomes)"
 )
 
 

@@ -10,14 +10,19 @@ that is then reported.  The ``questplus`` package is not used: it keeps its own
 parameter grid and priors (and knows no overdispersion), so it would optimise
 a posterior other than the one the score reports.
 
-The entropy is the whole posterior's over threshold, width and lapse
-(``of="all"``, the default: it gave the narrower threshold intervals in
-benchmarks/bench_placement.py; eta does not change one trial's chance of a
-right answer and is summed out) or the threshold marginal's (``of="threshold"``); a round's
-batch is chosen greedily, each trial's level on the posterior updated with a
-seeded draw of the outcomes of the trials chosen before it (``batch="sample"``,
-the default: a batch spreads where the outcome is uncertain instead of
-repeating one level), or as the batch's best distinct levels (``batch="best"``).
+The entropy is that of the posterior's threshold and width, the lapse summed
+out as a nuisance (``of="threshold_width"``, the default: Prins (2013), "The
+psi-marginal adaptive method", J Vis 13(7):3; over the whole posterior the
+lapse's information drew up to 40 of 90 trials to the easiest level, and on
+benchmarks/bench_placement.py this needs the fewest trials for the fixed
+protocol's threshold precision), of the whole posterior over threshold, width
+and lapse (``of="all"``, Watson's) or of the threshold marginal alone
+(``of="threshold"``); eta does not change one trial's chance of a right answer
+and is summed out.  A round's batch is chosen greedily, each trial's level on
+the posterior updated with a seeded draw of the outcomes of the trials chosen
+before it (``batch="sample"``, the default: a batch spreads where the outcome
+is uncertain instead of repeating one level), or as the batch's best distinct
+levels (``batch="best"``).
 benchmarks/bench_placement.py measures the choices (docs/protocol.md).
 """
 
@@ -32,7 +37,7 @@ from .scores import psychometric_bayes as bayes
 from .scores.psychometric import sigmoid_value
 from .scores.psychometric_bayes import grid_posterior, percentiles
 
-OF = ("threshold", "all")
+OF = ("threshold", "threshold_width", "all")
 BATCH = ("sample", "best")
 
 
@@ -78,7 +83,14 @@ def right_chance(mass, axes, levels, guess, sigmoid="norm", direction="decreasin
     return g + (1 - g - L[None]) * F
 
 
-def expected_entropy(m: np.ndarray, like: np.ndarray, of: str = "threshold") -> np.ndarray:
+def _marginal(post: np.ndarray, of: str) -> np.ndarray:
+    """The mass over threshold, width and lapse summed to what ``of`` names."""
+    if of == "threshold":
+        return post.sum(axis=(1, 2))
+    return post.sum(axis=2) if of == "threshold_width" else post
+
+
+def expected_entropy(m: np.ndarray, like: np.ndarray, of: str) -> np.ndarray:
     """Expected posterior entropy after one trial at each level (``m``: mass over T, W, L)."""
     out = np.zeros(len(like))
     for i, p in enumerate(like):
@@ -86,7 +98,7 @@ def expected_entropy(m: np.ndarray, like: np.ndarray, of: str = "threshold") -> 
             total = joint.sum()
             if total > 0:
                 post = joint / total
-                out[i] += total * _entropy(post.sum(axis=(1, 2)) if of == "threshold" else post)
+                out[i] += total * _entropy(_marginal(post, of))
     return out
 
 
@@ -100,7 +112,7 @@ def choose_levels(
     direction: str = "decreasing",
     sigmoid: str = "norm",
     seed: int = 0,
-    of: str = "all",
+    of: str = "threshold_width",
     batch: str = "sample",
 ) -> np.ndarray:
     """The levels of the next ``size`` trials of one cell: QUEST+ on the score's posterior.
@@ -124,8 +136,9 @@ def choose_levels(
     seed : int
         Seed of the sampled outcomes (``batch="sample"``); the same rows and
         seed give the same levels.
-    of : {"all", "threshold"}
-        The entropy minimised: the whole posterior's or the threshold marginal's.
+    of : {"threshold_width", "all", "threshold"}
+        The entropy minimised: of threshold and width (the lapse a nuisance),
+        of the whole posterior, or of the threshold alone.
     batch : {"sample", "best"}
         Greedy with sampled outcomes, or the ``size`` best distinct levels.
 

@@ -125,7 +125,7 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=5, help="trials per run (default 5)")
     ap.add_argument("--runs", type=int, default=20, help="runs of the fixed protocol (default 20)")
     ap.add_argument("--seeds", default="0,1,2", help="subject seeds (default 0,1,2)")
-    ap.add_argument("--of", default="all", choices=placement.OF)
+    ap.add_argument("--of", default="threshold_width", choices=placement.OF)
     ap.add_argument("--batch", default="sample", choices=placement.BATCH)
     ap.add_argument("--observers", default="", help="names containing one of these (commas) only")
     args = ap.parse_args()

@@ -145,7 +145,7 @@ def test_design_prints_the_threshold_precision_of_both_designs(tmp_path, capsys,
     )
     table = pd.read_csv(tmp_path / "p" / "psychometric.csv")
     widths = sorted(table["threshold_hi"] - table["threshold_lo"])
-    assert printed == pytest.approx(widths, rel=2e-3)  # printed to 3 significant digits
+    assert printed == pytest.approx(widths, rel=5e-3)  # 3 significant digits: within 0.5%
 
 
 CHOICE = """task = "table_choice"

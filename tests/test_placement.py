@@ -30,15 +30,16 @@ def observer(levels, rng, threshold=20.0, width=8.0, lapse=0.02, guess=GUESS):
 
 
 def brute_force_entropy(mass, axes, level, guess=GUESS, of="all"):
-    """Expected entropy of the posterior (``all``: threshold, width, lapse) after one trial at ``level``."""
+    """Expected entropy of the posterior (``all``: threshold, width, lapse; or a marginal) after one trial at ``level``."""
     scale = 2 * stats.norm.ppf(0.95)
-    shape = mass.shape[:3] if of == "all" else mass.shape[:1]
+    kept = {"all": 3, "threshold_width": 2, "threshold": 1}[of]
+    shape = mass.shape[:kept]
     joint = {1: np.zeros(shape), 0: np.zeros(shape)}
     for i, t in enumerate(axes[0]):
         for j, w in enumerate(axes[1]):
             for a, lapse in enumerate(axes[2]):
                 p = guess + (1 - guess - lapse) * stats.norm.cdf(-scale * (level - t) / w)
-                where = (i, j, a) if of == "all" else (i,)
+                where = (i, j, a)[:kept]
                 for e in range(len(axes[3])):
                     joint[1][where] += mass[i, j, a, e] * p
                     joint[0][where] += mass[i, j, a, e] * (1 - p)
@@ -49,7 +50,10 @@ def brute_force_entropy(mass, axes, level, guess=GUESS, of="all"):
     return h
 
 
-@pytest.mark.parametrize(("per_level", "of"), [(False, "all"), (True, "all"), (False, "threshold")])
+@pytest.mark.parametrize(
+    ("per_level", "of"),
+    [(False, "all"), (True, "all"), (False, "threshold"), (False, "threshold_width")],
+)
 def test_chosen_level_is_the_brute_force_argmin(small_grid, per_level, of):
     rng = np.random.default_rng(1)
     candidates = np.arange(0, 40, 3)
