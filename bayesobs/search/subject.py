@@ -21,7 +21,7 @@ CAPACITY = 8
 LAPSE = 0.05
 # sim:graded and sim:steep find the target with probability Phi((THRESHOLD - distractors) / SD):
 # searchers of known psychometric function (a normal one, psignifit's threshold 24 and width
-# 2 * 1.645 * SD), a broad one (SD 6: half the 0-49 range is its transition) and a steep one
+# 2 * 1.645 * SD), a broad one (SD 6: its transition is two fifths of 0-49) and a steep one
 GRADED_THRESHOLD = 24.0
 GRADED_SD = {"graded": 6.0, "steep": 2.0}
 POINT_SD = 4.0  # px: localisation noise of a coordinate answer
