@@ -30,7 +30,7 @@ from .run.store import lock_folder
 from .scores import score
 from .scores.psychometric import KEYS as GROUP_KEYS
 from .scores.psychometric import psychometric_levels
-from .scores.psychometric_bayes import fit_bayes
+from .scores.psychometric_bayes import bayes_table
 from .stopping import EVIDENCE_THRESHOLD, cell_name, conclusions, open_questions
 from .trials import CELL_KEYS, read_trials
 
@@ -277,8 +277,8 @@ def compare_fixed(
         68% interval excludes 0.5, ``|s_p|`` reaches the sign level);
         ``agreement``, ``factor_agreement``, ``sign_agreement``: the share of
         the decided ones the adaptive sweep reaches; ``agreement_all``: of all;
-        ``accuracy_covered``: the share of cells whose fixed NRMSE lies in the
-        adaptive sweep's 68% interval; ``differ``: the decided conclusions
+        ``accuracy_covered``: the share of the ``accuracy_cells`` (magnitude
+        cells) whose fixed NRMSE lies in the adaptive sweep's 68% interval; ``differ``: the decided conclusions
         reached otherwise; ``thresholds``: per right/wrong group, the trials
         and threshold 95% interval of each (``bayesobs psychometric``'s fit).
     """
@@ -327,24 +327,28 @@ def compare_fixed(
         "sign_agreement": share([k for k in decided if k[0] == "sign"]),
         "agreement_all": share(list(same)),
         "accuracy_covered": float(np.mean(covered)) if len(covered) else float("nan"),
+        "accuracy_cells": len(covered),
         "differ": ["/".join(map(str, k)) for k in decided if not same[k]],
         "thresholds": thresholds,
     }
 
 
 def _thresholds(folder: Path) -> dict[str, dict]:
-    """Right/wrong group -> trials and threshold with its 95% interval (the Bayesian fit)."""
+    """Right/wrong group -> trials and threshold with its 95% interval, as ``bayesobs psychometric`` fits them."""
+    levels = psychometric_levels(read_trials(folder / "trials.jsonl"))
+    if not len(levels):
+        return {}
+    table, _ = bayes_table(levels, bootstrap=0)  # the credible interval; no ML bootstrap needed
+    trials = {
+        tuple(map(str, k)): n for k, n in levels.fillna("").groupby(GROUP_KEYS)["n"].sum().items()
+    }
     out = {}
-    table = psychometric_levels(read_trials(folder / "trials.jsonl"))
-    for key, g in table.fillna("").groupby(GROUP_KEYS, sort=True) if len(table) else ():
-        if g["x"].nunique() >= 3:
-            fit = fit_bayes(g["x"], g["k"], g["n"], g["guess"])
-            name = "/".join(str(v) for v in key if str(v))
-            lo, hi = fit["threshold_lo"], fit["threshold_hi"]
-            out[name] = {
-                "trials": int(g["n"].sum()),
-                "threshold": fit["threshold"],
-                "lo": lo,
-                "hi": hi,
-            }
+    for row in table.to_dict("records"):
+        key = tuple(str(row[k]) for k in GROUP_KEYS)
+        out["/".join(v for v in key if v)] = {
+            "trials": int(trials[key]),
+            "threshold": row["threshold"],
+            "lo": row["threshold_lo"],
+            "hi": row["threshold_hi"],
+        }
     return out

@@ -50,7 +50,7 @@ def right_wrong(sess) -> bool:
 def _makes_levels(task) -> bool:
     """Whether a task makes a trial at a level it is asked: set or problem sizes, or table rows by level."""
     if hasattr(task, "row_levels"):
-        return task.table.get("order", "uniform") != "table"
+        return not task.in_table_order
     return hasattr(task, "sizes") or hasattr(task, "set_sizes")
 
 

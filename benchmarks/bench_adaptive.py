@@ -75,9 +75,8 @@ def main() -> int:
         hits["agree"] += round(r["agreement"] * r["decided"])
         hits["all"] += r["conclusions"]
         hits["agree_all"] += round(r["agreement_all"] * r["conclusions"])
-        cells = r["conclusions"] - 15  # 4 factors a cell and 15 BCS pairs
-        hits["cells"] += cells // 4
-        hits["covered"] += round(r["accuracy_covered"] * (cells // 4))
+        hits["cells"] += r["accuracy_cells"]
+        hits["covered"] += round(r["accuracy_covered"] * r["accuracy_cells"])
         self_all = _one_run_fewer(folder / "fixed", args.runs, rule)
         usd = price.cost(r["input_tokens"], 0, 0), price.cost(r["fixed_input_tokens"], 0, 0)
         print(

@@ -237,10 +237,15 @@ class TableRows(Task):
                     )
         return rows
 
+    @property
+    def in_table_order(self) -> bool:
+        """Whether a session asks its rows in the table's order (``order = "table"``), not by value."""
+        return self.table.get("order", "uniform") == "table"
+
     def generate(self, rng, low, high, n, options):
         """``n`` rows with values in ``[low, high]``: nearest to uniform draws, or in the table's order."""
         cand = _candidates(self.rows, self.value, low, high, options)
-        if self.table.get("order", "uniform") == "table":
+        if self.in_table_order:
             picks = [cand[i % len(cand)] for i in range(n)]
         else:
             vals = self.rows[self.value].to_numpy()[cand]
