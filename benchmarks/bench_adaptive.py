@@ -13,9 +13,10 @@ the conclusions are compared: the factor winner per cell (P(f) > 0.5) and the
 sign of Delta w_prior per ablation pair (the paper's s), on the conclusions the
 fixed protocol decides (the factor's 68% interval excludes 0.5; |s_p| >= 0.9)
 and on all of them; and whether the fixed protocol's NRMSE of each cell lies in
-the adaptive sweep's interval. For reference, the fixed protocol with one run
-fewer is compared with itself the same way (how often its undecided
-conclusions flip with one more run). One RESULT line per observer gives calls,
+the adaptive sweep's interval. For reference, the fixed protocol's own first
+``n`` runs (``n`` from 2 to one fewer than the cap: ``n`` of ``--runs`` of the
+calls) are compared with all its runs the same way (how often its undecided
+conclusions flip with more runs): the peer that adapts nothing. One RESULT line per observer gives calls,
 input tokens, dollars at a model's price, their share of the fixed protocol's
 and the agreement; the last lines give the totals against the targets (>= 95%
 of the conclusions, <= 50% of the calls).
@@ -77,7 +78,8 @@ def main() -> int:
         hits["agree_all"] += round(r["agreement_all"] * r["conclusions"])
         hits["cells"] += r["accuracy_cells"]
         hits["covered"] += round(r["accuracy_covered"] * r["accuracy_cells"])
-        self_all = _one_run_fewer(folder / "fixed", args.runs, rule)
+        fewer = _fewer_runs(folder / "fixed", args.runs, rule)
+        self_all = fewer[args.runs - 1][0]
         usd = price.cost(r["input_tokens"], 0, 0), price.cost(r["fixed_input_tokens"], 0, 0)
         print(
             f"RESULT {name}: calls {r['calls']} of {r['fixed_calls']} "
@@ -87,10 +89,14 @@ def main() -> int:
             f"{r['agreement']:.1%} of {r['decided']} (factor winners {r['factor_agreement']:.1%}, "
             f"BCS signs {r['sign_agreement']:.1%}); all conclusions {r['agreement_all']:.1%} of "
             f"{r['conclusions']} (the fixed protocol with one run fewer: {self_all:.1%}); fixed "
-            f"NRMSE in the adaptive 68% interval {r['accuracy_covered']:.1%}",
+            f"NRMSE in the adaptive 68% interval {r['accuracy_covered']:.1%}; the fixed "
+            f"protocol's first n runs, all conclusions: "
+            + ", ".join(
+                f"n={n} ({n / args.runs:.0%} of the calls) {v:.1%}" for n, v in fewer.items()
+            ),
             flush=True,
         )
-        rows.append({"observer": name, "fixed_one_run_fewer": self_all, **r})
+        rows.append({"observer": name, "fixed_first_runs": fewer, **r})
     share = totals["calls"] / totals["fixed_calls"]
     agreement = hits["agree"] / hits["decided"]
     print(
@@ -111,14 +117,21 @@ def main() -> int:
     return 0
 
 
-def _one_run_fewer(folder: Path, runs: int, rule: AdaptiveOptions) -> float:
-    """Share of the fixed protocol's conclusions its first ``runs - 1`` runs reach too."""
+def _fewer_runs(folder: Path, runs: int, rule: AdaptiveOptions) -> dict[int, tuple[float, float]]:
+    """Shares of the fixed protocol's conclusions, all and decided, its first ``n`` runs reach too, per ``n < runs``."""
     rows = read_trials(folder / "trials.jsonl")
-    found = []
-    for r in (rows, rows[rows["run"].astype(int) < runs - 1]):
-        s = score(r, bootstrap=rule.bootstrap, seed=rule.seed, probe=False)
-        found.append(conclusions(s.evidence, s.bcs, rule.sign_level))
-    return sum(found[1].get(k, (None,))[0] == v[0] for k, v in found[0].items()) / len(found[0])
+    found = {}
+    for n in range(runs, 1, -1):
+        part = rows[rows["run"].astype(int) < n]
+        s = score(part, bootstrap=rule.bootstrap, seed=rule.seed, probe=False)
+        found[n] = conclusions(s.evidence, s.bcs, rule.sign_level)
+    full = found.pop(runs)
+    decided = [k for k, v in full.items() if v[1]]
+    out = {}
+    for n, c in sorted(found.items()):
+        same = {k: c.get(k, (None,))[0] == v[0] for k, v in full.items()}
+        out[n] = (sum(same.values()) / len(same), sum(same[k] for k in decided) / len(decided))
+    return out
 
 
 if __name__ == "__main__":
