@@ -31,7 +31,13 @@ from .scores import score
 from .scores.psychometric import KEYS as GROUP_KEYS
 from .scores.psychometric import psychometric_levels
 from .scores.psychometric_bayes import bayes_table
-from .stopping import EVIDENCE_THRESHOLD, cell_name, conclusions, open_questions
+from .stopping import (
+    EVIDENCE_THRESHOLD,
+    cell_name,
+    conclusions,
+    open_questions,
+    same_conclusions,
+)
 from .trials import CELL_KEYS, read_trials
 
 RULE = (
@@ -298,7 +304,7 @@ def compare_fixed(
         for name in ("fixed", "adaptive")
     ]
     fixed, adaptive = (conclusions(s.evidence, s.bcs, options.sign_level) for s in scored)
-    same = {k: adaptive.get(k, (None,))[0] == v[0] for k, v in fixed.items()}
+    same = same_conclusions(fixed, adaptive)
     decided = [k for k, v in fixed.items() if v[1]]
 
     def share(keys):

@@ -102,3 +102,8 @@ def conclusions(evidence: pd.DataFrame, bcs: pd.DataFrame, sign_level: float) ->
             decided = bool(np.isfinite(row.s_p) and abs(row.s_p) >= sign_level)
             out[("sign", row.subject, row.task, row.ablation)] = (sign, decided)
     return out
+
+
+def same_conclusions(reference: dict, other: dict) -> dict:
+    """Key of ``reference`` (:func:`conclusions`) -> whether ``other`` reaches its conclusion."""
+    return {k: other.get(k, (None,))[0] == v[0] for k, v in reference.items()}

@@ -16,10 +16,10 @@ and on all of them; and whether the fixed protocol's NRMSE of each cell lies in
 the adaptive sweep's interval. For reference, the fixed protocol's own first
 ``n`` runs (``n`` from 2 to one fewer than the cap: ``n`` of ``--runs`` of the
 calls) are compared with all its runs the same way (how often its undecided
-conclusions flip with more runs): the peer that adapts nothing. One RESULT line per observer gives calls,
-input tokens, dollars at a model's price, their share of the fixed protocol's
-and the agreement; the last lines give the totals against the targets (>= 95%
-of the conclusions, <= 50% of the calls).
+conclusions flip with more runs): the peer that adapts nothing. One RESULT
+line per observer gives calls, input tokens, dollars at a model's price, their
+share of the fixed protocol's and the agreement; the last lines give the
+totals against the targets (>= 95% of the conclusions, <= 50% of the calls).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 from bayesobs.adaptive import AdaptiveOptions, compare_fixed
 from bayesobs.run.prices import load_prices
 from bayesobs.scores import score
-from bayesobs.stopping import conclusions
+from bayesobs.stopping import conclusions, same_conclusions
 from bayesobs.trials import read_trials
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,10 +90,8 @@ def main() -> int:
             f"BCS signs {r['sign_agreement']:.1%}); all conclusions {r['agreement_all']:.1%} of "
             f"{r['conclusions']} (the fixed protocol with one run fewer: {self_all:.1%}); fixed "
             f"NRMSE in the adaptive 68% interval {r['accuracy_covered']:.1%}; the fixed "
-            f"protocol's first n runs, all conclusions: "
-            + ", ".join(
-                f"n={n} ({n / args.runs:.0%} of the calls) {v:.1%}" for n, v in fewer.items()
-            ),
+            f"protocol's first n of {args.runs} runs, all and decided "
+            "conclusions: " + ", ".join(f"n={n} {a:.1%} {d:.1%}" for n, (a, d) in fewer.items()),
             flush=True,
         )
         rows.append({"observer": name, "fixed_first_runs": fewer, **r})
@@ -118,7 +116,7 @@ def main() -> int:
 
 
 def _fewer_runs(folder: Path, runs: int, rule: AdaptiveOptions) -> dict[int, tuple[float, float]]:
-    """Shares of the fixed protocol's conclusions, all and decided, its first ``n`` runs reach too, per ``n < runs``."""
+    """Per ``n < runs``: the shares of the fixed protocol's conclusions, all and decided, its first ``n`` runs reach."""
     rows = read_trials(folder / "trials.jsonl")
     found = {}
     for n in range(runs, 1, -1):
@@ -129,7 +127,7 @@ def _fewer_runs(folder: Path, runs: int, rule: AdaptiveOptions) -> dict[int, tup
     decided = [k for k, v in full.items() if v[1]]
     out = {}
     for n, c in sorted(found.items()):
-        same = {k: c.get(k, (None,))[0] == v[0] for k, v in full.items()}
+        same = same_conclusions(full, c)
         out[n] = (sum(same.values()) / len(same), sum(same[k] for k in decided) / len(decided))
     return out
 
